@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * alloc.c: the allocator indirection and the library version.
+ *
+ * The hooks are plain globals written once before any other call (the contract of
+ * kcr_set_alloc_funcs), so reading them needs no lock, as with jansson's.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/alloc.h"
+
+static kcr_malloc_fn do_malloc = malloc;
+static kcr_realloc_fn do_realloc = realloc;
+static kcr_free_fn do_free = free;
+
+const char *kcr_version_string(void) {
+  return KCR_VERSION_STRING;
+}
+
+void kcr_set_alloc_funcs(kcr_malloc_fn m, kcr_realloc_fn r, kcr_free_fn f) {
+  do_malloc = m ? m : malloc;
+  do_realloc = r ? r : realloc;
+  do_free = f ? f : free;
+}
+
+void *kcr__malloc(size_t size) {
+  return do_malloc(size ? size : 1);
+}
+
+void *kcr__calloc(size_t n, size_t size) {
+  void *p;
+  if (size != 0 && n > SIZE_MAX / size)
+    return NULL;
+  p = kcr__malloc(n * size);
+  if (p)
+    memset(p, 0, n * size);
+  return p;
+}
+
+void *kcr__realloc(void *ptr, size_t size) {
+  return do_realloc(ptr, size ? size : 1);
+}
+
+void kcr__free(void *ptr) {
+  if (ptr)
+    do_free(ptr);
+}
+
+void kcr_free(void *ptr) {
+  kcr__free(ptr);
+}
+
+char *kcr__strndup(const char *s, size_t n) {
+  char *p = kcr__malloc(n + 1);
+  if (!p)
+    return NULL;
+  memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+char *kcr__strdup(const char *s) {
+  return kcr__strndup(s, strlen(s));
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* testutil.c: the counting, failing allocator behind KCR_TEST_ALLOC_LOOP. */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "kcr/common.h"
+#include "testutil.h"
+
+static atomic_long countdown; /* allocations left before failing; 0: never fail */
+static atomic_int failed;
+
+static int should_fail(void) {
+  long left = atomic_load(&countdown);
+  if (left == 0)
+    return 0;
+  if (left == 1 || atomic_fetch_sub(&countdown, 1) <= 1) {
+    atomic_store(&countdown, 1);
+    atomic_store(&failed, 1);
+    return 1;
+  }
+  return 0;
+}
+
+static void *counting_malloc(size_t n) {
+  return should_fail() ? NULL : malloc(n);
+}
+
+static void *counting_realloc(void *p, size_t n) {
+  return should_fail() ? NULL : realloc(p, n);
+}
+
+void kcr_test_alloc_install(void) {
+  atomic_store(&countdown, 0);
+  atomic_store(&failed, 0);
+  kcr_set_alloc_funcs(counting_malloc, counting_realloc, free);
+}
+
+void kcr_test_alloc_uninstall(void) {
+  kcr_set_alloc_funcs(NULL, NULL, NULL);
+}
+
+void kcr_test_alloc_fail_at(long n) {
+  atomic_store(&failed, 0);
+  atomic_store(&countdown, n);
+}
+
+int kcr_test_alloc_failed(void) {
+  return atomic_load(&failed);
+}

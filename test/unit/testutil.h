@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * testutil.h: helpers shared by the unit tests: cmocka's includes in the order it
+ * needs them, and a counting allocator that can fail the Nth allocation, for the
+ * allocation-failure loops STYLE.md asks of every parser and constructor.
+ */
+#ifndef KCR_TESTUTIL_H
+#define KCR_TESTUTIL_H
+
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+/*
+ * kcr_test_alloc_install routes kcr's allocations through the counting allocator
+ * and stops failing; kcr_test_alloc_uninstall restores malloc.
+ */
+void kcr_test_alloc_install(void);
+void kcr_test_alloc_uninstall(void);
+
+/* kcr_test_alloc_fail_at makes allocation number n (1-based, counted from this
+ * call) and every later one fail; 0 never fails. */
+void kcr_test_alloc_fail_at(long n);
+
+/* kcr_test_alloc_failed tells whether any allocation failed since fail_at. */
+int kcr_test_alloc_failed(void);
+
+/*
+ * KCR_TEST_ALLOC_LOOP(call, cleanup) runs `call` (an expression yielding an int
+ * kcr_err) with allocation 1, 2, 3... failing, until a run completes without any
+ * failed allocation. Every run in which an allocation failed must return
+ * KCR_ENOMEM; `cleanup` runs after each run (success or not) to release what it
+ * made. The final, successful run must return 0. Leaks show under valgrind/ASan.
+ */
+#define KCR_TEST_ALLOC_LOOP(call, cleanup)                                                         \
+  do {                                                                                             \
+    kcr_test_alloc_install();                                                                      \
+    for (long n_ = 1;; n_++) {                                                                     \
+      int rc_;                                                                                     \
+      kcr_test_alloc_fail_at(n_);                                                                  \
+      rc_ = (call);                                                                                \
+      if (!kcr_test_alloc_failed()) {                                                              \
+        kcr_test_alloc_fail_at(0);                                                                 \
+        assert_int_equal(rc_, 0);                                                                  \
+        cleanup;                                                                                   \
+        break;                                                                                     \
+      }                                                                                            \
+      kcr_test_alloc_fail_at(0);                                                                   \
+      assert_int_equal(rc_, KCR_ENOMEM);                                                           \
+      cleanup;                                                                                     \
+      assert_true(n_ < 100000);                                                                    \
+    }                                                                                              \
+    kcr_test_alloc_uninstall();                                                                    \
+  } while (0)
+
+#endif /* KCR_TESTUTIL_H */
