@@ -51,7 +51,8 @@ typedef void (*kcr_free_fn)(void *ptr);
  * (jansson's json_set_alloc_funcs does the same for jansson's own). Pass NULLs to
  * restore malloc/realloc/free. Call it before any other kcr function, from one
  * thread, with no kcr object alive: memory is freed by the allocator that made it.
- * Tests use it to fail the Nth allocation.
+ * It also sets jansson's allocator (json_set_alloc_funcs, process-wide), since
+ * kcr's objects are json_t. Tests use it to fail the Nth allocation.
  */
 KCR_EXTERN void kcr_set_alloc_funcs(kcr_malloc_fn m, kcr_realloc_fn r, kcr_free_fn f);
 

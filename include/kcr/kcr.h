@@ -9,6 +9,7 @@
 #include "kcr/clock.h"
 #include "kcr/common.h"
 #include "kcr/error.h"
+#include "kcr/log.h"
 #include "kcr/rand.h"
 #include "kcr/time.h"
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * alloc.c: the allocator indirection and the library version.
+ * alloc.c: the allocator indirection and the library version. kcr_set_alloc_funcs
+ * also sets jansson's allocator (json_set_alloc_funcs), which is process-wide.
  *
  * The hooks are plain globals written once before any other call (the contract of
  * kcr_set_alloc_funcs), so reading them needs no lock, as with jansson's.
@@ -8,6 +9,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "util/alloc.h"
 
@@ -23,6 +26,9 @@ void kcr_set_alloc_funcs(kcr_malloc_fn m, kcr_realloc_fn r, kcr_free_fn f) {
   do_malloc = m ? m : malloc;
   do_realloc = r ? r : realloc;
   do_free = f ? f : free;
+  /* jansson allocates every json_t kcr makes or hands out: route it the same way so
+   * that allocation-failure tests reach into JSON handling too. */
+  json_set_alloc_funcs(do_malloc, do_free);
 }
 
 void *kcr__malloc(size_t size) {
