@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcr/config.h: how to reach and authenticate to an API server — client-go's
+ * clientcmd (kubeconfig loading and merging), rest.InClusterConfig and the exec
+ * credential plugin, and controller-runtime's config.GetConfig precedence.
+ *
+ * A kcr_rest_config_t is immutable once loaded, except for its credentials, which
+ * it refreshes by itself: token files are re-read (bound tokens rotate), exec
+ * plugins are re-run before their expirationTimestamp and after a 401. It is
+ * reference-counted and safe to share between threads.
+ */
+#ifndef KCR_CONFIG_H
+#define KCR_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kcr/common.h"
+#include "kcr/error.h"
+#include "kcr/time.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* kcr_rest_config_t: opaque, reference-counted. */
+typedef struct kcr_rest_config kcr_rest_config_t;
+
+/*
+ * kcr_config_options: what the command line and environment can override. Every
+ * field may be NULL. Zero-initialise and set what you need.
+ *   kubeconfig  an explicit file (--kubeconfig): used alone, never merged.
+ *   context     a context name overriding current-context (--context).
+ *   environ     the environment to read (KUBECONFIG, HOME, KUBERNETES_SERVICE_*);
+ *               NULL means the process's environment. Tests pass their own.
+ *   sa_dir      the service-account directory for in-cluster config; NULL means
+ *               /var/run/secrets/kubernetes.io/serviceaccount.
+ */
+typedef struct kcr_config_options {
+  const char *kubeconfig;
+  const char *context;
+  char *const *environ;
+  const char *sa_dir;
+} kcr_config_options;
+
+/*
+ * kcr_rest_config_load finds the configuration as controller-runtime does: the
+ * explicit kubeconfig if given; else in-cluster config when KUBECONFIG is unset and
+ * KUBERNETES_SERVICE_HOST/PORT are set; else the default rules (KUBECONFIG's files,
+ * colon-separated and merged, else ~/.kube/config). On success *out is a new
+ * reference. Errors: KCR_ECONFIG (names the file, the line where known and the
+ * field), KCR_ENOENT (no configuration found anywhere), KCR_ENOTSUP (auth-provider),
+ * KCR_EIO, KCR_ENOMEM. Any thread; reads files, does no network I/O.
+ */
+KCR_EXTERN int kcr_rest_config_load(const kcr_config_options *opts, kcr_rest_config_t **out,
+                                    kcr_error_t *err);
+
+/*
+ * kcr_rest_config_from_kubeconfig loads one kubeconfig file (path) or, when path
+ * is NULL, the KUBECONFIG/~/.kube/config rules of opts->environ; context may be
+ * NULL for current-context. *out: new reference. Errors as kcr_rest_config_load.
+ */
+KCR_EXTERN int kcr_rest_config_from_kubeconfig(const char *path, const char *context,
+                                               const kcr_config_options *opts,
+                                               kcr_rest_config_t **out, kcr_error_t *err);
+
+/*
+ * kcr_rest_config_in_cluster builds the in-cluster config: server from
+ * KUBERNETES_SERVICE_HOST/PORT (IPv6 bracketed), CA and token file and namespace
+ * from the service-account directory. opts may be NULL. *out: new reference.
+ */
+KCR_EXTERN int kcr_rest_config_in_cluster(const kcr_config_options *opts, kcr_rest_config_t **out,
+                                          kcr_error_t *err);
+
+/* kcr_rest_config_ref takes another reference; returns cfg. Any thread. */
+KCR_EXTERN kcr_rest_config_t *kcr_rest_config_ref(kcr_rest_config_t *cfg);
+
+/* kcr_rest_config_unref drops a reference; the last one frees. NULL is ignored. */
+KCR_EXTERN void kcr_rest_config_unref(kcr_rest_config_t *cfg);
+
+/*
+ * Accessors. Each returns a borrowed value that lives as long as cfg; NULL (or 0)
+ * when the setting is absent. Any thread.
+ *   server            "https://host:port" with any path prefix, no trailing slash.
+ *   namespace         the context's namespace, the service-account namespace
+ *                     in-cluster, else "default".
+ *   ca                the CA bundle as PEM bytes (*len set), NULL: system roots.
+ *   tls_server_name   the name to verify the server's certificate against.
+ *   insecure          1 when insecure-skip-tls-verify is set (loading logs a warning).
+ *   proxy_url         proxy-url of the cluster.
+ *   impersonate_user / impersonate_uid / impersonate_groups (NULL-terminated)
+ *   source            where the config came from: a file path or "in-cluster".
+ */
+KCR_EXTERN const char *kcr_rest_config_server(const kcr_rest_config_t *cfg);
+KCR_EXTERN const char *kcr_rest_config_namespace(const kcr_rest_config_t *cfg);
+KCR_EXTERN const unsigned char *kcr_rest_config_ca(const kcr_rest_config_t *cfg, size_t *len);
+KCR_EXTERN const char *kcr_rest_config_tls_server_name(const kcr_rest_config_t *cfg);
+KCR_EXTERN int kcr_rest_config_insecure(const kcr_rest_config_t *cfg);
+KCR_EXTERN const char *kcr_rest_config_proxy_url(const kcr_rest_config_t *cfg);
+KCR_EXTERN const char *kcr_rest_config_impersonate_user(const kcr_rest_config_t *cfg);
+KCR_EXTERN const char *kcr_rest_config_impersonate_uid(const kcr_rest_config_t *cfg);
+KCR_EXTERN const char *const *kcr_rest_config_impersonate_groups(const kcr_rest_config_t *cfg);
+KCR_EXTERN const char *kcr_rest_config_source(const kcr_rest_config_t *cfg);
+
+/*
+ * kcr_credentials_t: a snapshot of what authenticates a request. Every pointer is
+ * new (owned by the snapshot) or NULL; release with kcr_credentials_free.
+ *   bearer_token       "Authorization: Bearer ..." value, without the prefix.
+ *   username/password  basic auth.
+ *   client_cert_pem / client_key_pem  TLS client certificate and key as PEM bytes
+ *                      (handed to libcurl as blobs: key material never touches disk).
+ *   expiry             when these stop being valid ({0,0}: not known).
+ *   generation         changes whenever the credentials change; pass it back to
+ *                      kcr_rest_config_credentials_rejected after a 401.
+ */
+typedef struct kcr_credentials {
+  char *bearer_token;
+  char *username;
+  char *password;
+  unsigned char *client_cert_pem;
+  size_t client_cert_len;
+  unsigned char *client_key_pem;
+  size_t client_key_len;
+  kcr_time_t expiry;
+  uint64_t generation;
+} kcr_credentials_t;
+
+/*
+ * kcr_rest_config_credentials fills *out with a snapshot of the current
+ * credentials, refreshing them first when needed (a token file older than its
+ * re-read period, an exec credential near its expiry or rejected by a 401). May
+ * block while an exec plugin runs (bounded by its timeout), so never call it on
+ * the I/O loop thread. Errors: KCR_EAUTH (the plugin failed: its stderr is in the
+ * message), KCR_ETIMEDOUT, KCR_ETOOBIG (plugin output over its limit), KCR_EIO,
+ * KCR_ENOMEM. *out is zeroed on failure. Any thread.
+ */
+KCR_EXTERN int kcr_rest_config_credentials(kcr_rest_config_t *cfg, kcr_credentials_t *out,
+                                           kcr_error_t *err);
+
+/*
+ * kcr_rest_config_credentials_fresh tells whether a snapshot of that generation is
+ * still current and unexpired, without blocking: the client asks it before reusing
+ * a cached snapshot. Any thread.
+ */
+KCR_EXTERN int kcr_rest_config_credentials_fresh(kcr_rest_config_t *cfg, uint64_t generation);
+
+/*
+ * kcr_rest_config_credentials_rejected records that the server answered 401 to
+ * credentials of that generation: the next kcr_rest_config_credentials refreshes
+ * (re-runs the exec plugin, re-reads the token file). A stale generation is
+ * ignored, so many requests failing at once cause one refresh. Any thread.
+ */
+KCR_EXTERN void kcr_rest_config_credentials_rejected(kcr_rest_config_t *cfg, uint64_t generation);
+
+/* kcr_credentials_free releases a snapshot's memory (wiping secrets) and zeroes it. */
+KCR_EXTERN void kcr_credentials_free(kcr_credentials_t *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KCR_CONFIG_H */
