@@ -31,7 +31,7 @@ typedef struct kcr_rest_config kcr_rest_config_t;
  * field may be NULL. Zero-initialise and set what you need.
  *   kubeconfig  an explicit file (--kubeconfig): used alone, never merged.
  *   context     a context name overriding current-context (--context).
- *   environ     the environment to read (KUBECONFIG, HOME, KUBERNETES_SERVICE_*);
+ *   env         the environment to read (KUBECONFIG, HOME, KUBERNETES_SERVICE_*);
  *               NULL means the process's environment. Tests pass their own.
  *   sa_dir      the service-account directory for in-cluster config; NULL means
  *               /var/run/secrets/kubernetes.io/serviceaccount.
@@ -39,7 +39,7 @@ typedef struct kcr_rest_config kcr_rest_config_t;
 typedef struct kcr_config_options {
   const char *kubeconfig;
   const char *context;
-  char *const *environ;
+  char *const *env;
   const char *sa_dir;
 } kcr_config_options;
 
@@ -57,7 +57,7 @@ KCR_EXTERN int kcr_rest_config_load(const kcr_config_options *opts, kcr_rest_con
 
 /*
  * kcr_rest_config_from_kubeconfig loads one kubeconfig file (path) or, when path
- * is NULL, the KUBECONFIG/~/.kube/config rules of opts->environ; context may be
+ * is NULL, the KUBECONFIG/~/.kube/config rules of opts->env; context may be
  * NULL for current-context. *out: new reference. Errors as kcr_rest_config_load.
  */
 KCR_EXTERN int kcr_rest_config_from_kubeconfig(const char *path, const char *context,
