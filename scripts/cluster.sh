@@ -1,0 +1,472 @@
+#!/usr/bin/env bash
+# A local Kubernetes control plane for kcr's tests, demos and benchmarks:
+# etcd + kube-apiserver + kube-controller-manager, all on loopback, on ports
+# picked at run time, with everything (certificates, data, logs, pidfiles,
+# kubeconfigs) in one directory. Several clusters can run at once, each in its
+# own directory.
+#
+# Usage: scripts/cluster.sh up|down|status|env [DIR]
+#   up      generate certificates (first time), start etcd, kube-apiserver and
+#           kube-controller-manager, wait until they are ready, write
+#           DIR/kubeconfig and print the line to export it
+#   down    stop the components (SIGTERM, SIGKILL after a grace period) and
+#           check that no process and no port is left behind
+#   status  report each component (exit 0: all running, 1: some, 3: none)
+#   env     print the export line for DIR/kubeconfig
+# DIR defaults to ${KCR_CLUSTER_DIR:-$PWD/.kcr-cluster}.
+#
+# Environment:
+#   KCR_CACHE             binary cache root (see scripts/build-control-plane.sh)
+#   KCR_READY_TIMEOUT     seconds to wait for each component (default 90)
+#   KCR_DOWN_GRACE        seconds between SIGTERM and SIGKILL (default 10)
+#   KCR_APISERVER_ARGS    extra kube-apiserver flags (word-split)
+#   KCR_KCM_ARGS          extra kube-controller-manager flags (word-split)
+#
+# Layout of DIR:
+#   kubeconfig            admin kubeconfig (group system:masters)
+#   pki/                  CA, serving and client certificates, SA key pair
+#   etcd/                 etcd data (recreated by every `up`)
+#   logs/<component>.log  each component's output
+#   run/<component>.pid   pidfiles; run/ports lists the ports in use
+#   bin/kubectl           symlink to the cached kubectl
+set -euo pipefail
+
+prog=cluster
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+components=(etcd kube-apiserver kube-controller-manager)
+ready_timeout=${KCR_READY_TIMEOUT:-90}
+down_grace=${KCR_DOWN_GRACE:-10}
+
+die() { printf '%s: error: %s\n' "$prog" "$*" >&2; exit 1; }
+say() { printf '%s: %s\n' "$prog" "$*" >&2; }
+
+usage() {
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+    exit 2
+}
+
+(($# >= 1 && $# <= 2)) || usage
+cmd=$1
+dir=${2:-${KCR_CLUSTER_DIR:-$PWD/.kcr-cluster}}
+case "$cmd" in up | down | status | env) ;; -h | --help) usage ;; *) usage ;; esac
+
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+pki=$dir/pki
+run=$dir/run
+logs=$dir/logs
+
+now_ms() { date +%s%3N; }
+
+# --- processes ---------------------------------------------------------------
+
+pidfile() { printf '%s/%s.pid' "$run" "$1"; }
+
+# alive PID: the process exists, is not a zombie, and is one of this cluster's
+# (its command line names DIR), so a recycled pid is never signalled.
+alive() {
+    local pid=$1 state cmdline
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    [[ -r /proc/$pid/stat ]] || return 1
+    state=$(sed 's/^.*) \(.\).*$/\1/' "/proc/$pid/stat" 2>/dev/null) || return 1
+    [[ "$state" != Z ]] || return 1
+    cmdline=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null) || return 1
+    [[ "$cmdline" == *"$dir/"* ]]
+}
+
+component_pid() { # NAME: prints the live pid of NAME, fails if not running
+    local f pid
+    f=$(pidfile "$1")
+    [[ -f "$f" ]] || return 1
+    pid=$(<"$f")
+    alive "$pid" || return 1
+    printf '%s\n' "$pid"
+}
+
+# stop NAME: SIGTERM, then SIGKILL after the grace period.
+stop() {
+    local name=$1 pid f
+    f=$(pidfile "$name")
+    if ! pid=$(component_pid "$name"); then
+        rm -f "$f"
+        return 0
+    fi
+    kill -TERM "$pid" 2>/dev/null || true
+    local deadline=$((SECONDS + down_grace))
+    while alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
+    if alive "$pid"; then
+        say "$name (pid $pid) ignored SIGTERM for ${down_grace} s; sending SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+        deadline=$((SECONDS + 10))
+        while alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
+        alive "$pid" && die "$name (pid $pid) survived SIGKILL"
+    fi
+    rm -f "$f"
+    say "stopped $name (pid $pid)"
+}
+
+port_in_use() { # PORT: something listens on 127.0.0.1:PORT
+    local out
+    out=$(ss -Htln "sport = :$1" 2>/dev/null) || return 1
+    [[ -n "$out" ]]
+}
+
+stop_all() {
+    local i
+    for ((i = ${#components[@]} - 1; i >= 0; i--)); do stop "${components[i]}"; done
+    # Every listening port recorded for this cluster must be free again.
+    if [[ -f "$run/ports" ]]; then
+        local name port deadline=$((SECONDS + 10)) busy
+        while :; do
+            busy=()
+            while IFS='=' read -r name port; do
+                [[ -n "$port" ]] && port_in_use "$port" && busy+=("$name:$port")
+            done < "$run/ports"
+            ((${#busy[@]} == 0)) && break
+            ((SECONDS >= deadline)) && die "ports still in use after down: ${busy[*]}"
+            sleep 0.2
+        done
+        rm -f "$run/ports"
+    fi
+}
+
+# --- ports -------------------------------------------------------------------
+
+# free_ports N: N distinct free loopback TCP ports, chosen by the kernel (bind
+# to port 0). All sockets are held open together so the N ports differ; a port
+# can still be taken by someone else before the component binds it, which
+# start_component detects ("address already in use") and retries.
+free_ports() {
+    python3 - "$1" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+}
+
+# pick_ports N: sets the array `ports` to N free ports, or dies.
+pick_ports() {
+    local out p
+    out=$(free_ports "$1") || die "could not pick free ports (python3 failed)"
+    read -r -a ports <<< "$out"
+    ((${#ports[@]} == $1)) || die "could not pick $1 free ports (got '$out')"
+    for p in "${ports[@]}"; do [[ "$p" =~ ^[0-9]+$ ]] || die "bad port '$p'"; done
+}
+
+# --- certificates ------------------------------------------------------------
+
+# sign NAME SUBJECT EXTENSIONS: key + certificate signed by the cluster CA.
+sign() {
+    local name=$1 subj=$2 ext=$3
+    openssl ecparam -name prime256v1 -genkey -noout -out "$pki/$name.key" 2>/dev/null
+    openssl req -new -key "$pki/$name.key" -subj "$subj" -out "$pki/$name.csr" 2>/dev/null
+    printf '%s\n' "$ext" > "$pki/$name.ext"
+    openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" \
+        -CAcreateserial -days 3650 -sha256 -extfile "$pki/$name.ext" \
+        -out "$pki/$name.crt" 2>/dev/null
+    rm -f "$pki/$name.csr" "$pki/$name.ext"
+}
+
+gen_pki() {
+    [[ -f "$pki/.complete" ]] && return 0
+    command -v openssl >/dev/null || die "openssl is needed to generate certificates"
+    rm -rf "$pki"
+    mkdir -p "$pki"
+    chmod 700 "$pki"
+    say "generating certificates in $pki"
+    openssl ecparam -name prime256v1 -genkey -noout -out "$pki/ca.key" 2>/dev/null
+    openssl req -x509 -new -key "$pki/ca.key" -subj "/CN=kcr-ca" -days 3650 -sha256 \
+        -addext "basicConstraints=critical,CA:TRUE" \
+        -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
+        -out "$pki/ca.crt" 2>/dev/null
+    local client_ext="basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+    sign apiserver "/CN=kube-apiserver" "basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=DNS:localhost,IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:10.0.0.1"
+    sign admin "/O=system:masters/CN=kcr-admin" "$client_ext"
+    sign kube-controller-manager "/CN=system:kube-controller-manager" "$client_ext"
+    # Service-account token signing key pair.
+    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$pki/sa.key" 2>/dev/null
+    openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+    touch "$pki/.complete"
+}
+
+# --- kubeconfigs -------------------------------------------------------------
+
+b64() { base64 -w0 < "$1"; }
+
+# write_kubeconfig FILE USER CERT KEY PORT
+write_kubeconfig() {
+    local file=$1 user=$2 cert=$3 key=$4 port=$5
+    local tmp=$file.tmp.$$
+    (
+        umask 077
+        cat > "$tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kcr
+  cluster:
+    server: https://127.0.0.1:$port
+    certificate-authority-data: $(b64 "$pki/ca.crt")
+users:
+- name: $user
+  user:
+    client-certificate-data: $(b64 "$cert")
+    client-key-data: $(b64 "$key")
+contexts:
+- name: kcr
+  context:
+    cluster: kcr
+    user: $user
+current-context: kcr
+EOF
+    )
+    mv "$tmp" "$file"
+}
+
+# --- start -------------------------------------------------------------------
+
+fail_component() { # NAME WHY: report, tear down what was started, exit 1
+    local name=$1 why=$2
+    printf '%s: error: %s failed to start: %s\n' "$prog" "$name" "$why" >&2
+    printf '%s: last 40 lines of %s:\n' "$prog" "$logs/$name.log" >&2
+    tail -n 40 "$logs/$name.log" >&2 || true
+    stop_all >/dev/null 2>&1 || true
+    exit 1
+}
+
+# launch NAME BINARY ARGS...: start a component in its own session, detached
+# from the caller's stdio (so a test runner waiting on its pipes is not held).
+launch() {
+    local name=$1
+    shift
+    printf '=== %s starting at %s: %s\n' "$name" "$(date -u +%FT%TZ)" "$*" >> "$logs/$name.log"
+    setsid "$@" < /dev/null >> "$logs/$name.log" 2>&1 &
+    printf '%s\n' "$!" > "$(pidfile "$name")"
+}
+
+# wait_ready NAME PROBE...: poll PROBE until it succeeds; fail if the process
+# exits or the timeout passes. Returns 2 if the log shows a port clash.
+wait_ready() {
+    local name=$1 pid deadline=$((SECONDS + ready_timeout))
+    shift
+    pid=$(<"$(pidfile "$name")")
+    while :; do
+        "$@" && return 0
+        if ! alive "$pid"; then
+            local tail_out
+            tail_out=$(tail -n 40 "$logs/$name.log" 2>/dev/null || true)
+            [[ "${tail_out,,}" == *"address already in use"* ]] && return 2
+            fail_component "$name" "process exited"
+        fi
+        ((SECONDS < deadline)) || fail_component "$name" "not ready after ${ready_timeout} s"
+        sleep 0.1
+    done
+}
+
+probe_http() { curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null; }
+
+probe_apiserver() { # PATH
+    curl -fsS -o /dev/null --max-time 2 --cacert "$pki/ca.crt" \
+        --cert "$pki/admin.crt" --key "$pki/admin.key" \
+        "https://127.0.0.1:$apiserver_port$1" 2>/dev/null
+}
+
+probe_apiserver_ready() {
+    probe_apiserver /readyz && probe_apiserver /api/v1/namespaces/default
+}
+
+probe_kcm() { curl -fsSk -o /dev/null --max-time 2 "https://127.0.0.1:$kcm_port/healthz" 2>/dev/null; }
+
+start_etcd() {
+    local ports
+    pick_ports 2
+    etcd_client_port=${ports[0]}
+    etcd_peer_port=${ports[1]}
+    rm -rf "$dir/etcd"
+    launch etcd "$bin_etcd" \
+        --name=kcr \
+        --data-dir="$dir/etcd" \
+        --listen-client-urls="http://127.0.0.1:$etcd_client_port" \
+        --advertise-client-urls="http://127.0.0.1:$etcd_client_port" \
+        --listen-peer-urls="http://127.0.0.1:$etcd_peer_port" \
+        --initial-advertise-peer-urls="http://127.0.0.1:$etcd_peer_port" \
+        --initial-cluster="kcr=http://127.0.0.1:$etcd_peer_port" \
+        --initial-cluster-state=new \
+        --unsafe-no-fsync \
+        --log-level=warn
+    wait_ready etcd probe_http "http://127.0.0.1:$etcd_client_port/health"
+}
+
+start_apiserver() {
+    local ports
+    pick_ports 1
+    apiserver_port=${ports[0]}
+    local extra=()
+    # shellcheck disable=SC2206 # word splitting of the extra flags is wanted
+    [[ -n "${KCR_APISERVER_ARGS:-}" ]] && extra=($KCR_APISERVER_ARGS)
+    launch kube-apiserver "$bin_apiserver" \
+        --advertise-address=127.0.0.1 \
+        --bind-address=127.0.0.1 \
+        --secure-port="$apiserver_port" \
+        --etcd-servers="http://127.0.0.1:$etcd_client_port" \
+        --cert-dir="$dir/apiserver" \
+        --tls-cert-file="$pki/apiserver.crt" \
+        --tls-private-key-file="$pki/apiserver.key" \
+        --client-ca-file="$pki/ca.crt" \
+        --authorization-mode=RBAC \
+        --service-account-issuer="https://kubernetes.default.svc.cluster.local" \
+        --service-account-key-file="$pki/sa.pub" \
+        --service-account-signing-key-file="$pki/sa.key" \
+        --service-cluster-ip-range=10.0.0.0/24 \
+        --disable-admission-plugins=ServiceAccount \
+        --endpoint-reconciler-type=none \
+        --allow-privileged=true \
+        --profiling=false \
+        "${extra[@]}"
+    wait_ready kube-apiserver probe_apiserver_ready
+}
+
+start_kcm() {
+    local ports
+    pick_ports 1
+    kcm_port=${ports[0]}
+    local extra=()
+    # shellcheck disable=SC2206 # word splitting of the extra flags is wanted
+    [[ -n "${KCR_KCM_ARGS:-}" ]] && extra=($KCR_KCM_ARGS)
+    launch kube-controller-manager "$bin_kcm" \
+        --kubeconfig="$dir/kube-controller-manager.kubeconfig" \
+        --authentication-kubeconfig="$dir/kube-controller-manager.kubeconfig" \
+        --authorization-kubeconfig="$dir/kube-controller-manager.kubeconfig" \
+        --bind-address=127.0.0.1 \
+        --secure-port="$kcm_port" \
+        --cert-dir="$dir/kube-controller-manager" \
+        --leader-elect=false \
+        --controllers=garbage-collector-controller,namespace-controller,deployment-controller,replicaset-controller,serviceaccount-controller,serviceaccount-token-controller \
+        --service-account-private-key-file="$pki/sa.key" \
+        --root-ca-file="$pki/ca.crt" \
+        --use-service-account-credentials=true \
+        --profiling=false \
+        "${extra[@]}"
+    wait_ready kube-controller-manager probe_kcm
+}
+
+# with_retry FN: run a start function again (new ports) after a port clash.
+with_retry() {
+    local attempt rc
+    for attempt in 1 2 3; do
+        rc=0
+        "$1" || rc=$?
+        ((rc == 0)) && return 0
+        ((rc == 2)) || exit "$rc"
+        say "${1#start_}: port taken before it could bind (attempt $attempt); retrying"
+    done
+    die "${1#start_}: could not get a free port after 3 attempts"
+}
+
+find_binaries() {
+    local line name path out
+    out=$("$repo_root/scripts/build-control-plane.sh" --quiet) ||
+        die "could not build or find the control-plane binaries (run scripts/build-control-plane.sh)"
+    while IFS='=' read -r name path; do
+        case "$name" in
+            etcd) bin_etcd=$path ;;
+            kube-apiserver) bin_apiserver=$path ;;
+            kube-controller-manager) bin_kcm=$path ;;
+            kubectl) bin_kubectl=$path ;;
+        esac
+    done <<< "$out"
+    for line in "$bin_etcd" "$bin_apiserver" "$bin_kcm" "$bin_kubectl"; do
+        [[ -x "$line" ]] || die "missing binary $line"
+    done
+}
+
+cmd_up() {
+    local running=0 c
+    for c in "${components[@]}"; do component_pid "$c" >/dev/null && running=$((running + 1)); done
+    if ((running == ${#components[@]})); then
+        say "already up in $dir"
+        cmd_env
+        return 0
+    fi
+    ((running == 0)) || die "cluster in $dir is partly running; run: $0 down $dir"
+    for c in curl python3 ss setsid; do
+        command -v "$c" >/dev/null || die "$c is needed"
+    done
+
+    find_binaries
+    local t0
+    t0=$(now_ms)
+    mkdir -p "$run" "$logs" "$dir/bin"
+    ln -sfn "$bin_kubectl" "$dir/bin/kubectl"
+    gen_pki
+    # Logs are per run: keep the previous one for post-mortems.
+    for c in "${components[@]}"; do
+        [[ -f "$logs/$c.log" ]] && mv -f "$logs/$c.log" "$logs/$c.log.prev"
+    done
+    : > "$run/ports"
+
+    with_retry start_etcd
+    printf 'etcd=%s\netcd-peer=%s\n' "$etcd_client_port" "$etcd_peer_port" >> "$run/ports"
+    say "etcd ready on 127.0.0.1:$etcd_client_port"
+
+    with_retry start_apiserver
+    printf 'kube-apiserver=%s\n' "$apiserver_port" >> "$run/ports"
+    say "kube-apiserver ready on https://127.0.0.1:$apiserver_port"
+
+    write_kubeconfig "$dir/kube-controller-manager.kubeconfig" system:kube-controller-manager \
+        "$pki/kube-controller-manager.crt" "$pki/kube-controller-manager.key" "$apiserver_port"
+    with_retry start_kcm
+    printf 'kube-controller-manager=%s\n' "$kcm_port" >> "$run/ports"
+    say "kube-controller-manager ready (healthz on 127.0.0.1:$kcm_port)"
+
+    write_kubeconfig "$dir/kubeconfig" kcr-admin "$pki/admin.crt" "$pki/admin.key" "$apiserver_port"
+    local ms=$(($(now_ms) - t0))
+    say "up in $((ms / 1000)).$(printf '%03d' $((ms % 1000))) s: $dir"
+    cmd_env
+}
+
+cmd_down() {
+    stop_all
+    say "down: $dir"
+}
+
+cmd_status() {
+    local c pid up=0 port=""
+    for c in "${components[@]}"; do
+        if pid=$(component_pid "$c"); then
+            up=$((up + 1))
+            port=$(sed -n "s/^$c=//p" "$run/ports" 2>/dev/null | head -n1)
+            printf '%-24s running  pid %-8s%s\n' "$c" "$pid" "${port:+ port $port}"
+        else
+            printf '%-24s stopped\n' "$c"
+        fi
+    done
+    if ((up == ${#components[@]})); then
+        apiserver_port=$(sed -n 's/^kube-apiserver=//p' "$run/ports")
+        if probe_apiserver /readyz; then
+            printf '%-24s ok\n' "readyz"
+        else
+            printf '%-24s failing\n' "readyz"
+            return 1
+        fi
+        return 0
+    fi
+    ((up == 0)) && return 3
+    return 1
+}
+
+cmd_env() {
+    [[ -f "$dir/kubeconfig" ]] || die "no kubeconfig in $dir (run: $0 up $dir)"
+    printf 'export KUBECONFIG=%q\n' "$dir/kubeconfig"
+}
+
+"cmd_$cmd"
