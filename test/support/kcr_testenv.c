@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcr_testenv: see kcr_testenv.h.
+ *
+ * KCR_SOURCE_DIR (the repository root, a string literal) is a compile
+ * definition given by test/integration/CMakeLists.txt; scripts/cluster.sh is
+ * found under it.
+ */
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700 /* mkdtemp, nftw, realpath, clock_gettime, ... */
+#endif
+
+#include "kcr_testenv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef KCR_SOURCE_DIR
+#error "KCR_SOURCE_DIR must be defined to the repository root (see test/integration/CMakeLists.txt)"
+#endif
+
+/* Largest child output kept in memory; more is an error. */
+#define KCR_TESTENV_MAX_OUTPUT ((size_t)64 * 1024 * 1024)
+#define KCR_TESTENV_DEFAULT_UP_TIMEOUT 300
+#define KCR_TESTENV_DEFAULT_KUBECTL_TIMEOUT 60
+#define KCR_TESTENV_DOWN_TIMEOUT 120
+
+struct kcr_testenv {
+  char *dir;        /* cluster directory */
+  char *kubeconfig; /* DIR/kubeconfig or $KCR_TEST_KUBECONFIG */
+  char *kubectl;    /* kubectl binary */
+  int owned;        /* 1 if started here: stop brings it down */
+};
+
+__attribute__((format(printf, 1, 2))) static void report(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("kcr_testenv: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+/* A new string formatted like printf, or NULL on allocation failure. */
+__attribute__((format(printf, 1, 2))) static char *format(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return NULL;
+  char *s = malloc((size_t)n + 1);
+  if (s == NULL)
+    return NULL;
+  va_start(ap, fmt);
+  vsnprintf(s, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+static char *dup_string(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d != NULL)
+    memcpy(d, s, n);
+  return d;
+}
+
+static int env_seconds(const char *name, int fallback) {
+  const char *v = getenv(name);
+  if (v == NULL || *v == '\0')
+    return fallback;
+  char *end = NULL;
+  long n = strtol(v, &end, 10);
+  if (*end != '\0' || n <= 0 || n > 86400) {
+    report("ignoring %s=%s (want seconds, 1..86400)", name, v);
+    return fallback;
+  }
+  return (int)n;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/*
+ * Run argv[0] with argv (no shell), stdin from `input` (or /dev/null),
+ * stdout captured into *out (if out != NULL; else sent to stderr), stderr
+ * inherited. The child runs in its own process group, killed as a whole on
+ * timeout. Returns the exit status, or -1 on failure, signal or timeout.
+ */
+static int run(char *const argv[], const char *input, char **out, int timeout_s) {
+  int rc = -1;
+  int pipefd[2] = {-1, -1};
+  FILE *in = NULL;
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+
+  if (out != NULL)
+    *out = NULL;
+  if (input != NULL) {
+    in = tmpfile();
+    if (in == NULL || fputs(input, in) == EOF || fflush(in) != 0 || fseek(in, 0, SEEK_SET) != 0) {
+      report("cannot stage stdin for %s: %s", argv[0], strerror(errno));
+      goto done;
+    }
+  }
+  if (out != NULL && pipe(pipefd) != 0) {
+    report("pipe: %s", strerror(errno));
+    goto done;
+  }
+
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    report("fork: %s", strerror(errno));
+    goto done;
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    int infd = in != NULL ? fileno(in) : open("/dev/null", O_RDONLY);
+    if (infd < 0 || dup2(infd, STDIN_FILENO) < 0)
+      _exit(126);
+    if (out != NULL) {
+      if (dup2(pipefd[1], STDOUT_FILENO) < 0)
+        _exit(126);
+      close(pipefd[0]);
+      close(pipefd[1]);
+    } else if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+      _exit(126);
+    }
+    execv(argv[0], argv);
+    fprintf(stderr, "kcr_testenv: cannot execute %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  setpgid(pid, pid); /* also from the parent, so kill(-pid) never misses */
+
+  double deadline = now_seconds() + timeout_s;
+  int timed_out = 0, too_big = 0;
+  if (out != NULL) {
+    close(pipefd[1]);
+    pipefd[1] = -1;
+    for (;;) {
+      double left = deadline - now_seconds();
+      if (left <= 0) {
+        timed_out = 1;
+        break;
+      }
+      struct pollfd pfd = {pipefd[0], POLLIN, 0};
+      int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
+      if (pr < 0 && errno == EINTR)
+        continue;
+      if (pr < 0) {
+        report("poll: %s", strerror(errno));
+        break;
+      }
+      if (pr == 0)
+        continue;
+      if (cap - len < 4096) {
+        size_t ncap = cap ? cap * 2 : 8192;
+        if (ncap > KCR_TESTENV_MAX_OUTPUT + 1) {
+          too_big = 1;
+          break;
+        }
+        char *nbuf = realloc(buf, ncap);
+        if (nbuf == NULL) {
+          too_big = 1;
+          break;
+        }
+        buf = nbuf;
+        cap = ncap;
+      }
+      ssize_t n = read(pipefd[0], buf + len, cap - len - 1);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break; /* EOF (or error: the exit status tells) */
+      len += (size_t)n;
+    }
+  }
+
+  int status = 0;
+  for (;;) {
+    pid_t w = waitpid(pid, &status, timed_out || too_big ? 0 : WNOHANG);
+    if (w == pid)
+      break;
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0) {
+      report("waitpid: %s", strerror(errno));
+      goto done;
+    }
+    if (now_seconds() >= deadline) {
+      timed_out = 1;
+    }
+    if (timed_out || too_big) {
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      continue;
+    }
+    sleep_ms(10);
+  }
+  if (timed_out) {
+    report("%s timed out after %d s; killed", argv[0], timeout_s);
+  } else if (too_big) {
+    report("%s wrote more than %zu bytes to stdout", argv[0], (size_t)KCR_TESTENV_MAX_OUTPUT);
+  } else if (WIFEXITED(status)) {
+    rc = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    report("%s killed by signal %d", argv[0], WTERMSIG(status));
+  }
+  if (rc >= 0 && out != NULL) {
+    if (buf == NULL)
+      buf = malloc(1);
+    if (buf == NULL) {
+      rc = -1;
+      goto done;
+    }
+    buf[len] = '\0';
+    *out = buf;
+    buf = NULL;
+  }
+
+done:
+  free(buf);
+  if (pipefd[0] >= 0)
+    close(pipefd[0]);
+  if (pipefd[1] >= 0)
+    close(pipefd[1]);
+  if (in != NULL)
+    fclose(in);
+  return rc;
+}
+
+static int run_cluster_script(const char *verb, const char *dir, int timeout_s) {
+  static const char script[] = KCR_SOURCE_DIR "/scripts/cluster.sh";
+  char *argv[] = {(char *)script, (char *)verb, (char *)dir, NULL};
+  return run(argv, NULL, NULL, timeout_s);
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  if (remove(path) != 0 && errno != ENOENT) {
+    report("cannot remove %s: %s", path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+static int remove_tree(const char *dir) {
+  return nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void free_env(kcr_testenv_t *env) {
+  if (env == NULL)
+    return;
+  free(env->dir);
+  free(env->kubeconfig);
+  free(env->kubectl);
+  free(env);
+}
+
+/* Fill env->kubectl: $KCR_KUBECTL or DIR/bin/kubectl. */
+static int find_kubectl(kcr_testenv_t *env) {
+  const char *k = getenv("KCR_KUBECTL");
+  env->kubectl = (k != NULL && *k != '\0') ? dup_string(k) : format("%s/bin/kubectl", env->dir);
+  if (env->kubectl == NULL)
+    return -1;
+  if (access(env->kubectl, X_OK) != 0) {
+    report("no kubectl at %s (%s); run scripts/cluster.sh up, or set KCR_KUBECTL", env->kubectl,
+           strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+const char *kcr_testenv_source_dir(void) {
+  return KCR_SOURCE_DIR;
+}
+
+const char *kcr_testenv_kubeconfig(const kcr_testenv_t *env) {
+  return env != NULL ? env->kubeconfig : NULL;
+}
+
+const char *kcr_testenv_dir(const kcr_testenv_t *env) {
+  return env != NULL ? env->dir : NULL;
+}
+
+int kcr_testenv_kubectl_input(kcr_testenv_t *env, const char *const argv[], const char *input,
+                              char **out_stdout) {
+  if (out_stdout != NULL)
+    *out_stdout = NULL;
+  if (env == NULL || argv == NULL)
+    return -1;
+  size_t n = 0;
+  while (argv[n] != NULL)
+    n++;
+  char **full = calloc(n + 4, sizeof *full);
+  char *flag = format("--kubeconfig=%s", env->kubeconfig);
+  /* Discovery cache per cluster, not the user's ~/.kube/cache. */
+  char *cache = format("--cache-dir=%s/.kube-cache", env->dir);
+  if (full == NULL || flag == NULL || cache == NULL) {
+    free(full);
+    free(flag);
+    free(cache);
+    return -1;
+  }
+  full[0] = env->kubectl;
+  full[1] = flag;
+  full[2] = cache;
+  for (size_t i = 0; i < n; i++)
+    full[i + 3] = (char *)argv[i]; /* execv takes char *const[] */
+  full[n + 3] = NULL;
+  int timeout = env_seconds("KCR_TESTENV_KUBECTL_TIMEOUT", KCR_TESTENV_DEFAULT_KUBECTL_TIMEOUT);
+  int rc = run(full, input, out_stdout, timeout);
+  free(flag);
+  free(cache);
+  free(full);
+  return rc;
+}
+
+int kcr_testenv_kubectl(kcr_testenv_t *env, const char *const argv[], char **out_stdout) {
+  return kcr_testenv_kubectl_input(env, argv, NULL, out_stdout);
+}
+
+int kcr_testenv_wait_ready(kcr_testenv_t *env, int timeout_s) {
+  double deadline = now_seconds() + timeout_s;
+  const char *const argv[] = {"get", "--raw=/readyz", "--request-timeout=5s", NULL};
+  for (;;) {
+    char *out = NULL;
+    int rc = kcr_testenv_kubectl(env, argv, &out);
+    int ok = rc == 0 && out != NULL && strncmp(out, "ok", 2) == 0;
+    free(out);
+    if (ok)
+      return 0;
+    if (now_seconds() >= deadline) {
+      report("API server not ready after %d s (kubeconfig %s)", timeout_s, env->kubeconfig);
+      return -1;
+    }
+    sleep_ms(250);
+  }
+}
+
+static int join(kcr_testenv_t *env, const char *kubeconfig) {
+  char resolved[PATH_MAX];
+  if (realpath(kubeconfig, resolved) == NULL) {
+    report("KCR_TEST_KUBECONFIG=%s: %s", kubeconfig, strerror(errno));
+    return -1;
+  }
+  env->kubeconfig = dup_string(resolved);
+  char *slash = strrchr(resolved, '/');
+  if (slash == resolved)
+    slash[1] = '\0';
+  else
+    *slash = '\0';
+  env->dir = dup_string(resolved);
+  if (env->kubeconfig == NULL || env->dir == NULL)
+    return -1;
+  env->owned = 0;
+  return find_kubectl(env);
+}
+
+static int start_own(kcr_testenv_t *env) {
+  const char *tmp = getenv("TMPDIR");
+  env->dir = format("%s/kcr-testenv-XXXXXX", (tmp != NULL && *tmp != '\0') ? tmp : "/tmp");
+  if (env->dir == NULL)
+    return -1;
+  if (mkdtemp(env->dir) == NULL) {
+    report("mkdtemp %s: %s", env->dir, strerror(errno));
+    return -1;
+  }
+  env->owned = 1;
+  int timeout = env_seconds("KCR_TESTENV_UP_TIMEOUT", KCR_TESTENV_DEFAULT_UP_TIMEOUT);
+  int rc = run_cluster_script("up", env->dir, timeout);
+  if (rc != 0) {
+    report("scripts/cluster.sh up %s failed (status %d); logs kept in %s/logs", env->dir, rc,
+           env->dir);
+    run_cluster_script("down", env->dir, KCR_TESTENV_DOWN_TIMEOUT);
+    env->owned = 0; /* keep the directory for the logs */
+    return -1;
+  }
+  env->kubeconfig = format("%s/kubeconfig", env->dir);
+  if (env->kubeconfig == NULL)
+    return -1;
+  return find_kubectl(env);
+}
+
+int kcr_testenv_start(kcr_testenv_t **out) {
+  if (out == NULL)
+    return -1;
+  *out = NULL;
+  kcr_testenv_t *env = calloc(1, sizeof *env);
+  if (env == NULL)
+    return -1;
+  const char *kubeconfig = getenv("KCR_TEST_KUBECONFIG");
+  int rc = (kubeconfig != NULL && *kubeconfig != '\0') ? join(env, kubeconfig) : start_own(env);
+  if (rc == 0)
+    rc = kcr_testenv_wait_ready(env, 60);
+  if (rc != 0) {
+    kcr_testenv_stop(env);
+    return -1;
+  }
+  *out = env;
+  return 0;
+}
+
+int kcr_testenv_stop(kcr_testenv_t *env) {
+  if (env == NULL)
+    return 0;
+  int rc = 0;
+  if (env->owned) {
+    if (run_cluster_script("down", env->dir, KCR_TESTENV_DOWN_TIMEOUT) != 0) {
+      report("scripts/cluster.sh down %s failed; directory kept", env->dir);
+      rc = -1;
+    } else if (getenv("KCR_TESTENV_KEEP") != NULL) {
+      report("cluster directory kept: %s", env->dir);
+    } else if (remove_tree(env->dir) != 0) {
+      rc = -1;
+    }
+  }
+  free_env(env);
+  return rc;
+}

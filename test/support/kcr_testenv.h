@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcr_testenv: a real local control plane for kcr's integration tests.
+ *
+ * A test calls kcr_testenv_start() once (typically in a cmocka group setup)
+ * and gets a handle that names a running cluster: etcd, kube-apiserver and
+ * kube-controller-manager started by scripts/cluster.sh. Two ways in:
+ *
+ *  - If the environment variable KCR_TEST_KUBECONFIG is set, the handle
+ *    joins the cluster whose admin kubeconfig it names. This is how the
+ *    CTest fixture `controlplane` (test/integration/CMakeLists.txt) shares
+ *    one cluster among all integration tests of a run; kcr_testenv_stop()
+ *    then leaves that cluster running.
+ *  - Otherwise it runs `scripts/cluster.sh up DIR` into a fresh directory
+ *    made with mkdtemp() under $TMPDIR (or /tmp), and kcr_testenv_stop()
+ *    runs `scripts/cluster.sh down DIR` and removes DIR.
+ *
+ * kubectl is the one built by scripts/build-control-plane.sh: DIR/bin/kubectl
+ * (a symlink written by cluster.sh), or $KCR_KUBECTL if set.
+ *
+ * Build: the repository root comes in as the compile definition
+ * KCR_SOURCE_DIR (a string literal, set by test/integration/CMakeLists.txt);
+ * the scripts are found under it. The code needs only libc and POSIX.
+ *
+ * Errors are reported on stderr with a "kcr_testenv:" prefix.
+ */
+#ifndef KCR_TESTENV_H
+#define KCR_TESTENV_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An opaque handle on a running cluster. */
+typedef struct kcr_testenv kcr_testenv_t;
+
+/*
+ * Join the cluster named by $KCR_TEST_KUBECONFIG, or start a new one (see
+ * above). On success stores a new handle in *out and returns 0; on failure
+ * stores NULL and returns -1. Starting a cluster waits until it is ready
+ * (bounded by $KCR_TESTENV_UP_TIMEOUT seconds, default 300). Either way the
+ * API server has answered /readyz before this returns.
+ */
+int kcr_testenv_start(kcr_testenv_t **out);
+
+/*
+ * The path of the admin kubeconfig (client certificate in group
+ * system:masters). Borrowed: valid until kcr_testenv_stop(env).
+ */
+const char *kcr_testenv_kubeconfig(const kcr_testenv_t *env);
+
+/*
+ * The cluster directory (the kubeconfig's directory): logs/, pki/, run/.
+ * Borrowed: valid until kcr_testenv_stop(env).
+ */
+const char *kcr_testenv_dir(const kcr_testenv_t *env);
+
+/*
+ * The repository root (KCR_SOURCE_DIR), for finding test data. Static string.
+ */
+const char *kcr_testenv_source_dir(void);
+
+/*
+ * Run kubectl with --kubeconfig=<the env's kubeconfig> and
+ * --cache-dir=<the cluster directory>/.kube-cache, followed by argv (a
+ * NULL-terminated list of arguments, without the program name), via
+ * fork/execv: no shell is involved. kubectl's stderr goes to this process's
+ * stderr. If out_stdout is not NULL, *out_stdout receives kubectl's standard
+ * output as a new NUL-terminated string that the caller frees (also on a
+ * non-zero exit; NULL on -1). kubectl is killed after
+ * $KCR_TESTENV_KUBECTL_TIMEOUT seconds (default 60).
+ * Returns kubectl's exit status (0..255), or -1 if it could not be run, was
+ * killed by a signal or timed out.
+ */
+int kcr_testenv_kubectl(kcr_testenv_t *env, const char *const argv[], char **out_stdout);
+
+/*
+ * Like kcr_testenv_kubectl(), with `input` (NUL-terminated, may be NULL for
+ * empty) fed to kubectl's standard input, e.g. for `apply -f -`.
+ */
+int kcr_testenv_kubectl_input(kcr_testenv_t *env, const char *const argv[], const char *input,
+                              char **out_stdout);
+
+/*
+ * Poll the API server's /readyz (through kubectl) until it answers "ok" or
+ * timeout_s seconds pass. Returns 0 when ready, -1 otherwise.
+ */
+int kcr_testenv_wait_ready(kcr_testenv_t *env, int timeout_s);
+
+/*
+ * Release the handle. If kcr_testenv_start() started the cluster, bring it
+ * down (no process or port left) and remove its directory, unless
+ * $KCR_TESTENV_KEEP is set, in which case the directory (with the logs) is
+ * kept and its path printed. A joined cluster is left running. NULL is a
+ * no-op. Returns 0, or -1 if bringing the cluster down failed.
+ */
+int kcr_testenv_stop(kcr_testenv_t *env);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KCR_TESTENV_H */
