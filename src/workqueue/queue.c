@@ -1,0 +1,591 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * queue.c: kcr_workqueue_t, client-go's workqueue (Type), delaying queue and
+ * rate-limiting queue in one object.
+ *
+ * DESIGN: one mutex guards everything; one condition variable wakes getters and a
+ * second wakes shutdown_with_drain. Each key the queue knows has exactly one
+ * entry, found through a string hash set (strset.h), holding the key inline and
+ * three memberships: dirty (and then, unless processing, linked into the FIFO),
+ * processing (linked into a list, for the unfinished-work metrics), and waiting
+ * (an index in a min-heap ordered by ready time, then by arrival). An entry is
+ * allocated when a key first arrives and freed when it leaves all three, so an
+ * add of a dirty key, a re-add while processing, and a re-queue at done allocate
+ * nothing; the only per-cycle allocation is the copy get hands out.
+ *
+ * There is no timer thread. client-go runs a goroutine that moves due keys from
+ * the heap into the queue; here every operation first moves what is due, and a
+ * getter with nothing to take sleeps until the heap's earliest ready time instead
+ * of indefinitely (kcr_clock_timedwait, so a fake clock drives it in tests). An
+ * add_after that becomes the new earliest wakes one getter to shorten its sleep;
+ * each key moved into the queue wakes one more. The observable behaviour is
+ * client-go's: a waiting getter receives a key when it becomes due, and len,
+ * get and the metrics never show a due key as still waiting. A due key's
+ * queue-duration clock starts at its ready time, which is when client-go's loop
+ * would have added it. Once shutdown begins nothing more leaves the heap, as in
+ * client-go, where the waiting loop stops.
+ *
+ * Metrics are plain counters and two fixed-bucket histograms under the same
+ * lock, kept only for a named queue; unnamed queues skip the clock reads.
+ */
+#include "kcr/workqueue.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "kcr/rand.h"
+#include "util/alloc.h"
+#include "workqueue/strset.h"
+
+#define NOT_WAITING SIZE_MAX
+
+typedef struct entry {
+  struct entry *next;      /* FIFO link while queued */
+  struct entry *proc_prev; /* processing list links while processing */
+  struct entry *proc_next;
+  uint64_t hash;
+  size_t keylen;
+  int64_t add_ns;   /* metrics: when it last became dirty; -1 when not recorded */
+  int64_t start_ns; /* metrics: when get handed it out */
+  int64_t ready_ns; /* waiting: when it is due */
+  uint64_t seq;     /* waiting: arrival order among equal ready times */
+  size_t heap_idx;  /* waiting: index in the heap, NOT_WAITING otherwise */
+  unsigned char dirty;
+  unsigned char processing;
+  char key[];
+} entry;
+
+typedef struct histogram {
+  uint64_t buckets[KCR_WORKQUEUE_HISTOGRAM_BUCKETS]; /* not cumulative */
+  uint64_t count;
+  double sum_seconds;
+} histogram;
+
+struct kcr_workqueue {
+  pthread_mutex_t mu;
+  pthread_cond_t cond;       /* getters wait here */
+  pthread_cond_t drain_cond; /* shutdown_with_drain waits here */
+  kcr_clock_t *clock;        /* borrowed */
+  kcr_ratelimiter_t *limiter;
+  char *name;      /* "" when unnamed */
+  int metrics_on;  /* name is not "" */
+  kcr__strset set; /* of entry; protected by mu */
+  entry *head;     /* FIFO of queued keys; protected by mu */
+  entry *tail;
+  size_t len;
+  entry *proc; /* processing list; protected by mu */
+  size_t n_processing;
+  entry **heap; /* waiting keys, min-heap; protected by mu */
+  size_t heap_len;
+  size_t heap_cap;
+  uint64_t seq;
+  int shutting_down; /* protected by mu */
+  int drain;
+  int getters; /* threads waiting in get */
+  /* metrics, protected by mu */
+  int64_t depth;
+  uint64_t adds;
+  uint64_t retries;
+  histogram queue_duration;
+  histogram work_duration;
+};
+
+/* ---- metrics ---- */
+
+/* Upper bounds in ns: 10 ns, 100 ns, ... 1000 s (ExponentialBuckets(1e-8, 10, 12)). */
+static const int64_t bounds_ns[KCR_WORKQUEUE_HISTOGRAM_BUCKETS] = {
+    INT64_C(10),         INT64_C(100),         INT64_C(1000),         INT64_C(10000),
+    INT64_C(100000),     INT64_C(1000000),     INT64_C(10000000),     INT64_C(100000000),
+    INT64_C(1000000000), INT64_C(10000000000), INT64_C(100000000000), INT64_C(1000000000000)};
+
+double kcr_workqueue_histogram_bound(int i) {
+  assert(i >= 0 && i < KCR_WORKQUEUE_HISTOGRAM_BUCKETS);
+  return (double)bounds_ns[i] / 1e9;
+}
+
+static void observe(histogram *h, int64_t ns) {
+  int i;
+  if (ns < 0)
+    ns = 0;
+  for (i = 0; i < KCR_WORKQUEUE_HISTOGRAM_BUCKETS && ns > bounds_ns[i]; i++)
+    ;
+  if (i < KCR_WORKQUEUE_HISTOGRAM_BUCKETS)
+    h->buckets[i]++;
+  h->count++;
+  h->sum_seconds += (double)ns / 1e9;
+}
+
+static void export_histogram(const histogram *h, kcr_workqueue_histogram *out) {
+  uint64_t acc = 0;
+  int i;
+  for (i = 0; i < KCR_WORKQUEUE_HISTOGRAM_BUCKETS; i++) {
+    acc += h->buckets[i];
+    out->buckets[i] = acc;
+  }
+  out->count = h->count;
+  out->sum_seconds = h->sum_seconds;
+}
+
+/* ---- the waiting heap: min by (ready_ns, seq) ---- */
+
+static int earlier(const entry *a, const entry *b) {
+  return a->ready_ns < b->ready_ns || (a->ready_ns == b->ready_ns && a->seq < b->seq);
+}
+
+static void heap_set(kcr_workqueue_t *q, size_t i, entry *e) {
+  q->heap[i] = e;
+  e->heap_idx = i;
+}
+
+static void sift_up(kcr_workqueue_t *q, size_t i) {
+  entry *e = q->heap[i];
+  while (i > 0) {
+    size_t parent = (i - 1) / 2;
+    if (!earlier(e, q->heap[parent]))
+      break;
+    heap_set(q, i, q->heap[parent]);
+    i = parent;
+  }
+  heap_set(q, i, e);
+}
+
+static void sift_down(kcr_workqueue_t *q, size_t i) {
+  entry *e = q->heap[i];
+  for (;;) {
+    size_t child = 2 * i + 1;
+    if (child >= q->heap_len)
+      break;
+    if (child + 1 < q->heap_len && earlier(q->heap[child + 1], q->heap[child]))
+      child++;
+    if (!earlier(q->heap[child], e))
+      break;
+    heap_set(q, i, q->heap[child]);
+    i = child;
+  }
+  heap_set(q, i, e);
+}
+
+static int heap_reserve(kcr_workqueue_t *q) {
+  entry **h;
+  size_t cap;
+  if (q->heap_len < q->heap_cap)
+    return 0;
+  cap = q->heap_cap ? q->heap_cap * 2 : 16;
+  if (cap > SIZE_MAX / sizeof(entry *))
+    return KCR_ENOMEM;
+  h = kcr__realloc(q->heap, cap * sizeof(entry *));
+  if (!h)
+    return KCR_ENOMEM;
+  q->heap = h;
+  q->heap_cap = cap;
+  return 0;
+}
+
+static entry *heap_pop(kcr_workqueue_t *q) {
+  entry *top = q->heap[0];
+  q->heap_len--;
+  if (q->heap_len > 0) {
+    heap_set(q, 0, q->heap[q->heap_len]);
+    sift_down(q, 0);
+  }
+  top->heap_idx = NOT_WAITING;
+  return top;
+}
+
+/* ---- entries ---- */
+
+static void maybe_free(kcr_workqueue_t *q, entry *e) {
+  if (e->dirty || e->processing || e->heap_idx != NOT_WAITING)
+    return;
+  kcr__strset_remove(&q->set, e, e->hash);
+  kcr__free(e);
+}
+
+/* lookup_or_make finds key's entry or makes one (not yet in any membership). */
+static int lookup_or_make(kcr_workqueue_t *q, const char *key, entry **out) {
+  size_t len;
+  uint64_t h = kcr__strset_hash(&q->set, key, &len);
+  entry *e = kcr__strset_find(&q->set, key, h);
+  if (e) {
+    *out = e;
+    return 0;
+  }
+  if (kcr__strset_reserve(&q->set))
+    return KCR_ENOMEM;
+  if (len > SIZE_MAX - sizeof(*e) - 1)
+    return KCR_ENOMEM;
+  e = kcr__malloc(sizeof(*e) + len + 1);
+  if (!e)
+    return KCR_ENOMEM;
+  memset(e, 0, sizeof(*e));
+  e->hash = h;
+  e->keylen = len;
+  e->add_ns = -1;
+  e->heap_idx = NOT_WAITING;
+  memcpy(e->key, key, len + 1);
+  kcr__strset_insert(&q->set, e, h);
+  *out = e;
+  return 0;
+}
+
+static void push(kcr_workqueue_t *q, entry *e) {
+  e->next = NULL;
+  if (q->tail)
+    q->tail->next = e;
+  else
+    q->head = e;
+  q->tail = e;
+  q->len++;
+  if (q->getters)
+    pthread_cond_signal(&q->cond);
+}
+
+/* make_dirty is client-go's Add past the shutdown check. now_ns < 0: read the clock. */
+static void make_dirty(kcr_workqueue_t *q, entry *e, int64_t now_ns) {
+  if (e->dirty)
+    return;
+  if (q->metrics_on) {
+    q->adds++;
+    q->depth++;
+    if (e->add_ns < 0)
+      e->add_ns = now_ns >= 0 ? now_ns : kcr_clock_now(q->clock);
+  }
+  e->dirty = 1;
+  if (!e->processing)
+    push(q, e);
+}
+
+/* promote moves every due waiting key into the queue (the waiting loop's job). */
+static void promote(kcr_workqueue_t *q) {
+  int64_t now;
+  if (!q->heap_len || q->shutting_down)
+    return;
+  now = kcr_clock_now(q->clock);
+  while (q->heap_len && q->heap[0]->ready_ns <= now) {
+    entry *e = heap_pop(q);
+    make_dirty(q, e, e->ready_ns);
+  }
+}
+
+/* ---- lifecycle ---- */
+
+int kcr_workqueue_create(const kcr_workqueue_options *opts, kcr_workqueue_t **out,
+                         kcr_error_t *err) {
+  static const kcr_workqueue_options defaults = {NULL, NULL, NULL};
+  kcr_workqueue_t *q;
+  int rc, have_mu = 0, have_cond = 0;
+
+  assert(out);
+  *out = NULL;
+  if (!opts)
+    opts = &defaults;
+  q = kcr__calloc(1, sizeof(*q));
+  if (!q) {
+    kcr_ratelimiter_destroy(opts->rate_limiter);
+    return kcr_error_set(err, KCR_ENOMEM, "workqueue: out of memory");
+  }
+  q->clock = opts->clock ? opts->clock : kcr_clock_system();
+  q->limiter = opts->rate_limiter;
+  rc = KCR_ENOMEM;
+  q->name = kcr__strdup(opts->name ? opts->name : "");
+  if (!q->name)
+    goto fail;
+  q->metrics_on = q->name[0] != '\0';
+  if (!q->limiter && (rc = kcr_ratelimiter_default_create(q->clock, &q->limiter)))
+    goto fail;
+  rc = KCR_ESYS;
+  if (pthread_mutex_init(&q->mu, NULL))
+    goto fail;
+  have_mu = 1;
+  if (kcr_clock_cond_init(&q->cond))
+    goto fail;
+  have_cond = 1;
+  if (pthread_cond_init(&q->drain_cond, NULL))
+    goto fail;
+  kcr__strset_init(&q->set, offsetof(entry, key), kcr_rand_seed());
+  *out = q;
+  return 0;
+
+fail:
+  if (have_cond)
+    pthread_cond_destroy(&q->cond);
+  if (have_mu)
+    pthread_mutex_destroy(&q->mu);
+  kcr_ratelimiter_destroy(q->limiter);
+  kcr__free(q->name);
+  kcr__free(q);
+  return kcr_error_set(err, rc, "workqueue: %s", kcr_strerror(rc));
+}
+
+void kcr_workqueue_destroy(kcr_workqueue_t *q) {
+  size_t pos = 0;
+  void *e;
+  if (!q)
+    return;
+  while ((e = kcr__strset_next(&q->set, &pos)))
+    kcr__free(e);
+  kcr__strset_fini(&q->set);
+  kcr__free(q->heap);
+  kcr_ratelimiter_destroy(q->limiter);
+  pthread_cond_destroy(&q->drain_cond);
+  pthread_cond_destroy(&q->cond);
+  pthread_mutex_destroy(&q->mu);
+  kcr__free(q->name);
+  kcr__free(q);
+}
+
+/* ---- adding ---- */
+
+int kcr_workqueue_add(kcr_workqueue_t *q, const char *key) {
+  entry *e;
+  int rc;
+  assert(q && key);
+  pthread_mutex_lock(&q->mu);
+  if (q->shutting_down) {
+    pthread_mutex_unlock(&q->mu);
+    return KCR_ECLOSED;
+  }
+  promote(q);
+  rc = lookup_or_make(q, key, &e);
+  if (!rc)
+    make_dirty(q, e, -1);
+  pthread_mutex_unlock(&q->mu);
+  return rc;
+}
+
+int kcr_workqueue_add_after(kcr_workqueue_t *q, const char *key, int64_t delay_ns) {
+  entry *e;
+  int64_t now;
+  int rc;
+
+  assert(q && key);
+  if (delay_ns <= 0) {
+    pthread_mutex_lock(&q->mu);
+    if (q->shutting_down) {
+      pthread_mutex_unlock(&q->mu);
+      return KCR_ECLOSED;
+    }
+    if (q->metrics_on)
+      q->retries++;
+    promote(q);
+    rc = lookup_or_make(q, key, &e);
+    if (!rc)
+      make_dirty(q, e, -1);
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+  }
+
+  pthread_mutex_lock(&q->mu);
+  if (q->shutting_down) {
+    pthread_mutex_unlock(&q->mu);
+    return KCR_ECLOSED;
+  }
+  promote(q);
+  now = kcr_clock_now(q->clock);
+  if ((rc = heap_reserve(q)) || (rc = lookup_or_make(q, key, &e))) {
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+  }
+  if (q->metrics_on)
+    q->retries++;
+  if (e->heap_idx != NOT_WAITING) {
+    int64_t ready = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;
+    /* Already waiting: keep the earlier ready time. */
+    if (ready < e->ready_ns) {
+      e->ready_ns = ready;
+      sift_up(q, e->heap_idx);
+    }
+  } else {
+    e->ready_ns = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;
+    e->seq = q->seq++;
+    e->heap_idx = q->heap_len++;
+    q->heap[e->heap_idx] = e;
+    sift_up(q, e->heap_idx);
+  }
+  /* A new earliest ready time: one getter must shorten its sleep. */
+  if (e->heap_idx == 0 && q->getters)
+    pthread_cond_signal(&q->cond);
+  pthread_mutex_unlock(&q->mu);
+  return 0;
+}
+
+int kcr_workqueue_add_rate_limited(kcr_workqueue_t *q, const char *key) {
+  int64_t delay;
+  int rc;
+  assert(q && key);
+  rc = kcr_ratelimiter_when(q->limiter, key, &delay);
+  if (rc)
+    return rc;
+  return kcr_workqueue_add_after(q, key, delay);
+}
+
+void kcr_workqueue_forget(kcr_workqueue_t *q, const char *key) {
+  assert(q && key);
+  kcr_ratelimiter_forget(q->limiter, key);
+}
+
+int kcr_workqueue_num_requeues(kcr_workqueue_t *q, const char *key) {
+  assert(q && key);
+  return kcr_ratelimiter_num_requeues(q->limiter, key);
+}
+
+/* ---- processing ---- */
+
+int kcr_workqueue_get(kcr_workqueue_t *q, char **key_out) {
+  entry *e;
+  char *copy;
+
+  assert(q && key_out);
+  *key_out = NULL;
+  pthread_mutex_lock(&q->mu);
+  for (;;) {
+    promote(q);
+    if (q->head)
+      break;
+    if (q->shutting_down) {
+      pthread_mutex_unlock(&q->mu);
+      return KCR_ECLOSED;
+    }
+    q->getters++;
+    if (q->heap_len)
+      (void)kcr_clock_timedwait(q->clock, &q->cond, &q->mu, q->heap[0]->ready_ns);
+    else
+      pthread_cond_wait(&q->cond, &q->mu);
+    q->getters--;
+  }
+  e = q->head;
+  copy = kcr__malloc(e->keylen + 1);
+  if (!copy) {
+    pthread_mutex_unlock(&q->mu);
+    return KCR_ENOMEM;
+  }
+  memcpy(copy, e->key, e->keylen + 1);
+
+  q->head = e->next;
+  if (!q->head)
+    q->tail = NULL;
+  q->len--;
+  e->next = NULL;
+  e->dirty = 0;
+  e->processing = 1;
+  e->proc_prev = NULL;
+  e->proc_next = q->proc;
+  if (q->proc)
+    q->proc->proc_prev = e;
+  q->proc = e;
+  q->n_processing++;
+  if (q->metrics_on) {
+    int64_t now = kcr_clock_now(q->clock);
+    q->depth--;
+    if (e->add_ns >= 0)
+      observe(&q->queue_duration, now - e->add_ns);
+    e->add_ns = -1;
+    e->start_ns = now;
+  }
+  pthread_mutex_unlock(&q->mu);
+  *key_out = copy;
+  return 0;
+}
+
+void kcr_workqueue_done(kcr_workqueue_t *q, const char *key) {
+  entry *e;
+  assert(q && key);
+  pthread_mutex_lock(&q->mu);
+  e = kcr__strset_find(&q->set, key, kcr__strset_hash(&q->set, key, NULL));
+  if (!e || !e->processing) {
+    pthread_mutex_unlock(&q->mu);
+    return;
+  }
+  if (q->metrics_on)
+    observe(&q->work_duration, kcr_clock_now(q->clock) - e->start_ns);
+  e->processing = 0;
+  if (e->proc_prev)
+    e->proc_prev->proc_next = e->proc_next;
+  else
+    q->proc = e->proc_next;
+  if (e->proc_next)
+    e->proc_next->proc_prev = e->proc_prev;
+  q->n_processing--;
+  if (e->dirty)
+    push(q, e);
+  else
+    maybe_free(q, e);
+  if (q->n_processing == 0 && q->drain)
+    pthread_cond_broadcast(&q->drain_cond);
+  pthread_mutex_unlock(&q->mu);
+}
+
+size_t kcr_workqueue_len(kcr_workqueue_t *q) {
+  size_t n;
+  assert(q);
+  pthread_mutex_lock(&q->mu);
+  promote(q);
+  n = q->len;
+  pthread_mutex_unlock(&q->mu);
+  return n;
+}
+
+/* ---- shutdown ---- */
+
+void kcr_workqueue_shutdown(kcr_workqueue_t *q) {
+  assert(q);
+  pthread_mutex_lock(&q->mu);
+  q->drain = 0;
+  q->shutting_down = 1;
+  pthread_cond_broadcast(&q->cond);
+  pthread_cond_broadcast(&q->drain_cond);
+  pthread_mutex_unlock(&q->mu);
+}
+
+void kcr_workqueue_shutdown_with_drain(kcr_workqueue_t *q) {
+  assert(q);
+  pthread_mutex_lock(&q->mu);
+  q->drain = 1;
+  q->shutting_down = 1;
+  pthread_cond_broadcast(&q->cond);
+  while (q->n_processing && q->drain)
+    pthread_cond_wait(&q->drain_cond, &q->mu);
+  pthread_mutex_unlock(&q->mu);
+}
+
+int kcr_workqueue_shutting_down(kcr_workqueue_t *q) {
+  int v;
+  assert(q);
+  pthread_mutex_lock(&q->mu);
+  v = q->shutting_down;
+  pthread_mutex_unlock(&q->mu);
+  return v;
+}
+
+const char *kcr_workqueue_name(kcr_workqueue_t *q) {
+  assert(q);
+  return q->name;
+}
+
+int kcr_workqueue_metrics_snapshot(kcr_workqueue_t *q, kcr_workqueue_metrics *out) {
+  const entry *e;
+  int64_t now, age, total = 0, oldest = 0;
+  assert(q && out);
+  memset(out, 0, sizeof(*out));
+  if (!q->metrics_on)
+    return KCR_ENOTSUP;
+  pthread_mutex_lock(&q->mu);
+  promote(q);
+  now = kcr_clock_now(q->clock);
+  out->depth = q->depth;
+  out->adds_total = q->adds;
+  out->retries_total = q->retries;
+  export_histogram(&q->queue_duration, &out->queue_duration);
+  export_histogram(&q->work_duration, &out->work_duration);
+  for (e = q->proc; e; e = e->proc_next) {
+    age = now - e->start_ns;
+    total += age;
+    if (age > oldest)
+      oldest = age;
+  }
+  pthread_mutex_unlock(&q->mu);
+  out->unfinished_work_seconds = (double)total / 1e9;
+  out->longest_running_processor_seconds = (double)oldest / 1e9;
+  return 0;
+}
