@@ -2,9 +2,10 @@
 /*
  * kcr/error.h: the error model. Every fallible kcr function returns 0 or a
  * negative kcr_err code, and takes an optional kcr_error_t * that it fills with
- * the details: the code again, the HTTP status and the metav1.Status reason when
- * the API server answered, and a message for a human. Messages never carry a
- * credential and have no trailing newline.
+ * the details: the code again, the HTTP status, the metav1.Status reason, retry
+ * hint and causes when the API server answered, and a message for a human.
+ * Messages never carry a credential and have no trailing newline. Predicates over
+ * API errors (NotFound, Conflict...) are in kcr/apierror.h.
  */
 #ifndef KCR_ERROR_H
 #define KCR_ERROR_H
@@ -55,20 +56,34 @@ typedef enum kcr_err {
 /* Sizes of the text fields of kcr_error_t, NUL included. Longer text is cut. */
 #define KCR_ERROR_REASON_MAX 64
 #define KCR_ERROR_MESSAGE_MAX 512
+#define KCR_ERROR_CAUSES_MAX 512
 
 /*
  * kcr_error_t: details of the first error of a call, on the caller's stack like
- * jansson's json_error_t. Plain data: copy it freely.
+ * jansson's json_error_t. Plain data: copy it freely. Fields are only ever added
+ * at the end.
  *   code        the kcr_err returned, KCR_OK when nothing failed.
- *   http_status the HTTP status the API server answered, 0 when none.
- *   reason      the metav1.Status reason ("NotFound", "Conflict"...), "" when none.
+ *   http_status the HTTP status the API server answered (for a metav1.Status,
+ *               its code field when set), 0 when none.
+ *   reason      the metav1.Status reason ("NotFound", "Conflict"...), "" when none
+ *               or unknown.
  *   message     what went wrong, for a human; never a credential.
+ *   retry_after_seconds  how long the server asked the client to wait before
+ *               trying again (Status details.retryAfterSeconds, else an integer
+ *               Retry-After header), 0 when it did not say.
+ *   causes      the Status details.causes as "field: message; field: message"
+ *               (a cause without a field is its message alone), or for a response
+ *               that was not a Status, an excerpt of its body; "" when none.
+ * Text fields are valid UTF-8 when kcr wrote them from server text: a cut never
+ * splits a character.
  */
 typedef struct kcr_error {
   int code;
   int http_status;
   char reason[KCR_ERROR_REASON_MAX];
   char message[KCR_ERROR_MESSAGE_MAX];
+  int retry_after_seconds;
+  char causes[KCR_ERROR_CAUSES_MAX];
 } kcr_error_t;
 
 /*

@@ -4,6 +4,9 @@
  * KCR_ERRNO_MAP list in kcr/error.h, so names, numbers and descriptions cannot
  * drift apart. kcr_error_set keeps the first error recorded: the innermost
  * failure is the precise one, and outer layers add context with kcr_error_prefix.
+ * The fields an API server's answer fills (http_status, reason,
+ * retry_after_seconds, causes) are written by the client layer
+ * (src/client/status.c); here they are only cleared, never set.
  */
 #include <stdio.h>
 #include <string.h>

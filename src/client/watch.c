@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * watch.c: the watch stream decoder: newline-delimited JSON events reassembled
+ * from arbitrary chunks.
+ *
+ * DESIGN. The decoder owns one kcr_buf_t, bounded by the line limit, for the only
+ * bytes it must keep: the start of a line whose newline has not arrived yet. A
+ * line that lies wholly inside one fed chunk, the common case for events smaller
+ * than libcurl's buffer, is parsed in place with json_loadb and never copied; a
+ * split line is completed in the buffer and parsed from there. Newlines are found
+ * with memchr (a JSON text never holds a raw newline inside a string, so the
+ * first '\n' ends the event). The buffer keeps its memory between lines unless a
+ * large line grew it past RETAIN_MAX, so one 10 MiB object does not pin 10 MiB
+ * for the life of the watch.
+ *
+ * The limit is checked before bytes are kept, so a stream that never sends a
+ * newline costs at most max_line bytes and is refused as soon as it passes it.
+ * Every error is sticky: a stream that produced garbage once is not trusted to
+ * be framed right afterwards, and the caller's answer (close, back off, watch
+ * again) is the same as client-go's.
+ *
+ * Positions in errors count lines from 1 and stream bytes from 0, over all feeds
+ * since create or reset, so a message can be matched against a capture.
+ */
+#include <assert.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "client/status.h"
+#include "kcr/buf.h"
+#include "kcr/watch.h"
+#include "util/alloc.h"
+
+/* A split-line buffer grown past this is freed after its line, not kept. */
+#define RETAIN_MAX ((size_t)256 * 1024)
+
+struct kcr_watch_decoder {
+  kcr_watch_event_cb cb;
+  void *data;
+  size_t max_line;
+  kcr_buf_t partial;   /* the unfinished line's bytes so far */
+  uint64_t line_no;    /* number of the line being read, from 1 */
+  uint64_t line_start; /* stream offset of its first byte */
+  uint64_t fed;        /* stream bytes taken by earlier feeds */
+  int failed;          /* the sticky error code, 0 while healthy */
+  int finished;        /* finish was called */
+  int in_callback;     /* guards against the callback re-entering */
+};
+
+static const char *const type_names[] = {NULL, "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
+
+const char *kcr_watch_event_type_name(kcr_watch_event_type type) {
+  if (type >= KCR_WATCH_ADDED && type <= KCR_WATCH_ERROR)
+    return type_names[type];
+  return "UNKNOWN";
+}
+
+/* event_type maps a wire name to its type, 0 when unknown. */
+static kcr_watch_event_type event_type(const char *s) {
+  switch (s[0]) {
+  case 'A':
+    return strcmp(s, "ADDED") == 0 ? KCR_WATCH_ADDED : 0;
+  case 'M':
+    return strcmp(s, "MODIFIED") == 0 ? KCR_WATCH_MODIFIED : 0;
+  case 'D':
+    return strcmp(s, "DELETED") == 0 ? KCR_WATCH_DELETED : 0;
+  case 'B':
+    return strcmp(s, "BOOKMARK") == 0 ? KCR_WATCH_BOOKMARK : 0;
+  case 'E':
+    return strcmp(s, "ERROR") == 0 ? KCR_WATCH_ERROR : 0;
+  default:
+    return 0;
+  }
+}
+
+int kcr_watch_decoder_create(size_t max_line, kcr_watch_event_cb cb, void *data,
+                             kcr_watch_decoder_t **out, kcr_error_t *err) {
+  kcr_watch_decoder_t *dec;
+
+  assert(cb && out);
+  *out = NULL;
+  dec = kcr__calloc(1, sizeof(*dec));
+  if (!dec)
+    return kcr_error_set(err, KCR_ENOMEM, "out of memory creating a watch decoder");
+  dec->cb = cb;
+  dec->data = data;
+  dec->max_line = max_line ? max_line : KCR_WATCH_MAX_LINE_DEFAULT;
+  kcr_buf_init(&dec->partial, dec->max_line);
+  dec->line_no = 1;
+  *out = dec;
+  return 0;
+}
+
+void kcr_watch_decoder_reset(kcr_watch_decoder_t *dec) {
+  assert(!dec->in_callback);
+  kcr_buf_free(&dec->partial);
+  dec->line_no = 1;
+  dec->line_start = 0;
+  dec->fed = 0;
+  dec->failed = 0;
+  dec->finished = 0;
+}
+
+void kcr_watch_decoder_destroy(kcr_watch_decoder_t *dec) {
+  if (!dec)
+    return;
+  assert(!dec->in_callback);
+  kcr_buf_free(&dec->partial);
+  kcr__free(dec);
+}
+
+/* fail makes code the decoder's sticky error and returns it. */
+static int fail(kcr_watch_decoder_t *dec, int code) {
+  dec->failed = code;
+  kcr_buf_free(&dec->partial);
+  return code;
+}
+
+/* too_big reports a line over the limit. */
+static int too_big(kcr_watch_decoder_t *dec, kcr_error_t *err) {
+  kcr_error_set(err, KCR_ETOOBIG,
+                "watch stream line %" PRIu64 " (byte %" PRIu64
+                ") is longer than the %zu-byte limit",
+                dec->line_no, dec->line_start, dec->max_line);
+  return fail(dec, KCR_ETOOBIG);
+}
+
+/* parse_error reports a line json_loadb refused, as KCR_ENOMEM when it ran out of
+ * memory (see status.c: jansson does not always say so). */
+static int parse_error(kcr_watch_decoder_t *dec, const json_error_t *jerr, size_t len,
+                       kcr_error_t *err) {
+  void *probe = NULL;
+  int oom = jerr->text[0] == '\0' || json_error_code(jerr) == json_error_out_of_memory;
+
+  if (!oom) {
+    probe = kcr__malloc(len + 1);
+    oom = probe == NULL;
+    kcr__free(probe);
+  }
+  if (oom) {
+    kcr_error_set(err, KCR_ENOMEM, "out of memory decoding watch stream line %" PRIu64,
+                  dec->line_no);
+    return fail(dec, KCR_ENOMEM);
+  }
+  kcr_error_set(err, KCR_EPARSE,
+                "watch stream line %" PRIu64 " (byte %" PRIu64 "): invalid JSON at column %d: %s",
+                dec->line_no, dec->line_start, jerr->column, jerr->text);
+  return fail(dec, KCR_EPARSE);
+}
+
+/* decode_line parses one complete line (newline excluded) and calls back. */
+static int decode_line(kcr_watch_decoder_t *dec, const char *line, size_t len, kcr_error_t *err) {
+  json_error_t jerr;
+  json_t *root, *type, *object;
+  kcr_watch_event_t ev;
+  kcr_error_t status_err;
+  size_t i = 0;
+  int rc;
+
+  while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+    i++;
+  if (i == len)
+    return 0; /* an empty line is not an event */
+
+  memset(&jerr, 0, sizeof(jerr));
+  root = json_loadb(line, len, 0, &jerr);
+  if (!root)
+    return parse_error(dec, &jerr, len, err);
+  type = json_object_get(root, "type");
+  object = json_object_get(root, "object");
+  if (!json_is_object(root) || !json_is_string(type)) {
+    kcr_error_set(err, KCR_EPROTO,
+                  "watch stream line %" PRIu64 " (byte %" PRIu64 ") is not an event: %s",
+                  dec->line_no, dec->line_start,
+                  json_is_object(root) ? "no \"type\" string" : "not a JSON object");
+    json_decref(root);
+    return fail(dec, KCR_EPROTO);
+  }
+  ev.type = event_type(json_string_value(type));
+  if (ev.type == 0 || !json_is_object(object)) {
+    if (ev.type == 0)
+      kcr_error_set(err, KCR_EPROTO,
+                    "watch stream line %" PRIu64 " (byte %" PRIu64
+                    "): unknown event type \"%.32s\"",
+                    dec->line_no, dec->line_start, json_string_value(type));
+    else
+      kcr_error_set(err, KCR_EPROTO,
+                    "watch stream line %" PRIu64 " (byte %" PRIu64
+                    "): %s event without an \"object\" object",
+                    dec->line_no, dec->line_start, kcr_watch_event_type_name(ev.type));
+    json_decref(root);
+    return fail(dec, KCR_EPROTO);
+  }
+  ev.object = json_incref(object);
+  json_decref(root);
+  ev.error = NULL;
+  if (ev.type == KCR_WATCH_ERROR) {
+    kcr_error_clear(&status_err);
+    kcr__error_from_status(&status_err, ev.object, 0);
+    ev.error = &status_err;
+  }
+
+  dec->in_callback = 1;
+  rc = dec->cb(&ev, dec->data);
+  dec->in_callback = 0;
+  assert(rc <= 0);
+  if (rc < 0) {
+    kcr_error_set(err, rc, "watch event callback stopped the stream at line %" PRIu64 ": %s",
+                  dec->line_no, kcr_strerror(rc));
+    return fail(dec, rc);
+  }
+  return 0;
+}
+
+/* refused reports a call on a decoder that already failed. */
+static int refused(const kcr_watch_decoder_t *dec, kcr_error_t *err) {
+  return kcr_error_set(err, dec->failed, "watch stream already failed (%s); no more input taken",
+                       kcr_err_name(dec->failed));
+}
+
+int kcr_watch_decoder_feed(kcr_watch_decoder_t *dec, const void *bytes, size_t len,
+                           kcr_error_t *err) {
+  const char *p = bytes, *end = p + len;
+  int rc;
+
+  assert(dec && !dec->in_callback && !dec->finished);
+  if (dec->failed)
+    return refused(dec, err);
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t seg = (size_t)((nl ? nl : end) - p);
+
+    if (seg > dec->max_line - dec->partial.len)
+      return too_big(dec, err);
+    if (!nl) {
+      /* the line goes on in a later chunk: keep what we have */
+      if (kcr_buf_append(&dec->partial, p, seg) != 0) {
+        kcr_error_set(err, KCR_ENOMEM, "out of memory buffering watch stream line %" PRIu64,
+                      dec->line_no);
+        return fail(dec, KCR_ENOMEM);
+      }
+      break;
+    }
+    if (dec->partial.len == 0) {
+      rc = decode_line(dec, p, seg, err);
+    } else {
+      if (kcr_buf_append(&dec->partial, p, seg) != 0) {
+        kcr_error_set(err, KCR_ENOMEM, "out of memory buffering watch stream line %" PRIu64,
+                      dec->line_no);
+        return fail(dec, KCR_ENOMEM);
+      }
+      rc = decode_line(dec, dec->partial.data, dec->partial.len, err);
+      if (dec->partial.cap > RETAIN_MAX)
+        kcr_buf_free(&dec->partial);
+      else
+        kcr_buf_reset(&dec->partial);
+    }
+    if (rc != 0)
+      return rc;
+    p = nl + 1;
+    dec->line_start = dec->fed + (uint64_t)(p - (const char *)bytes);
+    dec->line_no++;
+  }
+  dec->fed += len;
+  return 0;
+}
+
+int kcr_watch_decoder_finish(kcr_watch_decoder_t *dec, kcr_error_t *err) {
+  int rc = 0;
+
+  assert(dec && !dec->in_callback && !dec->finished);
+  dec->finished = 1;
+  if (dec->failed)
+    return refused(dec, err);
+  if (dec->partial.len > 0)
+    rc = decode_line(dec, dec->partial.data, dec->partial.len, err);
+  kcr_buf_free(&dec->partial);
+  return rc;
+}
