@@ -50,8 +50,13 @@ cmd=$1
 dir=${2:-${KCR_CLUSTER_DIR:-$PWD/.kcr-cluster}}
 case "$cmd" in up | down | status | env) ;; -h | --help) usage ;; *) usage ;; esac
 
-mkdir -p "$dir"
-dir=$(cd "$dir" && pwd)
+# Only `up` creates DIR; the other commands work on a missing one.
+[[ "$cmd" == up ]] && mkdir -p "$dir"
+if [[ -d "$dir" ]]; then
+    dir=$(cd "$dir" && pwd)
+elif [[ "$dir" != /* ]]; then
+    dir=$PWD/$dir
+fi
 pki=$dir/pki
 run=$dir/run
 logs=$dir/logs
