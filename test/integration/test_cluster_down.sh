@@ -22,11 +22,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# new_dir: sets $dir to a fresh temporary directory, removed on exit.
 new_dir() {
-    local d
-    d=$(mktemp -d "${TMPDIR:-/tmp}/kcr-down-test-XXXXXX")
-    dirs+=("$d")
-    printf '%s\n' "$d"
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/kcr-down-test-XXXXXX")
+    dirs+=("$dir")
 }
 
 check() { # DESCRIPTION COMMAND...
@@ -80,7 +79,7 @@ status_is() { # DIR EXPECTED_EXIT
 }
 
 # --- 1. up, down, nothing left ---------------------------------------------
-dir=$(new_dir)
+new_dir
 start=$(date +%s%3N)
 check "up succeeds" "$cluster" up "$dir"
 echo "up took $(($(date +%s%3N) - start)) ms"
@@ -103,7 +102,7 @@ check "status reports stopped" status_is "$dir" 3
 check "down is idempotent" "$cluster" down "$dir"
 
 # --- 2. a failing component is named, nothing is left ----------------------
-dir=$(new_dir)
+new_dir
 rc=0
 KCR_APISERVER_ARGS=--no-such-flag "$cluster" up "$dir" > "$dir.out" 2>&1 || rc=$?
 cat "$dir.out"
