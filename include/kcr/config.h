@@ -88,7 +88,11 @@ KCR_EXTERN void kcr_rest_config_unref(kcr_rest_config_t *cfg);
  *   tls_server_name   the name to verify the server's certificate against.
  *   insecure          1 when insecure-skip-tls-verify is set (loading logs a warning).
  *   proxy_url         proxy-url of the cluster.
- *   impersonate_user / impersonate_uid / impersonate_groups (NULL-terminated)
+ *   impersonate_user / impersonate_uid / impersonate_groups (NULL-terminated;
+ *                     never NULL, empty when there are none)
+ *   impersonate_extra as-user-extra flattened into key, value pairs, NULL-terminated
+ *                     (a key with several values appears once per value); never
+ *                     NULL, empty when there are none.
  *   source            where the config came from: a file path or "in-cluster".
  */
 KCR_EXTERN const char *kcr_rest_config_server(const kcr_rest_config_t *cfg);
@@ -100,6 +104,7 @@ KCR_EXTERN const char *kcr_rest_config_proxy_url(const kcr_rest_config_t *cfg);
 KCR_EXTERN const char *kcr_rest_config_impersonate_user(const kcr_rest_config_t *cfg);
 KCR_EXTERN const char *kcr_rest_config_impersonate_uid(const kcr_rest_config_t *cfg);
 KCR_EXTERN const char *const *kcr_rest_config_impersonate_groups(const kcr_rest_config_t *cfg);
+KCR_EXTERN const char *const *kcr_rest_config_impersonate_extra(const kcr_rest_config_t *cfg);
 KCR_EXTERN const char *kcr_rest_config_source(const kcr_rest_config_t *cfg);
 
 /*
