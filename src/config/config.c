@@ -71,13 +71,15 @@ static int config_alloc(kcr_rest_config_t **out, kcr_error_t *err) {
   kcr_rest_config_t *cfg = kcr__calloc(1, sizeof(*cfg));
   int rc;
   *out = NULL;
-  if (!cfg)
-    return kcr_error_set(err, KCR_ENOMEM, "out of memory");
+  if (!cfg) {
+    kcr_error_set(err, KCR_ENOMEM, "out of memory");
+    return KCR_ENOMEM;
+  }
   atomic_init(&cfg->refs, 1);
   rc = kcr__creds_init(&cfg->creds, err);
   if (rc < 0) {
     kcr__free(cfg);
-    return rc;
+    return KCR_ESYS;
   }
   *out = cfg;
   return 0;
@@ -482,7 +484,6 @@ static int build_from_kubeconfig(const kcr__kubeconfig_t *kc, const char *contex
   if ((rc = config_alloc(&cfg, err)) < 0)
     return rc;
   cr = &cfg->creds;
-  rc = KCR_ENOMEM;
   if (dup_opt(x->file, &cfg->source) < 0 ||
       dup_opt(x->namespace && *x->namespace ? x->namespace : "default", &cfg->namespace) < 0 ||
       dup_opt(cl->tls_server_name && *cl->tls_server_name ? cl->tls_server_name : NULL,
@@ -620,7 +621,7 @@ static int load_default_rules(kcr__kubeconfig_t *kc, char *const *env, kcr_error
         if (!dup) {
           rc = kcr__kubeconfig_merge_file(kc, path, &e);
           if (rc == KCR_ENOENT) {
-            rc = 0; /* missing files in KUBECONFIG are skipped, like client-go */
+            /* missing files in KUBECONFIG are skipped, like client-go */
           } else if (rc < 0) {
             copy_err(err, &e);
             kcr__free(path);
@@ -820,7 +821,7 @@ int kcr_rest_config_load(const kcr_config_options *opts, kcr_rest_config_t **out
       copy_err(err, &in_err);
     else if (rc < 0)
       copy_err(err, &e);
-    return rc < 0 && rc == KCR_ENOENT && in_rc < 0 ? in_rc : rc;
+    return rc == KCR_ENOENT && in_rc < 0 ? in_rc : rc;
   }
 }
 

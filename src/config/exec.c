@@ -68,6 +68,15 @@ static int find_executable(const kcr__exec_spec_t *s, char **out, kcr_error_t *e
   const char *path, *p;
   *out = NULL;
   if (strchr(s->command, '/')) {
+    struct stat st;
+    /* Checked here so the message does not depend on how posix_spawn reports a
+     * failed exec (an error, or a child exiting 127 under valgrind). */
+    if (stat(s->command, &st) != 0)
+      return kcr_error_set(err, KCR_EAUTH, "exec plugin %s: cannot run: %s%s%s", s->command,
+                           strerror(errno), hint_sep(s), hint(s));
+    if (!S_ISREG(st.st_mode) || access(s->command, X_OK) != 0)
+      return kcr_error_set(err, KCR_EAUTH, "exec plugin %s: cannot run: not an executable file",
+                           s->command);
     *out = kcr__strdup(s->command);
     return *out ? 0 : kcr_error_set(err, KCR_ENOMEM, "out of memory");
   }

@@ -57,13 +57,15 @@ static int fail(parse_ctx *c, const yaml_node_t *n, int code, const char *field,
   vsnprintf(what, sizeof(what), fmt, ap);
   va_end(ap);
   if (code == KCR_ENOMEM)
-    return kcr_error_set(c->err, code, "out of memory reading kubeconfig %s", c->file);
-  return kcr_error_set(c->err, code, "kubeconfig %s line %d: %s: %s", c->file, line_of(n), field,
-                       what);
+    kcr_error_set(c->err, code, "out of memory reading kubeconfig %s", c->file);
+  else
+    kcr_error_set(c->err, code, "kubeconfig %s line %d: %s: %s", c->file, line_of(n), field, what);
+  return code;
 }
 
 static int oom(parse_ctx *c) {
-  return kcr_error_set(c->err, KCR_ENOMEM, "out of memory reading kubeconfig %s", c->file);
+  kcr_error_set(c->err, KCR_ENOMEM, "out of memory reading kubeconfig %s", c->file);
+  return KCR_ENOMEM;
 }
 
 static yaml_node_t *node(parse_ctx *c, int idx) {
@@ -88,7 +90,7 @@ static int is_null(const yaml_node_t *n) {
 /* get_str sets *out to a copy of a scalar; null leaves it unset. */
 static int get_str(parse_ctx *c, const yaml_node_t *n, const char *field, char **out) {
   char *s;
-  if (is_null(n))
+  if (!n || is_null(n))
     return 0;
   if (n->type != YAML_SCALAR_NODE)
     return fail(c, n, KCR_ECONFIG, field, "expected a string");
@@ -123,7 +125,7 @@ static int bool_value(const yaml_node_t *n, int *out) {
 }
 
 static int get_bool(parse_ctx *c, const yaml_node_t *n, const char *field, int *out) {
-  if (is_null(n)) {
+  if (!n || is_null(n)) {
     *out = 0;
     return 0;
   }
@@ -137,7 +139,7 @@ static int get_base64(parse_ctx *c, const yaml_node_t *n, const char *field, uns
   unsigned char *p = NULL;
   size_t plen = 0;
   int rc;
-  if (is_null(n))
+  if (!n || is_null(n))
     return 0;
   if (n->type != YAML_SCALAR_NODE)
     return fail(c, n, KCR_ECONFIG, field, "expected a base64 string");
@@ -159,7 +161,7 @@ static int get_strv(parse_ctx *c, const yaml_node_t *n, const char *field, char 
                     size_t *count) {
   size_t cap, i = 0;
   char **v;
-  if (is_null(n))
+  if (!n || is_null(n))
     return 0;
   if (n->type != YAML_SEQUENCE_NODE)
     return fail(c, n, KCR_ECONFIG, field, "expected a list of strings");
@@ -171,7 +173,7 @@ static int get_strv(parse_ctx *c, const yaml_node_t *n, const char *field, char 
     yaml_node_t *item = node(c, *it);
     char *s = NULL;
     int rc;
-    if (is_null(item))
+    if (!item || is_null(item))
       continue;
     rc = get_str(c, item, field, &s);
     if (rc < 0) {
@@ -447,7 +449,7 @@ static int parse_cluster(parse_ctx *c, const yaml_node_t *n, const char *base,
                          kcr__kc_cluster_t *cl) {
   char f[FIELD_MAX];
   int rc = 0;
-  if (is_null(n))
+  if (!n || is_null(n))
     return 0;
   if ((rc = expect_map(c, n, base)) < 0)
     return rc;
@@ -467,7 +469,7 @@ static int parse_cluster(parse_ctx *c, const yaml_node_t *n, const char *base,
       rc = get_bool(c, v, f, &cl->insecure);
     else if (scalar_is(k, "disable-compression"))
       rc = get_bool(c, v, f, &cl->disable_compression);
-    else if (scalar_is(k, "extensions") && !is_null(v)) {
+    else if (scalar_is(k, "extensions") && v && !is_null(v)) {
       if (v->type != YAML_SEQUENCE_NODE)
         return fail(c, v, KCR_ECONFIG, f, "expected a list");
       for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
@@ -518,7 +520,7 @@ static int parse_exec(parse_ctx *c, const yaml_node_t *n, const char *base, kcr_
       rc = get_str(c, v, f, &e->interactive_mode);
     else if (scalar_is(k, "provideClusterInfo"))
       rc = get_bool(c, v, f, &e->provide_cluster_info);
-    else if (scalar_is(k, "env") && !is_null(v)) {
+    else if (scalar_is(k, "env") && v && !is_null(v)) {
       size_t cap;
       if (v->type != YAML_SEQUENCE_NODE)
         return fail(c, v, KCR_ECONFIG, f, "expected a list of name/value pairs");
@@ -541,9 +543,9 @@ static int parse_exec(parse_ctx *c, const yaml_node_t *n, const char *base, kcr_
           else if (rc == 0 && scalar_is(ik, "value"))
             rc = get_str(c, iv, f, &value);
         }
-        if (rc == 0 && (!name || !*name || strchr(name, '=')))
-          rc = fail(c, item, KCR_ECONFIG, f, "every entry needs a name without '='");
-        if (rc < 0) {
+        if (rc < 0 || !name || !*name || strchr(name, '=')) {
+          if (rc >= 0)
+            rc = fail(c, item, KCR_ECONFIG, f, "every entry needs a name without '='");
           kcr__free(name);
           kcr__wipe_free_str(value);
           return rc;
@@ -587,7 +589,7 @@ static int parse_exec(parse_ctx *c, const yaml_node_t *n, const char *base, kcr_
 static int parse_user(parse_ctx *c, const yaml_node_t *n, const char *base, kcr__kc_user_t *u) {
   char f[FIELD_MAX];
   int rc = 0;
-  if (is_null(n))
+  if (!n || is_null(n))
     goto done;
   if ((rc = expect_map(c, n, base)) < 0)
     return rc;
@@ -615,7 +617,7 @@ static int parse_user(parse_ctx *c, const yaml_node_t *n, const char *base, kcr_
       rc = get_str(c, v, f, &u->as_uid);
     else if (scalar_is(k, "as-groups"))
       rc = get_strv(c, v, f, &u->as_groups, &u->nas_groups);
-    else if (scalar_is(k, "as-user-extra") && !is_null(v)) {
+    else if (scalar_is(k, "as-user-extra") && v && !is_null(v)) {
       size_t total = 0, i = 0;
       if ((rc = expect_map(c, v, f)) < 0)
         return rc;
@@ -660,7 +662,7 @@ static int parse_user(parse_ctx *c, const yaml_node_t *n, const char *base, kcr_
           return rc;
       }
       u->nas_extra = i / 2;
-    } else if (scalar_is(k, "auth-provider") && !is_null(v)) {
+    } else if (scalar_is(k, "auth-provider") && v && !is_null(v)) {
       char *name = NULL;
       if (v->type == YAML_MAPPING_NODE) {
         FOR_PAIRS(c, v, pp10, ak, av) {
@@ -676,7 +678,7 @@ static int parse_user(parse_ctx *c, const yaml_node_t *n, const char *base, kcr_
       u->auth_provider = name ? name : kcr__strdup("");
       if (!u->auth_provider)
         return oom(c);
-    } else if (scalar_is(k, "exec") && !is_null(v)) {
+    } else if (scalar_is(k, "exec") && v && !is_null(v)) {
       exec_free(u->exec);
       u->exec = kcr__calloc(1, sizeof(*u->exec));
       if (!u->exec)
@@ -701,7 +703,7 @@ static int parse_context(parse_ctx *c, const yaml_node_t *n, const char *base,
                          kcr__kc_context_t *x) {
   char f[FIELD_MAX];
   int rc = 0;
-  if (is_null(n))
+  if (!n || is_null(n))
     return 0;
   if ((rc = expect_map(c, n, base)) < 0)
     return rc;
@@ -727,7 +729,7 @@ static int parse_list(parse_ctx *c, const yaml_node_t *n, enum kind kind) {
   static const char *const bodies[] = {"cluster", "user", "context"};
   const char *list = lists[kind];
   size_t idx = 0;
-  if (is_null(n))
+  if (!n || is_null(n))
     return 0;
   if (n->type != YAML_SEQUENCE_NODE)
     return fail(c, n, KCR_ECONFIG, list, "expected a list");
