@@ -207,6 +207,30 @@ KCR_EXTERN int kcr_store_foreach(kcr_store_t *s, kcr_store_foreach_cb cb, void *
 KCR_EXTERN int kcr_store_foreach_index(kcr_store_t *s, const char *index_name, const char *value,
                                        kcr_store_foreach_cb cb, void *data);
 
+/*
+ * kcr_known_objects_t: what a DeltaFIFO consults to learn which objects its
+ * consumer already knows (client-go's KeyListerGetter), usually the informer's
+ * store. The functions are called with the DeltaFIFO's lock held, from whichever
+ * thread called into it.
+ *   list_keys   *out: new NULL-terminated vector (one allocation, kcr_free);
+ *               returns 0 or KCR_ENOMEM.
+ *   get_by_key  *out: a new reference; returns 0, KCR_ENOENT or KCR_ENOMEM.
+ *   contains    whether key is known, without building the object; may be NULL
+ *               (get_by_key is used instead).
+ */
+typedef struct kcr_known_objects {
+  int (*list_keys)(void *data, char ***out, size_t *n);
+  int (*get_by_key)(void *data, const char *key, json_t **out);
+  bool (*contains)(void *data, const char *key);
+  void *data;
+} kcr_known_objects_t;
+
+/*
+ * kcr_store_known_objects fills *out with s as known objects for a DeltaFIFO. s
+ * is borrowed: it must outlive the FIFO.
+ */
+KCR_EXTERN void kcr_store_known_objects(kcr_store_t *s, kcr_known_objects_t *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -950,3 +950,25 @@ int kcr_store_foreach_index(kcr_store_t *s, const char *index_name, const char *
   pthread_rwlock_unlock(&s->lock);
   return rc;
 }
+
+/* --- known objects for a DeltaFIFO ---------------------------------------- */
+
+static int known_list_keys(void *data, char ***out, size_t *n) {
+  return kcr_store_list_keys(data, out, n);
+}
+
+static int known_get_by_key(void *data, const char *key, json_t **out) {
+  return kcr_store_get_by_key(data, key, out);
+}
+
+static bool known_contains(void *data, const char *key) {
+  return kcr_store_contains(data, key);
+}
+
+void kcr_store_known_objects(kcr_store_t *s, kcr_known_objects_t *out) {
+  assert(s && out);
+  out->list_keys = known_list_keys;
+  out->get_by_key = known_get_by_key;
+  out->contains = known_contains;
+  out->data = s;
+}
