@@ -48,9 +48,14 @@ typedef struct kcr_config_options {
  * explicit kubeconfig if given; else in-cluster config when KUBECONFIG is unset and
  * KUBERNETES_SERVICE_HOST/PORT are set; else the default rules (KUBECONFIG's files,
  * colon-separated and merged, else ~/.kube/config). On success *out is a new
- * reference. Errors: KCR_ECONFIG (names the file, the line where known and the
- * field), KCR_ENOENT (no configuration found anywhere), KCR_ENOTSUP (auth-provider),
- * KCR_EIO, KCR_ENOMEM. Any thread; reads files, does no network I/O.
+ * reference. When in-cluster config fails and the default rules find nothing,
+ * the in-cluster error is returned. Errors: KCR_ECONFIG (names the file, the line
+ * where known and the field), KCR_ENOENT (no configuration found anywhere, or a
+ * file a kubeconfig names is missing), KCR_ENOTSUP (auth-provider), KCR_ETOOBIG
+ * (a file over its limit: 16 MiB for a kubeconfig), KCR_EIO, KCR_ENOMEM. Messages
+ * never quote a value from a kubeconfig. Any thread; reads files, does no network
+ * I/O, runs no exec plugin (that happens at the first kcr_rest_config_credentials).
+ * See docs/config.md.
  */
 KCR_EXTERN int kcr_rest_config_load(const kcr_config_options *opts, kcr_rest_config_t **out,
                                     kcr_error_t *err);
@@ -132,12 +137,17 @@ typedef struct kcr_credentials {
 
 /*
  * kcr_rest_config_credentials fills *out with a snapshot of the current
- * credentials, refreshing them first when needed (a token file older than its
- * re-read period, an exec credential near its expiry or rejected by a 401). May
- * block while an exec plugin runs (bounded by its timeout), so never call it on
- * the I/O loop thread. Errors: KCR_EAUTH (the plugin failed: its stderr is in the
- * message), KCR_ETIMEDOUT, KCR_ETOOBIG (plugin output over its limit), KCR_EIO,
- * KCR_ENOMEM. *out is zeroed on failure. Any thread.
+ * credentials, refreshing them first when needed: a token file is re-read once a
+ * minute and right after a 401 (a failed re-read keeps the previous token); an
+ * exec plugin runs on first use, shortly before its expirationTimestamp (a
+ * quarter of the credential's lifetime, at most 10 s, early) and after a 401.
+ * Only one refresh runs at a time; concurrent callers wait for it and share its
+ * outcome. May block while an exec plugin runs (bounded by its timeout, 30 s),
+ * so never call it on the I/O loop thread. Errors: KCR_EAUTH (the plugin could
+ * not start, failed - its exit code and stderr are in the message - or printed
+ * no usable ExecCredential), KCR_ETIMEDOUT, KCR_ETOOBIG (plugin stdout over
+ * 1 MiB), KCR_ENOENT/KCR_EIO (token file), KCR_ESYS, KCR_ENOMEM. *out is zeroed
+ * on failure. Any thread.
  */
 KCR_EXTERN int kcr_rest_config_credentials(kcr_rest_config_t *cfg, kcr_credentials_t *out,
                                            kcr_error_t *err);

@@ -434,6 +434,53 @@ static void test_config_missing_context(void **state) {
   rm_tmpdir(dir);
 }
 
+static void test_config_file_limits_and_shapes(void **state) {
+  char *dir = make_tmpdir();
+  char *path = fmt("%s/big", dir);
+  kcr_rest_config_t *cfg = NULL;
+  kcr_error_t err = {0};
+  FILE *f;
+  (void)state;
+
+  /* Past 16 MiB a kubeconfig is refused before it is read (sparse file). */
+  f = fopen(path, "w");
+  assert_non_null(f);
+  assert_int_equal(ftruncate(fileno(f), (off_t)17 << 20), 0);
+  fclose(f);
+  assert_int_equal(kcr_rest_config_from_kubeconfig(path, NULL, NULL, &cfg, &err), KCR_ETOOBIG);
+  assert_non_null(strstr(err.message, path));
+  assert_non_null(strstr(err.message, "limit of 16777216 bytes"));
+
+  /* A directory is an I/O error naming it. */
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_rest_config_from_kubeconfig(dir, NULL, NULL, &cfg, &err), KCR_EIO);
+  assert_non_null(strstr(err.message, dir));
+
+  /* An empty file is an empty config. */
+  kcr_error_clear(&err);
+  assert_int_equal(load_text(dir, "", NULL, &cfg, &err), KCR_ECONFIG);
+  assert_non_null(strstr(err.message, "no context chosen"));
+
+  /* The top level must be a mapping. */
+  kcr_error_clear(&err);
+  assert_int_equal(load_text(dir, "- a\n- b\n", NULL, &cfg, &err), KCR_ECONFIG);
+  assert_non_null(strstr(err.message, "line 1: (top level): expected a mapping"));
+
+  /* JSON is YAML too. */
+  assert_int_equal(load_text(dir,
+                             "{\"current-context\": \"x\", \"clusters\": [{\"name\": \"c\", "
+                             "\"cluster\": {\"server\": \"https://json.example.com\"}}], "
+                             "\"users\": [{\"name\": \"u\", \"user\": null}], "
+                             "\"contexts\": [{\"name\": \"x\", \"context\": "
+                             "{\"cluster\": \"c\", \"user\": \"u\"}}]}",
+                             NULL, &cfg, &err),
+                   0);
+  assert_string_equal(kcr_rest_config_server(cfg), "https://json.example.com");
+  kcr_rest_config_unref(cfg);
+  free(path);
+  rm_tmpdir(dir);
+}
+
 struct bad_case {
   const char *what;
   int code;
@@ -825,6 +872,7 @@ int main(void) {
       cmocka_unit_test(test_config_bad_base64_names_field),
       cmocka_unit_test(test_config_auth_provider_refused),
       cmocka_unit_test(test_config_missing_context),
+      cmocka_unit_test(test_config_file_limits_and_shapes),
       cmocka_unit_test(test_config_validation_errors),
       cmocka_unit_test(test_config_insecure_is_warned_and_scheme_defaults),
       cmocka_unit_test(test_config_in_cluster),
