@@ -173,6 +173,21 @@ KCR_EXTERN const char *kcr_workqueue_name(kcr_workqueue_t *q);
 #define KCR_WORKQUEUE_METRIC_LONGEST_RUNNING "workqueue_longest_running_processor_seconds"
 #define KCR_WORKQUEUE_METRIC_RETRIES "workqueue_retries_total"
 
+/* The HELP text controller-runtime registers for each of them. */
+#define KCR_WORKQUEUE_HELP_DEPTH "Current depth of workqueue by workqueue and priority"
+#define KCR_WORKQUEUE_HELP_ADDS "Total number of adds handled by workqueue"
+#define KCR_WORKQUEUE_HELP_QUEUE_DURATION                                                          \
+  "How long in seconds an item stays in workqueue before being requested"
+#define KCR_WORKQUEUE_HELP_WORK_DURATION                                                           \
+  "How long in seconds processing an item from workqueue takes."
+#define KCR_WORKQUEUE_HELP_UNFINISHED_WORK                                                         \
+  "How many seconds of work has been done that is in progress and hasn't been observed by "        \
+  "work_duration. Large values indicate stuck threads. One can deduce the number of stuck "        \
+  "threads by observing the rate at which this increases."
+#define KCR_WORKQUEUE_HELP_LONGEST_RUNNING                                                         \
+  "How many seconds has the longest running processor for workqueue been running."
+#define KCR_WORKQUEUE_HELP_RETRIES "Total number of retries handled by workqueue"
+
 /*
  * KCR_WORKQUEUE_HISTOGRAM_BUCKETS: the two duration histograms have
  * controller-runtime's buckets, ExponentialBuckets(10e-9, 10, 12): upper bounds
