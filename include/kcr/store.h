@@ -22,7 +22,7 @@
  * Callbacks (key, index and foreach functions) run with the lock held and must
  * not call back into the same store.
  *
- * Strings lists (keys, index values) are handed over as one allocation: a
+ * String lists (keys, index values) are handed over as one allocation: a
  * NULL-terminated vector of strings, released with a single kcr_free.
  */
 #ifndef KCR_STORE_H

@@ -530,7 +530,7 @@ static void test_store_create_alloc_failure(void **state) {
 /* --- concurrency ----------------------------------------------------------- */
 
 #define CONC_KEYS 64
-#define CONC_OPS 1500
+#define CONC_OPS 800
 
 static void *writer(void *arg) {
   kcr_store_t *s = arg;
@@ -562,7 +562,7 @@ static int count_only(const char *key, const char *json, size_t len, void *data)
 
 static void *reader(void *arg) {
   kcr_store_t *s = arg;
-  for (int i = 0; i < CONC_OPS / 3; i++) {
+  for (int i = 0; i < CONC_OPS / 8; i++) {
     json_t *got = NULL;
     size_t n = 0;
     if (kcr_store_get_by_key(s, "ns/o1", &got) == 0) {
