@@ -151,6 +151,10 @@ static void escape_excerpt(char *dst, size_t cap, const char *body, size_t len, 
   dst[out] = '\0';
 }
 
+void kcr__escape_text(char *dst, size_t cap, const char *src, size_t len) {
+  escape_excerpt(dst, cap, src, len, 0);
+}
+
 /* media_type_is tells whether a Content-Type's media type (parameters ignored,
  * case-insensitive) is want; a want ending in '/' matches a whole type ("text/"). */
 static int media_type_is(const char *content_type, const char *want) {
@@ -356,9 +360,12 @@ int kcr__error_from_status(kcr_error_t *err, const json_t *status, long http_sta
     return kcr_error_set(err, KCR_EPROTO, "the server sent a %s where a Status belongs",
                          json_is_array(status) ? "JSON array" : "JSON value");
   s = get_string(status, "kind", &len);
-  if (json_object_get(status, "kind") && strcmp(s, "Status") != 0)
-    return kcr_error_set(err, KCR_EPROTO, "the server sent a %.*s where a Status belongs",
-                         len ? (int)(len > 64 ? 64 : len) : 7, len ? s : "nameless");
+  if (json_object_get(status, "kind") && strcmp(s, "Status") != 0) {
+    char kind[64];
+    kcr__escape_text(kind, sizeof(kind), s, len);
+    return kcr_error_set(err, KCR_EPROTO, "the server sent a %s where a Status belongs",
+                         *kind ? kind : "nameless object");
+  }
   if (!err || err->code != KCR_OK)
     return KCR_EAPI;
 

@@ -69,6 +69,15 @@ int kcr__error_from_response(kcr_error_t *err, const kcr__error_response_t *resp
 int kcr__error_from_status(kcr_error_t *err, const json_t *status, long http_status);
 
 /*
+ * kcr__escape_text writes server-supplied text (len bytes of src, white space at
+ * either end trimmed) into dst (cap bytes, NUL-terminated, cap >= 8) as printable,
+ * valid UTF-8: control characters become \n, \t, \r or \xNN, bytes that are not
+ * UTF-8 become \xNN, and a cut is marked "..." and never splits a character.
+ * For putting what a peer sent into an error message.
+ */
+void kcr__escape_text(char *dst, size_t cap, const char *src, size_t len);
+
+/*
  * kcr__retry_after_seconds parses a Retry-After header value as client-go does
  * (a whole number of seconds; the HTTP-date form is ignored). Returns the
  * seconds (capped at INT_MAX), or -1 when value is NULL or not a number.

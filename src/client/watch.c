@@ -130,6 +130,7 @@ static int too_big(kcr_watch_decoder_t *dec, kcr_error_t *err) {
  * memory (see status.c: jansson does not always say so). */
 static int parse_error(kcr_watch_decoder_t *dec, const json_error_t *jerr, size_t len,
                        kcr_error_t *err) {
+  char text[JSON_ERROR_TEXT_LENGTH + 64];
   void *probe = NULL;
   int oom = jerr->text[0] == '\0' || json_error_code(jerr) == json_error_out_of_memory;
 
@@ -143,9 +144,11 @@ static int parse_error(kcr_watch_decoder_t *dec, const json_error_t *jerr, size_
                   dec->line_no);
     return fail(dec, KCR_ENOMEM);
   }
+  /* jansson quotes the stream and cuts at 160 bytes: keep the message valid UTF-8 */
+  kcr__escape_text(text, sizeof(text), jerr->text, strnlen(jerr->text, sizeof(jerr->text)));
   kcr_error_set(err, KCR_EPARSE,
                 "watch stream line %" PRIu64 " (byte %" PRIu64 "): invalid JSON at column %d: %s",
-                dec->line_no, dec->line_start, jerr->column, jerr->text);
+                dec->line_no, dec->line_start, jerr->column, text);
   return fail(dec, KCR_EPARSE);
 }
 
@@ -179,12 +182,13 @@ static int decode_line(kcr_watch_decoder_t *dec, const char *line, size_t len, k
   }
   ev.type = event_type(json_string_value(type));
   if (ev.type == 0 || !json_is_object(object)) {
-    if (ev.type == 0)
+    if (ev.type == 0) {
+      char name[48];
+      kcr__escape_text(name, sizeof(name), json_string_value(type), json_string_length(type));
       kcr_error_set(err, KCR_EPROTO,
-                    "watch stream line %" PRIu64 " (byte %" PRIu64
-                    "): unknown event type \"%.32s\"",
-                    dec->line_no, dec->line_start, json_string_value(type));
-    else
+                    "watch stream line %" PRIu64 " (byte %" PRIu64 "): unknown event type \"%s\"",
+                    dec->line_no, dec->line_start, name);
+    } else
       kcr_error_set(err, KCR_EPROTO,
                     "watch stream line %" PRIu64 " (byte %" PRIu64
                     "): %s event without an \"object\" object",

@@ -310,6 +310,14 @@ static void test_watch_error_event(void **state) {
   collector_free(&c);
 }
 
+/* valid_utf8 checks with jansson, which refuses invalid UTF-8. */
+static int valid_utf8(const char *s) {
+  json_t *j = json_string(s);
+  int ok = j != NULL;
+  json_decref(j);
+  return ok;
+}
+
 /* expect_bad decodes a stream whose last line is bad. */
 static void expect_bad(const char *s, int code, const char *fragment, int events) {
   collector_t c = {0};
@@ -320,6 +328,7 @@ static void expect_bad(const char *s, int code, const char *fragment, int events
   if (!strstr(err.message, fragment))
     fail_msg("decoding %s said \"%s\", want \"%s\"", s, err.message, fragment);
   assert_int_equal(c.n, events);
+  assert_true(valid_utf8(err.message));
   collector_free(&c);
 }
 
@@ -329,6 +338,11 @@ static void test_watch_unknown_type(void **state) {
              KCR_EPROTO, "line 2 (byte 29): unknown event type \"UPSERTED\"", 1);
   expect_bad("{\"type\":\"added\",\"object\":{}}\n", KCR_EPROTO, "unknown event type", 0);
   expect_bad("{\"type\":\"\",\"object\":{}}\n", KCR_EPROTO, "unknown event type \"\"", 0);
+  /* the server's text is escaped and cut on a character boundary */
+  expect_bad("{\"type\":\"\\u0001A\\n\xe2\x9c\x93\xe2\x9c\x93\xe2\x9c\x93\xe2\x9c\x93\xe2\x9c\x93"
+             "\xe2\x9c\x93\xe2\x9c\x93\xe2\x9c\x93\xe2\x9c\x93\xe2\x9c\x93\xe2\x9c\x93\xe2\x9c\x93"
+             "\xe2\x9c\x93\xe2\x9c\x93\",\"object\":{}}\n",
+             KCR_EPROTO, "unknown event type \"\\x01A\\n\xe2\x9c\x93\xe2\x9c\x93", 0);
 }
 
 static void test_watch_invalid_json_line(void **state) {
