@@ -94,8 +94,8 @@ KCR_EXTERN int kcr_watch_decoder_create(size_t max_line, kcr_watch_event_cb cb, 
 
 /*
  * kcr_watch_decoder_feed consumes len bytes of the stream (borrowed for the
- * call; a line that ends in them is parsed where it lies, only an unfinished
- * line is copied). Calls the callback for each complete line; empty and
+ * call, NULL allowed when len is 0; a line that ends in them is parsed where it
+ * lies, only an unfinished line is copied). Calls the callback for each complete line; empty and
  * white-space-only lines are skipped. Returns 0, or the first error, after which
  * the decoder refuses further input:
  *   KCR_EPARSE   a line is not JSON (the message names its line number and the

@@ -225,12 +225,15 @@ static int refused(const kcr_watch_decoder_t *dec, kcr_error_t *err) {
 
 int kcr_watch_decoder_feed(kcr_watch_decoder_t *dec, const void *bytes, size_t len,
                            kcr_error_t *err) {
-  const char *p = bytes, *end = p + len;
+  const char *p = bytes, *end;
   int rc;
 
   assert(dec && !dec->in_callback && !dec->finished);
   if (dec->failed)
     return refused(dec, err);
+  if (len == 0)
+    return 0; /* bytes may be NULL: no arithmetic on it */
+  end = p + len;
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t seg = (size_t)((nl ? nl : end) - p);

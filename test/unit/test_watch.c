@@ -189,6 +189,7 @@ static void test_watch_byte_by_byte(void **state) {
   for (size_t i = 0; i < len; i++)
     assert_int_equal(kcr_watch_decoder_feed(dec, data + i, 1, NULL), 0);
   assert_int_equal(kcr_watch_decoder_feed(dec, data, 0, NULL), 0); /* an empty chunk */
+  assert_int_equal(kcr_watch_decoder_feed(dec, NULL, 0, NULL), 0);
   assert_int_equal(kcr_watch_decoder_finish(dec, NULL), 0);
   assert_int_equal(c.n, ref.n);
   assert_int_equal(c.mismatches, 0);
