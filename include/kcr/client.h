@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcr/client.h: talking to the API server — client-go's rest and dynamic clients
+ * with controller-runtime's client verbs on top.
+ *
+ * A kcr_client_t sends every request through one I/O loop (kcr/loop.h), so all
+ * requests and watches share connections. The verbs below are synchronous: the
+ * calling thread builds the request, the loop runs it, the caller waits. Any
+ * thread may call them except the loop thread itself. Objects are jansson json_t:
+ * arguments are borrowed, results are new references the caller owns.
+ *
+ * Errors: a non-2xx answer is KCR_EAPI with the server's metav1.Status in the
+ * kcr_error_t (HTTP status, reason, message; see kcr/apierror.h for predicates);
+ * transport failures are KCR_ECONN, KCR_ETLS, KCR_ETIMEDOUT, KCR_ECANCELED; a body
+ * over the client's limit is KCR_ETOOBIG; a body that is not the JSON asked for is
+ * KCR_EPROTO.
+ *
+ * Retries follow client-go: a 429 or 5xx answer carrying an integer Retry-After is
+ * retried after that many seconds, at most max_retries times (10); GETs are also
+ * retried on a connection reset. Nothing else is retried.
+ */
+#ifndef KCR_CLIENT_H
+#define KCR_CLIENT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kcr/common.h"
+#include "kcr/config.h"
+#include "kcr/error.h"
+#include "kcr/loop.h"
+#include "kcr/watch.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* kcr_client_t: opaque; thread-safe. */
+typedef struct kcr_client kcr_client_t;
+
+/*
+ * kcr_request_observer_cb: called once per HTTP attempt when it ends, on the loop
+ * thread, for metrics (rest_client_requests_total{code,method,host} and the
+ * request duration). code is the HTTP status, or 0 when no answer came. Must not
+ * block.
+ */
+typedef void (*kcr_request_observer_cb)(const char *method, const char *host, long code,
+                                        double seconds, void *data);
+
+/*
+ * kcr_client_options: zero-initialise, then set what you need.
+ *   config       required; borrowed (the client takes its own reference).
+ *   loop         a started loop to share; NULL: the client makes, starts and owns one.
+ *   qps, burst   client-side token bucket; qps 0 turns it off (controller-runtime's
+ *                default since v0.21). burst defaults to qps rounded up.
+ *   max_response_bytes  largest body accepted; 0: 256 MiB.
+ *   timeout_ns   default timeout of a request; 0: none (as client-go).
+ *   max_retries  Retry-After retries; 0: 10; negative: none.
+ *   user_agent   NULL: "kcr/<version> (linux)".
+ *   observer, observer_data  metrics hook (may be NULL).
+ */
+typedef struct kcr_client_options {
+  kcr_rest_config_t *config;
+  kcr_loop_t *loop;
+  double qps;
+  int burst;
+  size_t max_response_bytes;
+  int64_t timeout_ns;
+  int max_retries;
+  const char *user_agent;
+  kcr_request_observer_cb observer;
+  void *observer_data;
+} kcr_client_options;
+
+/*
+ * kcr_client_create makes a client. *out: new client, NULL on failure. Errors:
+ * KCR_EINVAL (no config), KCR_ENOMEM, KCR_ESYS. Any thread.
+ */
+KCR_EXTERN int kcr_client_create(const kcr_client_options *opts, kcr_client_t **out,
+                                 kcr_error_t *err);
+
+/*
+ * kcr_client_destroy stops the client's own loop (if it made one; requests still
+ * running end with KCR_ECANCELED) and frees the client. Requests from other threads
+ * must have returned. NULL is ignored. Not on the loop thread.
+ */
+KCR_EXTERN void kcr_client_destroy(kcr_client_t *c);
+
+/* kcr_client_loop returns the client's loop. Borrowed, lives as long as c. */
+KCR_EXTERN kcr_loop_t *kcr_client_loop(kcr_client_t *c);
+
+/* kcr_client_config returns the client's config. Borrowed, lives as long as c. */
+KCR_EXTERN kcr_rest_config_t *kcr_client_config(kcr_client_t *c);
+
+/* kcr_cancel_t: a cancellation token shared by any number of requests (Go's
+ * context cancellation). Opaque, thread-safe. */
+typedef struct kcr_cancel kcr_cancel_t;
+
+/* kcr_cancel_create makes a token that is not cancelled. Returns 0 or KCR_ENOMEM. */
+KCR_EXTERN int kcr_cancel_create(kcr_cancel_t **out);
+
+/*
+ * kcr_cancel_fire cancels every request using the token, now and later: they
+ * return KCR_ECANCELED. Any thread. Idempotent.
+ */
+KCR_EXTERN void kcr_cancel_fire(kcr_cancel_t *t);
+
+/* kcr_cancel_fired tells whether kcr_cancel_fire was called. Any thread. */
+KCR_EXTERN int kcr_cancel_fired(kcr_cancel_t *t);
+
+/* kcr_cancel_destroy frees a token no request uses any more. NULL is ignored. */
+KCR_EXTERN void kcr_cancel_destroy(kcr_cancel_t *t);
+
+/*
+ * kcr_request: a raw HTTP request. path is absolute with its query string
+ * ("/api/v1/namespaces/default/configmaps?limit=500"); body/body_len may be empty;
+ * content_type describes the body; accept defaults to "application/json";
+ * timeout_ns 0 uses the client's; cancel may be NULL. Everything is borrowed for
+ * the call.
+ */
+typedef struct kcr_request {
+  const char *method;
+  const char *path;
+  const char *content_type;
+  const void *body;
+  size_t body_len;
+  const char *accept;
+  int64_t timeout_ns;
+  kcr_cancel_t *cancel;
+} kcr_request;
+
+/*
+ * kcr_response: what came back. body is new (NUL-terminated, body_len bytes) and
+ * content_type is new; release both with kcr_response_free.
+ */
+typedef struct kcr_response {
+  long status;
+  char *body;
+  size_t body_len;
+  char *content_type;
+} kcr_response;
+
+/*
+ * kcr_client_do sends req and waits for the answer, retrying as described at the
+ * top. Returns 0 for a 2xx answer; KCR_EAPI for any other answer (resp holds it
+ * too); or a transport error (resp zeroed). resp may be NULL when the body is not
+ * wanted. Blocks; not on the loop thread.
+ */
+KCR_EXTERN int kcr_client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp,
+                             kcr_error_t *err);
+
+/* kcr_response_free releases a response's memory and zeroes it. NULL is ignored. */
+KCR_EXTERN void kcr_response_free(kcr_response *r);
+
+/*
+ * kcr_gvr: a group, version and resource (plural) — what a URL names. group ""
+ * is the core group (/api/v1).
+ */
+typedef struct kcr_gvr {
+  const char *group;
+  const char *version;
+  const char *resource;
+} kcr_gvr;
+
+/* kcr_patch_type: the Content-Type of a patch. */
+typedef enum kcr_patch_type {
+  KCR_PATCH_MERGE = 0,     /* application/merge-patch+json (RFC 7386) */
+  KCR_PATCH_JSON = 1,      /* application/json-patch+json (RFC 6902) */
+  KCR_PATCH_STRATEGIC = 2, /* application/strategic-merge-patch+json (built-in kinds) */
+  KCR_PATCH_APPLY = 3      /* application/apply-patch+yaml: server-side apply */
+} kcr_patch_type;
+
+/*
+ * kcr_request_options: the query parameters and knobs of the verbs; zero-initialise
+ * and set what applies (each verb ignores what it does not use). Strings are
+ * borrowed for the call.
+ *   subresource        "status", "scale", ... (get, update, patch)
+ *   label_selector, field_selector, limit, continue_token    (list, delete_collection)
+ *   resource_version, resource_version_match                 (get, list)
+ *   field_manager, force, dry_run                            (create, update, patch)
+ *   propagation_policy "Foreground", "Background", "Orphan"  (delete)
+ *   precondition_uid, precondition_resource_version          (delete)
+ *   grace_period_seconds  -1: unset                           (delete); 0 is "now"
+ *   timeout_ns, cancel  as in kcr_request
+ */
+typedef struct kcr_request_options {
+  const char *subresource;
+  const char *label_selector;
+  const char *field_selector;
+  long limit;
+  const char *continue_token;
+  const char *resource_version;
+  const char *resource_version_match;
+  const char *field_manager;
+  int force;
+  int dry_run;
+  const char *propagation_policy;
+  const char *precondition_uid;
+  const char *precondition_resource_version;
+  int64_t grace_period_seconds;
+  int64_t timeout_ns;
+  kcr_cancel_t *cancel;
+} kcr_request_options;
+
+/*
+ * The verbs. r names the resource; ns is the namespace (NULL or "" for
+ * cluster-scoped resources and for listing across all namespaces); o may be NULL.
+ * On success *out (when out is not NULL) is a new reference to the object the
+ * server returned; on failure it is NULL.
+ *
+ * kcr_client_get      GET one object (or its subresource).
+ * kcr_client_list     GET a list: {"items": [...], "metadata": {"continue", ...}}.
+ * kcr_client_create_object  POST obj (borrowed). (kcr_client_create makes the client.)
+ * kcr_client_update   PUT obj (borrowed) to the name in its metadata.
+ * kcr_client_patch    PATCH name with patch bytes of the given type; for
+ *                     KCR_PATCH_APPLY, field_manager is required.
+ * kcr_client_apply    server-side apply of obj (borrowed; serialised as JSON,
+ *                     which is valid YAML) with field_manager (required) and force.
+ * kcr_client_delete   DELETE name; *out is what the server returned (the object
+ *                     while finalizers hold it, or a Status).
+ * kcr_client_delete_collection  DELETE every object matching the selectors.
+ */
+KCR_EXTERN int kcr_client_get(kcr_client_t *c, const kcr_gvr *r, const char *ns, const char *name,
+                              const kcr_request_options *o, json_t **out, kcr_error_t *err);
+KCR_EXTERN int kcr_client_list(kcr_client_t *c, const kcr_gvr *r, const char *ns,
+                               const kcr_request_options *o, json_t **out, kcr_error_t *err);
+KCR_EXTERN int kcr_client_create_object(kcr_client_t *c, const kcr_gvr *r, const char *ns,
+                                        json_t *obj, const kcr_request_options *o, json_t **out,
+                                        kcr_error_t *err);
+KCR_EXTERN int kcr_client_update(kcr_client_t *c, const kcr_gvr *r, const char *ns, json_t *obj,
+                                 const kcr_request_options *o, json_t **out, kcr_error_t *err);
+KCR_EXTERN int kcr_client_patch(kcr_client_t *c, const kcr_gvr *r, const char *ns, const char *name,
+                                kcr_patch_type type, const char *patch, size_t patch_len,
+                                const kcr_request_options *o, json_t **out, kcr_error_t *err);
+KCR_EXTERN int kcr_client_apply(kcr_client_t *c, const kcr_gvr *r, const char *ns, json_t *obj,
+                                const kcr_request_options *o, json_t **out, kcr_error_t *err);
+KCR_EXTERN int kcr_client_delete(kcr_client_t *c, const kcr_gvr *r, const char *ns,
+                                 const char *name, const kcr_request_options *o, json_t **out,
+                                 kcr_error_t *err);
+KCR_EXTERN int kcr_client_delete_collection(kcr_client_t *c, const kcr_gvr *r, const char *ns,
+                                            const kcr_request_options *o, kcr_error_t *err);
+
+/*
+ * kcr_client_path builds the URL path of a resource into buf (size bytes):
+ * /api/v1[/namespaces/NS]/RESOURCE[/NAME[/SUB]] or /apis/GROUP/VERSION/...; every
+ * segment is percent-encoded. Returns the length, KCR_ETOOBIG, or KCR_EINVAL for an
+ * empty resource or version, or a name with a '/'. Any thread.
+ */
+KCR_EXTERN int kcr_client_path(const kcr_gvr *r, const char *ns, const char *name,
+                               const char *subresource, char *buf, size_t size);
+
+/*
+ * kcr_watch_options: the query of a watch; zero-initialise and set what applies.
+ *   label_selector, field_selector  as for list.
+ *   resource_version        start after this version ("" or NULL: from now, with
+ *                           the current state first as ADDED events).
+ *   resource_version_match  "NotOlderThan" with send_initial_events (streaming list).
+ *   timeout_seconds         the server ends the watch after this long (0: the
+ *                           server's default); reflectors pick 300..600 at random.
+ *   allow_bookmarks         ask for BOOKMARK events.
+ *   send_initial_events     stream the current state first, then a bookmark
+ *                           annotated k8s.io/initial-events-end.
+ *   idle_timeout_ns         no byte for this long means the connection is dead
+ *                           (half-open); the watch ends with KCR_ETIMEDOUT. 0:
+ *                           timeout_seconds + 30 s when timeout_seconds is set,
+ *                           else 10 minutes. Granularity one second.
+ *   max_line                longest event accepted (0: KCR_WATCH_MAX_LINE_DEFAULT).
+ */
+typedef struct kcr_watch_options {
+  const char *label_selector;
+  const char *field_selector;
+  const char *resource_version;
+  const char *resource_version_match;
+  long timeout_seconds;
+  int allow_bookmarks;
+  int send_initial_events;
+  int64_t idle_timeout_ns;
+  size_t max_line;
+} kcr_watch_options;
+
+/* kcr_watch_t: one open watch. Opaque. */
+typedef struct kcr_watch kcr_watch_t;
+
+/*
+ * kcr_watch_cb receives each event (kcr/watch.h: the event's object is a NEW
+ * reference the callback owns) on the loop thread, so it must be quick and must
+ * not block: hand the object to another thread (a DeltaFIFO, a queue). Return 0 to
+ * go on, or a negative kcr_err to end the watch with that code.
+ */
+typedef int (*kcr_watch_cb)(const kcr_watch_event_t *event, void *data);
+
+/*
+ * kcr_watch_end_cb runs exactly once per started watch, on the loop thread, when
+ * it ends: code 0 when the server closed it normally (timeoutSeconds), or the
+ * error: KCR_EAPI (the server refused it, e.g. 410 Gone: err holds the Status),
+ * KCR_ETIMEDOUT (idle timeout), KCR_ECONN/KCR_ETLS (transport), KCR_ECANCELED
+ * (kcr_watch_stop or the loop stopped), KCR_EPARSE/KCR_EPROTO/KCR_ETOOBIG (a bad
+ * stream), or what an event callback returned. err is borrowed for the call.
+ */
+typedef void (*kcr_watch_end_cb)(int code, const kcr_error_t *err, void *data);
+
+/*
+ * kcr_client_watch starts a watch of r in ns (NULL or "": all namespaces) and
+ * returns at once; events and the end arrive through the callbacks. *out: the new
+ * watch (release with kcr_watch_destroy). Errors before the watch starts (bad
+ * arguments, credentials, a stopped loop) are returned here and on_end never runs.
+ * Not on the loop thread (credentials may need an exec plugin).
+ */
+KCR_EXTERN int kcr_client_watch(kcr_client_t *c, const kcr_gvr *r, const char *ns,
+                                const kcr_watch_options *o, kcr_watch_cb on_event,
+                                kcr_watch_end_cb on_end, void *data, kcr_watch_t **out,
+                                kcr_error_t *err);
+
+/*
+ * kcr_watch_stop ends the watch: on_end runs with KCR_ECANCELED unless it has
+ * already run. Any thread, the loop's (and the watch's own callbacks) included.
+ */
+KCR_EXTERN void kcr_watch_stop(kcr_watch_t *w);
+
+/*
+ * kcr_watch_destroy stops the watch and releases the caller's handle. Once it
+ * returns, no callback of the watch runs any more, so their data may be freed.
+ * From the loop thread (for example inside on_end) it does not wait. NULL is
+ * ignored.
+ */
+KCR_EXTERN void kcr_watch_destroy(kcr_watch_t *w);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KCR_CLIENT_H */

@@ -1,0 +1,840 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * request.c: the client object and synchronous requests.
+ *
+ * A request is built on the calling thread (URL, headers, TLS and credentials
+ * applied to a fresh curl easy handle: credentials may need an exec plugin run,
+ * which must never happen on the loop), then posted to the loop, which adds it to
+ * the shared multi handle; the caller waits on a condition variable until the
+ * loop's done callback fires. Connections live in the multi handle's pool, so
+ * consecutive requests reuse them and concurrent ones multiplex over HTTP/2.
+ *
+ * Lifetime of a pending request (struct sync_req): it lives on the caller's stack
+ * until it is done AND no posted closure can still reach it. Closures posted for
+ * it (start, cancel) hold a reference count; the caller waits for done and for the
+ * count to drop to zero before returning. Cancellation tokens keep a list of the
+ * requests using them, under the token's mutex.
+ *
+ * Retries (client-go's rules): a 429 or 5xx answer with an integer Retry-After
+ * header, at most max_retries times, sleeping the seconds the server asked for
+ * (bounded by 60); GETs are also retried, after a second, when the connection
+ * broke before an answer. Non-2xx answers become a kcr_error_t from their
+ * metav1.Status.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "client/client_internal.h"
+#include "client/status.h"
+#include "kcr/clock.h"
+#include "kcr/log.h"
+#include "util/alloc.h"
+
+#define DEFAULT_MAX_RESPONSE (256u << 20)
+#define DEFAULT_MAX_RETRIES 10
+#define MAX_RETRY_AFTER_SECONDS 60
+#define CONNECT_TIMEOUT_MS 30000L
+
+struct kcr_cancel {
+  pthread_mutex_t mu;
+  int fired;                /* protected by mu */
+  struct sync_req *waiters; /* protected by mu: requests using the token */
+};
+
+struct kcr_client {
+  kcr_rest_config_t *config; /* own reference */
+  kcr_loop_t *loop;          /* own or shared */
+  int owns_loop;
+  size_t max_response;
+  int64_t timeout_ns;
+  int max_retries;
+  char *user_agent;
+  kcr_request_observer_cb observer;
+  void *observer_data;
+  char *host; /* for metrics: host[:port] of the server */
+
+  /* Where to send: base URL (server, possibly rewritten to tls-server-name) and
+   * the CONNECT_TO mapping that keeps the real address. */
+  char *base_url;
+  struct curl_slist *connect_to;
+
+  /* Client-side token bucket; qps 0: off. */
+  pthread_mutex_t rl_mu;
+  double qps;          /* immutable */
+  double burst;        /* immutable */
+  double tokens;       /* protected by rl_mu */
+  int64_t last_refill; /* protected by rl_mu */
+
+  /* Credentials snapshot, reused while fresh. */
+  pthread_mutex_t cred_mu;
+  kcr_credentials_t creds; /* protected by cred_mu */
+  int have_creds;          /* protected by cred_mu */
+};
+
+/* sync_req: one attempt of a synchronous request. */
+typedef struct sync_req {
+  kcr__transfer_t t;
+  kcr_client_t *client;
+  const char *method;
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  int done;             /* protected by mu */
+  int refs;             /* protected by mu: closures posted and not yet run */
+  CURLcode result;      /* written by the loop before done */
+  kcr_buf_t body;       /* loop thread until done */
+  int too_big;          /* loop thread until done */
+  char retry_after[32]; /* loop thread until done: the Retry-After header, "" when none */
+  char errbuf[CURL_ERROR_SIZE];
+  int64_t started_ns;
+  kcr_cancel_t *cancel;
+  struct sync_req *cancel_next; /* protected by cancel->mu */
+} sync_req;
+
+/* ---- small helpers ---- */
+
+static void wipe_free(char *s) {
+  if (s) {
+    volatile char *p = s;
+    while (*p)
+      *p++ = '\0';
+    kcr__free(s);
+  }
+}
+
+/*
+ * parse_server splits "https://host:port/prefix" into its parts. host keeps IPv6
+ * brackets. Returns 0 or KCR_ECONFIG.
+ */
+static int parse_server(const char *server, char *scheme, size_t scheme_size, char *host,
+                        size_t host_size, char *port, size_t port_size, const char **rest) {
+  const char *p = strstr(server, "://"), *h, *end;
+  size_t n;
+  if (!p || (size_t)(p - server) >= scheme_size)
+    return KCR_ECONFIG;
+  memcpy(scheme, server, (size_t)(p - server));
+  scheme[p - server] = '\0';
+  h = p + 3;
+  if (*h == '[') {
+    end = strchr(h, ']');
+    if (!end)
+      return KCR_ECONFIG;
+    end++;
+  } else {
+    end = h + strcspn(h, ":/");
+  }
+  n = (size_t)(end - h);
+  if (n == 0 || n >= host_size)
+    return KCR_ECONFIG;
+  memcpy(host, h, n);
+  host[n] = '\0';
+  if (*end == ':') {
+    const char *ps = end + 1;
+    end = ps + strcspn(ps, "/");
+    n = (size_t)(end - ps);
+    if (n == 0 || n >= port_size)
+      return KCR_ECONFIG;
+    memcpy(port, ps, n);
+    port[n] = '\0';
+  } else {
+    snprintf(port, port_size, "%s", strcmp(scheme, "http") == 0 ? "80" : "443");
+  }
+  *rest = end;
+  return 0;
+}
+
+/* ---- client ---- */
+
+static int setup_target(kcr_client_t *c, kcr_error_t *err) {
+  const char *server = kcr_rest_config_server(c->config);
+  const char *sni = kcr_rest_config_tls_server_name(c->config);
+  char scheme[16], host[256], port[16], buf[1024];
+  const char *rest;
+  kcr_buf_t url;
+  int rc;
+
+  if (!server || !*server)
+    return kcr_error_set(err, KCR_ECONFIG, "client: the config has no server");
+  if (parse_server(server, scheme, sizeof(scheme), host, sizeof(host), port, sizeof(port), &rest) !=
+      0)
+    return kcr_error_set(err, KCR_ECONFIG, "client: cannot parse server URL \"%s\"", server);
+  snprintf(buf, sizeof(buf), "%s:%s", host, port);
+  c->host = kcr__strdup(buf);
+  if (!c->host)
+    return kcr_error_set(err, KCR_ENOMEM, "client: out of memory");
+  kcr_buf_init(&url, 4096);
+  if (sni && *sni) {
+    /* Verify the server's certificate (and send SNI) for tls-server-name while
+     * connecting to the configured address: address the URL to that name and map
+     * the name to the real host with CONNECT_TO. */
+    const char *bare = host;
+    char plain[256];
+    if (host[0] == '[') {
+      snprintf(plain, sizeof(plain), "%.*s", (int)strlen(host) - 2, host + 1);
+      bare = plain;
+    }
+    rc = kcr_buf_appendf(&url, "%s://%s:%s%s", scheme, sni, port, rest);
+    if (rc == 0) {
+      snprintf(buf, sizeof(buf), "%s:%s:%s:%s", sni, port, host[0] == '[' ? host : bare, port);
+      c->connect_to = curl_slist_append(NULL, buf);
+      if (!c->connect_to)
+        rc = KCR_ENOMEM;
+    }
+  } else {
+    rc = kcr_buf_appends(&url, server);
+  }
+  /* No trailing slash: paths start with one. */
+  while (rc == 0 && url.len > 0 && url.data[url.len - 1] == '/')
+    url.data[--url.len] = '\0';
+  if (rc == 0) {
+    c->base_url = kcr_buf_take(&url, NULL);
+    if (!c->base_url)
+      rc = KCR_ENOMEM;
+  }
+  kcr_buf_free(&url);
+  if (rc)
+    return kcr_error_set(err, rc, "client: cannot build the server URL");
+  return 0;
+}
+
+int kcr_client_create(const kcr_client_options *opts, kcr_client_t **out, kcr_error_t *err) {
+  kcr_client_t *c;
+  char ua[128];
+  int rc;
+
+  *out = NULL;
+  if (!opts || !opts->config)
+    return kcr_error_set(err, KCR_EINVAL, "client: options need a config");
+  c = kcr__calloc(1, sizeof(*c));
+  if (!c)
+    return kcr_error_set(err, KCR_ENOMEM, "client: out of memory");
+  c->config = kcr_rest_config_ref(opts->config);
+  c->max_response = opts->max_response_bytes ? opts->max_response_bytes : DEFAULT_MAX_RESPONSE;
+  c->timeout_ns = opts->timeout_ns;
+  c->max_retries = opts->max_retries == 0  ? DEFAULT_MAX_RETRIES
+                   : opts->max_retries < 0 ? 0
+                                           : opts->max_retries;
+  c->observer = opts->observer;
+  c->observer_data = opts->observer_data;
+  c->qps = opts->qps > 0 ? opts->qps : 0;
+  c->burst = opts->burst > 0 ? opts->burst : ceil(c->qps);
+  if (c->burst < 1)
+    c->burst = 1;
+  c->tokens = c->burst;
+  c->last_refill = kcr_clock_now(kcr_clock_system());
+  pthread_mutex_init(&c->rl_mu, NULL);
+  pthread_mutex_init(&c->cred_mu, NULL);
+  snprintf(ua, sizeof(ua), "kcr/%s (linux)", kcr_version_string());
+  c->user_agent = kcr__strdup(opts->user_agent ? opts->user_agent : ua);
+  if (!c->user_agent) {
+    rc = kcr_error_set(err, KCR_ENOMEM, "client: out of memory");
+    goto fail;
+  }
+  if ((rc = setup_target(c, err)) != 0)
+    goto fail;
+  if (opts->loop) {
+    c->loop = opts->loop;
+  } else {
+    if ((rc = kcr_loop_create(&c->loop, err)) != 0)
+      goto fail;
+    c->owns_loop = 1;
+    if ((rc = kcr_loop_start(c->loop, err)) != 0)
+      goto fail;
+  }
+  *out = c;
+  return 0;
+
+fail:
+  kcr_client_destroy(c);
+  return rc;
+}
+
+void kcr_client_destroy(kcr_client_t *c) {
+  if (!c)
+    return;
+  if (c->owns_loop)
+    kcr_loop_destroy(c->loop);
+  kcr_credentials_free(&c->creds);
+  pthread_mutex_destroy(&c->rl_mu);
+  pthread_mutex_destroy(&c->cred_mu);
+  curl_slist_free_all(c->connect_to);
+  kcr__free(c->base_url);
+  kcr__free(c->host);
+  kcr__free(c->user_agent);
+  kcr_rest_config_unref(c->config);
+  kcr__free(c);
+}
+
+kcr_loop_t *kcr_client_loop(kcr_client_t *c) {
+  return c->loop;
+}
+
+kcr_rest_config_t *kcr_client_config(kcr_client_t *c) {
+  return c->config;
+}
+
+void kcr__client_observe(kcr_client_t *c, const char *method, long code, double seconds) {
+  if (c->observer)
+    c->observer(method, c->host, code, seconds, c->observer_data);
+}
+
+void kcr__client_credentials_rejected(kcr_client_t *c) {
+  uint64_t gen = 0;
+  pthread_mutex_lock(&c->cred_mu);
+  if (c->have_creds) {
+    gen = c->creds.generation;
+    c->have_creds = 0;
+  }
+  pthread_mutex_unlock(&c->cred_mu);
+  kcr_rest_config_credentials_rejected(c->config, gen);
+}
+
+/* ---- cancellation tokens ---- */
+
+int kcr_cancel_create(kcr_cancel_t **out) {
+  kcr_cancel_t *t = kcr__calloc(1, sizeof(*t));
+  *out = NULL;
+  if (!t)
+    return KCR_ENOMEM;
+  pthread_mutex_init(&t->mu, NULL);
+  *out = t;
+  return 0;
+}
+
+int kcr_cancel_fired(kcr_cancel_t *t) {
+  int fired;
+  pthread_mutex_lock(&t->mu);
+  fired = t->fired;
+  pthread_mutex_unlock(&t->mu);
+  return fired;
+}
+
+void kcr_cancel_destroy(kcr_cancel_t *t) {
+  if (!t)
+    return;
+  assert(!t->waiters);
+  pthread_mutex_destroy(&t->mu);
+  kcr__free(t);
+}
+
+static void req_unref(sync_req *r) {
+  pthread_mutex_lock(&r->mu);
+  r->refs--;
+  pthread_cond_broadcast(&r->cond);
+  pthread_mutex_unlock(&r->mu);
+}
+
+static void on_loop_cancel(kcr_loop_t *loop, void *data) {
+  sync_req *r = data;
+  kcr__loop_cancel_transfer(loop, &r->t);
+  req_unref(r);
+}
+
+/* post_cancel asks the loop to abort r; r->refs covers the closure. */
+static void post_cancel(sync_req *r) {
+  pthread_mutex_lock(&r->mu);
+  r->refs++;
+  pthread_mutex_unlock(&r->mu);
+  if (kcr_loop_post(r->client->loop, on_loop_cancel, r) != 0)
+    req_unref(r); /* the loop is stopping: it aborts every transfer anyway */
+}
+
+void kcr_cancel_fire(kcr_cancel_t *t) {
+  pthread_mutex_lock(&t->mu);
+  if (!t->fired) {
+    t->fired = 1;
+    for (sync_req *r = t->waiters; r; r = r->cancel_next)
+      post_cancel(r);
+  }
+  pthread_mutex_unlock(&t->mu);
+}
+
+/* cancel_attach registers r with its token; KCR_ECANCELED if it already fired. */
+static int cancel_attach(sync_req *r) {
+  int rc = 0;
+  if (!r->cancel)
+    return 0;
+  pthread_mutex_lock(&r->cancel->mu);
+  if (r->cancel->fired) {
+    rc = KCR_ECANCELED;
+  } else {
+    r->cancel_next = r->cancel->waiters;
+    r->cancel->waiters = r;
+  }
+  pthread_mutex_unlock(&r->cancel->mu);
+  return rc;
+}
+
+static void cancel_detach(sync_req *r) {
+  sync_req **pp;
+  if (!r->cancel)
+    return;
+  pthread_mutex_lock(&r->cancel->mu);
+  for (pp = &r->cancel->waiters; *pp; pp = &(*pp)->cancel_next)
+    if (*pp == r) {
+      *pp = r->cancel_next;
+      break;
+    }
+  pthread_mutex_unlock(&r->cancel->mu);
+}
+
+/* ---- building a request ---- */
+
+/* rate_wait takes a token from the client-side bucket, sleeping until one is due. */
+static int rate_wait(kcr_client_t *c, kcr_cancel_t *cancel) {
+  int64_t wait_ns;
+  if (c->qps <= 0)
+    return 0;
+  pthread_mutex_lock(&c->rl_mu);
+  {
+    int64_t now = kcr_clock_now(kcr_clock_system());
+    c->tokens += (double)(now - c->last_refill) / 1e9 * c->qps;
+    if (c->tokens > c->burst)
+      c->tokens = c->burst;
+    c->last_refill = now;
+    c->tokens -= 1; /* reserve, possibly going negative: later callers queue up */
+    wait_ns = c->tokens >= 0 ? 0 : (int64_t)(-c->tokens / c->qps * 1e9);
+  }
+  pthread_mutex_unlock(&c->rl_mu);
+  while (wait_ns > 0) {
+    int64_t step = wait_ns > 50 * KCR_NSEC_PER_MSEC ? 50 * KCR_NSEC_PER_MSEC : wait_ns;
+    struct timespec ts = {(time_t)(step / KCR_NSEC_PER_SEC), (long)(step % KCR_NSEC_PER_SEC)};
+    if (cancel && kcr_cancel_fired(cancel))
+      return KCR_ECANCELED;
+    nanosleep(&ts, NULL);
+    wait_ns -= step;
+  }
+  return 0;
+}
+
+/* current_credentials refreshes the snapshot when stale and applies it to easy. */
+static int apply_credentials(kcr_client_t *c, CURL *easy, struct curl_slist **headers,
+                             kcr_error_t *err) {
+  kcr_credentials_t fresh;
+  int rc = 0;
+
+  pthread_mutex_lock(&c->cred_mu);
+  if (!c->have_creds || !kcr_rest_config_credentials_fresh(c->config, c->creds.generation)) {
+    pthread_mutex_unlock(&c->cred_mu);
+    /* Not under cred_mu: an exec plugin may run for a while. Two threads may both
+     * fetch; the config serialises refreshes, so both get the same result. */
+    rc = kcr_rest_config_credentials(c->config, &fresh, err);
+    if (rc)
+      return rc;
+    pthread_mutex_lock(&c->cred_mu);
+    kcr_credentials_free(&c->creds);
+    c->creds = fresh;
+    c->have_creds = 1;
+  }
+  if (c->creds.bearer_token) {
+    char *h;
+    size_t n = strlen(c->creds.bearer_token) + sizeof("Authorization: Bearer ");
+    h = kcr__malloc(n);
+    if (!h) {
+      rc = KCR_ENOMEM;
+    } else {
+      struct curl_slist *l;
+      snprintf(h, n, "Authorization: Bearer %s", c->creds.bearer_token);
+      l = curl_slist_append(*headers, h);
+      wipe_free(h);
+      if (l)
+        *headers = l;
+      else
+        rc = KCR_ENOMEM;
+    }
+  } else if (c->creds.username) {
+    curl_easy_setopt(easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+    curl_easy_setopt(easy, CURLOPT_USERNAME, c->creds.username);
+    curl_easy_setopt(easy, CURLOPT_PASSWORD, c->creds.password ? c->creds.password : "");
+  }
+  if (rc == 0 && c->creds.client_cert_pem && c->creds.client_key_pem) {
+    struct curl_blob cert = {c->creds.client_cert_pem, c->creds.client_cert_len, CURL_BLOB_COPY};
+    struct curl_blob key = {c->creds.client_key_pem, c->creds.client_key_len, CURL_BLOB_COPY};
+    curl_easy_setopt(easy, CURLOPT_SSLCERTTYPE, "PEM");
+    curl_easy_setopt(easy, CURLOPT_SSLKEYTYPE, "PEM");
+    if (curl_easy_setopt(easy, CURLOPT_SSLCERT_BLOB, &cert) != CURLE_OK ||
+        curl_easy_setopt(easy, CURLOPT_SSLKEY_BLOB, &key) != CURLE_OK)
+      rc = KCR_ENOMEM;
+  }
+  pthread_mutex_unlock(&c->cred_mu);
+  if (rc)
+    return kcr_error_set(err, rc, "client: cannot apply credentials");
+  return 0;
+}
+
+static int add_header(struct curl_slist **headers, const char *name, const char *value) {
+  char line[1024];
+  struct curl_slist *l;
+  if (snprintf(line, sizeof(line), "%s%s", name, value) >= (int)sizeof(line))
+    return KCR_ETOOBIG;
+  l = curl_slist_append(*headers, line);
+  if (!l)
+    return KCR_ENOMEM;
+  *headers = l;
+  return 0;
+}
+
+int kcr__client_prepare(kcr_client_t *c, const char *method, const char *path, const char *accept,
+                        const char *content_type, CURL **easy_out, struct curl_slist **headers_out,
+                        kcr_error_t *err) {
+  struct curl_slist *headers = NULL;
+  const unsigned char *ca;
+  const char *proxy, *as;
+  const char *const *groups;
+  size_t ca_len = 0;
+  kcr_buf_t url;
+  CURL *easy;
+  int rc;
+
+  *easy_out = NULL;
+  *headers_out = NULL;
+  easy = curl_easy_init();
+  if (!easy)
+    return kcr_error_set(err, KCR_ENOMEM, "client: cannot create a curl handle");
+  kcr_buf_init(&url, 64 * 1024);
+  if ((rc = kcr_buf_appends(&url, c->base_url)) != 0 || (rc = kcr_buf_appends(&url, path)) != 0) {
+    kcr_error_set(err, rc, "client: request URL too long (%zu bytes of path)", strlen(path));
+    goto fail;
+  }
+  curl_easy_setopt(easy, CURLOPT_URL, kcr_buf_cstr(&url));
+  kcr_buf_free(&url);
+  if (c->connect_to)
+    curl_easy_setopt(easy, CURLOPT_CONNECT_TO, c->connect_to);
+  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+  curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
+  curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(easy, CURLOPT_TCP_KEEPIDLE, 30L);
+  curl_easy_setopt(easy, CURLOPT_TCP_KEEPINTVL, 30L);
+  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+  curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
+  curl_easy_setopt(easy, CURLOPT_USERAGENT, c->user_agent);
+  curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "https,http");
+  if (strcmp(method, "GET") != 0)
+    curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method);
+  if (kcr_rest_config_insecure(c->config)) {
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  ca = kcr_rest_config_ca(c->config, &ca_len);
+  if (ca) {
+    struct curl_blob blob = {(void *)ca, ca_len, CURL_BLOB_COPY};
+    if (curl_easy_setopt(easy, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK) {
+      rc = kcr_error_set(err, KCR_ENOMEM, "client: cannot set the CA bundle");
+      goto fail;
+    }
+  }
+  proxy = kcr_rest_config_proxy_url(c->config);
+  if (proxy)
+    curl_easy_setopt(easy, CURLOPT_PROXY, proxy);
+  else
+    curl_easy_setopt(easy, CURLOPT_PROXY, ""); /* ignore *_proxy variables, as client-go
+                                                  does only for its own config */
+  if ((rc = add_header(&headers, "Accept: ", accept ? accept : "application/json")) != 0)
+    goto fail_header;
+  if (content_type && (rc = add_header(&headers, "Content-Type: ", content_type)) != 0)
+    goto fail_header;
+  /* curl would otherwise wait a second for "100 Continue" on large bodies. */
+  if ((rc = add_header(&headers, "Expect:", "")) != 0)
+    goto fail_header;
+  if ((as = kcr_rest_config_impersonate_user(c->config)) != NULL &&
+      (rc = add_header(&headers, "Impersonate-User: ", as)) != 0)
+    goto fail_header;
+  if ((as = kcr_rest_config_impersonate_uid(c->config)) != NULL &&
+      (rc = add_header(&headers, "Impersonate-Uid: ", as)) != 0)
+    goto fail_header;
+  groups = kcr_rest_config_impersonate_groups(c->config);
+  for (; groups && *groups; groups++)
+    if ((rc = add_header(&headers, "Impersonate-Group: ", *groups)) != 0)
+      goto fail_header;
+  if ((rc = apply_credentials(c, easy, &headers, err)) != 0)
+    goto fail;
+  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+  *easy_out = easy;
+  *headers_out = headers;
+  return 0;
+
+fail_header:
+  kcr_error_set(err, rc, "client: cannot build request headers");
+fail:
+  kcr_buf_free(&url);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(easy);
+  return rc;
+}
+
+int kcr__client_transport_error(CURLcode rc, const char *method, const char *path,
+                                const char *detail, kcr_error_t *err) {
+  int code;
+  switch (rc) {
+  case CURLE_OPERATION_TIMEDOUT:
+    code = KCR_ETIMEDOUT;
+    break;
+  case CURLE_ABORTED_BY_CALLBACK:
+    code = KCR_ECANCELED;
+    break;
+  case CURLE_SSL_CONNECT_ERROR:
+  case CURLE_PEER_FAILED_VERIFICATION:
+  case CURLE_SSL_CERTPROBLEM:
+  case CURLE_SSL_CIPHER:
+  case CURLE_SSL_CACERT_BADFILE:
+  case CURLE_SSL_ISSUER_ERROR:
+  case CURLE_SSL_CRL_BADFILE:
+  case CURLE_SSL_ENGINE_NOTFOUND:
+  case CURLE_SSL_ENGINE_SETFAILED:
+  case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+  case CURLE_SSL_INVALIDCERTSTATUS:
+  case CURLE_SSL_SHUTDOWN_FAILED:
+    code = KCR_ETLS;
+    break;
+  case CURLE_OUT_OF_MEMORY:
+    code = KCR_ENOMEM;
+    break;
+  case CURLE_URL_MALFORMAT:
+  case CURLE_UNSUPPORTED_PROTOCOL:
+    code = KCR_ECONFIG;
+    break;
+  default:
+    code = KCR_ECONN;
+    break;
+  }
+  return kcr_error_set(err, code, "%s %s: %s%s%s", method, path, curl_easy_strerror(rc),
+                       detail && *detail ? ": " : "", detail ? detail : "");
+}
+
+/* ---- running a request on the loop ---- */
+
+static size_t on_body(char *data, size_t size, size_t n, void *userp) {
+  sync_req *r = userp;
+  size_t len = size * n;
+  if (kcr_buf_append(&r->body, data, len) != 0) {
+    r->too_big = 1;
+    return CURL_WRITEFUNC_ERROR;
+  }
+  return len;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *userp) {
+  sync_req *r = userp;
+  size_t len = size * n;
+  static const char name[] = "retry-after:";
+  if (len > sizeof(name) - 1 && strncasecmp(data, name, sizeof(name) - 1) == 0) {
+    const char *v = data + sizeof(name) - 1;
+    size_t vl = len - (sizeof(name) - 1);
+    while (vl && (*v == ' ' || *v == '\t'))
+      v++, vl--;
+    while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+      vl--;
+    if (vl < sizeof(r->retry_after)) {
+      memcpy(r->retry_after, v, vl);
+      r->retry_after[vl] = '\0';
+    }
+  } else if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+    r->retry_after[0] = '\0'; /* a new response (after a redirect or 100) */
+  }
+  return len;
+}
+
+static void on_sync_done(kcr__transfer_t *t, CURLcode result) {
+  sync_req *r = (sync_req *)(void *)t; /* t is the first member */
+  long code = 0;
+  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
+  kcr__client_observe(r->client, r->method, code,
+                      (double)(kcr_clock_now(kcr_clock_system()) - r->started_ns) / 1e9);
+  pthread_mutex_lock(&r->mu);
+  r->result = result;
+  r->done = 1;
+  pthread_cond_broadcast(&r->cond);
+  pthread_mutex_unlock(&r->mu);
+}
+
+static void on_loop_start(kcr_loop_t *loop, void *data) {
+  sync_req *r = data;
+  if (kcr__loop_add_transfer(loop, &r->t) != 0)
+    on_sync_done(&r->t, CURLE_ABORTED_BY_CALLBACK);
+  req_unref(r);
+}
+
+/* attempt runs one HTTP exchange. Returns 0 when an answer (any status) came. */
+static int attempt(kcr_client_t *c, const kcr_request *req, long *status, kcr_buf_t *body,
+                   char *content_type, size_t ct_size, char *retry_after, size_t ra_size,
+                   kcr_error_t *err) {
+  struct curl_slist *headers = NULL;
+  sync_req r;
+  int64_t timeout = req->timeout_ns ? req->timeout_ns : c->timeout_ns;
+  int rc;
+
+  memset(&r, 0, sizeof(r));
+  r.client = c;
+  r.method = req->method;
+  r.cancel = req->cancel;
+  r.t.done = on_sync_done;
+  kcr_buf_init(&r.body, c->max_response);
+  if ((rc = rate_wait(c, req->cancel)) != 0)
+    return kcr_error_set(err, rc, "%s %s: canceled", req->method, req->path);
+  rc = kcr__client_prepare(c, req->method, req->path, req->accept, req->content_type, &r.t.easy,
+                           &headers, err);
+  if (rc)
+    return rc;
+  curl_easy_setopt(r.t.easy, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(r.t.easy, CURLOPT_WRITEDATA, &r);
+  curl_easy_setopt(r.t.easy, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(r.t.easy, CURLOPT_HEADERDATA, &r);
+  curl_easy_setopt(r.t.easy, CURLOPT_ERRORBUFFER, r.errbuf);
+  if (req->body_len || strcmp(req->method, "POST") == 0 || strcmp(req->method, "PUT") == 0 ||
+      strcmp(req->method, "PATCH") == 0) {
+    curl_easy_setopt(r.t.easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+    curl_easy_setopt(r.t.easy, CURLOPT_POSTFIELDS, req->body_len ? req->body : "");
+  }
+  if (timeout > 0)
+    curl_easy_setopt(r.t.easy, CURLOPT_TIMEOUT_MS, (long)((timeout + 999999) / 1000000));
+  pthread_mutex_init(&r.mu, NULL);
+  pthread_cond_init(&r.cond, NULL);
+  r.started_ns = kcr_clock_now(kcr_clock_system());
+
+  if ((rc = cancel_attach(&r)) == 0) {
+    r.refs = 1;
+    if ((rc = kcr_loop_post(c->loop, on_loop_start, &r)) != 0)
+      r.refs = 0;
+  }
+  if (rc == 0) {
+    pthread_mutex_lock(&r.mu);
+    while (!r.done || r.refs > 0)
+      pthread_cond_wait(&r.cond, &r.mu);
+    pthread_mutex_unlock(&r.mu);
+  }
+  cancel_detach(&r);
+  /* A cancel posted between done and detach still holds a reference. */
+  pthread_mutex_lock(&r.mu);
+  while (r.refs > 0)
+    pthread_cond_wait(&r.cond, &r.mu);
+  pthread_mutex_unlock(&r.mu);
+
+  if (rc == KCR_ECANCELED) {
+    kcr_error_set(err, rc, "%s %s: canceled", req->method, req->path);
+  } else if (rc == KCR_ECLOSED) {
+    kcr_error_set(err, rc, "%s %s: the client's loop is stopped", req->method, req->path);
+  } else if (rc) {
+    kcr_error_set(err, rc, "%s %s: cannot post to the loop", req->method, req->path);
+  } else if (r.too_big) {
+    rc = kcr_error_set(err, KCR_ETOOBIG, "%s %s: response body larger than the limit of %zu bytes",
+                       req->method, req->path, c->max_response);
+  } else if (r.result != CURLE_OK) {
+    rc = kcr__client_transport_error(r.result, req->method, req->path, r.errbuf, err);
+  } else {
+    char *ct = NULL;
+    curl_easy_getinfo(r.t.easy, CURLINFO_RESPONSE_CODE, status);
+    curl_easy_getinfo(r.t.easy, CURLINFO_CONTENT_TYPE, &ct);
+    snprintf(content_type, ct_size, "%s", ct ? ct : "");
+    snprintf(retry_after, ra_size, "%s", r.retry_after);
+    *body = r.body;
+    kcr_buf_init(&r.body, c->max_response);
+  }
+  kcr_buf_free(&r.body);
+  curl_easy_cleanup(r.t.easy);
+  curl_slist_free_all(headers);
+  pthread_cond_destroy(&r.cond);
+  pthread_mutex_destroy(&r.mu);
+  return rc;
+}
+
+/* retry_delay returns the Retry-After seconds (at most 60) or -1 when there is none. */
+static int retry_delay(const char *v) {
+  int n = kcr__retry_after_seconds(v);
+  return n > MAX_RETRY_AFTER_SECONDS ? MAX_RETRY_AFTER_SECONDS : n;
+}
+
+static int sleep_cancellable(int64_t ns, kcr_cancel_t *cancel) {
+  while (ns > 0) {
+    int64_t step = ns > 50 * KCR_NSEC_PER_MSEC ? 50 * KCR_NSEC_PER_MSEC : ns;
+    struct timespec ts = {(time_t)(step / KCR_NSEC_PER_SEC), (long)(step % KCR_NSEC_PER_SEC)};
+    if (cancel && kcr_cancel_fired(cancel))
+      return KCR_ECANCELED;
+    nanosleep(&ts, NULL);
+    ns -= step;
+  }
+  return 0;
+}
+
+int kcr_client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp, kcr_error_t *err) {
+  return kcr__client_do(c, req, resp, NULL, NULL, NULL, err);
+}
+
+int kcr__client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp, const char *group,
+                   const char *resource, const char *name, kcr_error_t *err) {
+  int retries = 0, rc;
+
+  if (resp)
+    memset(resp, 0, sizeof(*resp));
+  if (!req || !req->method || !req->path || req->path[0] != '/')
+    return kcr_error_set(err, KCR_EINVAL, "client: a request needs a method and an absolute path");
+  assert(!kcr_loop_on_thread(c->loop));
+  for (;;) {
+    kcr_buf_t body;
+    char ct[128] = "", ra[32] = "";
+    long status = 0;
+    int delay;
+    kcr_error_t attempt_err;
+
+    kcr_error_clear(&attempt_err);
+    kcr_buf_init(&body, c->max_response);
+    rc = attempt(c, req, &status, &body, ct, sizeof(ct), ra, sizeof(ra), &attempt_err);
+    if (rc) {
+      /* GETs are safe to repeat when the connection broke before an answer. */
+      if ((rc == KCR_ECONN) && strcmp(req->method, "GET") == 0 && retries < c->max_retries) {
+        retries++;
+        kcr_log(KCR_LOG_DEBUG, "client", "retrying %s %s after: %s", req->method, req->path,
+                attempt_err.message);
+        if (sleep_cancellable(KCR_NSEC_PER_SEC, req->cancel) == 0)
+          continue;
+      }
+      if (err && err->code == KCR_OK)
+        *err = attempt_err;
+      return rc;
+    }
+    delay = retry_delay(ra);
+    if ((status == 429 || status >= 500) && delay >= 0 && retries < c->max_retries) {
+      retries++;
+      kcr_log(KCR_LOG_DEBUG, "client", "%s %s: HTTP %ld, retrying in %d s (attempt %d)",
+              req->method, req->path, status, delay, retries + 1);
+      kcr_buf_free(&body);
+      if ((rc = sleep_cancellable(delay * KCR_NSEC_PER_SEC, req->cancel)) != 0)
+        return kcr_error_set(err, rc, "%s %s: canceled", req->method, req->path);
+      continue;
+    }
+    if (status == 401)
+      kcr__client_credentials_rejected(c);
+    rc = 0;
+    if (status < 200 || status > 299) {
+      kcr__error_response_t info = {
+          status, ct[0] ? ct : NULL, ra[0] ? ra : NULL, req->method, group, resource, name};
+      rc = kcr__error_from_response(err, &info, kcr_buf_cstr(&body), kcr_buf_len(&body));
+    }
+    if (resp) {
+      resp->status = status;
+      resp->content_type = kcr__strdup(ct);
+      resp->body = kcr_buf_take(&body, &resp->body_len);
+      if (!resp->content_type || !resp->body) {
+        kcr_response_free(resp);
+        kcr_buf_free(&body);
+        return kcr_error_set(err, KCR_ENOMEM, "%s %s: out of memory", req->method, req->path);
+      }
+    }
+    kcr_buf_free(&body);
+    return rc;
+  }
+}
+
+void kcr_response_free(kcr_response *r) {
+  if (!r)
+    return;
+  kcr__free(r->body);
+  kcr__free(r->content_type);
+  memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_client.c: the REST client against a scripted HTTP server on loopback: what
+ * goes on the wire, Status errors, Retry-After retries, which failures are retried
+ * and which are not, body limits, timeouts, cancellation, connection reuse and
+ * concurrency.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "httpserver.h"
+#include "kcr/apierror.h"
+#include "kcr/client.h"
+#include "kcr/config.h"
+#include "testutil.h"
+
+static const kcr_gvr configmaps = {"", "v1", "configmaps"};
+
+static atomic_int flaky_count;
+static atomic_int close_count;
+
+static void handler(const kcr_test_http_request *req, kcr_test_http_response *resp, void *data) {
+  const char *p = req->path;
+  (void)data;
+  if (strcmp(p, "/api/v1/namespaces/default/configmaps/ok") == 0) {
+    resp->body = "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ok\"}}";
+  } else if (strncmp(p, "/api/v1/namespaces/default/configmaps/echo", 42) == 0) {
+    /* Answer with what was asked, so tests can check the wire. */
+    static __thread char out[40000];
+    json_t *j = json_pack("{s:s, s:s, s:s, s:s%}", "method", req->method, "path", req->path,
+                          "headers", req->headers, "body", req->body, req->body_len);
+    char *text = json_dumps(j, JSON_COMPACT);
+    snprintf(out, sizeof(out), "%s", text);
+    free(text);
+    json_decref(j);
+    resp->body = out;
+  } else if (strcmp(p, "/api/v1/namespaces/default/configmaps/missing") == 0) {
+    resp->status = 404;
+    resp->body =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"configmaps \\\"missing\\\" not found\",\"reason\":\"NotFound\","
+        "\"details\":{\"name\":\"missing\",\"kind\":\"configmaps\"},\"code\":404}";
+  } else if (strcmp(p, "/api/v1/namespaces/default/configmaps/flaky429") == 0) {
+    if (atomic_fetch_add(&flaky_count, 1) < 2) {
+      resp->status = 429;
+      snprintf(resp->headers, sizeof(resp->headers), "Retry-After: 0\r\n");
+      resp->body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"TooManyRequests\","
+                   "\"code\":429,\"message\":\"slow down\"}";
+    } else {
+      resp->body = "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"flaky429\"}}";
+    }
+  } else if (strcmp(p, "/api/v1/namespaces/default/configmaps/always503") == 0) {
+    atomic_fetch_add(&flaky_count, 1);
+    resp->status = 503;
+    snprintf(resp->headers, sizeof(resp->headers), "Retry-After: 0\r\n");
+    resp->body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"ServiceUnavailable\","
+                 "\"code\":503,\"message\":\"down\"}";
+  } else if (strcmp(p, "/api/v1/namespaces/default/configmaps/plain500") == 0) {
+    atomic_fetch_add(&flaky_count, 1);
+    resp->status = 500;
+    resp->content_type = "text/html";
+    resp->body = "<html>oops</html>";
+  } else if (strncmp(p, "/api/v1/namespaces/default/configmaps/dropfirst", 47) == 0 ||
+             (strcmp(p, "/api/v1/namespaces/default/configmaps") == 0 &&
+              strcmp(req->method, "POST") == 0)) {
+    if (atomic_fetch_add(&close_count, 1) == 0)
+      resp->action = KCR_TEST_HTTP_CLOSE;
+    else
+      resp->body = "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"dropfirst\"}}";
+  } else if (strcmp(p, "/api/v1/namespaces/default/configmaps/stall") == 0) {
+    resp->action = KCR_TEST_HTTP_STALL;
+    resp->stall_ms = 5000;
+  } else if (strcmp(p, "/api/v1/namespaces/default/configmaps/big") == 0) {
+    static char big[300000];
+    memset(big, ' ', sizeof(big) - 3);
+    big[0] = '{';
+    big[sizeof(big) - 2] = '}';
+    big[sizeof(big) - 1] = '\0';
+    resp->body = big;
+  } else if (strcmp(p, "/api/v1/namespaces/default/configmaps/notjson") == 0) {
+    resp->content_type = "text/plain";
+    resp->body = "hello";
+  } else {
+    resp->status = 404;
+    resp->body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"NotFound\",\"code\":404,"
+                 "\"message\":\"no such path\"}";
+  }
+}
+
+typedef struct fixture {
+  kcr_test_http_t *server;
+  kcr_rest_config_t *config;
+  kcr_client_t *client;
+  char dir[64];
+  char kubeconfig[128];
+} fixture;
+
+static int make_fixture(fixture *f, const kcr_client_options *extra) {
+  kcr_client_options opts;
+  kcr_error_t err;
+  memset(f, 0, sizeof(*f));
+  snprintf(f->dir, sizeof(f->dir), "/tmp/kcr-test-client-XXXXXX");
+  if (!mkdtemp(f->dir))
+    return -1;
+  if (kcr_test_http_start(handler, NULL, &f->server) != 0)
+    return -1;
+  if (kcr_test_kubeconfig(f->dir, kcr_test_http_port(f->server), "s3cr3t-token", f->kubeconfig,
+                          sizeof(f->kubeconfig)) != 0)
+    return -1;
+  kcr_error_clear(&err);
+  if (kcr_rest_config_from_kubeconfig(f->kubeconfig, NULL, NULL, &f->config, &err) != 0) {
+    fprintf(stderr, "config: %s\n", err.message);
+    return -1;
+  }
+  if (extra)
+    opts = *extra;
+  else
+    memset(&opts, 0, sizeof(opts));
+  opts.config = f->config;
+  if (kcr_client_create(&opts, &f->client, &err) != 0) {
+    fprintf(stderr, "client: %s\n", err.message);
+    return -1;
+  }
+  atomic_store(&flaky_count, 0);
+  atomic_store(&close_count, 0);
+  return 0;
+}
+
+static void free_fixture(fixture *f) {
+  kcr_client_destroy(f->client);
+  kcr_rest_config_unref(f->config);
+  kcr_test_http_stop(f->server);
+  unlink(f->kubeconfig);
+  rmdir(f->dir);
+}
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof(*f));
+  if (!f || make_fixture(f, NULL) != 0)
+    return -1;
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  free_fixture(f);
+  free(f);
+  return 0;
+}
+
+static void test_client_get_parses_object(void **state) {
+  fixture *f = *state;
+  json_t *obj = NULL;
+  kcr_error_t err;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_client_get(f->client, &configmaps, "default", "ok", NULL, &obj, &err), 0);
+  assert_string_equal(json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")),
+                      "ok");
+  json_decref(obj);
+}
+
+static json_t *echo(fixture *f, const char *method, const kcr_request_options *o, json_t *body) {
+  json_t *out = NULL;
+  kcr_error_t err;
+  int rc;
+  kcr_error_clear(&err);
+  if (strcmp(method, "GET") == 0)
+    rc = kcr_client_get(f->client, &configmaps, "default", "echo", o, &out, &err);
+  else if (strcmp(method, "PUT") == 0)
+    rc = kcr_client_update(f->client, &configmaps, "default", body, o, &out, &err);
+  else if (strcmp(method, "PATCH") == 0)
+    rc = kcr_client_patch(f->client, &configmaps, "default", "echo", KCR_PATCH_MERGE,
+                          "{\"data\":{\"a\":\"b\"}}", 18, o, &out, &err);
+  else
+    rc = kcr_client_delete(f->client, &configmaps, "default", "echo", o, &out, &err);
+  if (rc != 0)
+    fail_msg("%s failed: %s", method, err.message);
+  return out;
+}
+
+static void test_client_sends_expected_wire(void **state) {
+  fixture *f = *state;
+  kcr_request_options o;
+  json_t *r, *body;
+  const char *h;
+  memset(&o, 0, sizeof(o));
+
+  r = echo(f, "GET", NULL, NULL);
+  assert_string_equal(json_string_value(json_object_get(r, "method")), "GET");
+  assert_string_equal(json_string_value(json_object_get(r, "path")),
+                      "/api/v1/namespaces/default/configmaps/echo");
+  h = json_string_value(json_object_get(r, "headers"));
+  assert_non_null(strstr(h, "Authorization: Bearer s3cr3t-token\r\n"));
+  assert_non_null(strstr(h, "Accept: application/json\r\n"));
+  assert_non_null(strstr(h, "User-Agent: kcr/"));
+  json_decref(r);
+
+  o.field_manager = "kcr test";
+  o.dry_run = 1;
+  o.subresource = "status";
+  body = json_pack("{s:s, s:{s:s}}", "kind", "ConfigMap", "metadata", "name", "echo");
+  r = echo(f, "PUT", &o, body);
+  assert_string_equal(json_string_value(json_object_get(r, "method")), "PUT");
+  assert_string_equal(json_string_value(json_object_get(r, "path")),
+                      "/api/v1/namespaces/default/configmaps/echo/status?fieldManager=kcr%20test&"
+                      "dryRun=All");
+  assert_string_equal(json_string_value(json_object_get(r, "body")),
+                      "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"echo\"}}");
+  assert_non_null(strstr(json_string_value(json_object_get(r, "headers")),
+                         "Content-Type: application/json\r\n"));
+  json_decref(r);
+  json_decref(body);
+
+  memset(&o, 0, sizeof(o));
+  r = echo(f, "PATCH", &o, NULL);
+  assert_non_null(strstr(json_string_value(json_object_get(r, "headers")),
+                         "Content-Type: application/merge-patch+json\r\n"));
+  assert_string_equal(json_string_value(json_object_get(r, "body")), "{\"data\":{\"a\":\"b\"}}");
+  json_decref(r);
+
+  o.propagation_policy = "Foreground";
+  o.precondition_uid = "u-1";
+  r = echo(f, "DELETE", &o, NULL);
+  body = json_loads(json_string_value(json_object_get(r, "body")), 0, NULL);
+  assert_string_equal(json_string_value(json_object_get(body, "propagationPolicy")), "Foreground");
+  assert_string_equal(
+      json_string_value(json_object_get(json_object_get(body, "preconditions"), "uid")), "u-1");
+  json_decref(body);
+  json_decref(r);
+}
+
+static void test_client_list_query_is_encoded(void **state) {
+  fixture *f = *state;
+  kcr_request_options o;
+  kcr_request req;
+  kcr_response resp;
+  kcr_error_t err;
+  char path[256];
+  (void)f;
+  memset(&o, 0, sizeof(o));
+  /* kcr_client_path encodes segments and refuses ones that would change the path. */
+  assert_int_equal(kcr_client_path(&configmaps, "default", "a b", NULL, path, sizeof(path)),
+                   (int)strlen("/api/v1/namespaces/default/configmaps/a%20b"));
+  assert_string_equal(path, "/api/v1/namespaces/default/configmaps/a%20b");
+  {
+    kcr_gvr apps = {"apps.kcr.dev", "v1alpha1", "apps"};
+    kcr_client_path(&apps, NULL, NULL, NULL, path, sizeof(path));
+    assert_string_equal(path, "/apis/apps.kcr.dev/v1alpha1/apps");
+  }
+  assert_int_equal(kcr_client_path(&configmaps, "default", "../x", NULL, path, sizeof(path)),
+                   KCR_EINVAL);
+  assert_int_equal(kcr_client_path(&configmaps, "a/b", "x", NULL, path, sizeof(path)), KCR_EINVAL);
+  assert_int_equal(kcr_client_path(&configmaps, "default", "x", NULL, path, 10), KCR_ETOOBIG);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_client_get(f->client, &configmaps, "default", "..", NULL, NULL, &err),
+                   KCR_EINVAL);
+  /* The raw request API passes the path as given. */
+  memset(&req, 0, sizeof(req));
+  req.method = "GET";
+  req.path = "/api/v1/namespaces/default/configmaps/echo?labelSelector=a%3Db";
+  assert_int_equal(kcr_client_do(f->client, &req, &resp, NULL), 0);
+  assert_int_equal(resp.status, 200);
+  assert_non_null(strstr(resp.body, "labelSelector=a%3Db"));
+  kcr_response_free(&resp);
+}
+
+static void test_client_status_error_is_reported(void **state) {
+  fixture *f = *state;
+  json_t *obj = (json_t *)1;
+  kcr_error_t err;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_client_get(f->client, &configmaps, "default", "missing", NULL, &obj, &err),
+                   KCR_EAPI);
+  assert_null(obj);
+  assert_int_equal(err.code, KCR_EAPI);
+  assert_int_equal(err.http_status, 404);
+  assert_string_equal(err.reason, "NotFound");
+  assert_string_equal(err.message, "configmaps \"missing\" not found");
+  assert_true(kcr_error_is_not_found(&err));
+  assert_false(kcr_error_is_conflict(&err));
+}
+
+static void test_client_retries_429_with_retry_after(void **state) {
+  fixture *f = *state;
+  json_t *obj = NULL;
+  kcr_error_t err;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_client_get(f->client, &configmaps, "default", "flaky429", NULL, &obj, &err),
+                   0);
+  assert_int_equal(atomic_load(&flaky_count), 3);
+  json_decref(obj);
+}
+
+static void test_client_retry_budget_ends(void **state) {
+  fixture f;
+  kcr_client_options o;
+  kcr_error_t err;
+  (void)state;
+  memset(&o, 0, sizeof(o));
+  o.max_retries = 3;
+  assert_int_equal(make_fixture(&f, &o), 0);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_client_get(f.client, &configmaps, "default", "always503", NULL, NULL, &err),
+                   KCR_EAPI);
+  assert_int_equal(atomic_load(&flaky_count), 4); /* one try and three retries */
+  assert_int_equal(err.http_status, 503);
+  free_fixture(&f);
+}
+
+static void test_client_5xx_without_retry_after_is_not_retried(void **state) {
+  fixture *f = *state;
+  kcr_error_t err;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_client_get(f->client, &configmaps, "default", "plain500", NULL, NULL, &err),
+                   KCR_EAPI);
+  assert_int_equal(atomic_load(&flaky_count), 1);
+  assert_int_equal(err.http_status, 500);
+}
+
+static void test_client_get_retried_after_dropped_connection(void **state) {
+  fixture *f = *state;
+  json_t *obj = NULL;
+  kcr_error_t err;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_client_get(f->client, &configmaps, "default", "dropfirst", NULL, &obj, &err),
+                   0);
+  assert_int_equal(atomic_load(&close_count), 2);
+  json_decref(obj);
+}
+
+static void test_client_post_not_retried_after_dropped_connection(void **state) {
+  fixture *f = *state;
+  json_t *cm = json_pack("{s:s, s:{s:s}}", "kind", "ConfigMap", "metadata", "name", "x");
+  kcr_error_t err;
+  kcr_error_clear(&err);
+  assert_int_equal(
+      kcr_client_create_object(f->client, &configmaps, "default", cm, NULL, NULL, &err), KCR_ECONN);
+  assert_int_equal(atomic_load(&close_count), 1);
+  assert_non_null(strstr(err.message, "POST /api/v1/namespaces/default/configmaps"));
+  json_decref(cm);
+}
+
+static void test_client_body_limit(void **state) {
+  fixture f;
+  kcr_client_options o;
+  kcr_error_t err;
+  json_t *obj = NULL;
+  (void)state;
+  memset(&o, 0, sizeof(o));
+  o.max_response_bytes = 100000;
+  assert_int_equal(make_fixture(&f, &o), 0);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_client_get(f.client, &configmaps, "default", "big", NULL, &obj, &err),
+                   KCR_ETOOBIG);
+  assert_null(obj);
+  assert_non_null(strstr(err.message, "100000"));
+  /* The client is still usable afterwards. */
+  assert_int_equal(kcr_client_get(f.client, &configmaps, "default", "ok", NULL, &obj, NULL), 0);
+  json_decref(obj);
+  free_fixture(&f);
+}
+
+static void test_client_non_json_answer(void **state) {
+  fixture *f = *state;
+  json_t *obj = NULL;
+  kcr_error_t err;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_client_get(f->client, &configmaps, "default", "notjson", NULL, &obj, &err),
+                   KCR_EPROTO);
+  assert_non_null(strstr(err.message, "text/plain"));
+}
+
+static void test_client_timeout(void **state) {
+  fixture *f = *state;
+  kcr_request_options o;
+  kcr_error_t err;
+  memset(&o, 0, sizeof(o));
+  o.timeout_ns = 200 * KCR_NSEC_PER_MSEC;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_client_get(f->client, &configmaps, "default", "stall", &o, NULL, &err),
+                   KCR_ETIMEDOUT);
+}
+
+struct firer {
+  kcr_cancel_t *token;
+};
+
+static void *fire_soon(void *arg) {
+  struct firer *fr = arg;
+  struct timespec ts = {0, 100 * 1000000L};
+  nanosleep(&ts, NULL);
+  kcr_cancel_fire(fr->token);
+  return NULL;
+}
+
+static void test_client_cancel(void **state) {
+  fixture *f = *state;
+  kcr_request_options o;
+  kcr_error_t err;
+  struct firer fr;
+  pthread_t th;
+  memset(&o, 0, sizeof(o));
+  assert_int_equal(kcr_cancel_create(&fr.token), 0);
+  o.cancel = fr.token;
+  pthread_create(&th, NULL, fire_soon, &fr);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_client_get(f->client, &configmaps, "default", "stall", &o, NULL, &err),
+                   KCR_ECANCELED);
+  pthread_join(th, NULL);
+  /* A fired token refuses new requests at once. */
+  assert_int_equal(kcr_client_get(f->client, &configmaps, "default", "ok", &o, NULL, NULL),
+                   KCR_ECANCELED);
+  kcr_cancel_destroy(fr.token);
+}
+
+static void test_client_reuses_connection(void **state) {
+  fixture *f = *state;
+  kcr_loop_stats before, after;
+  kcr_loop_get_stats(kcr_client_loop(f->client), &before);
+  for (int i = 0; i < 20; i++)
+    assert_int_equal(kcr_client_get(f->client, &configmaps, "default", "ok", NULL, NULL, NULL), 0);
+  kcr_loop_get_stats(kcr_client_loop(f->client), &after);
+  assert_true(after.connections_opened - before.connections_opened <= 1);
+  assert_int_equal(after.transfers_done - before.transfers_done, 20);
+}
+
+struct worker {
+  kcr_client_t *client;
+  int ok;
+};
+
+static void *hammer(void *arg) {
+  struct worker *w = arg;
+  for (int i = 0; i < 13; i++) {
+    json_t *obj = NULL;
+    if (kcr_client_get(w->client, &configmaps, "default", "ok", NULL, &obj, NULL) == 0 && obj)
+      w->ok++;
+    json_decref(obj);
+  }
+  return NULL;
+}
+
+static void test_client_concurrent_requests_from_threads(void **state) {
+  fixture *f = *state;
+  struct worker w[8];
+  pthread_t th[8];
+  int total = 0;
+  for (int i = 0; i < 8; i++) {
+    w[i].client = f->client;
+    w[i].ok = 0;
+    pthread_create(&th[i], NULL, hammer, &w[i]);
+  }
+  for (int i = 0; i < 8; i++) {
+    pthread_join(th[i], NULL);
+    total += w[i].ok;
+  }
+  assert_int_equal(total, 104);
+}
+
+static void test_client_connection_refused(void **state) {
+  fixture f;
+  kcr_error_t err;
+  int port;
+  (void)state;
+  assert_int_equal(make_fixture(&f, NULL), 0);
+  port = kcr_test_http_port(f.server);
+  kcr_test_http_stop(f.server);
+  f.server = NULL;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_client_get(f.client, &configmaps, "default", "ok", NULL, NULL, &err),
+                   KCR_ECONN);
+  assert_non_null(strstr(err.message, "GET /api/v1/namespaces/default/configmaps/ok"));
+  (void)port;
+  free_fixture(&f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_client_get_parses_object, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_sends_expected_wire, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_list_query_is_encoded, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_status_error_is_reported, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_retries_429_with_retry_after, setup, teardown),
+      cmocka_unit_test(test_client_retry_budget_ends),
+      cmocka_unit_test_setup_teardown(test_client_5xx_without_retry_after_is_not_retried, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_client_get_retried_after_dropped_connection, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_client_post_not_retried_after_dropped_connection, setup,
+                                      teardown),
+      cmocka_unit_test(test_client_body_limit),
+      cmocka_unit_test_setup_teardown(test_client_non_json_answer, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_timeout, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_cancel, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_reuses_connection, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_concurrent_requests_from_threads, setup,
+                                      teardown),
+      cmocka_unit_test(test_client_connection_refused),
+  };
+  return cmocka_run_group_tests_name("client", tests, NULL, NULL);
+}
