@@ -497,7 +497,7 @@ int kcr__client_prepare(kcr_client_t *c, const char *method, const char *path, c
   easy = curl_easy_init();
   if (!easy)
     return kcr_error_set(err, KCR_ENOMEM, "client: cannot create a curl handle");
-  kcr_buf_init(&url, 64 * 1024);
+  kcr_buf_init(&url, (size_t)64 * 1024);
   if ((rc = kcr_buf_appends(&url, c->base_url)) != 0 || (rc = kcr_buf_appends(&url, path)) != 0) {
     kcr_error_set(err, rc, "client: request URL too long (%zu bytes of path)", strlen(path));
     goto fail;

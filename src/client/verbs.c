@@ -12,7 +12,7 @@
 #include "client/client_internal.h"
 #include "util/alloc.h"
 
-#define MAX_URL (64 * 1024)
+#define MAX_URL ((size_t)64 * 1024)
 
 /* append_escaped adds s percent-encoded (RFC 3986 unreserved characters kept). */
 static int append_escaped(kcr_buf_t *b, const char *s) {

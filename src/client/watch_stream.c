@@ -29,7 +29,7 @@
 #include "kcr/log.h"
 #include "util/alloc.h"
 
-#define ERROR_BODY_MAX (64 * 1024)
+#define ERROR_BODY_MAX ((size_t)64 * 1024)
 #define DEFAULT_IDLE_NS (600 * KCR_NSEC_PER_SEC)
 #define IDLE_MARGIN_NS (30 * KCR_NSEC_PER_SEC)
 
@@ -281,7 +281,7 @@ int kcr_client_watch(kcr_client_t *c, const kcr_gvr *r, const char *ns, const kc
   w->data = data;
   w->t.done = on_watch_done;
   kcr_buf_init(&w->error_body, ERROR_BODY_MAX);
-  kcr_buf_init(&path, 64 * 1024);
+  kcr_buf_init(&path, (size_t)64 * 1024);
   rc = build_watch_path(&path, r, ns, o, &idle_ns);
   if (rc) {
     kcr_buf_free(&path);
