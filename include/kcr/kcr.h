@@ -3,14 +3,25 @@
 #ifndef KCR_KCR_H
 #define KCR_KCR_H
 
+#include "kcr/apierror.h"
 #include "kcr/backoff.h"
 #include "kcr/base64.h"
 #include "kcr/buf.h"
+#include "kcr/client.h"
 #include "kcr/clock.h"
 #include "kcr/common.h"
+#include "kcr/config.h"
+#include "kcr/delta_fifo.h"
+#include "kcr/discovery.h"
 #include "kcr/error.h"
 #include "kcr/log.h"
+#include "kcr/loop.h"
+#include "kcr/meta.h"
 #include "kcr/rand.h"
+#include "kcr/ratelimiter.h"
+#include "kcr/store.h"
 #include "kcr/time.h"
+#include "kcr/watch.h"
+#include "kcr/workqueue.h"
 
 #endif /* KCR_KCR_H */
