@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcr/informer.h: a shared informer — client-go's SharedIndexInformer: a
+ * reflector lists and watches one resource into a DeltaFIFO, a processing thread
+ * pops it into an indexed store (kcr/store.h, compact) and tells the registered
+ * handlers what changed.
+ *
+ * Threads: the reflector has a thread of its own (listing blocks; watch events
+ * arrive on the client's loop thread and are queued there, which is quick); the
+ * processing thread updates the store and runs the handlers, one delta at a time,
+ * in order. Handlers must be quick (controllers only enqueue keys): they run with
+ * the FIFO's and the handler list's locks held.
+ */
+#ifndef KCR_INFORMER_H
+#define KCR_INFORMER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kcr/client.h"
+#include "kcr/clock.h"
+#include "kcr/common.h"
+#include "kcr/delta_fifo.h"
+#include "kcr/error.h"
+#include "kcr/store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* kcr_informer_t: opaque, thread-safe. */
+typedef struct kcr_informer kcr_informer_t;
+
+/*
+ * kcr_informer_options: zero-initialise and set what you need. Strings are copied.
+ *   client          required; borrowed, must outlive the informer.
+ *   resource        required: group, version, resource (plural).
+ *   kind            for messages ("ConfigMap"); optional.
+ *   ns              watch one namespace; NULL or "": all.
+ *   label_selector, field_selector  restrict what is cached.
+ *   resync_period_ns  0: no periodic resync.
+ *   transform       changes each object before it is stored; NULL: drop
+ *                   metadata.managedFields (controller-runtime's default
+ *                   transform), the largest part of most objects that no
+ *                   controller reads.
+ *   page_size       list page size; 0: 500.
+ *   clock           for backoff; NULL: the system clock.
+ *   min_watch_timeout_s / max_watch_timeout_s  each watch asks the server to end
+ *                   it after a random time in this range; 0: 300 and 600.
+ */
+typedef struct kcr_informer_options {
+  kcr_client_t *client;
+  kcr_gvr resource;
+  const char *kind;
+  const char *ns;
+  const char *label_selector;
+  const char *field_selector;
+  int64_t resync_period_ns;
+  kcr_transform_fn transform;
+  void *transform_data;
+  long page_size;
+  kcr_clock_t *clock;
+  long min_watch_timeout_s;
+  long max_watch_timeout_s;
+} kcr_informer_options;
+
+/*
+ * kcr_event_handler: what an informer calls; any pointer may be NULL. Objects are
+ * borrowed for the call (take a reference to keep one; treat as read-only).
+ *   on_add     a new object; is_initial_list is true while the informer delivers
+ *              its first list (and for the existing objects a late handler gets).
+ *   on_update  an object changed (or was relisted or resynced: old and new may be
+ *              equal).
+ *   on_delete  an object went away; tombstone_key is non-NULL when the deletion
+ *              was inferred by a relist (client-go's DeletedFinalStateUnknown):
+ *              obj is then the last state known, possibly NULL.
+ */
+typedef struct kcr_event_handler {
+  void (*on_add)(json_t *obj, bool is_initial_list, void *data);
+  void (*on_update)(json_t *old_obj, json_t *new_obj, void *data);
+  void (*on_delete)(json_t *obj, const char *tombstone_key, void *data);
+  void *data;
+} kcr_event_handler;
+
+/*
+ * kcr_informer_create makes a stopped informer. *out: new informer. Errors:
+ * KCR_EINVAL (no client or resource), KCR_ENOMEM.
+ */
+KCR_EXTERN int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out,
+                                   kcr_error_t *err);
+
+/*
+ * kcr_informer_add_handler registers h (copied). A handler added after objects
+ * are cached first receives each of them as an add with is_initial_list true,
+ * before any later event. *id (may be NULL) receives a handle for
+ * kcr_informer_remove_handler. Any thread, but not from inside a handler.
+ */
+KCR_EXTERN int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h,
+                                        uint64_t *id, kcr_error_t *err);
+
+/* kcr_informer_remove_handler unregisters a handler; it is not called afterwards. */
+KCR_EXTERN void kcr_informer_remove_handler(kcr_informer_t *inf, uint64_t id);
+
+/* kcr_informer_start starts the reflector and processing threads. Once only. */
+KCR_EXTERN int kcr_informer_start(kcr_informer_t *inf, kcr_error_t *err);
+
+/*
+ * kcr_informer_stop stops and joins both threads; handlers are not called after
+ * it returns. Idempotent. Not from inside a handler.
+ */
+KCR_EXTERN void kcr_informer_stop(kcr_informer_t *inf);
+
+/* kcr_informer_destroy stops the informer and frees it. NULL is ignored. */
+KCR_EXTERN void kcr_informer_destroy(kcr_informer_t *inf);
+
+/*
+ * kcr_informer_has_synced tells whether the first list has been stored and
+ * delivered to the handlers. Any thread.
+ */
+KCR_EXTERN bool kcr_informer_has_synced(kcr_informer_t *inf);
+
+/*
+ * kcr_informer_wait_for_sync waits up to timeout_ns for has_synced. Returns 0, or
+ * KCR_ETIMEDOUT with a message naming the kind and the last list or watch error
+ * (missing RBAC and a CRD that is not installed are the usual causes).
+ */
+KCR_EXTERN int kcr_informer_wait_for_sync(kcr_informer_t *inf, int64_t timeout_ns,
+                                          kcr_error_t *err);
+
+/*
+ * kcr_informer_store returns the informer's store (borrowed; lives as long as
+ * inf). Read it freely; never write it. Add indexers before kcr_informer_start.
+ */
+KCR_EXTERN kcr_store_t *kcr_informer_store(kcr_informer_t *inf);
+
+/*
+ * kcr_informer_wait_for_resource_version waits up to timeout_ns until the store
+ * reflects every change up to resource version rv (decimal, as etcd writes them):
+ * read-your-own-writes after a write that returned rv. Returns 0, KCR_ETIMEDOUT,
+ * or KCR_EINVAL when rv is not a number (then nothing can be promised).
+ */
+KCR_EXTERN int kcr_informer_wait_for_resource_version(kcr_informer_t *inf, const char *rv,
+                                                      int64_t timeout_ns, kcr_error_t *err);
+
+/*
+ * kcr_informer_stats: counters for tests and metrics.
+ *   lists        complete lists stored (1 after the first sync; more after 410s).
+ *   watches      watches started.
+ *   watch_errors watches that ended with an error.
+ *   events       watch events queued.
+ *   processed_rv the highest resource version the store reflects.
+ */
+typedef struct kcr_informer_stats {
+  uint64_t lists;
+  uint64_t watches;
+  uint64_t watch_errors;
+  uint64_t events;
+  uint64_t processed_rv;
+} kcr_informer_stats;
+
+/* kcr_informer_get_stats copies the counters. Any thread. */
+KCR_EXTERN void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KCR_INFORMER_H */

@@ -1,0 +1,737 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * informer.c: the shared informer and its reflector.
+ *
+ * Reflector (its own thread, client-go's ListAndWatch): list in pages of 500 into
+ * one array and Replace the FIFO with it; then watch from the list's resource
+ * version with bookmarks and a random timeout in [300, 600] s. Watch events are
+ * queued into the FIFO by the watch callback, on the client's loop thread (a
+ * FIFO add is a lock and a hash insert). When a watch ends the reflector thread
+ * decides: a normal end (the server's timeout) re-watches at once from the last
+ * resource version; a 410 (too old) relists from scratch; a connection failure,
+ * an idle (half-open) connection or a 429 backs off (800 ms doubling to 30 s,
+ * jittered, reset after 2 minutes without trouble) and re-watches from the last
+ * version; any other failure backs off and relists. A 410 on a list's continue
+ * token restarts the list without one.
+ *
+ * Processing (its own thread): pops the FIFO; each delta updates the store and is
+ * handed to the handlers, under the handler-list lock, so that a handler added
+ * late can be given the store's contents without missing or repeating an event.
+ *
+ * Read-your-own-writes: processed_rv is the highest resource version whose effect
+ * is in the store: raised by every processed delta, and by the reflector's last
+ * known version (a list or bookmark) once the FIFO has drained (read in that
+ * order, see note_drained). Waiters for a version sleep on rv_cond.
+ *
+ * Lock order: FIFO -> handlers_mu -> store; mu (reflector state) is never held
+ * while taking another lock.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kcr/apierror.h"
+#include "kcr/backoff.h"
+#include "kcr/informer.h"
+#include "kcr/log.h"
+#include "kcr/meta.h"
+#include "kcr/rand.h"
+#include "util/alloc.h"
+
+#define DEFAULT_PAGE 500
+#define RV_MAX 64
+
+typedef struct handler {
+  struct handler *next;
+  uint64_t id;
+  kcr_event_handler h;
+} handler_t;
+
+struct kcr_informer {
+  kcr_client_t *client;
+  kcr_gvr resource; /* strings below */
+  char *group, *version, *plural, *kind, *ns, *label_selector, *field_selector;
+  int64_t resync_ns;
+  long page_size;
+  long min_timeout_s, max_timeout_s;
+  kcr_clock_t *clock;
+  kcr_transform_fn transform;
+  void *transform_data;
+
+  kcr_store_t *store;
+  kcr_delta_fifo_t *fifo;
+
+  pthread_mutex_t handlers_mu;
+  handler_t *handlers; /* protected by handlers_mu */
+  uint64_t next_id;    /* protected by handlers_mu */
+
+  pthread_t reflector_thread, processor_thread;
+  int started; /* owner thread */
+  int stopped; /* owner thread */
+
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  int stopping;           /* protected by mu */
+  char last_rv[RV_MAX];   /* protected by mu: the reflector's last known version */
+  kcr_watch_t *watch;     /* protected by mu: the running watch */
+  int watch_ended;        /* protected by mu */
+  int watch_code;         /* protected by mu */
+  kcr_error_t watch_err;  /* protected by mu */
+  int watch_gone;         /* protected by mu: a 410 ERROR event arrived */
+  kcr_error_t last_error; /* protected by mu: the reflector's latest failure */
+  kcr_cancel_t *cancel;   /* fired on stop: aborts a list in flight */
+  uint64_t processed_rv;  /* protected by mu */
+  int synced;             /* protected by mu */
+
+  atomic_uint_fast64_t lists, watches, watch_errors, events;
+};
+
+/* ---- helpers ---- */
+
+static char *dup_opt(const char *s) {
+  return s && *s ? kcr__strdup(s) : NULL;
+}
+
+static uint64_t parse_rv(const char *rv) {
+  char *end;
+  unsigned long long v;
+  if (!rv || !*rv)
+    return 0;
+  v = strtoull(rv, &end, 10);
+  return *end ? 0 : (uint64_t)v;
+}
+
+static const char *kind_name(kcr_informer_t *inf) {
+  return inf->kind ? inf->kind : inf->plural;
+}
+
+static void raise_processed(kcr_informer_t *inf, uint64_t rv) {
+  pthread_mutex_lock(&inf->mu);
+  if (rv > inf->processed_rv) {
+    inf->processed_rv = rv;
+    pthread_cond_broadcast(&inf->cond);
+  }
+  pthread_mutex_unlock(&inf->mu);
+}
+
+static int default_transform(json_t *obj, void *data) {
+  (void)data;
+  return kcr_meta_strip_managed_fields(obj);
+}
+
+/* sleep_or_stop waits ns on the informer's clock; returns 1 when stopping. */
+static int sleep_or_stop(kcr_informer_t *inf, int64_t ns) {
+  int64_t deadline = kcr_clock_now(inf->clock) + ns;
+  int stopping;
+  pthread_mutex_lock(&inf->mu);
+  while (!inf->stopping &&
+         kcr_clock_timedwait(inf->clock, &inf->cond, &inf->mu, deadline) != KCR_ETIMEDOUT)
+    ;
+  stopping = inf->stopping;
+  pthread_mutex_unlock(&inf->mu);
+  return stopping;
+}
+
+static int is_stopping(kcr_informer_t *inf) {
+  int s;
+  pthread_mutex_lock(&inf->mu);
+  s = inf->stopping;
+  pthread_mutex_unlock(&inf->mu);
+  return s;
+}
+
+static void set_last_error(kcr_informer_t *inf, const kcr_error_t *err) {
+  pthread_mutex_lock(&inf->mu);
+  inf->last_error = *err;
+  pthread_mutex_unlock(&inf->mu);
+}
+
+/* ---- list ---- */
+
+/* fill_kind gives list items the kind and apiVersion the list implies (a list's
+ * items omit them; watch events carry them). */
+static void fill_kind(json_t *list, json_t *item) {
+  const char *lk = json_string_value(json_object_get(list, "kind"));
+  const char *av = json_string_value(json_object_get(list, "apiVersion"));
+  size_t n = lk ? strlen(lk) : 0;
+  if (!json_object_get(item, "kind") && n > 4 && strcmp(lk + n - 4, "List") == 0)
+    json_object_set_new(item, "kind", json_stringn(lk, n - 4));
+  if (!json_object_get(item, "apiVersion") && av)
+    json_object_set_new(item, "apiVersion", json_string(av));
+}
+
+/* do_list lists everything (paged) and replaces the FIFO's contents with it. */
+static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
+  json_t *all = json_array(), *page = NULL;
+  kcr_request_options o;
+  char cont[4096] = "", rv[RV_MAX] = "";
+  int rc = 0;
+
+  if (!all)
+    return kcr_error_set(err, KCR_ENOMEM, "list %s: out of memory", inf->plural);
+  for (;;) {
+    const char *next, *prv;
+    size_t i;
+    json_t *item;
+    memset(&o, 0, sizeof(o));
+    o.label_selector = inf->label_selector;
+    o.field_selector = inf->field_selector;
+    o.limit = inf->page_size;
+    o.continue_token = cont[0] ? cont : NULL;
+    o.cancel = inf->cancel;
+    rc = kcr_client_list(inf->client, &inf->resource, inf->ns, &o, &page, err);
+    if (rc == KCR_EAPI && cont[0] && kcr_error_is_gone(err)) {
+      /* The continue token expired (compaction): start over with a full list. */
+      kcr_log(KCR_LOG_INFO, "reflector", "%s: list continue token expired, listing again",
+              kind_name(inf));
+      kcr_error_clear(err);
+      json_array_clear(all);
+      cont[0] = '\0';
+      continue;
+    }
+    if (rc)
+      break;
+    prv = json_string_value(json_object_get(json_object_get(page, "metadata"), "resourceVersion"));
+    if (!rv[0] && prv)
+      snprintf(rv, sizeof(rv), "%s", prv);
+    json_array_foreach(json_object_get(page, "items"), i, item) {
+      fill_kind(page, item);
+      if (json_array_append(all, item) != 0) {
+        rc = kcr_error_set(err, KCR_ENOMEM, "list %s: out of memory", inf->plural);
+        break;
+      }
+    }
+    next = json_string_value(json_object_get(json_object_get(page, "metadata"), "continue"));
+    snprintf(cont, sizeof(cont), "%s", next ? next : "");
+    json_decref(page);
+    page = NULL;
+    if (rc || !cont[0])
+      break;
+  }
+  if (rc == 0)
+    rc = kcr_delta_fifo_replace(inf->fifo, all, rv, err);
+  json_decref(all);
+  if (rc == 0) {
+    pthread_mutex_lock(&inf->mu);
+    snprintf(inf->last_rv, sizeof(inf->last_rv), "%s", rv);
+    pthread_mutex_unlock(&inf->mu);
+    atomic_fetch_add(&inf->lists, 1);
+    kcr_log(KCR_LOG_DEBUG, "reflector", "%s: listed at resourceVersion %s", kind_name(inf), rv);
+  }
+  return rc;
+}
+
+/* ---- watch ---- */
+
+static int on_watch_event(const kcr_watch_event_t *ev, void *data) {
+  kcr_informer_t *inf = data;
+  const char *rv = kcr_meta_resource_version(ev->object);
+  kcr_error_t err;
+  int rc = 0;
+
+  kcr_error_clear(&err);
+  switch (ev->type) {
+  case KCR_WATCH_ADDED:
+    rc = kcr_delta_fifo_add(inf->fifo, ev->object, &err);
+    break;
+  case KCR_WATCH_MODIFIED:
+    rc = kcr_delta_fifo_update(inf->fifo, ev->object, &err);
+    break;
+  case KCR_WATCH_DELETED:
+    rc = kcr_delta_fifo_delete(inf->fifo, ev->object, &err);
+    break;
+  case KCR_WATCH_BOOKMARK:
+    break;
+  case KCR_WATCH_ERROR:
+    pthread_mutex_lock(&inf->mu);
+    inf->watch_err = *ev->error;
+    inf->watch_gone = kcr_error_is_gone(ev->error);
+    pthread_mutex_unlock(&inf->mu);
+    json_decref(ev->object);
+    return KCR_EAPI;
+  }
+  if (rc == 0 && rv && *rv) {
+    pthread_mutex_lock(&inf->mu);
+    snprintf(inf->last_rv, sizeof(inf->last_rv), "%s", rv);
+    pthread_mutex_unlock(&inf->mu);
+  }
+  if (rc == 0 && ev->type != KCR_WATCH_BOOKMARK)
+    atomic_fetch_add(&inf->events, 1);
+  if (rc)
+    kcr_log(KCR_LOG_ERROR, "reflector", "%s: cannot queue a watch event: %s", kind_name(inf),
+            err.message);
+  json_decref(ev->object);
+  return rc;
+}
+
+static void on_watch_end(int code, const kcr_error_t *err, void *data) {
+  kcr_informer_t *inf = data;
+  pthread_mutex_lock(&inf->mu);
+  inf->watch_ended = 1;
+  inf->watch_code = code;
+  if (err && inf->watch_err.code == KCR_OK)
+    inf->watch_err = *err;
+  pthread_cond_broadcast(&inf->cond);
+  pthread_mutex_unlock(&inf->mu);
+}
+
+typedef enum { NEXT_WATCH, NEXT_BACKOFF_WATCH, NEXT_RELIST } next_t;
+
+/* watch_once runs one watch to its end and says what to do next. */
+static next_t watch_once(kcr_informer_t *inf) {
+  kcr_watch_options o;
+  kcr_watch_t *w = NULL;
+  kcr_error_t err;
+  char rv[RV_MAX];
+  uint64_t r = kcr_rand_seed();
+  long span = inf->max_timeout_s - inf->min_timeout_s;
+  int code, gone, rc;
+
+  pthread_mutex_lock(&inf->mu);
+  snprintf(rv, sizeof(rv), "%s", inf->last_rv);
+  inf->watch_ended = 0;
+  inf->watch_code = 0;
+  inf->watch_gone = 0;
+  kcr_error_clear(&inf->watch_err);
+  pthread_mutex_unlock(&inf->mu);
+
+  memset(&o, 0, sizeof(o));
+  o.label_selector = inf->label_selector;
+  o.field_selector = inf->field_selector;
+  o.resource_version = rv;
+  o.allow_bookmarks = 1;
+  o.timeout_seconds = inf->min_timeout_s + (span > 0 ? (long)(r % (uint64_t)(span + 1)) : 0);
+  kcr_error_clear(&err);
+  rc = kcr_client_watch(inf->client, &inf->resource, inf->ns, &o, on_watch_event, on_watch_end, inf,
+                        &w, &err);
+  if (rc) {
+    set_last_error(inf, &err);
+    kcr_log(KCR_LOG_WARN, "reflector", "%s: cannot start a watch: %s", kind_name(inf), err.message);
+    return NEXT_BACKOFF_WATCH;
+  }
+  atomic_fetch_add(&inf->watches, 1);
+  pthread_mutex_lock(&inf->mu);
+  inf->watch = w;
+  while (!inf->watch_ended && !inf->stopping)
+    pthread_cond_wait(&inf->cond, &inf->mu);
+  inf->watch = NULL;
+  pthread_mutex_unlock(&inf->mu);
+  kcr_watch_destroy(w); /* stops it if the informer is stopping; waits out callbacks */
+
+  pthread_mutex_lock(&inf->mu);
+  code = inf->watch_code;
+  gone = inf->watch_gone || (code == KCR_EAPI && kcr_error_is_gone(&inf->watch_err));
+  err = inf->watch_err;
+  if (code)
+    inf->last_error = err;
+  pthread_mutex_unlock(&inf->mu);
+
+  if (code == 0)
+    return NEXT_WATCH;
+  atomic_fetch_add(&inf->watch_errors, 1);
+  if (code == KCR_ECANCELED)
+    return NEXT_WATCH; /* stopping: the caller sees it */
+  if (gone) {
+    kcr_log(KCR_LOG_INFO, "reflector", "%s: watch from resourceVersion %s expired: %s",
+            kind_name(inf), rv, err.message);
+    return NEXT_RELIST;
+  }
+  kcr_log(KCR_LOG_WARN, "reflector", "%s: watch ended: %s", kind_name(inf), err.message);
+  if (code == KCR_ECONN || code == KCR_ETIMEDOUT || code == KCR_ETLS ||
+      kcr_error_is_too_many_requests(&err) || (code == KCR_EAPI && err.http_status >= 500))
+    return NEXT_BACKOFF_WATCH;
+  return NEXT_RELIST;
+}
+
+static void *reflector_main(void *arg) {
+  kcr_informer_t *inf = arg;
+  kcr_backoff_t backoff;
+  int need_list = 1;
+
+  kcr_backoff_init(&backoff, KCR_BACKOFF_REFLECTOR, inf->clock, 0);
+  while (!is_stopping(inf)) {
+    next_t next;
+    if (need_list) {
+      kcr_error_t err;
+      kcr_error_clear(&err);
+      if (do_list(inf, &err) != 0) {
+        if (is_stopping(inf))
+          break;
+        set_last_error(inf, &err);
+        kcr_log(KCR_LOG_WARN, "reflector", "%s: list failed: %s", kind_name(inf), err.message);
+        if (sleep_or_stop(inf, kcr_backoff_next(&backoff)))
+          break;
+        continue;
+      }
+      need_list = 0;
+    }
+    next = watch_once(inf);
+    if (is_stopping(inf))
+      break;
+    if (next == NEXT_WATCH)
+      continue;
+    if (next == NEXT_RELIST)
+      need_list = 1;
+    if (sleep_or_stop(inf, kcr_backoff_next(&backoff)))
+      break;
+  }
+  return NULL;
+}
+
+/* ---- processing ---- */
+
+static void dispatch_add(kcr_informer_t *inf, json_t *obj, bool initial) {
+  for (handler_t *h = inf->handlers; h; h = h->next)
+    if (h->h.on_add)
+      h->h.on_add(obj, initial, h->h.data);
+}
+
+static void dispatch_update(kcr_informer_t *inf, json_t *old, json_t *obj) {
+  for (handler_t *h = inf->handlers; h; h = h->next)
+    if (h->h.on_update)
+      h->h.on_update(old, obj, h->h.data);
+}
+
+static void dispatch_delete(kcr_informer_t *inf, json_t *obj, const char *tombstone) {
+  for (handler_t *h = inf->handlers; h; h = h->next)
+    if (h->h.on_delete)
+      h->h.on_delete(obj, tombstone, h->h.data);
+}
+
+static int process(const char *key, const kcr_delta_t *deltas, size_t n, bool initial,
+                   bool *requeue, void *data) {
+  kcr_informer_t *inf = data;
+  uint64_t max_rv = 0;
+  int rc = 0;
+  (void)requeue;
+
+  pthread_mutex_lock(&inf->handlers_mu);
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    const kcr_delta_t *d = &deltas[i];
+    kcr_error_t err;
+    uint64_t rv = d->object ? parse_rv(kcr_meta_resource_version(d->object)) : 0;
+    if (rv > max_rv)
+      max_rv = rv;
+    kcr_error_clear(&err);
+    if (d->type == KCR_DELTA_DELETED) {
+      if (d->tombstone_key)
+        kcr_store_delete_key(inf->store, d->tombstone_key);
+      else
+        kcr_store_delete(inf->store, d->object, &err);
+      dispatch_delete(inf, d->object, d->tombstone_key);
+      continue;
+    }
+    {
+      json_t *old = NULL;
+      if (kcr_store_get_by_key(inf->store, key, &old) == 0) {
+        rc = kcr_store_update(inf->store, d->object, &err);
+        if (rc == 0)
+          dispatch_update(inf, old, d->object);
+        json_decref(old);
+      } else {
+        rc = kcr_store_add(inf->store, d->object, &err);
+        if (rc == 0)
+          dispatch_add(inf, d->object, initial);
+      }
+    }
+    if (rc)
+      kcr_log(KCR_LOG_ERROR, "informer", "%s: cannot store %s: %s", kind_name(inf), key,
+              err.message);
+  }
+  pthread_mutex_unlock(&inf->handlers_mu);
+  if (max_rv)
+    raise_processed(inf, max_rv);
+  return rc;
+}
+
+/* note_drained: when the FIFO is empty, everything up to the reflector's last
+ * version (read first) has been popped, and a pop holds the FIFO lock (which
+ * kcr_delta_fifo_len takes) until its processing is done. An empty first list
+ * pops nothing, so sync is noted here too. Any thread; mu not held. */
+static void note_drained(kcr_informer_t *inf) {
+  uint64_t rv;
+  pthread_mutex_lock(&inf->mu);
+  rv = parse_rv(inf->last_rv);
+  pthread_mutex_unlock(&inf->mu);
+  if (kcr_delta_fifo_len(inf->fifo) == 0) {
+    raise_processed(inf, rv);
+    if (kcr_delta_fifo_has_synced(inf->fifo) && atomic_load(&inf->lists) > 0) {
+      pthread_mutex_lock(&inf->mu);
+      if (!inf->synced) {
+        inf->synced = 1;
+        pthread_cond_broadcast(&inf->cond);
+      }
+      pthread_mutex_unlock(&inf->mu);
+    }
+  }
+}
+
+static void *processor_main(void *arg) {
+  kcr_informer_t *inf = arg;
+  int64_t next_resync = inf->resync_ns ? kcr_clock_now(inf->clock) + inf->resync_ns : 0;
+  for (;;) {
+    int rc = kcr_delta_fifo_pop(inf->fifo, process, inf);
+    if (rc == KCR_ECLOSED)
+      break;
+    note_drained(inf);
+    if (next_resync && kcr_clock_now(inf->clock) >= next_resync) {
+      kcr_delta_fifo_resync(inf->fifo, NULL);
+      next_resync = kcr_clock_now(inf->clock) + inf->resync_ns;
+    }
+  }
+  return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr_error_t *err) {
+  kcr_informer_t *inf;
+  kcr_delta_fifo_options_t fo;
+  kcr_known_objects_t known;
+  int rc;
+
+  *out = NULL;
+  if (!o || !o->client || !o->resource.version || !o->resource.resource)
+    return kcr_error_set(err, KCR_EINVAL, "informer: a client and a resource are required");
+  inf = kcr__calloc(1, sizeof(*inf));
+  if (!inf)
+    return kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
+  pthread_mutex_init(&inf->mu, NULL);
+  kcr_clock_cond_init(&inf->cond);
+  pthread_mutex_init(&inf->handlers_mu, NULL);
+  inf->client = o->client;
+  inf->group = kcr__strdup(o->resource.group ? o->resource.group : "");
+  inf->version = kcr__strdup(o->resource.version);
+  inf->plural = kcr__strdup(o->resource.resource);
+  inf->kind = dup_opt(o->kind);
+  inf->ns = dup_opt(o->ns);
+  inf->label_selector = dup_opt(o->label_selector);
+  inf->field_selector = dup_opt(o->field_selector);
+  inf->resync_ns = o->resync_period_ns;
+  inf->page_size = o->page_size > 0 ? o->page_size : DEFAULT_PAGE;
+  inf->min_timeout_s = o->min_watch_timeout_s > 0 ? o->min_watch_timeout_s : 300;
+  inf->max_timeout_s = o->max_watch_timeout_s >= inf->min_timeout_s ? o->max_watch_timeout_s
+                       : o->max_watch_timeout_s > 0                 ? inf->min_timeout_s
+                                                                    : 600;
+  inf->clock = o->clock ? o->clock : kcr_clock_system();
+  inf->transform = o->transform ? o->transform : default_transform;
+  inf->transform_data = o->transform ? o->transform_data : NULL;
+  inf->resource.group = inf->group;
+  inf->resource.version = inf->version;
+  inf->resource.resource = inf->plural;
+  if (!inf->group || !inf->version || !inf->plural || (o->kind && !inf->kind) ||
+      (o->ns && *o->ns && !inf->ns) || (o->label_selector && !inf->label_selector) ||
+      (o->field_selector && !inf->field_selector)) {
+    rc = kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
+    goto fail;
+  }
+  if ((rc = kcr_store_create(NULL, NULL, &inf->store)) != 0 ||
+      (rc = kcr_cancel_create(&inf->cancel)) != 0) {
+    kcr_error_set(err, rc, "informer: cannot create its store");
+    goto fail;
+  }
+  kcr_store_known_objects(inf->store, &known);
+  memset(&fo, 0, sizeof(fo));
+  fo.known = &known;
+  fo.transform = inf->transform;
+  fo.transform_data = inf->transform_data;
+  if ((rc = kcr_delta_fifo_create(&fo, &inf->fifo)) != 0) {
+    kcr_error_set(err, rc, "informer: cannot create its queue");
+    goto fail;
+  }
+  *out = inf;
+  return 0;
+
+fail:
+  kcr_informer_destroy(inf);
+  return rc;
+}
+
+int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, uint64_t *id,
+                             kcr_error_t *err) {
+  handler_t *n = kcr__calloc(1, sizeof(*n)), **tail;
+  json_t *existing = NULL;
+  size_t i;
+  json_t *obj;
+  int rc;
+
+  if (!n)
+    return kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
+  n->h = *h;
+  pthread_mutex_lock(&inf->handlers_mu);
+  /* Under handlers_mu no delta is being applied: the store is consistent with
+   * everything the other handlers have seen. */
+  rc = kcr_store_list(inf->store, &existing);
+  if (rc) {
+    pthread_mutex_unlock(&inf->handlers_mu);
+    kcr__free(n);
+    return kcr_error_set(err, rc, "informer: cannot list the store for a new handler");
+  }
+  json_array_foreach(existing, i, obj) {
+    if (h->on_add)
+      h->on_add(obj, true, h->data);
+  }
+  json_decref(existing);
+  n->id = ++inf->next_id;
+  for (tail = &inf->handlers; *tail; tail = &(*tail)->next)
+    ;
+  *tail = n;
+  if (id)
+    *id = n->id;
+  pthread_mutex_unlock(&inf->handlers_mu);
+  return 0;
+}
+
+void kcr_informer_remove_handler(kcr_informer_t *inf, uint64_t id) {
+  handler_t **pp;
+  pthread_mutex_lock(&inf->handlers_mu);
+  for (pp = &inf->handlers; *pp; pp = &(*pp)->next)
+    if ((*pp)->id == id) {
+      handler_t *dead = *pp;
+      *pp = dead->next;
+      kcr__free(dead);
+      break;
+    }
+  pthread_mutex_unlock(&inf->handlers_mu);
+}
+
+int kcr_informer_start(kcr_informer_t *inf, kcr_error_t *err) {
+  if (inf->started)
+    return kcr_error_set(err, KCR_EINVAL, "informer %s: already started", kind_name(inf));
+  if (pthread_create(&inf->processor_thread, NULL, processor_main, inf) != 0)
+    return kcr_error_set(err, KCR_ESYS, "informer %s: cannot start a thread", kind_name(inf));
+  if (pthread_create(&inf->reflector_thread, NULL, reflector_main, inf) != 0) {
+    kcr_delta_fifo_close(inf->fifo);
+    pthread_join(inf->processor_thread, NULL);
+    return kcr_error_set(err, KCR_ESYS, "informer %s: cannot start a thread", kind_name(inf));
+  }
+  inf->started = 1;
+  return 0;
+}
+
+void kcr_informer_stop(kcr_informer_t *inf) {
+  kcr_watch_t *w;
+  if (!inf->started || inf->stopped)
+    return;
+  inf->stopped = 1;
+  pthread_mutex_lock(&inf->mu);
+  inf->stopping = 1;
+  w = inf->watch;
+  pthread_cond_broadcast(&inf->cond);
+  pthread_mutex_unlock(&inf->mu);
+  kcr_cancel_fire(inf->cancel);
+  (void)w; /* the reflector thread destroys (and so stops) its own watch */
+  pthread_join(inf->reflector_thread, NULL);
+  kcr_delta_fifo_close(inf->fifo);
+  pthread_join(inf->processor_thread, NULL);
+}
+
+void kcr_informer_destroy(kcr_informer_t *inf) {
+  if (!inf)
+    return;
+  kcr_informer_stop(inf);
+  while (inf->handlers) {
+    handler_t *h = inf->handlers;
+    inf->handlers = h->next;
+    kcr__free(h);
+  }
+  kcr_delta_fifo_destroy(inf->fifo);
+  kcr_store_destroy(inf->store);
+  kcr_cancel_destroy(inf->cancel);
+  kcr__free(inf->group);
+  kcr__free(inf->version);
+  kcr__free(inf->plural);
+  kcr__free(inf->kind);
+  kcr__free(inf->ns);
+  kcr__free(inf->label_selector);
+  kcr__free(inf->field_selector);
+  pthread_cond_destroy(&inf->cond);
+  pthread_mutex_destroy(&inf->mu);
+  pthread_mutex_destroy(&inf->handlers_mu);
+  kcr__free(inf);
+}
+
+bool kcr_informer_has_synced(kcr_informer_t *inf) {
+  bool s;
+  note_drained(inf);
+  pthread_mutex_lock(&inf->mu);
+  s = inf->synced;
+  pthread_mutex_unlock(&inf->mu);
+  return s;
+}
+
+int kcr_informer_wait_for_sync(kcr_informer_t *inf, int64_t timeout_ns, kcr_error_t *err) {
+  int64_t deadline = kcr_clock_now(kcr_clock_system()) + timeout_ns;
+  int synced;
+  kcr_error_t last;
+  note_drained(inf);
+  pthread_mutex_lock(&inf->mu);
+  while (!inf->synced && !inf->stopping) {
+    int64_t step = kcr_clock_now(kcr_clock_system()) + 50 * KCR_NSEC_PER_MSEC;
+    kcr_clock_timedwait(kcr_clock_system(), &inf->cond, &inf->mu,
+                        step < deadline ? step : deadline);
+    if (kcr_clock_now(kcr_clock_system()) >= deadline)
+      break;
+    pthread_mutex_unlock(&inf->mu);
+    note_drained(inf);
+    pthread_mutex_lock(&inf->mu);
+  }
+  synced = inf->synced;
+  last = inf->last_error;
+  pthread_mutex_unlock(&inf->mu);
+  if (synced)
+    return 0;
+  return kcr_error_set(err, KCR_ETIMEDOUT,
+                       "timed out waiting for the cache of %s (%s%s%s) to sync%s%s; usual causes: "
+                       "the kind is not served (CRD not installed) or RBAC forbids list/watch",
+                       kind_name(inf), inf->group[0] ? inf->group : "core", "/", inf->version,
+                       last.code ? ": last error: " : "", last.code ? last.message : "");
+}
+
+kcr_store_t *kcr_informer_store(kcr_informer_t *inf) {
+  return inf->store;
+}
+
+int kcr_informer_wait_for_resource_version(kcr_informer_t *inf, const char *rv, int64_t timeout_ns,
+                                           kcr_error_t *err) {
+  uint64_t want = parse_rv(rv);
+  int64_t deadline = kcr_clock_now(kcr_clock_system()) + timeout_ns;
+  int ok;
+  if (!want)
+    return kcr_error_set(err, KCR_EINVAL, "informer %s: resourceVersion \"%s\" is not a number",
+                         kind_name(inf), rv ? rv : "");
+  note_drained(inf);
+  pthread_mutex_lock(&inf->mu);
+  while (inf->processed_rv < want && !inf->stopping) {
+    /* The processor raises processed_rv after each pop; a bookmark past the
+     * write raises it through the drained check. */
+    int64_t step = kcr_clock_now(kcr_clock_system()) + 20 * KCR_NSEC_PER_MSEC;
+    kcr_clock_timedwait(kcr_clock_system(), &inf->cond, &inf->mu,
+                        step < deadline ? step : deadline);
+    if (kcr_clock_now(kcr_clock_system()) >= deadline)
+      break;
+    pthread_mutex_unlock(&inf->mu);
+    note_drained(inf);
+    pthread_mutex_lock(&inf->mu);
+  }
+  ok = inf->processed_rv >= want;
+  pthread_mutex_unlock(&inf->mu);
+  if (ok)
+    return 0;
+  return kcr_error_set(err, KCR_ETIMEDOUT,
+                       "informer %s: the cache did not reach resourceVersion %s in time",
+                       kind_name(inf), rv);
+}
+
+void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *out) {
+  out->lists = atomic_load(&inf->lists);
+  out->watches = atomic_load(&inf->watches);
+  out->watch_errors = atomic_load(&inf->watch_errors);
+  out->events = atomic_load(&inf->events);
+  pthread_mutex_lock(&inf->mu);
+  out->processed_rv = inf->processed_rv;
+  pthread_mutex_unlock(&inf->mu);
+}
