@@ -18,6 +18,7 @@
 #include "kcr/loop.h"
 #include "kcr/meta.h"
 #include "kcr/rand.h"
+#include "kcr/scheme.h"
 #include "kcr/ratelimiter.h"
 #include "kcr/store.h"
 #include "kcr/time.h"

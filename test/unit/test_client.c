@@ -480,6 +480,27 @@ static void test_client_connection_refused(void **state) {
   free_fixture(&f);
 }
 
+static void test_client_rate_limit_spaces_requests(void **state) {
+  fixture f;
+  kcr_client_options o;
+  struct timespec a, b;
+  double elapsed;
+  (void)state;
+  memset(&o, 0, sizeof(o));
+  o.qps = 20;
+  o.burst = 1;
+  assert_int_equal(make_fixture(&f, &o), 0);
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (int i = 0; i < 11; i++)
+    assert_int_equal(kcr_client_get(f.client, &configmaps, "default", "ok", NULL, NULL, NULL), 0);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  elapsed = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+  /* One token up front, then one every 50 ms: ten waits. A lower bound, which a
+   * slow machine cannot break (only a broken limiter can). */
+  assert_true(elapsed >= 0.45);
+  free_fixture(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_client_get_parses_object, setup, teardown),
@@ -502,6 +523,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_client_concurrent_requests_from_threads, setup,
                                       teardown),
       cmocka_unit_test(test_client_connection_refused),
+      cmocka_unit_test(test_client_rate_limit_spaces_requests),
   };
   return cmocka_run_group_tests_name("client", tests, NULL, NULL);
 }

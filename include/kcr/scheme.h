@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcr/scheme.h: a registry of kinds (apimachinery's runtime.Scheme, reduced to
+ * what a C operator needs): for each group/version/kind, its resource (plural),
+ * whether it is namespaced, its list kind, and optionally a typed codec, so that
+ * a program can map a kind to a C struct of its own and convert between that
+ * struct and the json_t the client and cache speak.
+ *
+ * The scheme answers offline what the REST mapper (kcr/discovery.h) learns from
+ * the server; registering a kind is how an operator names the kinds it uses
+ * without a discovery round, and how it states the resource for a CRD it ships.
+ *
+ * Threads: register kinds before sharing the scheme; lookups and codecs are then
+ * safe from any thread (the scheme is not changed after that).
+ */
+#ifndef KCR_SCHEME_H
+#define KCR_SCHEME_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "kcr/client.h"
+#include "kcr/common.h"
+#include "kcr/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * kcr_decode_fn turns obj (borrowed) into a new typed value in *out (release with
+ * the kind's free function). Returns 0 or a negative kcr_err (KCR_EPARSE with a
+ * message naming the field for bad input).
+ */
+typedef int (*kcr_decode_fn)(const json_t *obj, void **out, kcr_error_t *err, void *data);
+
+/*
+ * kcr_encode_fn turns typed (borrowed) into a new json_t in *out; the scheme sets
+ * apiVersion and kind afterwards. Returns 0 or a negative kcr_err.
+ */
+typedef int (*kcr_encode_fn)(const void *typed, json_t **out, kcr_error_t *err, void *data);
+
+/* kcr_free_typed_fn releases a typed value made by the decode function. */
+typedef void (*kcr_free_typed_fn)(void *typed, void *data);
+
+/*
+ * kcr_kind_info: one kind. group "" is the core group. list_kind NULL means kind +
+ * "List". The codec functions are optional, all three or none. Strings are copied
+ * by kcr_scheme_register; lookups return the scheme's copy.
+ */
+typedef struct kcr_kind_info {
+  const char *group;
+  const char *version;
+  const char *kind;
+  const char *resource;
+  const char *list_kind;
+  bool namespaced;
+  kcr_decode_fn decode;
+  kcr_encode_fn encode;
+  kcr_free_typed_fn free_typed;
+  void *codec_data;
+} kcr_kind_info;
+
+/* kcr_scheme_t: opaque. */
+typedef struct kcr_scheme kcr_scheme_t;
+
+/* kcr_scheme_create makes an empty scheme. Returns 0 or KCR_ENOMEM. */
+KCR_EXTERN int kcr_scheme_create(kcr_scheme_t **out);
+
+/* kcr_scheme_destroy frees the scheme. NULL is ignored. */
+KCR_EXTERN void kcr_scheme_destroy(kcr_scheme_t *s);
+
+/*
+ * kcr_scheme_register adds a kind. Errors: KCR_EINVAL (version, kind or resource
+ * missing, or a codec given only in part), KCR_EEXIST (the group/version/kind or
+ * the group/version/resource is registered already), KCR_ENOMEM.
+ */
+KCR_EXTERN int kcr_scheme_register(kcr_scheme_t *s, const kcr_kind_info *info, kcr_error_t *err);
+
+/*
+ * kcr_scheme_add_builtins registers the built-in kinds operators use most (core
+ * v1 ConfigMap, Secret, Service, Pod, Namespace, ServiceAccount, Event,
+ * PersistentVolumeClaim; apps/v1 Deployment, StatefulSet, DaemonSet, ReplicaSet;
+ * batch/v1 Job; coordination.k8s.io/v1 Lease; events.k8s.io/v1 Event; rbac and
+ * apiextensions kinds). Returns 0, KCR_EEXIST or KCR_ENOMEM.
+ */
+KCR_EXTERN int kcr_scheme_add_builtins(kcr_scheme_t *s, kcr_error_t *err);
+
+/*
+ * kcr_scheme_lookup finds a kind: version NULL or "" matches the first registered
+ * version of group/kind. Returns a borrowed entry (valid for the scheme's life)
+ * or NULL.
+ */
+KCR_EXTERN const kcr_kind_info *kcr_scheme_lookup(const kcr_scheme_t *s, const char *group,
+                                                  const char *version, const char *kind);
+
+/* kcr_scheme_lookup_resource finds a kind by group/version/resource, or NULL. */
+KCR_EXTERN const kcr_kind_info *kcr_scheme_lookup_resource(const kcr_scheme_t *s, const kcr_gvr *r);
+
+/*
+ * kcr_scheme_kind_of finds the kind of obj (borrowed) from its apiVersion and
+ * kind. Returns the entry or NULL (unknown, or obj lacks them).
+ */
+KCR_EXTERN const kcr_kind_info *kcr_scheme_kind_of(const kcr_scheme_t *s, const json_t *obj);
+
+/* kcr_kind_info_gvr returns the entry's group, version and resource (borrowed). */
+KCR_EXTERN kcr_gvr kcr_kind_info_gvr(const kcr_kind_info *k);
+
+/*
+ * kcr_scheme_decode converts obj into its kind's typed value (*out new; release
+ * with kcr_scheme_free_typed). Errors: KCR_ENOENT (kind not registered),
+ * KCR_ENOTSUP (no codec), or the codec's error.
+ */
+KCR_EXTERN int kcr_scheme_decode(const kcr_scheme_t *s, const json_t *obj, void **out,
+                                 kcr_error_t *err);
+
+/*
+ * kcr_scheme_encode converts a typed value of kind k into a new json_t with
+ * apiVersion and kind set. Errors as kcr_scheme_decode.
+ */
+KCR_EXTERN int kcr_scheme_encode(const kcr_kind_info *k, const void *typed, json_t **out,
+                                 kcr_error_t *err);
+
+/* kcr_scheme_free_typed releases a typed value of kind k. NULL is ignored. */
+KCR_EXTERN void kcr_scheme_free_typed(const kcr_kind_info *k, void *typed);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KCR_SCHEME_H */

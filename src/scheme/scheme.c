@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scheme.c: the kind registry. A scheme holds tens of kinds, so it is a plain
+ * growable array searched linearly: lookups happen when a controller is built or
+ * an object is converted, never per event, and an array keeps the borrowed entries
+ * simple (entries are never moved once the scheme is shared: registration happens
+ * before, as the header says). Strings are copied into one allocation per entry.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "kcr/scheme.h"
+#include "util/alloc.h"
+
+typedef struct entry {
+  kcr_kind_info info; /* strings point into text */
+  char *text;
+} entry_t;
+
+struct kcr_scheme {
+  entry_t **entries;
+  size_t n, cap;
+};
+
+int kcr_scheme_create(kcr_scheme_t **out) {
+  *out = kcr__calloc(1, sizeof(**out));
+  return *out ? 0 : KCR_ENOMEM;
+}
+
+void kcr_scheme_destroy(kcr_scheme_t *s) {
+  if (!s)
+    return;
+  for (size_t i = 0; i < s->n; i++) {
+    kcr__free(s->entries[i]->text);
+    kcr__free(s->entries[i]);
+  }
+  kcr__free(s->entries);
+  kcr__free(s);
+}
+
+static int streq(const char *a, const char *b) {
+  return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+const kcr_kind_info *kcr_scheme_lookup(const kcr_scheme_t *s, const char *group,
+                                       const char *version, const char *kind) {
+  for (size_t i = 0; i < s->n; i++) {
+    const kcr_kind_info *k = &s->entries[i]->info;
+    if (streq(k->group, group) && streq(k->kind, kind) &&
+        (!version || !*version || streq(k->version, version)))
+      return k;
+  }
+  return NULL;
+}
+
+const kcr_kind_info *kcr_scheme_lookup_resource(const kcr_scheme_t *s, const kcr_gvr *r) {
+  for (size_t i = 0; i < s->n; i++) {
+    const kcr_kind_info *k = &s->entries[i]->info;
+    if (streq(k->group, r->group) && streq(k->version, r->version) &&
+        streq(k->resource, r->resource))
+      return k;
+  }
+  return NULL;
+}
+
+int kcr_scheme_register(kcr_scheme_t *s, const kcr_kind_info *info, kcr_error_t *err) {
+  const char *group = info->group ? info->group : "";
+  char list_kind[300];
+  size_t lens[5], total = 0;
+  const char *parts[5];
+  entry_t *e;
+  char *p;
+  kcr_gvr r;
+  int codecs;
+
+  codecs = !!info->decode + !!info->encode + !!info->free_typed;
+  if (!info->version || !*info->version || !info->kind || !*info->kind || !info->resource ||
+      !*info->resource || (codecs != 0 && codecs != 3))
+    return kcr_error_set(err, KCR_EINVAL,
+                         "scheme: a kind needs a version, a kind and a resource, and a codec "
+                         "needs decode, encode and free (%s/%s %s)",
+                         group, info->version ? info->version : "", info->kind ? info->kind : "");
+  r = (kcr_gvr){group, info->version, info->resource};
+  if (kcr_scheme_lookup(s, group, info->version, info->kind) || kcr_scheme_lookup_resource(s, &r))
+    return kcr_error_set(err, KCR_EEXIST,
+                         "scheme: %s%s%s, Kind=%s (resource %s) is registered already", group,
+                         *group ? "/" : "", info->version, info->kind, info->resource);
+  snprintf(list_kind, sizeof(list_kind), "%s%s", info->list_kind ? info->list_kind : info->kind,
+           info->list_kind ? "" : "List");
+  parts[0] = group;
+  parts[1] = info->version;
+  parts[2] = info->kind;
+  parts[3] = info->resource;
+  parts[4] = list_kind;
+  for (int i = 0; i < 5; i++)
+    total += (lens[i] = strlen(parts[i])) + 1;
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? s->cap * 2 : 32;
+    entry_t **grown = kcr__realloc(s->entries, cap * sizeof(*grown));
+    if (!grown)
+      return kcr_error_set(err, KCR_ENOMEM, "scheme: out of memory");
+    s->entries = grown;
+    s->cap = cap;
+  }
+  e = kcr__calloc(1, sizeof(*e));
+  if (e)
+    e->text = kcr__malloc(total);
+  if (!e || !e->text) {
+    kcr__free(e);
+    return kcr_error_set(err, KCR_ENOMEM, "scheme: out of memory");
+  }
+  e->info = *info;
+  p = e->text;
+  for (int i = 0; i < 5; i++) {
+    memcpy(p, parts[i], lens[i] + 1);
+    parts[i] = p;
+    p += lens[i] + 1;
+  }
+  e->info.group = parts[0];
+  e->info.version = parts[1];
+  e->info.kind = parts[2];
+  e->info.resource = parts[3];
+  e->info.list_kind = parts[4];
+  s->entries[s->n++] = e;
+  return 0;
+}
+
+int kcr_scheme_add_builtins(kcr_scheme_t *s, kcr_error_t *err) {
+  static const struct {
+    const char *group, *version, *kind, *resource;
+    bool namespaced;
+  } builtins[] = {
+      {"", "v1", "ConfigMap", "configmaps", true},
+      {"", "v1", "Secret", "secrets", true},
+      {"", "v1", "Service", "services", true},
+      {"", "v1", "Pod", "pods", true},
+      {"", "v1", "Namespace", "namespaces", false},
+      {"", "v1", "ServiceAccount", "serviceaccounts", true},
+      {"", "v1", "Event", "events", true},
+      {"", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", true},
+      {"", "v1", "Node", "nodes", false},
+      {"apps", "v1", "Deployment", "deployments", true},
+      {"apps", "v1", "StatefulSet", "statefulsets", true},
+      {"apps", "v1", "DaemonSet", "daemonsets", true},
+      {"apps", "v1", "ReplicaSet", "replicasets", true},
+      {"batch", "v1", "Job", "jobs", true},
+      {"coordination.k8s.io", "v1", "Lease", "leases", true},
+      {"events.k8s.io", "v1", "Event", "events", true},
+      {"rbac.authorization.k8s.io", "v1", "Role", "roles", true},
+      {"rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true},
+      {"rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false},
+      {"rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false},
+      {"apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
+       false},
+  };
+  for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
+    kcr_kind_info k;
+    int rc;
+    memset(&k, 0, sizeof(k));
+    k.group = builtins[i].group;
+    k.version = builtins[i].version;
+    k.kind = builtins[i].kind;
+    k.resource = builtins[i].resource;
+    k.namespaced = builtins[i].namespaced;
+    if ((rc = kcr_scheme_register(s, &k, err)) != 0)
+      return rc;
+  }
+  return 0;
+}
+
+const kcr_kind_info *kcr_scheme_kind_of(const kcr_scheme_t *s, const json_t *obj) {
+  const char *av = json_string_value(json_object_get(obj, "apiVersion"));
+  const char *kind = json_string_value(json_object_get(obj, "kind"));
+  const char *slash;
+  char group[256];
+  if (!av || !kind)
+    return NULL;
+  slash = strchr(av, '/');
+  if (!slash)
+    return kcr_scheme_lookup(s, "", av, kind);
+  if ((size_t)(slash - av) >= sizeof(group))
+    return NULL;
+  memcpy(group, av, (size_t)(slash - av));
+  group[slash - av] = '\0';
+  return kcr_scheme_lookup(s, group, slash + 1, kind);
+}
+
+kcr_gvr kcr_kind_info_gvr(const kcr_kind_info *k) {
+  kcr_gvr r = {k->group, k->version, k->resource};
+  return r;
+}
+
+static const char *or_none(const char *s) {
+  return s ? s : "none";
+}
+
+int kcr_scheme_decode(const kcr_scheme_t *s, const json_t *obj, void **out, kcr_error_t *err) {
+  const kcr_kind_info *k = kcr_scheme_kind_of(s, obj);
+  *out = NULL;
+  if (!k)
+    return kcr_error_set(err, KCR_ENOENT, "scheme: the object's kind (%s, %s) is not registered",
+                         or_none(json_string_value(json_object_get(obj, "apiVersion"))),
+                         or_none(json_string_value(json_object_get(obj, "kind"))));
+  if (!k->decode)
+    return kcr_error_set(err, KCR_ENOTSUP, "scheme: kind %s has no typed codec", k->kind);
+  return k->decode(obj, out, err, k->codec_data);
+}
+
+int kcr_scheme_encode(const kcr_kind_info *k, const void *typed, json_t **out, kcr_error_t *err) {
+  char av[600];
+  int rc;
+  *out = NULL;
+  if (!k->encode)
+    return kcr_error_set(err, KCR_ENOTSUP, "scheme: kind %s has no typed codec", k->kind);
+  if ((rc = k->encode(typed, out, err, k->codec_data)) != 0)
+    return rc;
+  if (!json_is_object(*out)) {
+    json_decref(*out);
+    *out = NULL;
+    return kcr_error_set(err, KCR_EPROTO, "scheme: the encoder of %s did not make an object",
+                         k->kind);
+  }
+  snprintf(av, sizeof(av), "%s%s%s", k->group, *k->group ? "/" : "", k->version);
+  if (json_object_set_new(*out, "apiVersion", json_string(av)) ||
+      json_object_set_new(*out, "kind", json_string(k->kind))) {
+    json_decref(*out);
+    *out = NULL;
+    return kcr_error_set(err, KCR_ENOMEM, "scheme: out of memory");
+  }
+  return 0;
+}
+
+void kcr_scheme_free_typed(const kcr_kind_info *k, void *typed) {
+  if (typed && k->free_typed)
+    k->free_typed(typed, k->codec_data);
+}
