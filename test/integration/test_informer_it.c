@@ -311,8 +311,9 @@ static void test_informer_read_your_own_writes(void **state) {
     /* The cache now has this write (or a later one): never an older version. */
     assert_int_equal(kcr_store_get_by_key(kcr_informer_store(inf), key, &cached), 0);
     assert_true(strtoull(kcr_meta_resource_version(cached), NULL, 10) >= strtoull(rv, NULL, 10));
-    assert_int_equal(atoi(json_string_value(json_object_get(json_object_get(cached, "data"), "v"))),
-                     i);
+    assert_int_equal(
+        strtol(json_string_value(json_object_get(json_object_get(cached, "data"), "v")), NULL, 10),
+        i);
     json_decref(cached);
     json_decref(out);
   }
