@@ -96,7 +96,7 @@ int kcr_scheme_register(kcr_scheme_t *s, const kcr_kind_info *info, kcr_error_t 
     total += (lens[i] = strlen(parts[i])) + 1;
   if (s->n == s->cap) {
     size_t cap = s->cap ? s->cap * 2 : 32;
-    entry_t **grown = kcr__realloc(s->entries, cap * sizeof(*grown));
+    entry_t **grown = kcr__realloc(s->entries, cap * sizeof(entry_t *));
     if (!grown)
       return kcr_error_set(err, KCR_ENOMEM, "scheme: out of memory");
     s->entries = grown;
