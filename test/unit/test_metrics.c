@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: MIT */
+/* test_metrics.c: the Prometheus registry and its text exposition. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kcr/metrics.h"
+#include "kcr/workqueue.h"
+#include "testutil.h"
+
+static char *render(kcr_metrics_registry_t *r) {
+  kcr_buf_t b;
+  kcr_buf_init(&b, 1u << 24);
+  assert_int_equal(kcr_metrics_render(r, &b), 0);
+  return kcr_buf_take(&b, NULL);
+}
+
+static void test_metrics_counter_gauge_exact_text(void **state) {
+  kcr_metrics_registry_t *r;
+  kcr_metric_t *c, *g, *plain;
+  static const char *const labels[] = {"code", "method", NULL};
+  char *text;
+  (void)state;
+  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(
+      kcr_metrics_counter(r, "requests_total", "Number of requests.", labels, &c, NULL), 0);
+  assert_int_equal(
+      kcr_metrics_gauge(r, "a_gauge", "A gauge\\with \"quotes\"\nand lines", NULL, &plain, NULL),
+      0);
+  assert_int_equal(kcr_metrics_gauge(r, "temp", "Temp.", labels, &g, NULL), 0);
+  kcr_metric_inc(kcr_metric_withv(c, "200", "GET", NULL));
+  kcr_metric_add(kcr_metric_withv(c, "200", "GET", NULL), 2);
+  kcr_metric_add(kcr_metric_withv(c, "200", "GET", NULL), -5); /* ignored on a counter */
+  kcr_metric_inc(kcr_metric_withv(c, "500", "P\"UT\\\n", NULL));
+  kcr_metric_set(kcr_metric_withv(g, "x", "y", NULL), 0.25);
+  assert_null(kcr_metric_withv(c, "only-one", NULL));
+  text = render(r);
+  assert_string_equal(text, "# HELP a_gauge A gauge\\\\with \"quotes\"\\nand lines\n"
+                            "# TYPE a_gauge gauge\n"
+                            "a_gauge 0\n"
+                            "# HELP requests_total Number of requests.\n"
+                            "# TYPE requests_total counter\n"
+                            "requests_total{code=\"200\",method=\"GET\"} 3\n"
+                            "requests_total{code=\"500\",method=\"P\\\"UT\\\\\\n\"} 1\n"
+                            "# HELP temp Temp.\n"
+                            "# TYPE temp gauge\n"
+                            "temp{code=\"x\",method=\"y\"} 0.25\n");
+  kcr_free(text);
+  kcr_metrics_registry_destroy(r);
+}
+
+static void test_metrics_histogram(void **state) {
+  kcr_metrics_registry_t *r;
+  kcr_metric_t *h;
+  kcr_metric_child_t *c;
+  static const char *const labels[] = {"verb", NULL};
+  static const double b[] = {0.1, 1, 10};
+  char *text;
+  (void)state;
+  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_histogram(r, "lat_seconds", "Latency.", labels, b, 3, &h, NULL), 0);
+  c = kcr_metric_withv(h, "GET", NULL);
+  kcr_metric_observe(c, 0.05);
+  kcr_metric_observe(c, 0.1); /* le is inclusive */
+  kcr_metric_observe(c, 5);
+  kcr_metric_observe(c, 100);
+  assert_int_equal(kcr_metric_count(c), 4);
+  text = render(r);
+  assert_string_equal(text, "# HELP lat_seconds Latency.\n"
+                            "# TYPE lat_seconds histogram\n"
+                            "lat_seconds_bucket{verb=\"GET\",le=\"0.1\"} 2\n"
+                            "lat_seconds_bucket{verb=\"GET\",le=\"1\"} 2\n"
+                            "lat_seconds_bucket{verb=\"GET\",le=\"10\"} 3\n"
+                            "lat_seconds_bucket{verb=\"GET\",le=\"+Inf\"} 4\n"
+                            "lat_seconds_sum{verb=\"GET\"} 105.15\n"
+                            "lat_seconds_count{verb=\"GET\"} 4\n");
+  kcr_free(text);
+  kcr_metrics_registry_destroy(r);
+}
+
+static void test_metrics_register_rules(void **state) {
+  kcr_metrics_registry_t *r;
+  kcr_metric_t *a, *b;
+  static const char *const l1[] = {"x", NULL};
+  static const char *const l2[] = {"y", NULL};
+  static const char *const bad[] = {"__x", NULL};
+  static const char *const le[] = {"le", NULL};
+  static const double unsorted[] = {1, 0.5};
+  kcr_error_t err = {0};
+  (void)state;
+  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_counter(r, "c_total", "h", l1, &a, NULL), 0);
+  assert_int_equal(kcr_metrics_counter(r, "c_total", "h", l1, &b, NULL), 0);
+  assert_ptr_equal(a, b);
+  assert_int_equal(kcr_metrics_counter(r, "c_total", "h", l2, &b, &err), KCR_EEXIST);
+  assert_int_equal(kcr_metrics_gauge(r, "c_total", "h", l1, &b, NULL), KCR_EEXIST);
+  assert_int_equal(kcr_metrics_gauge(r, "9bad", "h", NULL, &b, NULL), KCR_EINVAL);
+  assert_int_equal(kcr_metrics_gauge(r, "bad-name", "h", NULL, &b, NULL), KCR_EINVAL);
+  assert_int_equal(kcr_metrics_gauge(r, "g", "h", bad, &b, NULL), KCR_EINVAL);
+  assert_int_equal(kcr_metrics_histogram(r, "h", "h", le, NULL, 0, &b, NULL), KCR_EINVAL);
+  assert_int_equal(kcr_metrics_histogram(r, "h", "h", NULL, unsorted, 2, &b, NULL), KCR_EINVAL);
+  assert_int_equal(kcr_metrics_histogram(r, "h", "h", NULL, NULL, 0, &b, NULL), 0);
+  kcr_metrics_registry_destroy(r);
+}
+
+static void on_collect_twice(kcr_metrics_emitter_t *e, void *data) {
+  const char *ln[] = {"q"};
+  const char *lv[] = {data};
+  kcr_metrics_emit(e, "shared_depth", "Depth.", KCR_METRIC_GAUGE, ln, lv, 1, 7);
+}
+
+static void test_metrics_collectors_merge(void **state) {
+  kcr_metrics_registry_t *r;
+  kcr_metrics_collector_t *c1, *c2;
+  static char a[] = "a", b[] = "b";
+  char *text;
+  (void)state;
+  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_register_collector(r, on_collect_twice, a, &c1), 0);
+  assert_int_equal(kcr_metrics_register_collector(r, on_collect_twice, b, &c2), 0);
+  text = render(r);
+  assert_string_equal(text, "# HELP shared_depth Depth.\n"
+                            "# TYPE shared_depth gauge\n"
+                            "shared_depth{q=\"a\"} 7\n"
+                            "shared_depth{q=\"b\"} 7\n");
+  kcr_free(text);
+  kcr_metrics_unregister_collector(r, c1);
+  text = render(r);
+  assert_null(strstr(text, "q=\"a\""));
+  assert_non_null(strstr(text, "q=\"b\""));
+  kcr_free(text);
+  kcr_metrics_registry_destroy(r);
+}
+
+static void test_metrics_process_and_rest(void **state) {
+  kcr_metrics_registry_t *r;
+  char *text;
+  (void)state;
+  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_register_process(r, NULL), 0);
+  assert_int_equal(kcr_metrics_register_rest_client(r, NULL), 0);
+  kcr_metrics_observe_request("GET", "127.0.0.1:6443", 200, 0.01, r);
+  kcr_metrics_observe_request("GET", "127.0.0.1:6443", 200, 0.02, r);
+  kcr_metrics_observe_request("PUT", "127.0.0.1:6443", 0, 1.5, r);
+  text = render(r);
+  assert_non_null(strstr(text, "# TYPE process_cpu_seconds_total counter\n"));
+  assert_non_null(strstr(text, "\nprocess_resident_memory_bytes "));
+  assert_non_null(strstr(text, "\nprocess_virtual_memory_bytes "));
+  assert_non_null(strstr(text, "\nprocess_open_fds "));
+  assert_non_null(strstr(text, "\nprocess_max_fds "));
+  assert_non_null(strstr(text, "\nprocess_start_time_seconds "));
+  assert_non_null(strstr(
+      text, "rest_client_requests_total{code=\"200\",method=\"GET\",host=\"127.0.0.1:6443\"} 2\n"));
+  assert_non_null(strstr(
+      text,
+      "rest_client_requests_total{code=\"<error>\",method=\"PUT\",host=\"127.0.0.1:6443\"} 1\n"));
+  assert_non_null(strstr(text, "rest_client_request_duration_seconds_bucket{verb=\"PUT\",host="
+                               "\"127.0.0.1:6443\",le=\"2\"} 1\n"));
+  kcr_free(text);
+  kcr_metrics_registry_destroy(r);
+}
+
+static void test_metrics_workqueue_collector(void **state) {
+  kcr_metrics_registry_t *r;
+  kcr_workqueue_t *q;
+  kcr_workqueue_options o = {0};
+  kcr_metrics_collector_t *c;
+  char *text;
+  (void)state;
+  o.name = "apps";
+  assert_int_equal(kcr_workqueue_create(&o, &q, NULL), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_register_workqueue(r, q, &c), 0);
+  kcr_workqueue_add(q, "ns/a");
+  kcr_workqueue_add(q, "ns/b");
+  text = render(r);
+  assert_non_null(
+      strstr(text, "workqueue_depth{name=\"apps\",controller=\"apps\",priority=\"\"} 2\n"));
+  assert_non_null(strstr(text, "workqueue_adds_total{name=\"apps\",controller=\"apps\"} 2\n"));
+  assert_non_null(strstr(text, "workqueue_queue_duration_seconds_bucket{name=\"apps\",controller="
+                               "\"apps\",le=\"1e-08\"} 0\n"));
+  kcr_free(text);
+  kcr_metrics_unregister_collector(r, c);
+  kcr_metrics_registry_destroy(r);
+  kcr_workqueue_shutdown(q);
+  kcr_workqueue_destroy(q);
+}
+
+typedef struct {
+  kcr_metric_t *c, *h;
+} hot_t;
+
+static void *hot_thread(void *arg) {
+  hot_t *h = arg;
+  kcr_metric_child_t *c = kcr_metric_withv(h->c, "x", NULL);
+  for (int i = 0; i < 20000; i++) {
+    kcr_metric_inc(c);
+    kcr_metric_observe(kcr_metric_withv(h->h, "y", NULL), 0.5);
+  }
+  return NULL;
+}
+
+static void test_metrics_concurrent_updates(void **state) {
+  kcr_metrics_registry_t *r;
+  static const char *const l[] = {"l", NULL};
+  hot_t h;
+  pthread_t t[4];
+  char *text;
+  (void)state;
+  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_counter(r, "hot_total", "h", l, &h.c, NULL), 0);
+  assert_int_equal(kcr_metrics_histogram(r, "hot_seconds", "h", l, NULL, 0, &h.h, NULL), 0);
+  for (int i = 0; i < 4; i++)
+    pthread_create(&t[i], NULL, hot_thread, &h);
+  for (int i = 0; i < 3; i++)
+    kcr_free(render(r)); /* scrapes race with writers */
+  for (int i = 0; i < 4; i++)
+    pthread_join(t[i], NULL);
+  assert_true(kcr_metric_value(kcr_metric_withv(h.c, "x", NULL)) == 80000.0);
+  assert_int_equal(kcr_metric_count(kcr_metric_withv(h.h, "y", NULL)), 80000);
+  text = render(r);
+  assert_non_null(strstr(text, "hot_seconds_sum{l=\"y\"} 40000\n"));
+  kcr_free(text);
+  kcr_metrics_registry_destroy(r);
+}
+
+static kcr_metrics_registry_t *alloc_r;
+
+static int alloc_build(void) {
+  static const char *const l[] = {"a", "b", NULL};
+  kcr_metric_t *m;
+  kcr_buf_t b;
+  int rc = kcr_metrics_registry_create(&alloc_r);
+  if (rc == 0)
+    rc = kcr_metrics_counter(alloc_r, "x_total", "h", l, &m, NULL);
+  if (rc == 0)
+    rc = kcr_metrics_histogram(alloc_r, "y", "h", l, NULL, 0, &m, NULL);
+  if (rc == 0 && !kcr_metric_withv(m, "1", "2", NULL))
+    rc = KCR_ENOMEM;
+  if (rc == 0) {
+    kcr_buf_init(&b, 1 << 20);
+    rc = kcr_metrics_render(alloc_r, &b);
+    kcr_buf_free(&b);
+  }
+  return rc;
+}
+
+static void test_metrics_alloc_failures(void **state) {
+  (void)state;
+  KCR_TEST_ALLOC_LOOP(alloc_build(), (kcr_metrics_registry_destroy(alloc_r), alloc_r = NULL));
+}
+
+static void test_metrics_render_limit(void **state) {
+  kcr_metrics_registry_t *r;
+  kcr_metric_t *m;
+  static const char *const l[] = {"i", NULL};
+  kcr_buf_t b;
+  char v[16];
+  (void)state;
+  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_gauge(r, "g", "h", l, &m, NULL), 0);
+  for (int i = 0; i < 100; i++) {
+    snprintf(v, sizeof(v), "%d", i);
+    kcr_metric_set(kcr_metric_withv(m, v, NULL), i);
+  }
+  kcr_buf_init(&b, 200);
+  assert_int_equal(kcr_metrics_render(r, &b), KCR_ETOOBIG);
+  assert_int_equal(kcr_buf_len(&b), 0);
+  kcr_metrics_registry_destroy(r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_metrics_counter_gauge_exact_text),
+      cmocka_unit_test(test_metrics_histogram),
+      cmocka_unit_test(test_metrics_register_rules),
+      cmocka_unit_test(test_metrics_collectors_merge),
+      cmocka_unit_test(test_metrics_process_and_rest),
+      cmocka_unit_test(test_metrics_workqueue_collector),
+      cmocka_unit_test(test_metrics_concurrent_updates),
+      cmocka_unit_test(test_metrics_alloc_failures),
+      cmocka_unit_test(test_metrics_render_limit),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
