@@ -205,6 +205,10 @@ void kcr__loop_cancel_transfer(kcr_loop_t *l, kcr__transfer_t *t) {
     finish(l, t, CURLE_ABORTED_BY_CALLBACK);
 }
 
+uv_loop_t *kcr__loop_uv(kcr_loop_t *l) {
+  return &l->uv;
+}
+
 static void on_close_any(uv_handle_t *h, void *arg) {
   (void)arg;
   if (!uv_is_closing(h))

@@ -7,6 +7,7 @@
 #define KCR_LOOP_INTERNAL_H
 
 #include <curl/curl.h>
+#include <uv.h>
 
 #include "kcr/loop.h"
 
@@ -44,5 +45,14 @@ int kcr__loop_add_transfer(kcr_loop_t *loop, kcr__transfer_t *t);
  * is left alone. Loop thread only.
  */
 void kcr__loop_cancel_transfer(kcr_loop_t *loop, kcr__transfer_t *t);
+
+/*
+ * kcr__loop_uv returns the loop's libuv loop, for other loop-thread code that
+ * owns handles of its own (the probes and metrics server). Borrowed, lives as
+ * long as loop. Handles on it are touched on the loop thread only; the loop's
+ * shutdown closes any still open with no close callback, so their owner frees
+ * them after kcr_loop_stop.
+ */
+uv_loop_t *kcr__loop_uv(kcr_loop_t *loop);
 
 #endif /* KCR_LOOP_INTERNAL_H */

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcr/server.h: the manager's HTTP/1.1 server for health probes (/healthz,
+ * /readyz) and Prometheus metrics (/metrics), as controller-runtime's
+ * HealthProbeBindAddress and metrics server provide them. It runs on the I/O
+ * loop (kcr/loop.h) with no thread of its own, and is built to survive hostile
+ * clients there: a bounded request head (431 beyond it), a header timeout (a
+ * client that trickles bytes is closed), an idle timeout for kept-alive
+ * connections, a connection limit, and a bound on unsent output.
+ *
+ * Answers:
+ *   GET /healthz, /readyz   200 "ok" when every check of that kind passes; 500
+ *                           listing each check as "[+]name ok" / "[-]name failed:
+ *                           reason withheld" and "<kind> check failed" otherwise
+ *                           (controller-runtime's text). ?verbose lists every
+ *                           check on success too; ?exclude=name (repeatable,
+ *                           or comma-separated) skips checks.
+ *   GET /healthz/<name>     one check: 200 "ok", 500, or 404 if unknown.
+ *   GET /metrics            the registry's text exposition, Content-Type
+ *                           KCR_METRICS_CONTENT_TYPE.
+ *   HEAD                    as GET without the body.
+ *   others                  404 for an unknown path, 405 (Allow: GET, HEAD) for
+ *                           another method.
+ * Every probe kind has the built-in check "ping": the answer itself shows the
+ * loop is alive and not blocked.
+ *
+ * Secure serving (--metrics-secure: HTTPS with TokenReview/SubjectAccessReview)
+ * is not implemented yet; see docs/observability.md.
+ */
+#ifndef KCR_SERVER_H
+#define KCR_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kcr/common.h"
+#include "kcr/error.h"
+#include "kcr/loop.h"
+#include "kcr/metrics.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* kcr_server_t: opaque. */
+typedef struct kcr_server kcr_server_t;
+
+/*
+ * kcr_server_options: zero-initialise, then set what you need.
+ *   loop               required: a started loop (borrowed; must outlive the server).
+ *   bind_address       "host:port", ":port" (all IPv4 interfaces) or
+ *                      "[v6addr]:port"; port 0 lets the kernel pick
+ *                      (kcr_server_port tells which). Required.
+ *   metrics            registry served at /metrics (borrowed); NULL: no /metrics.
+ *   probes             non-zero: serve /healthz and /readyz.
+ *   max_header_bytes   largest request head; 0: 8192. Beyond it: 431 and close.
+ *   header_timeout_ns  time from a request's first byte to its complete head;
+ *                      0: 10 s. Beyond it the connection is closed.
+ *   idle_timeout_ns    a kept-alive connection with no request; 0: 60 s.
+ *   max_connections    open connections at once; 0: 64. Beyond it a new
+ *                      connection is closed at once.
+ */
+typedef struct kcr_server_options {
+  kcr_loop_t *loop;
+  const char *bind_address;
+  kcr_metrics_registry_t *metrics;
+  int probes;
+  size_t max_header_bytes;
+  int64_t header_timeout_ns;
+  int64_t idle_timeout_ns;
+  int max_connections;
+} kcr_server_options;
+
+/*
+ * kcr_server_create binds and starts listening (on the loop thread; this call
+ * waits for the outcome). *out: new server, NULL on failure. Errors: KCR_EINVAL
+ * (bad options or address), KCR_ESYS (bind/listen failed: the message names the
+ * address and the reason), KCR_ECLOSED (the loop is stopping), KCR_ENOMEM. Any
+ * thread except the loop's.
+ */
+KCR_EXTERN int kcr_server_create(const kcr_server_options *opts, kcr_server_t **out,
+                                 kcr_error_t *err);
+
+/* kcr_server_port returns the bound TCP port. Any thread. */
+KCR_EXTERN int kcr_server_port(const kcr_server_t *s);
+
+/*
+ * kcr_server_destroy stops listening, closes every connection and frees the
+ * server. Call it before kcr_loop_stop, or after kcr_loop_stop has returned
+ * (not while it runs). NULL is ignored. Any thread except the loop's.
+ */
+KCR_EXTERN void kcr_server_destroy(kcr_server_t *s);
+
+/* kcr_probe_kind: which endpoints a check belongs to (a bit set). */
+typedef enum kcr_probe_kind {
+  KCR_PROBE_HEALTHZ = 1,
+  KCR_PROBE_READYZ = 2,
+  KCR_PROBE_BOTH = 3
+} kcr_probe_kind;
+
+/*
+ * kcr_check_cb: a health or readiness check. Returns 0 when healthy, anything
+ * else when not. Runs on the loop thread while a probe is answered: must be
+ * quick, must not block and must not call kcr_server_* functions.
+ */
+typedef int (*kcr_check_cb)(void *data);
+
+/* kcr_server_check_t: a registered check. Opaque. */
+typedef struct kcr_server_check kcr_server_check_t;
+
+/*
+ * kcr_server_add_check registers cb(data) under name (copied; [a-zA-Z0-9_.-],
+ * unique per kind) for the kinds given. *out (may be NULL): handle for
+ * kcr_server_remove_check and kcr_server_check_set. data is borrowed until the
+ * check is removed or the server destroyed. Errors: KCR_EINVAL (bad name),
+ * KCR_EEXIST (name taken), KCR_ENOMEM. Any thread.
+ */
+KCR_EXTERN int kcr_server_add_check(kcr_server_t *s, kcr_probe_kind kind, const char *name,
+                                    kcr_check_cb cb, void *data, kcr_server_check_t **out);
+
+/*
+ * kcr_server_add_flag_check registers a check whose state is a flag the owner
+ * sets with kcr_server_check_set: the hook for "caches synced" (set it once the
+ * informers have synced) and similar conditions known on another thread.
+ * healthy is the initial state. Same errors as kcr_server_add_check.
+ */
+KCR_EXTERN int kcr_server_add_flag_check(kcr_server_t *s, kcr_probe_kind kind, const char *name,
+                                         int healthy, kcr_server_check_t **out);
+
+/* kcr_server_check_set sets a flag check's state (non-zero: healthy). Any thread,
+ * lock-free. Ignored on a callback check. */
+KCR_EXTERN void kcr_server_check_set(kcr_server_check_t *c, int healthy);
+
+/*
+ * kcr_server_remove_check unregisters a check; once it returns its callback is
+ * not running and will not run again. NULL is ignored. Any thread except the
+ * loop's.
+ */
+KCR_EXTERN void kcr_server_remove_check(kcr_server_t *s, kcr_server_check_t *c);
+
+/*
+ * kcr_server_stats: counters for tests and logs. Read with kcr_server_get_stats.
+ *   connections         accepted and served.
+ *   rejected            closed at once over max_connections.
+ *   requests            answered (any status).
+ *   header_timeouts     closed because a head did not complete in time.
+ *   too_large           answered 431.
+ */
+typedef struct kcr_server_stats {
+  uint64_t connections;
+  uint64_t rejected;
+  uint64_t requests;
+  uint64_t header_timeouts;
+  uint64_t too_large;
+} kcr_server_stats;
+
+/* kcr_server_get_stats copies the counters. Any thread. */
+KCR_EXTERN void kcr_server_get_stats(kcr_server_t *s, kcr_server_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KCR_SERVER_H */

@@ -1,0 +1,871 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * httpserver.c: the probes and metrics server (kcr/server.h) on the I/O loop.
+ *
+ * DESIGN. Everything with a uv handle runs on the loop thread: create and
+ * destroy post a closure and wait on a condition variable for its outcome. A
+ * connection is a uv_tcp_t plus one uv_timer_t and a fixed head buffer of
+ * max_header_bytes; bytes are read straight into that buffer, so a client can
+ * never make the server hold more than that per connection, and the connection
+ * count is capped. The timer enforces the header timeout from a request's first
+ * byte (a slowloris client trickling one byte a second is cut off when it fires,
+ * however steady its trickle) and the idle timeout between kept-alive requests.
+ * Answers are built whole (they are small, /metrics aside), queued with
+ * uv_write, and a connection whose unsent output passes a bound is closed:
+ * pipelining /metrics without reading cannot grow memory either. Requests with
+ * a body are answered and the connection closed, since no endpoint takes one.
+ *
+ * A connection frees itself when both of its handles' close callbacks have run
+ * (libuv's rule: memory is reused only after close_cb). Checks live in a list
+ * under checks_mu; they run on the loop thread with that lock held, which makes
+ * kcr_server_remove_check a barrier. If the loop shuts down first, it closes our
+ * handles without callbacks; destroy then frees the memory directly.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <uv.h>
+
+#include "kcr/log.h"
+#include "kcr/server.h"
+#include "loop/loop_internal.h"
+#include "util/alloc.h"
+
+#define MAX_CHECKS 64
+#define MAX_UNSENT ((size_t)8 * 1024 * 1024)
+
+struct kcr_server_check {
+  char *name;
+  kcr_probe_kind kind;
+  kcr_check_cb cb; /* NULL: a flag check */
+  void *data;
+  atomic_int flag;
+  kcr_server_check_t *next; /* protected by checks_mu */
+};
+
+typedef struct conn {
+  uv_tcp_t tcp;
+  uv_timer_t timer;
+  kcr_server_t *srv;
+  struct conn *prev, *next; /* loop thread */
+  char *buf;
+  size_t len;
+  int open_handles;
+  int closing;
+  int reading_head; /* a request's first byte has arrived */
+} conn_t;
+
+typedef struct write_req {
+  uv_write_t req;
+  conn_t *conn;
+  int close_after;
+  char *data;
+} write_req_t;
+
+struct kcr_server {
+  kcr_loop_t *loop;
+  kcr_metrics_registry_t *metrics;
+  int probes;
+  size_t max_header;
+  uint64_t header_timeout_ms;
+  uint64_t idle_timeout_ms;
+  int max_conns;
+  struct sockaddr_storage addr;
+
+  uv_tcp_t listener; /* loop thread */
+  int listener_open; /* loop thread */
+  conn_t *conns;     /* loop thread */
+  int nconns;        /* loop thread */
+  atomic_int port;
+
+  pthread_mutex_t mu; /* for the create/destroy handshakes */
+  pthread_cond_t cond;
+  int start_done;      /* protected by mu */
+  int start_rc;        /* protected by mu */
+  char start_msg[160]; /* protected by mu */
+  int stop_done;       /* protected by mu */
+  int stopping;        /* loop thread */
+
+  pthread_mutex_t checks_mu;
+  kcr_server_check_t *checks; /* protected by checks_mu */
+
+  atomic_uint_fast64_t st_connections, st_rejected, st_requests, st_timeouts, st_too_large;
+};
+
+/* ---- connection lifetime ---- */
+
+static void maybe_stop_done(kcr_server_t *s) {
+  if (s->stopping && !s->listener_open && s->nconns == 0) {
+    pthread_mutex_lock(&s->mu);
+    s->stop_done = 1;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->mu);
+  }
+}
+
+static void conn_unlink_free(conn_t *c) {
+  kcr_server_t *s = c->srv;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    s->conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  s->nconns--;
+  kcr__free(c->buf);
+  kcr__free(c);
+  maybe_stop_done(s);
+}
+
+static void on_conn_handle_closed(uv_handle_t *h) {
+  conn_t *c = h->data;
+  if (--c->open_handles == 0)
+    conn_unlink_free(c);
+}
+
+static void conn_close(conn_t *c) {
+  if (c->closing)
+    return;
+  c->closing = 1;
+  uv_timer_stop(&c->timer);
+  uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
+  uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
+}
+
+static void on_timer(uv_timer_t *t) {
+  conn_t *c = t->data;
+  if (c->reading_head)
+    atomic_fetch_add(&c->srv->st_timeouts, 1);
+  conn_close(c);
+}
+
+static void arm_timer(conn_t *c, uint64_t ms) {
+  uv_timer_start(&c->timer, on_timer, ms, 0);
+}
+
+static void on_write(uv_write_t *req, int status) {
+  write_req_t *w = (write_req_t *)req;
+  conn_t *c = w->conn;
+  if ((status < 0 || w->close_after) && !c->closing)
+    conn_close(c);
+  kcr__free(w->data);
+  kcr__free(w);
+}
+
+/* ---- answers ---- */
+
+static const char *reason_phrase(int status) {
+  switch (status) {
+  case 200:
+    return "OK";
+  case 400:
+    return "Bad Request";
+  case 404:
+    return "Not Found";
+  case 405:
+    return "Method Not Allowed";
+  case 431:
+    return "Request Header Fields Too Large";
+  case 500:
+    return "Internal Server Error";
+  case 505:
+    return "HTTP Version Not Supported";
+  default:
+    return "Unknown";
+  }
+}
+
+/* respond queues one answer; body may be NULL. */
+static void respond(conn_t *c, int status, const char *content_type, const char *extra,
+                    const char *body, size_t body_len, int head_only, int close_after) {
+  kcr_buf_t b;
+  write_req_t *w;
+  uv_buf_t ub;
+  size_t len;
+  int rc;
+
+  atomic_fetch_add(&c->srv->st_requests, 1);
+  kcr_buf_init(&b, MAX_UNSENT);
+  rc = kcr_buf_appendf(&b,
+                       "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                       "X-Content-Type-Options: nosniff\r\n%s%s\r\n",
+                       status, reason_phrase(status), content_type, body_len, extra ? extra : "",
+                       close_after ? "Connection: close\r\n" : "");
+  if (rc == 0 && body_len && !head_only)
+    rc = kcr_buf_append(&b, body, body_len);
+  w = rc == 0 ? kcr__calloc(1, sizeof(*w)) : NULL;
+  if (!w) {
+    kcr_buf_free(&b);
+    conn_close(c);
+    return;
+  }
+  w->conn = c;
+  w->close_after = close_after;
+  w->data = kcr_buf_take(&b, &len);
+  ub = uv_buf_init(w->data, (unsigned)len);
+  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &ub, 1, on_write) != 0) {
+    kcr__free(w->data);
+    kcr__free(w);
+    conn_close(c);
+    return;
+  }
+  if (close_after)
+    uv_read_stop((uv_stream_t *)&c->tcp);
+  if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > MAX_UNSENT)
+    conn_close(c);
+}
+
+static void respond_text(conn_t *c, int status, const char *text, int head_only, int close_after) {
+  respond(c, status, "text/plain; charset=utf-8", NULL, text, strlen(text), head_only, close_after);
+}
+
+/* ---- probes ---- */
+
+typedef struct part {
+  const char *name;
+  int healthy;
+  int excluded;
+} part_t;
+
+static int cmp_part(const void *a, const void *b) {
+  return strcmp(((const part_t *)a)->name, ((const part_t *)b)->name);
+}
+
+static int run_check(kcr_server_check_t *k) {
+  if (!k->cb)
+    return atomic_load(&k->flag) ? 0 : -1;
+  return k->cb(k->data);
+}
+
+/* query_has_key tells whether the query string has key (with or without =). */
+static int query_has_key(const char *q, const char *key) {
+  size_t kl = strlen(key);
+  while (q && *q) {
+    if (strncmp(q, key, kl) == 0 && (q[kl] == '\0' || q[kl] == '&' || q[kl] == '='))
+      return 1;
+    q = strchr(q, '&');
+    if (q)
+      q++;
+  }
+  return 0;
+}
+
+/* excluded_by tells whether name appears in any exclude=a,b value of q; the
+ * values are percent-decoded into scratch. */
+static int hexval(char ch) {
+  if (ch >= '0' && ch <= '9')
+    return ch - '0';
+  if (ch >= 'a' && ch <= 'f')
+    return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'F')
+    return ch - 'A' + 10;
+  return -1;
+}
+
+static int excluded_by(const char *q, const char *name) {
+  char val[256];
+  while (q && *q) {
+    if (strncmp(q, "exclude=", 8) == 0) {
+      size_t n = 0;
+      const char *p = q + 8;
+      while (*p && *p != '&' && n + 1 < sizeof(val)) {
+        if (*p == '%' && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
+          val[n++] = (char)(hexval(p[1]) * 16 + hexval(p[2]));
+          p += 3;
+        } else {
+          val[n++] = *p == '+' ? ' ' : *p;
+          p++;
+        }
+      }
+      val[n] = '\0';
+      for (char *save = NULL, *tok = strtok_r(val, ",", &save); tok;
+           tok = strtok_r(NULL, ",", &save))
+        if (strcmp(tok, name) == 0)
+          return 1;
+    }
+    q = strchr(q, '&');
+    if (q)
+      q++;
+  }
+  return 0;
+}
+
+static void serve_probe(conn_t *c, kcr_probe_kind kind, const char *kindname, const char *sub,
+                        const char *query, int head_only, int close_after) {
+  kcr_server_t *s = c->srv;
+  part_t parts[MAX_CHECKS + 1];
+  size_t n = 0;
+  int failed = 0, verbose = query_has_key(query, "verbose");
+  kcr_buf_t b;
+
+  pthread_mutex_lock(&s->checks_mu);
+  if (sub) {
+    int found = 0, ok = 1;
+    if (strcmp(sub, "ping") == 0)
+      found = 1;
+    for (kcr_server_check_t *k = s->checks; k && !found; k = k->next) {
+      if ((k->kind & kind) && strcmp(k->name, sub) == 0) {
+        found = 1;
+        ok = run_check(k) == 0;
+      }
+    }
+    pthread_mutex_unlock(&s->checks_mu);
+    if (!found)
+      respond_text(c, 404, "404 page not found\n", head_only, close_after);
+    else if (ok)
+      respond_text(c, 200, "ok", head_only, close_after);
+    else
+      respond_text(c, 500, "internal server error: check failed\n", head_only, close_after);
+    return;
+  }
+  parts[n++] = (part_t){"ping", 1, excluded_by(query, "ping")};
+  for (kcr_server_check_t *k = s->checks; k && n < MAX_CHECKS + 1; k = k->next) {
+    if (!(k->kind & kind))
+      continue;
+    parts[n].name = k->name;
+    parts[n].excluded = excluded_by(query, k->name);
+    parts[n].healthy = parts[n].excluded || run_check(k) == 0;
+    if (!parts[n].healthy) {
+      failed = 1;
+      kcr_log(KCR_LOG_DEBUG, "server", "%s check failed: %s", kindname, k->name);
+    }
+    n++;
+  }
+  qsort(parts, n, sizeof(parts[0]), cmp_part);
+  if (!failed && !verbose) {
+    pthread_mutex_unlock(&s->checks_mu);
+    respond_text(c, 200, "ok", head_only, close_after);
+    return;
+  }
+  kcr_buf_init(&b, (size_t)64 * 1024);
+  for (size_t i = 0; i < n; i++) {
+    if (parts[i].excluded)
+      kcr_buf_appendf(&b, "[+]%s excluded: ok\n", parts[i].name);
+    else if (parts[i].healthy)
+      kcr_buf_appendf(&b, "[+]%s ok\n", parts[i].name);
+    else
+      kcr_buf_appendf(&b, "[-]%s failed: reason withheld\n", parts[i].name);
+  }
+  pthread_mutex_unlock(&s->checks_mu);
+  kcr_buf_appendf(&b, "%s check %s\n", kindname, failed ? "failed" : "passed");
+  respond(c, failed ? 500 : 200, "text/plain; charset=utf-8", NULL, kcr_buf_cstr(&b),
+          kcr_buf_len(&b), head_only, close_after);
+  kcr_buf_free(&b);
+}
+
+static void serve_metrics(conn_t *c, int head_only, int close_after) {
+  kcr_buf_t b;
+  int rc;
+  kcr_buf_init(&b, KCR_METRICS_MAX_OUTPUT);
+  rc = kcr_metrics_render(c->srv->metrics, &b);
+  if (rc != 0) {
+    kcr_log(KCR_LOG_ERROR, "server", "rendering /metrics failed: %s", kcr_strerror(rc));
+    respond_text(c, 500, "metrics unavailable\n", head_only, close_after);
+  } else {
+    respond(c, 200, KCR_METRICS_CONTENT_TYPE, NULL, kcr_buf_cstr(&b), kcr_buf_len(&b), head_only,
+            close_after);
+  }
+  kcr_buf_free(&b);
+}
+
+/* ---- request parsing ---- */
+
+/* header_value finds "name:" in the head's header lines (case-insensitive) and
+ * returns the value's start with its length in *len, or NULL. */
+static const char *header_value(const char *lines, const char *end, const char *name, size_t *len) {
+  size_t nl = strlen(name);
+  const char *p = lines;
+  while (p < end) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
+    const char *le = eol ? eol : end;
+    if ((size_t)(le - p) > nl && strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
+      const char *v = p + nl + 1;
+      while (v < le && (*v == ' ' || *v == '\t'))
+        v++;
+      while (le > v && (le[-1] == '\r' || le[-1] == ' ' || le[-1] == '\t'))
+        le--;
+      *len = (size_t)(le - v);
+      return v;
+    }
+    if (!eol)
+      break;
+    p = eol + 1;
+  }
+  return NULL;
+}
+
+static int value_has_token(const char *v, size_t len, const char *token) {
+  size_t tl = strlen(token);
+  for (size_t i = 0; v && i + tl <= len; i++)
+    if (strncasecmp(v + i, token, tl) == 0)
+      return 1;
+  return 0;
+}
+
+/* handle_head answers the request whose head is buf[0..head_len) (the blank line
+ * included). Returns 1 when the connection is to be closed after the answer. */
+static int handle_head(conn_t *c, size_t head_len) {
+  kcr_server_t *s = c->srv;
+  char *head = c->buf, *end = c->buf + head_len;
+  char method[16], target[4096], version[16];
+  char *line_end = memchr(head, '\n', head_len), *query, *path;
+  const char *v;
+  size_t vlen = 0;
+  int head_only, close_after = 0, http10;
+
+  char line[4200];
+  size_t ll = line_end ? (size_t)(line_end - head) : 0;
+
+  /* The head is not NUL-terminated: scan a bounded copy of the request line. */
+  if (ll >= sizeof(line))
+    ll = sizeof(line) - 1;
+  memcpy(line, head, ll);
+  line[ll] = '\0';
+  if (!line_end || sscanf(line, "%15s %4095s %15s", method, target, version) != 3 ||
+      strncmp(version, "HTTP/1.", 7) != 0) {
+    respond_text(c, 400, "400 Bad Request\n", 0, 1);
+    return 1;
+  }
+  http10 = strcmp(version, "HTTP/1.0") == 0;
+  v = header_value(line_end + 1, end, "Connection", &vlen);
+  if (http10 ? !value_has_token(v, vlen, "keep-alive") : value_has_token(v, vlen, "close"))
+    close_after = 1;
+  /* No endpoint takes a body: answer, then close rather than read one. */
+  if (((v = header_value(line_end + 1, end, "Content-Length", &vlen)) &&
+       !(vlen == 1 && *v == '0')) ||
+      header_value(line_end + 1, end, "Transfer-Encoding", &vlen))
+    close_after = 1;
+
+  path = target;
+  query = strchr(target, '?');
+  if (query)
+    *query++ = '\0';
+  head_only = strcmp(method, "HEAD") == 0;
+  {
+    int is_healthz = s->probes && (strcmp(path, "/healthz") == 0 || strcmp(path, "/healthz/") == 0);
+    int is_readyz = s->probes && (strcmp(path, "/readyz") == 0 || strcmp(path, "/readyz/") == 0);
+    int is_sub = s->probes &&
+                 (strncmp(path, "/healthz/", 9) == 0 || strncmp(path, "/readyz/", 8) == 0) &&
+                 !is_healthz && !is_readyz;
+    int is_metrics = s->metrics && strcmp(path, "/metrics") == 0;
+    if (!is_healthz && !is_readyz && !is_sub && !is_metrics) {
+      respond_text(c, 404, "404 page not found\n", head_only, close_after);
+      return close_after;
+    }
+    if (!head_only && strcmp(method, "GET") != 0) {
+      respond(c, 405, "text/plain; charset=utf-8", "Allow: GET, HEAD\r\n",
+              "405 method not allowed\n", 23, 0, close_after);
+      return close_after;
+    }
+    if (is_metrics)
+      serve_metrics(c, head_only, close_after);
+    else if (is_healthz)
+      serve_probe(c, KCR_PROBE_HEALTHZ, "healthz", NULL, query, head_only, close_after);
+    else if (is_readyz)
+      serve_probe(c, KCR_PROBE_READYZ, "readyz", NULL, query, head_only, close_after);
+    else if (path[1] == 'h')
+      serve_probe(c, KCR_PROBE_HEALTHZ, "healthz", path + 9, query, head_only, close_after);
+    else
+      serve_probe(c, KCR_PROBE_READYZ, "readyz", path + 8, query, head_only, close_after);
+  }
+  return close_after;
+}
+
+static void process(conn_t *c) {
+  while (!c->closing && c->len > 0) {
+    char *p = NULL;
+    size_t head_len;
+    for (size_t i = 0; i + 3 < c->len; i++) {
+      if (c->buf[i] == '\r' && c->buf[i + 1] == '\n' && c->buf[i + 2] == '\r' &&
+          c->buf[i + 3] == '\n') {
+        p = c->buf + i;
+        break;
+      }
+    }
+    if (!p) {
+      if (c->len >= c->srv->max_header) {
+        atomic_fetch_add(&c->srv->st_too_large, 1);
+        respond_text(c, 431, "431 Request Header Fields Too Large\n", 0, 1);
+        c->len = 0;
+      }
+      return;
+    }
+    head_len = (size_t)(p - c->buf) + 4;
+    if (handle_head(c, head_len)) {
+      c->len = 0;
+      return;
+    }
+    memmove(c->buf, c->buf + head_len, c->len - head_len);
+    c->len -= head_len;
+    c->reading_head = c->len > 0;
+    arm_timer(c, c->reading_head ? c->srv->header_timeout_ms : c->srv->idle_timeout_ms);
+  }
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out) {
+  conn_t *c = h->data;
+  size_t room = c->srv->max_header - c->len;
+  (void)suggested;
+  /* The buffer is one byte larger than max_header, so room is never zero. */
+  *out = uv_buf_init(c->buf + c->len, (unsigned)(room + 1));
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
+  conn_t *c = st->data;
+  (void)buf;
+  if (n < 0) {
+    conn_close(c);
+    return;
+  }
+  if (n == 0 || c->closing)
+    return;
+  if (!c->reading_head) {
+    c->reading_head = 1;
+    arm_timer(c, c->srv->header_timeout_ms);
+  }
+  c->len += (size_t)n;
+  process(c);
+}
+
+static void on_rejected_closed(uv_handle_t *h) {
+  kcr__free(h);
+}
+
+static void on_connection(uv_stream_t *l, int status) {
+  kcr_server_t *s = l->data;
+  conn_t *c;
+  if (status < 0)
+    return;
+  if (s->nconns >= s->max_conns) {
+    uv_tcp_t *t = kcr__malloc(sizeof(*t));
+    atomic_fetch_add(&s->st_rejected, 1);
+    if (!t || uv_tcp_init(l->loop, t) != 0) {
+      kcr__free(t);
+      return;
+    }
+    if (uv_accept(l, (uv_stream_t *)t) != 0) {
+      uv_close((uv_handle_t *)t, on_rejected_closed);
+      return;
+    }
+    uv_close((uv_handle_t *)t, on_rejected_closed);
+    return;
+  }
+  c = kcr__calloc(1, sizeof(*c));
+  if (!c)
+    return;
+  c->buf = kcr__malloc(s->max_header + 1);
+  if (!c->buf || uv_tcp_init(l->loop, &c->tcp) != 0) {
+    kcr__free(c->buf);
+    kcr__free(c);
+    return;
+  }
+  c->srv = s;
+  c->tcp.data = c;
+  c->open_handles = 1;
+  c->next = s->conns;
+  if (s->conns)
+    s->conns->prev = c;
+  s->conns = c;
+  s->nconns++;
+  uv_timer_init(l->loop, &c->timer);
+  c->timer.data = c;
+  c->open_handles = 2;
+  atomic_fetch_add(&s->st_connections, 1);
+  if (uv_accept(l, (uv_stream_t *)&c->tcp) != 0 ||
+      uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
+    conn_close(c);
+    return;
+  }
+  /* Nothing sent yet counts as reading a head: the header timeout applies. */
+  c->reading_head = 1;
+  arm_timer(c, s->header_timeout_ms);
+}
+
+/* ---- start / stop on the loop ---- */
+
+static void start_finish(kcr_server_t *s, int rc, const char *msg) {
+  pthread_mutex_lock(&s->mu);
+  s->start_rc = rc;
+  if (msg)
+    snprintf(s->start_msg, sizeof(s->start_msg), "%s", msg);
+  s->start_done = 1;
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void on_listener_closed_failed(uv_handle_t *h) {
+  kcr_server_t *s = h->data;
+  s->listener_open = 0;
+  start_finish(s, KCR_ESYS, NULL); /* start_msg already says why */
+}
+
+static void do_start(kcr_loop_t *loop, void *data) {
+  kcr_server_t *s = data;
+  struct sockaddr_storage bound;
+  int rc, namelen = sizeof(bound);
+
+  if ((rc = uv_tcp_init(kcr__loop_uv(loop), &s->listener)) != 0) {
+    start_finish(s, KCR_ESYS, uv_strerror(rc));
+    return;
+  }
+  s->listener.data = s;
+  s->listener_open = 1;
+  if ((rc = uv_tcp_bind(&s->listener, (const struct sockaddr *)&s->addr, 0)) != 0 ||
+      (rc = uv_listen((uv_stream_t *)&s->listener, 128, on_connection)) != 0 ||
+      (rc = uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &namelen)) != 0) {
+    /* start_msg is written here and read by the creator after start_done. */
+    pthread_mutex_lock(&s->mu);
+    snprintf(s->start_msg, sizeof(s->start_msg), "%s", uv_strerror(rc));
+    pthread_mutex_unlock(&s->mu);
+    uv_close((uv_handle_t *)&s->listener, on_listener_closed_failed);
+    return;
+  }
+  if (bound.ss_family == AF_INET6)
+    atomic_store(&s->port, ntohs(((struct sockaddr_in6 *)&bound)->sin6_port));
+  else
+    atomic_store(&s->port, ntohs(((struct sockaddr_in *)&bound)->sin_port));
+  start_finish(s, 0, NULL);
+}
+
+static void on_listener_closed(uv_handle_t *h) {
+  kcr_server_t *s = h->data;
+  s->listener_open = 0;
+  maybe_stop_done(s);
+}
+
+static void do_stop(kcr_loop_t *loop, void *data) {
+  kcr_server_t *s = data;
+  (void)loop;
+  s->stopping = 1;
+  if (s->listener_open && !uv_is_closing((uv_handle_t *)&s->listener))
+    uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+  for (conn_t *c = s->conns; c; c = c->next)
+    conn_close(c);
+  maybe_stop_done(s);
+}
+
+static int parse_address(const char *a, struct sockaddr_storage *out) {
+  char host[128];
+  const char *colon;
+  char *end;
+  long port;
+  size_t hl;
+  if (!a)
+    return KCR_EINVAL;
+  if (a[0] == '[') {
+    const char *rb = strchr(a, ']');
+    if (!rb || rb[1] != ':')
+      return KCR_EINVAL;
+    hl = (size_t)(rb - a - 1);
+    if (hl >= sizeof(host))
+      return KCR_EINVAL;
+    memcpy(host, a + 1, hl);
+    host[hl] = '\0';
+    colon = rb + 1;
+  } else {
+    colon = strrchr(a, ':');
+    if (!colon)
+      return KCR_EINVAL;
+    hl = (size_t)(colon - a);
+    if (hl >= sizeof(host))
+      return KCR_EINVAL;
+    memcpy(host, a, hl);
+    host[hl] = '\0';
+  }
+  errno = 0;
+  port = strtol(colon + 1, &end, 10);
+  if (colon[1] == '\0' || *end != '\0' || errno || port < 0 || port > 65535)
+    return KCR_EINVAL;
+  memset(out, 0, sizeof(*out));
+  if (a[0] == '[')
+    return uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)out) == 0 ? 0 : KCR_EINVAL;
+  return uv_ip4_addr(host[0] ? host : "0.0.0.0", (int)port, (struct sockaddr_in *)out) == 0
+             ? 0
+             : KCR_EINVAL;
+}
+
+static void server_free(kcr_server_t *s) {
+  kcr_server_check_t *k, *kn;
+  for (k = s->checks; k; k = kn) {
+    kn = k->next;
+    kcr__free(k->name);
+    kcr__free(k);
+  }
+  pthread_mutex_destroy(&s->mu);
+  pthread_mutex_destroy(&s->checks_mu);
+  pthread_cond_destroy(&s->cond);
+  kcr__free(s);
+}
+
+int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error_t *err) {
+  kcr_server_t *s;
+  int rc;
+
+  *out = NULL;
+  if (!o || !o->loop || !o->bind_address)
+    return kcr_error_set(err, KCR_EINVAL, "server: loop and bind_address are required");
+  assert(!kcr_loop_on_thread(o->loop));
+  s = kcr__calloc(1, sizeof(*s));
+  if (!s)
+    return kcr_error_set(err, KCR_ENOMEM, "server: out of memory");
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_mutex_init(&s->checks_mu, NULL);
+  pthread_cond_init(&s->cond, NULL);
+  if (parse_address(o->bind_address, &s->addr) != 0) {
+    server_free(s);
+    return kcr_error_set(err, KCR_EINVAL, "server: bad bind address \"%s\"", o->bind_address);
+  }
+  s->loop = o->loop;
+  s->metrics = o->metrics;
+  s->probes = o->probes;
+  s->max_header = o->max_header_bytes ? o->max_header_bytes : 8192;
+  s->header_timeout_ms =
+      (uint64_t)((o->header_timeout_ns > 0 ? o->header_timeout_ns : 10 * KCR_NSEC_PER_SEC) /
+                 KCR_NSEC_PER_MSEC);
+  s->idle_timeout_ms =
+      (uint64_t)((o->idle_timeout_ns > 0 ? o->idle_timeout_ns : 60 * KCR_NSEC_PER_SEC) /
+                 KCR_NSEC_PER_MSEC);
+  if (s->header_timeout_ms == 0)
+    s->header_timeout_ms = 1;
+  if (s->idle_timeout_ms == 0)
+    s->idle_timeout_ms = 1;
+  s->max_conns = o->max_connections > 0 ? o->max_connections : 64;
+
+  rc = kcr_loop_post(s->loop, do_start, s);
+  if (rc != 0) {
+    server_free(s);
+    return kcr_error_set(err, rc, "server: the loop is not accepting work");
+  }
+  pthread_mutex_lock(&s->mu);
+  while (!s->start_done)
+    pthread_cond_wait(&s->cond, &s->mu);
+  rc = s->start_rc;
+  pthread_mutex_unlock(&s->mu);
+  if (rc != 0) {
+    kcr_error_set(err, rc, "server: listening on %s: %s", o->bind_address, s->start_msg);
+    server_free(s);
+    return rc;
+  }
+  kcr_log(KCR_LOG_INFO, "server", "serving on %s (port %d)", o->bind_address,
+          atomic_load(&s->port));
+  *out = s;
+  return 0;
+}
+
+int kcr_server_port(const kcr_server_t *s) {
+  return atomic_load(&((kcr_server_t *)s)->port);
+}
+
+void kcr_server_destroy(kcr_server_t *s) {
+  conn_t *c, *next;
+  if (!s)
+    return;
+  assert(!kcr_loop_on_thread(s->loop));
+  if (kcr_loop_post(s->loop, do_stop, s) == 0) {
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop_done)
+      pthread_cond_wait(&s->cond, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+  } else {
+    /* The loop has stopped and closed our handles without callbacks. */
+    for (c = s->conns; c; c = next) {
+      next = c->next;
+      kcr__free(c->buf);
+      kcr__free(c);
+    }
+  }
+  server_free(s);
+}
+
+/* ---- checks ---- */
+
+static int valid_check_name(const char *n) {
+  if (!n || !*n || strlen(n) > 128)
+    return 0;
+  for (; *n; n++)
+    if (!((*n >= 'a' && *n <= 'z') || (*n >= 'A' && *n <= 'Z') || (*n >= '0' && *n <= '9') ||
+          *n == '_' || *n == '-' || *n == '.'))
+      return 0;
+  return 1;
+}
+
+static int add_check(kcr_server_t *s, kcr_probe_kind kind, const char *name, kcr_check_cb cb,
+                     void *data, int healthy, kcr_server_check_t **out) {
+  kcr_server_check_t *k, **tail;
+  int n = 0;
+  if (out)
+    *out = NULL;
+  if (!valid_check_name(name) || strcmp(name, "ping") == 0 || !(kind & KCR_PROBE_BOTH))
+    return KCR_EINVAL;
+  k = kcr__calloc(1, sizeof(*k));
+  if (!k || !(k->name = kcr__strdup(name))) {
+    kcr__free(k);
+    return KCR_ENOMEM;
+  }
+  k->kind = kind;
+  k->cb = cb;
+  k->data = data;
+  atomic_init(&k->flag, healthy ? 1 : 0);
+  pthread_mutex_lock(&s->checks_mu);
+  for (tail = &s->checks; *tail; tail = &(*tail)->next, n++) {
+    if (((*tail)->kind & kind) && strcmp((*tail)->name, name) == 0)
+      break;
+  }
+  if (*tail || n >= MAX_CHECKS) {
+    int rc = *tail ? KCR_EEXIST : KCR_ETOOBIG;
+    pthread_mutex_unlock(&s->checks_mu);
+    kcr__free(k->name);
+    kcr__free(k);
+    return rc;
+  }
+  *tail = k;
+  pthread_mutex_unlock(&s->checks_mu);
+  if (out)
+    *out = k;
+  return 0;
+}
+
+int kcr_server_add_check(kcr_server_t *s, kcr_probe_kind kind, const char *name, kcr_check_cb cb,
+                         void *data, kcr_server_check_t **out) {
+  assert(cb);
+  return add_check(s, kind, name, cb, data, 1, out);
+}
+
+int kcr_server_add_flag_check(kcr_server_t *s, kcr_probe_kind kind, const char *name, int healthy,
+                              kcr_server_check_t **out) {
+  return add_check(s, kind, name, NULL, NULL, healthy, out);
+}
+
+void kcr_server_check_set(kcr_server_check_t *c, int healthy) {
+  if (c)
+    atomic_store(&c->flag, healthy ? 1 : 0);
+}
+
+void kcr_server_remove_check(kcr_server_t *s, kcr_server_check_t *c) {
+  kcr_server_check_t **p;
+  if (!s || !c)
+    return;
+  pthread_mutex_lock(&s->checks_mu);
+  for (p = &s->checks; *p; p = &(*p)->next) {
+    if (*p == c) {
+      *p = c->next;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&s->checks_mu);
+  kcr__free(c->name);
+  kcr__free(c);
+}
+
+void kcr_server_get_stats(kcr_server_t *s, kcr_server_stats *out) {
+  out->connections = atomic_load(&s->st_connections);
+  out->rejected = atomic_load(&s->st_rejected);
+  out->requests = atomic_load(&s->st_requests);
+  out->header_timeouts = atomic_load(&s->st_timeouts);
+  out->too_large = atomic_load(&s->st_too_large);
+}

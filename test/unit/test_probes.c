@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: MIT */
+/* test_probes.c: the probes/metrics server against real sockets on 127.0.0.1:0. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kcr/loop.h"
+#include "kcr/server.h"
+#include "testutil.h"
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int dial(int port) {
+  struct sockaddr_in a = {0};
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true(fd >= 0);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+  return fd;
+}
+
+static void send_all(int fd, const char *s, size_t n) {
+  while (n) {
+    ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
+    if (w <= 0)
+      return; /* the server may have closed on us: the caller checks the answer */
+    s += w;
+    n -= (size_t)w;
+  }
+}
+
+/* read_until_close reads for at most timeout_ms; returns what came (new) and
+ * *closed whether EOF was seen. */
+static char *read_until_close(int fd, int timeout_ms, int *closed) {
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  int64_t deadline = now_ms() + timeout_ms;
+  *closed = 0;
+  for (;;) {
+    struct pollfd p = {fd, POLLIN, 0};
+    int left = (int)(deadline - now_ms());
+    ssize_t n;
+    if (left <= 0 || poll(&p, 1, left) <= 0)
+      break;
+    if (len + 1 >= cap)
+      buf = realloc(buf, cap *= 2);
+    n = recv(fd, buf + len, cap - len - 1, 0);
+    if (n <= 0) {
+      *closed = 1;
+      break;
+    }
+    len += (size_t)n;
+  }
+  buf[len] = '\0';
+  return buf;
+}
+
+/* read_response reads one answer (head + Content-Length body). New string. */
+static char *read_response(int fd) {
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  for (;;) {
+    struct pollfd p = {fd, POLLIN, 0};
+    char *he;
+    ssize_t n;
+    buf[len] = '\0';
+    he = strstr(buf, "\r\n\r\n");
+    if (he) {
+      char *cl = strstr(buf, "Content-Length: ");
+      size_t want = (size_t)(he - buf) + 4 + (cl ? strtoul(cl + 16, NULL, 10) : 0);
+      if (strncmp(buf, "HEAD", 4) != 0 && len >= want)
+        break;
+    }
+    if (poll(&p, 1, 5000) <= 0)
+      break;
+    if (len + 1 >= cap)
+      buf = realloc(buf, cap *= 2);
+    n = recv(fd, buf + len, cap - len - 1, 0);
+    if (n <= 0)
+      break;
+    len += (size_t)n;
+  }
+  buf[len] = '\0';
+  return buf;
+}
+
+static char *get(int port, const char *request) {
+  int fd = dial(port), closed;
+  char *r;
+  send_all(fd, request, strlen(request));
+  r = read_until_close(fd, 5000, &closed);
+  close(fd);
+  return r;
+}
+
+static char *get_path(int port, const char *path) {
+  char req[512];
+  snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+  return get(port, req);
+}
+
+static const char *body_of(const char *r) {
+  const char *b = strstr(r, "\r\n\r\n");
+  return b ? b + 4 : "";
+}
+
+typedef struct fixture {
+  kcr_loop_t *loop;
+  kcr_server_t *srv;
+  kcr_metrics_registry_t *reg;
+  int port;
+} fixture_t;
+
+static fixture_t *start(kcr_server_options *o) {
+  fixture_t *f = calloc(1, sizeof(*f));
+  kcr_error_t err = {0};
+  assert_int_equal(kcr_loop_create(&f->loop, NULL), 0);
+  assert_int_equal(kcr_loop_start(f->loop, NULL), 0);
+  assert_int_equal(kcr_metrics_registry_create(&f->reg), 0);
+  o->loop = f->loop;
+  o->metrics = f->reg;
+  o->probes = 1;
+  if (!o->bind_address)
+    o->bind_address = "127.0.0.1:0";
+  assert_int_equal(kcr_server_create(o, &f->srv, &err), 0);
+  f->port = kcr_server_port(f->srv);
+  assert_true(f->port > 0);
+  return f;
+}
+
+static void stop(fixture_t *f) {
+  kcr_server_destroy(f->srv);
+  kcr_loop_destroy(f->loop);
+  kcr_metrics_registry_destroy(f->reg);
+  free(f);
+}
+
+static int on_check_fail(void *data) {
+  (void)data;
+  return -1;
+}
+
+static void test_probes_healthz_readyz(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f = start(&o);
+  kcr_server_check_t *synced, *bad;
+  char *r;
+  (void)state;
+
+  r = get_path(f->port, "/healthz");
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+  assert_non_null(strstr(r, "Content-Type: text/plain; charset=utf-8\r\n"));
+  assert_string_equal(body_of(r), "ok");
+  free(r);
+
+  assert_int_equal(kcr_server_add_flag_check(f->srv, KCR_PROBE_READYZ, "caches-synced", 0, &synced),
+                   0);
+  assert_int_equal(kcr_server_add_flag_check(f->srv, KCR_PROBE_READYZ, "caches-synced", 0, NULL),
+                   KCR_EEXIST);
+  assert_int_equal(
+      kcr_server_add_check(f->srv, KCR_PROBE_READYZ, "bad name", on_check_fail, NULL, NULL),
+      KCR_EINVAL);
+  r = get_path(f->port, "/readyz");
+  assert_non_null(strstr(r, "HTTP/1.1 500 Internal Server Error\r\n"));
+  assert_string_equal(body_of(r), "[-]caches-synced failed: reason withheld\n"
+                                  "[+]ping ok\n"
+                                  "readyz check failed\n");
+  free(r);
+  r = get_path(f->port, "/healthz"); /* a readyz check does not affect healthz */
+  assert_string_equal(body_of(r), "ok");
+  free(r);
+  r = get_path(f->port, "/readyz?exclude=caches-synced");
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+  assert_string_equal(body_of(r), "ok");
+  free(r);
+  r = get_path(f->port, "/readyz?verbose&exclude=ping,caches-synced");
+  assert_string_equal(body_of(r), "[+]caches-synced excluded: ok\n"
+                                  "[+]ping excluded: ok\n"
+                                  "readyz check passed\n");
+  free(r);
+  r = get_path(f->port, "/readyz/caches-synced");
+  assert_non_null(strstr(r, "HTTP/1.1 500 "));
+  free(r);
+  kcr_server_check_set(synced, 1);
+  r = get_path(f->port, "/readyz?verbose");
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+  assert_string_equal(body_of(r), "[+]caches-synced ok\n[+]ping ok\nreadyz check passed\n");
+  free(r);
+  r = get_path(f->port, "/readyz/caches-synced");
+  assert_string_equal(body_of(r), "ok");
+  free(r);
+  r = get_path(f->port, "/readyz/nope");
+  assert_non_null(strstr(r, "HTTP/1.1 404 "));
+  free(r);
+
+  assert_int_equal(
+      kcr_server_add_check(f->srv, KCR_PROBE_BOTH, "broken", on_check_fail, NULL, &bad), 0);
+  r = get_path(f->port, "/healthz");
+  assert_non_null(strstr(r, "HTTP/1.1 500 "));
+  assert_non_null(strstr(body_of(r), "[-]broken failed: reason withheld\n"));
+  assert_non_null(strstr(body_of(r), "healthz check failed\n"));
+  free(r);
+  kcr_server_remove_check(f->srv, bad);
+  r = get_path(f->port, "/healthz");
+  assert_string_equal(body_of(r), "ok");
+  free(r);
+  stop(f);
+}
+
+static void test_probes_routes_methods(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f = start(&o);
+  kcr_metric_t *m;
+  char *r;
+  (void)state;
+  assert_int_equal(kcr_metrics_counter(f->reg, "things_total", "Things.", NULL, &m, NULL), 0);
+  kcr_metric_add(kcr_metric_with(m, NULL, 0), 3);
+  r = get_path(f->port, "/metrics");
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+  assert_non_null(strstr(r, "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
+  assert_non_null(strstr(body_of(r), "# TYPE things_total counter\nthings_total 3\n"));
+  free(r);
+  r = get_path(f->port, "/nowhere");
+  assert_non_null(strstr(r, "HTTP/1.1 404 Not Found\r\n"));
+  free(r);
+  r = get(f->port, "POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
+  assert_non_null(strstr(r, "HTTP/1.1 405 Method Not Allowed\r\n"));
+  assert_non_null(strstr(r, "Allow: GET, HEAD\r\n"));
+  free(r);
+  r = get(f->port, "HEAD /healthz HTTP/1.1\r\nConnection: close\r\n\r\n");
+  assert_non_null(strstr(r, "Content-Length: 2\r\n"));
+  assert_string_equal(body_of(r), "");
+  free(r);
+  r = get(f->port, "garbage\r\n\r\n");
+  assert_non_null(strstr(r, "HTTP/1.1 400 "));
+  free(r);
+  stop(f);
+}
+
+static void test_probes_keep_alive(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f = start(&o);
+  int fd = dial(f->port), closed;
+  char *r;
+  const char *two = "GET /healthz HTTP/1.1\r\n\r\nGET /readyz HTTP/1.1\r\n\r\n";
+  kcr_server_stats st;
+  (void)state;
+  send_all(fd, two, strlen(two)); /* pipelined */
+  r = read_response(fd);
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK"));
+  free(r);
+  r = read_until_close(fd, 300, &closed);
+  assert_false(closed); /* still open: keep-alive */
+  free(r);
+  send_all(fd, "GET /healthz HTTP/1.0\r\n\r\n", 25);
+  r = read_until_close(fd, 5000, &closed);
+  assert_true(closed); /* HTTP/1.0 without keep-alive closes */
+  assert_non_null(strstr(r, "Connection: close\r\n"));
+  free(r);
+  close(fd);
+  kcr_server_get_stats(f->srv, &st);
+  assert_int_equal(st.requests, 3);
+  assert_int_equal(st.connections, 1);
+  stop(f);
+}
+
+static void test_probes_oversized_request(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f;
+  char *big, *r;
+  int fd, closed;
+  kcr_server_stats st;
+  (void)state;
+  o.max_header_bytes = 1024;
+  f = start(&o);
+  big = malloc(4096);
+  memset(big, 'a', 4095);
+  big[4095] = '\0';
+  memcpy(big, "GET /healthz HTTP/1.1\r\nX-Big: ", 30);
+  fd = dial(f->port);
+  send_all(fd, big, 4095);
+  r = read_until_close(fd, 5000, &closed);
+  assert_true(closed);
+  assert_non_null(strstr(r, "HTTP/1.1 431 Request Header Fields Too Large\r\n"));
+  free(r);
+  close(fd);
+  free(big);
+  kcr_server_get_stats(f->srv, &st);
+  assert_int_equal(st.too_large, 1);
+  r = get_path(f->port, "/healthz"); /* the server is fine */
+  assert_string_equal(body_of(r), "ok");
+  free(r);
+  stop(f);
+}
+
+static void test_probes_slowloris(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f;
+  const char *req = "GET /healthz HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+  int fd, closed = 0;
+  int64_t t0;
+  size_t i;
+  kcr_server_stats st;
+  (void)state;
+  o.header_timeout_ns = 300 * 1000000LL;
+  f = start(&o);
+  fd = dial(f->port);
+  t0 = now_ms();
+  /* One byte every 50 ms: steady, but the head would take ~3 s. */
+  for (i = 0; i < strlen(req); i++) {
+    struct pollfd p = {fd, POLLIN, 0};
+    send_all(fd, req + i, 1);
+    if (poll(&p, 1, 50) > 0) {
+      char c;
+      if (recv(fd, &c, 1, 0) <= 0) {
+        closed = 1;
+        break;
+      }
+    }
+  }
+  assert_true(closed);
+  assert_true(now_ms() - t0 < 2000);
+  close(fd);
+  kcr_server_get_stats(f->srv, &st);
+  assert_int_equal(st.header_timeouts, 1);
+  assert_int_equal(st.requests, 0);
+  stop(f);
+}
+
+static void test_probes_idle_and_connection_limit(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f;
+  int a, b, c, closed;
+  char *r;
+  kcr_server_stats st;
+  (void)state;
+  o.max_connections = 2;
+  o.idle_timeout_ns = 200 * 1000000LL;
+  f = start(&o);
+  a = dial(f->port);
+  b = dial(f->port);
+  r = read_until_close(a, 100, &closed); /* let the server accept both */
+  free(r);
+  c = dial(f->port);
+  r = read_until_close(c, 2000, &closed);
+  assert_true(closed);
+  assert_string_equal(r, "");
+  free(r);
+  close(c);
+  /* a kept-alive connection is closed after the idle timeout */
+  send_all(a, "GET /healthz HTTP/1.1\r\n\r\n", 25);
+  r = read_until_close(a, 3000, &closed);
+  assert_non_null(strstr(r, "200 OK"));
+  assert_true(closed);
+  free(r);
+  close(a);
+  close(b);
+  kcr_server_get_stats(f->srv, &st);
+  assert_int_equal(st.rejected, 1);
+  stop(f);
+}
+
+static void test_probes_bind_errors(void **state) {
+  kcr_server_options o = {0}, o2 = {0};
+  fixture_t *f = start(&o);
+  kcr_server_t *s2 = NULL;
+  kcr_error_t err = {0};
+  char addr[64];
+  (void)state;
+  snprintf(addr, sizeof(addr), "127.0.0.1:%d", f->port);
+  o2.loop = f->loop;
+  o2.probes = 1;
+  o2.bind_address = addr;
+  assert_int_equal(kcr_server_create(&o2, &s2, &err), KCR_ESYS);
+  assert_null(s2);
+  assert_non_null(strstr(err.message, "address already in use"));
+  o2.bind_address = "nonsense";
+  assert_int_equal(kcr_server_create(&o2, &s2, NULL), KCR_EINVAL);
+  o2.bind_address = "127.0.0.1:99999";
+  assert_int_equal(kcr_server_create(&o2, &s2, NULL), KCR_EINVAL);
+  o2.bind_address = ":0";
+  assert_int_equal(kcr_server_create(&o2, &s2, NULL), 0);
+  assert_true(kcr_server_port(s2) > 0);
+  kcr_server_destroy(s2);
+  stop(f);
+}
+
+static void test_probes_destroy_with_open_connections(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f = start(&o);
+  int a = dial(f->port), b = dial(f->port), closed;
+  char *r;
+  (void)state;
+  send_all(a, "GET /hea", 8);
+  kcr_server_destroy(f->srv);
+  f->srv = NULL;
+  r = read_until_close(a, 2000, &closed);
+  assert_true(closed);
+  free(r);
+  close(a);
+  close(b);
+  stop(f);
+}
+
+static void test_probes_loop_stopped_first(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f = start(&o);
+  int a = dial(f->port), closed;
+  char *r = read_until_close(a, 100, &closed);
+  (void)state;
+  free(r);
+  kcr_loop_stop(f->loop);
+  kcr_server_destroy(f->srv);
+  f->srv = NULL;
+  close(a);
+  stop(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_probes_healthz_readyz),
+      cmocka_unit_test(test_probes_routes_methods),
+      cmocka_unit_test(test_probes_keep_alive),
+      cmocka_unit_test(test_probes_oversized_request),
+      cmocka_unit_test(test_probes_slowloris),
+      cmocka_unit_test(test_probes_idle_and_connection_limit),
+      cmocka_unit_test(test_probes_bind_errors),
+      cmocka_unit_test(test_probes_destroy_with_open_connections),
+      cmocka_unit_test(test_probes_loop_stopped_first),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
