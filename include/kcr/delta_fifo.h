@@ -142,6 +142,17 @@ KCR_EXTERN int kcr_delta_fifo_update(kcr_delta_fifo_t *f, json_t *obj, kcr_error
 KCR_EXTERN int kcr_delta_fifo_delete(kcr_delta_fifo_t *f, json_t *obj, kcr_error_t *err);
 
 /*
+ * kcr_delta_fifo_add_new, _update_new and _delete_new are the stealing forms
+ * (jansson's _new): they take over the caller's reference to obj on every path,
+ * errors included. Producers on another thread than the consumer should use them:
+ * the caller's reference is dropped under the FIFO's lock, so the object is
+ * finally freed by the consumer, in order with its reads.
+ */
+KCR_EXTERN int kcr_delta_fifo_add_new(kcr_delta_fifo_t *f, json_t *obj, kcr_error_t *err);
+KCR_EXTERN int kcr_delta_fifo_update_new(kcr_delta_fifo_t *f, json_t *obj, kcr_error_t *err);
+KCR_EXTERN int kcr_delta_fifo_delete_new(kcr_delta_fifo_t *f, json_t *obj, kcr_error_t *err);
+
+/*
  * kcr_delta_fifo_replace queues Replaced for every object of list (a borrowed
  * json array; a reference is taken on each element) and a Deleted tombstone for
  * every key queued or known that list lacks. resource_version is accepted for

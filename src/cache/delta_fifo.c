@@ -267,25 +267,46 @@ nomem:
   return kcr_error_set(err, KCR_ENOMEM, "delta fifo: out of memory");
 }
 
-static int queue_obj(kcr_delta_fifo_t *f, kcr_delta_type type, json_t *obj, kcr_error_t *err) {
+/*
+ * queue_obj queues one delta. With steal, the caller's reference is dropped on
+ * every path, and on success while the FIFO lock is still held: the popping thread
+ * then owns the last reference, and the object is freed on the thread that
+ * consumed it, ordered by the lock (jansson's release-only decrement would leave
+ * a free on the producing thread unordered with the consumer's reads).
+ */
+static int queue_obj(kcr_delta_fifo_t *f, kcr_delta_type type, json_t *obj, bool steal,
+                     kcr_error_t *err) {
   char key[KCR_META_KEY_MAX];
   int rc;
   assert(f);
-  if ((rc = key_of(f, obj, key, sizeof(key), err)))
+  if ((rc = key_of(f, obj, key, sizeof(key), err))) {
+    if (steal)
+      json_decref(obj);
     return rc;
+  }
   pthread_mutex_lock(&f->mu);
   f->populated = true;
   rc = queue_locked(f, type, type, obj, key, false, err);
+  if (steal)
+    json_decref(obj);
   pthread_mutex_unlock(&f->mu);
   return rc;
 }
 
 int kcr_delta_fifo_add(kcr_delta_fifo_t *f, json_t *obj, kcr_error_t *err) {
-  return queue_obj(f, KCR_DELTA_ADDED, obj, err);
+  return queue_obj(f, KCR_DELTA_ADDED, obj, false, err);
 }
 
 int kcr_delta_fifo_update(kcr_delta_fifo_t *f, json_t *obj, kcr_error_t *err) {
-  return queue_obj(f, KCR_DELTA_UPDATED, obj, err);
+  return queue_obj(f, KCR_DELTA_UPDATED, obj, false, err);
+}
+
+int kcr_delta_fifo_add_new(kcr_delta_fifo_t *f, json_t *obj, kcr_error_t *err) {
+  return queue_obj(f, KCR_DELTA_ADDED, obj, true, err);
+}
+
+int kcr_delta_fifo_update_new(kcr_delta_fifo_t *f, json_t *obj, kcr_error_t *err) {
+  return queue_obj(f, KCR_DELTA_UPDATED, obj, true, err);
 }
 
 /* known_has tells whether the known objects hold key. An error other than "not
@@ -300,19 +321,32 @@ static bool known_has(kcr_delta_fifo_t *f, const char *key) {
   return rc != KCR_ENOENT;
 }
 
-int kcr_delta_fifo_delete(kcr_delta_fifo_t *f, json_t *obj, kcr_error_t *err) {
+static int delete_obj(kcr_delta_fifo_t *f, json_t *obj, bool steal, kcr_error_t *err) {
   char key[KCR_META_KEY_MAX];
   int rc = 0;
   assert(f);
-  if ((rc = key_of(f, obj, key, sizeof(key), err)))
+  if ((rc = key_of(f, obj, key, sizeof(key), err))) {
+    if (steal)
+      json_decref(obj);
     return rc;
+  }
   pthread_mutex_lock(&f->mu);
   f->populated = true;
   /* Not queued and not known: a relist already reported the deletion. */
   if (kcr__hmap_find(&f->items, key) || (f->has_known && known_has(f, key)))
     rc = queue_locked(f, KCR_DELTA_DELETED, KCR_DELTA_DELETED, obj, key, false, err);
+  if (steal)
+    json_decref(obj); /* under the lock: see queue_obj */
   pthread_mutex_unlock(&f->mu);
   return rc;
+}
+
+int kcr_delta_fifo_delete(kcr_delta_fifo_t *f, json_t *obj, kcr_error_t *err) {
+  return delete_obj(f, obj, false, err);
+}
+
+int kcr_delta_fifo_delete_new(kcr_delta_fifo_t *f, json_t *obj, kcr_error_t *err) {
+  return delete_obj(f, obj, true, err);
 }
 
 int kcr_delta_fifo_replace(kcr_delta_fifo_t *f, json_t *list, const char *resource_version,

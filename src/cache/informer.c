@@ -190,6 +190,7 @@ static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
       kcr_error_clear(err);
       json_array_clear(all);
       cont[0] = '\0';
+      rv[0] = '\0'; /* the new list has a version of its own */
       continue;
     }
     if (rc)
@@ -232,18 +233,24 @@ static int on_watch_event(const kcr_watch_event_t *ev, void *data) {
   kcr_error_t err;
   int rc = 0;
 
+  char rv_copy[RV_MAX];
+
+  /* The FIFO steals the object (the _new forms), so read its version first. */
+  snprintf(rv_copy, sizeof(rv_copy), "%s", rv ? rv : "");
+  rv = rv_copy;
   kcr_error_clear(&err);
   switch (ev->type) {
   case KCR_WATCH_ADDED:
-    rc = kcr_delta_fifo_add(inf->fifo, ev->object, &err);
+    rc = kcr_delta_fifo_add_new(inf->fifo, ev->object, &err);
     break;
   case KCR_WATCH_MODIFIED:
-    rc = kcr_delta_fifo_update(inf->fifo, ev->object, &err);
+    rc = kcr_delta_fifo_update_new(inf->fifo, ev->object, &err);
     break;
   case KCR_WATCH_DELETED:
-    rc = kcr_delta_fifo_delete(inf->fifo, ev->object, &err);
+    rc = kcr_delta_fifo_delete_new(inf->fifo, ev->object, &err);
     break;
   case KCR_WATCH_BOOKMARK:
+    json_decref(ev->object);
     break;
   case KCR_WATCH_ERROR:
     pthread_mutex_lock(&inf->mu);
@@ -263,7 +270,6 @@ static int on_watch_event(const kcr_watch_event_t *ev, void *data) {
   if (rc)
     kcr_log(KCR_LOG_ERROR, "reflector", "%s: cannot queue a watch event: %s", kind_name(inf),
             err.message);
-  json_decref(ev->object);
   return rc;
 }
 

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_informer.c: the reflector's fault handling against a scripted server: a
+ * watch that ends with 410 relists and turns vanished objects into tombstone
+ * deletes; a 429 on a watch backs off and resumes without relisting; a 410 on a
+ * list's continue token restarts the list; a normal watch end resumes from the
+ * last resource version.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "httpserver.h"
+#include "kcr/informer.h"
+#include "testutil.h"
+
+static const kcr_gvr configmaps = {"", "v1", "configmaps"};
+
+typedef struct script {
+  atomic_int lists, watches, continues;
+  int scenario;
+  pthread_mutex_t mu;
+  char watch_rvs[8][32]; /* protected by mu: resourceVersion of each watch request */
+} script_t;
+
+/* watch_rv copies the resourceVersion the nth watch asked for. */
+static const char *watch_rv(script_t *s, int n) {
+  static char out[32];
+  pthread_mutex_lock(&s->mu);
+  snprintf(out, sizeof(out), "%s", s->watch_rvs[n]);
+  pthread_mutex_unlock(&s->mu);
+  return out;
+}
+
+enum { SC_GONE, SC_THROTTLE, SC_CONTINUE_EXPIRED, SC_NORMAL_END };
+
+static const char list_two[] =
+    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"100\"},"
+    "\"items\":[{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"90\"}},"
+    "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\",\"resourceVersion\":\"91\"}}]}";
+static const char list_one[] =
+    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"200\"},"
+    "\"items\":[{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"150\"}}]}";
+static const char page_one[] =
+    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"100\","
+    "\"continue\":\"tok1\"},\"items\":[{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\","
+    "\"resourceVersion\":\"90\"}}]}";
+static const char gone[] =
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"The provided "
+    "continue parameter is too old\",\"reason\":\"Expired\",\"code\":410}";
+static const char event_then_gone[] =
+    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{"
+    "\"name\":\"c\",\"namespace\":\"ns\",\"resourceVersion\":\"101\"}}}\n"
+    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":"
+    "\"Failure\",\"message\":\"too old resource version: 100 (150)\",\"reason\":\"Expired\","
+    "\"code\":410}}\n";
+static const char one_event[] =
+    "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{"
+    "\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"120\"}}}\n";
+
+static void handler(const kcr_test_http_request *req, kcr_test_http_response *resp, void *data) {
+  script_t *s = data;
+  if (!strstr(req->path, "watch=true")) {
+    int n;
+    if (strstr(req->path, "continue=tok1")) {
+      atomic_fetch_add(&s->continues, 1);
+      resp->status = 410;
+      resp->body = gone;
+      return;
+    }
+    n = atomic_fetch_add(&s->lists, 1);
+    if (s->scenario == SC_CONTINUE_EXPIRED)
+      resp->body = n == 0 ? page_one : list_one;
+    else
+      resp->body = n == 0 ? list_two : list_one;
+    return;
+  }
+  {
+    int n = atomic_fetch_add(&s->watches, 1);
+    const char *rv = strstr(req->path, "resourceVersion=");
+    pthread_mutex_lock(&s->mu);
+    if (n < 8 && rv)
+      snprintf(s->watch_rvs[n], sizeof(s->watch_rvs[n]), "%.*s", (int)strcspn(rv + 16, "&"),
+               rv + 16);
+    pthread_mutex_unlock(&s->mu);
+    if (s->scenario == SC_GONE && n == 0) {
+      resp->body = event_then_gone;
+      resp->chunk_size = 64;
+      return;
+    }
+    if (s->scenario == SC_THROTTLE && n == 0) {
+      resp->status = 429;
+      resp->body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"TooManyRequests\","
+                   "\"code\":429,\"message\":\"slow down\"}";
+      return;
+    }
+    if (s->scenario == SC_NORMAL_END && n == 0) {
+      resp->body = one_event;
+      resp->chunk_size = 1000; /* then the stream ends: the server's timeout */
+      return;
+    }
+    /* later watches stay open with nothing to say */
+    resp->body = "";
+    resp->chunk_size = 1;
+    resp->hold_ms = 20000;
+  }
+}
+
+typedef struct seen {
+  pthread_mutex_t mu;
+  int adds, updates, deletes, tombstones;
+  char last_tombstone[64];
+} seen_t;
+
+static void on_add(json_t *obj, bool initial, void *data) {
+  seen_t *s = data;
+  (void)obj;
+  (void)initial;
+  pthread_mutex_lock(&s->mu);
+  s->adds++;
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void on_update(json_t *o, json_t *n, void *data) {
+  seen_t *s = data;
+  (void)o;
+  (void)n;
+  pthread_mutex_lock(&s->mu);
+  s->updates++;
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void on_delete(json_t *obj, const char *tombstone, void *data) {
+  seen_t *s = data;
+  (void)obj;
+  pthread_mutex_lock(&s->mu);
+  s->deletes++;
+  if (tombstone) {
+    s->tombstones++;
+    snprintf(s->last_tombstone, sizeof(s->last_tombstone), "%s", tombstone);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+typedef struct fixture {
+  script_t script;
+  seen_t seen;
+  kcr_test_http_t *server;
+  kcr_rest_config_t *config;
+  kcr_client_t *client;
+  kcr_informer_t *inf;
+  char dir[64], kubeconfig[128];
+} fixture;
+
+static fixture *start(int scenario) {
+  fixture *f = calloc(1, sizeof(*f));
+  kcr_client_options co;
+  kcr_informer_options io;
+  kcr_event_handler h;
+  assert_non_null(f);
+  f->script.scenario = scenario;
+  pthread_mutex_init(&f->script.mu, NULL);
+  pthread_mutex_init(&f->seen.mu, NULL);
+  snprintf(f->dir, sizeof(f->dir), "/tmp/kcr-test-informer-XXXXXX");
+  assert_non_null(mkdtemp(f->dir));
+  assert_int_equal(kcr_test_http_start(handler, &f->script, &f->server), 0);
+  assert_int_equal(kcr_test_kubeconfig(f->dir, kcr_test_http_port(f->server), "t", f->kubeconfig,
+                                       sizeof(f->kubeconfig)),
+                   0);
+  assert_int_equal(kcr_rest_config_from_kubeconfig(f->kubeconfig, NULL, NULL, &f->config, NULL), 0);
+  memset(&co, 0, sizeof(co));
+  co.config = f->config;
+  assert_int_equal(kcr_client_create(&co, &f->client, NULL), 0);
+  memset(&io, 0, sizeof(io));
+  io.client = f->client;
+  io.resource = configmaps;
+  io.kind = "ConfigMap";
+  assert_int_equal(kcr_informer_create(&io, &f->inf, NULL), 0);
+  h = (kcr_event_handler){on_add, on_update, on_delete, &f->seen};
+  assert_int_equal(kcr_informer_add_handler(f->inf, &h, NULL, NULL), 0);
+  assert_int_equal(kcr_informer_start(f->inf, NULL), 0);
+  return f;
+}
+
+static void stop(fixture *f) {
+  kcr_informer_destroy(f->inf);
+  kcr_client_destroy(f->client);
+  kcr_rest_config_unref(f->config);
+  kcr_test_http_stop(f->server);
+  unlink(f->kubeconfig);
+  rmdir(f->dir);
+  pthread_mutex_destroy(&f->seen.mu);
+  pthread_mutex_destroy(&f->script.mu);
+  free(f);
+}
+
+/* wait_for polls cond (a few seconds at most: backoff is 0.8-1.6 s). */
+#define WAIT_FOR(cond)                                                                             \
+  do {                                                                                             \
+    for (int i_ = 0; i_ < 800 && !(cond); i_++) {                                                  \
+      struct timespec ts_ = {0, 10 * 1000000L};                                                    \
+      nanosleep(&ts_, NULL);                                                                       \
+    }                                                                                              \
+    assert_true(cond);                                                                             \
+  } while (0)
+
+static int store_has(fixture *f, const char *key) {
+  return kcr_store_contains(kcr_informer_store(f->inf), key);
+}
+
+static void test_informer_gone_watch_relists_with_tombstones(void **state) {
+  fixture *f = start(SC_GONE);
+  kcr_informer_stats st;
+  (void)state;
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  WAIT_FOR(atomic_load(&f->script.lists) == 2 && store_has(f, "ns/a") && !store_has(f, "ns/b") &&
+           !store_has(f, "ns/c"));
+  assert_string_equal(watch_rv(&f->script, 0), "100");
+  /* b and c vanished in the relist: deletions inferred, final state unknown. */
+  pthread_mutex_lock(&f->seen.mu);
+  assert_int_equal(f->seen.tombstones, 2);
+  assert_int_equal(f->seen.adds, 3); /* a, b, then c from the watch */
+  pthread_mutex_unlock(&f->seen.mu);
+  WAIT_FOR(atomic_load(&f->script.watches) >= 2);
+  assert_string_equal(watch_rv(&f->script, 1), "200");
+  kcr_informer_get_stats(f->inf, &st);
+  assert_int_equal(st.lists, 2);
+  assert_true(st.watch_errors >= 1);
+  stop(f);
+}
+
+static void test_informer_throttled_watch_backs_off_without_relist(void **state) {
+  fixture *f = start(SC_THROTTLE);
+  (void)state;
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  WAIT_FOR(atomic_load(&f->script.watches) >= 2);
+  assert_int_equal(atomic_load(&f->script.lists), 1);
+  assert_string_equal(watch_rv(&f->script, 1), "100"); /* resumed where it was */
+  stop(f);
+}
+
+static void test_informer_expired_continue_restarts_list(void **state) {
+  fixture *f = start(SC_CONTINUE_EXPIRED);
+  (void)state;
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  assert_int_equal(atomic_load(&f->script.continues), 1);
+  assert_int_equal(atomic_load(&f->script.lists), 2);
+  assert_true(store_has(f, "ns/a"));
+  assert_int_equal(kcr_store_len(kcr_informer_store(f->inf)), 1);
+  WAIT_FOR(atomic_load(&f->script.watches) >= 1);
+  assert_string_equal(watch_rv(&f->script, 0), "200");
+  stop(f);
+}
+
+static void test_informer_normal_end_resumes_from_last_version(void **state) {
+  fixture *f = start(SC_NORMAL_END);
+  (void)state;
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  WAIT_FOR(atomic_load(&f->script.watches) >= 2);
+  assert_string_equal(watch_rv(&f->script, 1), "120");
+  assert_int_equal(atomic_load(&f->script.lists), 1);
+  pthread_mutex_lock(&f->seen.mu);
+  assert_int_equal(f->seen.updates, 1);
+  pthread_mutex_unlock(&f->seen.mu);
+  assert_int_equal(kcr_informer_wait_for_resource_version(f->inf, "120", KCR_NSEC_PER_SEC, NULL),
+                   0);
+  stop(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_informer_gone_watch_relists_with_tombstones),
+      cmocka_unit_test(test_informer_throttled_watch_backs_off_without_relist),
+      cmocka_unit_test(test_informer_expired_continue_restarts_list),
+      cmocka_unit_test(test_informer_normal_end_resumes_from_last_version),
+  };
+  return cmocka_run_group_tests_name("informer", tests, NULL, NULL);
+}
