@@ -11,9 +11,16 @@
  * REST mapper (kcr/discovery.h), so a CRD installed after start works.
  *
  * Threads: every function may be called from any thread except the client's loop
- * thread (reads may block on discovery or on sync).
+ * thread (reads may block on discovery or on sync). Not from inside an informer
+ * handler either: a read may wait for that very informer.
  *
- * THIS HEADER IS A CONTRACT: implementation in progress (issue 5).
+ * Errors common to the reader: KCR_EINVAL for a kind without version or kind, a
+ * namespace given for a cluster-scoped kind, a namespaced get without one, or a
+ * namespace the kind's informer does not watch; KCR_ENOENT when the server does
+ * not serve the kind (the message names it); discovery's errors; KCR_ETIMEDOUT
+ * when the kind's informer did not sync within sync_timeout (the message names
+ * the kind and the informer's last list error, e.g. Forbidden) or a noted write
+ * was not seen within ryow_timeout.
  */
 #ifndef KCR_CACHE_H
 #define KCR_CACHE_H
@@ -45,10 +52,15 @@ typedef struct kcr_gvk {
  * zero-initialise. Strings are copied.
  *   ns              only this namespace ("" or NULL: the cache's default).
  *   label_selector, field_selector  restrict what is cached.
- *   metadata_only   cache PartialObjectMetadata (apiVersion, kind, metadata)
- *                   instead of whole objects, for kinds a controller only needs to
- *                   map to owners.
- *   transform       NULL: drop managedFields.
+ *   metadata_only   cache PartialObjectMetadata (apiVersion, kind, metadata
+ *                   without managedFields) instead of whole objects, for kinds a
+ *                   controller only needs to map to owners. The reduction happens
+ *                   as each object arrives, so the store holds only metadata; the
+ *                   list and watch still transfer whole objects.
+ *   transform       runs on each object before it is stored (after the
+ *                   metadata-only reduction); NULL: drop managedFields. Called on
+ *                   the client's loop thread and the informer's reflector thread
+ *                   with the informer's queue locked: quick, and no cache calls.
  */
 typedef struct kcr_cache_by_object {
   const char *ns;
@@ -81,15 +93,24 @@ typedef struct kcr_cache_options {
 /* kcr_cache_t: opaque, thread-safe. */
 typedef struct kcr_cache kcr_cache_t;
 
-/* kcr_cache_create makes an empty, started cache (informers start on first use). */
+/*
+ * kcr_cache_create makes an empty, started cache (informers start on first use).
+ * *out: a new cache (kcr_cache_destroy), NULL on failure. Errors: KCR_EINVAL (no
+ * client), KCR_ENOMEM. Nothing is fetched until the first use of a kind.
+ */
 KCR_EXTERN int kcr_cache_create(const kcr_cache_options *o, kcr_cache_t **out, kcr_error_t *err);
 
-/* kcr_cache_destroy stops every informer and frees the cache. NULL is ignored. */
+/*
+ * kcr_cache_destroy stops every informer and frees the cache, its informers and,
+ * if it made it, its mapper. No other call on c may be running or follow. NULL is
+ * ignored.
+ */
 KCR_EXTERN void kcr_cache_destroy(kcr_cache_t *c);
 
 /*
- * kcr_cache_set_by_object sets how gvk is cached. Only before the kind's informer
- * exists: KCR_EEXIST afterwards.
+ * kcr_cache_set_by_object sets how gvk is cached (o and its strings are copied).
+ * Only before the kind's informer exists: KCR_EEXIST afterwards. A label selector
+ * that does not parse is KCR_EPARSE.
  */
 KCR_EXTERN int kcr_cache_set_by_object(kcr_cache_t *c, const kcr_gvk *gvk,
                                        const kcr_cache_by_object *o, kcr_error_t *err);
@@ -104,31 +125,42 @@ KCR_EXTERN int kcr_cache_get_informer(kcr_cache_t *c, const kcr_gvk *gvk, kcr_in
 
 /*
  * kcr_cache_add_index registers a field index on the kind's store (controller-
- * runtime's IndexField): fn returns the values an object is indexed under. Before
- * the kind's informer starts (creates it stopped if needed).
+ * runtime's IndexField): fn (called with the store's write lock held, on the
+ * informer's thread; data is passed back) adds the values an object is indexed
+ * under, and kcr_cache_list finds objects by field_index = name and a value,
+ * within one namespace or all. Best before the kind's informer starts: it is
+ * created stopped if needed, and the next read or kcr_cache_wait_for_sync starts
+ * it; added later, the index is built over what is stored at once. Errors:
+ * KCR_EINVAL (no name or fn), KCR_EEXIST (name taken), the lookup's errors.
  */
 KCR_EXTERN int kcr_cache_add_index(kcr_cache_t *c, const kcr_gvk *gvk, const char *name,
                                    kcr_index_fn fn, void *data, kcr_error_t *err);
 
 /*
- * kcr_cache_wait_for_sync waits until every informer created so far has synced,
- * up to timeout_ns. KCR_ETIMEDOUT names the kinds that did not.
+ * kcr_cache_wait_for_sync starts every informer created so far that is not yet
+ * running, and waits until all have synced, up to timeout_ns. KCR_ETIMEDOUT
+ * names the kinds that did not and the first one's reason.
  */
 KCR_EXTERN int kcr_cache_wait_for_sync(kcr_cache_t *c, int64_t timeout_ns, kcr_error_t *err);
 
 /*
  * kcr_cache_get reads one object: *out is a new reference the caller owns (mutate
- * freely). A miss is KCR_EAPI with a NotFound error (kcr_error_is_not_found), as
- * controller-runtime's reader returns. Waits for the kind's informer to sync (up
- * to sync_timeout: KCR_ETIMEDOUT) and for noted writes of this object.
+ * freely), NULL on failure. ns is required for namespaced kinds and must be NULL
+ * or "" for cluster-scoped ones. A miss is KCR_EAPI with a NotFound error worded
+ * as the API server words it (http_status 404, reason "NotFound", message
+ * `configmaps "x" not found`; kcr_error_is_not_found is true). Creates and starts
+ * the kind's informer on first use and waits for its sync (up to sync_timeout:
+ * KCR_ETIMEDOUT), then for a noted write of this object (up to ryow_timeout:
+ * KCR_ETIMEDOUT, after which the write is no longer waited for).
  */
 KCR_EXTERN int kcr_cache_get(kcr_cache_t *c, const kcr_gvk *gvk, const char *ns, const char *name,
                              json_t **out, kcr_error_t *err);
 
 /*
- * kcr_cache_list_options: zero-initialise. ns NULL or "": all namespaces;
- * label_selector in kcr_selector_parse syntax; field_index/field_value: objects
- * whose index field_index holds field_value (from kcr_cache_add_index).
+ * kcr_cache_list_options: zero-initialise. ns NULL or "": all namespaces (all the
+ * kind's informer watches); label_selector in kcr_selector_parse syntax;
+ * field_index/field_value: objects whose index field_index (a name given to
+ * kcr_cache_add_index) holds field_value. All given conditions must hold.
  */
 typedef struct kcr_cache_list_options {
   const char *ns;
@@ -138,17 +170,25 @@ typedef struct kcr_cache_list_options {
 } kcr_cache_list_options;
 
 /*
- * kcr_cache_list reads matching objects: *out is a new JSON array the caller owns.
- * Same waiting rules as kcr_cache_get. A bad selector is KCR_EPARSE.
+ * kcr_cache_list reads matching objects: *out is a new JSON array the caller owns
+ * (objects in no particular order), NULL on failure. Same waiting rules as
+ * kcr_cache_get, for every noted write of the kind in ns. A bad selector is
+ * KCR_EPARSE; an index never added is KCR_EINVAL; field_index without a
+ * field_value is KCR_EINVAL.
  */
 KCR_EXTERN int kcr_cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_cache_list_options *o,
                               json_t **out, kcr_error_t *err);
 
 /*
- * kcr_cache_note_write records that a write returned obj (borrowed; its kind,
- * namespace, name and resourceVersion are read): until the cache has seen that
- * version of that object, reads of it wait (up to ryow_timeout). The manager's
- * client calls it after every successful write.
+ * kcr_cache_note_write records that a write returned obj (borrowed; its
+ * namespace, name and resourceVersion are read; gvk names its kind): until the
+ * cache has seen that version of that object, reads of it wait (up to
+ * ryow_timeout). The manager's client calls it after every successful write.
+ * Cheap (a hash insert under a mutex), never fails, any thread. Ignored when obj
+ * has no name or no decimal resourceVersion (a delete's Status), or when no
+ * informer of the kind exists yet (one made later lists after this write). At
+ * most 65536 writes are remembered at once; satisfied ones are dropped by the
+ * read that sees them, or swept as the map grows.
  */
 KCR_EXTERN void kcr_cache_note_write(kcr_cache_t *c, const kcr_gvk *gvk, const json_t *obj);
 

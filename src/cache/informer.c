@@ -18,10 +18,12 @@
  * handed to the handlers, under the handler-list lock, so that a handler added
  * late can be given the store's contents without missing or repeating an event.
  *
- * Read-your-own-writes: processed_rv is the highest resource version whose effect
- * is in the store: raised by every processed delta, and by the reflector's last
- * known version (a list or bookmark) once the FIFO has drained (read in that
- * order, see note_drained). Waiters for a version sleep on rv_cond.
+ * Read-your-own-writes: processed_rv is a resource version up to which every
+ * change is in the store: the reflector's last known version (an event, a list or
+ * a bookmark), taken once the FIFO has drained past it (read in that order, see
+ * note_drained). It is not raised per popped delta: the FIFO pops keys in the
+ * order they were first queued, so a popped key may carry a newer version than a
+ * key still queued behind it. Waiters for a version sleep on cond.
  *
  * Lock order: FIFO -> handlers_mu -> store; mu (reflector state) is never held
  * while taking another lock.
@@ -410,7 +412,6 @@ static void dispatch_delete(kcr_informer_t *inf, json_t *obj, const char *tombst
 static int process(const char *key, const kcr_delta_t *deltas, size_t n, bool initial,
                    bool *requeue, void *data) {
   kcr_informer_t *inf = data;
-  uint64_t max_rv = 0;
   int rc = 0;
   (void)requeue;
 
@@ -418,9 +419,6 @@ static int process(const char *key, const kcr_delta_t *deltas, size_t n, bool in
   for (size_t i = 0; i < n && rc == 0; i++) {
     const kcr_delta_t *d = &deltas[i];
     kcr_error_t err;
-    uint64_t rv = d->object ? parse_rv(kcr_meta_resource_version(d->object)) : 0;
-    if (rv > max_rv)
-      max_rv = rv;
     kcr_error_clear(&err);
     if (d->type == KCR_DELTA_DELETED) {
       if (d->tombstone_key)
@@ -448,8 +446,6 @@ static int process(const char *key, const kcr_delta_t *deltas, size_t n, bool in
               err.message);
   }
   pthread_mutex_unlock(&inf->handlers_mu);
-  if (max_rv)
-    raise_processed(inf, max_rv);
   return rc;
 }
 

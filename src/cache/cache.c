@@ -1,0 +1,955 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cache.c: the informer cache and its reader (controller-runtime's
+ * informer_cache.go, internal/informers.go and cache_reader.go).
+ *
+ * Kinds: one entry per group/version/kind, in a short list under mu (an operator
+ * caches a handful of kinds, so a scan is cheaper than hashing). An entry holds
+ * the kind's by-object options and, once a read or kcr_cache_get_informer asked
+ * for it, its REST mapping and informer. The mapping is looked up outside mu
+ * (discovery may go to the network); the informer is created and started under
+ * mu, which is quick (two threads, no I/O). kcr_cache_add_index creates the
+ * informer without starting it, so indexes exist before the first list; any read
+ * or kcr_cache_wait_for_sync starts it. Informers live until kcr_cache_destroy,
+ * so a pointer taken under mu stays valid after it is dropped.
+ *
+ * Reads: wait for the kind's informer to sync (sync_timeout), then for noted
+ * writes (below), then read the compact store, which parses a fresh json_t per
+ * object (the caller owns it). Namespace lists use the store's namespace index;
+ * field indexes are store indexers named "field:<name>" over the values the
+ * user's function returns, and a namespaced list by field filters the index's
+ * keys ("ns/name") by namespace before parsing anything. controller-runtime
+ * instead stores each value twice ("ns/value" and "__all_namespaces/value");
+ * filtering keys costs a string compare per cluster-wide match and no memory.
+ *
+ * Read-your-own-writes: ryow maps "group/Kind/<store key>" to the resourceVersion
+ * a write returned (under ryow_mu; an hmap whose keys live in the entries). A
+ * read touching such an object waits until the stored object's resourceVersion
+ * reaches it or the informer has processed it (kcr_informer_get_stats'
+ * processed_rv, raised only once the informer's FIFO has drained past it), and
+ * then drops the entry. Writes of a kind without an informer are not recorded:
+ * its informer, made later, starts with a consistent list, which is newer than
+ * the write. Entries of reads that never come are swept when the map grows.
+ *
+ * Lock order: ryow_mu -> mu -> an informer's locks. Informers never call back
+ * into the cache except through the transform, which takes no cache lock.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache_internal.h"
+#include "cache/hmap.h"
+#include "kcr/apierror.h"
+#include "kcr/cache.h"
+#include "kcr/clock.h"
+#include "kcr/log.h"
+#include "kcr/meta.h"
+#include "util/alloc.h"
+
+#define DEFAULT_SYNC_TIMEOUT_NS (120 * KCR_NSEC_PER_SEC)
+#define DEFAULT_RYOW_TIMEOUT_NS (10 * KCR_NSEC_PER_SEC)
+/* RYOW_SWEEP_AT: the ryow map is swept of satisfied entries when it reaches this
+ * size, and then whenever it doubles since the last sweep. */
+#define RYOW_SWEEP_AT 256
+/* RYOW_MAX bounds the ryow map; a write noted beyond it is not waited for. */
+#define RYOW_MAX 65536
+/* RYOW_STEP_NS: how long a read waits between looks at a noted write. */
+#define RYOW_STEP_NS (20 * KCR_NSEC_PER_MSEC)
+#define FIELD_PREFIX "field:"
+
+typedef struct entry {
+  struct entry *next;
+  char *group, *version, *kind;
+  /* by-object options (copied) */
+  char *ns, *label_selector, *field_selector;
+  bool metadata_only;
+  kcr_transform_fn transform;
+  void *transform_data;
+  /* set with the informer */
+  kcr_rest_mapping mapping;
+  const char *scope_ns; /* namespace the informer watches, NULL: all */
+  kcr_informer_t *inf;
+  int started;
+} entry_t;
+
+typedef struct ryow {
+  uint64_t rv;
+  char key[]; /* "group/Kind/<store key>" */
+} ryow_t;
+
+struct kcr_cache {
+  kcr_client_t *client;
+  kcr_rest_mapper_t *mapper;
+  int own_mapper;
+  char *default_ns;
+  int64_t resync_ns, sync_timeout_ns, ryow_timeout_ns;
+
+  pthread_mutex_t mu;
+  entry_t *entries; /* protected by mu */
+
+  pthread_mutex_t ryow_mu;
+  kcr__hmap_t ryow;  /* protected by ryow_mu */
+  size_t ryow_sweep; /* protected by ryow_mu: size that triggers the next sweep */
+};
+
+/* ---- helpers ---- */
+
+static int64_t now_ns(void) {
+  return kcr_clock_now(kcr_clock_system());
+}
+
+static uint64_t parse_rv(const char *rv) {
+  char *end;
+  unsigned long long v;
+  if (!rv || *rv < '0' || *rv > '9')
+    return 0;
+  v = strtoull(rv, &end, 10);
+  return *end ? 0 : (uint64_t)v;
+}
+
+static const char *str0(const char *s) {
+  return s ? s : "";
+}
+
+static char *dup_opt(const char *s) {
+  return s && *s ? kcr__strdup(s) : NULL;
+}
+
+static bool gvk_valid(const kcr_gvk *gvk) {
+  return gvk && gvk->version && *gvk->version && gvk->kind && *gvk->kind;
+}
+
+static void entry_free(entry_t *e) {
+  if (!e)
+    return;
+  kcr_informer_destroy(e->inf);
+  kcr__free(e->group);
+  kcr__free(e->version);
+  kcr__free(e->kind);
+  kcr__free(e->ns);
+  kcr__free(e->label_selector);
+  kcr__free(e->field_selector);
+  kcr__free(e);
+}
+
+/* find_entry returns gvk's entry or NULL. mu held. */
+static entry_t *find_entry(kcr_cache_t *c, const kcr_gvk *gvk) {
+  for (entry_t *e = c->entries; e; e = e->next)
+    if (strcmp(e->group, str0(gvk->group)) == 0 && strcmp(e->version, gvk->version) == 0 &&
+        strcmp(e->kind, gvk->kind) == 0)
+      return e;
+  return NULL;
+}
+
+/* ensure_entry returns gvk's entry, adding an empty one. mu held. */
+static entry_t *ensure_entry(kcr_cache_t *c, const kcr_gvk *gvk) {
+  entry_t *e = find_entry(c, gvk);
+  if (e)
+    return e;
+  e = kcr__calloc(1, sizeof(*e));
+  if (!e)
+    return NULL;
+  e->group = kcr__strdup(str0(gvk->group));
+  e->version = kcr__strdup(gvk->version);
+  e->kind = kcr__strdup(gvk->kind);
+  if (!e->group || !e->version || !e->kind) {
+    entry_free(e);
+    return NULL;
+  }
+  e->next = c->entries;
+  c->entries = e;
+  return e;
+}
+
+int kcr__cache_metadata_transform(json_t *obj, void *data) {
+  const char *k;
+  json_t *v, *tmp;
+  (void)data;
+  json_object_foreach_safe(obj, tmp, k, v) {
+    if (strcmp(k, "apiVersion") != 0 && strcmp(k, "kind") != 0 && strcmp(k, "metadata") != 0)
+      json_object_del(obj, k);
+  }
+  return kcr_meta_strip_managed_fields(obj);
+}
+
+/* entry_transform is every cached kind's informer transform: metadata-only
+ * reduction, then the user's transform, or by default dropping managedFields. */
+static int entry_transform(json_t *obj, void *data) {
+  entry_t *e = data;
+  if (e->metadata_only)
+    kcr__cache_metadata_transform(obj, NULL);
+  if (e->transform)
+    return e->transform(obj, e->transform_data);
+  return kcr_meta_strip_managed_fields(obj);
+}
+
+/* kind_label names a kind in messages: "ConfigMap" or "App.kcr.dev". */
+static void kind_label(const kcr_gvk *gvk, char *buf, size_t size) {
+  if (gvk->group && *gvk->group)
+    snprintf(buf, size, "%s.%s", gvk->kind, gvk->group);
+  else
+    snprintf(buf, size, "%s", gvk->kind);
+}
+
+/* ---- informers ---- */
+
+/* create_informer makes e's informer for mapping m. mu held. */
+static int create_informer(kcr_cache_t *c, entry_t *e, const kcr_rest_mapping *m,
+                           kcr_error_t *err) {
+  kcr_informer_options o;
+  int rc;
+
+  e->mapping = *m;
+  e->scope_ns = NULL;
+  if (m->namespaced) {
+    const char *ns = e->ns ? e->ns : c->default_ns;
+    e->scope_ns = ns && *ns ? ns : NULL;
+  }
+  memset(&o, 0, sizeof(o));
+  o.client = c->client;
+  o.resource = kcr_rest_mapping_gvr(&e->mapping);
+  o.kind = e->kind;
+  o.ns = e->scope_ns;
+  o.label_selector = e->label_selector;
+  o.field_selector = e->field_selector;
+  o.resync_period_ns = c->resync_ns;
+  o.transform = entry_transform;
+  o.transform_data = e;
+  rc = kcr_informer_create(&o, &e->inf, err);
+  if (rc == 0)
+    kcr_log(KCR_LOG_DEBUG, "cache", "informer for %s (%s/%s %s)%s%s", e->kind,
+            e->group[0] ? e->group : "core", e->version, e->mapping.resource,
+            e->scope_ns ? " in namespace " : "", e->scope_ns ? e->scope_ns : "");
+  return rc;
+}
+
+/*
+ * get_entry returns gvk's entry with its informer, creating the informer (and
+ * starting it when start is set). *out is borrowed (lives as long as c).
+ */
+static int get_entry(kcr_cache_t *c, const kcr_gvk *gvk, int start, entry_t **out,
+                     kcr_error_t *err) {
+  kcr_rest_mapping m;
+  entry_t *e;
+  int rc = 0;
+
+  *out = NULL;
+  if (!gvk_valid(gvk)) {
+    kcr_error_set(err, KCR_EINVAL, "cache: a kind needs a version and a kind");
+    return KCR_EINVAL;
+  }
+  pthread_mutex_lock(&c->mu);
+  e = find_entry(c, gvk);
+  if (!e || !e->inf) {
+    pthread_mutex_unlock(&c->mu);
+    /* Discovery may block on the network: outside mu. */
+    rc = kcr_rest_mapper_mapping(c->mapper, str0(gvk->group), gvk->version, gvk->kind, &m, err);
+    if (rc)
+      return rc;
+    pthread_mutex_lock(&c->mu);
+    e = ensure_entry(c, gvk);
+    if (!e) {
+      pthread_mutex_unlock(&c->mu);
+      kcr_error_set(err, KCR_ENOMEM, "cache: out of memory");
+      return KCR_ENOMEM;
+    }
+    if (!e->inf)
+      rc = create_informer(c, e, &m, err);
+  }
+  if (rc == 0 && start && !e->started) {
+    rc = kcr_informer_start(e->inf, err);
+    if (rc == 0)
+      e->started = 1;
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (rc == 0)
+    *out = e;
+  return rc;
+}
+
+/* find_informer returns the informer of group/kind (any version), NULL if none.
+ * Takes mu. */
+static kcr_informer_t *find_informer(kcr_cache_t *c, const char *group, size_t group_len,
+                                     const char *kind, size_t kind_len) {
+  kcr_informer_t *inf = NULL;
+  pthread_mutex_lock(&c->mu);
+  for (entry_t *e = c->entries; e && !inf; e = e->next)
+    if (e->inf && strlen(e->group) == group_len && memcmp(e->group, group, group_len) == 0 &&
+        strlen(e->kind) == kind_len && memcmp(e->kind, kind, kind_len) == 0)
+      inf = e->inf;
+  pthread_mutex_unlock(&c->mu);
+  return inf;
+}
+
+static uint64_t processed_rv(kcr_informer_t *inf) {
+  kcr_informer_stats st;
+  kcr_informer_get_stats(inf, &st);
+  return st.processed_rv;
+}
+
+/* ---- read-your-own-writes ---- */
+
+/* ryow_key writes "group/Kind/" + store key into buf. */
+static int ryow_key(const char *group, const char *kind, const char *skey, char *buf, size_t size) {
+  int n = snprintf(buf, size, "%s/%s/%s", group, kind, skey);
+  return n < 0 || (size_t)n >= size ? KCR_ETOOBIG : 0;
+}
+
+/* ryow_sweep drops entries whose informer has processed them, or that have no
+ * informer any more. ryow_mu held. */
+static void ryow_sweep(kcr_cache_t *c) {
+  size_t i = 0;
+  while (i < c->ryow.cap) {
+    kcr__hmap_slot_t *s = &c->ryow.slots[i];
+    ryow_t *r;
+    const char *g, *k, *slash;
+    kcr_informer_t *inf;
+    if (!s->key) {
+      i++;
+      continue;
+    }
+    r = s->val;
+    g = r->key;
+    k = strchr(g, '/') + 1;
+    slash = strchr(k, '/');
+    inf = find_informer(c, g, (size_t)(k - 1 - g), k, (size_t)(slash - k));
+    if (!inf || processed_rv(inf) >= r->rv) {
+      /* Backward-shift deletion may move another entry into slot i: look again. */
+      kcr__hmap_del(&c->ryow, r->key);
+      kcr__free(r);
+      continue;
+    }
+    i++;
+  }
+}
+
+void kcr_cache_note_write(kcr_cache_t *c, const kcr_gvk *gvk, const json_t *obj) {
+  char skey[KCR_META_KEY_MAX], rkey[KCR_META_KEY_MAX + 2 * KCR_MAPPING_NAME_MAX];
+  const char *group;
+  uint64_t rv;
+  ryow_t *r;
+
+  if (!c || !gvk_valid(gvk) || !obj)
+    return;
+  rv = parse_rv(kcr_meta_resource_version(obj));
+  group = str0(gvk->group);
+  if (!rv || kcr_meta_key(obj, skey, sizeof(skey)) != 0 ||
+      ryow_key(group, gvk->kind, skey, rkey, sizeof(rkey)) != 0)
+    return;
+  pthread_mutex_lock(&c->ryow_mu);
+  /* No informer yet: the one made later lists after this write returned. */
+  if (!find_informer(c, group, strlen(group), gvk->kind, strlen(gvk->kind)))
+    goto out;
+  r = kcr__hmap_get(&c->ryow, rkey);
+  if (r) {
+    if (rv > r->rv)
+      r->rv = rv;
+    goto out;
+  }
+  if (c->ryow.len >= c->ryow_sweep) {
+    ryow_sweep(c);
+    c->ryow_sweep = c->ryow.len * 2 > RYOW_SWEEP_AT ? c->ryow.len * 2 : RYOW_SWEEP_AT;
+  }
+  if (c->ryow.len >= RYOW_MAX) {
+    kcr_log(KCR_LOG_WARN, "cache", "%s: too many writes waiting to be seen; not waiting for %s",
+            gvk->kind, skey);
+    goto out;
+  }
+  r = kcr__malloc(sizeof(*r) + strlen(rkey) + 1);
+  if (!r)
+    goto out; /* best effort: the read will not wait */
+  r->rv = rv;
+  memcpy(r->key, rkey, strlen(rkey) + 1);
+  if (kcr__hmap_put(&c->ryow, r->key, r) != 0)
+    kcr__free(r);
+out:
+  pthread_mutex_unlock(&c->ryow_mu);
+}
+
+/* ryow_pending returns the noted version of rkey, 0 when none. */
+static uint64_t ryow_pending(kcr_cache_t *c, const char *rkey) {
+  ryow_t *r;
+  uint64_t rv = 0;
+  pthread_mutex_lock(&c->ryow_mu);
+  r = kcr__hmap_get(&c->ryow, rkey);
+  if (r)
+    rv = r->rv;
+  pthread_mutex_unlock(&c->ryow_mu);
+  return rv;
+}
+
+/* ryow_done drops rkey's entry unless a newer write was noted meanwhile. */
+static void ryow_done(kcr_cache_t *c, const char *rkey, uint64_t rv) {
+  ryow_t *r;
+  pthread_mutex_lock(&c->ryow_mu);
+  r = kcr__hmap_get(&c->ryow, rkey);
+  if (r && r->rv <= rv) {
+    kcr__hmap_del(&c->ryow, rkey);
+    kcr__free(r);
+  }
+  pthread_mutex_unlock(&c->ryow_mu);
+}
+
+/* ryow_wait_step sleeps until the informer may have moved, at most until deadline. */
+static void ryow_wait_step(kcr_informer_t *inf, uint64_t want, int64_t deadline) {
+  char rv[32];
+  int64_t left = deadline - now_ns();
+  snprintf(rv, sizeof(rv), "%" PRIu64, want);
+  if (left > 0)
+    kcr_informer_wait_for_resource_version(inf, rv, left < RYOW_STEP_NS ? left : RYOW_STEP_NS,
+                                           NULL);
+}
+
+static int ryow_timeout(kcr_cache_t *c, const kcr_gvk *gvk, const char *skey, uint64_t want,
+                        kcr_error_t *err) {
+  char kl[2 * KCR_MAPPING_NAME_MAX];
+  kind_label(gvk, kl, sizeof(kl));
+  return kcr_error_set(err, KCR_ETIMEDOUT,
+                       "cache: %s %s: the cache did not catch up with resourceVersion %" PRIu64
+                       " written by this process within %" PRId64 " ms",
+                       kl, skey, want, c->ryow_timeout_ns / KCR_NSEC_PER_MSEC);
+}
+
+/*
+ * get_fresh reads skey from e's store into *out (NULL when absent) after waiting
+ * for a noted write of it. Returns 0, KCR_ETIMEDOUT (the noted write was not seen
+ * in time; the entry is dropped so the caller's retry reads what is there) or
+ * KCR_ENOMEM.
+ */
+static int get_fresh(kcr_cache_t *c, entry_t *e, const kcr_gvk *gvk, const char *skey, json_t **out,
+                     kcr_error_t *err) {
+  char rkey[KCR_META_KEY_MAX + 2 * KCR_MAPPING_NAME_MAX];
+  int64_t deadline = 0;
+  int rc;
+
+  *out = NULL;
+  if (ryow_key(e->group, e->kind, skey, rkey, sizeof(rkey)) != 0)
+    rkey[0] = '\0';
+  for (;;) {
+    json_t *obj = NULL;
+    uint64_t want, have;
+    rc = kcr_store_get_by_key(kcr_informer_store(e->inf), skey, &obj);
+    if (rc && rc != KCR_ENOENT)
+      return kcr_error_set(err, rc, "cache: %s %s: out of memory", e->kind, skey);
+    want = rkey[0] ? ryow_pending(c, rkey) : 0;
+    if (!want) {
+      *out = obj;
+      return 0;
+    }
+    have = obj ? parse_rv(kcr_meta_resource_version(obj)) : 0;
+    if (have >= want || processed_rv(e->inf) >= want) {
+      ryow_done(c, rkey, want);
+      *out = obj;
+      return 0;
+    }
+    json_decref(obj);
+    if (!deadline)
+      deadline = now_ns() + c->ryow_timeout_ns;
+    else if (now_ns() >= deadline) {
+      ryow_done(c, rkey, want);
+      return ryow_timeout(c, gvk, skey, want, err);
+    }
+    ryow_wait_step(e->inf, want, deadline);
+  }
+}
+
+typedef struct pending {
+  char *skey; /* points into the copied rkey */
+  char *rkey;
+  uint64_t rv;
+} pending_t;
+
+/* collect_pending copies the noted writes of e's kind in ns (NULL: any). */
+static int collect_pending(kcr_cache_t *c, entry_t *e, const char *ns, pending_t **out, size_t *n) {
+  size_t prefix_len = strlen(e->group) + strlen(e->kind) + 2, ns_len = ns ? strlen(ns) : 0;
+  size_t cap = 0;
+  pending_t *v = NULL;
+  int rc = 0;
+
+  *out = NULL;
+  *n = 0;
+  pthread_mutex_lock(&c->ryow_mu);
+  KCR__HMAP_FOREACH(&c->ryow, s) {
+    ryow_t *r = s->val;
+    const char *skey = r->key + prefix_len;
+    if (strncmp(r->key, e->group, strlen(e->group)) != 0 || r->key[strlen(e->group)] != '/' ||
+        strncmp(r->key + strlen(e->group) + 1, e->kind, strlen(e->kind)) != 0 ||
+        r->key[prefix_len - 1] != '/')
+      continue;
+    if (ns && (strncmp(skey, ns, ns_len) != 0 || skey[ns_len] != '/'))
+      continue;
+    if (*n == cap) {
+      size_t ncap = cap ? cap * 2 : 8;
+      pending_t *nv = kcr__realloc(v, ncap * sizeof(*nv));
+      if (!nv) {
+        rc = KCR_ENOMEM;
+        break;
+      }
+      v = nv;
+      cap = ncap;
+    }
+    v[*n].rkey = kcr__strdup(r->key);
+    if (!v[*n].rkey) {
+      rc = KCR_ENOMEM;
+      break;
+    }
+    v[*n].skey = v[*n].rkey + prefix_len;
+    v[*n].rv = r->rv;
+    (*n)++;
+  }
+  pthread_mutex_unlock(&c->ryow_mu);
+  if (rc) {
+    for (size_t i = 0; i < *n; i++)
+      kcr__free(v[i].rkey);
+    kcr__free(v);
+    *n = 0;
+    return rc;
+  }
+  *out = v;
+  return 0;
+}
+
+/* list_wait_writes waits until every noted write of e's kind in ns is seen. */
+static int list_wait_writes(kcr_cache_t *c, entry_t *e, const kcr_gvk *gvk, const char *ns,
+                            kcr_error_t *err) {
+  pending_t *p;
+  size_t n, left;
+  int64_t deadline;
+  int rc = collect_pending(c, e, ns, &p, &n);
+
+  if (rc)
+    return kcr_error_set(err, rc, "cache: list %s: out of memory", e->kind);
+  deadline = now_ns() + c->ryow_timeout_ns;
+  left = n;
+  while (left > 0) {
+    uint64_t done_rv = processed_rv(e->inf), want = 0;
+    const char *late = NULL;
+    for (size_t i = 0; i < n; i++) {
+      json_t *obj = NULL;
+      int seen = 0;
+      if (!p[i].rv)
+        continue;
+      if (done_rv >= p[i].rv)
+        seen = 1;
+      else if (kcr_store_get_by_key(kcr_informer_store(e->inf), p[i].skey, &obj) == 0)
+        seen = parse_rv(kcr_meta_resource_version(obj)) >= p[i].rv;
+      json_decref(obj);
+      if (!seen) {
+        /* Older in the store, or absent (only the informer's progress can tell a
+         * deletion from an add not yet processed). */
+        if (p[i].rv > want) {
+          want = p[i].rv;
+          late = p[i].skey;
+        }
+        continue;
+      }
+      ryow_done(c, p[i].rkey, p[i].rv);
+      p[i].rv = 0;
+      left--;
+    }
+    if (left == 0)
+      break;
+    if (now_ns() >= deadline) {
+      rc = ryow_timeout(c, gvk, late, want, err);
+      for (size_t i = 0; i < n; i++)
+        if (p[i].rv)
+          ryow_done(c, p[i].rkey, p[i].rv);
+      break;
+    }
+    ryow_wait_step(e->inf, want, deadline);
+  }
+  for (size_t i = 0; i < n; i++)
+    kcr__free(p[i].rkey);
+  kcr__free(p);
+  return rc;
+}
+
+size_t kcr__cache_pending_writes(kcr_cache_t *c) {
+  size_t n;
+  pthread_mutex_lock(&c->ryow_mu);
+  n = c->ryow.len;
+  pthread_mutex_unlock(&c->ryow_mu);
+  return n;
+}
+
+uint64_t kcr__cache_pending_rv(kcr_cache_t *c, const kcr_gvk *gvk, const char *key) {
+  char rkey[KCR_META_KEY_MAX + 2 * KCR_MAPPING_NAME_MAX];
+  if (ryow_key(str0(gvk->group), gvk->kind, key, rkey, sizeof(rkey)) != 0)
+    return 0;
+  return ryow_pending(c, rkey);
+}
+
+/* ---- lifecycle ---- */
+
+int kcr_cache_create(const kcr_cache_options *o, kcr_cache_t **out, kcr_error_t *err) {
+  kcr_cache_t *c;
+  int rc;
+
+  *out = NULL;
+  if (!o || !o->client)
+    return kcr_error_set(err, KCR_EINVAL, "cache: a client is required");
+  c = kcr__calloc(1, sizeof(*c));
+  if (!c)
+    return kcr_error_set(err, KCR_ENOMEM, "cache: out of memory");
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_mutex_init(&c->ryow_mu, NULL);
+  c->client = o->client;
+  c->resync_ns = o->resync_period_ns;
+  c->sync_timeout_ns = o->sync_timeout_ns > 0 ? o->sync_timeout_ns : DEFAULT_SYNC_TIMEOUT_NS;
+  c->ryow_timeout_ns = o->ryow_timeout_ns > 0 ? o->ryow_timeout_ns : DEFAULT_RYOW_TIMEOUT_NS;
+  c->ryow_sweep = RYOW_SWEEP_AT;
+  c->default_ns = dup_opt(o->default_ns);
+  if (o->default_ns && *o->default_ns && !c->default_ns) {
+    rc = kcr_error_set(err, KCR_ENOMEM, "cache: out of memory");
+    goto fail;
+  }
+  if (o->mapper) {
+    c->mapper = o->mapper;
+  } else {
+    if ((rc = kcr_rest_mapper_create(o->client, &c->mapper, err)) != 0)
+      goto fail;
+    c->own_mapper = 1;
+  }
+  *out = c;
+  return 0;
+
+fail:
+  kcr_cache_destroy(c);
+  return rc;
+}
+
+void kcr_cache_destroy(kcr_cache_t *c) {
+  if (!c)
+    return;
+  /* Stop every informer first, so that no transform runs while entries go. */
+  for (entry_t *e = c->entries; e; e = e->next)
+    if (e->inf)
+      kcr_informer_stop(e->inf);
+  while (c->entries) {
+    entry_t *e = c->entries;
+    c->entries = e->next;
+    entry_free(e);
+  }
+  KCR__HMAP_FOREACH(&c->ryow, s) {
+    kcr__free(s->val);
+  }
+  kcr__hmap_free(&c->ryow);
+  if (c->own_mapper)
+    kcr_rest_mapper_destroy(c->mapper);
+  kcr__free(c->default_ns);
+  pthread_mutex_destroy(&c->mu);
+  pthread_mutex_destroy(&c->ryow_mu);
+  kcr__free(c);
+}
+
+int kcr_cache_set_by_object(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_cache_by_object *o,
+                            kcr_error_t *err) {
+  entry_t *e;
+  char *ns = NULL, *ls = NULL, *fs = NULL;
+  int rc = 0;
+
+  if (!gvk_valid(gvk) || !o)
+    return kcr_error_set(err, KCR_EINVAL, "cache: a kind and options are required");
+  if (o->label_selector && *o->label_selector) {
+    kcr_selector_t *sel = NULL;
+    rc = kcr_selector_parse(o->label_selector, &sel, err);
+    kcr_selector_destroy(sel);
+    if (rc)
+      return rc;
+  }
+  ns = dup_opt(o->ns);
+  ls = dup_opt(o->label_selector);
+  fs = dup_opt(o->field_selector);
+  if ((o->ns && *o->ns && !ns) || (o->label_selector && *o->label_selector && !ls) ||
+      (o->field_selector && *o->field_selector && !fs)) {
+    rc = kcr_error_set(err, KCR_ENOMEM, "cache: out of memory");
+    goto out;
+  }
+  pthread_mutex_lock(&c->mu);
+  e = ensure_entry(c, gvk);
+  if (!e) {
+    rc = kcr_error_set(err, KCR_ENOMEM, "cache: out of memory");
+  } else if (e->inf) {
+    rc = kcr_error_set(err, KCR_EEXIST, "cache: the informer of %s already exists", gvk->kind);
+  } else {
+    kcr__free(e->ns);
+    kcr__free(e->label_selector);
+    kcr__free(e->field_selector);
+    e->ns = ns;
+    e->label_selector = ls;
+    e->field_selector = fs;
+    ns = ls = fs = NULL;
+    e->metadata_only = o->metadata_only;
+    e->transform = o->transform;
+    e->transform_data = o->transform_data;
+  }
+  pthread_mutex_unlock(&c->mu);
+out:
+  kcr__free(ns);
+  kcr__free(ls);
+  kcr__free(fs);
+  return rc;
+}
+
+int kcr_cache_get_informer(kcr_cache_t *c, const kcr_gvk *gvk, kcr_informer_t **out,
+                           kcr_error_t *err) {
+  entry_t *e;
+  int rc = get_entry(c, gvk, 1, &e, err);
+  *out = rc ? NULL : e->inf;
+  return rc;
+}
+
+int kcr_cache_add_index(kcr_cache_t *c, const kcr_gvk *gvk, const char *name, kcr_index_fn fn,
+                        void *data, kcr_error_t *err) {
+  char idx[KCR_MAPPING_NAME_MAX + sizeof(FIELD_PREFIX)];
+  entry_t *e;
+  int rc;
+
+  if (!name || !*name || !fn)
+    return kcr_error_set(err, KCR_EINVAL, "cache: an index needs a name and a function");
+  if ((size_t)snprintf(idx, sizeof(idx), FIELD_PREFIX "%s", name) >= sizeof(idx))
+    return kcr_error_set(err, KCR_ETOOBIG, "cache: index name too long");
+  if ((rc = get_entry(c, gvk, 0, &e, err)) != 0)
+    return rc;
+  rc = kcr_store_add_indexer(kcr_informer_store(e->inf), idx, fn, data, err);
+  if (rc == KCR_EEXIST)
+    kcr_error_set(err, rc, "cache: %s already has an index named %s", gvk->kind, name);
+  return rc;
+}
+
+int kcr_cache_wait_for_sync(kcr_cache_t *c, int64_t timeout_ns, kcr_error_t *err) {
+  typedef struct waited {
+    kcr_informer_t *inf;
+    const char *kind; /* lives as long as the cache */
+  } waited_t;
+  int64_t deadline = now_ns() + timeout_ns;
+  waited_t *w = NULL;
+  size_t n = 0, i;
+  char names[KCR_ERROR_MESSAGE_MAX] = "";
+  kcr_error_t first;
+  int rc = 0;
+
+  kcr_error_clear(&first);
+  pthread_mutex_lock(&c->mu);
+  for (entry_t *e = c->entries; e; e = e->next)
+    n += e->inf != NULL;
+  w = kcr__calloc(n ? n : 1, sizeof(*w));
+  if (!w) {
+    pthread_mutex_unlock(&c->mu);
+    kcr_error_set(err, KCR_ENOMEM, "cache: out of memory");
+    return KCR_ENOMEM;
+  }
+  n = 0;
+  for (entry_t *e = c->entries; e; e = e->next) {
+    if (!e->inf)
+      continue;
+    if (!e->started && (rc = kcr_informer_start(e->inf, err)) != 0)
+      break;
+    e->started = 1;
+    w[n].inf = e->inf;
+    w[n++].kind = e->kind;
+  }
+  pthread_mutex_unlock(&c->mu);
+  for (i = 0; i < n && rc == 0; i++) {
+    int64_t left = deadline - now_ns();
+    kcr_error_t e1;
+    kcr_error_clear(&e1);
+    if (kcr_informer_wait_for_sync(w[i].inf, left > 0 ? left : 0, &e1) != 0) {
+      size_t used = strlen(names);
+      snprintf(names + used, sizeof(names) - used, "%s%s", used ? ", " : "", w[i].kind);
+      if (first.code == KCR_OK)
+        first = e1;
+    }
+  }
+  kcr__free(w);
+  if (rc)
+    return rc;
+  if (first.code != KCR_OK)
+    return kcr_error_set(err, KCR_ETIMEDOUT, "cache: timed out waiting for %s to sync: %s", names,
+                         first.message);
+  return 0;
+}
+
+/* ---- reader ---- */
+
+/*
+ * prepare_read finds gvk's started informer, checks ns against its scope (a
+ * namespaced get needs a namespace) and waits for its sync.
+ */
+static int prepare_read(kcr_cache_t *c, const kcr_gvk *gvk, const char *ns, int is_get,
+                        entry_t **out, kcr_error_t *err) {
+  entry_t *e;
+  int rc = get_entry(c, gvk, 1, &e, err);
+  *out = NULL;
+  if (rc)
+    return rc;
+  /* Explicit codes: the analyzer cannot see that kcr_error_set returns its code. */
+  if (!e->mapping.namespaced && ns && *ns) {
+    kcr_error_set(err, KCR_EINVAL,
+                  "cache: %s is cluster-scoped; read it without a namespace (got \"%s\")",
+                  gvk->kind, ns);
+    return KCR_EINVAL;
+  }
+  if (e->mapping.namespaced && is_get && (!ns || !*ns)) {
+    kcr_error_set(err, KCR_EINVAL, "cache: %s is namespaced; a get needs a namespace", gvk->kind);
+    return KCR_EINVAL;
+  }
+  if (e->scope_ns && ns && *ns && strcmp(ns, e->scope_ns) != 0) {
+    kcr_error_set(err, KCR_EINVAL,
+                  "cache: %s: namespace \"%s\" is not cached (the cache holds only \"%s\")",
+                  gvk->kind, ns, e->scope_ns);
+    return KCR_EINVAL;
+  }
+  if ((rc = kcr_informer_wait_for_sync(e->inf, c->sync_timeout_ns, err)) != 0)
+    return rc;
+  *out = e;
+  return 0;
+}
+
+/* not_found fills err as the API server would for a missing object. */
+static int not_found(entry_t *e, const char *name, kcr_error_t *err) {
+  if (err && err->code == KCR_OK) {
+    if (e->group[0])
+      kcr_error_set(err, KCR_EAPI, "%s.%s \"%s\" not found", e->mapping.resource, e->group, name);
+    else
+      kcr_error_set(err, KCR_EAPI, "%s \"%s\" not found", e->mapping.resource, name);
+    err->http_status = 404;
+    snprintf(err->reason, sizeof(err->reason), "NotFound");
+  }
+  return KCR_EAPI;
+}
+
+int kcr_cache_get(kcr_cache_t *c, const kcr_gvk *gvk, const char *ns, const char *name,
+                  json_t **out, kcr_error_t *err) {
+  char skey[KCR_META_KEY_MAX];
+  entry_t *e;
+  json_t *obj;
+  int rc, n;
+
+  *out = NULL;
+  if (!c || !name || !*name)
+    return kcr_error_set(err, KCR_EINVAL, "cache: get needs a name");
+  if ((rc = prepare_read(c, gvk, ns, 1, &e, err)) != 0)
+    return rc;
+  n = e->mapping.namespaced ? snprintf(skey, sizeof(skey), "%s/%s", ns, name)
+                            : snprintf(skey, sizeof(skey), "%s", name);
+  if (n < 0 || (size_t)n >= sizeof(skey))
+    return kcr_error_set(err, KCR_EINVAL, "cache: %s: name too long", gvk->kind);
+  if ((rc = get_fresh(c, e, gvk, skey, &obj, err)) != 0)
+    return rc;
+  if (!obj)
+    return not_found(e, name, err);
+  *out = obj;
+  return 0;
+}
+
+/* keep_matching appends to dst (stealing obj) when obj matches sel (may be NULL). */
+static int keep_matching(json_t *dst, json_t *obj, const kcr_selector_t *sel) {
+  if (sel && !kcr_selector_matches_obj(sel, obj)) {
+    json_decref(obj);
+    return 0;
+  }
+  return json_array_append_new(dst, obj) == 0 ? 0 : KCR_ENOMEM;
+}
+
+/* list_by_field lists the objects whose field index holds value, in ns (NULL: all). */
+static int list_by_field(entry_t *e, const char *index, const char *value, const char *ns,
+                         const kcr_selector_t *sel, json_t *dst, kcr_error_t *err) {
+  char idx[KCR_MAPPING_NAME_MAX + sizeof(FIELD_PREFIX)];
+  kcr_store_t *st = kcr_informer_store(e->inf);
+  char **keys = NULL;
+  size_t n = 0, ns_len = ns ? strlen(ns) : 0;
+  int rc;
+
+  if ((size_t)snprintf(idx, sizeof(idx), FIELD_PREFIX "%s", index) >= sizeof(idx))
+    return kcr_error_set(err, KCR_EINVAL, "cache: %s has no index named %s", e->kind, index);
+  rc = kcr_store_index_keys(st, idx, value, &keys, &n);
+  if (rc == KCR_ENOENT)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "cache: %s has no index named %s (register it with kcr_cache_add_index)",
+                         e->kind, index);
+  if (rc)
+    return kcr_error_set(err, rc, "cache: list %s: out of memory", e->kind);
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    json_t *obj = NULL;
+    int grc;
+    if (ns && (strncmp(keys[i], ns, ns_len) != 0 || keys[i][ns_len] != '/'))
+      continue;
+    grc = kcr_store_get_by_key(st, keys[i], &obj);
+    if (grc == KCR_ENOENT)
+      continue; /* deleted since the index was read */
+    rc = grc ? grc : keep_matching(dst, obj, sel);
+  }
+  kcr__free(keys);
+  if (rc)
+    return kcr_error_set(err, rc, "cache: list %s: out of memory", e->kind);
+  return 0;
+}
+
+int kcr_cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_cache_list_options *o,
+                   json_t **out, kcr_error_t *err) {
+  kcr_cache_list_options none;
+  kcr_selector_t *sel = NULL;
+  json_t *all = NULL, *dst = NULL, *obj;
+  const char *ns;
+  entry_t *e;
+  size_t i;
+  int rc;
+
+  *out = NULL;
+  if (!c)
+    return kcr_error_set(err, KCR_EINVAL, "cache: no cache");
+  if (!o) {
+    memset(&none, 0, sizeof(none));
+    o = &none;
+  }
+  ns = o->ns && *o->ns ? o->ns : NULL;
+  if (o->field_index && *o->field_index && !o->field_value)
+    return kcr_error_set(err, KCR_EINVAL, "cache: a field index list needs a value");
+  if (o->label_selector && *o->label_selector &&
+      (rc = kcr_selector_parse(o->label_selector, &sel, err)) != 0)
+    return rc;
+  if ((rc = prepare_read(c, gvk, ns, 0, &e, err)) != 0 ||
+      (rc = list_wait_writes(c, e, gvk, ns, err)) != 0)
+    goto done;
+  dst = json_array();
+  if (!dst) {
+    rc = kcr_error_set(err, KCR_ENOMEM, "cache: out of memory");
+    goto done;
+  }
+  if (o->field_index && *o->field_index) {
+    rc = list_by_field(e, o->field_index, o->field_value, ns, sel, dst, err);
+    goto done;
+  }
+  rc = ns ? kcr_store_by_index(kcr_informer_store(e->inf), KCR_STORE_INDEX_NAMESPACE, ns, &all)
+          : kcr_store_list(kcr_informer_store(e->inf), &all);
+  if (rc) {
+    rc = kcr_error_set(err, rc, "cache: list %s: out of memory", gvk->kind);
+    goto done;
+  }
+  if (!sel) {
+    json_decref(dst);
+    dst = all;
+    all = NULL;
+    goto done;
+  }
+  json_array_foreach(all, i, obj) {
+    if (kcr_selector_matches_obj(sel, obj) && json_array_append(dst, obj) != 0) {
+      rc = kcr_error_set(err, KCR_ENOMEM, "cache: out of memory");
+      break;
+    }
+  }
+
+done:
+  kcr_selector_destroy(sel);
+  json_decref(all);
+  if (rc) {
+    json_decref(dst);
+    return rc;
+  }
+  *out = dst;
+  return 0;
+}

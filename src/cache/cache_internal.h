@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cache_internal.h: what test/unit/test_cache.c reaches inside cache.c — the
+ * metadata-only transform and the read-your-own-writes bookkeeping.
+ */
+#ifndef KCR_CACHE_CACHE_INTERNAL_H
+#define KCR_CACHE_CACHE_INTERNAL_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kcr/cache.h"
+
+/*
+ * kcr__cache_metadata_transform reduces obj in place to apiVersion, kind and
+ * metadata without managedFields (PartialObjectMetadata). Returns 0; never
+ * fails. data is unused.
+ */
+int kcr__cache_metadata_transform(json_t *obj, void *data);
+
+/* kcr__cache_pending_writes returns how many noted writes reads still wait for. */
+size_t kcr__cache_pending_writes(kcr_cache_t *c);
+
+/*
+ * kcr__cache_pending_rv returns the resourceVersion noted for the object with
+ * store key key ("ns/name" or "name") of gvk's group and kind, 0 when none.
+ */
+uint64_t kcr__cache_pending_rv(kcr_cache_t *c, const kcr_gvk *gvk, const char *key);
+
+#endif /* KCR_CACHE_CACHE_INTERNAL_H */

@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_cache_it.c: the informer cache against the real apiserver: get and list
+ * of ConfigMaps (namespace, label selector, field index), the NotFound error's
+ * shape, reads that wait for a new informer's sync, scope errors, a CRD installed
+ * after the cache started, a metadata-only Secret informer, and
+ * read-your-own-writes under a burst of 50 updates.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include "kcr/apierror.h"
+#include "kcr/cache.h"
+#include "kcr/client.h"
+#include "kcr/config.h"
+#include "kcr/meta.h"
+#include "kcr_testenv.h"
+
+static const kcr_gvr configmaps = {"", "v1", "configmaps"};
+static const kcr_gvr secrets = {"", "v1", "secrets"};
+static const kcr_gvr namespaces = {"", "v1", "namespaces"};
+static const kcr_gvr crds = {"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
+static const kcr_gvr widgets = {"cacheit.kcr.dev", "v1", "widgets"};
+static const kcr_gvk cm_gvk = {"", "v1", "ConfigMap"};
+static const kcr_gvk secret_gvk = {"", "v1", "Secret"};
+static const kcr_gvk ns_gvk = {"", "v1", "Namespace"};
+static const kcr_gvk widget_gvk = {"cacheit.kcr.dev", "v1", "Widget"};
+
+static kcr_testenv_t *env;
+static kcr_rest_config_t *config;
+static kcr_client_t *client;
+static char ns[64];
+
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    kcr_error_t e_;                                                                                \
+    kcr_error_clear(&e_);                                                                          \
+    int rc_ = (call);                                                                              \
+    if (rc_ != 0)                                                                                  \
+      fail_msg("%s: %s (%s)", #call, e_.message, kcr_err_name(rc_));                               \
+  } while (0)
+#define E (&e_)
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static int group_setup(void **state) {
+  kcr_client_options o;
+  kcr_error_t err;
+  json_t *nsobj;
+  (void)state;
+  if (kcr_testenv_start(&env) != 0)
+    return -1;
+  kcr_error_clear(&err);
+  if (kcr_rest_config_from_kubeconfig(kcr_testenv_kubeconfig(env), NULL, NULL, &config, &err)) {
+    fprintf(stderr, "config: %s\n", err.message);
+    return -1;
+  }
+  memset(&o, 0, sizeof(o));
+  o.config = config;
+  if (kcr_client_create(&o, &client, &err) != 0)
+    return -1;
+  snprintf(ns, sizeof(ns), "kcr-it-cache-%d", (int)getpid());
+  nsobj = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata",
+                    "name", ns);
+  if (kcr_client_create_object(client, &namespaces, NULL, nsobj, NULL, NULL, &err) != 0) {
+    fprintf(stderr, "namespace: %s\n", err.message);
+    return -1;
+  }
+  json_decref(nsobj);
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  kcr_client_delete(client, &namespaces, NULL, ns, NULL, NULL, NULL);
+  kcr_client_delete(client, &crds, NULL, "widgets.cacheit.kcr.dev", NULL, NULL, NULL);
+  kcr_client_destroy(client);
+  kcr_rest_config_unref(config);
+  kcr_testenv_stop(env);
+  return 0;
+}
+
+static kcr_cache_t *make_cache(const char *default_ns) {
+  kcr_cache_options o;
+  kcr_cache_t *c = NULL;
+  memset(&o, 0, sizeof(o));
+  o.client = client;
+  o.default_ns = default_ns;
+  o.sync_timeout_ns = 60 * KCR_NSEC_PER_SEC;
+  CHECK(kcr_cache_create(&o, &c, E));
+  return c;
+}
+
+static void create_cm(const char *name, const char *app, const char *color) {
+  json_t *o =
+      json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+                "metadata", "name", name, "labels", "app", app, "data", "color", color);
+  CHECK(kcr_client_create_object(client, &configmaps, ns, o, NULL, NULL, E));
+  json_decref(o);
+}
+
+static int color_index(const json_t *obj, kcr_index_values_t *values, void *data) {
+  const char *v = kcr_meta_path_string(obj, "data.color");
+  (void)data;
+  return v ? kcr_index_values_add(values, v) : 0;
+}
+
+/* count_list lists through the cache and returns how many objects came back. */
+static size_t count_list(kcr_cache_t *c, const kcr_cache_list_options *o) {
+  json_t *list = NULL;
+  size_t n;
+  CHECK(kcr_cache_list(c, &cm_gvk, o, &list, E));
+  n = json_array_size(list);
+  json_decref(list);
+  return n;
+}
+
+static void test_cache_it_configmaps(void **state) {
+  kcr_cache_t *c;
+  json_t *obj = NULL;
+  kcr_error_t err;
+  int seen = 0;
+  (void)state;
+
+  create_cm("web-1", "web", "red");
+  create_cm("web-2", "web", "blue");
+  create_cm("db-1", "db", "red");
+  c = make_cache(NULL);
+  CHECK(kcr_cache_add_index(c, &cm_gvk, "color", color_index, NULL, E));
+
+  /* The first read creates the informer and waits for its sync. */
+  CHECK(kcr_cache_get(c, &cm_gvk, ns, "web-1", &obj, E));
+  assert_string_equal(kcr_meta_path_string(obj, "data.color"), "red");
+  assert_null(json_object_get(kcr_meta_metadata(obj), "managedFields"));
+  json_object_set_new(obj, "data", json_object()); /* ours to change */
+  json_decref(obj);
+  CHECK(kcr_cache_get(c, &cm_gvk, ns, "web-1", &obj, E));
+  assert_string_equal(kcr_meta_path_string(obj, "data.color"), "red");
+  json_decref(obj);
+
+  /* NotFound, as the API server words it. */
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(c, &cm_gvk, ns, "nope", &obj, &err), KCR_EAPI);
+  assert_true(kcr_error_is_not_found(&err));
+  assert_int_equal(err.http_status, 404);
+  assert_string_equal(err.reason, "NotFound");
+  assert_string_equal(err.message, "configmaps \"nope\" not found");
+  {
+    /* The real server's answer for comparison. */
+    kcr_error_t real;
+    kcr_error_clear(&real);
+    assert_int_equal(kcr_client_get(client, &configmaps, ns, "nope", NULL, &obj, &real), KCR_EAPI);
+    assert_string_equal(real.message, err.message);
+    assert_string_equal(real.reason, err.reason);
+    assert_int_equal(real.http_status, err.http_status);
+  }
+
+  /* Lists: namespace (kube-root-ca.crt is there too), label selector, field index. */
+  assert_int_equal(count_list(c, &(kcr_cache_list_options){.ns = ns, .label_selector = "app"}), 3);
+  assert_int_equal(count_list(c, &(kcr_cache_list_options){.ns = ns, .label_selector = "app=web"}),
+                   2);
+  assert_int_equal(
+      count_list(c, &(kcr_cache_list_options){.ns = ns, .label_selector = "app,app notin (web)"}),
+      1);
+  assert_int_equal(
+      count_list(c,
+                 &(kcr_cache_list_options){.ns = ns, .field_index = "color", .field_value = "red"}),
+      2);
+  assert_int_equal(count_list(c, &(kcr_cache_list_options){.ns = "default",
+                                                           .field_index = "color",
+                                                           .field_value = "red"}),
+                   0);
+  assert_true(
+      count_list(c, &(kcr_cache_list_options){.field_index = "color", .field_value = "red"}) >= 2);
+  assert_true(count_list(c, NULL) >= 4);
+
+  /* A new object shows up. */
+  create_cm("web-3", "web", "red");
+  for (int i = 0; i < 100 && !seen; i++) {
+    kcr_error_clear(&err);
+    if (kcr_cache_get(c, &cm_gvk, ns, "web-3", &obj, &err) == 0) {
+      seen = 1;
+      json_decref(obj);
+    } else {
+      assert_true(kcr_error_is_not_found(&err));
+      sleep_ms(50);
+    }
+  }
+  assert_true(seen);
+  assert_int_equal(
+      count_list(c,
+                 &(kcr_cache_list_options){.ns = ns, .field_index = "color", .field_value = "red"}),
+      3);
+
+  /* Scope errors. */
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(c, &ns_gvk, ns, ns, &obj, &err), KCR_EINVAL);
+  assert_non_null(strstr(err.message, "cluster-scoped"));
+  CHECK(kcr_cache_get(c, &ns_gvk, NULL, ns, &obj, E));
+  json_decref(obj);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(c, &(kcr_gvk){"", "v1", "NoSuchKind"}, ns, "x", &obj, &err),
+                   KCR_ENOENT);
+  CHECK(kcr_cache_wait_for_sync(c, 10 * KCR_NSEC_PER_SEC, E));
+  kcr_cache_destroy(c);
+}
+
+static void test_cache_it_default_namespace(void **state) {
+  kcr_cache_t *c = make_cache(ns);
+  json_t *obj = NULL;
+  kcr_error_t err;
+  (void)state;
+  create_cm("scoped", "scoped", "green");
+  CHECK(kcr_cache_get(c, &cm_gvk, ns, "scoped", &obj, E));
+  json_decref(obj);
+  kcr_error_clear(&err);
+  assert_int_equal(
+      kcr_cache_get(c, &cm_gvk, "kube-system", "extension-apiserver-authentication", &obj, &err),
+      KCR_EINVAL);
+  assert_non_null(strstr(err.message, "not cached"));
+  /* Everything cached is in ns. */
+  {
+    json_t *list = NULL, *item;
+    size_t i;
+    CHECK(kcr_cache_list(c, &cm_gvk, NULL, &list, E));
+    assert_true(json_array_size(list) >= 1);
+    json_array_foreach(list, i, item) assert_string_equal(kcr_meta_namespace(item), ns);
+    json_decref(list);
+  }
+  kcr_cache_destroy(c);
+}
+
+static void test_cache_it_metadata_only_secrets(void **state) {
+  kcr_cache_t *c = make_cache(NULL);
+  kcr_cache_by_object bo;
+  json_t *s, *obj = NULL;
+  (void)state;
+  s = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:s}}", "apiVersion", "v1", "kind", "Secret",
+                "metadata", "name", "meta", "labels", "tier", "secret", "stringData", "password",
+                "hunter2");
+  CHECK(kcr_client_create_object(client, &secrets, ns, s, NULL, NULL, E));
+  json_decref(s);
+  memset(&bo, 0, sizeof(bo));
+  bo.metadata_only = true;
+  bo.ns = ns;
+  CHECK(kcr_cache_set_by_object(c, &secret_gvk, &bo, E));
+  CHECK(kcr_cache_get(c, &secret_gvk, ns, "meta", &obj, E));
+  assert_null(json_object_get(obj, "data"));
+  assert_null(json_object_get(obj, "type"));
+  assert_null(json_object_get(kcr_meta_metadata(obj), "managedFields"));
+  assert_string_equal(kcr_meta_kind(obj), "Secret");
+  assert_string_equal(kcr_meta_api_version(obj), "v1");
+  assert_string_equal(kcr_meta_label(obj, "tier"), "secret");
+  assert_true(kcr_meta_uid(obj)[0] != '\0');
+  json_decref(obj);
+  {
+    json_t *list = NULL, *item;
+    size_t i;
+    CHECK(kcr_cache_list(c, &secret_gvk, &(kcr_cache_list_options){.label_selector = "tier"}, &list,
+                         E));
+    assert_int_equal(json_array_size(list), 1);
+    json_array_foreach(list, i, item) assert_int_equal(json_object_size(item), 3);
+    json_decref(list);
+  }
+  kcr_cache_destroy(c);
+}
+
+static const char widget_crd[] =
+    "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
+    "\"metadata\":{\"name\":\"widgets.cacheit.kcr.dev\"},\"spec\":{\"group\":\"cacheit.kcr.dev\","
+    "\"scope\":\"Namespaced\",\"names\":{\"plural\":\"widgets\",\"singular\":\"widget\","
+    "\"kind\":\"Widget\",\"listKind\":\"WidgetList\"},\"versions\":[{\"name\":\"v1\","
+    "\"served\":true,\"storage\":true,\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\","
+    "\"properties\":{\"spec\":{\"type\":\"object\",\"properties\":{\"size\":{\"type\":"
+    "\"integer\"}}}}}}}]}}";
+
+static void test_cache_it_crd_after_start(void **state) {
+  kcr_cache_t *c = make_cache(NULL);
+  json_t *crd, *w, *obj = NULL, *list = NULL;
+  kcr_error_t err;
+  int rc = -1;
+  (void)state;
+
+  /* The cache already discovered (ConfigMap); the kind is unknown for now. */
+  CHECK(kcr_cache_wait_for_sync(c, KCR_NSEC_PER_SEC, E));
+  CHECK(kcr_cache_list(c, &cm_gvk, &(kcr_cache_list_options){.ns = ns}, &list, E));
+  json_decref(list);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(c, &widget_gvk, ns, "w1", &obj, &err), KCR_ENOENT);
+  assert_non_null(strstr(err.message, "Widget"));
+
+  crd = json_loads(widget_crd, 0, NULL);
+  assert_non_null(crd);
+  CHECK(kcr_client_create_object(client, &crds, NULL, crd, NULL, NULL, E));
+  json_decref(crd);
+  w = json_pack("{s:s, s:s, s:{s:s}, s:{s:i}}", "apiVersion", "cacheit.kcr.dev/v1", "kind",
+                "Widget", "metadata", "name", "w1", "spec", "size", 3);
+  for (int i = 0; i < 80; i++) {
+    kcr_error_clear(&err);
+    if (kcr_client_create_object(client, &widgets, ns, w, NULL, NULL, &err) == 0)
+      break;
+    sleep_ms(250);
+  }
+  assert_int_equal(err.code, 0);
+  json_decref(w);
+  /* The lazy mapper finds it (rediscovering at most once a second). */
+  for (int i = 0; i < 40 && rc != 0; i++) {
+    kcr_error_clear(&err);
+    rc = kcr_cache_get(c, &widget_gvk, ns, "w1", &obj, &err);
+    if (rc != 0) {
+      assert_int_equal(rc, KCR_ENOENT);
+      sleep_ms(250);
+    }
+  }
+  if (rc != 0)
+    fail_msg("Widget never readable: %s", err.message);
+  assert_int_equal(json_integer_value(kcr_meta_path(obj, "spec.size")), 3);
+  assert_string_equal(kcr_meta_kind(obj), "Widget");
+  json_decref(obj);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(c, &widget_gvk, ns, "w2", &obj, &err), KCR_EAPI);
+  assert_string_equal(err.message, "widgets.cacheit.kcr.dev \"w2\" not found");
+  CHECK(kcr_cache_list(c, &widget_gvk, NULL, &list, E));
+  assert_int_equal(json_array_size(list), 1);
+  json_decref(list);
+  kcr_cache_destroy(c);
+}
+
+static void test_cache_it_read_your_own_writes(void **state) {
+  kcr_cache_t *c = make_cache(NULL);
+  json_t *obj = NULL;
+  unsigned long long prev = 0;
+  (void)state;
+
+  create_cm("ryow", "ryow", "v0");
+  CHECK(kcr_cache_get(c, &cm_gvk, ns, "ryow", &obj, E));
+  json_decref(obj);
+  for (int i = 1; i <= 50; i++) {
+    char patch[64], want[16];
+    json_t *out = NULL, *cached = NULL, *list = NULL, *item;
+    unsigned long long wrote, got;
+    size_t k;
+    snprintf(patch, sizeof(patch), "{\"data\":{\"color\":\"v%d\"}}", i);
+    snprintf(want, sizeof(want), "v%d", i);
+    CHECK(kcr_client_patch(client, &configmaps, ns, "ryow", KCR_PATCH_MERGE, patch, strlen(patch),
+                           NULL, &out, E));
+    kcr_cache_note_write(c, &cm_gvk, out);
+    wrote = strtoull(kcr_meta_resource_version(out), NULL, 10);
+    assert_true(wrote > prev);
+    prev = wrote;
+    json_decref(out);
+    /* Never an older version than the write returned. */
+    CHECK(kcr_cache_get(c, &cm_gvk, ns, "ryow", &cached, E));
+    got = strtoull(kcr_meta_resource_version(cached), NULL, 10);
+    if (got < wrote)
+      fail_msg("update %d: cache has %llu, write returned %llu", i, got, wrote);
+    assert_string_equal(kcr_meta_path_string(cached, "data.color"), want);
+    json_decref(cached);
+    /* Every other update, a list reads it right after the write instead. */
+    if (i % 2 == 0) {
+      snprintf(patch, sizeof(patch), "{\"data\":{\"color\":\"l%d\"}}", i);
+      snprintf(want, sizeof(want), "l%d", i);
+      CHECK(kcr_client_patch(client, &configmaps, ns, "ryow", KCR_PATCH_MERGE, patch, strlen(patch),
+                             NULL, &out, E));
+      kcr_cache_note_write(c, &cm_gvk, out);
+      json_decref(out);
+      CHECK(kcr_cache_list(
+          c, &cm_gvk, &(kcr_cache_list_options){.ns = ns, .label_selector = "app=ryow"}, &list, E));
+      assert_int_equal(json_array_size(list), 1);
+      json_array_foreach(list, k, item)
+          assert_string_equal(kcr_meta_path_string(item, "data.color"), want);
+      json_decref(list);
+    }
+  }
+  kcr_cache_destroy(c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cache_it_configmaps),
+      cmocka_unit_test(test_cache_it_default_namespace),
+      cmocka_unit_test(test_cache_it_metadata_only_secrets),
+      cmocka_unit_test(test_cache_it_crd_after_start),
+      cmocka_unit_test(test_cache_it_read_your_own_writes),
+  };
+  return cmocka_run_group_tests_name("cache_it", tests, group_setup, group_teardown);
+}

@@ -1,0 +1,566 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_cache.c: the informer cache against the scripted HTTP server: legacy
+ * discovery (/api, /apis, /api/v1), ConfigMap lists per namespace and watches
+ * the test scripts. Covers get (a new object the caller owns, managedFields
+ * dropped), the NotFound error's shape, lists by namespace, label selector and
+ * field index, scope errors, metadata-only kinds, the default namespace, reads
+ * that time out before sync, and read-your-own-writes bookkeeping (a read waits
+ * for a noted write that the watch delivers late; a write never seen times out;
+ * writes of kinds without an informer are not recorded).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache/cache_internal.h"
+#include "httpserver.h"
+#include "kcr/apierror.h"
+#include "kcr/cache.h"
+#include "kcr/clock.h"
+#include "kcr/config.h"
+#include "testutil.h"
+
+/* See test_delta_fifo.c: jansson's inline refcount read, reported by TSan. */
+__attribute__((visibility("default"))) const char *__tsan_default_suppressions(void);
+__attribute__((visibility("default"))) const char *__tsan_default_suppressions(void) {
+  return "race:json_decref\nrace:json_incref\n";
+}
+
+static const kcr_gvk cm_gvk = {"", "v1", "ConfigMap"};
+static const kcr_gvk ns_gvk = {"", "v1", "Namespace"};
+static const kcr_gvk secret_gvk = {"", "v1", "Secret"};
+
+#define MF "\"managedFields\":[{\"manager\":\"kubectl\",\"operation\":\"Update\"}]"
+#define CM(ns, name, rv, app, color)                                                               \
+  "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"" ns "\",\"resourceVersion\":\"" rv        \
+  "\",\"labels\":{\"app\":\"" app "\"}," MF "},\"data\":{\"color\":\"" color "\"}}"
+
+static const char *cms[][2] = {
+    {"a", CM("a", "one", "5", "web", "red")},
+    {"a", CM("a", "two", "6", "db", "blue")},
+    {"b", CM("b", "three", "7", "web", "red")},
+    {"a", CM("a", "r", "10", "ryow", "green")},
+};
+
+/* The watch of the ryow test: a padded bookmark, then (one chunk later) r at 20. */
+static const char watch_late_event[] =
+    "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\","
+    "\"metadata\":{\"name\":\"r\",\"namespace\":\"a\",\"resourceVersion\":\"20\"},"
+    "\"data\":{\"color\":\"late\"}}}\n";
+
+static atomic_int forbid_lists;   /* lists answer 403 */
+static atomic_int late_watches;   /* watches deliver watch_late_event after 300 ms */
+static atomic_int watch_requests; /* watches seen */
+
+static void list_body(const char *ns, char *buf, size_t size) {
+  size_t off = (size_t)snprintf(buf, size,
+                                "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\","
+                                "\"metadata\":{\"resourceVersion\":\"10\"},\"items\":[");
+  int first = 1;
+  for (size_t i = 0; i < sizeof(cms) / sizeof(cms[0]); i++) {
+    if (ns && strcmp(ns, cms[i][0]) != 0)
+      continue;
+    off += (size_t)snprintf(buf + off, size - off, "%s%s", first ? "" : ",", cms[i][1]);
+    first = 0;
+  }
+  snprintf(buf + off, size - off, "]}");
+}
+
+static void handler(const kcr_test_http_request *req, kcr_test_http_response *resp, void *data) {
+  static __thread char body[8192];
+  const char *p = req->path;
+  char ns[64] = "";
+  (void)data;
+  resp->status = 200;
+  if (strcmp(p, "/api") == 0) {
+    resp->body = "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"]}";
+  } else if (strcmp(p, "/apis") == 0) {
+    resp->body = "{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\",\"groups\":[]}";
+  } else if (strcmp(p, "/api/v1") == 0) {
+    resp->body = "{\"kind\":\"APIResourceList\",\"groupVersion\":\"v1\",\"resources\":["
+                 "{\"name\":\"configmaps\",\"namespaced\":true,\"kind\":\"ConfigMap\"},"
+                 "{\"name\":\"secrets\",\"namespaced\":true,\"kind\":\"Secret\"},"
+                 "{\"name\":\"namespaces\",\"namespaced\":false,\"kind\":\"Namespace\"}]}";
+  } else if (strncmp(p, "/api/v1/namespaces?", 19) == 0 && !strstr(p, "watch=true")) {
+    resp->body = "{\"kind\":\"NamespaceList\",\"apiVersion\":\"v1\",\"metadata\":{"
+                 "\"resourceVersion\":\"10\"},\"items\":[{\"metadata\":{\"name\":\"a\","
+                 "\"resourceVersion\":\"2\"}}]}";
+  } else if (strncmp(p, "/api/v1/secrets?", 16) == 0 && !strstr(p, "watch=true")) {
+    resp->status = 403;
+    resp->body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":"
+                 "\"secrets is forbidden\",\"reason\":\"Forbidden\",\"code\":403}";
+  } else if (strstr(p, "configmaps?") && !strstr(p, "watch=true")) {
+    if (atomic_load(&forbid_lists)) {
+      resp->status = 403;
+      resp->body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                   "\"message\":\"configmaps is forbidden\",\"reason\":\"Forbidden\",\"code\":403}";
+      return;
+    }
+    if (sscanf(p, "/api/v1/namespaces/%63[^/]/configmaps?", ns) != 1)
+      ns[0] = '\0';
+    list_body(ns[0] ? ns : NULL, body, sizeof(body));
+    resp->body = body;
+  } else if (strstr(p, "watch=true")) {
+    /* A watch: quiet (a bookmark, then held open), or the late event. */
+    size_t n = strlen(watch_late_event);
+    int late = atomic_fetch_add(&watch_requests, 1) == 0 && atomic_load(&late_watches);
+    int m = snprintf(body, sizeof(body),
+                     "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\","
+                     "\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"10\"}}}");
+    memset(body + m, ' ', n - 1 - (size_t)m);
+    body[n - 1] = '\n';
+    if (late)
+      memcpy(body + n, watch_late_event, n + 1);
+    else
+      body[n] = '\0';
+    resp->body = body;
+    resp->chunk_size = n;
+    resp->chunk_delay_ms = 300;
+    resp->hold_ms = 10000;
+  } else {
+    resp->status = 404;
+    resp->body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                 "\"reason\":\"NotFound\",\"code\":404}";
+  }
+}
+
+typedef struct fixture {
+  kcr_test_http_t *server;
+  kcr_rest_config_t *config;
+  kcr_client_t *client;
+  kcr_cache_t *cache;
+  char dir[64];
+  char kubeconfig[128];
+} fixture;
+
+static int setup_with(void **state, const char *default_ns, int64_t sync_ns, int64_t ryow_ns) {
+  fixture *f = calloc(1, sizeof(*f));
+  kcr_client_options opts;
+  kcr_cache_options co;
+  if (!f)
+    return -1;
+  atomic_store(&watch_requests, 0);
+  snprintf(f->dir, sizeof(f->dir), "/tmp/kcr-test-cache-XXXXXX");
+  if (!mkdtemp(f->dir) || kcr_test_http_start(handler, NULL, &f->server) != 0 ||
+      kcr_test_kubeconfig(f->dir, kcr_test_http_port(f->server), "t", f->kubeconfig,
+                          sizeof(f->kubeconfig)) != 0 ||
+      kcr_rest_config_from_kubeconfig(f->kubeconfig, NULL, NULL, &f->config, NULL) != 0)
+    return -1;
+  memset(&opts, 0, sizeof(opts));
+  opts.config = f->config;
+  if (kcr_client_create(&opts, &f->client, NULL) != 0)
+    return -1;
+  memset(&co, 0, sizeof(co));
+  co.client = f->client;
+  co.default_ns = default_ns;
+  co.sync_timeout_ns = sync_ns;
+  co.ryow_timeout_ns = ryow_ns;
+  if (kcr_cache_create(&co, &f->cache, NULL) != 0)
+    return -1;
+  *state = f;
+  return 0;
+}
+
+static int setup(void **state) {
+  return setup_with(state, NULL, 10 * KCR_NSEC_PER_SEC, 3 * KCR_NSEC_PER_SEC);
+}
+
+static int setup_ns_a(void **state) {
+  return setup_with(state, "a", 10 * KCR_NSEC_PER_SEC, 3 * KCR_NSEC_PER_SEC);
+}
+
+static int setup_short(void **state) {
+  return setup_with(state, NULL, 300 * KCR_NSEC_PER_MSEC, 300 * KCR_NSEC_PER_MSEC);
+}
+
+static int setup_ryow(void **state) {
+  return setup_with(state, NULL, 2 * KCR_NSEC_PER_SEC, KCR_NSEC_PER_SEC);
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  kcr_cache_destroy(f->cache);
+  kcr_client_destroy(f->client);
+  kcr_rest_config_unref(f->config);
+  kcr_test_http_stop(f->server);
+  unlink(f->kubeconfig);
+  rmdir(f->dir);
+  free(f);
+  atomic_store(&forbid_lists, 0);
+  atomic_store(&late_watches, 0);
+  return 0;
+}
+
+/* names renders the sorted names of a list: "one,r,two". */
+static void names(json_t *list, char *buf, size_t size) {
+  const char *v[16];
+  size_t n = json_array_size(list), off = 0;
+  assert_true(n <= 16);
+  for (size_t i = 0; i < n; i++)
+    v[i] = kcr_meta_name(json_array_get(list, i));
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
+      const char *t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  buf[0] = '\0';
+  for (size_t i = 0; i < n; i++)
+    off += (size_t)snprintf(buf + off, size - off, "%s%s", i ? "," : "", v[i]);
+}
+
+static void expect_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_cache_list_options *o,
+                        const char *want) {
+  json_t *list = NULL;
+  kcr_error_t err;
+  char got[256];
+  kcr_error_clear(&err);
+  if (kcr_cache_list(c, gvk, o, &list, &err) != 0)
+    fail_msg("list: %s", err.message);
+  names(list, got, sizeof(got));
+  assert_string_equal(got, want);
+  json_decref(list);
+}
+
+static int color_index(const json_t *obj, kcr_index_values_t *values, void *data) {
+  const char *v = kcr_meta_path_string(obj, "data.color");
+  (void)data;
+  return v ? kcr_index_values_add(values, v) : 0;
+}
+
+static void test_cache_get(void **state) {
+  fixture *f = *state;
+  json_t *obj = NULL, *again = NULL;
+  kcr_error_t err;
+
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "one", &obj, &err), 0);
+  assert_string_equal(kcr_meta_resource_version(obj), "5");
+  assert_string_equal(kcr_meta_kind(obj), "ConfigMap");
+  assert_null(json_object_get(kcr_meta_metadata(obj), "managedFields"));
+  /* The caller owns it: changing it changes nothing in the cache. */
+  json_object_set_new(obj, "data", json_object());
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "one", &again, &err), 0);
+  assert_string_equal(kcr_meta_path_string(again, "data.color"), "red");
+  assert_int_equal(json_object_get(again, "data")->refcount, 1);
+  json_decref(obj);
+  json_decref(again);
+
+  /* Cluster-scoped kinds. */
+  assert_int_equal(kcr_cache_get(f->cache, &ns_gvk, NULL, "a", &obj, &err), 0);
+  json_decref(obj);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &ns_gvk, "a", "a", &obj, &err), KCR_EINVAL);
+  assert_null(obj);
+  assert_non_null(strstr(err.message, "Namespace is cluster-scoped"));
+  kcr_error_clear(&err);
+  assert_int_equal(
+      kcr_cache_list(f->cache, &ns_gvk, &(kcr_cache_list_options){.ns = "a"}, &obj, &err),
+      KCR_EINVAL);
+  /* A namespaced get needs a namespace. */
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, NULL, "one", &obj, &err), KCR_EINVAL);
+  /* A kind the server does not serve. */
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &(kcr_gvk){"", "v1", "Nope"}, "a", "x", &obj, &err),
+                   KCR_ENOENT);
+}
+
+static void test_cache_not_found(void **state) {
+  fixture *f = *state;
+  json_t *obj = NULL;
+  kcr_error_t err;
+
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "nope", &obj, &err), KCR_EAPI);
+  assert_null(obj);
+  assert_true(kcr_error_is_not_found(&err));
+  assert_int_equal(err.code, KCR_EAPI);
+  assert_int_equal(err.http_status, 404);
+  assert_string_equal(err.reason, "NotFound");
+  assert_string_equal(err.message, "configmaps \"nope\" not found");
+  /* In another namespace, the same name is a miss too. */
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "b", "one", &obj, &err), KCR_EAPI);
+  assert_true(kcr_error_is_not_found(&err));
+  /* err may be NULL. */
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "b", "one", &obj, NULL), KCR_EAPI);
+}
+
+static void test_cache_list(void **state) {
+  fixture *f = *state;
+  kcr_error_t err;
+  json_t *list = NULL;
+
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_add_index(f->cache, &cm_gvk, "color", color_index, NULL, &err), 0);
+  assert_int_equal(kcr_cache_add_index(f->cache, &cm_gvk, "color", color_index, NULL, &err),
+                   KCR_EEXIST);
+  expect_list(f->cache, &cm_gvk, NULL, "one,r,three,two");
+  expect_list(f->cache, &cm_gvk, &(kcr_cache_list_options){.ns = "a"}, "one,r,two");
+  expect_list(f->cache, &cm_gvk, &(kcr_cache_list_options){.ns = "b"}, "three");
+  expect_list(f->cache, &cm_gvk, &(kcr_cache_list_options){.ns = "zzz"}, "");
+  expect_list(f->cache, &cm_gvk, &(kcr_cache_list_options){.label_selector = "app=web"},
+              "one,three");
+  expect_list(f->cache, &cm_gvk,
+              &(kcr_cache_list_options){.label_selector = "app in (web,db)", .ns = "a"}, "one,two");
+  expect_list(f->cache, &cm_gvk, &(kcr_cache_list_options){.label_selector = "app!=web"}, "r,two");
+  expect_list(f->cache, &cm_gvk,
+              &(kcr_cache_list_options){.field_index = "color", .field_value = "red"}, "one,three");
+  expect_list(f->cache, &cm_gvk,
+              &(kcr_cache_list_options){.field_index = "color", .field_value = "red", .ns = "b"},
+              "three");
+  expect_list(f->cache, &cm_gvk,
+              &(kcr_cache_list_options){
+                  .field_index = "color", .field_value = "red", .ns = "a", .label_selector = "app"},
+              "one");
+  expect_list(f->cache, &cm_gvk,
+              &(kcr_cache_list_options){.field_index = "color", .field_value = "purple"}, "");
+
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_list(f->cache, &cm_gvk,
+                                  &(kcr_cache_list_options){.label_selector = "app in (x"}, &list,
+                                  &err),
+                   KCR_EPARSE);
+  assert_null(list);
+  kcr_error_clear(&err);
+  assert_int_equal(
+      kcr_cache_list(f->cache, &cm_gvk,
+                     &(kcr_cache_list_options){.field_index = "size", .field_value = "1"}, &list,
+                     &err),
+      KCR_EINVAL);
+  assert_non_null(strstr(err.message, "no index named size"));
+  /* The list is the caller's. */
+  assert_int_equal(kcr_cache_list(f->cache, &cm_gvk, NULL, &list, &err), 0);
+  assert_int_equal(list->refcount, 1);
+  json_decref(list);
+}
+
+static void test_cache_metadata_only(void **state) {
+  fixture *f = *state;
+  kcr_cache_by_object bo;
+  kcr_error_t err;
+  json_t *obj = NULL;
+  kcr_informer_t *inf = NULL;
+
+  memset(&bo, 0, sizeof(bo));
+  bo.metadata_only = true;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_set_by_object(f->cache, &cm_gvk, &bo, &err), 0);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "two", &obj, &err), 0);
+  assert_null(json_object_get(obj, "data"));
+  assert_string_equal(kcr_meta_name(obj), "two");
+  assert_string_equal(kcr_meta_label(obj, "app"), "db");
+  assert_string_equal(kcr_meta_kind(obj), "ConfigMap");
+  assert_string_equal(kcr_meta_api_version(obj), "v1");
+  assert_null(json_object_get(kcr_meta_metadata(obj), "managedFields"));
+  json_decref(obj);
+  /* Too late once the informer exists. */
+  assert_int_equal(kcr_cache_get_informer(f->cache, &cm_gvk, &inf, &err), 0);
+  assert_non_null(inf);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_set_by_object(f->cache, &cm_gvk, &bo, &err), KCR_EEXIST);
+  /* A bad label selector is refused at once. */
+  bo.label_selector = "a in (";
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_set_by_object(f->cache, &ns_gvk, &bo, &err), KCR_EPARSE);
+}
+
+static void test_cache_metadata_transform(void **state) {
+  json_t *o = json_pack("{s:s, s:s, s:{s:s, s:[{}]}, s:{}, s:{}}", "apiVersion", "v1", "kind",
+                        "Secret", "metadata", "name", "x", "managedFields", "data", "spec");
+  (void)state;
+  assert_int_equal(kcr__cache_metadata_transform(o, NULL), 0);
+  assert_int_equal(json_object_size(o), 3);
+  assert_int_equal(json_object_size(json_object_get(o, "metadata")), 1);
+  json_decref(o);
+}
+
+static void test_cache_default_namespace(void **state) {
+  fixture *f = *state;
+  kcr_error_t err;
+  json_t *obj = NULL;
+
+  expect_list(f->cache, &cm_gvk, NULL, "one,r,two");
+  expect_list(f->cache, &cm_gvk, &(kcr_cache_list_options){.ns = "a"}, "one,r,two");
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "b", "three", &obj, &err), KCR_EINVAL);
+  assert_non_null(strstr(err.message, "namespace \"b\" is not cached"));
+  /* Cluster-scoped kinds ignore the default namespace. */
+  assert_int_equal(kcr_cache_get(f->cache, &ns_gvk, NULL, "a", &obj, &err), 0);
+  json_decref(obj);
+}
+
+static void test_cache_sync_timeout(void **state) {
+  fixture *f = *state;
+  kcr_error_t err;
+  json_t *obj = NULL;
+  int64_t t0 = kcr_clock_now(kcr_clock_system()), dt;
+
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &secret_gvk, "a", "s", &obj, &err), KCR_ETIMEDOUT);
+  dt = kcr_clock_now(kcr_clock_system()) - t0;
+  assert_true(dt >= 250 * KCR_NSEC_PER_MSEC);
+  assert_true(dt < 5 * KCR_NSEC_PER_SEC);
+  assert_non_null(strstr(err.message, "Secret"));
+  assert_non_null(strstr(err.message, "forbidden"));
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_wait_for_sync(f->cache, 200 * KCR_NSEC_PER_MSEC, &err), KCR_ETIMEDOUT);
+  assert_non_null(strstr(err.message, "Secret"));
+}
+
+static void test_cache_wait_for_sync(void **state) {
+  fixture *f = *state;
+  kcr_error_t err;
+  kcr_informer_t *inf = NULL;
+
+  kcr_error_clear(&err);
+  /* An index creates the informer stopped; waiting for sync starts it. */
+  assert_int_equal(kcr_cache_add_index(f->cache, &cm_gvk, "color", color_index, NULL, &err), 0);
+  assert_int_equal(kcr_cache_wait_for_sync(f->cache, 5 * KCR_NSEC_PER_SEC, &err), 0);
+  assert_int_equal(kcr_cache_get_informer(f->cache, &cm_gvk, &inf, &err), 0);
+  assert_true(kcr_informer_has_synced(inf));
+  assert_int_equal(kcr_store_len(kcr_informer_store(inf)), 4);
+}
+
+static json_t *written(const char *ns, const char *name, const char *rv) {
+  return json_pack("{s:{s:s, s:s, s:s}}", "metadata", "namespace", ns, "name", name,
+                   "resourceVersion", rv);
+}
+
+static void test_cache_ryow(void **state) {
+  fixture *f = *state;
+  kcr_error_t err;
+  json_t *obj = NULL, *w;
+  kcr_informer_t *inf = NULL;
+  int64_t t0, dt;
+
+  /* No informer yet: nothing to wait for later. */
+  w = written("a", "r", "15");
+  kcr_cache_note_write(f->cache, &cm_gvk, w);
+  json_decref(w);
+  assert_int_equal(kcr__cache_pending_writes(f->cache), 0);
+
+  atomic_store(&late_watches, 1);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get_informer(f->cache, &cm_gvk, &inf, &err), 0);
+  assert_int_equal(kcr_cache_wait_for_sync(f->cache, 5 * KCR_NSEC_PER_SEC, &err), 0);
+  /* The write returned 20; the watch delivers 20 about 300 ms after it opens. */
+  w = written("a", "r", "20");
+  kcr_cache_note_write(f->cache, &cm_gvk, w);
+  json_decref(w);
+  /* Unparseable or older versions change nothing. */
+  w = written("a", "r", "x");
+  kcr_cache_note_write(f->cache, &cm_gvk, w);
+  json_decref(w);
+  w = written("a", "r", "12");
+  kcr_cache_note_write(f->cache, &cm_gvk, w);
+  json_decref(w);
+  assert_int_equal(kcr__cache_pending_writes(f->cache), 1);
+  assert_int_equal(kcr__cache_pending_rv(f->cache, &cm_gvk, "a/r"), 20);
+  /* Other objects do not wait. */
+  t0 = kcr_clock_now(kcr_clock_system());
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "one", &obj, &err), 0);
+  json_decref(obj);
+  assert_true(kcr_clock_now(kcr_clock_system()) - t0 < 200 * KCR_NSEC_PER_MSEC);
+  /* The written one does, and sees 20. */
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "r", &obj, &err), 0);
+  assert_string_equal(kcr_meta_resource_version(obj), "20");
+  assert_string_equal(kcr_meta_path_string(obj, "data.color"), "late");
+  json_decref(obj);
+  assert_int_equal(kcr__cache_pending_writes(f->cache), 0);
+
+  /* A version the watch never delivers: the read times out, the entry goes. */
+  w = written("a", "one", "99");
+  kcr_cache_note_write(f->cache, &cm_gvk, w);
+  json_decref(w);
+  t0 = kcr_clock_now(kcr_clock_system());
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "one", &obj, &err), KCR_ETIMEDOUT);
+  dt = kcr_clock_now(kcr_clock_system()) - t0;
+  assert_true(dt >= 900 * KCR_NSEC_PER_MSEC);
+  assert_non_null(strstr(err.message, "resourceVersion 99"));
+  assert_int_equal(kcr__cache_pending_writes(f->cache), 0);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "one", &obj, &err), 0);
+  json_decref(obj);
+
+  /* A list waits likewise, only for writes in its namespace. */
+  w = written("b", "three", "98");
+  kcr_cache_note_write(f->cache, &cm_gvk, w);
+  json_decref(w);
+  t0 = kcr_clock_now(kcr_clock_system());
+  expect_list(f->cache, &cm_gvk, &(kcr_cache_list_options){.ns = "a"}, "one,r,two");
+  assert_true(kcr_clock_now(kcr_clock_system()) - t0 < 200 * KCR_NSEC_PER_MSEC);
+  assert_int_equal(kcr__cache_pending_writes(f->cache), 1);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_list(f->cache, &cm_gvk, NULL, &obj, &err), KCR_ETIMEDOUT);
+  assert_non_null(strstr(err.message, "b/three"));
+  assert_int_equal(kcr__cache_pending_writes(f->cache), 0);
+}
+
+static void test_cache_ryow_sweep(void **state) {
+  fixture *f = *state;
+  kcr_error_t err;
+  kcr_informer_t *inf = NULL;
+  char name[32];
+
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get_informer(f->cache, &cm_gvk, &inf, &err), 0);
+  assert_int_equal(kcr_cache_wait_for_sync(f->cache, 5 * KCR_NSEC_PER_SEC, &err), 0);
+  /* Writes at versions the informer has processed (the list was at 10) are
+   * swept once the map grows, without any read. */
+  for (int i = 0; i < 600; i++) {
+    json_t *w;
+    snprintf(name, sizeof(name), "w%d", i);
+    w = written("a", name, "9");
+    kcr_cache_note_write(f->cache, &cm_gvk, w);
+    json_decref(w);
+  }
+  assert_true(kcr__cache_pending_writes(f->cache) < 256);
+}
+
+static void test_cache_create_errors(void **state) {
+  kcr_cache_t *c = (kcr_cache_t *)1;
+  kcr_cache_options o;
+  kcr_error_t err;
+  (void)state;
+  memset(&o, 0, sizeof(o));
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_create(&o, &c, &err), KCR_EINVAL);
+  assert_null(c);
+  kcr_cache_destroy(NULL);
+}
+
+static void test_cache_create_alloc(void **state) {
+  static char not_a_client; /* create only keeps the pointer */
+  kcr_cache_t *c = NULL;
+  kcr_cache_options o;
+  (void)state;
+  memset(&o, 0, sizeof(o));
+  o.client = (kcr_client_t *)(void *)&not_a_client;
+  o.default_ns = "a";
+  KCR_TEST_ALLOC_LOOP(kcr_cache_create(&o, &c, NULL), (kcr_cache_destroy(c), c = NULL));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cache_create_errors),
+      cmocka_unit_test(test_cache_metadata_transform),
+      cmocka_unit_test(test_cache_create_alloc),
+      cmocka_unit_test_setup_teardown(test_cache_get, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_not_found, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_list, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_metadata_only, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_default_namespace, setup_ns_a, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_sync_timeout, setup_short, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_wait_for_sync, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_ryow, setup_ryow, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_ryow_sweep, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
