@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcr/controller.h: controllers — controller-runtime's builder, handler,
+ * predicate and internal/controller packages in one module.
+ *
+ * A controller watches kinds through shared informers and turns their events into
+ * "namespace/name" keys in a rate-limited workqueue (kcr/workqueue.h); worker
+ * threads take keys and call the reconciler, then act on its result:
+ *   returned error (negative)     -> add rate-limited (backoff per key)
+ *   terminal error (kcr_reconcile_terminal) -> forget, no requeue
+ *   res->requeue_after_ns > 0     -> forget, add after that delay
+ *   res->requeue                  -> add rate-limited
+ *   otherwise (0)                 -> forget (the key's backoff starts over)
+ * An error with a requeue is a mistake (logged; the error wins), as upstream.
+ * The workqueue never hands one key to two workers at once.
+ *
+ * Most programs make controllers through the manager (kcr/manager.h:
+ * kcr_manager_new_controller), which fills in the informer source and the client;
+ * then: kcr_controller_for, kcr_controller_owns / kcr_controller_watches, and the
+ * manager starts and stops it.
+ *
+ * Threads: set-up functions (for, owns, watches, add_event_filter) run before
+ * start, from one thread. Event handlers run on informer threads and only
+ * enqueue; the reconciler runs on the controller's worker threads.
+ */
+#ifndef KCR_CONTROLLER_H
+#define KCR_CONTROLLER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kcr/cache.h"
+#include "kcr/clock.h"
+#include "kcr/common.h"
+#include "kcr/controllerutil.h"
+#include "kcr/error.h"
+#include "kcr/informer.h"
+#include "kcr/log.h"
+#include "kcr/ratelimiter.h"
+#include "kcr/workqueue.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- predicates ---- */
+
+/* kcr_event_type: the four event kinds a predicate filters. */
+typedef enum kcr_event_type {
+  KCR_EVENT_CREATE = 0,
+  KCR_EVENT_UPDATE = 1,
+  KCR_EVENT_DELETE = 2,
+  KCR_EVENT_GENERIC = 3
+} kcr_event_type;
+
+/* kcr_predicate_t: opaque, immutable once made; any thread may evaluate it. */
+typedef struct kcr_predicate kcr_predicate_t;
+
+/*
+ * Predicate constructors return a new predicate. They never return NULL: when
+ * memory runs out they return a predicate that makes the call it is passed to
+ * fail with KCR_ENOMEM, so a chain of constructors needs one error check, at
+ * the end. Every function that takes a kcr_predicate_t * steals it, on every
+ * path.
+ *
+ * kcr_predicate_generation_changed (GenerationChangedPredicate): updates pass
+ *   only when metadata.generation changed (status writes do not change it);
+ *   other events pass.
+ * kcr_predicate_resource_version_changed: updates pass when resourceVersion
+ *   changed (a resync delivers equal versions).
+ * kcr_predicate_labels_changed / kcr_predicate_annotations_changed: updates pass
+ *   when the map changed.
+ * kcr_predicate_and / or: all / any of a and b (both stolen). not: negation.
+ */
+KCR_EXTERN kcr_predicate_t *kcr_predicate_generation_changed(void);
+KCR_EXTERN kcr_predicate_t *kcr_predicate_resource_version_changed(void);
+KCR_EXTERN kcr_predicate_t *kcr_predicate_labels_changed(void);
+KCR_EXTERN kcr_predicate_t *kcr_predicate_annotations_changed(void);
+KCR_EXTERN kcr_predicate_t *kcr_predicate_and(kcr_predicate_t *a, kcr_predicate_t *b);
+KCR_EXTERN kcr_predicate_t *kcr_predicate_or(kcr_predicate_t *a, kcr_predicate_t *b);
+KCR_EXTERN kcr_predicate_t *kcr_predicate_not(kcr_predicate_t *a);
+
+/*
+ * kcr_predicate_label_selector (LabelSelectorPredicate): events whose object (for
+ * updates, the new object) matches the selector (kcr_selector_parse syntax) pass.
+ * *out: a new predicate, NULL on failure. Returns 0, KCR_EPARSE, KCR_ETOOBIG or
+ * KCR_ENOMEM.
+ */
+KCR_EXTERN int kcr_predicate_label_selector(const char *selector, kcr_predicate_t **out,
+                                            kcr_error_t *err);
+
+/*
+ * kcr_predicate_funcs: a custom predicate (predicate.Funcs). A NULL function
+ * passes its events. Objects are borrowed for the call; the functions run on
+ * informer threads with the informer's locks held: quick, no kcr calls that
+ * block. destroy (may be NULL) releases data with the predicate.
+ */
+typedef struct kcr_predicate_funcs {
+  bool (*create)(const json_t *obj, void *data);
+  bool (*update)(const json_t *old_obj, const json_t *new_obj, void *data);
+  bool (*del)(const json_t *obj, void *data);
+  bool (*generic)(const json_t *obj, void *data);
+  void (*destroy)(void *data);
+} kcr_predicate_funcs;
+
+/* kcr_predicate_custom makes a predicate of f (copied) and data (stolen). */
+KCR_EXTERN kcr_predicate_t *kcr_predicate_custom(const kcr_predicate_funcs *f, void *data);
+
+/*
+ * kcr_predicate_eval tells whether an event passes p (NULL passes everything).
+ * old_obj is used by updates only. Any thread.
+ */
+KCR_EXTERN bool kcr_predicate_eval(const kcr_predicate_t *p, kcr_event_type type,
+                                   const json_t *old_obj, const json_t *obj);
+
+/* kcr_predicate_destroy releases p. NULL is ignored. */
+KCR_EXTERN void kcr_predicate_destroy(kcr_predicate_t *p);
+
+/* ---- reconcile ---- */
+
+/* kcr_reconcile_request: what to reconcile; strings borrowed for the call. */
+typedef struct kcr_reconcile_request {
+  const char *ns; /* "" for cluster-scoped objects */
+  const char *name;
+} kcr_reconcile_request;
+
+/* kcr_result: what the reconciler asks for besides success (zeroed on entry). */
+typedef struct kcr_result {
+  bool requeue;
+  int64_t requeue_after_ns;
+} kcr_result;
+
+/* kcr_reconcile_ctx: one reconcile's context; opaque, valid for the call only. */
+typedef struct kcr_reconcile_ctx kcr_reconcile_ctx;
+
+/*
+ * kcr_reconcile_fn is the reconciler: bring the world in line with the object
+ * req names (which may no longer exist). Return 0 on success, or a negative
+ * kcr_err; details written to kcr_reconcile_err(ctx) are logged with it. Runs on
+ * a worker thread; never on two workers for the same request at once.
+ */
+typedef int (*kcr_reconcile_fn)(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req,
+                                kcr_result *res, void *data);
+
+/*
+ * kcr_reconcile_client returns the object client for this reconcile (borrowed,
+ * valid for the call): reads from the manager's cache, writes to the server,
+ * requests carry kcr_reconcile_cancel(ctx). Its ops are NULL when the controller
+ * was made without a client.
+ */
+KCR_EXTERN const kcr_objclient *kcr_reconcile_client(kcr_reconcile_ctx *ctx);
+
+/*
+ * kcr_reconcile_cancel returns the cancellation token (borrowed) that fires when
+ * the controller stops: long reconciles should check kcr_cancel_fired and return.
+ */
+KCR_EXTERN kcr_cancel_t *kcr_reconcile_cancel(kcr_reconcile_ctx *ctx);
+
+/*
+ * kcr_reconcile_err returns an error record (borrowed, cleared for each
+ * reconcile) to pass to the calls the reconciler makes; when it returns an error,
+ * this record's message is logged with it.
+ */
+KCR_EXTERN kcr_error_t *kcr_reconcile_err(kcr_reconcile_ctx *ctx);
+
+/* kcr_reconcile_id returns this reconcile's UUID (controller-runtime's reconcileID). */
+KCR_EXTERN const char *kcr_reconcile_id(kcr_reconcile_ctx *ctx);
+
+/* kcr_reconcile_controller_name returns the controller's name (borrowed). */
+KCR_EXTERN const char *kcr_reconcile_controller_name(kcr_reconcile_ctx *ctx);
+
+/*
+ * kcr_reconcile_log logs one line with the reconcile's fields: "controller=C
+ * namespace=N name=M reconcileID=U: message", component "controller".
+ */
+KCR_EXTERN void kcr_reconcile_log(kcr_reconcile_ctx *ctx, kcr_log_level level, const char *fmt, ...)
+    KCR_PRINTF(3, 4);
+
+/*
+ * kcr_reconcile_terminal marks the error being returned as terminal
+ * (reconcile.TerminalError: retrying cannot help, so the key is not requeued) and
+ * returns code (negative) for `return kcr_reconcile_terminal(ctx, KCR_EINVAL);`.
+ */
+KCR_EXTERN int kcr_reconcile_terminal(kcr_reconcile_ctx *ctx, int code);
+
+/* ---- the controller ---- */
+
+/* kcr_controller_t: opaque. */
+typedef struct kcr_controller kcr_controller_t;
+
+/*
+ * kcr_controller_source: where a controller gets informers (the manager's cache).
+ *   get_informer   the kind's informer (borrowed; must outlive the controller).
+ *   is_namespaced  whether the kind is namespaced (for owner requests).
+ */
+typedef struct kcr_controller_source {
+  int (*get_informer)(void *data, const kcr_gvk *gvk, kcr_informer_t **out, kcr_error_t *err);
+  int (*is_namespaced)(void *data, const kcr_gvk *gvk, bool *out, kcr_error_t *err);
+  void *data;
+} kcr_controller_source;
+
+/*
+ * kcr_controller_options: zero-initialise.
+ *   name            required; names the queue, the metrics and log lines.
+ *   reconcile, data required reconciler and its argument (borrowed).
+ *   max_concurrent_reconciles  worker threads; 0: 1.
+ *   rate_limiter    stolen on every path; NULL: kcr_ratelimiter_default_create.
+ *   cache_sync_timeout_ns      how long start waits for informers; 0: 2 min.
+ *   clock           borrowed; NULL: the system clock (queue delays, metrics).
+ *   source          required to start (the manager sets it).
+ *   client          the object client reconcilers get (ops NULL: none).
+ */
+typedef struct kcr_controller_options {
+  const char *name;
+  kcr_reconcile_fn reconcile;
+  void *data;
+  int max_concurrent_reconciles;
+  kcr_ratelimiter_t *rate_limiter;
+  int64_t cache_sync_timeout_ns;
+  kcr_clock_t *clock;
+  kcr_controller_source source;
+  kcr_objclient client;
+} kcr_controller_options;
+
+/*
+ * kcr_controller_create makes a stopped controller. *out: new, NULL on failure.
+ * Errors: KCR_EINVAL (no name or reconcile), KCR_ENOMEM, KCR_ESYS.
+ */
+KCR_EXTERN int kcr_controller_create(const kcr_controller_options *o, kcr_controller_t **out,
+                                     kcr_error_t *err);
+
+/*
+ * kcr_controller_for sets the primary kind (builder.For): its events enqueue the
+ * object's own key. pred (stolen, NULL: none) filters this watch. Once only
+ * (KCR_EEXIST), before start.
+ */
+KCR_EXTERN int kcr_controller_for(kcr_controller_t *c, const kcr_gvk *gvk, kcr_predicate_t *pred,
+                                  kcr_error_t *err);
+
+/*
+ * kcr_controller_owns watches a child kind (builder.Owns): an event enqueues the
+ * child's controller owner if that owner is of the primary kind (same group and
+ * kind; both old and new owners on an update). Requires kcr_controller_for by
+ * start. pred stolen. Before start.
+ */
+KCR_EXTERN int kcr_controller_owns(kcr_controller_t *c, const kcr_gvk *gvk, kcr_predicate_t *pred,
+                                   kcr_error_t *err);
+
+/*
+ * kcr_requests: where a map function puts its requests (opaque; valid for the
+ * call). kcr_requests_add enqueues ns/name (ns "" for cluster-scoped); duplicates
+ * coalesce in the queue. Returns 0 or KCR_ENOMEM.
+ */
+typedef struct kcr_requests kcr_requests;
+KCR_EXTERN int kcr_requests_add(kcr_requests *r, const char *ns, const char *name);
+
+/*
+ * kcr_map_fn maps an object of a watched kind to requests
+ * (handler.EnqueueRequestsFromMapFunc): call kcr_requests_add for each. obj is
+ * borrowed; runs on an informer thread with its locks held: quick, no blocking
+ * kcr calls (read a cache you keep yourself, or the object).
+ */
+typedef void (*kcr_map_fn)(const json_t *obj, kcr_requests *reqs, void *data);
+
+/*
+ * kcr_controller_watches watches any kind and maps its events with fn (data
+ * borrowed, must outlive the controller); updates map both the old and the new
+ * object. pred stolen. Before start.
+ */
+KCR_EXTERN int kcr_controller_watches(kcr_controller_t *c, const kcr_gvk *gvk, kcr_map_fn fn,
+                                      void *data, kcr_predicate_t *pred, kcr_error_t *err);
+
+/*
+ * kcr_controller_add_event_filter adds a predicate every watch applies
+ * (builder.WithEventFilter). pred stolen. Before start.
+ */
+KCR_EXTERN int kcr_controller_add_event_filter(kcr_controller_t *c, kcr_predicate_t *pred,
+                                               kcr_error_t *err);
+
+/*
+ * kcr_controller_start registers the event handlers on the informers, waits for
+ * them to sync (cache_sync_timeout: KCR_ETIMEDOUT naming the kind), then starts
+ * the workers and returns. Once only. Errors leave the controller stopped.
+ */
+KCR_EXTERN int kcr_controller_start(kcr_controller_t *c, kcr_error_t *err);
+
+/*
+ * kcr_controller_stop stops taking new work: removes the event handlers, fires
+ * the reconciles' cancellation token, shuts the queue down (queued keys are
+ * dropped), and waits up to timeout_ns (<= 0: for ever) for reconciles in flight
+ * to finish. Returns 0, or KCR_ETIMEDOUT (workers still running; destroy will
+ * wait for them). Idempotent; any thread but a worker.
+ */
+KCR_EXTERN int kcr_controller_stop(kcr_controller_t *c, int64_t timeout_ns);
+
+/* kcr_controller_destroy stops (waiting for ever), joins and frees. NULL ignored. */
+KCR_EXTERN void kcr_controller_destroy(kcr_controller_t *c);
+
+/* kcr_controller_name returns the name (borrowed, lives as long as c). */
+KCR_EXTERN const char *kcr_controller_name(const kcr_controller_t *c);
+
+/* kcr_controller_queue returns the workqueue (borrowed), for metrics and tests. */
+KCR_EXTERN kcr_workqueue_t *kcr_controller_queue(kcr_controller_t *c);
+
+/* ---- metrics ---- */
+
+#define KCR_CONTROLLER_METRIC_RECONCILE_TOTAL "controller_runtime_reconcile_total"
+#define KCR_CONTROLLER_METRIC_RECONCILE_ERRORS "controller_runtime_reconcile_errors_total"
+#define KCR_CONTROLLER_METRIC_TERMINAL_ERRORS "controller_runtime_terminal_reconcile_errors_total"
+#define KCR_CONTROLLER_METRIC_RECONCILE_TIME "controller_runtime_reconcile_time_seconds"
+#define KCR_CONTROLLER_METRIC_ACTIVE_WORKERS "controller_runtime_active_workers"
+#define KCR_CONTROLLER_METRIC_MAX_CONCURRENT "controller_runtime_max_concurrent_reconciles"
+
+#define KCR_CONTROLLER_HELP_RECONCILE_TOTAL "Total number of reconciliations per controller"
+#define KCR_CONTROLLER_HELP_RECONCILE_ERRORS "Total number of reconciliation errors per controller"
+#define KCR_CONTROLLER_HELP_TERMINAL_ERRORS                                                        \
+  "Total number of terminal reconciliation errors per controller"
+#define KCR_CONTROLLER_HELP_RECONCILE_TIME "Length of time per reconciliation per controller"
+#define KCR_CONTROLLER_HELP_ACTIVE_WORKERS "Number of currently used workers per controller"
+#define KCR_CONTROLLER_HELP_MAX_CONCURRENT "Maximum number of concurrent reconciles per controller"
+
+/* kcr_reconcile_outcome: the `result` label of controller_runtime_reconcile_total. */
+typedef enum kcr_reconcile_outcome {
+  KCR_RECONCILE_SUCCESS = 0,       /* "success" */
+  KCR_RECONCILE_ERROR = 1,         /* "error" */
+  KCR_RECONCILE_REQUEUE = 2,       /* "requeue" */
+  KCR_RECONCILE_REQUEUE_AFTER = 3, /* "requeue_after" */
+  KCR_RECONCILE_OUTCOMES = 4
+} kcr_reconcile_outcome;
+
+/* kcr_reconcile_outcome_name returns the label value of o. Static storage. */
+KCR_EXTERN const char *kcr_reconcile_outcome_name(kcr_reconcile_outcome o);
+
+/*
+ * KCR_CONTROLLER_TIME_BUCKETS: controller-runtime's reconcile time buckets
+ * (0.005 .. 60 s, 40 bounds; kcr_controller_time_bound(i)), plus +Inf.
+ */
+#define KCR_CONTROLLER_TIME_BUCKETS 40
+KCR_EXTERN double kcr_controller_time_bound(int i);
+
+/*
+ * kcr_controller_metrics: one consistent reading. reconcile_time.buckets[i] is
+ * cumulative (observations <= bound i); count includes those above the last.
+ */
+typedef struct kcr_controller_metrics {
+  uint64_t reconcile_total[KCR_RECONCILE_OUTCOMES];
+  uint64_t reconcile_errors_total;
+  uint64_t terminal_reconcile_errors_total;
+  struct {
+    uint64_t buckets[KCR_CONTROLLER_TIME_BUCKETS];
+    uint64_t count;
+    double sum_seconds;
+  } reconcile_time;
+  int64_t active_workers;
+  int64_t max_concurrent_reconciles;
+} kcr_controller_metrics;
+
+/* kcr_controller_metrics_snapshot fills *out. Any thread. */
+KCR_EXTERN void kcr_controller_metrics_snapshot(kcr_controller_t *c, kcr_controller_metrics *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KCR_CONTROLLER_H */

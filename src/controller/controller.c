@@ -1,0 +1,757 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * controller.c: the controller — watches, event handlers, workers and the
+ * reconcile result semantics (controller-runtime's builder + internal/controller).
+ *
+ * Design: set-up calls only record watches; start asks the source (the manager's
+ * cache) for one shared informer per watched kind, registers a handler whose data
+ * is the watch, waits for the informers to sync and starts N workers. Handlers
+ * run on informer threads with the informer's locks held, so they do nothing but
+ * evaluate predicates and add "ns/name" keys to the workqueue (an add is a lock
+ * and a hash lookup). Workers block in kcr_workqueue_get; the queue guarantees a
+ * key is never on two workers at once, so the reconciler needs no per-object
+ * locking.
+ *
+ * Stop (graceful): the handlers are removed first (no new work), the
+ * cancellation token fires (requests of reconciles in flight end with
+ * KCR_ECANCELED, as Go's context does), the queue shuts down, and workers drop
+ * any key still queued without reconciling it; stop then waits, bounded, for the
+ * reconciles in flight. Workers are joined only in destroy, so a stop that timed
+ * out can still return to a caller that wants to exit.
+ *
+ * Locks: mu guards the lifecycle fields and the running count; mmu guards the
+ * metrics. Neither is held while calling the reconciler, the queue or an
+ * informer. Handlers take mmu never and mu never.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "controller/controller_internal.h"
+#include "kcr/apierror.h"
+#include "kcr/controller.h"
+#include "kcr/meta.h"
+#include "kcr/rand.h"
+#include "util/alloc.h"
+
+#define DEFAULT_SYNC_TIMEOUT (120 * KCR_NSEC_PER_SEC)
+#define NS_MAX 256
+
+static const double time_bounds[KCR_CONTROLLER_TIME_BUCKETS] = {
+    0.005, 0.01, 0.025, 0.05, 0.1,  0.15, 0.2,  0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
+    0.7,   0.8,  0.9,   1.0,  1.25, 1.5,  1.75, 2.0,  2.5, 3.0,  3.5, 4.0,  4.5, 5,
+    6,     7,    8,     9,    10,   15,   20,   25,   30,  40,   50,  60};
+
+double kcr_controller_time_bound(int i) {
+  return i >= 0 && i < KCR_CONTROLLER_TIME_BUCKETS ? time_bounds[i] : 0;
+}
+
+const char *kcr_reconcile_outcome_name(kcr_reconcile_outcome o) {
+  switch (o) {
+  case KCR_RECONCILE_ERROR:
+    return "error";
+  case KCR_RECONCILE_REQUEUE:
+    return "requeue";
+  case KCR_RECONCILE_REQUEUE_AFTER:
+    return "requeue_after";
+  case KCR_RECONCILE_SUCCESS:
+  default:
+    return "success";
+  }
+}
+
+typedef enum wkind { W_FOR, W_OWNS, W_MAP } wkind;
+
+typedef struct watch {
+  struct watch *next;
+  kcr_controller_t *ctl;
+  wkind kind;
+  char *group, *version, *kind_name;
+  kcr_predicate_t *pred;
+  kcr_map_fn fn;
+  void *fn_data;
+  kcr_informer_t *inf; /* set by start */
+  uint64_t handler_id;
+  bool registered;
+} watch_t;
+
+struct kcr_controller {
+  char *name;
+  kcr_reconcile_fn reconcile;
+  void *data;
+  int workers;
+  int64_t sync_timeout;
+  kcr_clock_t *clock;
+  kcr_controller_source source;
+  kcr_objclient client;
+  kcr_workqueue_t *q;
+  kcr_cancel_t *cancel;
+
+  /* set-up, then read-only once started */
+  watch_t *watches, **tail;
+  size_t nwatches;
+  kcr_predicate_t **filters;
+  size_t nfilters;
+  char *primary_group; /* of the For kind; NULL until for */
+  char *primary_kind;
+  bool primary_namespaced;
+
+  atomic_bool stopping; /* workers drop keys once set */
+
+  pthread_mutex_t mu;
+  pthread_cond_t cond;     /* running changed */
+  pthread_t *threads;      /* protected by mu */
+  int nthreads;            /* protected by mu */
+  int running;             /* workers not yet exited; protected by mu */
+  bool started, stop_done; /* protected by mu */
+
+  pthread_mutex_t mmu;
+  kcr_controller_metrics m; /* protected by mmu */
+};
+
+struct kcr_reconcile_ctx {
+  kcr_controller_t *c;
+  const char *ns, *name;
+  kcr_objclient client;
+  kcr_error_t err;
+  char id[KCR_UUID_BUFSIZE];
+  bool terminal;
+};
+
+struct kcr_requests {
+  kcr_controller_t *c;
+};
+
+/* ---- the reconcile context ---- */
+
+const kcr_objclient *kcr_reconcile_client(kcr_reconcile_ctx *ctx) {
+  return &ctx->client;
+}
+kcr_cancel_t *kcr_reconcile_cancel(kcr_reconcile_ctx *ctx) {
+  return ctx->c->cancel;
+}
+kcr_error_t *kcr_reconcile_err(kcr_reconcile_ctx *ctx) {
+  return &ctx->err;
+}
+const char *kcr_reconcile_id(kcr_reconcile_ctx *ctx) {
+  return ctx->id;
+}
+const char *kcr_reconcile_controller_name(kcr_reconcile_ctx *ctx) {
+  return ctx->c->name;
+}
+
+int kcr_reconcile_terminal(kcr_reconcile_ctx *ctx, int code) {
+  ctx->terminal = true;
+  return code < 0 ? code : KCR_EINTERNAL;
+}
+
+void kcr_reconcile_log(kcr_reconcile_ctx *ctx, kcr_log_level level, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  kcr_log(level, "controller", "controller=%s namespace=%s name=%s reconcileID=%s: %s",
+          ctx->c->name, ctx->ns, ctx->name, ctx->id, msg);
+}
+
+/* ---- create, set-up ---- */
+
+int kcr_controller_create(const kcr_controller_options *o, kcr_controller_t **out,
+                          kcr_error_t *err) {
+  kcr_controller_t *c = NULL;
+  kcr_workqueue_options qo;
+  kcr_ratelimiter_t *rl = o ? o->rate_limiter : NULL;
+  int rc;
+  *out = NULL;
+  if (!o || !o->name || !*o->name || !o->reconcile) {
+    kcr_ratelimiter_destroy(rl);
+    return kcr_error_set(err, KCR_EINVAL, "controller: a name and a reconciler are required");
+  }
+  c = kcr__calloc(1, sizeof(*c));
+  if (!c) {
+    kcr_ratelimiter_destroy(rl);
+    return kcr_error_set(err, KCR_ENOMEM, "controller: out of memory");
+  }
+  c->tail = &c->watches;
+  c->reconcile = o->reconcile;
+  c->data = o->data;
+  c->workers = o->max_concurrent_reconciles > 0 ? o->max_concurrent_reconciles : 1;
+  c->sync_timeout = o->cache_sync_timeout_ns > 0 ? o->cache_sync_timeout_ns : DEFAULT_SYNC_TIMEOUT;
+  c->clock = o->clock ? o->clock : kcr_clock_system();
+  c->source = o->source;
+  c->client = o->client;
+  c->primary_namespaced = true;
+  atomic_init(&c->stopping, false);
+  c->m.max_concurrent_reconciles = c->workers;
+  if (pthread_mutex_init(&c->mu, NULL) != 0) {
+    kcr__free(c);
+    kcr_ratelimiter_destroy(rl);
+    return kcr_error_set(err, KCR_ESYS, "controller: mutex");
+  }
+  if (pthread_mutex_init(&c->mmu, NULL) != 0) {
+    pthread_mutex_destroy(&c->mu);
+    kcr__free(c);
+    kcr_ratelimiter_destroy(rl);
+    return kcr_error_set(err, KCR_ESYS, "controller: mutex");
+  }
+  if (kcr_clock_cond_init(&c->cond) != 0) {
+    pthread_mutex_destroy(&c->mmu);
+    pthread_mutex_destroy(&c->mu);
+    kcr__free(c);
+    kcr_ratelimiter_destroy(rl);
+    return kcr_error_set(err, KCR_ESYS, "controller: condition variable");
+  }
+  memset(&qo, 0, sizeof(qo));
+  qo.name = o->name;
+  qo.clock = o->clock;
+  qo.rate_limiter = rl; /* stolen by the queue on every path */
+  c->name = kcr__strdup(o->name);
+  rc = c->name ? kcr_workqueue_create(&qo, &c->q, err) : (kcr_ratelimiter_destroy(rl), KCR_ENOMEM);
+  if (rc == 0)
+    rc = kcr_cancel_create(&c->cancel);
+  if (rc) {
+    kcr_error_set(err, rc, "controller %s: %s", o->name, kcr_strerror(rc));
+    kcr_controller_destroy(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+const char *kcr_controller_name(const kcr_controller_t *c) {
+  return c->name;
+}
+kcr_workqueue_t *kcr_controller_queue(kcr_controller_t *c) {
+  return c->q;
+}
+
+static bool is_started(kcr_controller_t *c) {
+  bool s;
+  pthread_mutex_lock(&c->mu);
+  s = c->started;
+  pthread_mutex_unlock(&c->mu);
+  return s;
+}
+
+static int add_watch(kcr_controller_t *c, wkind kind, const kcr_gvk *gvk, kcr_map_fn fn,
+                     void *fn_data, kcr_predicate_t *pred, kcr_error_t *err) {
+  watch_t *w;
+  if (kcr__predicate_failed(pred))
+    return kcr_error_set(err, KCR_ENOMEM, "controller %s: predicate: out of memory", c->name);
+  if (!gvk || !gvk->version || !gvk->kind || !*gvk->kind) {
+    kcr_predicate_destroy(pred);
+    return kcr_error_set(err, KCR_EINVAL, "controller %s: a watch needs a version and a kind",
+                         c->name);
+  }
+  if (is_started(c)) {
+    kcr_predicate_destroy(pred);
+    return kcr_error_set(err, KCR_EINVAL, "controller %s: watches are set before start", c->name);
+  }
+  if (kind == W_FOR && c->primary_kind) {
+    kcr_predicate_destroy(pred);
+    return kcr_error_set(err, KCR_EEXIST, "controller %s: for() was already called", c->name);
+  }
+  w = kcr__calloc(1, sizeof(*w));
+  if (w) {
+    w->group = kcr__strdup(gvk->group ? gvk->group : "");
+    w->version = kcr__strdup(gvk->version);
+    w->kind_name = kcr__strdup(gvk->kind);
+  }
+  if (!w || !w->group || !w->version || !w->kind_name) {
+    if (w) {
+      kcr__free(w->group);
+      kcr__free(w->version);
+      kcr__free(w->kind_name);
+      kcr__free(w);
+    }
+    kcr_predicate_destroy(pred);
+    return kcr_error_set(err, KCR_ENOMEM, "controller %s: out of memory", c->name);
+  }
+  if (kind == W_FOR) {
+    c->primary_group = kcr__strdup(w->group);
+    c->primary_kind = kcr__strdup(w->kind_name);
+    if (!c->primary_group || !c->primary_kind) {
+      kcr__free(c->primary_group);
+      kcr__free(c->primary_kind);
+      c->primary_group = c->primary_kind = NULL;
+      kcr__free(w->group);
+      kcr__free(w->version);
+      kcr__free(w->kind_name);
+      kcr__free(w);
+      kcr_predicate_destroy(pred);
+      return kcr_error_set(err, KCR_ENOMEM, "controller %s: out of memory", c->name);
+    }
+  }
+  w->ctl = c;
+  w->kind = kind;
+  w->pred = pred;
+  w->fn = fn;
+  w->fn_data = fn_data;
+  *c->tail = w;
+  c->tail = &w->next;
+  c->nwatches++;
+  return 0;
+}
+
+int kcr_controller_for(kcr_controller_t *c, const kcr_gvk *gvk, kcr_predicate_t *pred,
+                       kcr_error_t *err) {
+  return add_watch(c, W_FOR, gvk, NULL, NULL, pred, err);
+}
+
+int kcr_controller_owns(kcr_controller_t *c, const kcr_gvk *gvk, kcr_predicate_t *pred,
+                        kcr_error_t *err) {
+  return add_watch(c, W_OWNS, gvk, NULL, NULL, pred, err);
+}
+
+int kcr_controller_watches(kcr_controller_t *c, const kcr_gvk *gvk, kcr_map_fn fn, void *data,
+                           kcr_predicate_t *pred, kcr_error_t *err) {
+  if (!fn) {
+    kcr_predicate_destroy(pred);
+    return kcr_error_set(err, KCR_EINVAL, "controller %s: watches needs a map function", c->name);
+  }
+  return add_watch(c, W_MAP, gvk, fn, data, pred, err);
+}
+
+int kcr_controller_add_event_filter(kcr_controller_t *c, kcr_predicate_t *pred, kcr_error_t *err) {
+  kcr_predicate_t **n;
+  if (!pred)
+    return 0;
+  if (kcr__predicate_failed(pred))
+    return kcr_error_set(err, KCR_ENOMEM, "controller %s: predicate: out of memory", c->name);
+  if (is_started(c)) {
+    kcr_predicate_destroy(pred);
+    return kcr_error_set(err, KCR_EINVAL, "controller %s: filters are set before start", c->name);
+  }
+  n = kcr__realloc(c->filters, (c->nfilters + 1) * sizeof(kcr_predicate_t *));
+  if (!n) {
+    kcr_predicate_destroy(pred);
+    return kcr_error_set(err, KCR_ENOMEM, "controller %s: out of memory", c->name);
+  }
+  c->filters = n;
+  c->filters[c->nfilters++] = pred;
+  return 0;
+}
+
+void kcr__controller_set_primary_namespaced(kcr_controller_t *c, bool namespaced) {
+  c->primary_namespaced = namespaced;
+}
+
+/* ---- event handlers (informer threads) ---- */
+
+static void enqueue(kcr_controller_t *c, const char *ns, const char *name) {
+  char key[KCR_META_KEY_MAX];
+  int n = (ns && *ns) ? snprintf(key, sizeof(key), "%s/%s", ns, name)
+                      : snprintf(key, sizeof(key), "%s", name);
+  if (n < 0 || (size_t)n >= sizeof(key) || !*name) {
+    kcr_log(KCR_LOG_ERROR, "controller", "controller=%s: cannot enqueue %s/%s", c->name,
+            ns ? ns : "", name);
+    return;
+  }
+  if (kcr_workqueue_add(c->q, key) == KCR_ENOMEM)
+    kcr_log(KCR_LOG_ERROR, "controller", "controller=%s: out of memory enqueueing %s", c->name,
+            key);
+}
+
+int kcr_requests_add(kcr_requests *r, const char *ns, const char *name) {
+  char key[KCR_META_KEY_MAX];
+  int n;
+  if (!name || !*name)
+    return KCR_EINVAL;
+  n = (ns && *ns) ? snprintf(key, sizeof(key), "%s/%s", ns, name)
+                  : snprintf(key, sizeof(key), "%s", name);
+  if (n < 0 || (size_t)n >= sizeof(key))
+    return KCR_ETOOBIG;
+  n = kcr_workqueue_add(r->c->q, key);
+  return n == KCR_ECLOSED ? 0 : n;
+}
+
+/* enqueue_owners: the child's controller owner, if it is of the primary kind. */
+static void enqueue_owners(kcr_controller_t *c, const json_t *obj) {
+  json_t *ref = kcr_meta_controller_ref(obj);
+  const char *av, *kind, *name;
+  size_t glen;
+  const char *g;
+  if (!ref || !c->primary_kind)
+    return;
+  av = json_string_value(json_object_get(ref, "apiVersion"));
+  kind = json_string_value(json_object_get(ref, "kind"));
+  name = json_string_value(json_object_get(ref, "name"));
+  if (!av || !kind || !name)
+    return;
+  g = kcr_api_version_group(av, &glen);
+  if (strlen(c->primary_group) != glen || memcmp(g, c->primary_group, glen) != 0 ||
+      strcmp(kind, c->primary_kind) != 0)
+    return;
+  enqueue(c, c->primary_namespaced ? kcr_meta_namespace(obj) : "", name);
+}
+
+static void enqueue_for(watch_t *w, const json_t *obj) {
+  kcr_controller_t *c = w->ctl;
+  if (!obj)
+    return;
+  switch (w->kind) {
+  case W_FOR:
+    enqueue(c, kcr_meta_namespace(obj), kcr_meta_name(obj));
+    break;
+  case W_OWNS:
+    enqueue_owners(c, obj);
+    break;
+  case W_MAP: {
+    kcr_requests r = {c};
+    w->fn(obj, &r, w->fn_data);
+    break;
+  }
+  }
+}
+
+static bool pass(watch_t *w, kcr_event_type t, const json_t *old_obj, const json_t *obj) {
+  kcr_controller_t *c = w->ctl;
+  for (size_t i = 0; i < c->nfilters; i++)
+    if (!kcr_predicate_eval(c->filters[i], t, old_obj, obj))
+      return false;
+  return kcr_predicate_eval(w->pred, t, old_obj, obj);
+}
+
+static void on_add(json_t *obj, bool initial, void *data) {
+  watch_t *w = data;
+  (void)initial;
+  if (pass(w, KCR_EVENT_CREATE, NULL, obj))
+    enqueue_for(w, obj);
+}
+
+static void on_update(json_t *old_obj, json_t *new_obj, void *data) {
+  watch_t *w = data;
+  if (!pass(w, KCR_EVENT_UPDATE, old_obj, new_obj))
+    return;
+  if (w->kind == W_FOR) {
+    enqueue_for(w, new_obj ? new_obj : old_obj);
+    return;
+  }
+  enqueue_for(w, old_obj);
+  enqueue_for(w, new_obj);
+}
+
+static void on_delete(json_t *obj, const char *tombstone_key, void *data) {
+  watch_t *w = data;
+  if (!obj) {
+    kcr_log(KCR_LOG_DEBUG, "controller",
+            "controller=%s: delete of %s without a final state, dropped", w->ctl->name,
+            tombstone_key ? tombstone_key : "?");
+    return;
+  }
+  if (pass(w, KCR_EVENT_DELETE, NULL, obj))
+    enqueue_for(w, obj);
+}
+
+bool kcr__controller_handler(kcr_controller_t *c, size_t i, kcr_event_handler *out) {
+  watch_t *w = c->watches;
+  while (w && i--)
+    w = w->next;
+  if (!w)
+    return false;
+  out->on_add = on_add;
+  out->on_update = on_update;
+  out->on_delete = on_delete;
+  out->data = w;
+  return true;
+}
+
+/* ---- reconcile ---- */
+
+static void observe(kcr_controller_t *c, int64_t ns, kcr_reconcile_outcome o, bool error,
+                    bool terminal) {
+  double s = (double)ns / 1e9;
+  pthread_mutex_lock(&c->mmu);
+  c->m.reconcile_total[o]++;
+  if (error)
+    c->m.reconcile_errors_total++;
+  if (terminal)
+    c->m.terminal_reconcile_errors_total++;
+  for (int i = 0; i < KCR_CONTROLLER_TIME_BUCKETS; i++)
+    if (s <= time_bounds[i])
+      c->m.reconcile_time.buckets[i]++;
+  c->m.reconcile_time.count++;
+  c->m.reconcile_time.sum_seconds += s;
+  pthread_mutex_unlock(&c->mmu);
+}
+
+static void active(kcr_controller_t *c, int d) {
+  pthread_mutex_lock(&c->mmu);
+  c->m.active_workers += d;
+  pthread_mutex_unlock(&c->mmu);
+}
+
+static void reconcile_key(kcr_controller_t *c, const char *key) {
+  kcr_reconcile_ctx ctx;
+  kcr_reconcile_request req;
+  kcr_result res;
+  char ns[NS_MAX];
+  size_t nslen;
+  const char *name;
+  int64_t t0, dt;
+  int rc;
+  if (kcr_meta_split_key(key, &nslen, &name) != 0 || nslen >= sizeof(ns)) {
+    kcr_log(KCR_LOG_ERROR, "controller", "controller=%s: bad key %s, dropped", c->name, key);
+    kcr_workqueue_forget(c->q, key);
+    return;
+  }
+  memcpy(ns, key, nslen);
+  ns[nslen] = '\0';
+  memset(&ctx, 0, sizeof(ctx));
+  ctx.c = c;
+  ctx.ns = ns;
+  ctx.name = name;
+  ctx.client = c->client;
+  ctx.client.cancel = c->cancel;
+  if (kcr_uuid_v4(ctx.id) != 0)
+    snprintf(ctx.id, sizeof(ctx.id), "%s", "00000000-0000-0000-0000-000000000000");
+  req.ns = ns;
+  req.name = name;
+  memset(&res, 0, sizeof(res));
+
+  active(c, 1);
+  t0 = kcr_clock_now(c->clock);
+  rc = c->reconcile(&ctx, &req, &res, c->data);
+  dt = kcr_clock_now(c->clock) - t0;
+  active(c, -1);
+
+  if (rc != 0) {
+    if (ctx.terminal)
+      kcr_workqueue_forget(c->q, key);
+    else
+      kcr_workqueue_add_rate_limited(c->q, key);
+    observe(c, dt, KCR_RECONCILE_ERROR, true, ctx.terminal);
+    if (res.requeue || res.requeue_after_ns > 0)
+      kcr_reconcile_log(&ctx, KCR_LOG_WARN,
+                        "Warning: Reconciler returned both a non-zero result and a non-nil "
+                        "error. The result will always be ignored if the error is non-nil and the "
+                        "non-nil error causes requeuing with exponential backoff");
+    kcr_reconcile_log(&ctx, KCR_LOG_ERROR, "Reconciler error%s: %s%s%s",
+                      ctx.terminal ? " (terminal)" : "", kcr_err_name(rc),
+                      ctx.err.message[0] ? ": " : "", ctx.err.message);
+  } else if (res.requeue_after_ns > 0) {
+    kcr_workqueue_forget(c->q, key);
+    kcr_workqueue_add_after(c->q, key, res.requeue_after_ns);
+    observe(c, dt, KCR_RECONCILE_REQUEUE_AFTER, false, false);
+  } else if (res.requeue) {
+    kcr_workqueue_add_rate_limited(c->q, key);
+    observe(c, dt, KCR_RECONCILE_REQUEUE, false, false);
+  } else {
+    kcr_workqueue_forget(c->q, key);
+    observe(c, dt, KCR_RECONCILE_SUCCESS, false, false);
+  }
+}
+
+int kcr__controller_process_next(kcr_controller_t *c) {
+  char *key = NULL;
+  int rc;
+  for (;;) {
+    rc = kcr_workqueue_get(c->q, &key);
+    if (rc == KCR_ENOMEM) {
+      struct timespec ts = {0, 10L * 1000 * 1000};
+      nanosleep(&ts, NULL);
+      continue;
+    }
+    break;
+  }
+  if (rc)
+    return rc;
+  if (!atomic_load(&c->stopping))
+    reconcile_key(c, key);
+  kcr_workqueue_done(c->q, key);
+  kcr_free(key);
+  return 0;
+}
+
+static void *worker_main(void *arg) {
+  kcr_controller_t *c = arg;
+  while (kcr__controller_process_next(c) == 0) {
+  }
+  pthread_mutex_lock(&c->mu);
+  c->running--;
+  pthread_cond_broadcast(&c->cond);
+  pthread_mutex_unlock(&c->mu);
+  return NULL;
+}
+
+/* ---- start, stop ---- */
+
+static void unregister(kcr_controller_t *c) {
+  for (watch_t *w = c->watches; w; w = w->next) {
+    if (w->registered) {
+      kcr_informer_remove_handler(w->inf, w->handler_id);
+      w->registered = false;
+    }
+  }
+}
+
+static int register_watches(kcr_controller_t *c, kcr_error_t *err) {
+  int rc;
+  for (watch_t *w = c->watches; w; w = w->next) {
+    kcr_gvk gvk = {w->group, w->version, w->kind_name};
+    kcr_event_handler h = {on_add, on_update, on_delete, w};
+    if ((rc = c->source.get_informer(c->source.data, &gvk, &w->inf, err)) != 0) {
+      kcr_error_prefix(err, "controller %s: kind %s: ", c->name, w->kind_name);
+      return rc;
+    }
+    if ((rc = kcr_informer_add_handler(w->inf, &h, &w->handler_id, err)) != 0) {
+      kcr_error_prefix(err, "controller %s: kind %s: ", c->name, w->kind_name);
+      return rc;
+    }
+    w->registered = true;
+  }
+  return 0;
+}
+
+int kcr_controller_start(kcr_controller_t *c, kcr_error_t *err) {
+  int64_t deadline;
+  bool has_for = c->primary_kind != NULL, has_owns = false;
+  int rc;
+  for (watch_t *w = c->watches; w; w = w->next)
+    has_owns |= w->kind == W_OWNS;
+  if (!c->watches)
+    return kcr_error_set(err, KCR_EINVAL, "controller %s: nothing to watch (call for())", c->name);
+  if (has_owns && !has_for)
+    return kcr_error_set(err, KCR_EINVAL, "controller %s: owns() needs for()", c->name);
+  if (!c->source.get_informer)
+    return kcr_error_set(err, KCR_EINVAL, "controller %s: no informer source", c->name);
+  pthread_mutex_lock(&c->mu);
+  if (c->started || c->stop_done) {
+    pthread_mutex_unlock(&c->mu);
+    return kcr_error_set(err, KCR_EINVAL, "controller %s: started twice", c->name);
+  }
+  c->started = true; /* set-up calls are refused from here on */
+  pthread_mutex_unlock(&c->mu);
+
+  if (has_for && c->source.is_namespaced) {
+    kcr_gvk pg = {c->primary_group, c->watches->version, c->primary_kind};
+    for (watch_t *w = c->watches; w; w = w->next)
+      if (w->kind == W_FOR)
+        pg.version = w->version;
+    if ((rc = c->source.is_namespaced(c->source.data, &pg, &c->primary_namespaced, err)) != 0) {
+      kcr_error_prefix(err, "controller %s: ", c->name);
+      goto fail;
+    }
+  }
+  if ((rc = register_watches(c, err)) != 0)
+    goto fail;
+  kcr_log(KCR_LOG_INFO, "controller", "controller=%s: Starting Controller", c->name);
+  deadline = kcr_clock_now(kcr_clock_system()) + c->sync_timeout;
+  for (watch_t *w = c->watches; w; w = w->next) {
+    int64_t left = deadline - kcr_clock_now(kcr_clock_system());
+    rc = kcr_informer_wait_for_sync(w->inf, left > 0 ? left : 1, err);
+    if (rc) {
+      kcr_error_prefix(err, "controller %s: timed out waiting for cache to be synced for Kind %s: ",
+                       c->name, w->kind_name);
+      goto fail;
+    }
+  }
+  pthread_mutex_lock(&c->mu);
+  c->threads = kcr__calloc((size_t)c->workers, sizeof(pthread_t));
+  if (!c->threads) {
+    pthread_mutex_unlock(&c->mu);
+    rc = kcr_error_set(err, KCR_ENOMEM, "controller %s: out of memory", c->name);
+    goto fail;
+  }
+  for (int i = 0; i < c->workers; i++) {
+    if (pthread_create(&c->threads[i], NULL, worker_main, c) != 0)
+      break;
+    c->nthreads++;
+    c->running++;
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (c->nthreads == 0) {
+    rc = kcr_error_set(err, KCR_ESYS, "controller %s: cannot start workers", c->name);
+    goto fail;
+  }
+  kcr_log(KCR_LOG_INFO, "controller", "controller=%s: Starting workers worker count=%d", c->name,
+          c->nthreads);
+  return 0;
+fail:
+  unregister(c);
+  return rc;
+}
+
+int kcr_controller_stop(kcr_controller_t *c, int64_t timeout_ns) {
+  int64_t deadline;
+  bool was_started = false;
+  int rc = 0;
+  atomic_store(&c->stopping, true);
+  pthread_mutex_lock(&c->mu);
+  if (!c->stop_done) {
+    c->stop_done = true;
+    was_started = c->started;
+    pthread_mutex_unlock(&c->mu);
+    if (was_started)
+      kcr_log(KCR_LOG_INFO, "controller",
+              "controller=%s: Shutdown signal received, waiting for all workers to finish",
+              c->name);
+    unregister(c);
+    if (c->cancel)
+      kcr_cancel_fire(c->cancel);
+    kcr_workqueue_shutdown(c->q);
+    pthread_mutex_lock(&c->mu);
+  }
+  deadline = kcr_clock_now(kcr_clock_system()) + timeout_ns;
+  while (c->running > 0) {
+    if (timeout_ns <= 0) {
+      pthread_cond_wait(&c->cond, &c->mu);
+    } else if (kcr_clock_timedwait(kcr_clock_system(), &c->cond, &c->mu, deadline) ==
+                   KCR_ETIMEDOUT &&
+               c->running > 0) {
+      rc = KCR_ETIMEDOUT;
+      break;
+    }
+  }
+  was_started = c->nthreads > 0;
+  pthread_mutex_unlock(&c->mu);
+  if (rc == 0 && was_started)
+    kcr_log(KCR_LOG_INFO, "controller", "controller=%s: All workers finished", c->name);
+  else if (rc)
+    kcr_log(KCR_LOG_WARN, "controller", "controller=%s: workers still running after the timeout",
+            c->name);
+  return rc;
+}
+
+void kcr_controller_destroy(kcr_controller_t *c) {
+  watch_t *w, *next;
+  if (!c)
+    return;
+  if (c->q) {
+    kcr_controller_stop(c, 0);
+    for (int i = 0; i < c->nthreads; i++)
+      pthread_join(c->threads[i], NULL);
+  }
+  kcr__free(c->threads);
+  for (w = c->watches; w; w = next) {
+    next = w->next;
+    kcr_predicate_destroy(w->pred);
+    kcr__free(w->group);
+    kcr__free(w->version);
+    kcr__free(w->kind_name);
+    kcr__free(w);
+  }
+  for (size_t i = 0; i < c->nfilters; i++)
+    kcr_predicate_destroy(c->filters[i]);
+  kcr__free(c->filters);
+  kcr_workqueue_destroy(c->q);
+  kcr_cancel_destroy(c->cancel);
+  kcr__free(c->primary_group);
+  kcr__free(c->primary_kind);
+  kcr__free(c->name);
+  pthread_cond_destroy(&c->cond);
+  pthread_mutex_destroy(&c->mmu);
+  pthread_mutex_destroy(&c->mu);
+  kcr__free(c);
+}
+
+void kcr_controller_metrics_snapshot(kcr_controller_t *c, kcr_controller_metrics *out) {
+  pthread_mutex_lock(&c->mmu);
+  *out = c->m;
+  pthread_mutex_unlock(&c->mmu);
+}

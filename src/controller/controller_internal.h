@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * controller_internal.h: what the controller module shares with the manager and
+ * with the unit tests (a testing build of the same sources).
+ */
+#ifndef KCR_CONTROLLER_INTERNAL_H
+#define KCR_CONTROLLER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kcr/controller.h"
+#include "kcr/informer.h"
+
+/* kcr__predicate_failed tells whether p is the "out of memory" predicate. */
+bool kcr__predicate_failed(const kcr_predicate_t *p);
+
+/*
+ * kcr__controller_process_next takes one key from the queue (blocking) and
+ * reconciles it on the calling thread, exactly as a worker does. Returns 0, or
+ * KCR_ECLOSED once the queue is shut down and empty. For tests that drive a
+ * controller without worker threads (never started).
+ */
+int kcr__controller_process_next(kcr_controller_t *c);
+
+/*
+ * kcr__controller_handler returns the event handler the controller registers for
+ * its i-th watch (in the order for/owns/watches were called), so tests can feed
+ * events without an informer. false when there is no such watch.
+ */
+bool kcr__controller_handler(kcr_controller_t *c, size_t i, kcr_event_handler *out);
+
+/*
+ * kcr__controller_set_primary_namespaced overrides what the source said about the
+ * primary kind's scope (tests without a source).
+ */
+void kcr__controller_set_primary_namespaced(kcr_controller_t *c, bool namespaced);
+
+#endif /* KCR_CONTROLLER_INTERNAL_H */

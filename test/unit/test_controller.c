@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_controller.c: the reconcile result semantics with a fake reconciler on a
+ * fake clock (driven one key at a time through the testing entry point), the
+ * metrics, the event handlers (for, owns, watches, predicates, the global event
+ * filter) fed with JSON fixtures, and the set-up errors.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "controller/controller_internal.h"
+#include "kcr/controller.h"
+#include "kcr/meta.h"
+#include "kcr/rand.h"
+#include "testutil.h"
+
+typedef struct fake {
+  int rc;
+  bool terminal;
+  kcr_result res;
+  int calls;
+  char last_ns[64], last_name[64], last_id[KCR_UUID_BUFSIZE];
+  bool had_cancel;
+} fake_t;
+
+static int reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req, kcr_result *res,
+                     void *data) {
+  fake_t *f = data;
+  f->calls++;
+  snprintf(f->last_ns, sizeof(f->last_ns), "%s", req->ns);
+  snprintf(f->last_name, sizeof(f->last_name), "%s", req->name);
+  snprintf(f->last_id, sizeof(f->last_id), "%s", kcr_reconcile_id(ctx));
+  f->had_cancel = kcr_reconcile_cancel(ctx) == kcr_reconcile_client(ctx)->cancel;
+  *res = f->res;
+  if (f->rc) {
+    kcr_error_set(kcr_reconcile_err(ctx), f->rc, "fake failure");
+    return f->terminal ? kcr_reconcile_terminal(ctx, f->rc) : f->rc;
+  }
+  return 0;
+}
+
+typedef struct fixture {
+  kcr_clock_t *clock;
+  kcr_controller_t *c;
+  fake_t f;
+} fixture_t;
+
+static int setup(void **state) {
+  fixture_t *fx = calloc(1, sizeof(*fx));
+  kcr_controller_options o;
+  kcr_ratelimiter_t *rl;
+  if (kcr_fake_clock_create(0, (kcr_time_t){1700000000, 0}, &fx->clock))
+    return -1;
+  /* exponential only (5 ms doubling), so delays are exact */
+  if (kcr_ratelimiter_exponential_create(5 * KCR_NSEC_PER_MSEC, 1000 * KCR_NSEC_PER_SEC, &rl))
+    return -1;
+  memset(&o, 0, sizeof(o));
+  o.name = "test";
+  o.reconcile = reconcile;
+  o.data = &fx->f;
+  o.clock = fx->clock;
+  o.rate_limiter = rl;
+  if (kcr_controller_create(&o, &fx->c, NULL))
+    return -1;
+  *state = fx;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture_t *fx = *state;
+  kcr_controller_destroy(fx->c);
+  kcr_clock_destroy(fx->clock);
+  free(fx);
+  return 0;
+}
+
+/* wait_len polls (real time, bounded) until the queue holds n ready keys. */
+static void wait_len(kcr_controller_t *c, size_t n) {
+  for (int i = 0; i < 2000 && kcr_workqueue_len(kcr_controller_queue(c)) != n; i++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  assert_int_equal(kcr_workqueue_len(kcr_controller_queue(c)), n);
+}
+
+static void run_once(fixture_t *fx, const char *key) {
+  assert_int_equal(kcr_workqueue_add(kcr_controller_queue(fx->c), key), 0);
+  assert_int_equal(kcr__controller_process_next(fx->c), 0);
+}
+
+static void test_controller_success_forgets(void **state) {
+  fixture_t *fx = *state;
+  kcr_workqueue_t *q = kcr_controller_queue(fx->c);
+  kcr_controller_metrics m;
+  run_once(fx, "ns/a");
+  assert_int_equal(fx->f.calls, 1);
+  assert_string_equal(fx->f.last_ns, "ns");
+  assert_string_equal(fx->f.last_name, "a");
+  assert_int_equal(strlen(fx->f.last_id), 36);
+  assert_true(fx->f.had_cancel);
+  assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 0);
+  assert_int_equal(kcr_workqueue_len(q), 0);
+  /* cluster-scoped key */
+  run_once(fx, "node-1");
+  assert_string_equal(fx->f.last_ns, "");
+  assert_string_equal(fx->f.last_name, "node-1");
+  kcr_controller_metrics_snapshot(fx->c, &m);
+  assert_int_equal(m.reconcile_total[KCR_RECONCILE_SUCCESS], 2);
+  assert_int_equal(m.reconcile_time.count, 2);
+  assert_int_equal(m.max_concurrent_reconciles, 1);
+  assert_int_equal(m.active_workers, 0);
+}
+
+static void test_controller_error_rate_limited(void **state) {
+  fixture_t *fx = *state;
+  kcr_workqueue_t *q = kcr_controller_queue(fx->c);
+  kcr_controller_metrics m;
+  fx->f.rc = KCR_EIO;
+  run_once(fx, "ns/a");
+  assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 1);
+  assert_int_equal(kcr_workqueue_len(q), 0); /* waiting 5 ms */
+  kcr_fake_clock_step(fx->clock, 5 * KCR_NSEC_PER_MSEC);
+  wait_len(fx->c, 1);
+  assert_int_equal(kcr__controller_process_next(fx->c), 0);
+  assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 2);
+  kcr_fake_clock_step(fx->clock, 9 * KCR_NSEC_PER_MSEC);
+  assert_int_equal(kcr_workqueue_len(q), 0); /* second delay is 10 ms */
+  kcr_fake_clock_step(fx->clock, 1 * KCR_NSEC_PER_MSEC);
+  wait_len(fx->c, 1);
+  /* success resets the backoff */
+  fx->f.rc = 0;
+  assert_int_equal(kcr__controller_process_next(fx->c), 0);
+  assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 0);
+  kcr_controller_metrics_snapshot(fx->c, &m);
+  assert_int_equal(m.reconcile_total[KCR_RECONCILE_ERROR], 2);
+  assert_int_equal(m.reconcile_errors_total, 2);
+  assert_int_equal(m.terminal_reconcile_errors_total, 0);
+  assert_int_equal(m.reconcile_total[KCR_RECONCILE_SUCCESS], 1);
+}
+
+static void test_controller_terminal_error(void **state) {
+  fixture_t *fx = *state;
+  kcr_workqueue_t *q = kcr_controller_queue(fx->c);
+  kcr_controller_metrics m;
+  fx->f.rc = KCR_EIO;
+  run_once(fx, "ns/a"); /* one ordinary failure first: backoff 1 */
+  assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 1);
+  kcr_fake_clock_step(fx->clock, 5 * KCR_NSEC_PER_MSEC);
+  wait_len(fx->c, 1);
+  fx->f.terminal = true;
+  assert_int_equal(kcr__controller_process_next(fx->c), 0);
+  assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 0); /* forgotten */
+  kcr_fake_clock_step(fx->clock, 10 * KCR_NSEC_PER_SEC);
+  wait_len(fx->c, 0);
+  kcr_controller_metrics_snapshot(fx->c, &m);
+  assert_int_equal(m.terminal_reconcile_errors_total, 1);
+  assert_int_equal(m.reconcile_errors_total, 2);
+  assert_int_equal(m.reconcile_total[KCR_RECONCILE_ERROR], 2);
+}
+
+static void test_controller_requeue_after(void **state) {
+  fixture_t *fx = *state;
+  kcr_workqueue_t *q = kcr_controller_queue(fx->c);
+  kcr_controller_metrics m;
+  fx->f.rc = KCR_EIO;
+  run_once(fx, "ns/a");
+  kcr_fake_clock_step(fx->clock, 5 * KCR_NSEC_PER_MSEC);
+  wait_len(fx->c, 1);
+  fx->f.rc = 0;
+  fx->f.res.requeue_after_ns = 10 * KCR_NSEC_PER_SEC;
+  assert_int_equal(kcr__controller_process_next(fx->c), 0);
+  assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 0); /* forget */
+  kcr_fake_clock_step(fx->clock, 9 * KCR_NSEC_PER_SEC);
+  assert_int_equal(kcr_workqueue_len(q), 0);
+  kcr_fake_clock_step(fx->clock, 1 * KCR_NSEC_PER_SEC);
+  wait_len(fx->c, 1);
+  kcr_controller_metrics_snapshot(fx->c, &m);
+  assert_int_equal(m.reconcile_total[KCR_RECONCILE_REQUEUE_AFTER], 1);
+}
+
+static void test_controller_requeue(void **state) {
+  fixture_t *fx = *state;
+  kcr_workqueue_t *q = kcr_controller_queue(fx->c);
+  kcr_controller_metrics m;
+  fx->f.res.requeue = true;
+  run_once(fx, "ns/a");
+  assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 1);
+  kcr_fake_clock_step(fx->clock, 5 * KCR_NSEC_PER_MSEC);
+  wait_len(fx->c, 1);
+  assert_int_equal(kcr__controller_process_next(fx->c), 0);
+  assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 2);
+  kcr_controller_metrics_snapshot(fx->c, &m);
+  assert_int_equal(m.reconcile_total[KCR_RECONCILE_REQUEUE], 2);
+}
+
+static void test_controller_error_wins_over_requeue_after(void **state) {
+  fixture_t *fx = *state;
+  kcr_workqueue_t *q = kcr_controller_queue(fx->c);
+  kcr_controller_metrics m;
+  fx->f.rc = KCR_EIO;
+  fx->f.res.requeue_after_ns = 3600 * KCR_NSEC_PER_SEC;
+  run_once(fx, "ns/a");
+  assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 1);
+  kcr_fake_clock_step(fx->clock, 5 * KCR_NSEC_PER_MSEC);
+  wait_len(fx->c, 1); /* the rate-limited retry, not the hour */
+  kcr_controller_metrics_snapshot(fx->c, &m);
+  assert_int_equal(m.reconcile_total[KCR_RECONCILE_ERROR], 1);
+  assert_int_equal(m.reconcile_total[KCR_RECONCILE_REQUEUE_AFTER], 0);
+}
+
+static void test_controller_stop_drops_queued(void **state) {
+  fixture_t *fx = *state;
+  kcr_workqueue_t *q = kcr_controller_queue(fx->c);
+  assert_int_equal(kcr_workqueue_add(q, "ns/a"), 0);
+  assert_int_equal(kcr_controller_stop(fx->c, KCR_NSEC_PER_SEC), 0);
+  /* the queued key is handed out and dropped without a reconcile */
+  assert_int_equal(kcr__controller_process_next(fx->c), 0);
+  assert_int_equal(fx->f.calls, 0);
+  assert_int_equal(kcr__controller_process_next(fx->c), KCR_ECLOSED);
+}
+
+/* ---- event handlers ---- */
+
+static json_t *load(const char *text) {
+  json_error_t e;
+  json_t *j = json_loads(text, 0, &e);
+  if (!j)
+    fail_msg("fixture: %s", e.text);
+  return j;
+}
+
+/* drain returns the queued keys, sorted and joined with spaces, and empties q. */
+static void drain(kcr_workqueue_t *q, char *out, size_t size) {
+  char *keys[16];
+  size_t n = 0;
+  out[0] = '\0';
+  while (kcr_workqueue_len(q) > 0 && n < 16) {
+    assert_int_equal(kcr_workqueue_get(q, &keys[n]), 0);
+    kcr_workqueue_done(q, keys[n]);
+    n++;
+  }
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i + 1; j < n; j++)
+      if (strcmp(keys[j], keys[i]) < 0) {
+        char *t = keys[i];
+        keys[i] = keys[j];
+        keys[j] = t;
+      }
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      strncat(out, " ", size - strlen(out) - 1);
+    strncat(out, keys[i], size - strlen(out) - 1);
+    kcr_free(keys[i]);
+  }
+}
+
+static void map_to_two(const json_t *obj, kcr_requests *reqs, void *data) {
+  (void)data;
+  kcr_requests_add(reqs, kcr_meta_namespace(obj), "mapped-1");
+  kcr_requests_add(reqs, "", "mapped-cluster");
+}
+
+static void test_controller_handlers(void **state) {
+  fixture_t *fx = *state;
+  kcr_workqueue_t *q = kcr_controller_queue(fx->c);
+  const kcr_gvk app = {"kcr.dev", "v1", "App"}, cm = {"", "v1", "ConfigMap"},
+                sec = {"", "v1", "Secret"};
+  kcr_event_handler hfor, hown, hmap;
+  char got[256];
+  json_t *a1 = load("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"app\",\"generation\":1}}");
+  json_t *a2 = load("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"app\",\"generation\":1,"
+                    "\"resourceVersion\":\"9\"}}");
+  json_t *child = load("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"c\",\"ownerReferences\":["
+                       "{\"apiVersion\":\"kcr.dev/v1alpha1\",\"kind\":\"App\",\"name\":\"owner-a\","
+                       "\"controller\":true}]}}");
+  json_t *child2 = load("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"c\",\"ownerReferences\":["
+                        "{\"apiVersion\":\"kcr.dev/v1\",\"kind\":\"App\",\"name\":\"owner-b\","
+                        "\"controller\":true},{\"apiVersion\":\"kcr.dev/v1\",\"kind\":\"App\","
+                        "\"name\":\"not-controller\"}]}}");
+  json_t *stranger = load("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"c\",\"ownerReferences\":["
+                          "{\"apiVersion\":\"other.dev/v1\",\"kind\":\"App\",\"name\":\"x\","
+                          "\"controller\":true}]}}");
+  assert_int_equal(kcr_controller_for(fx->c, &app, kcr_predicate_generation_changed(), NULL), 0);
+  assert_int_equal(kcr_controller_owns(fx->c, &cm, NULL, NULL), 0);
+  assert_int_equal(kcr_controller_watches(fx->c, &sec, map_to_two, NULL, NULL, NULL), 0);
+  assert_true(kcr__controller_handler(fx->c, 0, &hfor));
+  assert_true(kcr__controller_handler(fx->c, 1, &hown));
+  assert_true(kcr__controller_handler(fx->c, 2, &hmap));
+  assert_false(kcr__controller_handler(fx->c, 3, &hmap));
+
+  /* for: add enqueues the key; an update without a generation change does not */
+  hfor.on_add(a1, true, hfor.data);
+  hfor.on_update(a1, a2, hfor.data);
+  drain(q, got, sizeof(got));
+  assert_string_equal(got, "ns/app");
+  hfor.on_delete(a2, NULL, hfor.data);
+  hfor.on_delete(NULL, "ns/gone", hfor.data); /* no final state: dropped */
+  drain(q, got, sizeof(got));
+  assert_string_equal(got, "ns/app");
+
+  /* owns: the controller owner of the primary group/kind (any version); both old and new */
+  hown.on_add(child, false, hown.data);
+  drain(q, got, sizeof(got));
+  assert_string_equal(got, "ns/owner-a");
+  hown.on_update(child, child2, hown.data);
+  drain(q, got, sizeof(got));
+  assert_string_equal(got, "ns/owner-a ns/owner-b");
+  hown.on_delete(stranger, NULL, hown.data);
+  drain(q, got, sizeof(got));
+  assert_string_equal(got, "");
+  kcr__controller_set_primary_namespaced(fx->c, false);
+  hown.on_delete(child2, NULL, hown.data);
+  drain(q, got, sizeof(got));
+  assert_string_equal(got, "owner-b");
+  kcr__controller_set_primary_namespaced(fx->c, true);
+
+  /* watches: the map function's requests */
+  hmap.on_add(a1, false, hmap.data);
+  drain(q, got, sizeof(got));
+  assert_string_equal(got, "mapped-cluster ns/mapped-1");
+
+  json_decref(a1);
+  json_decref(a2);
+  json_decref(child);
+  json_decref(child2);
+  json_decref(stranger);
+}
+
+static void test_controller_event_filter(void **state) {
+  fixture_t *fx = *state;
+  kcr_workqueue_t *q = kcr_controller_queue(fx->c);
+  const kcr_gvk cm = {"", "v1", "ConfigMap"};
+  kcr_predicate_t *sel = NULL;
+  kcr_event_handler h;
+  char got[128];
+  json_t *yes =
+      load("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"y\",\"labels\":{\"m\":\"1\"}}}");
+  json_t *no = load("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"n\"}}");
+  assert_int_equal(kcr_predicate_label_selector("m=1", &sel, NULL), 0);
+  assert_int_equal(kcr_controller_add_event_filter(fx->c, sel, NULL), 0);
+  assert_int_equal(kcr_controller_for(fx->c, &cm, NULL, NULL), 0);
+  assert_true(kcr__controller_handler(fx->c, 0, &h));
+  h.on_add(yes, false, h.data);
+  h.on_add(no, false, h.data);
+  drain(q, got, sizeof(got));
+  assert_string_equal(got, "ns/y");
+  json_decref(yes);
+  json_decref(no);
+}
+
+static void test_controller_setup_errors(void **state) {
+  fixture_t *fx = *state;
+  const kcr_gvk cm = {"", "v1", "ConfigMap"}, bad = {"", NULL, "X"};
+  kcr_controller_options o;
+  kcr_controller_t *c = NULL;
+  kcr_error_t err = {0};
+  kcr_predicate_t *failed;
+  assert_int_equal(kcr_controller_for(fx->c, &cm, NULL, NULL), 0);
+  assert_int_equal(kcr_controller_for(fx->c, &cm, NULL, &err), KCR_EEXIST);
+  assert_int_equal(kcr_controller_owns(fx->c, &bad, NULL, NULL), KCR_EINVAL);
+  assert_int_equal(kcr_controller_watches(fx->c, &cm, NULL, NULL, NULL, NULL), KCR_EINVAL);
+  kcr_test_alloc_install();
+  kcr_test_alloc_fail_at(1);
+  failed = kcr_predicate_not(kcr_predicate_labels_changed());
+  kcr_test_alloc_fail_at(0);
+  kcr_test_alloc_uninstall();
+  assert_int_equal(kcr_controller_owns(fx->c, &cm, failed, NULL), KCR_ENOMEM);
+  /* no source: start refuses */
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_controller_start(fx->c, &err), KCR_EINVAL);
+  assert_non_null(strstr(err.message, "no informer source"));
+  memset(&o, 0, sizeof(o));
+  o.reconcile = reconcile;
+  assert_int_equal(kcr_controller_create(&o, &c, NULL), KCR_EINVAL);
+  assert_null(c);
+}
+
+static void test_controller_create_alloc(void **state) {
+  kcr_controller_options o;
+  kcr_controller_t *c = NULL;
+  (void)state;
+  memset(&o, 0, sizeof(o));
+  o.name = "alloc";
+  o.reconcile = reconcile;
+  KCR_TEST_ALLOC_LOOP(kcr_controller_create(&o, &c, NULL), (kcr_controller_destroy(c), c = NULL));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_controller_success_forgets, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_controller_error_rate_limited, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_controller_terminal_error, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_controller_requeue_after, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_controller_requeue, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_controller_error_wins_over_requeue_after, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_controller_stop_drops_queued, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_controller_handlers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_controller_event_filter, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_controller_setup_errors, setup, teardown),
+      cmocka_unit_test(test_controller_create_alloc),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
