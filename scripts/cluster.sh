@@ -5,7 +5,7 @@
 # kubeconfigs) in one directory. Several clusters can run at once, each in its
 # own directory.
 #
-# Usage: scripts/cluster.sh up|down|status|env [DIR]
+# Usage: scripts/cluster.sh up|down|status|env|restart-apiserver|compact [DIR]
 #   up      generate certificates (first time), start etcd, kube-apiserver and
 #           kube-controller-manager, wait until they are ready, write
 #           DIR/kubeconfig and print the line to export it
@@ -13,12 +13,23 @@
 #           check that no process and no port is left behind
 #   status  report each component (exit 0: all running, 1: some, 3: none)
 #   env     print the export line for DIR/kubeconfig
+#   restart-apiserver
+#           stop kube-apiserver (SIGTERM, SIGKILL after the grace period) and
+#           start it again with the same flags on the same port, so clients
+#           reconnect to the same address; waits for /readyz
+#   compact compact etcd to its current revision (physically), record it in
+#           compact_rev_key as kube-apiserver's own compactor does (the
+#           apiserver's watch cache notices within ~15 s), print the revision
 # DIR defaults to ${KCR_CLUSTER_DIR:-$PWD/.kcr-cluster}.
 #
 # Environment:
 #   KCR_CACHE             binary cache root (see scripts/build-control-plane.sh)
 #   KCR_READY_TIMEOUT     seconds to wait for each component (default 90)
 #   KCR_DOWN_GRACE        seconds between SIGTERM and SIGKILL (default 10)
+#   KCR_RESTART_GRACE     the same for restart-apiserver (default 3: with
+#                         watches open, kube-apiserver stops listening at
+#                         once but waits up to its --request-timeout, 60 s,
+#                         for them to end)
 #   KCR_APISERVER_ARGS    extra kube-apiserver flags (word-split)
 #   KCR_KCM_ARGS          extra kube-controller-manager flags (word-split)
 #
@@ -28,6 +39,8 @@
 #   etcd/                 etcd data (recreated by every `up`)
 #   logs/<component>.log  each component's output
 #   run/<component>.pid   pidfiles; run/ports lists the ports in use
+#   run/kube-apiserver.args  kube-apiserver's command line (NUL-separated),
+#                         what restart-apiserver runs again
 #   bin/kubectl           symlink to the cached kubectl
 set -euo pipefail
 
@@ -36,6 +49,7 @@ repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 components=(etcd kube-apiserver kube-controller-manager)
 ready_timeout=${KCR_READY_TIMEOUT:-90}
 down_grace=${KCR_DOWN_GRACE:-10}
+restart_grace=${KCR_RESTART_GRACE:-3}
 
 die() { printf '%s: error: %s\n' "$prog" "$*" >&2; exit 1; }
 say() { printf '%s: %s\n' "$prog" "$*" >&2; }
@@ -48,7 +62,12 @@ usage() {
 (($# >= 1 && $# <= 2)) || usage
 cmd=$1
 dir=${2:-${KCR_CLUSTER_DIR:-$PWD/.kcr-cluster}}
-case "$cmd" in up | down | status | env) ;; -h | --help) usage ;; *) usage ;; esac
+case "$cmd" in
+    up | down | status | env) ;;
+    restart-apiserver) cmd=restart_apiserver ;;
+    compact) ;;
+    *) usage ;;
+esac
 
 # Only `up` creates DIR; the other commands work on a missing one.
 [[ "$cmd" == up ]] && mkdir -p "$dir"
@@ -88,19 +107,20 @@ component_pid() { # NAME: prints the live pid of NAME, fails if not running
     printf '%s\n' "$pid"
 }
 
-# stop NAME: SIGTERM, then SIGKILL after the grace period.
+# stop NAME [GRACE]: SIGTERM, then SIGKILL after GRACE seconds (default
+# KCR_DOWN_GRACE).
 stop() {
-    local name=$1 pid f
+    local name=$1 grace=${2:-$down_grace} pid f
     f=$(pidfile "$name")
     if ! pid=$(component_pid "$name"); then
         rm -f "$f"
         return 0
     fi
     kill -TERM "$pid" 2>/dev/null || true
-    local deadline=$((SECONDS + down_grace))
+    local deadline=$((SECONDS + grace))
     while alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
     if alive "$pid"; then
-        say "$name (pid $pid) ignored SIGTERM for ${down_grace} s; sending SIGKILL"
+        say "$name (pid $pid) ignored SIGTERM for ${grace} s; sending SIGKILL"
         kill -KILL "$pid" 2>/dev/null || true
         deadline=$((SECONDS + 10))
         while alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
@@ -239,12 +259,16 @@ EOF
 
 # --- start -------------------------------------------------------------------
 
+# keep_on_fail: set by restart-apiserver, whose failure must not take down
+# the components it did not touch.
+keep_on_fail=0
+
 fail_component() { # NAME WHY: report, tear down what was started, exit 1
     local name=$1 why=$2
     printf '%s: error: %s failed to start: %s\n' "$prog" "$name" "$why" >&2
     printf '%s: last 40 lines of %s:\n' "$prog" "$logs/$name.log" >&2
     tail -n 40 "$logs/$name.log" >&2 || true
-    stop_all >/dev/null 2>&1 || true
+    ((keep_on_fail)) || stop_all >/dev/null 2>&1 || true
     exit 1
 }
 
@@ -318,7 +342,7 @@ start_apiserver() {
     local extra=()
     # shellcheck disable=SC2206 # word splitting of the extra flags is wanted
     [[ -n "${KCR_APISERVER_ARGS:-}" ]] && extra=($KCR_APISERVER_ARGS)
-    launch kube-apiserver "$bin_apiserver" \
+    local argv=("$bin_apiserver" \
         --advertise-address=127.0.0.1 \
         --bind-address=127.0.0.1 \
         --secure-port="$apiserver_port" \
@@ -336,7 +360,10 @@ start_apiserver() {
         --endpoint-reconciler-type=none \
         --allow-privileged=true \
         --profiling=false \
-        "${extra[@]}"
+        "${extra[@]}")
+    # Kept so that restart-apiserver runs exactly this command line again.
+    printf '%s\0' "${argv[@]}" > "$run/kube-apiserver.args"
+    launch kube-apiserver "${argv[@]}"
     wait_ready kube-apiserver probe_apiserver_ready
 }
 
@@ -467,6 +494,82 @@ cmd_status() {
     fi
     ((up == 0)) && return 3
     return 1
+}
+
+# port_of NAME: the port recorded for NAME in run/ports, or die.
+port_of() {
+    local port
+    port=$(sed -n "s/^$1=//p" "$run/ports" 2>/dev/null | head -n1)
+    [[ "$port" =~ ^[0-9]+$ ]] || die "no $1 port in $run/ports (is the cluster in $dir up?)"
+    printf '%s\n' "$port"
+}
+
+cmd_restart_apiserver() {
+    local args=$run/kube-apiserver.args argv=() t0 rc attempt
+    component_pid kube-apiserver >/dev/null || die "kube-apiserver is not running in $dir"
+    [[ -s "$args" ]] || die "no $args (cluster started by an older cluster.sh?); run down and up"
+    mapfile -d '' -t argv < "$args"
+    apiserver_port=$(port_of kube-apiserver)
+    keep_on_fail=1
+    t0=$(now_ms)
+    stop kube-apiserver "$restart_grace"
+    # The same port, so clients reconnect to the same address. Go listens
+    # with SO_REUSEADDR, so connections in TIME_WAIT do not block it; a
+    # socket still closing may, briefly, hence the retries.
+    for attempt in 1 2 3 4 5; do
+        launch kube-apiserver "${argv[@]}"
+        rc=0
+        wait_ready kube-apiserver probe_apiserver_ready || rc=$?
+        ((rc == 0)) && break
+        say "kube-apiserver: port $apiserver_port busy (attempt $attempt); retrying"
+        sleep 1
+    done
+    ((rc == 0)) || fail_component kube-apiserver "port $apiserver_port stayed in use"
+    local ms=$(($(now_ms) - t0))
+    say "kube-apiserver restarted in $((ms / 1000)).$(printf '%03d' $((ms % 1000))) s on https://127.0.0.1:$apiserver_port"
+}
+
+# etcd_post PATH JSON: POST to etcd's JSON gateway; the body on stdout. The
+# HTTP status is checked by the caller (etcd answers errors as JSON).
+etcd_post() {
+    curl -sS --max-time 10 -X POST -H 'Content-Type: application/json' \
+        -w '\n%{http_code}' -d "$2" "http://127.0.0.1:$etcd_port$1"
+}
+
+cmd_compact() {
+    local out code body rev
+    component_pid etcd >/dev/null || die "etcd is not running in $dir"
+    etcd_port=$(port_of etcd)
+    # A range over the key "\0" (base64 AA==) matches nothing but carries the
+    # store's current revision in its header.
+    out=$(etcd_post /v3/kv/range '{"key":"AA=="}') || die "etcd range request failed"
+    code=${out##*$'\n'}
+    body=${out%$'\n'*}
+    [[ "$code" == 200 ]] || die "etcd range: HTTP $code: $body"
+    rev=$(grep -o '"revision":"[0-9]*"' <<< "$body" | head -n1 | tr -dc 0-9) || true
+    [[ -n "$rev" ]] || die "etcd range: no revision in $body"
+    out=$(etcd_post /v3/kv/compaction "{\"revision\":\"$rev\",\"physical\":true}") ||
+        die "etcd compaction request failed"
+    code=${out##*$'\n'}
+    body=${out%$'\n'*}
+    if [[ "$code" != 200 ]]; then
+        # Already compacted to this revision (kube-apiserver compacts too):
+        # the store is as compact as asked.
+        [[ "$body" == *"required revision has been compacted"* ]] ||
+            die "etcd compaction to $rev: HTTP $code: $body"
+    fi
+    # Tell kube-apiserver, the way its own compactor does: it watches
+    # compact_rev_key (base64 Y29tcGFjdF9yZXZfa2V5) and drops its watch-cache
+    # snapshots below that revision (polled every 15 s), after which reads at
+    # older resource versions go to etcd and get 410 Expired. Without this the
+    # cache would keep serving them.
+    out=$(etcd_post /v3/kv/put \
+        "{\"key\":\"Y29tcGFjdF9yZXZfa2V5\",\"value\":\"$(printf '%s' "$rev" | base64 -w0)\"}") ||
+        die "etcd put compact_rev_key failed"
+    code=${out##*$'\n'}
+    [[ "$code" == 200 ]] || die "etcd put compact_rev_key: HTTP $code: ${out%$'\n'*}"
+    say "etcd compacted to revision $rev"
+    printf '%s\n' "$rev"
 }
 
 cmd_env() {

@@ -37,6 +37,10 @@
 #define KCR_TESTENV_DEFAULT_UP_TIMEOUT 300
 #define KCR_TESTENV_DEFAULT_KUBECTL_TIMEOUT 60
 #define KCR_TESTENV_DOWN_TIMEOUT 120
+#define KCR_TESTENV_DEFAULT_RESTART_TIMEOUT 180
+#define KCR_TESTENV_COMPACT_TIMEOUT 60
+/* Largest kubeconfig kcr_testenv_write_kubeconfig_for_port() copies. */
+#define KCR_TESTENV_MAX_KUBECONFIG ((size_t)1024 * 1024)
 
 struct kcr_testenv {
   char *dir;        /* cluster directory */
@@ -107,10 +111,11 @@ static void sleep_ms(long ms) {
 /*
  * Run argv[0] with argv (no shell), stdin from `input` (or /dev/null),
  * stdout captured into *out (if out != NULL; else sent to stderr), stderr
- * inherited. The child runs in its own process group, killed as a whole on
- * timeout. Returns the exit status, or -1 on failure, signal or timeout.
+ * inherited (or captured with stdout if merge_stderr and out != NULL). The
+ * child runs in its own process group, killed as a whole on timeout. Returns
+ * the exit status, or -1 on failure, signal or timeout.
  */
-static int run(char *const argv[], const char *input, char **out, int timeout_s) {
+static int run(char *const argv[], const char *input, char **out, int merge_stderr, int timeout_s) {
   int rc = -1;
   int pipefd[2] = {-1, -1};
   FILE *in = NULL;
@@ -145,6 +150,8 @@ static int run(char *const argv[], const char *input, char **out, int timeout_s)
       _exit(126);
     if (out != NULL) {
       if (dup2(pipefd[1], STDOUT_FILENO) < 0)
+        _exit(126);
+      if (merge_stderr && dup2(pipefd[1], STDERR_FILENO) < 0)
         _exit(126);
       close(pipefd[0]);
       close(pipefd[1]);
@@ -254,10 +261,15 @@ done:
   return rc;
 }
 
-static int run_cluster_script(const char *verb, const char *dir, int timeout_s) {
+/* Run `scripts/cluster.sh VERB DIR`; its stdout to *out if out != NULL. */
+static int run_cluster_script_out(const char *verb, const char *dir, char **out, int timeout_s) {
   static const char script[] = KCR_SOURCE_DIR "/scripts/cluster.sh";
   char *argv[] = {(char *)script, (char *)verb, (char *)dir, NULL};
-  return run(argv, NULL, NULL, timeout_s);
+  return run(argv, NULL, out, 0, timeout_s);
+}
+
+static int run_cluster_script(const char *verb, const char *dir, int timeout_s) {
+  return run_cluster_script_out(verb, dir, NULL, timeout_s);
 }
 
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
@@ -310,8 +322,9 @@ const char *kcr_testenv_dir(const kcr_testenv_t *env) {
   return env != NULL ? env->dir : NULL;
 }
 
-int kcr_testenv_kubectl_input(kcr_testenv_t *env, const char *const argv[], const char *input,
-                              char **out_stdout) {
+/* kubectl_run: kcr_testenv_kubectl_input, stderr merged into the output if merge_stderr. */
+static int kubectl_run(kcr_testenv_t *env, const char *const argv[], const char *input,
+                       char **out_stdout, int merge_stderr) {
   if (out_stdout != NULL)
     *out_stdout = NULL;
   if (env == NULL || argv == NULL)
@@ -336,15 +349,26 @@ int kcr_testenv_kubectl_input(kcr_testenv_t *env, const char *const argv[], cons
     full[i + 3] = (char *)argv[i]; /* execv takes char *const[] */
   full[n + 3] = NULL;
   int timeout = env_seconds("KCR_TESTENV_KUBECTL_TIMEOUT", KCR_TESTENV_DEFAULT_KUBECTL_TIMEOUT);
-  int rc = run(full, input, out_stdout, timeout);
+  int rc = run(full, input, out_stdout, merge_stderr, timeout);
   free(flag);
   free(cache);
   free(full);
   return rc;
 }
 
+int kcr_testenv_kubectl_input(kcr_testenv_t *env, const char *const argv[], const char *input,
+                              char **out_stdout) {
+  return kubectl_run(env, argv, input, out_stdout, 0);
+}
+
 int kcr_testenv_kubectl(kcr_testenv_t *env, const char *const argv[], char **out_stdout) {
-  return kcr_testenv_kubectl_input(env, argv, NULL, out_stdout);
+  return kubectl_run(env, argv, NULL, out_stdout, 0);
+}
+
+int kcr_testenv_kubectl_combined(kcr_testenv_t *env, const char *const argv[], char **out) {
+  if (out == NULL)
+    return -1;
+  return kubectl_run(env, argv, NULL, out, 1);
 }
 
 int kcr_testenv_wait_ready(kcr_testenv_t *env, int timeout_s) {
@@ -443,5 +467,165 @@ int kcr_testenv_stop(kcr_testenv_t *env) {
     }
   }
   free_env(env);
+  return rc;
+}
+
+/* --- fault helpers ---------------------------------------------------------- */
+
+int kcr_testenv_restart_apiserver(kcr_testenv_t *env) {
+  if (env == NULL)
+    return -1;
+  int timeout = env_seconds("KCR_TESTENV_RESTART_TIMEOUT", KCR_TESTENV_DEFAULT_RESTART_TIMEOUT);
+  int rc = run_cluster_script("restart-apiserver", env->dir, timeout);
+  if (rc != 0) {
+    report("scripts/cluster.sh restart-apiserver %s failed (status %d); see %s/logs", env->dir, rc,
+           env->dir);
+    return -1;
+  }
+  return 0;
+}
+
+int kcr_testenv_compact(kcr_testenv_t *env, char *rev_out, size_t size) {
+  if (rev_out == NULL || size == 0)
+    return -1;
+  rev_out[0] = '\0';
+  if (env == NULL)
+    return -1;
+  char *out = NULL;
+  int rc = run_cluster_script_out("compact", env->dir, &out, KCR_TESTENV_COMPACT_TIMEOUT);
+  if (rc != 0 || out == NULL) {
+    report("scripts/cluster.sh compact %s failed (status %d)", env->dir, rc);
+    free(out);
+    return -1;
+  }
+  size_t n = strspn(out, "0123456789");
+  int ok = n > 0 && (out[n] == '\n' || out[n] == '\0') && n < size;
+  if (ok) {
+    memcpy(rev_out, out, n);
+    rev_out[n] = '\0';
+  } else {
+    report("scripts/cluster.sh compact: unexpected output '%s' (or buffer of %zu too small)", out,
+           size);
+  }
+  free(out);
+  return ok ? 0 : -1;
+}
+
+int kcr_testenv_apiserver_port(const kcr_testenv_t *env) {
+  if (env == NULL)
+    return -1;
+  char *path = format("%s/run/ports", env->dir);
+  if (path == NULL)
+    return -1;
+  FILE *f = fopen(path, "r");
+  if (f == NULL) {
+    report("cannot open %s: %s", path, strerror(errno));
+    free(path);
+    return -1;
+  }
+  static const char key[] = "kube-apiserver=";
+  char line[256];
+  int port = -1;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, key, sizeof key - 1) != 0)
+      continue;
+    char *end = NULL;
+    long v = strtol(line + sizeof key - 1, &end, 10);
+    if (end != line + sizeof key - 1 && (*end == '\n' || *end == '\0') && v > 0 && v <= 65535)
+      port = (int)v;
+    break;
+  }
+  fclose(f);
+  if (port < 0)
+    report("no kube-apiserver port in %s", path);
+  free(path);
+  return port;
+}
+
+/* Read the whole file at path into a new NUL-terminated string, or NULL. */
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    report("cannot open %s: %s", path, strerror(errno));
+    return NULL;
+  }
+  char *buf = malloc(KCR_TESTENV_MAX_KUBECONFIG + 1);
+  size_t len = buf != NULL ? fread(buf, 1, KCR_TESTENV_MAX_KUBECONFIG + 1, f) : 0;
+  int bad = buf == NULL || ferror(f) || len > KCR_TESTENV_MAX_KUBECONFIG;
+  fclose(f);
+  if (bad) {
+    report("cannot read %s (error, or larger than %zu bytes)", path, KCR_TESTENV_MAX_KUBECONFIG);
+    free(buf);
+    return NULL;
+  }
+  buf[len] = '\0';
+  return buf;
+}
+
+int kcr_testenv_write_kubeconfig_for_port(kcr_testenv_t *env, int port, char *path_out,
+                                          size_t size) {
+  if (path_out == NULL || size == 0)
+    return -1;
+  path_out[0] = '\0';
+  if (env == NULL || port <= 0 || port > 65535)
+    return -1;
+  int rc = -1;
+  char *text = read_file(env->kubeconfig);
+  char *path = format("%s/kubeconfig.port-%d", env->dir, port);
+  char *tmp = format("%s/kubeconfig.port-%d.tmp.%ld", env->dir, port, (long)getpid());
+  FILE *f = NULL;
+  if (text == NULL || path == NULL || tmp == NULL)
+    goto done;
+  if (strlen(path) >= size) {
+    report("path buffer of %zu bytes too small for %s", size, path);
+    goto done;
+  }
+
+  /* The one "server: SCHEME://HOST:PORT" line; HOST may be [v6]. */
+  char *server = strstr(text, "server:");
+  char *scheme = server != NULL ? strstr(server, "://") : NULL;
+  char *eol = server != NULL ? strchr(server, '\n') : NULL;
+  if (scheme == NULL || (eol != NULL && scheme > eol)) {
+    report("no server URL in %s", env->kubeconfig);
+    goto done;
+  }
+  char *host = scheme + 3;
+  char *colon = NULL;
+  if (*host == '[') {
+    char *rbracket = strchr(host, ']');
+    colon = rbracket != NULL && rbracket[1] == ':' ? rbracket + 1 : NULL;
+  } else {
+    colon = host + strcspn(host, ":/\n \"'");
+    if (*colon != ':')
+      colon = NULL;
+  }
+  size_t digits = colon != NULL ? strspn(colon + 1, "0123456789") : 0;
+  if (digits == 0) {
+    report("the server URL in %s has no port", env->kubeconfig);
+    goto done;
+  }
+
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0 || (f = fdopen(fd, "w")) == NULL) {
+    report("cannot create %s: %s", tmp, strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    goto done;
+  }
+  int w = fprintf(f, "%.*s%d%s", (int)(colon + 1 - text), text, port, colon + 1 + digits);
+  int c = fclose(f);
+  f = NULL;
+  if (w < 0 || c != 0 || rename(tmp, path) != 0) {
+    report("cannot write %s: %s", path, strerror(errno));
+    unlink(tmp);
+    goto done;
+  }
+  memcpy(path_out, path, strlen(path) + 1);
+  rc = 0;
+
+done:
+  free(text);
+  free(path);
+  free(tmp);
   return rc;
 }

@@ -27,6 +27,8 @@
 #ifndef KCR_TESTENV_H
 #define KCR_TESTENV_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -82,10 +84,58 @@ int kcr_testenv_kubectl_input(kcr_testenv_t *env, const char *const argv[], cons
                               char **out_stdout);
 
 /*
+ * Like kcr_testenv_kubectl(), with kubectl's standard error captured too:
+ * *out (required) receives stdout and stderr interleaved as written, for
+ * checking an error message such as "Error from server (Expired)".
+ */
+int kcr_testenv_kubectl_combined(kcr_testenv_t *env, const char *const argv[], char **out);
+
+/*
  * Poll the API server's /readyz (through kubectl) until it answers "ok" or
  * timeout_s seconds pass. Returns 0 when ready, -1 otherwise.
  */
 int kcr_testenv_wait_ready(kcr_testenv_t *env, int timeout_s);
+
+/*
+ * Fault helpers (see also kcr_faultproxy.h). They act on the whole cluster,
+ * so a test that uses them must not share the cluster with tests running at
+ * the same time (CTest: RUN_SERIAL).
+ */
+
+/*
+ * Restart kube-apiserver: `scripts/cluster.sh restart-apiserver DIR` (no
+ * shell), which stops it (SIGTERM, SIGKILL after $KCR_RESTART_GRACE seconds,
+ * default 3) and starts it again with the same flags on the same port, then
+ * waits for /readyz. Bounded by $KCR_TESTENV_RESTART_TIMEOUT seconds
+ * (default 180). Returns 0 when the API server is ready again, -1 otherwise.
+ */
+int kcr_testenv_restart_apiserver(kcr_testenv_t *env);
+
+/*
+ * Compact etcd to its current revision (`scripts/cluster.sh compact DIR`,
+ * physical compaction through etcd's JSON gateway) and store that revision
+ * as a decimal string in rev_out (size bytes, NUL-terminated). Returns 0, or
+ * -1 on failure (rev_out then holds ""), or if rev_out is too small.
+ */
+int kcr_testenv_compact(kcr_testenv_t *env, char *rev_out, size_t size);
+
+/*
+ * The port kube-apiserver listens on (127.0.0.1), from DIR/run/ports (the
+ * `kube-apiserver=PORT` line). Returns it, or -1 if it cannot be read.
+ */
+int kcr_testenv_apiserver_port(const kcr_testenv_t *env);
+
+/*
+ * Write a copy of the admin kubeconfig whose server URL has its port
+ * replaced by `port` (e.g. a kcr_faultproxy's, which forwards to the API
+ * server: the serving certificate's SANs include 127.0.0.1, so TLS still
+ * verifies). The file is DIR/kubeconfig.port-PORT (mode 0600, replaced if
+ * it exists); its path goes to path_out (size bytes). To run kubectl through
+ * it, put "--kubeconfig=PATH" first in the argv given to
+ * kcr_testenv_kubectl(): kubectl takes the last --kubeconfig. Returns 0 or -1.
+ */
+int kcr_testenv_write_kubeconfig_for_port(kcr_testenv_t *env, int port, char *path_out,
+                                          size_t size);
 
 /*
  * Release the handle. If kcr_testenv_start() started the cluster, bring it
