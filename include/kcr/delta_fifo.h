@@ -164,6 +164,15 @@ KCR_EXTERN int kcr_delta_fifo_replace(kcr_delta_fifo_t *f, json_t *list,
                                       const char *resource_version, kcr_error_t *err);
 
 /*
+ * kcr_delta_fifo_replace_new is kcr_delta_fifo_replace that steals list (on every
+ * path; dropped under the FIFO's lock once anything was queued), for a producer on
+ * another thread than the consumer: the listed objects are then freed by the
+ * consumer, in order with its reads.
+ */
+KCR_EXTERN int kcr_delta_fifo_replace_new(kcr_delta_fifo_t *f, json_t *list,
+                                          const char *resource_version, kcr_error_t *err);
+
+/*
  * kcr_delta_fifo_resync queues a Sync delta for every known object whose key has
  * nothing queued. Does nothing without known objects. Returns 0 or KCR_ENOMEM.
  */

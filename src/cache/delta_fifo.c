@@ -349,22 +349,24 @@ int kcr_delta_fifo_delete_new(kcr_delta_fifo_t *f, json_t *obj, kcr_error_t *err
   return delete_obj(f, obj, true, err);
 }
 
-int kcr_delta_fifo_replace(kcr_delta_fifo_t *f, json_t *list, const char *resource_version,
-                           kcr_error_t *err) {
+/* replace_impl is Replace; with steal, list is the caller's reference, dropped on
+ * every path and, once anything was queued, under the lock (see queue_obj). */
+static int replace_impl(kcr_delta_fifo_t *f, json_t *list, bool steal, kcr_error_t *err) {
   char key[KCR_META_KEY_MAX], **known_keys = NULL, *keys = NULL, *p;
   kcr__hmap_t listed = {0};
   size_t total = 0, queued_deletions = 0, i;
   json_t *obj;
   int rc = 0;
 
-  (void)resource_version;
   assert(f);
-  if (!json_is_array(list))
-    return kcr_error_set(err, KCR_EINVAL, "delta fifo: replace needs an array");
+  if (!json_is_array(list)) {
+    rc = kcr_error_set(err, KCR_EINVAL, "delta fifo: replace needs an array");
+    goto out;
+  }
   /* The set of listed keys: sized in a first pass, filled in a second. */
   json_array_foreach(list, i, obj) {
     if ((rc = key_of(f, obj, key, sizeof(key), err)))
-      return rc;
+      goto out;
     total += strlen(key) + 1;
   }
   if (!(keys = kcr__malloc(total ? total : 1)) ||
@@ -427,12 +429,30 @@ int kcr_delta_fifo_replace(kcr_delta_fifo_t *f, json_t *list, const char *resour
     f->initial = listed.len + queued_deletions;
   }
 unlock:
+  if (steal) {
+    json_decref(list);
+    list = NULL;
+  }
   pthread_mutex_unlock(&f->mu);
 out:
+  if (steal)
+    json_decref(list);
   kcr_free(known_keys);
   kcr__hmap_free(&listed);
   kcr__free(keys);
   return rc;
+}
+
+int kcr_delta_fifo_replace(kcr_delta_fifo_t *f, json_t *list, const char *resource_version,
+                           kcr_error_t *err) {
+  (void)resource_version;
+  return replace_impl(f, list, false, err);
+}
+
+int kcr_delta_fifo_replace_new(kcr_delta_fifo_t *f, json_t *list, const char *resource_version,
+                               kcr_error_t *err) {
+  (void)resource_version;
+  return replace_impl(f, list, true, err);
 }
 
 int kcr_delta_fifo_resync(kcr_delta_fifo_t *f, kcr_error_t *err) {

@@ -215,8 +215,9 @@ static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
       break;
   }
   if (rc == 0)
-    rc = kcr_delta_fifo_replace(inf->fifo, all, rv, err);
-  json_decref(all);
+    rc = kcr_delta_fifo_replace_new(inf->fifo, all, rv, err); /* steals all */
+  else
+    json_decref(all);
   if (rc == 0) {
     pthread_mutex_lock(&inf->mu);
     snprintf(inf->last_rv, sizeof(inf->last_rv), "%s", rv);

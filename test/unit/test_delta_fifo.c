@@ -215,8 +215,9 @@ static void *produce(void *arg) {
     snprintf(name, sizeof(name), "%c%d", p->prefix, i);
     o = mk(name, i + 1);
     json_object_set_new(o, "from", json_string(p->prefix == 'a' ? "a" : "b"));
-    assert_int_equal(kcr_delta_fifo_add(p->f, o, NULL), 0);
-    json_decref(o);
+    /* The stealing form: a producer thread must not drop the last reference
+     * outside the FIFO's lock (see kcr_delta_fifo_add_new). */
+    assert_int_equal(kcr_delta_fifo_add_new(p->f, o, NULL), 0);
   }
   return NULL;
 }
