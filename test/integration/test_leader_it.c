@@ -12,7 +12,9 @@
  *    acquire/lose with timestamps; a SIGKILLed leader's interval ends at the
  *    kill);
  *  - /healthz and /readyz answer, and /metrics passes Python's prometheus_client
- *    text parser (installed with pip by this test if missing).
+ *    text parser (installed with pip by this test if missing);
+ *  - events: a recorded event shows in `kubectl get events`, and a hot loop of
+ *    1000 identical warnings becomes one Event with a series count of 1000.
  */
 #include <errno.h>
 #include <signal.h>
@@ -31,6 +33,11 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include <jansson.h>
+
+#include "kcr/client.h"
+#include "kcr/config.h"
+#include "kcr/events.h"
 #include "kcr_testenv.h"
 
 static kcr_testenv_t *env;
@@ -229,8 +236,92 @@ static void test_leader_failover(void **state) {
   assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+static void test_events_in_kubectl(void **state) {
+  static const kcr_gvr configmaps = {"", "v1", "configmaps"};
+  kcr_rest_config_t *cfg = NULL;
+  kcr_client_t *client = NULL;
+  kcr_client_options co = {0};
+  kcr_event_recorder_options eo = {0};
+  kcr_event_recorder_t *rec = NULL;
+  kcr_event_recorder_stats st;
+  kcr_error_t err = {0};
+  json_t *cm, *created = NULL, *list;
+  char name[64], selector[128], *out = NULL;
+  size_t i;
+  int warnings = 0, normals = 0;
+  long long count = 0;
+  (void)state;
+
+  assert_int_equal(
+      kcr_rest_config_from_kubeconfig(kcr_testenv_kubeconfig(env), NULL, NULL, &cfg, &err), 0);
+  co.config = cfg;
+  assert_int_equal(kcr_client_create(&co, &client, &err), 0);
+  snprintf(name, sizeof(name), "kcr-events-it-%ld", (long)getpid());
+  cm = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap", "metadata", "name",
+                 name);
+  assert_int_equal(
+      kcr_client_create_object(client, &configmaps, "default", cm, NULL, &created, &err), 0);
+  json_decref(cm);
+  eo.client = client;
+  eo.reporting_controller = "kcr.dev/events-it";
+  assert_int_equal(kcr_event_recorder_create(&eo, &rec, &err), 0);
+  assert_int_equal(kcr_event_record_object(rec, created, KCR_EVENT_NORMAL, "Reconciled",
+                                           "Reconcile", "reconciled %s", name),
+                   0);
+  for (i = 0; i < 1000; i++)
+    kcr_event_record_object(rec, created, KCR_EVENT_WARNING, "ReconcileFailed", "Reconcile",
+                            "something keeps failing");
+  assert_int_equal(kcr_event_recorder_flush(rec, 30 * KCR_NSEC_PER_SEC), 0);
+  kcr_event_recorder_get_stats(rec, &st);
+  printf("events: recorded %llu, created %llu, patched %llu, aggregated %llu, dropped %llu\n",
+         (unsigned long long)st.recorded, (unsigned long long)st.created,
+         (unsigned long long)st.patched, (unsigned long long)st.aggregated,
+         (unsigned long long)st.dropped);
+
+  snprintf(selector, sizeof(selector), "involvedObject.name=%s", name);
+  {
+    const char *argv[] = {"get",    "events", "-n",   "default", "--field-selector",
+                          selector, "-o",     "json", NULL};
+    assert_int_equal(kcr_testenv_kubectl(env, argv, &out), 0);
+  }
+  list = json_loads(out, 0, NULL);
+  free(out);
+  assert_non_null(list);
+  for (i = 0; i < json_array_size(json_object_get(list, "items")); i++) {
+    json_t *ev = json_array_get(json_object_get(list, "items"), i);
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    if (type && strcmp(type, "Warning") == 0) {
+      warnings++;
+      count = json_integer_value(json_object_get(json_object_get(ev, "series"), "count"));
+      if (!count)
+        count = json_integer_value(json_object_get(ev, "count"));
+    } else {
+      normals++;
+    }
+  }
+  json_decref(list);
+  printf("kubectl get events: %d Normal, %d Warning object(s), series count %lld\n", normals,
+         warnings, count);
+  assert_int_equal(normals, 1);
+  assert_int_equal(warnings, 1);
+  assert_int_equal(count, 1000);
+  {
+    const char *argv[] = {"get", "events", "-n", "default", "--field-selector", selector, NULL};
+    assert_int_equal(kcr_testenv_kubectl(env, argv, &out), 0);
+    assert_non_null(strstr(out, "ReconcileFailed"));
+    assert_non_null(strstr(out, "Reconciled"));
+    free(out);
+  }
+  kcr_event_recorder_destroy(rec);
+  json_decref(created);
+  kcr_client_delete(client, &configmaps, "default", name, NULL, NULL, NULL);
+  kcr_client_destroy(client);
+  kcr_rest_config_unref(cfg);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_events_in_kubectl),
       cmocka_unit_test(test_leader_failover),
   };
   setvbuf(stdout, NULL, _IONBF, 0);

@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * events.c: the event recorder (kcr/events.h).
+ *
+ * DESIGN. Recording and sending are split by one mutex. kcr_event_record builds
+ * the correlation key (regarding object, type, reason, action, note), looks it
+ * up in a fixed-size chained hash table of entries, and either counts the call
+ * into the entry's series or, after the per-object token bucket (client-go's
+ * spam filter) allows it, adds a new entry; either way the entry joins the
+ * pending FIFO if it is not there yet. Nothing is allocated for a call that
+ * joins a series, so a hot loop costs a hash lookup per call.
+ *
+ * The sender thread takes due entries off the FIFO: a new entry is POSTed as an
+ * events.k8s.io/v1 Event (with its series if it already has one), a series
+ * whose count moved is PATCHed (merge patch of series.count and
+ * lastObservedTime) once its patch interval has passed, or at once while a
+ * flush is asked for. The request body is built under the lock and sent
+ * without it; the entry is marked busy meanwhile so eviction leaves it alone. A
+ * PATCH answered 404 (the Event expired or was deleted) re-creates it. Entries
+ * whose series window has passed are evicted lazily when the table is full.
+ * Waits use kcr_clock_timedwait, so tests drive windows with a fake clock.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kcr/apierror.h"
+#include "kcr/events.h"
+#include "kcr/log.h"
+#include "kcr/time.h"
+#include "util/alloc.h"
+
+#define NBUCKETS 1024
+#define MAX_ENTRIES 4096
+#define MAX_SPAM 4096
+
+static const kcr_gvr events_gvr = {"events.k8s.io", "v1", "events"};
+
+typedef struct entry {
+  char *key;
+  uint64_t hash;
+  struct entry *hnext;              /* protected by mu */
+  struct entry *qnext;              /* protected by mu: the pending FIFO */
+  int queued, busy;                 /* protected by mu */
+  int created;                      /* protected by mu: POSTed successfully */
+  long long count;                  /* protected by mu */
+  long long sent_count;             /* protected by mu: count the server has */
+  int64_t last_mono;                /* protected by mu */
+  int64_t last_patch;               /* protected by mu */
+  kcr_time_t first_wall, last_wall; /* protected by mu */
+  char name[300];                   /* the Event's metadata.name */
+  char ns[KCR_EVENT_FIELD_MAX * 2];
+  json_t *regarding; /* immutable after insert */
+  char type[16], reason[KCR_EVENT_FIELD_MAX], action[KCR_EVENT_FIELD_MAX];
+  char note[KCR_EVENT_NOTE_MAX + 1];
+} entry_t;
+
+typedef struct spam {
+  char *key;
+  uint64_t hash;
+  struct spam *next;
+  double tokens;
+  int64_t last;
+} spam_t;
+
+struct kcr_event_recorder {
+  kcr_client_t *client;
+  char *controller, *instance;
+  kcr_clock_t *clock;
+  int burst;
+  int64_t refill_ns, window_ns, patch_ns;
+  int max_queue;
+
+  pthread_mutex_t mu;
+  pthread_cond_t cond;            /* wakes the sender */
+  pthread_cond_t done_cond;       /* wakes flushers */
+  entry_t *table[NBUCKETS];       /* protected by mu */
+  spam_t *spam[NBUCKETS];         /* protected by mu */
+  int nentries, nspam;            /* protected by mu */
+  entry_t *qhead, *qtail;         /* protected by mu */
+  int nqueued;                    /* protected by mu */
+  int flushing;                   /* protected by mu */
+  int stop;                       /* protected by mu */
+  kcr_event_recorder_stats stats; /* protected by mu */
+  pthread_t thread;
+};
+
+static uint64_t fnv(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+static void entry_free(entry_t *e) {
+  if (!e)
+    return;
+  kcr__free(e->key);
+  if (e->regarding)
+    json_decref(e->regarding);
+  kcr__free(e);
+}
+
+static void enqueue(kcr_event_recorder_t *r, entry_t *e) {
+  if (e->queued)
+    return;
+  e->queued = 1;
+  e->qnext = NULL;
+  if (r->qtail)
+    r->qtail->qnext = e;
+  else
+    r->qhead = e;
+  r->qtail = e;
+  r->nqueued++;
+  pthread_cond_signal(&r->cond);
+}
+
+/* evict_expired drops entries whose window passed (not queued nor busy). */
+static void evict_expired(kcr_event_recorder_t *r, int64_t now) {
+  for (int b = 0; b < NBUCKETS; b++) {
+    entry_t **p = &r->table[b];
+    while (*p) {
+      entry_t *e = *p;
+      if (!e->queued && !e->busy && now - e->last_mono > r->window_ns) {
+        *p = e->hnext;
+        entry_free(e);
+        r->nentries--;
+      } else {
+        p = &e->hnext;
+      }
+    }
+  }
+}
+
+/* spam_allow: client-go's EventSourceObjectSpamFilter, a token bucket per object. */
+static int spam_allow(kcr_event_recorder_t *r, const char *objkey, int64_t now) {
+  uint64_t h = fnv(objkey);
+  spam_t *s;
+  for (s = r->spam[h % NBUCKETS]; s; s = s->next)
+    if (s->hash == h && strcmp(s->key, objkey) == 0)
+      break;
+  if (!s) {
+    if (r->nspam >= MAX_SPAM) {
+      /* Full: forget every bucket (they refill in refill_ns anyway). */
+      for (int b = 0; b < NBUCKETS; b++) {
+        spam_t *n;
+        for (spam_t *x = r->spam[b]; x; x = n) {
+          n = x->next;
+          kcr__free(x->key);
+          kcr__free(x);
+        }
+        r->spam[b] = NULL;
+      }
+      r->nspam = 0;
+    }
+    s = kcr__calloc(1, sizeof(*s));
+    if (!s || !(s->key = kcr__strdup(objkey))) {
+      kcr__free(s);
+      return 0;
+    }
+    s->hash = h;
+    s->tokens = r->burst;
+    s->last = now;
+    s->next = r->spam[h % NBUCKETS];
+    r->spam[h % NBUCKETS] = s;
+    r->nspam++;
+  }
+  s->tokens += (double)(now - s->last) / (double)r->refill_ns;
+  if (s->tokens > r->burst)
+    s->tokens = r->burst;
+  s->last = now;
+  if (s->tokens < 1.0)
+    return 0;
+  s->tokens -= 1.0;
+  return 1;
+}
+
+static const char *nz(const char *s) {
+  return s ? s : "";
+}
+
+static void cut(char *dst, size_t size, const char *src) {
+  snprintf(dst, size, "%s", nz(src));
+}
+
+static int record_v(kcr_event_recorder_t *r, const kcr_object_ref *ref, const char *type,
+                    const char *reason, const char *action, const char *fmt, va_list ap) {
+  char note[KCR_EVENT_NOTE_MAX + 1], objkey[1024], key[2560];
+  entry_t *e;
+  uint64_t h;
+  int64_t now;
+  kcr_time_t wall;
+
+  if (!ref || !ref->name || !*ref->name || !ref->kind || !type ||
+      (strcmp(type, KCR_EVENT_NORMAL) != 0 && strcmp(type, KCR_EVENT_WARNING) != 0) || !reason ||
+      !*reason || !action || !*action)
+    return KCR_EINVAL;
+  vsnprintf(note, sizeof(note), fmt ? fmt : "", ap);
+  snprintf(objkey, sizeof(objkey), "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", r->controller,
+           nz(ref->api_version), ref->kind, nz(ref->namespace_), ref->name, nz(ref->uid));
+  snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%s\x1f%s", objkey, type, reason, action, note);
+  h = fnv(key);
+
+  pthread_mutex_lock(&r->mu);
+  now = kcr_clock_now(r->clock);
+  wall = kcr_clock_wall(r->clock);
+  for (e = r->table[h % NBUCKETS]; e; e = e->hnext)
+    if (e->hash == h && strcmp(e->key, key) == 0)
+      break;
+  if (e && (now - e->last_mono <= r->window_ns || e->busy || e->queued)) {
+    e->count++;
+    e->last_mono = now;
+    e->last_wall = wall;
+    r->stats.recorded++;
+    r->stats.aggregated++;
+    enqueue(r, e);
+    pthread_mutex_unlock(&r->mu);
+    return 0;
+  }
+  if (e) { /* the series ended: unlink it, a new Event starts */
+    entry_t **p = &r->table[h % NBUCKETS];
+    while (*p != e)
+      p = &(*p)->hnext;
+    *p = e->hnext;
+    entry_free(e);
+    r->nentries--;
+  }
+  if (r->nentries >= MAX_ENTRIES)
+    evict_expired(r, now);
+  if (r->nentries >= MAX_ENTRIES || r->nqueued >= r->max_queue || !spam_allow(r, objkey, now)) {
+    r->stats.dropped++;
+    pthread_mutex_unlock(&r->mu);
+    return KCR_EAGAIN;
+  }
+  e = kcr__calloc(1, sizeof(*e));
+  if (!e || !(e->key = kcr__strdup(key)) ||
+      !(e->regarding =
+            json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "apiVersion", nz(ref->api_version), "kind",
+                      ref->kind, "namespace", nz(ref->namespace_), "name", ref->name, "uid",
+                      nz(ref->uid), "resourceVersion", nz(ref->resource_version)))) {
+    entry_free(e);
+    r->stats.dropped++;
+    pthread_mutex_unlock(&r->mu);
+    return KCR_ENOMEM;
+  }
+  e->hash = h;
+  e->count = 1;
+  e->last_mono = now;
+  e->first_wall = e->last_wall = wall;
+  cut(e->type, sizeof(e->type), type);
+  cut(e->reason, sizeof(e->reason), reason);
+  cut(e->action, sizeof(e->action), action);
+  cut(e->note, sizeof(e->note), note);
+  cut(e->ns, sizeof(e->ns), ref->namespace_ && *ref->namespace_ ? ref->namespace_ : "default");
+  /* client-go names an Event "<object>.<unix nanoseconds in hex>" */
+  snprintf(e->name, sizeof(e->name), "%.200s.%" PRIx64, ref->name,
+           (uint64_t)wall.sec * 1000000000u + (uint64_t)wall.nsec);
+  e->hnext = r->table[h % NBUCKETS];
+  r->table[h % NBUCKETS] = e;
+  r->nentries++;
+  r->stats.recorded++;
+  enqueue(r, e);
+  pthread_mutex_unlock(&r->mu);
+  return 0;
+}
+
+int kcr_event_record(kcr_event_recorder_t *r, const kcr_object_ref *ref, const char *type,
+                     const char *reason, const char *action, const char *note_fmt, ...) {
+  va_list ap;
+  int rc;
+  va_start(ap, note_fmt);
+  rc = record_v(r, ref, type, reason, action, note_fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+int kcr_event_record_object(kcr_event_recorder_t *r, json_t *obj, const char *type,
+                            const char *reason, const char *action, const char *note_fmt, ...) {
+  json_t *md = json_object_get(obj, "metadata");
+  kcr_object_ref ref;
+  va_list ap;
+  int rc;
+  ref.api_version = json_string_value(json_object_get(obj, "apiVersion"));
+  ref.kind = json_string_value(json_object_get(obj, "kind"));
+  ref.namespace_ = json_string_value(json_object_get(md, "namespace"));
+  ref.name = json_string_value(json_object_get(md, "name"));
+  ref.uid = json_string_value(json_object_get(md, "uid"));
+  ref.resource_version = json_string_value(json_object_get(md, "resourceVersion"));
+  va_start(ap, note_fmt);
+  rc = record_v(r, &ref, type, reason, action, note_fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* ---- the sender ---- */
+
+static json_t *series_json(const entry_t *e) {
+  char t[KCR_TIME_BUFSIZE];
+  if (kcr_time_format(e->last_wall, KCR_TIME_MICRO, t, sizeof(t)) < 0)
+    t[0] = '\0';
+  return json_pack("{s:I, s:s}", "count", (json_int_t)e->count, "lastObservedTime", t);
+}
+
+/* build_event: the full Event for a POST. Called with mu held. */
+static json_t *build_event(kcr_event_recorder_t *r, const entry_t *e) {
+  char t[KCR_TIME_BUFSIZE];
+  json_t *ev;
+  if (kcr_time_format(e->first_wall, KCR_TIME_MICRO, t, sizeof(t)) < 0)
+    t[0] = '\0';
+  ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "apiVersion",
+                 "events.k8s.io/v1", "kind", "Event", "metadata", "name", e->name, "namespace",
+                 e->ns, "eventTime", t, "reportingController", r->controller, "reportingInstance",
+                 r->instance, "action", e->action, "reason", e->reason, "type", e->type, "note",
+                 e->note, "regarding", e->regarding);
+  if (ev && e->count > 1)
+    json_object_set_new(ev, "series", series_json(e));
+  return ev;
+}
+
+/* next_due picks the first queued entry that is due, or NULL; *wake gets the
+ * earliest time a queued series patch becomes due. Called with mu held. */
+static entry_t *take_due(kcr_event_recorder_t *r, int64_t now, int64_t *wake) {
+  entry_t **p = &r->qhead, *prev = NULL;
+  *wake = INT64_MAX;
+  while (*p) {
+    entry_t *e = *p;
+    int64_t due = e->created ? e->last_patch + r->patch_ns : now;
+    if (due <= now || r->flushing || r->stop) {
+      *p = e->qnext;
+      if (r->qtail == e)
+        r->qtail = prev;
+      e->queued = 0;
+      e->qnext = NULL;
+      r->nqueued--;
+      return e;
+    }
+    if (due < *wake)
+      *wake = due;
+    prev = e;
+    p = &e->qnext;
+  }
+  return NULL;
+}
+
+/* jfree releases what json_dumps returned, with jansson's allocator (which
+ * kcr_set_alloc_funcs may have redirected). */
+static void jfree(void *p) {
+  json_free_t f = NULL;
+  json_get_alloc_funcs(NULL, &f);
+  if (p && f)
+    f(p);
+}
+
+static void send_entry(kcr_event_recorder_t *r, entry_t *e) {
+  kcr_error_t err = {0};
+  kcr_request_options ro;
+  json_t *body = NULL;
+  char *patch = NULL;
+  int create = !e->created, rc;
+  long long count = e->count;
+
+  if (create) {
+    body = build_event(r, e);
+  } else if (e->count != e->sent_count) {
+    json_t *p = json_pack("{s:o}", "series", series_json(e));
+    patch = p ? json_dumps(p, JSON_COMPACT) : NULL;
+    if (p)
+      json_decref(p);
+  } else {
+    return; /* nothing new */
+  }
+  e->busy = 1;
+  e->last_patch = kcr_clock_now(r->clock);
+  pthread_mutex_unlock(&r->mu);
+
+  memset(&ro, 0, sizeof(ro));
+  ro.grace_period_seconds = -1;
+  ro.timeout_ns = 30 * KCR_NSEC_PER_SEC;
+  if (create)
+    rc = body ? kcr_client_create_object(r->client, &events_gvr, e->ns, body, &ro, NULL, &err)
+              : kcr_error_set(&err, KCR_ENOMEM, "out of memory");
+  else
+    rc = patch ? kcr_client_patch(r->client, &events_gvr, e->ns, e->name, KCR_PATCH_MERGE, patch,
+                                  strlen(patch), &ro, NULL, &err)
+               : kcr_error_set(&err, KCR_ENOMEM, "out of memory");
+  if (rc != 0)
+    kcr_log(KCR_LOG_WARN, "events", "%s event %s/%s (%s): %s", create ? "creating" : "patching",
+            e->ns, e->name, e->reason, err.message);
+  if (body)
+    json_decref(body);
+  jfree(patch);
+
+  pthread_mutex_lock(&r->mu);
+  e->busy = 0;
+  if (rc == 0) {
+    e->created = 1;
+    e->sent_count = count;
+    if (create)
+      r->stats.created++;
+    else
+      r->stats.patched++;
+    if (e->count != e->sent_count)
+      enqueue(r, e);
+  } else {
+    r->stats.failed++;
+    if (!create && kcr_error_is_not_found(&err)) {
+      e->created = 0; /* expired or deleted: create it again, series and all */
+      enqueue(r, e);
+    }
+  }
+}
+
+static void *sender(void *arg) {
+  kcr_event_recorder_t *r = arg;
+  pthread_mutex_lock(&r->mu);
+  for (;;) {
+    int64_t wake, now = kcr_clock_now(r->clock);
+    entry_t *e = take_due(r, now, &wake);
+    if (e) {
+      send_entry(r, e);
+      pthread_cond_broadcast(&r->done_cond);
+      continue;
+    }
+    if (r->flushing)
+      pthread_cond_broadcast(&r->done_cond);
+    if (r->stop)
+      break;
+    if (wake == INT64_MAX)
+      wake = now + 10 * KCR_NSEC_PER_SEC;
+    kcr_clock_timedwait(r->clock, &r->cond, &r->mu, wake);
+  }
+  pthread_mutex_unlock(&r->mu);
+  return NULL;
+}
+
+int kcr_event_recorder_create(const kcr_event_recorder_options *o, kcr_event_recorder_t **out,
+                              kcr_error_t *err) {
+  kcr_event_recorder_t *r;
+  char host[256], inst[512];
+  *out = NULL;
+  if (!o || !o->client || !o->reporting_controller || !*o->reporting_controller)
+    return kcr_error_set(err, KCR_EINVAL, "events: client and reporting controller are required");
+  r = kcr__calloc(1, sizeof(*r));
+  if (!r)
+    return kcr_error_set(err, KCR_ENOMEM, "events: out of memory");
+  if (o->reporting_instance && *o->reporting_instance) {
+    snprintf(inst, sizeof(inst), "%s", o->reporting_instance);
+  } else {
+    if (gethostname(host, sizeof(host)) != 0)
+      snprintf(host, sizeof(host), "unknown");
+    host[sizeof(host) - 1] = '\0';
+    snprintf(inst, sizeof(inst), "%s-%s", o->reporting_controller, host);
+  }
+  inst[KCR_EVENT_FIELD_MAX - 1] = '\0';
+  r->controller = kcr__strndup(o->reporting_controller,
+                               strnlen(o->reporting_controller, KCR_EVENT_FIELD_MAX - 1));
+  r->instance = kcr__strdup(inst);
+  if (!r->controller || !r->instance) {
+    kcr__free(r->controller);
+    kcr__free(r->instance);
+    kcr__free(r);
+    return kcr_error_set(err, KCR_ENOMEM, "events: out of memory");
+  }
+  r->client = o->client;
+  r->clock = o->clock ? o->clock : kcr_clock_system();
+  r->burst = o->burst > 0 ? o->burst : 25;
+  r->refill_ns = o->refill_period_ns > 0 ? o->refill_period_ns : 300 * KCR_NSEC_PER_SEC;
+  r->window_ns = o->series_window_ns > 0 ? o->series_window_ns : 360 * KCR_NSEC_PER_SEC;
+  r->patch_ns = o->patch_interval_ns > 0 ? o->patch_interval_ns : 30 * KCR_NSEC_PER_SEC;
+  r->max_queue = o->max_queue > 0 ? o->max_queue : 1000;
+  pthread_mutex_init(&r->mu, NULL);
+  kcr_clock_cond_init(&r->cond);
+  pthread_cond_init(&r->done_cond, NULL);
+  if (pthread_create(&r->thread, NULL, sender, r) != 0) {
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cond);
+    pthread_cond_destroy(&r->done_cond);
+    kcr__free(r->controller);
+    kcr__free(r->instance);
+    kcr__free(r);
+    return kcr_error_set(err, KCR_ESYS, "events: cannot start the sender thread");
+  }
+  *out = r;
+  return 0;
+}
+
+static int busy_any(kcr_event_recorder_t *r) {
+  for (int b = 0; b < NBUCKETS; b++)
+    for (entry_t *e = r->table[b]; e; e = e->hnext)
+      if (e->busy)
+        return 1;
+  return 0;
+}
+
+int kcr_event_recorder_flush(kcr_event_recorder_t *r, int64_t timeout_ns) {
+  struct timespec ts;
+  int rc = 0;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += (time_t)(timeout_ns / KCR_NSEC_PER_SEC);
+  ts.tv_nsec += (long)(timeout_ns % KCR_NSEC_PER_SEC);
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&r->mu);
+  r->flushing++;
+  pthread_cond_signal(&r->cond);
+  while (r->qhead || busy_any(r)) {
+    if (pthread_cond_timedwait(&r->done_cond, &r->mu, &ts) == ETIMEDOUT) {
+      rc = (r->qhead || busy_any(r)) ? KCR_ETIMEDOUT : 0;
+      break;
+    }
+  }
+  r->flushing--;
+  pthread_mutex_unlock(&r->mu);
+  return rc;
+}
+
+void kcr_event_recorder_get_stats(kcr_event_recorder_t *r, kcr_event_recorder_stats *out) {
+  pthread_mutex_lock(&r->mu);
+  *out = r->stats;
+  pthread_mutex_unlock(&r->mu);
+}
+
+void kcr_event_recorder_destroy(kcr_event_recorder_t *r) {
+  if (!r)
+    return;
+  kcr_event_recorder_flush(r, 5 * KCR_NSEC_PER_SEC);
+  pthread_mutex_lock(&r->mu);
+  r->stop = 1;
+  r->qhead = r->qtail = NULL; /* what is left after the flush is dropped */
+  pthread_cond_signal(&r->cond);
+  pthread_mutex_unlock(&r->mu);
+  pthread_join(r->thread, NULL);
+  for (int b = 0; b < NBUCKETS; b++) {
+    entry_t *n;
+    spam_t *sn;
+    for (entry_t *e = r->table[b]; e; e = n) {
+      n = e->hnext;
+      entry_free(e);
+    }
+    for (spam_t *s = r->spam[b]; s; s = sn) {
+      sn = s->next;
+      kcr__free(s->key);
+      kcr__free(s);
+    }
+  }
+  pthread_mutex_destroy(&r->mu);
+  pthread_cond_destroy(&r->cond);
+  pthread_cond_destroy(&r->done_cond);
+  kcr__free(r->controller);
+  kcr__free(r->instance);
+  kcr__free(r);
+}
