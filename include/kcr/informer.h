@@ -48,6 +48,9 @@ typedef struct kcr_informer kcr_informer_t;
  *   clock           for backoff; NULL: the system clock.
  *   min_watch_timeout_s / max_watch_timeout_s  each watch asks the server to end
  *                   it after a random time in this range; 0: 300 and 600.
+ *   watch_idle_timeout_ns  a watch that receives no byte for this long is dead
+ *                   (half-open connection) and is re-established; 0: the watch's
+ *                   timeout + 30 s (kcr_watch_options.idle_timeout_ns).
  */
 typedef struct kcr_informer_options {
   kcr_client_t *client;
@@ -63,6 +66,7 @@ typedef struct kcr_informer_options {
   kcr_clock_t *clock;
   long min_watch_timeout_s;
   long max_watch_timeout_s;
+  int64_t watch_idle_timeout_ns;
 } kcr_informer_options;
 
 /*

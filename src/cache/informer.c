@@ -59,6 +59,7 @@ struct kcr_informer {
   int64_t resync_ns;
   long page_size;
   long min_timeout_s, max_timeout_s;
+  int64_t idle_ns;
   kcr_clock_t *clock;
   kcr_transform_fn transform;
   void *transform_data;
@@ -312,6 +313,7 @@ static next_t watch_once(kcr_informer_t *inf) {
   o.field_selector = inf->field_selector;
   o.resource_version = rv;
   o.allow_bookmarks = 1;
+  o.idle_timeout_ns = inf->idle_ns;
   o.timeout_seconds = inf->min_timeout_s + (span > 0 ? (long)(r % (uint64_t)(span + 1)) : 0);
   kcr_error_clear(&err);
   rc = kcr_client_watch(inf->client, &inf->resource, inf->ns, &o, on_watch_event, on_watch_end, inf,
@@ -519,6 +521,7 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
   inf->max_timeout_s = o->max_watch_timeout_s >= inf->min_timeout_s ? o->max_watch_timeout_s
                        : o->max_watch_timeout_s > 0                 ? inf->min_timeout_s
                                                                     : 600;
+  inf->idle_ns = o->watch_idle_timeout_ns;
   inf->clock = o->clock ? o->clock : kcr_clock_system();
   inf->transform = o->transform ? o->transform : default_transform;
   inf->transform_data = o->transform ? o->transform_data : NULL;
