@@ -191,9 +191,9 @@ static void cut(char *dst, size_t size, const char *src) {
   snprintf(dst, size, "%s", nz(src));
 }
 
-static int record_v(kcr_event_recorder_t *r, const kcr_object_ref *ref, const char *type,
-                    const char *reason, const char *action, const char *fmt, va_list ap) {
-  char note[KCR_EVENT_NOTE_MAX + 1], objkey[1024], key[2560];
+static int record_note(kcr_event_recorder_t *r, const kcr_object_ref *ref, const char *type,
+                       const char *reason, const char *action, const char *note) {
+  char objkey[1024], key[2560];
   entry_t *e;
   uint64_t h;
   int64_t now;
@@ -203,7 +203,6 @@ static int record_v(kcr_event_recorder_t *r, const kcr_object_ref *ref, const ch
       (strcmp(type, KCR_EVENT_NORMAL) != 0 && strcmp(type, KCR_EVENT_WARNING) != 0) || !reason ||
       !*reason || !action || !*action)
     return KCR_EINVAL;
-  vsnprintf(note, sizeof(note), fmt ? fmt : "", ap);
   snprintf(objkey, sizeof(objkey), "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", r->controller,
            nz(ref->api_version), ref->kind, nz(ref->namespace_), ref->name, nz(ref->uid));
   snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%s\x1f%s", objkey, type, reason, action, note);
@@ -274,20 +273,20 @@ static int record_v(kcr_event_recorder_t *r, const kcr_object_ref *ref, const ch
 
 int kcr_event_record(kcr_event_recorder_t *r, const kcr_object_ref *ref, const char *type,
                      const char *reason, const char *action, const char *note_fmt, ...) {
+  char note[KCR_EVENT_NOTE_MAX + 1];
   va_list ap;
-  int rc;
   va_start(ap, note_fmt);
-  rc = record_v(r, ref, type, reason, action, note_fmt, ap);
+  vsnprintf(note, sizeof(note), note_fmt ? note_fmt : "", ap);
   va_end(ap);
-  return rc;
+  return record_note(r, ref, type, reason, action, note);
 }
 
 int kcr_event_record_object(kcr_event_recorder_t *r, json_t *obj, const char *type,
                             const char *reason, const char *action, const char *note_fmt, ...) {
   json_t *md = json_object_get(obj, "metadata");
   kcr_object_ref ref;
+  char note[KCR_EVENT_NOTE_MAX + 1];
   va_list ap;
-  int rc;
   ref.api_version = json_string_value(json_object_get(obj, "apiVersion"));
   ref.kind = json_string_value(json_object_get(obj, "kind"));
   ref.namespace_ = json_string_value(json_object_get(md, "namespace"));
@@ -295,9 +294,9 @@ int kcr_event_record_object(kcr_event_recorder_t *r, json_t *obj, const char *ty
   ref.uid = json_string_value(json_object_get(md, "uid"));
   ref.resource_version = json_string_value(json_object_get(md, "resourceVersion"));
   va_start(ap, note_fmt);
-  rc = record_v(r, &ref, type, reason, action, note_fmt, ap);
+  vsnprintf(note, sizeof(note), note_fmt ? note_fmt : "", ap);
   va_end(ap);
-  return rc;
+  return record_note(r, &ref, type, reason, action, note);
 }
 
 /* ---- the sender ---- */
