@@ -108,6 +108,7 @@ struct kcr_controller {
   int nthreads;            /* protected by mu */
   int running;             /* workers not yet exited; protected by mu */
   bool started, stop_done; /* protected by mu */
+  bool finished_logged;    /* protected by mu */
 
   pthread_mutex_t mmu;
   kcr_controller_metrics m; /* protected by mmu */
@@ -149,14 +150,19 @@ int kcr_reconcile_terminal(kcr_reconcile_ctx *ctx, int code) {
   return code < 0 ? code : KCR_EINTERNAL;
 }
 
+/* ctx_log writes one line with the reconcile's fields. */
+static void ctx_log(kcr_reconcile_ctx *ctx, kcr_log_level level, const char *msg) {
+  kcr_log(level, "controller", "controller=%s namespace=%s name=%s reconcileID=%s: %s",
+          ctx->c->name, ctx->ns, ctx->name, ctx->id, msg);
+}
+
 void kcr_reconcile_log(kcr_reconcile_ctx *ctx, kcr_log_level level, const char *fmt, ...) {
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
-  kcr_log(level, "controller", "controller=%s namespace=%s name=%s reconcileID=%s: %s",
-          ctx->c->name, ctx->ns, ctx->name, ctx->id, msg);
+  ctx_log(ctx, level, msg);
 }
 
 /* ---- create, set-up ---- */
@@ -526,14 +532,15 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
     else
       kcr_workqueue_add_rate_limited(c->q, key);
     observe(c, dt, KCR_RECONCILE_ERROR, true, ctx.terminal);
+    char msg[KCR_ERROR_MESSAGE_MAX + 64];
     if (res.requeue || res.requeue_after_ns > 0)
-      kcr_reconcile_log(&ctx, KCR_LOG_WARN,
-                        "Warning: Reconciler returned both a non-zero result and a non-nil "
-                        "error. The result will always be ignored if the error is non-nil and the "
-                        "non-nil error causes requeuing with exponential backoff");
-    kcr_reconcile_log(&ctx, KCR_LOG_ERROR, "Reconciler error%s: %s%s%s",
-                      ctx.terminal ? " (terminal)" : "", kcr_err_name(rc),
-                      ctx.err.message[0] ? ": " : "", ctx.err.message);
+      ctx_log(&ctx, KCR_LOG_WARN,
+              "Warning: Reconciler returned both a non-zero result and a non-nil error. The "
+              "result will always be ignored if the error is non-nil and the non-nil error "
+              "causes requeuing with exponential backoff");
+    snprintf(msg, sizeof(msg), "Reconciler error%s: %s%s%s", ctx.terminal ? " (terminal)" : "",
+             kcr_err_name(rc), ctx.err.message[0] ? ": " : "", ctx.err.message);
+    ctx_log(&ctx, KCR_LOG_ERROR, msg);
   } else if (res.requeue_after_ns > 0) {
     kcr_workqueue_forget(c->q, key);
     kcr_workqueue_add_after(c->q, key, res.requeue_after_ns);
@@ -708,13 +715,12 @@ int kcr_controller_stop(kcr_controller_t *c, int64_t timeout_ns) {
       break;
     }
   }
-  was_started = c->nthreads > 0;
+  was_started = rc == 0 && c->nthreads > 0 && !c->finished_logged;
+  if (was_started)
+    c->finished_logged = true;
   pthread_mutex_unlock(&c->mu);
-  if (rc == 0 && was_started)
+  if (was_started)
     kcr_log(KCR_LOG_INFO, "controller", "controller=%s: All workers finished", c->name);
-  else if (rc)
-    kcr_log(KCR_LOG_WARN, "controller", "controller=%s: workers still running after the timeout",
-            c->name);
   return rc;
 }
 

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcr/manager.h: the manager — controller-runtime's manager: it owns the REST
+ * client, the REST mapper, the informers the controllers share, the controllers
+ * and any user runnables, starts them in controller-runtime's order and stops
+ * them in reverse, with a graceful shutdown on SIGTERM/SIGINT.
+ *
+ * Start order (kcr_manager_run): server runnables (metrics and probe servers),
+ * then the informers already asked for and their sync, then background
+ * runnables, then — at once, or when the leader elector says this process leads —
+ * controllers and leader runnables. Stop order is the reverse: controllers and
+ * leader runnables (reconciles in flight finish), background runnables, the
+ * leader elector (releases the lease), servers; the informers stop in
+ * kcr_manager_destroy. The whole stop is bounded by the graceful shutdown
+ * timeout (default 30 s).
+ *
+ * Signals: kcr_manager_run handles SIGTERM and SIGINT (unless told not to): the
+ * first starts the graceful stop and kcr_manager_run then returns 0; a second
+ * exits the process with status 1 at once. The handler only writes a byte to a
+ * pipe; a thread of the manager reads it (no async-signal-unsafe code runs in
+ * the handler). One manager per process handles signals.
+ *
+ * Threads: create, new_controller, add_runnable and set_leader_elector before
+ * run, from one thread; kcr_manager_request_stop and the leader callbacks from
+ * any thread.
+ */
+#ifndef KCR_MANAGER_H
+#define KCR_MANAGER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kcr/cache.h"
+#include "kcr/client.h"
+#include "kcr/common.h"
+#include "kcr/config.h"
+#include "kcr/controller.h"
+#include "kcr/controllerutil.h"
+#include "kcr/discovery.h"
+#include "kcr/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* kcr_manager_t: opaque. */
+typedef struct kcr_manager kcr_manager_t;
+
+/*
+ * kcr_manager_options: zero-initialise.
+ *   config            required; borrowed (the client takes its reference).
+ *   default_namespace watch only this namespace (NULL: all).
+ *   graceful_shutdown_timeout_ns  0: 30 s; negative: do not wait.
+ *   cache_sync_timeout_ns         how long reads and controllers wait for an
+ *                                 informer to sync; 0: 2 min.
+ *   ryow_timeout_ns   how long a read waits to see this process's own write;
+ *                     0: 10 s.
+ *   no_signal_handlers  kcr_manager_run leaves SIGTERM/SIGINT alone.
+ *   qps, burst        the client's rate limit (kcr_client_options).
+ */
+typedef struct kcr_manager_options {
+  kcr_rest_config_t *config;
+  const char *default_namespace;
+  int64_t graceful_shutdown_timeout_ns;
+  int64_t cache_sync_timeout_ns;
+  int64_t ryow_timeout_ns;
+  bool no_signal_handlers;
+  double qps;
+  int burst;
+} kcr_manager_options;
+
+/*
+ * kcr_manager_create makes a manager with its client and mapper (nothing is
+ * started or fetched yet). *out: new, NULL on failure. Errors: KCR_EINVAL (no
+ * config), KCR_ENOMEM, KCR_ESYS, client errors.
+ */
+KCR_EXTERN int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out,
+                                  kcr_error_t *err);
+
+/*
+ * kcr_manager_destroy stops what still runs (waiting for ever), destroys the
+ * controllers, the informers, the mapper and the client. NULL is ignored. Not
+ * while kcr_manager_run runs.
+ */
+KCR_EXTERN void kcr_manager_destroy(kcr_manager_t *m);
+
+/* kcr_manager_rest_client returns the REST client (borrowed, lives as long as m). */
+KCR_EXTERN kcr_client_t *kcr_manager_rest_client(kcr_manager_t *m);
+
+/* kcr_manager_mapper returns the REST mapper (borrowed, lives as long as m). */
+KCR_EXTERN kcr_rest_mapper_t *kcr_manager_mapper(kcr_manager_t *m);
+
+/*
+ * kcr_manager_cache returns the manager's cache (borrowed, lives as long as m):
+ * the informers its controllers share. Set by-object options and indexes on it
+ * before run.
+ */
+KCR_EXTERN kcr_cache_t *kcr_manager_cache(kcr_manager_t *m);
+
+/*
+ * kcr_manager_client returns the manager's object client (borrowed, lives as long
+ * as m; no cancellation token): get and list read the manager's informers (one per
+ * kind, made on first use, waited for until synced), objects the caller owns,
+ * with apiVersion and kind set; create, update, patch and delete go to the API
+ * server, and each successful write is noted so that a later read through this
+ * client never returns an older version of what was written (read-your-own-
+ * writes). A miss is KCR_EAPI with NotFound (kcr_error_is_not_found). Reconcilers
+ * get the same client with their cancellation token from kcr_reconcile_client.
+ */
+KCR_EXTERN const kcr_objclient *kcr_manager_client(kcr_manager_t *m);
+
+/*
+ * kcr_manager_get_informer returns the manager's shared informer for gvk
+ * (borrowed, lives as long as m), making and starting it on first use. Not on the
+ * client's loop thread (discovery may block).
+ */
+KCR_EXTERN int kcr_manager_get_informer(kcr_manager_t *m, const kcr_gvk *gvk, kcr_informer_t **out,
+                                        kcr_error_t *err);
+
+/*
+ * kcr_manager_new_controller makes a controller the manager owns, starts and
+ * stops (builder.ControllerManagedBy): o->source and o->client are filled in by
+ * the manager (what the caller put there is ignored). *out (borrowed, lives as
+ * long as m) is ready for kcr_controller_for / owns / watches. Errors: KCR_EEXIST
+ * when a controller of that name exists, KCR_EINVAL after run started, and
+ * kcr_controller_create's errors (o->rate_limiter is stolen on every path).
+ */
+KCR_EXTERN int kcr_manager_new_controller(kcr_manager_t *m, const kcr_controller_options *o,
+                                          kcr_controller_t **out, kcr_error_t *err);
+
+/* kcr_manager_controller_count / _at enumerate the controllers (for metrics). */
+KCR_EXTERN size_t kcr_manager_controller_count(kcr_manager_t *m);
+KCR_EXTERN kcr_controller_t *kcr_manager_controller_at(kcr_manager_t *m, size_t i);
+
+/* kcr_runnable_group: when a runnable starts (and, in reverse, stops). */
+typedef enum kcr_runnable_group {
+  KCR_RUNNABLE_LEADER = 0,     /* with the controllers: only while leading (default) */
+  KCR_RUNNABLE_BACKGROUND = 1, /* after the informers sync; no leader election needed */
+  KCR_RUNNABLE_SERVER = 2      /* first of all (metrics, probes); stopped last */
+} kcr_runnable_group;
+
+/*
+ * kcr_runnable: a user component. Strings and the struct are copied.
+ *   start   begin (return promptly; run on threads of your own). A failure
+ *           aborts kcr_manager_run, which stops what had started and returns it.
+ *   stop    end and wait for your threads (may be NULL). Runs on the thread of
+ *           kcr_manager_run, only if start succeeded.
+ */
+typedef struct kcr_runnable {
+  const char *name;
+  int (*start)(void *data, kcr_error_t *err);
+  void (*stop)(void *data);
+  void *data;
+  kcr_runnable_group group;
+} kcr_runnable;
+
+/* kcr_manager_add_runnable registers r. Before run. Returns 0, KCR_EINVAL or KCR_ENOMEM. */
+KCR_EXTERN int kcr_manager_add_runnable(kcr_manager_t *m, const kcr_runnable *r, kcr_error_t *err);
+
+/*
+ * kcr_leader_elector: the seam for leader election (a Lease elector plugs in
+ * here). Without one, this process always leads. The struct is copied.
+ *   start  begin campaigning; return promptly. Call kcr_manager_leader_elected(m)
+ *          on becoming leader, kcr_manager_leader_lost(m) on losing the lease.
+ *   stop   stop campaigning and release the lease; called during the graceful
+ *          stop after the leader group has stopped.
+ */
+typedef struct kcr_leader_elector {
+  int (*start)(void *data, kcr_manager_t *m, kcr_error_t *err);
+  void (*stop)(void *data);
+  void *data;
+} kcr_leader_elector;
+
+/* kcr_manager_set_leader_elector installs le (copied). Before run. */
+KCR_EXTERN void kcr_manager_set_leader_elector(kcr_manager_t *m, const kcr_leader_elector *le);
+
+/*
+ * kcr_manager_leader_elected tells the manager this process leads: controllers
+ * and leader runnables start. Any thread; idempotent.
+ */
+KCR_EXTERN void kcr_manager_leader_elected(kcr_manager_t *m);
+
+/*
+ * kcr_manager_leader_lost tells the manager the lease is lost: kcr_manager_run
+ * stops at once without a graceful shutdown (controllers' tokens fire, nothing is
+ * waited for) and returns KCR_ECANCELED ("leader election lost"); the program
+ * should exit non-zero. Any thread.
+ */
+KCR_EXTERN void kcr_manager_leader_lost(kcr_manager_t *m);
+
+/*
+ * kcr_manager_run starts everything (order above), then blocks until a signal,
+ * kcr_manager_request_stop or a lost lease, and stops gracefully. Returns 0 after
+ * a graceful stop; KCR_ETIMEDOUT when something did not stop within the graceful
+ * shutdown timeout; KCR_ECANCELED when leadership was lost; or the error of a
+ * start (a controller whose informers did not sync names the kind). Once only.
+ */
+KCR_EXTERN int kcr_manager_run(kcr_manager_t *m, kcr_error_t *err);
+
+/*
+ * kcr_manager_request_stop asks kcr_manager_run to stop gracefully (the first
+ * signal does the same). Any thread, before or during run.
+ */
+KCR_EXTERN void kcr_manager_request_stop(kcr_manager_t *m);
+
+/* kcr_manager_started tells whether run has started the controllers. Any thread. */
+KCR_EXTERN bool kcr_manager_started(kcr_manager_t *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KCR_MANAGER_H */

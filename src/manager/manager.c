@@ -1,0 +1,665 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * manager.c: the manager — runnables in controller-runtime's start order, the
+ * graceful stop in reverse, signals, the leader-election seam, and the manager's
+ * object client (informer reads, direct writes, read-your-own-writes).
+ *
+ * Design: kcr_manager_run is a small state machine on the caller's thread. It
+ * starts the groups in order (servers, informer sync, background, then leader
+ * group at once or when elected), then sleeps on a condition variable until an
+ * event arrives: a stop request (kcr_manager_request_stop, or the first signal,
+ * relayed by the signal thread), "elected" or "lost" from the elector. The stop
+ * walks the groups in reverse within one deadline (graceful_shutdown_timeout);
+ * controllers get the time that is left for their reconciles in flight.
+ *
+ * Signals use a self-pipe: the handler saves errno, writes the signal number to
+ * a non-blocking pipe and returns. The signal thread reads it: the first signal
+ * requests the stop, a second calls _exit(1) (controller-runtime's os.Exit(1)).
+ * run closes the thread by writing a 0 byte and restores the old handlers.
+ *
+ * Lock: mu guards the event flags and the state; it is never held while calling
+ * a runnable, a controller or the elector.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kcr/apierror.h"
+#include "kcr/log.h"
+#include "kcr/manager.h"
+#include "kcr/meta.h"
+#include "util/alloc.h"
+
+#define DEFAULT_GRACE (30 * KCR_NSEC_PER_SEC)
+#define DEFAULT_SYNC (120 * KCR_NSEC_PER_SEC)
+#define DEFAULT_RYOW (10 * KCR_NSEC_PER_SEC)
+
+typedef struct runnable {
+  kcr_runnable r;
+  char *name;
+  bool started; /* run thread only */
+} runnable_t;
+
+struct kcr_manager {
+  kcr_client_t *client;
+  kcr_rest_mapper_t *mapper;
+  kcr_cache_t *cache;
+  kcr_objclient objclient;
+  int64_t grace_ns, sync_ns;
+  bool handle_signals;
+
+  kcr_controller_t **ctls; /* set-up thread, then read-only */
+  bool *ctl_started;       /* run thread only */
+  size_t nctls;
+  runnable_t *runs;
+  size_t nruns;
+  kcr_leader_elector le;
+  bool has_le;
+
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  bool stop_requested; /* protected by mu */
+  bool elected;        /* protected by mu */
+  bool lost;           /* protected by mu */
+  bool ran;            /* protected by mu */
+  atomic_bool leading_started;
+};
+
+/* ---- the object client ---- */
+
+static int parse_av(const char *av, const char *kind, kcr_gvk *gvk, char *group, size_t gsize) {
+  size_t glen;
+  const char *g = kcr_api_version_group(av, &glen);
+  if (!av || !*av || !kind || !*kind || glen >= gsize)
+    return KCR_EINVAL;
+  memcpy(group, g, glen);
+  group[glen] = '\0';
+  gvk->group = group;
+  gvk->version = glen ? av + glen + 1 : av;
+  gvk->kind = kind;
+  return 0;
+}
+
+/* resolve maps apiVersion/kind to a resource and scope for the writes. */
+static int resolve(kcr_manager_t *m, const char *av, const char *kind, kcr_gvk *gvk, char *group,
+                   kcr_rest_mapping *mapping, kcr_error_t *err) {
+  if (parse_av(av, kind, gvk, group, KCR_MAPPING_NAME_MAX) != 0)
+    return kcr_error_set(err, KCR_EINVAL, "object client: the object needs apiVersion and kind");
+  return kcr_rest_mapper_mapping(m->mapper, gvk->group, gvk->version, kind, mapping, err);
+}
+
+/* typed sets apiVersion and kind, which list items from the server lack. */
+static int typed(json_t *obj, const char *av, const char *kind) {
+  if (json_object_set_new(obj, "apiVersion", json_string(av)) != 0 ||
+      json_object_set_new(obj, "kind", json_string(kind)) != 0)
+    return KCR_ENOMEM;
+  return 0;
+}
+
+static int oc_get(const kcr_objclient *c, const char *av, const char *kind, const char *ns,
+                  const char *name, json_t **out, kcr_error_t *err) {
+  kcr_manager_t *m = c->data;
+  char group[KCR_MAPPING_NAME_MAX];
+  kcr_gvk gvk;
+  int rc;
+  *out = NULL;
+  if (parse_av(av, kind, &gvk, group, sizeof(group)) != 0)
+    return kcr_error_set(err, KCR_EINVAL, "object client: apiVersion and kind are required");
+  rc = kcr_cache_get(m->cache, &gvk, ns, name, out, err);
+  if (rc == 0 && (rc = typed(*out, av, kind)) != 0) {
+    json_decref(*out);
+    *out = NULL;
+    kcr_error_set(err, rc, "object client: out of memory");
+  }
+  return rc;
+}
+
+static int oc_list(const kcr_objclient *c, const char *av, const char *kind, const char *ns,
+                   const char *sel, json_t **out, kcr_error_t *err) {
+  kcr_manager_t *m = c->data;
+  char group[KCR_MAPPING_NAME_MAX];
+  kcr_gvk gvk;
+  kcr_cache_list_options lo = {0};
+  json_t *items = NULL, *o;
+  size_t i;
+  int rc;
+  *out = NULL;
+  if (parse_av(av, kind, &gvk, group, sizeof(group)) != 0)
+    return kcr_error_set(err, KCR_EINVAL, "object client: apiVersion and kind are required");
+  lo.ns = ns;
+  lo.label_selector = sel;
+  if ((rc = kcr_cache_list(m->cache, &gvk, &lo, &items, err)) != 0)
+    return rc;
+  json_array_foreach(items, i, o) {
+    if (typed(o, av, kind) != 0) {
+      json_decref(items);
+      return kcr_error_set(err, KCR_ENOMEM, "object client: out of memory");
+    }
+  }
+  *out = json_pack("{s:o}", "items", items);
+  return *out ? 0 : kcr_error_set(err, KCR_ENOMEM, "object client: out of memory");
+}
+
+static void note(kcr_manager_t *m, const kcr_gvk *gvk, const json_t *obj) {
+  if (obj && *kcr_meta_resource_version(obj))
+    kcr_cache_note_write(m->cache, gvk, obj);
+}
+
+static int oc_create(const kcr_objclient *c, const json_t *obj, json_t **out, kcr_error_t *err) {
+  kcr_manager_t *m = c->data;
+  char group[KCR_MAPPING_NAME_MAX];
+  kcr_gvk gvk;
+  kcr_rest_mapping mp = {0};
+  kcr_gvr r;
+  kcr_request_options ro = {0};
+  int rc;
+  *out = NULL;
+  if ((rc = resolve(m, kcr_meta_api_version(obj), kcr_meta_kind(obj), &gvk, group, &mp, err)))
+    return rc;
+  r = kcr_rest_mapping_gvr(&mp);
+  ro.cancel = c->cancel;
+  rc = kcr_client_create_object(m->client, &r, mp.namespaced ? kcr_meta_namespace(obj) : NULL,
+                                (json_t *)obj, &ro, out, err);
+  if (rc == 0)
+    note(m, &gvk, *out);
+  return rc;
+}
+
+static int oc_update(const kcr_objclient *c, const json_t *obj, const char *sub, json_t **out,
+                     kcr_error_t *err) {
+  kcr_manager_t *m = c->data;
+  char group[KCR_MAPPING_NAME_MAX];
+  kcr_gvk gvk;
+  kcr_rest_mapping mp = {0};
+  kcr_gvr r;
+  kcr_request_options ro = {0};
+  int rc;
+  *out = NULL;
+  if ((rc = resolve(m, kcr_meta_api_version(obj), kcr_meta_kind(obj), &gvk, group, &mp, err)))
+    return rc;
+  r = kcr_rest_mapping_gvr(&mp);
+  ro.cancel = c->cancel;
+  ro.subresource = sub;
+  rc = kcr_client_update(m->client, &r, mp.namespaced ? kcr_meta_namespace(obj) : NULL,
+                         (json_t *)obj, &ro, out, err);
+  if (rc == 0)
+    note(m, &gvk, *out);
+  return rc;
+}
+
+static int oc_patch(const kcr_objclient *c, const char *av, const char *kind, const char *ns,
+                    const char *name, kcr_patch_type type, const char *patch, size_t len,
+                    const char *sub, json_t **out, kcr_error_t *err) {
+  kcr_manager_t *m = c->data;
+  char group[KCR_MAPPING_NAME_MAX];
+  kcr_gvk gvk;
+  kcr_rest_mapping mp = {0};
+  kcr_gvr r;
+  kcr_request_options ro = {0};
+  int rc;
+  *out = NULL;
+  if ((rc = resolve(m, av, kind, &gvk, group, &mp, err)))
+    return rc;
+  r = kcr_rest_mapping_gvr(&mp);
+  ro.cancel = c->cancel;
+  ro.subresource = sub;
+  rc = kcr_client_patch(m->client, &r, mp.namespaced ? ns : NULL, name, type, patch, len, &ro, out,
+                        err);
+  if (rc == 0)
+    note(m, &gvk, *out);
+  return rc;
+}
+
+static int oc_del(const kcr_objclient *c, const char *av, const char *kind, const char *ns,
+                  const char *name, kcr_error_t *err) {
+  kcr_manager_t *m = c->data;
+  char group[KCR_MAPPING_NAME_MAX];
+  kcr_gvk gvk;
+  kcr_rest_mapping mp = {0};
+  kcr_gvr r;
+  kcr_request_options ro = {0};
+  json_t *got = NULL;
+  int rc;
+  if ((rc = resolve(m, av, kind, &gvk, group, &mp, err)))
+    return rc;
+  r = kcr_rest_mapping_gvr(&mp);
+  ro.cancel = c->cancel;
+  ro.grace_period_seconds = -1;
+  rc = kcr_client_delete(m->client, &r, mp.namespaced ? ns : NULL, name, &ro, &got, err);
+  if (rc == 0 && got && strcmp(kcr_meta_kind(got), kind) == 0)
+    note(m, &gvk, got); /* the object as finalizers hold it */
+  json_decref(got);
+  return rc;
+}
+
+static const kcr_objclient_ops manager_ops = {oc_get,    oc_list,  oc_create,
+                                              oc_update, oc_patch, oc_del};
+
+/* ---- controller source ---- */
+
+static int src_get_informer(void *data, const kcr_gvk *gvk, kcr_informer_t **out,
+                            kcr_error_t *err) {
+  kcr_manager_t *m = data;
+  return kcr_cache_get_informer(m->cache, gvk, out, err);
+}
+
+static int src_is_namespaced(void *data, const kcr_gvk *gvk, bool *out, kcr_error_t *err) {
+  kcr_manager_t *m = data;
+  kcr_rest_mapping mp = {0};
+  int rc = kcr_rest_mapper_mapping(m->mapper, gvk->group ? gvk->group : "", gvk->version, gvk->kind,
+                                   &mp, err);
+  *out = rc == 0 ? mp.namespaced != 0 : true;
+  return rc;
+}
+
+/* ---- create, set-up ---- */
+
+int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_error_t *err) {
+  kcr_manager_t *m;
+  kcr_client_options co;
+  kcr_cache_options cao;
+  int rc;
+  *out = NULL;
+  if (!o || !o->config)
+    return kcr_error_set(err, KCR_EINVAL, "manager: a REST config is required");
+  m = kcr__calloc(1, sizeof(*m));
+  if (!m)
+    return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
+  m->grace_ns = o->graceful_shutdown_timeout_ns ? o->graceful_shutdown_timeout_ns : DEFAULT_GRACE;
+  m->sync_ns = o->cache_sync_timeout_ns > 0 ? o->cache_sync_timeout_ns : DEFAULT_SYNC;
+  m->handle_signals = !o->no_signal_handlers;
+  atomic_init(&m->leading_started, false);
+  if (pthread_mutex_init(&m->mu, NULL) != 0) {
+    kcr__free(m);
+    return kcr_error_set(err, KCR_ESYS, "manager: mutex");
+  }
+  if (kcr_clock_cond_init(&m->cond) != 0) {
+    pthread_mutex_destroy(&m->mu);
+    kcr__free(m);
+    return kcr_error_set(err, KCR_ESYS, "manager: condition variable");
+  }
+  memset(&co, 0, sizeof(co));
+  co.config = o->config;
+  co.qps = o->qps;
+  co.burst = o->burst;
+  memset(&cao, 0, sizeof(cao));
+  cao.default_ns = o->default_namespace;
+  cao.sync_timeout_ns = m->sync_ns;
+  cao.ryow_timeout_ns = o->ryow_timeout_ns > 0 ? o->ryow_timeout_ns : DEFAULT_RYOW;
+  rc = kcr_client_create(&co, &m->client, err);
+  if (rc == 0)
+    rc = kcr_rest_mapper_create(m->client, &m->mapper, err);
+  if (rc == 0) {
+    cao.client = m->client;
+    cao.mapper = m->mapper;
+    rc = kcr_cache_create(&cao, &m->cache, err);
+  }
+  if (rc) {
+    kcr_error_set(err, rc, "manager: %s", kcr_strerror(rc));
+    kcr_manager_destroy(m);
+    return rc;
+  }
+  m->objclient.ops = &manager_ops;
+  m->objclient.data = m;
+  *out = m;
+  return 0;
+}
+
+kcr_client_t *kcr_manager_rest_client(kcr_manager_t *m) {
+  return m->client;
+}
+kcr_rest_mapper_t *kcr_manager_mapper(kcr_manager_t *m) {
+  return m->mapper;
+}
+kcr_cache_t *kcr_manager_cache(kcr_manager_t *m) {
+  return m->cache;
+}
+const kcr_objclient *kcr_manager_client(kcr_manager_t *m) {
+  return &m->objclient;
+}
+size_t kcr_manager_controller_count(kcr_manager_t *m) {
+  return m->nctls;
+}
+
+kcr_controller_t *kcr_manager_controller_at(kcr_manager_t *m, size_t i) {
+  return i < m->nctls ? m->ctls[i] : NULL;
+}
+
+int kcr_manager_get_informer(kcr_manager_t *m, const kcr_gvk *gvk, kcr_informer_t **out,
+                             kcr_error_t *err) {
+  return kcr_cache_get_informer(m->cache, gvk, out, err);
+}
+
+static bool has_run(kcr_manager_t *m) {
+  bool r;
+  pthread_mutex_lock(&m->mu);
+  r = m->ran;
+  pthread_mutex_unlock(&m->mu);
+  return r;
+}
+
+int kcr_manager_new_controller(kcr_manager_t *m, const kcr_controller_options *o,
+                               kcr_controller_t **out, kcr_error_t *err) {
+  kcr_controller_options co;
+  kcr_controller_t **nc;
+  bool *ns;
+  int rc;
+  *out = NULL;
+  if (!o || has_run(m)) {
+    if (o)
+      kcr_ratelimiter_destroy(o->rate_limiter);
+    return kcr_error_set(err, KCR_EINVAL, "manager: controllers are added before run");
+  }
+  for (size_t i = 0; o->name && i < m->nctls; i++) {
+    if (strcmp(kcr_controller_name(m->ctls[i]), o->name) == 0) {
+      kcr_ratelimiter_destroy(o->rate_limiter);
+      return kcr_error_set(err, KCR_EEXIST,
+                           "controller with name %s already exists. Controller names must be "
+                           "unique to avoid multiple controllers reporting the same metric",
+                           o->name);
+    }
+  }
+  nc = kcr__realloc(m->ctls, (m->nctls + 1) * sizeof(kcr_controller_t *));
+  if (nc)
+    m->ctls = nc;
+  ns = nc ? kcr__realloc(m->ctl_started, (m->nctls + 1) * sizeof(*ns)) : NULL;
+  if (ns)
+    m->ctl_started = ns;
+  if (!nc || !ns) {
+    kcr_ratelimiter_destroy(o->rate_limiter);
+    return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
+  }
+  co = *o;
+  co.source.get_informer = src_get_informer;
+  co.source.is_namespaced = src_is_namespaced;
+  co.source.data = m;
+  co.client = m->objclient;
+  if (co.cache_sync_timeout_ns <= 0)
+    co.cache_sync_timeout_ns = m->sync_ns;
+  if ((rc = kcr_controller_create(&co, out, err)) != 0)
+    return rc;
+  m->ctls[m->nctls] = *out;
+  m->ctl_started[m->nctls] = false;
+  m->nctls++;
+  return 0;
+}
+
+int kcr_manager_add_runnable(kcr_manager_t *m, const kcr_runnable *r, kcr_error_t *err) {
+  runnable_t *n;
+  if (!r || !r->start || has_run(m))
+    return kcr_error_set(err, KCR_EINVAL,
+                         "manager: a runnable needs start and is added before run");
+  n = kcr__realloc(m->runs, (m->nruns + 1) * sizeof(*n));
+  if (!n)
+    return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
+  m->runs = n;
+  memset(&n[m->nruns], 0, sizeof(*n));
+  n[m->nruns].r = *r;
+  n[m->nruns].name = kcr__strdup(r->name ? r->name : "runnable");
+  if (!n[m->nruns].name)
+    return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
+  n[m->nruns].r.name = n[m->nruns].name;
+  m->nruns++;
+  return 0;
+}
+
+void kcr_manager_set_leader_elector(kcr_manager_t *m, const kcr_leader_elector *le) {
+  m->has_le = le != NULL;
+  if (le)
+    m->le = *le;
+}
+
+static void signal_event(kcr_manager_t *m, bool *flag) {
+  pthread_mutex_lock(&m->mu);
+  *flag = true;
+  pthread_cond_broadcast(&m->cond);
+  pthread_mutex_unlock(&m->mu);
+}
+
+void kcr_manager_leader_elected(kcr_manager_t *m) {
+  signal_event(m, &m->elected);
+}
+void kcr_manager_leader_lost(kcr_manager_t *m) {
+  signal_event(m, &m->lost);
+}
+void kcr_manager_request_stop(kcr_manager_t *m) {
+  signal_event(m, &m->stop_requested);
+}
+bool kcr_manager_started(kcr_manager_t *m) {
+  return atomic_load(&m->leading_started);
+}
+
+/* ---- signals ---- */
+
+static int sig_pipe[2] = {-1, -1};
+
+static void on_signal(int signo) {
+  int saved = errno;
+  unsigned char b = (unsigned char)signo;
+  ssize_t n = write(sig_pipe[1], &b, 1);
+  (void)n;
+  errno = saved;
+}
+
+static void *signal_main(void *arg) {
+  kcr_manager_t *m = arg;
+  int count = 0;
+  for (;;) {
+    unsigned char b;
+    ssize_t n = read(sig_pipe[0], &b, 1);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0 || b == 0)
+      return NULL;
+    if (++count == 1) {
+      kcr_log(KCR_LOG_INFO, "manager", "signal %d received: stopping gracefully", b);
+      kcr_manager_request_stop(m);
+    } else {
+      kcr_log(KCR_LOG_ERROR, "manager", "second signal %d received: exiting", b);
+      _exit(1);
+    }
+  }
+}
+
+typedef struct sigstate {
+  bool on;
+  pthread_t thread;
+  struct sigaction old_term, old_int;
+} sigstate_t;
+
+static int signals_start(kcr_manager_t *m, sigstate_t *s, kcr_error_t *err) {
+  struct sigaction sa;
+  memset(s, 0, sizeof(*s));
+  if (pipe(sig_pipe) != 0)
+    return kcr_error_set(err, KCR_ESYS, "manager: pipe: %s", strerror(errno));
+  fcntl(sig_pipe[1], F_SETFL, fcntl(sig_pipe[1], F_GETFL) | O_NONBLOCK);
+  fcntl(sig_pipe[0], F_SETFD, FD_CLOEXEC);
+  fcntl(sig_pipe[1], F_SETFD, FD_CLOEXEC);
+  if (pthread_create(&s->thread, NULL, signal_main, m) != 0) {
+    close(sig_pipe[0]);
+    close(sig_pipe[1]);
+    sig_pipe[0] = sig_pipe[1] = -1;
+    return kcr_error_set(err, KCR_ESYS, "manager: cannot start the signal thread");
+  }
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &sa, &s->old_term);
+  sigaction(SIGINT, &sa, &s->old_int);
+  s->on = true;
+  return 0;
+}
+
+static void signals_stop(sigstate_t *s) {
+  unsigned char zero = 0;
+  ssize_t n;
+  if (!s->on)
+    return;
+  sigaction(SIGTERM, &s->old_term, NULL);
+  sigaction(SIGINT, &s->old_int, NULL);
+  n = write(sig_pipe[1], &zero, 1);
+  (void)n;
+  pthread_join(s->thread, NULL);
+  close(sig_pipe[0]);
+  close(sig_pipe[1]);
+  sig_pipe[0] = sig_pipe[1] = -1;
+  s->on = false;
+}
+
+/* ---- run ---- */
+
+static int start_group(kcr_manager_t *m, kcr_runnable_group g, kcr_error_t *err) {
+  for (size_t i = 0; i < m->nruns; i++) {
+    runnable_t *r = &m->runs[i];
+    int rc;
+    if (r->r.group != g || r->started)
+      continue;
+    if ((rc = r->r.start(r->r.data, err)) != 0) {
+      kcr_error_prefix(err, "runnable %s: ", r->name);
+      return rc;
+    }
+    r->started = true;
+  }
+  return 0;
+}
+
+static void stop_group(kcr_manager_t *m, kcr_runnable_group g) {
+  for (size_t i = m->nruns; i-- > 0;) {
+    runnable_t *r = &m->runs[i];
+    if (r->r.group != g || !r->started)
+      continue;
+    if (r->r.stop)
+      r->r.stop(r->r.data);
+    r->started = false;
+  }
+}
+
+static int start_leading(kcr_manager_t *m, kcr_error_t *err) {
+  int rc;
+  for (size_t i = 0; i < m->nctls; i++) {
+    if ((rc = kcr_controller_start(m->ctls[i], err)) != 0)
+      return rc;
+    m->ctl_started[i] = true;
+  }
+  if ((rc = start_group(m, KCR_RUNNABLE_LEADER, err)) != 0)
+    return rc;
+  atomic_store(&m->leading_started, true);
+  return 0;
+}
+
+static int64_t left(int64_t deadline) {
+  int64_t l = deadline - kcr_clock_now(kcr_clock_system());
+  return l > 0 ? l : 1;
+}
+
+/* stop_all stops everything that started, in reverse order, by deadline. */
+static int stop_all(kcr_manager_t *m, int64_t grace_ns, bool le_started) {
+  int64_t deadline = kcr_clock_now(kcr_clock_system()) + (grace_ns > 0 ? grace_ns : 1);
+  int rc = 0;
+  /* controllers first: all stop taking work at once, then each is waited for */
+  for (size_t i = m->nctls; i-- > 0;)
+    if (m->ctl_started[i])
+      kcr_controller_stop(m->ctls[i], 1);
+  for (size_t i = m->nctls; i-- > 0;) {
+    if (m->ctl_started[i] && kcr_controller_stop(m->ctls[i], left(deadline)) != 0)
+      rc = KCR_ETIMEDOUT;
+  }
+  stop_group(m, KCR_RUNNABLE_LEADER);
+  stop_group(m, KCR_RUNNABLE_BACKGROUND);
+  if (le_started && m->le.stop)
+    m->le.stop(m->le.data);
+  stop_group(m, KCR_RUNNABLE_SERVER);
+  return rc;
+}
+
+int kcr_manager_run(kcr_manager_t *m, kcr_error_t *err) {
+  sigstate_t sig = {0};
+  bool le_started = false, leading = false;
+  int rc = 0;
+  pthread_mutex_lock(&m->mu);
+  if (m->ran) {
+    pthread_mutex_unlock(&m->mu);
+    return kcr_error_set(err, KCR_EINVAL, "manager: run twice");
+  }
+  m->ran = true;
+  pthread_mutex_unlock(&m->mu);
+
+  if (m->handle_signals && (rc = signals_start(m, &sig, err)) != 0)
+    return rc;
+  kcr_log(KCR_LOG_INFO, "manager", "Starting manager");
+  if ((rc = start_group(m, KCR_RUNNABLE_SERVER, err)) != 0)
+    goto stop;
+  if ((rc = kcr_cache_wait_for_sync(m->cache, m->sync_ns, err)) != 0)
+    goto stop;
+  if ((rc = start_group(m, KCR_RUNNABLE_BACKGROUND, err)) != 0)
+    goto stop;
+  if (m->has_le && m->le.start) {
+    if ((rc = m->le.start(m->le.data, m, err)) != 0)
+      goto stop;
+    le_started = true;
+  } else {
+    if ((rc = start_leading(m, err)) != 0)
+      goto stop;
+    leading = true;
+  }
+  for (;;) {
+    bool stop, lost, elected;
+    pthread_mutex_lock(&m->mu);
+    while (!m->stop_requested && !m->lost && !(m->elected && !leading))
+      pthread_cond_wait(&m->cond, &m->mu);
+    stop = m->stop_requested;
+    lost = m->lost;
+    elected = m->elected;
+    pthread_mutex_unlock(&m->mu);
+    if (lost) {
+      kcr_log(KCR_LOG_ERROR, "manager", "leader election lost");
+      stop_all(m, 1, false);
+      signals_stop(&sig);
+      return kcr_error_set(err, KCR_ECANCELED, "leader election lost");
+    }
+    if (stop)
+      break;
+    if (elected && !leading) {
+      kcr_log(KCR_LOG_INFO, "manager", "elected leader: starting controllers");
+      leading = true;
+      if ((rc = start_leading(m, err)) != 0)
+        goto stop;
+    }
+  }
+stop:
+  if (rc)
+    kcr_log(KCR_LOG_ERROR, "manager", "start failed: %s", err ? err->message : kcr_strerror(rc));
+  kcr_log(KCR_LOG_INFO, "manager", "Stopping and waiting for runnables");
+  if (stop_all(m, m->grace_ns, le_started) != 0 && rc == 0)
+    rc = kcr_error_set(err, KCR_ETIMEDOUT,
+                       "failed waiting for all runnables to end within grace period of %.0f s",
+                       (double)m->grace_ns / 1e9);
+  signals_stop(&sig);
+  if (rc == 0)
+    kcr_log(KCR_LOG_INFO, "manager", "Stopped gracefully");
+  return rc;
+}
+
+void kcr_manager_destroy(kcr_manager_t *m) {
+  if (!m)
+    return;
+  for (size_t i = 0; i < m->nctls; i++)
+    kcr_controller_destroy(m->ctls[i]);
+  kcr__free(m->ctls);
+  kcr__free(m->ctl_started);
+  for (size_t i = 0; i < m->nruns; i++)
+    kcr__free(m->runs[i].name);
+  kcr__free(m->runs);
+  kcr_cache_destroy(m->cache);
+  kcr_rest_mapper_destroy(m->mapper);
+  kcr_client_destroy(m->client);
+  pthread_cond_destroy(&m->cond);
+  pthread_mutex_destroy(&m->mu);
+  kcr__free(m);
+}
