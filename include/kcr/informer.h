@@ -48,6 +48,11 @@ typedef struct kcr_informer kcr_informer_t;
  *   clock           for backoff; NULL: the system clock.
  *   min_watch_timeout_s / max_watch_timeout_s  each watch asks the server to end
  *                   it after a random time in this range; 0: 300 and 600.
+ *   streaming_list  fill the cache with a streaming list (a watch with
+ *                   sendInitialEvents, until the bookmark annotated
+ *                   k8s.io/initial-events-end) instead of paged lists, falling back
+ *                   to paged lists when the server refuses it (client-go's
+ *                   WatchListClient).
  *   watch_idle_timeout_ns  a watch that receives no byte for this long is dead
  *                   (half-open connection) and is re-established; 0: the watch's
  *                   timeout + 30 s (kcr_watch_options.idle_timeout_ns).
@@ -67,6 +72,7 @@ typedef struct kcr_informer_options {
   long min_watch_timeout_s;
   long max_watch_timeout_s;
   int64_t watch_idle_timeout_ns;
+  bool streaming_list;
 } kcr_informer_options;
 
 /*
@@ -149,7 +155,9 @@ KCR_EXTERN int kcr_informer_wait_for_resource_version(kcr_informer_t *inf, const
 
 /*
  * kcr_informer_stats: counters for tests and metrics.
- *   lists        complete lists stored (1 after the first sync; more after 410s).
+ *   lists        complete lists stored (1 after the first sync; more after 410s),
+ *                streamed ones included.
+ *   streamed_lists  of those, how many came from a streaming list.
  *   watches      watches started.
  *   watch_errors watches that ended with an error.
  *   events       watch events queued.
@@ -157,6 +165,7 @@ KCR_EXTERN int kcr_informer_wait_for_resource_version(kcr_informer_t *inf, const
  */
 typedef struct kcr_informer_stats {
   uint64_t lists;
+  uint64_t streamed_lists;
   uint64_t watches;
   uint64_t watch_errors;
   uint64_t events;

@@ -87,7 +87,11 @@ struct kcr_informer {
   kcr_error_t last_error; /* protected by mu: the reflector's latest failure */
   kcr_cancel_t *cancel;   /* fired on stop: aborts a list in flight */
   uint64_t processed_rv;  /* protected by mu */
-  int synced;             /* protected by mu */
+  int stream_enabled;     /* reflector thread: use the streaming list */
+  int streaming;          /* protected by mu: the watch is delivering its initial events */
+  json_t *stream_items;   /* loop thread while streaming: key -> object */
+  atomic_uint_fast64_t streams;
+  int synced; /* protected by mu */
 
   atomic_uint_fast64_t lists, watches, watch_errors, events;
 };
@@ -231,18 +235,90 @@ static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
 
 /* ---- watch ---- */
 
+/*
+ * on_stream_event handles an event of a streaming list's initial phase (watch with
+ * sendInitialEvents): objects collect in a private map until the bookmark
+ * annotated k8s.io/initial-events-end, which turns them into one Replace, exactly
+ * what a paged list would have done; the same watch then goes on as a normal one.
+ * Loop thread.
+ */
+static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event_t *ev, const char *rv) {
+  char key[KCR_META_KEY_MAX];
+  json_t *items, *obj;
+  const char *k;
+  const char *end;
+  kcr_error_t err;
+  int rc, is_end;
+
+  if (ev->type != KCR_WATCH_BOOKMARK) {
+    if (kcr_meta_key(ev->object, key, sizeof(key)) != 0) {
+      kcr_log(KCR_LOG_ERROR, "reflector", "%s: a streamed %s event has no name",
+              kind_name(inf), kcr_watch_event_type_name(ev->type));
+      json_decref(ev->object);
+      return KCR_EPROTO;
+    }
+    if (ev->type == KCR_WATCH_DELETED) {
+      json_object_del(inf->stream_items, key);
+      json_decref(ev->object);
+      return 0;
+    }
+    /* The transform runs when the FIFO gets the object, as for a list. */
+    if (json_object_set_new(inf->stream_items, key, ev->object) != 0) {
+      kcr_log(KCR_LOG_ERROR, "reflector", "%s: out of memory collecting a streamed list",
+              kind_name(inf));
+      return KCR_ENOMEM;
+    }
+    return 0;
+  }
+  end = kcr_meta_annotation(ev->object, "k8s.io/initial-events-end");
+  is_end = end && strcmp(end, "true") == 0;
+  json_decref(ev->object);
+  if (!is_end)
+    return 0;
+  items = json_array();
+  if (!items)
+    return KCR_ENOMEM;
+  json_object_foreach(inf->stream_items, k, obj) {
+    if (json_array_append(items, obj) != 0) {
+      json_decref(items);
+      return KCR_ENOMEM;
+    }
+  }
+  json_object_clear(inf->stream_items);
+  kcr_error_clear(&err);
+  rc = kcr_delta_fifo_replace_new(inf->fifo, items, rv, &err); /* steals items */
+  if (rc) {
+    kcr_log(KCR_LOG_ERROR, "reflector", "%s: cannot store the streamed list: %s", kind_name(inf),
+            err.message);
+    return rc;
+  }
+  pthread_mutex_lock(&inf->mu);
+  inf->streaming = 0;
+  snprintf(inf->last_rv, sizeof(inf->last_rv), "%s", rv);
+  pthread_mutex_unlock(&inf->mu);
+  atomic_fetch_add(&inf->streams, 1);
+  atomic_fetch_add(&inf->lists, 1);
+  kcr_log(KCR_LOG_DEBUG, "reflector", "%s: streamed list complete at resourceVersion %s",
+          kind_name(inf), rv);
+  return 0;
+}
+
 static int on_watch_event(const kcr_watch_event_t *ev, void *data) {
   kcr_informer_t *inf = data;
   const char *rv = kcr_meta_resource_version(ev->object);
   kcr_error_t err;
-  int rc = 0;
-
+  int rc = 0, streaming;
   char rv_copy[RV_MAX];
 
   /* The FIFO steals the object (the _new forms), so read its version first. */
   snprintf(rv_copy, sizeof(rv_copy), "%s", rv ? rv : "");
   rv = rv_copy;
   kcr_error_clear(&err);
+  pthread_mutex_lock(&inf->mu);
+  streaming = inf->streaming;
+  pthread_mutex_unlock(&inf->mu);
+  if (streaming && ev->type != KCR_WATCH_ERROR)
+    return on_stream_event(inf, ev, rv);
   switch (ev->type) {
   case KCR_WATCH_ADDED:
     rc = kcr_delta_fifo_add_new(inf->fifo, ev->object, &err);
@@ -290,8 +366,12 @@ static void on_watch_end(int code, const kcr_error_t *err, void *data) {
 
 typedef enum { NEXT_WATCH, NEXT_BACKOFF_WATCH, NEXT_RELIST } next_t;
 
-/* watch_once runs one watch to its end and says what to do next. */
-static next_t watch_once(kcr_informer_t *inf) {
+/*
+ * watch_once runs one watch to its end and says what to do next. With stream, the
+ * watch first streams the current state (sendInitialEvents) in place of a list;
+ * *streamed tells whether that initial phase completed.
+ */
+static next_t watch_once(kcr_informer_t *inf, int stream, int *streamed) {
   kcr_watch_options o;
   kcr_watch_t *w = NULL;
   kcr_error_t err;
@@ -305,8 +385,16 @@ static next_t watch_once(kcr_informer_t *inf) {
   inf->watch_ended = 0;
   inf->watch_code = 0;
   inf->watch_gone = 0;
+  inf->streaming = stream;
   kcr_error_clear(&inf->watch_err);
   pthread_mutex_unlock(&inf->mu);
+  *streamed = 0;
+  if (stream) {
+    json_decref(inf->stream_items);
+    inf->stream_items = json_object();
+    if (!inf->stream_items)
+      return NEXT_BACKOFF_WATCH;
+  }
 
   memset(&o, 0, sizeof(o));
   o.label_selector = inf->label_selector;
@@ -314,6 +402,10 @@ static next_t watch_once(kcr_informer_t *inf) {
   o.resource_version = rv;
   o.allow_bookmarks = 1;
   o.idle_timeout_ns = inf->idle_ns;
+  if (stream) {
+    o.send_initial_events = 1;
+    o.resource_version_match = "NotOlderThan";
+  }
   o.timeout_seconds = inf->min_timeout_s + (span > 0 ? (long)(r % (uint64_t)(span + 1)) : 0);
   kcr_error_clear(&err);
   rc = kcr_client_watch(inf->client, &inf->resource, inf->ns, &o, on_watch_event, on_watch_end, inf,
@@ -332,7 +424,11 @@ static next_t watch_once(kcr_informer_t *inf) {
   pthread_mutex_unlock(&inf->mu);
   kcr_watch_destroy(w); /* stops it if the informer is stopping; waits out callbacks */
 
+  json_decref(inf->stream_items); /* callbacks are done: the reflector owns it again */
+  inf->stream_items = NULL;
   pthread_mutex_lock(&inf->mu);
+  *streamed = stream && !inf->streaming;
+  inf->streaming = 0;
   code = inf->watch_code;
   gone = inf->watch_gone || (code == KCR_EAPI && kcr_error_is_gone(&inf->watch_err));
   err = inf->watch_err;
@@ -365,6 +461,40 @@ static void *reflector_main(void *arg) {
   kcr_backoff_init(&backoff, KCR_BACKOFF_REFLECTOR, inf->clock, 0);
   while (!is_stopping(inf)) {
     next_t next;
+    int streamed = 0;
+    if (need_list && inf->stream_enabled) {
+      /* The streaming list: one watch streams the state, then goes on watching. */
+      next = watch_once(inf, 1, &streamed);
+      if (is_stopping(inf))
+        break;
+      if (streamed) {
+        need_list = 0;
+      } else {
+        kcr_error_t last;
+        pthread_mutex_lock(&inf->mu);
+        last = inf->last_error;
+        pthread_mutex_unlock(&inf->mu);
+        /* A server that refuses it (a 4xx other than 410/429: WatchList off, an old
+         * server) never will: list from now on, as client-go falls back. */
+        if (last.code == KCR_EAPI && last.http_status >= 400 && last.http_status < 500 &&
+            last.http_status != 410 && last.http_status != 429) {
+          kcr_log(KCR_LOG_INFO, "reflector", "%s: streaming list refused (%s); listing instead",
+                  kind_name(inf), last.message);
+          inf->stream_enabled = 0;
+          continue;
+        }
+        if (sleep_or_stop(inf, kcr_backoff_next(&backoff)))
+          break;
+        continue;
+      }
+      if (next == NEXT_WATCH)
+        continue;
+      if (next == NEXT_RELIST)
+        need_list = 1;
+      if (sleep_or_stop(inf, kcr_backoff_next(&backoff)))
+        break;
+      continue;
+    }
     if (need_list) {
       kcr_error_t err;
       kcr_error_clear(&err);
@@ -379,7 +509,7 @@ static void *reflector_main(void *arg) {
       }
       need_list = 0;
     }
-    next = watch_once(inf);
+    next = watch_once(inf, 0, &streamed);
     if (is_stopping(inf))
       break;
     if (next == NEXT_WATCH)
@@ -522,6 +652,7 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
                        : o->max_watch_timeout_s > 0                 ? inf->min_timeout_s
                                                                     : 600;
   inf->idle_ns = o->watch_idle_timeout_ns;
+  inf->stream_enabled = o->streaming_list;
   inf->clock = o->clock ? o->clock : kcr_clock_system();
   inf->transform = o->transform ? o->transform : default_transform;
   inf->transform_data = o->transform ? o->transform_data : NULL;
@@ -644,6 +775,7 @@ void kcr_informer_destroy(kcr_informer_t *inf) {
     inf->handlers = h->next;
     kcr__free(h);
   }
+  json_decref(inf->stream_items);
   kcr_delta_fifo_destroy(inf->fifo);
   kcr_store_destroy(inf->store);
   kcr_cancel_destroy(inf->cancel);
@@ -737,6 +869,7 @@ void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *out) {
   out->watches = atomic_load(&inf->watches);
   out->watch_errors = atomic_load(&inf->watch_errors);
   out->events = atomic_load(&inf->events);
+  out->streamed_lists = atomic_load(&inf->streams);
   pthread_mutex_lock(&inf->mu);
   out->processed_rv = inf->processed_rv;
   pthread_mutex_unlock(&inf->mu);

@@ -27,6 +27,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -507,6 +508,10 @@ int kcr__client_prepare(kcr_client_t *c, const char *method, const char *path, c
   if (c->connect_to)
     curl_easy_setopt(easy, CURLOPT_CONNECT_TO, c->connect_to);
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  /* KCR_CURL_VERBOSE=1: libcurl's own trace on stderr, for debugging the wire
+   * (it shows headers, so never in production: it would print tokens). */
+  if (getenv("KCR_CURL_VERBOSE"))
+    curl_easy_setopt(easy, CURLOPT_VERBOSE, 1L);
   curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
   curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
   curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);

@@ -299,6 +299,12 @@ int kcr_client_watch(kcr_client_t *c, const kcr_gvr *r, const char *ns, const kc
   rc = kcr__client_prepare(c, "GET", w->path, NULL, NULL, &w->t.easy, &w->headers, err);
   if (rc)
     goto fail;
+  /* No compression on watch streams. The apiserver gzips them when asked, and
+   * libcurl 7.88 fails such a stream with CURLE_WRITE_ERROR once a streaming
+   * list's burst of initial events arrives (reproduced: 2000 ConfigMaps); events
+   * are flushed one by one anyway, where gzip gains little. Lists and gets keep
+   * gzip, where it pays. */
+  curl_easy_setopt(w->t.easy, CURLOPT_ACCEPT_ENCODING, NULL);
   curl_easy_setopt(w->t.easy, CURLOPT_WRITEFUNCTION, on_stream);
   curl_easy_setopt(w->t.easy, CURLOPT_WRITEDATA, w);
   curl_easy_setopt(w->t.easy, CURLOPT_ERRORBUFFER, w->errbuf);

@@ -359,12 +359,59 @@ static void test_informer_sync_error_names_the_kind(void **state) {
   kcr_informer_destroy(inf);
 }
 
+static void test_informer_streaming_list(void **state) {
+  counts_t c = {0};
+  kcr_informer_options o;
+  kcr_event_handler h = {on_add, on_update, on_delete, &c};
+  kcr_informer_t *inf;
+  kcr_informer_stats st;
+  kcr_error_t err;
+  char why[256] = "";
+  json_t *obj;
+  int ok = 0;
+  (void)state;
+  memset(&o, 0, sizeof(o));
+  o.client = client;
+  o.resource = configmaps;
+  o.kind = "ConfigMap";
+  o.ns = ns;
+  o.label_selector = "it=informer";
+  o.streaming_list = true;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_informer_create(&o, &inf, &err), 0);
+  assert_int_equal(kcr_informer_add_handler(inf, &h, NULL, &err), 0);
+  assert_int_equal(kcr_informer_start(inf, &err), 0);
+  if (kcr_informer_wait_for_sync(inf, 60 * KCR_NSEC_PER_SEC, &err) != 0)
+    fail_msg("sync: %s", err.message);
+  kcr_informer_get_stats(inf, &st);
+  /* The state came from the watch's initial events, not from a list. */
+  assert_int_equal(st.streamed_lists, 1);
+  assert_int_equal(st.lists, 1);
+  assert_true(cache_matches_list(inf, why, sizeof(why)));
+  assert_int_equal(atomic_load(&c.initial_adds), (int)kcr_store_len(kcr_informer_store(inf)));
+  /* The same watch goes on delivering changes. */
+  obj = cm("streamed-later", 1);
+  assert_int_equal(kcr_client_create_object(client, &configmaps, ns, obj, NULL, NULL, &err), 0);
+  json_decref(obj);
+  for (int i = 0; i < 100 && !ok; i++) {
+    ok = cache_matches_list(inf, why, sizeof(why));
+    if (!ok)
+      sleep_ms(100);
+  }
+  if (!ok)
+    fail_msg("cache never matched a fresh list: %s", why);
+  kcr_informer_get_stats(inf, &st);
+  assert_int_equal(st.watches, 1);
+  kcr_informer_destroy(inf);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_informer_syncs_5k_then_converges_after_10k_churn),
       cmocka_unit_test(test_informer_read_your_own_writes),
       cmocka_unit_test(test_informer_late_handler_gets_existing_objects),
       cmocka_unit_test(test_informer_sync_error_names_the_kind),
+      cmocka_unit_test(test_informer_streaming_list),
   };
   return cmocka_run_group_tests_name("informer_it", tests, group_setup, group_teardown);
 }

@@ -36,7 +36,7 @@ static const char *watch_rv(script_t *s, int n) {
   return out;
 }
 
-enum { SC_GONE, SC_THROTTLE, SC_CONTINUE_EXPIRED, SC_NORMAL_END };
+enum { SC_GONE, SC_THROTTLE, SC_CONTINUE_EXPIRED, SC_NORMAL_END, SC_STREAM_REFUSED };
 
 static const char list_two[] =
     "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"100\"},"
@@ -77,6 +77,14 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
       resp->body = n == 0 ? page_one : list_one;
     else
       resp->body = n == 0 ? list_two : list_one;
+    return;
+  }
+  if (strstr(req->path, "sendInitialEvents=true")) {
+    /* A server without WatchList refuses the streaming list. */
+    resp->status = 422;
+    resp->body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                 "\"message\":\"sendInitialEvents is forbidden for watch unless the WatchList "
+                 "feature gate is enabled\",\"reason\":\"Invalid\",\"code\":422}";
     return;
   }
   {
@@ -156,7 +164,13 @@ typedef struct fixture {
   char dir[64], kubeconfig[128];
 } fixture;
 
+static fixture *start_with(int scenario, bool streaming);
+
 static fixture *start(int scenario) {
+  return start_with(scenario, false);
+}
+
+static fixture *start_with(int scenario, bool streaming) {
   fixture *f = calloc(1, sizeof(*f));
   kcr_client_options co;
   kcr_informer_options io;
@@ -179,6 +193,7 @@ static fixture *start(int scenario) {
   io.client = f->client;
   io.resource = configmaps;
   io.kind = "ConfigMap";
+  io.streaming_list = streaming;
   assert_int_equal(kcr_informer_create(&io, &f->inf, NULL), 0);
   h = (kcr_event_handler){on_add, on_update, on_delete, &f->seen};
   assert_int_equal(kcr_informer_add_handler(f->inf, &h, NULL, NULL), 0);
@@ -271,12 +286,28 @@ static void test_informer_normal_end_resumes_from_last_version(void **state) {
   stop(f);
 }
 
+static void test_informer_refused_streaming_list_falls_back_to_paged_list(void **state) {
+  fixture *f = start_with(SC_STREAM_REFUSED, true);
+  kcr_informer_stats st;
+  (void)state;
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  assert_int_equal(kcr_store_len(kcr_informer_store(f->inf)), 2);
+  assert_int_equal(atomic_load(&f->script.lists), 1);
+  kcr_informer_get_stats(f->inf, &st);
+  assert_int_equal(st.streamed_lists, 0);
+  assert_int_equal(st.lists, 1);
+  WAIT_FOR(atomic_load(&f->script.watches) >= 1);
+  assert_string_equal(watch_rv(&f->script, 0), "100"); /* a plain watch after the list */
+  stop(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_informer_gone_watch_relists_with_tombstones),
       cmocka_unit_test(test_informer_throttled_watch_backs_off_without_relist),
       cmocka_unit_test(test_informer_expired_continue_restarts_list),
       cmocka_unit_test(test_informer_normal_end_resumes_from_last_version),
+      cmocka_unit_test(test_informer_refused_streaming_list_falls_back_to_paged_list),
   };
   return cmocka_run_group_tests_name("informer", tests, NULL, NULL);
 }
