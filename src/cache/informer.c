@@ -252,8 +252,8 @@ static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event_t *ev, con
 
   if (ev->type != KCR_WATCH_BOOKMARK) {
     if (kcr_meta_key(ev->object, key, sizeof(key)) != 0) {
-      kcr_log(KCR_LOG_ERROR, "reflector", "%s: a streamed %s event has no name",
-              kind_name(inf), kcr_watch_event_type_name(ev->type));
+      kcr_log(KCR_LOG_ERROR, "reflector", "%s: a streamed %s event has no name", kind_name(inf),
+              kcr_watch_event_type_name(ev->type));
       json_decref(ev->object);
       return KCR_EPROTO;
     }
