@@ -365,8 +365,16 @@ static void now_micro(kcr_leader_election_t *le, char *buf) {
     buf[0] = '\0';
 }
 
-/* try_acquire_or_renew: client-go's tryAcquireOrRenew. Returns 1 on success. */
-static int try_acquire_or_renew(kcr_leader_election_t *le, int64_t timeout) {
+static int64_t remaining(kcr_leader_election_t *le, int64_t deadline) {
+  return deadline - kcr_clock_now(le->clock);
+}
+
+/*
+ * try_acquire_or_renew: client-go's tryAcquireOrRenew. Every request of one
+ * attempt shares one deadline (client-go's context), so a blackholed network
+ * cannot stretch an attempt past the renew deadline. Returns 1 on success.
+ */
+static int try_acquire_or_renew(kcr_leader_election_t *le, int64_t deadline) {
   record_t rec, old, observed;
   kcr_error_t err = {0};
   char *raw = NULL;
@@ -386,7 +394,7 @@ static int try_acquire_or_renew(kcr_leader_election_t *le, int64_t timeout) {
   if (leader && lease_valid(le, kcr_clock_now(le->clock))) {
     memcpy(rec.acquire, observed.acquire, sizeof(rec.acquire));
     rec.transitions = observed.transitions;
-    if (lock_update(le, timeout, &rec, 1, &err) == 0) {
+    if (lock_update(le, remaining(le, deadline), &rec, 1, &err) == 0) {
       set_observed(le, &rec);
       return 1;
     }
@@ -397,7 +405,9 @@ static int try_acquire_or_renew(kcr_leader_election_t *le, int64_t timeout) {
   }
 
   /* 2. get or create. */
-  rc = lock_get(le, timeout, 1, &old, &raw, &err);
+  if (remaining(le, deadline) <= 0)
+    return 0;
+  rc = lock_get(le, remaining(le, deadline), 1, &old, &raw, &err);
   if (rc != 0) {
     kcr__free(raw);
     if (!kcr_error_is_not_found(&err)) {
@@ -406,7 +416,7 @@ static int try_acquire_or_renew(kcr_leader_election_t *le, int64_t timeout) {
       return 0;
     }
     kcr_error_clear(&err);
-    if (lock_create(le, timeout, &rec, &err) != 0) {
+    if (remaining(le, deadline) <= 0 || lock_create(le, remaining(le, deadline), &rec, &err) != 0) {
       kcr_log(KCR_LOG_ERROR, "leaderelection", "error initially creating lock %s: %s", le->describe,
               err.message);
       return 0;
@@ -437,7 +447,8 @@ static int try_acquire_or_renew(kcr_leader_election_t *le, int64_t timeout) {
   } else {
     rec.transitions = old.transitions + 1;
   }
-  if (lock_update(le, timeout, &rec, 1, &err) != 0) {
+  if (remaining(le, deadline) <= 0 ||
+      lock_update(le, remaining(le, deadline), &rec, 1, &err) != 0) {
     kcr_log(KCR_LOG_ERROR, "leaderelection", "failed to update lock %s: %s", le->describe,
             err.message);
     return 0;
@@ -529,7 +540,7 @@ static void *run(void *arg) {
   /* acquire: JitterUntil(retryPeriod, 1.2, sliding) */
   while (!stopping(le)) {
     int64_t wait;
-    ok = try_acquire_or_renew(le, le->renew_ns);
+    ok = try_acquire_or_renew(le, kcr_clock_now(le->clock) + le->renew_ns);
     report_transition(le);
     if (ok)
       break;
@@ -553,7 +564,7 @@ static void *run(void *arg) {
       int64_t now = kcr_clock_now(le->clock);
       if (stopping(le) || now >= round_deadline)
         break;
-      ok = try_acquire_or_renew(le, round_deadline - now);
+      ok = try_acquire_or_renew(le, round_deadline);
       report_transition(le);
       if (ok || stopping(le))
         break;

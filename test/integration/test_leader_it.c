@@ -38,6 +38,7 @@
 #include "kcr/client.h"
 #include "kcr/config.h"
 #include "kcr/events.h"
+#include "kcr_faultproxy.h"
 #include "kcr_testenv.h"
 
 static kcr_testenv_t *env;
@@ -56,18 +57,22 @@ static void sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
-static pid_t spawn(const char *id) {
+static pid_t spawn_with(const char *id, const char *kubeconfig, const char *lease_name) {
   char portfile[300];
   pid_t pid;
   snprintf(portfile, sizeof(portfile), "%s/%s.port", dir, id);
   pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    execl(KCR_LEADER_HELPER, KCR_LEADER_HELPER, kcr_testenv_kubeconfig(env), "default", lease, id,
-          logpath, portfile, (char *)NULL);
+    execl(KCR_LEADER_HELPER, KCR_LEADER_HELPER, kubeconfig, "default", lease_name, id, logpath,
+          portfile, (char *)NULL);
     _exit(127);
   }
   return pid;
+}
+
+static pid_t spawn(const char *id) {
+  return spawn_with(id, kcr_testenv_kubeconfig(env), lease);
 }
 
 /* acquired_at returns the time id logged ACQUIRE, or 0. */
@@ -319,10 +324,43 @@ static void test_events_in_kubectl(void **state) {
   kcr_rest_config_unref(cfg);
 }
 
+/* The leader's network to the apiserver is cut (connections reset, new ones
+ * blackholed): it must report the loss and exit non-zero within the renew
+ * deadline (10 s) after its last renewal round began (+ retry period 2 s). */
+static void test_leader_exits_when_cut_off(void **state) {
+  kcr_faultproxy_t *proxy = NULL;
+  char kubeconfig[512], lease2[96];
+  long long t_cut, t_exit;
+  pid_t p;
+  int status;
+  (void)state;
+  assert_int_equal(kcr_faultproxy_start("127.0.0.1", kcr_testenv_apiserver_port(env), &proxy), 0);
+  assert_int_equal(kcr_testenv_write_kubeconfig_for_port(env, kcr_faultproxy_port(proxy),
+                                                         kubeconfig, sizeof(kubeconfig)),
+                   0);
+  snprintf(lease2, sizeof(lease2), "%s-cut", lease);
+  p = spawn_with("cand-cut", kubeconfig, lease2);
+  assert_true(wait_acquire("cand-cut", 30) > 0);
+  sleep_ms(3000); /* a few renewals through the proxy */
+  t_cut = now_ns();
+  kcr_faultproxy_stall(proxy, true);
+  kcr_faultproxy_cut(proxy);
+  assert_int_equal(waitpid(p, &status, 0), p);
+  t_exit = now_ns();
+  printf("leader cut off from the apiserver exited %d after %.2f s (renew deadline 10 s + "
+         "retry period 2 s)\n",
+         WIFEXITED(status) ? WEXITSTATUS(status) : -1, (double)(t_exit - t_cut) / 1e9);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+  assert_true(t_exit - t_cut < 13LL * 1000000000LL);
+  assert_true(event_at("LOSE", "cand-cut") > 0);
+  kcr_faultproxy_stop(proxy);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_events_in_kubectl),
       cmocka_unit_test(test_leader_failover),
+      cmocka_unit_test(test_leader_exits_when_cut_off),
   };
   setvbuf(stdout, NULL, _IONBF, 0);
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
