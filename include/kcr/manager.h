@@ -39,6 +39,7 @@
 #include "kcr/controllerutil.h"
 #include "kcr/discovery.h"
 #include "kcr/error.h"
+#include "kcr/metrics.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -206,6 +207,63 @@ KCR_EXTERN void kcr_manager_request_stop(kcr_manager_t *m);
 
 /* kcr_manager_started tells whether run has started the controllers. Any thread. */
 KCR_EXTERN bool kcr_manager_started(kcr_manager_t *m);
+
+/*
+ * kcr_manager_metrics returns the manager's metrics registry (borrowed; lives as
+ * long as m). It already holds rest_client_requests_total /
+ * rest_client_request_duration_seconds (every request of the manager's client)
+ * and the process_* metrics; register your own metrics in it too.
+ */
+KCR_EXTERN kcr_metrics_registry_t *kcr_manager_metrics(kcr_manager_t *m);
+
+/*
+ * kcr_manager_serving_options: what kubebuilder's main wires from its flags;
+ * zero-initialise.
+ *   metrics_bind_address       /metrics ("host:port", ":port"; port 0 lets the
+ *                              kernel pick); NULL, "" or "0": off (kubebuilder's
+ *                              default).
+ *   health_probe_bind_address  /healthz and /readyz; NULL, "" or "0": off.
+ *   leader_elect               campaign for a Lease; controllers and leader
+ *                              runnables run only while leading.
+ *   leader_election_id         the Lease's name (required with leader_elect).
+ *   leader_election_namespace  NULL: the service-account namespace (in a Pod);
+ *                              required out of cluster.
+ *   leader_election_release_on_cancel  release the Lease on a graceful stop.
+ *   lease_duration_ns, renew_deadline_ns, retry_period_ns  0: 15 s, 10 s, 2 s.
+ */
+typedef struct kcr_manager_serving_options {
+  const char *metrics_bind_address;
+  const char *health_probe_bind_address;
+  bool leader_elect;
+  const char *leader_election_id;
+  const char *leader_election_namespace;
+  bool leader_election_release_on_cancel;
+  int64_t lease_duration_ns;
+  int64_t renew_deadline_ns;
+  int64_t retry_period_ns;
+} kcr_manager_serving_options;
+
+/*
+ * kcr_manager_serve wires the pieces a production manager runs besides its
+ * controllers, as controller-runtime's manager does: the metrics server (the
+ * manager's registry plus controller_runtime_* and workqueue_* for every
+ * controller), the probes server (/healthz: ping and, with leader election, the
+ * elector's health; /readyz: ping and "informer-sync", healthy once the caches
+ * have synced), and a Lease leader elector. Losing the lease makes
+ * kcr_manager_run return KCR_ECANCELED at once (the program must exit non-zero).
+ * Before kcr_manager_run; once. Errors: KCR_EINVAL (bad options), KCR_ECONFIG (no
+ * lease namespace out of cluster), KCR_ENOMEM. Servers bind when the manager
+ * starts; a bind failure makes kcr_manager_run fail.
+ */
+KCR_EXTERN int kcr_manager_serve(kcr_manager_t *m, const kcr_manager_serving_options *o,
+                                 kcr_error_t *err);
+
+/*
+ * kcr_manager_metrics_port / kcr_manager_probe_port return the bound port of each
+ * server once the manager has started it, else 0. Any thread.
+ */
+KCR_EXTERN int kcr_manager_metrics_port(kcr_manager_t *m);
+KCR_EXTERN int kcr_manager_probe_port(kcr_manager_t *m);
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,7 @@
 #include "kcr/log.h"
 #include "kcr/manager.h"
 #include "kcr/meta.h"
+#include "manager/manager_internal.h"
 #include "util/alloc.h"
 
 #define DEFAULT_GRACE (30 * KCR_NSEC_PER_SEC)
@@ -60,6 +61,9 @@ struct kcr_manager {
   size_t nruns;
   kcr_leader_elector le;
   bool has_le;
+  kcr_metrics_registry_t *metrics; /* owned: rest_client and process metrics, and what
+                                      kcr_manager_serve adds */
+  void *serving;                   /* owned by serving.c (kcr__manager_serving_free) */
 
   pthread_mutex_t mu;
   pthread_cond_t cond;
@@ -287,6 +291,23 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
   co.config = o->config;
   co.qps = o->qps;
   co.burst = o->burst;
+  /* Every manager keeps a metrics registry: the REST client reports each request
+   * into it (rest_client_requests_total and its duration), and kcr_manager_serve
+   * exposes it on /metrics. */
+  rc = kcr_metrics_registry_create(&m->metrics);
+  if (rc == 0)
+    rc = kcr_metrics_register_rest_client(m->metrics, err);
+  if (rc == 0)
+    rc = kcr_metrics_register_process(m->metrics, NULL);
+  if (rc) {
+    kcr_metrics_registry_destroy(m->metrics);
+    pthread_cond_destroy(&m->cond);
+    pthread_mutex_destroy(&m->mu);
+    kcr__free(m);
+    return kcr_error_set(err, rc, "manager: cannot create its metrics registry");
+  }
+  co.observer = kcr_metrics_observe_request;
+  co.observer_data = m->metrics;
   memset(&cao, 0, sizeof(cao));
   cao.default_ns = o->default_namespace;
   cao.sync_timeout_ns = m->sync_ns;
@@ -406,6 +427,14 @@ int kcr_manager_add_runnable(kcr_manager_t *m, const kcr_runnable *r, kcr_error_
   n[m->nruns].r.name = n[m->nruns].name;
   m->nruns++;
   return 0;
+}
+
+kcr_metrics_registry_t *kcr_manager_metrics(kcr_manager_t *m) {
+  return m->metrics;
+}
+
+void **kcr__manager_serving_slot(kcr_manager_t *m) {
+  return &m->serving;
 }
 
 void kcr_manager_set_leader_elector(kcr_manager_t *m, const kcr_leader_elector *le) {
@@ -656,9 +685,11 @@ void kcr_manager_destroy(kcr_manager_t *m) {
   for (size_t i = 0; i < m->nruns; i++)
     kcr__free(m->runs[i].name);
   kcr__free(m->runs);
+  kcr__manager_serving_free(m->serving);
   kcr_cache_destroy(m->cache);
   kcr_rest_mapper_destroy(m->mapper);
   kcr_client_destroy(m->client);
+  kcr_metrics_registry_destroy(m->metrics);
   pthread_cond_destroy(&m->cond);
   pthread_mutex_destroy(&m->mu);
   kcr__free(m);

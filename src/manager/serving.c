@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * serving.c: kcr_manager_serve, the glue controller-runtime's manager does for
+ * its users: a metrics server, a probes server and a Lease elector, plugged into
+ * the manager through its public seams (runnables and the leader-elector hook).
+ *
+ * - The servers are one SERVER runnable (started first, stopped last). Starting it
+ *   also registers, per controller, a collector for controller_runtime_* and the
+ *   workqueue_* collector of the controller's queue: by then every controller has
+ *   been set up.
+ * - "informer-sync" on /readyz is a flag check that a BACKGROUND runnable sets:
+ *   background runnables start after the caches have synced.
+ * - The elector's started callback calls kcr_manager_leader_elected; a lost lease
+ *   calls kcr_manager_leader_lost, which makes kcr_manager_run return at once
+ *   (controller-runtime exits the process; kcr leaves the exit to main, which
+ *   must exit non-zero). A graceful stop releases the lease when asked to.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kcr/leaderelection.h"
+#include "kcr/log.h"
+#include "kcr/manager.h"
+#include "kcr/server.h"
+#include "manager/manager_internal.h"
+#include "util/alloc.h"
+
+typedef struct serving {
+  kcr_manager_t *m;
+  char *metrics_addr, *probe_addr;
+  kcr_leader_election_options le_opts;
+  char *lease_name, *lease_ns;
+  bool leader_elect;
+  kcr_leader_election_t *le;                /* created at elector start, destroyed with s (a
+                                               probe may read it until the servers stop) */
+  _Atomic(kcr_leader_election_t *) le_live; /* le, for the probe on the loop thread */
+  kcr_server_t *metrics, *probes;           /* between server start and stop */
+  kcr_server_check_t *synced;               /* on the probes server */
+  kcr_metrics_collector_t **collectors;
+  size_t ncollectors;
+} serving_t;
+
+static bool off(const char *addr) {
+  return !addr || !*addr || strcmp(addr, "0") == 0;
+}
+
+/* ---- controller metrics ---- */
+
+static const char *const outcome_names[KCR_RECONCILE_OUTCOMES] = {"success", "error", "requeue",
+                                                                  "requeue_after"};
+
+static void on_collect_controllers(kcr_metrics_emitter_t *e, void *data) {
+  kcr_manager_t *m = data;
+  static const char *const l1[] = {"controller"};
+  static const char *const l2[] = {"controller", "result"};
+  double bounds[KCR_CONTROLLER_TIME_BUCKETS];
+  for (int i = 0; i < KCR_CONTROLLER_TIME_BUCKETS; i++)
+    bounds[i] = kcr_controller_time_bound(i);
+  for (size_t i = 0; i < kcr_manager_controller_count(m); i++) {
+    kcr_controller_t *c = kcr_manager_controller_at(m, i);
+    const char *name = kcr_controller_name(c);
+    const char *v1[] = {name};
+    kcr_controller_metrics s;
+    kcr_controller_metrics_snapshot(c, &s);
+    for (int o = 0; o < KCR_RECONCILE_OUTCOMES; o++) {
+      const char *v2[] = {name, outcome_names[o]};
+      kcr_metrics_emit(e, KCR_CONTROLLER_METRIC_RECONCILE_TOTAL,
+                       KCR_CONTROLLER_HELP_RECONCILE_TOTAL, KCR_METRIC_COUNTER, l2, v2, 2,
+                       (double)s.reconcile_total[o]);
+    }
+    kcr_metrics_emit(e, KCR_CONTROLLER_METRIC_RECONCILE_ERRORS,
+                     KCR_CONTROLLER_HELP_RECONCILE_ERRORS, KCR_METRIC_COUNTER, l1, v1, 1,
+                     (double)s.reconcile_errors_total);
+    kcr_metrics_emit(e, KCR_CONTROLLER_METRIC_TERMINAL_ERRORS, KCR_CONTROLLER_HELP_TERMINAL_ERRORS,
+                     KCR_METRIC_COUNTER, l1, v1, 1, (double)s.terminal_reconcile_errors_total);
+    kcr_metrics_emit_histogram(e, KCR_CONTROLLER_METRIC_RECONCILE_TIME,
+                               KCR_CONTROLLER_HELP_RECONCILE_TIME, l1, v1, 1, bounds,
+                               s.reconcile_time.buckets, KCR_CONTROLLER_TIME_BUCKETS,
+                               s.reconcile_time.count, s.reconcile_time.sum_seconds);
+    kcr_metrics_emit(e, KCR_CONTROLLER_METRIC_ACTIVE_WORKERS, KCR_CONTROLLER_HELP_ACTIVE_WORKERS,
+                     KCR_METRIC_GAUGE, l1, v1, 1, (double)s.active_workers);
+    kcr_metrics_emit(e, KCR_CONTROLLER_METRIC_MAX_CONCURRENT, KCR_CONTROLLER_HELP_MAX_CONCURRENT,
+                     KCR_METRIC_GAUGE, l1, v1, 1, (double)s.max_concurrent_reconciles);
+  }
+}
+
+/* on_leader_check: /healthz's leader-election check (loop thread). */
+static int on_leader_check(void *data) {
+  serving_t *s = data;
+  kcr_leader_election_t *le = atomic_load(&s->le_live);
+  return le ? kcr_leader_election_check(le) : 0;
+}
+
+/* ---- the servers runnable ---- */
+
+static void unregister_collectors(serving_t *s) {
+  for (size_t i = 0; i < s->ncollectors; i++)
+    kcr_metrics_unregister_collector(kcr_manager_metrics(s->m), s->collectors[i]);
+  kcr__free(s->collectors);
+  s->collectors = NULL;
+  s->ncollectors = 0;
+}
+
+static int on_servers_start(void *data, kcr_error_t *err) {
+  serving_t *s = data;
+  kcr_metrics_registry_t *reg = kcr_manager_metrics(s->m);
+  kcr_loop_t *loop = kcr_client_loop(kcr_manager_rest_client(s->m));
+  size_t n = kcr_manager_controller_count(s->m);
+  kcr_server_options so;
+  int rc;
+
+  s->collectors = kcr__calloc(n + 1, sizeof(*s->collectors));
+  if (!s->collectors)
+    return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
+  rc = kcr_metrics_register_collector(reg, on_collect_controllers, s->m,
+                                      &s->collectors[s->ncollectors]);
+  if (rc == 0)
+    s->ncollectors++;
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    rc = kcr_metrics_register_workqueue(reg,
+                                        kcr_controller_queue(kcr_manager_controller_at(s->m, i)),
+                                        &s->collectors[s->ncollectors]);
+    if (rc == 0)
+      s->ncollectors++;
+  }
+  if (rc) {
+    unregister_collectors(s);
+    return kcr_error_set(err, rc, "manager: cannot register the controllers' metrics");
+  }
+  if (!off(s->metrics_addr)) {
+    memset(&so, 0, sizeof(so));
+    so.loop = loop;
+    so.bind_address = s->metrics_addr;
+    so.metrics = reg;
+    if ((rc = kcr_server_create(&so, &s->metrics, err)) != 0)
+      goto fail;
+    kcr_log(KCR_LOG_INFO, "manager", "serving metrics on port %d", kcr_server_port(s->metrics));
+  }
+  if (!off(s->probe_addr)) {
+    memset(&so, 0, sizeof(so));
+    so.loop = loop;
+    so.bind_address = s->probe_addr;
+    so.probes = 1;
+    if ((rc = kcr_server_create(&so, &s->probes, err)) != 0)
+      goto fail;
+    rc = kcr_server_add_flag_check(s->probes, KCR_PROBE_READYZ, "informer-sync", 0, &s->synced);
+    if (rc == 0 && s->leader_elect)
+      rc = kcr_server_add_check(s->probes, KCR_PROBE_HEALTHZ, "leaderElection", on_leader_check, s,
+                                NULL);
+    if (rc) {
+      kcr_error_set(err, rc, "manager: cannot register the probes");
+      goto fail;
+    }
+    kcr_log(KCR_LOG_INFO, "manager", "serving health probes on port %d",
+            kcr_server_port(s->probes));
+  }
+  return 0;
+
+fail:
+  kcr_server_destroy(s->metrics);
+  kcr_server_destroy(s->probes);
+  s->metrics = s->probes = NULL;
+  s->synced = NULL;
+  unregister_collectors(s);
+  return rc;
+}
+
+static void on_servers_stop(void *data) {
+  serving_t *s = data;
+  kcr_server_destroy(s->probes);
+  kcr_server_destroy(s->metrics);
+  s->probes = s->metrics = NULL;
+  s->synced = NULL;
+  unregister_collectors(s);
+}
+
+/* on_synced_start: background runnables start once the caches have synced. */
+static int on_synced_start(void *data, kcr_error_t *err) {
+  serving_t *s = data;
+  (void)err;
+  if (s->synced)
+    kcr_server_check_set(s->synced, 1);
+  return 0;
+}
+
+/* ---- the elector ---- */
+
+static void on_started_leading(void *data) {
+  serving_t *s = data;
+  kcr_log(KCR_LOG_INFO, "manager", "became the leader (%s)", kcr_leader_election_identity(s->le));
+  kcr_manager_leader_elected(s->m);
+}
+
+static void on_stopped_leading(int lost, void *data) {
+  serving_t *s = data;
+  if (lost) {
+    kcr_log(KCR_LOG_ERROR, "manager", "leader election lost: stopping at once");
+    kcr_manager_leader_lost(s->m);
+  } else {
+    kcr_log(KCR_LOG_INFO, "manager", "stopped leading; the lease is released");
+  }
+}
+
+static void on_new_leader(const char *identity, void *data) {
+  (void)data;
+  kcr_log(KCR_LOG_INFO, "manager", "new leader observed: %s", *identity ? identity : "(none)");
+}
+
+static int on_elector_start(void *data, kcr_manager_t *m, kcr_error_t *err) {
+  serving_t *s = data;
+  int rc;
+  (void)m;
+  if (s->le)
+    return kcr_error_set(err, KCR_EINVAL, "manager: the elector was started before");
+  rc = kcr_leader_election_create(&s->le_opts, &s->le, err);
+  if (rc == 0 && (rc = kcr_leader_election_start(s->le, err)) != 0) {
+    kcr_leader_election_destroy(s->le);
+    s->le = NULL;
+  }
+  if (rc == 0)
+    atomic_store(&s->le_live, s->le);
+  return rc;
+}
+
+/* on_elector_stop stops campaigning (releasing the lease if asked); the elector
+ * itself is freed with the serving state, after the probes server is gone. */
+static void on_elector_stop(void *data) {
+  serving_t *s = data;
+  if (s->le)
+    kcr_leader_election_stop(s->le);
+}
+
+/* ---- public ---- */
+
+void kcr__manager_serving_free(void *serving) {
+  serving_t *s = serving;
+  if (!s)
+    return;
+  on_servers_stop(s);
+  on_elector_stop(s);
+  atomic_store(&s->le_live, NULL);
+  kcr_leader_election_destroy(s->le);
+  kcr__free(s->metrics_addr);
+  kcr__free(s->probe_addr);
+  kcr__free(s->lease_name);
+  kcr__free(s->lease_ns);
+  kcr__free(s);
+}
+
+static char *dup_opt(const char *v, int *oom) {
+  char *d;
+  if (!v)
+    return NULL;
+  d = kcr__strdup(v);
+  if (!d)
+    *oom = 1;
+  return d;
+}
+
+int kcr_manager_serve(kcr_manager_t *m, const kcr_manager_serving_options *o, kcr_error_t *err) {
+  void **slot = kcr__manager_serving_slot(m);
+  kcr_runnable servers = {"servers", on_servers_start, on_servers_stop, NULL, KCR_RUNNABLE_SERVER};
+  kcr_runnable synced = {"informer-sync-probe", on_synced_start, NULL, NULL,
+                         KCR_RUNNABLE_BACKGROUND};
+  serving_t *s;
+  int oom = 0, rc;
+
+  if (!o)
+    return kcr_error_set(err, KCR_EINVAL, "manager: serving options are required");
+  if (*slot)
+    return kcr_error_set(err, KCR_EINVAL, "manager: kcr_manager_serve was called already");
+  if (o->leader_elect && (!o->leader_election_id || !*o->leader_election_id))
+    return kcr_error_set(err, KCR_EINVAL, "manager: leader election needs an id (the Lease name)");
+  s = kcr__calloc(1, sizeof(*s));
+  if (!s)
+    return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
+  s->m = m;
+  s->metrics_addr = dup_opt(o->metrics_bind_address, &oom);
+  s->probe_addr = dup_opt(o->health_probe_bind_address, &oom);
+  s->lease_name = dup_opt(o->leader_election_id, &oom);
+  s->lease_ns = dup_opt(o->leader_election_namespace, &oom);
+  if (oom) {
+    kcr__manager_serving_free(s);
+    return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
+  }
+  s->leader_elect = o->leader_elect;
+  *slot = s;
+  servers.data = s;
+  synced.data = s;
+  if ((rc = kcr_manager_add_runnable(m, &servers, err)) != 0 ||
+      (rc = kcr_manager_add_runnable(m, &synced, err)) != 0)
+    return rc;
+  if (o->leader_elect) {
+    kcr_leader_elector le = {on_elector_start, on_elector_stop, s};
+    kcr_leader_election_t *probe = NULL;
+    memset(&s->le_opts, 0, sizeof(s->le_opts));
+    s->le_opts.client = kcr_manager_rest_client(m);
+    s->le_opts.lease_name = s->lease_name;
+    s->le_opts.lease_namespace = s->lease_ns;
+    s->le_opts.lease_duration_ns = o->lease_duration_ns;
+    s->le_opts.renew_deadline_ns = o->renew_deadline_ns;
+    s->le_opts.retry_period_ns = o->retry_period_ns;
+    s->le_opts.release_on_cancel = o->leader_election_release_on_cancel;
+    s->le_opts.on_started_leading = on_started_leading;
+    s->le_opts.on_stopped_leading = on_stopped_leading;
+    s->le_opts.on_new_leader = on_new_leader;
+    s->le_opts.callback_data = s;
+    /* Validate now (durations, namespace) so a bad flag fails before run; the
+     * instance that campaigns is made at start, with the metric. */
+    if ((rc = kcr_leader_election_create(&s->le_opts, &probe, err)) != 0)
+      return rc;
+    kcr_leader_election_destroy(probe);
+    s->le_opts.metrics = kcr_manager_metrics(m);
+    kcr_manager_set_leader_elector(m, &le);
+  }
+  return 0;
+}
+
+int kcr_manager_metrics_port(kcr_manager_t *m) {
+  serving_t *s = *kcr__manager_serving_slot(m);
+  return s && s->metrics ? kcr_server_port(s->metrics) : 0;
+}
+
+int kcr_manager_probe_port(kcr_manager_t *m) {
+  serving_t *s = *kcr__manager_serving_slot(m);
+  return s && s->probes ? kcr_server_port(s->probes) : 0;
+}

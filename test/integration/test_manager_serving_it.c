@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_manager_serving_it.c: kcr_manager_serve against the real apiserver: a
+ * manager with one controller, a metrics server, a probes server and Lease
+ * leader election. /readyz turns ready once the caches sync; /metrics carries
+ * controller_runtime_*, workqueue_*, rest_client_* and leader_election_master_status;
+ * the controller reconciles only as leader; a graceful stop releases the Lease.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include "kcr/kcr.h"
+#include "kcr_testenv.h"
+
+static kcr_testenv_t *env;
+static kcr_rest_config_t *config;
+static atomic_int reconciles;
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *data) {
+  kcr_buf_t *b = data;
+  return kcr_buf_append(b, p, size * n) == 0 ? size * n : 0;
+}
+
+/* http_get fetches http://127.0.0.1:port/path; returns the status (0: failed). */
+static long http_get(int port, const char *path, kcr_buf_t *body) {
+  char url[256];
+  long code = 0;
+  CURL *c = curl_easy_init();
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+  kcr_buf_reset(body);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+  if (curl_easy_perform(c) == CURLE_OK)
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+  curl_easy_cleanup(c);
+  return code;
+}
+
+static int reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req, kcr_result *res,
+                     void *data) {
+  (void)ctx;
+  (void)req;
+  (void)res;
+  (void)data;
+  atomic_fetch_add(&reconciles, 1);
+  return 0;
+}
+
+typedef struct runner {
+  kcr_manager_t *m;
+  int rc;
+  kcr_error_t err;
+} runner_t;
+
+static void *run_main(void *arg) {
+  runner_t *r = arg;
+  kcr_error_clear(&r->err);
+  r->rc = kcr_manager_run(r->m, &r->err);
+  return NULL;
+}
+
+static int group_setup(void **state) {
+  (void)state;
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (kcr_testenv_start(&env) != 0)
+    return -1;
+  return kcr_rest_config_from_kubeconfig(kcr_testenv_kubeconfig(env), NULL, NULL, &config, NULL);
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  kcr_rest_config_unref(config);
+  kcr_testenv_stop(env);
+  curl_global_cleanup();
+  return 0;
+}
+
+static void test_manager_serves_probes_metrics_and_leads(void **state) {
+  kcr_manager_options mo;
+  kcr_manager_serving_options so;
+  kcr_controller_options co;
+  kcr_controller_t *c;
+  kcr_gvk cm = {"", "v1", "ConfigMap"};
+  kcr_error_t err;
+  kcr_buf_t body;
+  runner_t r;
+  pthread_t th;
+  char lease[64], *out = NULL;
+  int probe = 0, metrics = 0, ready = 0;
+  (void)state;
+
+  memset(&mo, 0, sizeof(mo));
+  mo.config = config;
+  mo.no_signal_handlers = true;
+  mo.default_namespace = "default";
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_manager_create(&mo, &r.m, &err), 0);
+  memset(&co, 0, sizeof(co));
+  co.name = "serving-test";
+  co.reconcile = reconcile;
+  assert_int_equal(kcr_manager_new_controller(r.m, &co, &c, &err), 0);
+  assert_int_equal(kcr_controller_for(c, &cm, NULL, &err), 0);
+  snprintf(lease, sizeof(lease), "kcr-serving-%d", (int)getpid());
+  memset(&so, 0, sizeof(so));
+  so.metrics_bind_address = "127.0.0.1:0";
+  so.health_probe_bind_address = "127.0.0.1:0";
+  so.leader_elect = true;
+  so.leader_election_id = lease;
+  so.leader_election_namespace = "default";
+  so.leader_election_release_on_cancel = true;
+  assert_int_equal(kcr_manager_serve(r.m, &so, &err), 0);
+  /* Out of cluster, leader election without a namespace is refused up front. */
+  {
+    kcr_manager_t *m2;
+    kcr_manager_serving_options bad = so;
+    bad.leader_election_namespace = NULL;
+    assert_int_equal(kcr_manager_create(&mo, &m2, NULL), 0);
+    assert_int_equal(kcr_manager_serve(m2, &bad, NULL), KCR_ECONFIG);
+    kcr_manager_destroy(m2);
+  }
+
+  pthread_create(&th, NULL, run_main, &r);
+  kcr_buf_init(&body, 4 << 20);
+  for (int i = 0; i < 300 && !ready; i++) {
+    probe = kcr_manager_probe_port(r.m);
+    if (probe && http_get(probe, "/readyz", &body) == 200)
+      ready = 1;
+    else
+      sleep_ms(100);
+  }
+  assert_true(ready);
+  assert_string_equal(kcr_buf_cstr(&body), "ok");
+  assert_int_equal(http_get(probe, "/readyz?verbose", &body), 200);
+  assert_non_null(strstr(kcr_buf_cstr(&body), "[+]informer-sync ok"));
+  assert_int_equal(http_get(probe, "/healthz?verbose", &body), 200);
+  assert_non_null(strstr(kcr_buf_cstr(&body), "[+]leaderElection ok"));
+  /* Leading: the controller reconciles the namespace's ConfigMaps. */
+  {
+    char name[64];
+    const char *argv[] = {"create", "configmap", name, "-n", "default", NULL};
+    snprintf(name, sizeof(name), "serving-%d", (int)getpid());
+    assert_int_equal(kcr_testenv_kubectl(env, argv, NULL), 0);
+  }
+  for (int i = 0; i < 300 && atomic_load(&reconciles) == 0; i++)
+    sleep_ms(100);
+  assert_true(atomic_load(&reconciles) > 0);
+
+  metrics = kcr_manager_metrics_port(r.m);
+  assert_int_not_equal(metrics, 0);
+  assert_int_equal(http_get(metrics, "/metrics", &body), 200);
+  assert_non_null(strstr(kcr_buf_cstr(&body),
+                         "controller_runtime_reconcile_total{controller=\"serving-test\","
+                         "result=\"success\"}"));
+  assert_non_null(strstr(kcr_buf_cstr(&body), "workqueue_adds_total{"));
+  assert_non_null(strstr(kcr_buf_cstr(&body), "controller_runtime_reconcile_time_seconds_bucket{"));
+  assert_non_null(strstr(kcr_buf_cstr(&body), "rest_client_requests_total{"));
+  assert_non_null(strstr(kcr_buf_cstr(&body), "leader_election_master_status{name=\""));
+  assert_non_null(strstr(kcr_buf_cstr(&body), "process_resident_memory_bytes "));
+
+  /* The Lease names this process; a graceful stop releases it. */
+  {
+    const char *argv[] = {
+        "get", "lease", lease, "-n", "default", "-o", "jsonpath={.spec.holderIdentity}", NULL};
+    assert_int_equal(kcr_testenv_kubectl(env, argv, &out), 0);
+    assert_true(strlen(out) > 0);
+    free(out);
+    kcr_manager_request_stop(r.m);
+    pthread_join(th, NULL);
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(kcr_testenv_kubectl(env, argv, &out), 0);
+    assert_string_equal(out, "");
+    free(out);
+  }
+  kcr_buf_free(&body);
+  kcr_manager_destroy(r.m);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_manager_serves_probes_metrics_and_leads),
+  };
+  return cmocka_run_group_tests_name("manager_serving_it", tests, group_setup, group_teardown);
+}
