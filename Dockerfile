@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: MIT
+# kcr-operator's image: the fully static binary on an empty (scratch) base.
+#
+# Stage 1 builds with the same script as everything else
+# (scripts/build-static.sh: libcurl from Debian's source package with HTTP/1.1,
+# HTTP/2, OpenSSL, zlib and c-ares; static jansson, libyaml, libuv, OpenSSL).
+# Stage 2 holds only the binary, a passwd entry for the non-root user and
+# /etc/hosts-free name resolution through c-ares (reads /etc/resolv.conf, which
+# the kubelet mounts). In-cluster the API server is reached through
+# KUBERNETES_SERVICE_HOST/PORT and the mounted service-account token and CA.
+#
+#   docker build -t kcr-operator:latest .
+#   make deploy IMG=kcr-operator:latest
+ARG DEBIAN_RELEASE=bookworm
+
+FROM debian:${DEBIAN_RELEASE} AS build
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -qq \
+ && apt-get install -y -qq --no-install-recommends \
+      build-essential cmake ninja-build pkg-config dpkg-dev file git ca-certificates \
+      libssl-dev zlib1g-dev libjansson-dev libyaml-dev libuv1-dev libc-ares-dev \
+      libnghttp2-dev libcurl4-openssl-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+# The libcurl build depends only on the scripts: keep it in its own cached layer.
+COPY scripts/static/ scripts/static/
+RUN mkdir -p /root/.cache/kcr/static \
+ && v="$(dpkg-query -W -f='${Version}' libcurl4-openssl-dev)" \
+ && bash scripts/static/build-curl.sh "$v" "/root/.cache/kcr/static/$v.tmp" \
+ && sed -i "s|/root/.cache/kcr/static/$v.tmp|/root/.cache/kcr/static/$v|g" \
+      "/root/.cache/kcr/static/$v.tmp/lib/pkgconfig/libcurl.pc" \
+      "/root/.cache/kcr/static/$v.tmp/bin/curl-config" \
+ && mv "/root/.cache/kcr/static/$v.tmp" "/root/.cache/kcr/static/$v"
+COPY . .
+ARG VERSION=""
+RUN KCR_OPERATOR_VERSION="${VERSION}" bash scripts/build-static.sh /out \
+ && printf 'nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >/out/passwd \
+ && printf 'nonroot:x:65532:\n' >/out/group
+
+FROM scratch
+COPY --from=build /out/kcr-operator /kcr-operator
+COPY --from=build /out/passwd /etc/passwd
+COPY --from=build /out/group /etc/group
+USER 65532:65532
+ENTRYPOINT ["/kcr-operator"]

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * flags.c: kcr-operator's command-line and environment parsing.
+ *
+ * DESIGN: one table describes every flag (name, kind, where it lands, help
+ * text), and the parser, the validation and --help all read it, so a flag
+ * cannot be parsed without being documented. The parser neither allocates nor
+ * prints: it fills a struct of borrowed strings and, on the first problem,
+ * writes one line naming the flag (or variable) and what was expected, for
+ * main() to print before exiting 2, as Go's flag package does. Values are
+ * validated here (addresses, namespace and Lease names, ranges) so a typo fails
+ * at start-up, not minutes later at the first reconcile.
+ */
+#include "flags.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The kinds of flag values. */
+enum kind { K_STRING, K_BOOL, K_INT, K_LEVEL, K_FORMAT, K_ADDR, K_LABEL, K_SUBDOMAIN };
+
+/* One flag: its name, kind, where it goes (an offset into kcr_op_flags), help. */
+typedef struct flag_def {
+  const char *name;
+  enum kind kind;
+  size_t offset;
+  const char *defval;
+  const char *help;
+} flag_def;
+
+#define F(field) offsetof(kcr_op_flags, field)
+
+static const flag_def flag_defs[] = {
+    {"kubeconfig", K_STRING, F(kubeconfig), "",
+     "Path to a kubeconfig. Only required if out-of-cluster; default: in-cluster config, else "
+     "$KUBECONFIG, else ~/.kube/config."},
+    {"leader-elect", K_BOOL, F(leader_elect), "false",
+     "Enable leader election for the controller manager, ensuring only one active instance."},
+    {"leader-election-id", K_SUBDOMAIN, F(leader_election_id), KCR_OP_DEFAULT_LEADER_ELECTION_ID,
+     "Name of the Lease used for leader election."},
+    {"leader-election-namespace", K_LABEL, F(leader_election_namespace), "",
+     "Namespace of the leader election Lease; default: the operator's own namespace."},
+    {"metrics-bind-address", K_ADDR, F(metrics_bind_address), KCR_OP_DEFAULT_METRICS_ADDR,
+     "Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it."},
+    {"metrics-secure", K_BOOL, F(metrics_secure), "true",
+     "Serve metrics over HTTPS with authentication and authorization; false for plain HTTP."},
+    {"health-probe-bind-address", K_ADDR, F(health_probe_bind_address), KCR_OP_DEFAULT_PROBE_ADDR,
+     "Address the /healthz and /readyz probe endpoint binds to; 0 disables it."},
+    {"namespace", K_LABEL, F(watch_namespace), "",
+     "Watch Apps in this namespace only; default: $WATCH_NAMESPACE, else all namespaces."},
+    {"max-concurrent-reconciles", K_INT, F(max_concurrent_reconciles), "1",
+     "Number of Apps reconciled in parallel (1..1024)."},
+    {"log-level", K_LEVEL, F(log_level), "info", "Log level: error, warn, info, debug or trace."},
+    {"log-format", K_FORMAT, F(log_format), "json", "Log format: json or console."},
+    {"version", K_BOOL, F(show_version), "false", "Print the version and exit."},
+    {"help", K_BOOL, F(show_help), "false", "Print this help and exit."},
+};
+
+#undef F
+
+/* refuse writes the reason into msg and returns -1. */
+static int refuse(char *msg, size_t size, const char *fmt, ...) KCR_PRINTF(3, 4);
+
+static int refuse(char *msg, size_t size, const char *fmt, ...) {
+  va_list ap;
+  if (size > 0) {
+    va_start(ap, fmt);
+    vsnprintf(msg, size, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+/* parse_bool reads Go's strconv.ParseBool spellings. Returns 0 or -1. */
+static int parse_bool(const char *s, bool *out) {
+  static const char *const yes[] = {"1", "t", "T", "true", "TRUE", "True"};
+  static const char *const no[] = {"0", "f", "F", "false", "FALSE", "False"};
+  for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+    if (!strcmp(s, yes[i])) {
+      *out = true;
+      return 0;
+    }
+    if (!strcmp(s, no[i])) {
+      *out = false;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* parse_port reads a decimal port 0..65535 of exactly len bytes. */
+static bool parse_port(const char *s, size_t len) {
+  long v = 0;
+  if (len == 0 || len > 5) {
+    return false;
+  }
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] < '0' || s[i] > '9') {
+      return false;
+    }
+    v = v * 10 + (s[i] - '0');
+  }
+  return v <= 65535;
+}
+
+bool kcr_op_valid_address(const char *addr) {
+  const char *colon;
+  if (!addr) {
+    return false;
+  }
+  if (!strcmp(addr, "0")) {
+    return true;
+  }
+  if (addr[0] == '[') {
+    const char *end = strchr(addr, ']');
+    if (!end || end == addr + 1 || end[1] != ':') {
+      return false;
+    }
+    for (const char *p = addr + 1; p < end; p++) {
+      if (!strchr("0123456789abcdefABCDEF:.%", *p)) {
+        return false;
+      }
+    }
+    return parse_port(end + 2, strlen(end + 2));
+  }
+  colon = strrchr(addr, ':');
+  if (!colon || memchr(addr, ':', (size_t)(colon - addr))) {
+    return false; /* no port, or an unbracketed IPv6 address */
+  }
+  for (const char *p = addr; p < colon; p++) {
+    if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-", *p)) {
+      return false;
+    }
+  }
+  return parse_port(colon + 1, strlen(colon + 1));
+}
+
+/* label_ok checks one RFC 1123 label of len bytes: [a-z0-9]([-a-z0-9]*[a-z0-9])?. */
+static bool label_ok(const char *s, size_t len) {
+  if (len == 0 || len > 63 || s[0] == '-' || s[len - 1] == '-') {
+    return false;
+  }
+  for (size_t i = 0; i < len; i++) {
+    char c = s[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool kcr_op_valid_dns_label(const char *s) {
+  return s && label_ok(s, strlen(s));
+}
+
+bool kcr_op_valid_dns_subdomain(const char *s) {
+  size_t len;
+  if (!s || (len = strlen(s)) == 0 || len > 253) {
+    return false;
+  }
+  for (const char *p = s;;) {
+    const char *dot = strchr(p, '.');
+    size_t n = dot ? (size_t)(dot - p) : strlen(p);
+    if (!label_ok(p, n)) {
+      return false;
+    }
+    if (!dot) {
+      return true;
+    }
+    p = dot + 1;
+  }
+}
+
+/* set_value stores value into the field of def, checking it. 0 or -1 with msg. */
+static int set_value(kcr_op_flags *out, const flag_def *def, const char *value, const char *origin,
+                     char *msg, size_t size) {
+  char *field = (char *)out + def->offset;
+  switch (def->kind) {
+  case K_STRING:
+    *(const char **)(void *)field = *value ? value : NULL;
+    return 0;
+  case K_BOOL:
+    if (parse_bool(value, (bool *)(void *)field) < 0) {
+      return refuse(msg, size, "invalid boolean value \"%s\" for %s: want true or false", value,
+                    origin);
+    }
+    return 0;
+  case K_INT: {
+    char *end = NULL;
+    long v;
+    errno = 0;
+    v = strtol(value, &end, 10);
+    if (errno || end == value || *end || v < 1 || v > KCR_OP_MAX_CONCURRENT_RECONCILES) {
+      return refuse(msg, size, "invalid value \"%s\" for %s: want an integer in 1..%d", value,
+                    origin, KCR_OP_MAX_CONCURRENT_RECONCILES);
+    }
+    *(int *)(void *)field = (int)v;
+    return 0;
+  }
+  case K_LEVEL:
+    for (int l = KCR_LOG_ERROR; l <= KCR_LOG_TRACE; l++) {
+      if (!strcmp(value, kcr_log_level_name((kcr_log_level)l))) {
+        *(kcr_log_level *)(void *)field = (kcr_log_level)l;
+        return 0;
+      }
+    }
+    return refuse(msg, size, "invalid value \"%s\" for %s: want error, warn, info, debug or trace",
+                  value, origin);
+  case K_FORMAT:
+    if (!strcmp(value, "json")) {
+      *(kcr_op_log_format *)(void *)field = KCR_OP_LOG_JSON;
+    } else if (!strcmp(value, "console")) {
+      *(kcr_op_log_format *)(void *)field = KCR_OP_LOG_CONSOLE;
+    } else {
+      return refuse(msg, size, "invalid value \"%s\" for %s: want json or console", value, origin);
+    }
+    return 0;
+  case K_ADDR:
+    if (!kcr_op_valid_address(value)) {
+      return refuse(msg, size,
+                    "invalid address \"%s\" for %s: want HOST:PORT, :PORT, [IPv6]:PORT or 0 (off)",
+                    value, origin);
+    }
+    *(const char **)(void *)field = value;
+    return 0;
+  case K_LABEL:
+    if (*value && !kcr_op_valid_dns_label(value)) {
+      return refuse(msg, size,
+                    "invalid namespace \"%s\" for %s: want a DNS label (lower-case letters, digits "
+                    "and '-', at most 63)",
+                    value, origin);
+    }
+    *(const char **)(void *)field = *value ? value : NULL;
+    return 0;
+  case K_SUBDOMAIN:
+    if (!kcr_op_valid_dns_subdomain(value)) {
+      return refuse(msg, size,
+                    "invalid name \"%s\" for %s: want a DNS subdomain (lower-case letters, digits, "
+                    "'-' and '.', at most 253)",
+                    value, origin);
+    }
+    *(const char **)(void *)field = value;
+    return 0;
+  }
+  return refuse(msg, size, "internal error: flag %s", def->name);
+}
+
+/* getenv_in finds NAME in env, NULL when absent. */
+static const char *getenv_in(char *const env[], const char *name) {
+  size_t n = strlen(name);
+  for (size_t i = 0; env && env[i]; i++) {
+    if (!strncmp(env[i], name, n) && env[i][n] == '=') {
+      return env[i] + n + 1;
+    }
+  }
+  return NULL;
+}
+
+/* find_flag looks a flag up by name (len bytes). */
+static const flag_def *find_flag(const char *name, size_t len) {
+  for (size_t i = 0; i < sizeof flag_defs / sizeof flag_defs[0]; i++) {
+    if (strlen(flag_defs[i].name) == len && !strncmp(flag_defs[i].name, name, len)) {
+      return &flag_defs[i];
+    }
+  }
+  return NULL;
+}
+
+int kcr_op_flags_parse(int argc, char *const argv[], char *const env[], kcr_op_flags *out,
+                       char *msg, size_t msg_size) {
+  bool namespace_given = false;
+  const char *wn;
+  char origin[96];
+  memset(out, 0, sizeof *out);
+  if (msg_size > 0) {
+    msg[0] = '\0';
+  }
+  for (size_t i = 0; i < sizeof flag_defs / sizeof flag_defs[0]; i++) {
+    snprintf(origin, sizeof origin, "--%s", flag_defs[i].name);
+    if (set_value(out, &flag_defs[i], flag_defs[i].defval, origin, msg, msg_size) < 0) {
+      return -1;
+    }
+  }
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    const char *name, *eq, *value;
+    const flag_def *def;
+    size_t len;
+    if (!strcmp(arg, "--")) {
+      if (i + 1 < argc) {
+        return refuse(msg, msg_size, "unexpected argument \"%s\": kcr-operator takes only flags",
+                      argv[i + 1]);
+      }
+      break;
+    }
+    if (arg[0] != '-' || arg[1] == '\0') {
+      return refuse(msg, msg_size, "unexpected argument \"%s\": kcr-operator takes only flags",
+                    arg);
+    }
+    name = arg + (arg[1] == '-' ? 2 : 1);
+    if (!strcmp(name, "h")) {
+      out->show_help = true;
+      continue;
+    }
+    eq = strchr(name, '=');
+    len = eq ? (size_t)(eq - name) : strlen(name);
+    def = find_flag(name, len);
+    if (!def) {
+      return refuse(msg, msg_size, "unknown flag: --%.*s", (int)len, name);
+    }
+    snprintf(origin, sizeof origin, "--%s", def->name);
+    if (eq) {
+      value = eq + 1;
+    } else if (def->kind == K_BOOL) {
+      value = "true";
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return refuse(msg, msg_size, "flag needs an argument: --%s", def->name);
+    }
+    if (def->kind == K_STRING && *value == '\0') {
+      return refuse(msg, msg_size, "flag needs a non-empty argument: --%s", def->name);
+    }
+    if (set_value(out, def, value, origin, msg, msg_size) < 0) {
+      return -1;
+    }
+    if (def->offset == offsetof(kcr_op_flags, watch_namespace)) {
+      namespace_given = true;
+    }
+  }
+  wn = getenv_in(env, "WATCH_NAMESPACE");
+  if (!namespace_given && wn) {
+    if (strchr(wn, ',')) {
+      return refuse(msg, msg_size,
+                    "invalid environment WATCH_NAMESPACE=\"%s\": one namespace only (or empty for "
+                    "all)",
+                    wn);
+    }
+    if (set_value(out, find_flag("namespace", 9), wn, "environment variable WATCH_NAMESPACE", msg,
+                  msg_size) < 0) {
+      return -1;
+    }
+  }
+  return 0;
+}
+
+void kcr_op_flags_usage(FILE *f, const char *prog) {
+  fprintf(f,
+          "Usage: %s [flags]\n\n"
+          "kcr-operator runs the App operator (apps.kcr.dev): for each App it keeps a\n"
+          "Deployment, an optional Service and ConfigMap, and a directory entry.\n\n"
+          "Flags (--flag=value or --flag value):\n",
+          prog);
+  for (size_t i = 0; i < sizeof flag_defs / sizeof flag_defs[0]; i++) {
+    const flag_def *d = &flag_defs[i];
+    const char *arg = d->kind == K_BOOL     ? ""
+                      : d->kind == K_INT    ? " int"
+                      : d->kind == K_ADDR   ? " address"
+                      : d->kind == K_FORMAT ? " format"
+                      : d->kind == K_LEVEL  ? " level"
+                                            : " string";
+    fprintf(f, "  --%s%s\n        %s", d->name, arg, d->help);
+    if (*d->defval && d->kind != K_BOOL) {
+      fprintf(f, " (default \"%s\")", d->defval);
+    } else if (d->kind == K_BOOL && !strcmp(d->defval, "true")) {
+      fprintf(f, " (default true)");
+    }
+    fputc('\n', f);
+  }
+  fprintf(f, "\nEnvironment:\n"
+             "  WATCH_NAMESPACE   namespace to watch when --namespace is not given (\"\": all)\n"
+             "  KUBECONFIG        kubeconfig files to merge when --kubeconfig is not given\n"
+             "\nExit status: 0 after --help or --version, 2 for bad flags or environment,\n"
+             "1 when the operator fails.\n");
+}

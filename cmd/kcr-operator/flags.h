@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * flags.h: kcr-operator's command line and environment, parsed into one struct
+ * (kubebuilder's flags where they exist, so its manifests and habits carry over).
+ *
+ * Both "--flag=value" and "--flag value" are accepted, and a single dash works
+ * as well as two (as Go's flag package). Boolean flags take no separate value:
+ * "--leader-elect" or "--leader-elect=false" (values as Go's
+ * strconv.ParseBool). "--" ends the flags; positional arguments are an error.
+ * The environment: WATCH_NAMESPACE (one namespace to watch, "" for all) when
+ * --namespace is not given. Nothing is allocated: every string in the result is
+ * borrowed from argv or the environment.
+ */
+#ifndef KCR_OPERATOR_FLAGS_H
+#define KCR_OPERATOR_FLAGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "kcr/log.h"
+
+/* kcr_op_log_format: how log lines are written. */
+typedef enum kcr_op_log_format {
+  KCR_OP_LOG_CONSOLE = 0, /* "2025-01-02T03:04:05.000000Z INFO component: message" */
+  KCR_OP_LOG_JSON = 1     /* {"ts":...,"level":"info","logger":...,"msg":...} */
+} kcr_op_log_format;
+
+/* Defaults, as kubebuilder's scaffolded main.go has them. */
+#define KCR_OP_DEFAULT_LEADER_ELECTION_ID "kcr-operator.kcr.dev"
+#define KCR_OP_DEFAULT_METRICS_ADDR "0"
+#define KCR_OP_DEFAULT_PROBE_ADDR ":8081"
+#define KCR_OP_MAX_CONCURRENT_RECONCILES 1024
+
+/*
+ * kcr_op_flags: the parsed settings. Strings are borrowed (argv, environ or
+ * static defaults); NULL means "not set".
+ *   kubeconfig                 --kubeconfig: NULL uses controller-runtime's rules
+ *                              (in-cluster, KUBECONFIG, ~/.kube/config).
+ *   leader_elect               --leader-elect (default false).
+ *   leader_election_id         --leader-election-id: the Lease's name.
+ *   leader_election_namespace  --leader-election-namespace: NULL = the operator's
+ *                              own namespace.
+ *   metrics_bind_address       --metrics-bind-address: "0" turns metrics off.
+ *   metrics_secure             --metrics-secure (default true): HTTPS with
+ *                              authentication and authorization.
+ *   health_probe_bind_address  --health-probe-bind-address ("0" turns it off).
+ *   watch_namespace            --namespace, else WATCH_NAMESPACE: NULL (or the
+ *                              environment's "") watches every namespace.
+ *   max_concurrent_reconciles  --max-concurrent-reconciles (default 1).
+ *   log_level                  --log-level error|warn|info|debug|trace (info).
+ *   log_format                 --log-format json|console (json, as kubebuilder's
+ *                              production zap logger).
+ *   show_version, show_help    --version, --help / -h.
+ */
+typedef struct kcr_op_flags {
+  const char *kubeconfig;
+  bool leader_elect;
+  const char *leader_election_id;
+  const char *leader_election_namespace;
+  const char *metrics_bind_address;
+  bool metrics_secure;
+  const char *health_probe_bind_address;
+  const char *watch_namespace;
+  int max_concurrent_reconciles;
+  kcr_log_level log_level;
+  kcr_op_log_format log_format;
+  bool show_version;
+  bool show_help;
+} kcr_op_flags;
+
+/*
+ * kcr_op_flags_parse fills *out from argv (argc entries, argv[0] the program) and
+ * env (NULL-terminated "NAME=value" strings; NULL: no environment). Returns 0, or
+ * -1 with a one-line reason in msg (msg_size bytes) naming the flag or variable
+ * and the value expected; the caller prints it and exits 2. --help and --version
+ * stop nothing: they are reported in the result and the rest is still checked.
+ */
+int kcr_op_flags_parse(int argc, char *const argv[], char *const env[], kcr_op_flags *out,
+                       char *msg, size_t msg_size);
+
+/*
+ * kcr_op_flags_usage writes the --help text (every flag, its default and its
+ * environment variable) to f.
+ */
+void kcr_op_flags_usage(FILE *f, const char *prog);
+
+/*
+ * kcr_op_valid_address tells whether addr is a bind address: "0" (off), ":PORT",
+ * "HOST:PORT" or "[IPv6]:PORT" with PORT 0..65535.
+ */
+bool kcr_op_valid_address(const char *addr);
+
+/* kcr_op_valid_dns_label tells whether s is an RFC 1123 label (a namespace name). */
+bool kcr_op_valid_dns_label(const char *s);
+
+/* kcr_op_valid_dns_subdomain tells whether s is an RFC 1123 subdomain (a Lease name). */
+bool kcr_op_valid_dns_subdomain(const char *s);
+
+#endif /* KCR_OPERATOR_FLAGS_H */

@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_app_desired.c: the App's desired children (Deployment, Service,
+ * ConfigMap) against JSON fixtures in data/operator, the config hash, ownership,
+ * the directory entry, up-to-date checks and merges, and allocation failures.
+ * The operator's sources are compiled into this test (they are not part of
+ * libkcr).
+ */
+#include <string.h>
+
+#include "kcr/common.h"
+#include "testutil.h"
+
+/* The sources under test: not part of libkcr, so compiled into this test. */
+#include "../../src/operator/app_desired.c" // NOLINT(bugprone-suspicious-include)
+
+#define FIXTURE(name) KCR_TEST_DATA_DIR "/operator/" name
+
+static json_t *load_file(const char *path) {
+  json_error_t e;
+  json_t *j = json_load_file(path, 0, &e);
+  if (!j) {
+    fail_msg("%s:%d: %s", path, e.line, e.text);
+  }
+  return j;
+}
+
+static json_t *load(const char *text) {
+  json_error_t e;
+  json_t *j = json_loads(text, 0, &e);
+  if (!j) {
+    fail_msg("%s", e.text);
+  }
+  return j;
+}
+
+/* assert_json_equal fails with both documents printed when they differ. */
+static void assert_json_equal(const json_t *want, const json_t *got) {
+  if (!json_equal(want, got)) {
+    char *w = json_dumps(want, JSON_SORT_KEYS | JSON_INDENT(1));
+    char *g = json_dumps(got, JSON_SORT_KEYS | JSON_INDENT(1));
+    print_error("want:\n%s\ngot:\n%s\n", w, g);
+    free(w);
+    free(g);
+    fail();
+  }
+}
+
+static void test_app_desired_deployment_full(void **state) {
+  json_t *app = load_file(FIXTURE("app_full.json"));
+  json_t *want = load_file(FIXTURE("deployment_full.json"));
+  json_t *got = NULL;
+  json_t *ann;
+  (void)state;
+  ann = json_object_get(
+      json_object_get(json_object_get(json_object_get(want, "spec"), "template"), "metadata"),
+      "annotations");
+  json_object_set_new(ann, KCR_APP_CONFIG_HASH_ANNOTATION, json_string("44fd9f329b1ca9cc"));
+  assert_int_equal(kcr__app_desired_deployment(app, &got, NULL), 0);
+  assert_json_equal(want, got);
+  json_decref(got);
+  json_decref(want);
+  json_decref(app);
+}
+
+static void test_app_desired_deployment_minimal(void **state) {
+  json_t *app = load_file(FIXTURE("app_minimal.json"));
+  json_t *want = load_file(FIXTURE("deployment_minimal.json"));
+  json_t *got = NULL;
+  (void)state;
+  assert_int_equal(kcr__app_desired_deployment(app, &got, NULL), 0);
+  assert_json_equal(want, got);
+  json_decref(got);
+  json_decref(want);
+  json_decref(app);
+}
+
+static void test_app_desired_replicas_zero_stays_zero(void **state) {
+  json_t *app = load("{\"metadata\":{\"name\":\"z\",\"namespace\":\"n\",\"uid\":\"u\"},"
+                     "\"spec\":{\"image\":\"i\",\"replicas\":0}}");
+  json_t *got = NULL;
+  (void)state;
+  assert_int_equal(kcr__app_desired_deployment(app, &got, NULL), 0);
+  assert_true(json_is_integer(kcr_meta_path(got, "spec.replicas")));
+  assert_int_equal(json_integer_value(kcr_meta_path(got, "spec.replicas")), 0);
+  json_decref(got);
+  json_decref(app);
+}
+
+static void test_app_desired_service(void **state) {
+  json_t *app = load_file(FIXTURE("app_full.json"));
+  json_t *min = load_file(FIXTURE("app_minimal.json"));
+  json_t *want = load_file(FIXTURE("service_full.json"));
+  json_t *got = NULL;
+  (void)state;
+  assert_int_equal(kcr__app_desired_service(app, &got, NULL), 0);
+  assert_json_equal(want, got);
+  json_decref(got);
+  got = (json_t *)1;
+  assert_int_equal(kcr__app_desired_service(min, &got, NULL), 0);
+  assert_null(got); /* no port, no Service */
+  json_decref(want);
+  json_decref(min);
+  json_decref(app);
+}
+
+static void test_app_desired_configmap(void **state) {
+  json_t *app = load_file(FIXTURE("app_full.json"));
+  json_t *min = load_file(FIXTURE("app_minimal.json"));
+  json_t *want = load_file(FIXTURE("configmap_full.json"));
+  json_t *got = NULL;
+  (void)state;
+  assert_int_equal(kcr__app_desired_configmap(app, &got, NULL), 0);
+  assert_json_equal(want, got);
+  json_decref(got);
+  got = (json_t *)1;
+  assert_int_equal(kcr__app_desired_configmap(min, &got, NULL), 0);
+  assert_null(got);
+  /* An empty config is no config (Go's len(map) == 0). */
+  json_object_set_new(json_object_get(min, "spec"), "config", json_object());
+  assert_false(kcr__app_has_config(min));
+  assert_int_equal(kcr__app_desired_configmap(min, &got, NULL), 0);
+  assert_null(got);
+  json_decref(want);
+  json_decref(min);
+  json_decref(app);
+}
+
+static void test_app_desired_config_hash_stable(void **state) {
+  json_t *a = load("{\"spec\":{\"config\":{\"a\":\"1\",\"b\":\"2\"}}}");
+  json_t *b = load("{\"spec\":{\"config\":{\"b\":\"2\",\"a\":\"1\"}}}");
+  json_t *c = load("{\"spec\":{\"config\":{\"a\":\"1\",\"b\":\"3\"}}}");
+  json_t *none = load("{\"spec\":{}}");
+  char ha[KCR_APP_CONFIG_HASH_LEN + 1], hb[KCR_APP_CONFIG_HASH_LEN + 1];
+  char hc[KCR_APP_CONFIG_HASH_LEN + 1], hn[KCR_APP_CONFIG_HASH_LEN + 1];
+  (void)state;
+  assert_int_equal(kcr__app_config_hash(a, ha, NULL), 0);
+  assert_int_equal(kcr__app_config_hash(b, hb, NULL), 0);
+  assert_int_equal(kcr__app_config_hash(c, hc, NULL), 0);
+  assert_int_equal(kcr__app_config_hash(none, hn, NULL), 0);
+  assert_int_equal(strlen(ha), KCR_APP_CONFIG_HASH_LEN);
+  assert_string_equal(ha, hb);
+  assert_string_not_equal(ha, hc);
+  assert_string_equal(hn, "44136fa355b3678a"); /* sha256("{}") */
+  json_decref(a);
+  json_decref(b);
+  json_decref(c);
+  json_decref(none);
+}
+
+static void test_app_desired_config_change_changes_template(void **state) {
+  json_t *app = load_file(FIXTURE("app_full.json"));
+  json_t *d1 = NULL, *d2 = NULL;
+  const char *h1, *h2;
+  (void)state;
+  assert_int_equal(kcr__app_desired_deployment(app, &d1, NULL), 0);
+  json_object_set_new(kcr_meta_path(app, "spec.config"), "index.html", json_string("<h1>bye</h1>"));
+  assert_int_equal(kcr__app_desired_deployment(app, &d2, NULL), 0);
+  h1 = json_string_value(json_object_get(kcr_meta_path(d1, "spec.template.metadata.annotations"),
+                                         KCR_APP_CONFIG_HASH_ANNOTATION));
+  h2 = json_string_value(json_object_get(kcr_meta_path(d2, "spec.template.metadata.annotations"),
+                                         KCR_APP_CONFIG_HASH_ANNOTATION));
+  assert_non_null(h1);
+  assert_non_null(h2);
+  assert_string_not_equal(h1, h2);
+  assert_false(kcr__app_child_up_to_date(d1, d2)); /* so the Deployment rolls */
+  json_decref(d1);
+  json_decref(d2);
+  json_decref(app);
+}
+
+static void test_app_desired_invalid_app(void **state) {
+  static const char *const bad[] = {
+      "[]",
+      "{\"spec\":{\"image\":\"i\"}}",
+      "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\"},\"spec\":{\"image\":\"i\"}}",
+      "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"}}",
+      "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"},\"spec\":{\"image\":\"\"}}",
+      "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"},"
+      "\"spec\":{\"image\":\"i\",\"replicas\":-1}}",
+      "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"},"
+      "\"spec\":{\"image\":\"i\",\"replicas\":1001}}",
+      "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"},"
+      "\"spec\":{\"image\":\"i\",\"port\":70000}}",
+  };
+  (void)state;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    json_t *app = load(bad[i]);
+    json_t *out = (json_t *)1;
+    kcr_error_t err;
+    kcr_error_clear(&err);
+    assert_int_equal(kcr__app_desired_deployment(app, &out, &err), KCR_EINVAL);
+    assert_null(out);
+    assert_int_equal(err.code, KCR_EINVAL);
+    assert_true(strlen(err.message) > 0);
+    json_decref(app);
+  }
+}
+
+static void test_app_desired_owns(void **state) {
+  json_t *app = load_file(FIXTURE("app_full.json"));
+  json_t *dep = load_file(FIXTURE("deployment_full.json"));
+  json_t *unowned = load("{\"metadata\":{\"name\":\"web\"}}");
+  json_t *other =
+      load("{\"metadata\":{\"ownerReferences\":[{\"apiVersion\":\"kcr.dev/v1alpha1\","
+           "\"kind\":\"App\",\"name\":\"web\",\"uid\":\"another\",\"controller\":true}]}}");
+  json_t *notctl = load("{\"metadata\":{\"ownerReferences\":[{\"apiVersion\":\"kcr.dev/v1alpha1\","
+                        "\"kind\":\"App\",\"name\":\"web\","
+                        "\"uid\":\"11111111-2222-3333-4444-555555555555\"}]}}");
+  json_t *wrongkind =
+      load("{\"metadata\":{\"ownerReferences\":[{\"apiVersion\":\"apps/v1\","
+           "\"kind\":\"ReplicaSet\",\"name\":\"web\","
+           "\"uid\":\"11111111-2222-3333-4444-555555555555\",\"controller\":true}]}}");
+  (void)state;
+  assert_true(kcr__app_owns(app, dep));
+  assert_false(kcr__app_owns(app, unowned));
+  assert_false(kcr__app_owns(app, other));
+  assert_false(kcr__app_owns(app, notctl));
+  assert_false(kcr__app_owns(app, wrongkind));
+  json_decref(app);
+  json_decref(dep);
+  json_decref(unowned);
+  json_decref(other);
+  json_decref(notctl);
+  json_decref(wrongkind);
+}
+
+static void test_app_desired_strings(void **state) {
+  json_t *app = load_file(FIXTURE("app_full.json"));
+  json_t *min = load_file(FIXTURE("app_minimal.json"));
+  char buf[KCR_APP_URL_MAX];
+  char small[8];
+  (void)state;
+  assert_int_equal(kcr__app_url(app, buf, sizeof buf), (int)strlen("http://web.shop.svc:8080"));
+  assert_string_equal(buf, "http://web.shop.svc:8080");
+  assert_int_equal(kcr__app_url(min, buf, sizeof buf), 0);
+  assert_string_equal(buf, "");
+  assert_int_equal(kcr__app_url(app, small, sizeof small), KCR_ETOOBIG);
+  assert_true(kcr__app_selector_string(app, buf, sizeof buf) > 0);
+  assert_string_equal(buf, "app.kubernetes.io/name=web,app.kubernetes.io/instance=web");
+  assert_int_equal(kcr__app_selector_string(app, small, sizeof small), KCR_ETOOBIG);
+  assert_int_equal(kcr__app_directory_key(app, buf, sizeof buf), 8);
+  assert_string_equal(buf, "shop.web");
+  assert_int_equal(kcr__app_replicas(min), 1);
+  assert_int_equal(kcr__app_port(min), 0);
+  assert_false(kcr__app_paused(min));
+  json_decref(app);
+  json_decref(min);
+}
+
+static void test_app_desired_directory(void **state) {
+  json_t *app = load_file(FIXTURE("app_full.json"));
+  json_t *cm = kcr__app_desired_directory("kcr-system");
+  json_t *data = json_object_get(cm, "data");
+  bool changed = false;
+  (void)state;
+  assert_string_equal(kcr_meta_name(cm), KCR_APP_DIRECTORY_NAME);
+  assert_string_equal(kcr_meta_namespace(cm), "kcr-system");
+  assert_int_equal(kcr__app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_true(changed);
+  assert_string_equal(json_string_value(json_object_get(data, "shop.web")),
+                      "http://web.shop.svc:8080");
+  /* Same again: nothing to write. */
+  assert_int_equal(kcr__app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_false(changed);
+  /* Port changed: entry updated. */
+  json_object_set_new(json_object_get(app, "spec"), "port", json_integer(9090));
+  assert_int_equal(kcr__app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_true(changed);
+  assert_string_equal(json_string_value(json_object_get(data, "shop.web")),
+                      "http://web.shop.svc:9090");
+  /* Port unset: entry removed. */
+  json_object_del(json_object_get(app, "spec"), "port");
+  assert_int_equal(kcr__app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_true(changed);
+  assert_null(json_object_get(data, "shop.web"));
+  /* Port back, then the finalizer removes it. */
+  json_object_set_new(json_object_get(app, "spec"), "port", json_integer(80));
+  assert_int_equal(kcr__app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_int_equal(kcr__app_directory_update(data, app, true, &changed, NULL), 0);
+  assert_true(changed);
+  assert_int_equal(json_object_size(data), 0);
+  /* Deleting App: no entry either. */
+  json_object_set_new(kcr_meta_metadata(app), "deletionTimestamp",
+                      json_string("2025-01-01T00:00:00Z"));
+  assert_int_equal(kcr__app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_false(changed);
+  assert_int_equal(json_object_size(data), 0);
+  assert_int_equal(kcr__app_directory_update(app, app, false, &changed, NULL), 0); /* object */
+  assert_int_equal(kcr__app_directory_update(json_object_get(kcr_meta_metadata(app), "name"), app,
+                                             false, &changed, NULL),
+                   KCR_EINVAL);
+  json_decref(cm);
+  json_decref(app);
+}
+
+static void test_app_desired_up_to_date_ignores_server_defaults(void **state) {
+  json_t *app = load_file(FIXTURE("app_minimal.json"));
+  json_t *server = load_file(FIXTURE("deployment_server.json"));
+  json_t *want = NULL, *merged = NULL;
+  (void)state;
+  assert_int_equal(kcr__app_desired_deployment(app, &want, NULL), 0);
+  assert_true(kcr__app_child_up_to_date(server, want));
+  /* Drift: someone changed the image. */
+  json_object_set_new(json_array_get(kcr_meta_path(server, "spec.template.spec.containers"), 0),
+                      "image", json_string("evil:latest"));
+  assert_false(kcr__app_child_up_to_date(server, want));
+  assert_int_equal(kcr__app_merge_child(server, want, &merged, NULL), 0);
+  assert_true(kcr__app_child_up_to_date(merged, want));
+  /* The merge keeps what the server and others own. */
+  assert_string_equal(kcr_meta_label(merged, "team"), "blue");
+  assert_string_equal(kcr_meta_annotation(merged, "deployment.kubernetes.io/revision"), "2");
+  assert_string_equal(kcr_meta_resource_version(merged), "812");
+  assert_int_equal(json_integer_value(kcr_meta_path(merged, "spec.progressDeadlineSeconds")), 600);
+  assert_non_null(kcr_meta_path(merged, "status"));
+  json_decref(merged);
+  /* Drift: a label of ours removed, replicas changed. */
+  json_object_del(kcr_meta_labels(server), KCR_APP_LABEL_MANAGED_BY);
+  assert_false(kcr__app_child_up_to_date(server, want));
+  json_decref(want);
+  json_decref(server);
+  json_decref(app);
+}
+
+static void test_app_desired_merge_takes_controller_ref(void **state) {
+  json_t *app = load_file(FIXTURE("app_full.json"));
+  json_t *cm_have =
+      load("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
+           "\"name\":\"web-config\",\"namespace\":\"shop\",\"ownerReferences\":["
+           "{\"apiVersion\":\"v1\",\"kind\":\"Thing\",\"name\":\"t\",\"uid\":\"t1\"}]},"
+           "\"data\":{\"old\":\"gone\",\"index.html\":\"x\"}}");
+  json_t *want = NULL, *merged = NULL;
+  (void)state;
+  assert_int_equal(kcr__app_desired_configmap(app, &want, NULL), 0);
+  assert_false(kcr__app_child_up_to_date(cm_have, want));
+  assert_int_equal(kcr__app_merge_child(cm_have, want, &merged, NULL), 0);
+  assert_true(kcr__app_child_up_to_date(merged, want));
+  assert_true(kcr__app_owns(app, merged));
+  /* The non-controller reference stays; data is exactly the config. */
+  assert_int_equal(json_array_size(kcr_meta_owner_references(merged)), 2);
+  assert_null(json_object_get(json_object_get(merged, "data"), "old"));
+  assert_int_equal(kcr__app_merge_child(cm_have, NULL, &merged, NULL), KCR_EINVAL);
+  assert_null(merged);
+  json_decref(want);
+  json_decref(cm_have);
+  json_decref(app);
+}
+
+static void test_app_desired_json_subset(void **state) {
+  json_t *a = load("{\"x\":[1,{\"y\":\"z\"}],\"b\":true}");
+  json_t *b = load("{\"x\":[1,{\"y\":\"z\",\"extra\":2}],\"b\":true,\"c\":null}");
+  json_t *c = load("{\"x\":[1],\"b\":true}");
+  json_t *d = load("{\"x\":[1,{\"y\":\"z\"}],\"b\":1}");
+  (void)state;
+  assert_true(kcr__json_subset(a, b));
+  assert_false(kcr__json_subset(b, a));
+  assert_false(kcr__json_subset(a, c));
+  assert_false(kcr__json_subset(a, d));
+  assert_true(kcr__json_subset(NULL, a));
+  assert_false(kcr__json_subset(a, NULL));
+  json_decref(a);
+  json_decref(b);
+  json_decref(c);
+  json_decref(d);
+}
+
+/* Allocation failures: every builder returns KCR_ENOMEM cleanly, nothing leaks. */
+static void test_app_desired_alloc_failures(void **state) {
+  json_t *app = load_file(FIXTURE("app_full.json"));
+  json_t *server = load_file(FIXTURE("deployment_server.json"));
+  json_t *out = NULL;
+  (void)state;
+  KCR_TEST_ALLOC_LOOP(kcr__app_desired_deployment(app, &out, NULL), (json_decref(out), out = NULL));
+  KCR_TEST_ALLOC_LOOP(kcr__app_desired_service(app, &out, NULL), (json_decref(out), out = NULL));
+  KCR_TEST_ALLOC_LOOP(kcr__app_desired_configmap(app, &out, NULL), (json_decref(out), out = NULL));
+  {
+    json_t *want = NULL;
+    assert_int_equal(kcr__app_desired_deployment(app, &want, NULL), 0);
+    KCR_TEST_ALLOC_LOOP(kcr__app_merge_child(server, want, &out, NULL),
+                        (json_decref(out), out = NULL));
+    json_decref(want);
+  }
+  json_decref(server);
+  json_decref(app);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_app_desired_deployment_full),
+      cmocka_unit_test(test_app_desired_deployment_minimal),
+      cmocka_unit_test(test_app_desired_replicas_zero_stays_zero),
+      cmocka_unit_test(test_app_desired_service),
+      cmocka_unit_test(test_app_desired_configmap),
+      cmocka_unit_test(test_app_desired_config_hash_stable),
+      cmocka_unit_test(test_app_desired_config_change_changes_template),
+      cmocka_unit_test(test_app_desired_invalid_app),
+      cmocka_unit_test(test_app_desired_owns),
+      cmocka_unit_test(test_app_desired_strings),
+      cmocka_unit_test(test_app_desired_directory),
+      cmocka_unit_test(test_app_desired_up_to_date_ignores_server_defaults),
+      cmocka_unit_test(test_app_desired_merge_takes_controller_ref),
+      cmocka_unit_test(test_app_desired_json_subset),
+      cmocka_unit_test(test_app_desired_alloc_failures),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_flags.c: kcr-operator's flag and environment parsing (cmd/kcr-operator/
+ * flags.c, compiled into this test): defaults as kubebuilder's, both
+ * "--flag=value" and "--flag value", booleans as Go's flag package, validation
+ * of every value, WATCH_NAMESPACE, and the --help text.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* The sources under test: not part of libkcr, so compiled into this test. */
+#include "../../cmd/kcr-operator/flags.c" // NOLINT(bugprone-suspicious-include)
+
+/* parse runs the parser over a NULL-terminated argument list (program name added). */
+static int parse(const char *const *args, char *const *env, kcr_op_flags *out, char *msg,
+                 size_t size) {
+  char *argv[32];
+  int argc = 0;
+  argv[argc++] = (char *)"kcr-operator";
+  for (; args && *args; args++) {
+    assert_true(argc < 31);
+    argv[argc++] = (char *)*args;
+  }
+  argv[argc] = NULL;
+  return kcr_op_flags_parse(argc, argv, env, out, msg, size);
+}
+
+static void test_flags_defaults(void **state) {
+  kcr_op_flags f;
+  char msg[256];
+  (void)state;
+  assert_int_equal(parse(NULL, NULL, &f, msg, sizeof msg), 0);
+  assert_null(f.kubeconfig);
+  assert_false(f.leader_elect);
+  assert_string_equal(f.leader_election_id, "kcr-operator.kcr.dev");
+  assert_null(f.leader_election_namespace);
+  assert_string_equal(f.metrics_bind_address, "0");
+  assert_true(f.metrics_secure);
+  assert_string_equal(f.health_probe_bind_address, ":8081");
+  assert_null(f.watch_namespace);
+  assert_int_equal(f.max_concurrent_reconciles, 1);
+  assert_int_equal(f.log_level, KCR_LOG_INFO);
+  assert_int_equal(f.log_format, KCR_OP_LOG_JSON);
+  assert_false(f.show_help);
+  assert_false(f.show_version);
+}
+
+static void test_flags_both_spellings(void **state) {
+  static const char *const a[] = {"--kubeconfig=/k",
+                                  "--leader-elect",
+                                  "--leader-election-id",
+                                  "my-lease.example.com",
+                                  "--leader-election-namespace=ops",
+                                  "--metrics-bind-address",
+                                  ":8443",
+                                  "--metrics-secure=false",
+                                  "-health-probe-bind-address=127.0.0.1:9000",
+                                  "--namespace",
+                                  "team-a",
+                                  "--max-concurrent-reconciles=8",
+                                  "--log-level",
+                                  "debug",
+                                  "--log-format=console",
+                                  NULL};
+  kcr_op_flags f;
+  char msg[256];
+  (void)state;
+  assert_int_equal(parse(a, NULL, &f, msg, sizeof msg), 0);
+  assert_string_equal(f.kubeconfig, "/k");
+  assert_true(f.leader_elect);
+  assert_string_equal(f.leader_election_id, "my-lease.example.com");
+  assert_string_equal(f.leader_election_namespace, "ops");
+  assert_string_equal(f.metrics_bind_address, ":8443");
+  assert_false(f.metrics_secure);
+  assert_string_equal(f.health_probe_bind_address, "127.0.0.1:9000");
+  assert_string_equal(f.watch_namespace, "team-a");
+  assert_int_equal(f.max_concurrent_reconciles, 8);
+  assert_int_equal(f.log_level, KCR_LOG_DEBUG);
+  assert_int_equal(f.log_format, KCR_OP_LOG_CONSOLE);
+}
+
+static void test_flags_booleans(void **state) {
+  static const char *const t[] = {"--leader-elect=T", "--version", NULL};
+  static const char *const f0[] = {"--leader-elect=0", "-h", NULL};
+  static const char *const bad[] = {"--leader-elect=yes", NULL};
+  kcr_op_flags f;
+  char msg[256];
+  (void)state;
+  assert_int_equal(parse(t, NULL, &f, msg, sizeof msg), 0);
+  assert_true(f.leader_elect);
+  assert_true(f.show_version);
+  assert_int_equal(parse(f0, NULL, &f, msg, sizeof msg), 0);
+  assert_false(f.leader_elect);
+  assert_true(f.show_help);
+  assert_int_equal(parse(bad, NULL, &f, msg, sizeof msg), -1);
+  assert_non_null(strstr(msg, "--leader-elect"));
+  assert_non_null(strstr(msg, "\"yes\""));
+}
+
+/* Each bad command line is refused with a message naming the culprit. */
+static void test_flags_errors(void **state) {
+  static const struct {
+    const char *args[4];
+    const char *want;
+  } cases[] = {
+      {{"--bogus", NULL}, "unknown flag: --bogus"},
+      {{"--bogus=1", NULL}, "unknown flag: --bogus"},
+      {{"--namespace", NULL}, "flag needs an argument: --namespace"},
+      {{"--kubeconfig=", NULL}, "non-empty argument: --kubeconfig"},
+      {{"stray", NULL}, "unexpected argument \"stray\""},
+      {{"--", "stray", NULL}, "unexpected argument \"stray\""},
+      {{"-", NULL}, "unexpected argument \"-\""},
+      {{"--max-concurrent-reconciles=0", NULL}, "--max-concurrent-reconciles"},
+      {{"--max-concurrent-reconciles", "2000", NULL}, "1..1024"},
+      {{"--max-concurrent-reconciles=3x", NULL}, "\"3x\""},
+      {{"--log-level=verbose", NULL}, "error, warn, info, debug or trace"},
+      {{"--log-format=xml", NULL}, "json or console"},
+      {{"--metrics-bind-address=8443", NULL}, "invalid address \"8443\""},
+      {{"--metrics-bind-address=:99999", NULL}, "invalid address"},
+      {{"--health-probe-bind-address=::1:8081", NULL}, "invalid address"},
+      {{"--health-probe-bind-address=host:", NULL}, "invalid address"},
+      {{"--namespace=Team_A", NULL}, "invalid namespace \"Team_A\" for --namespace"},
+      {{"--leader-election-namespace=-x", NULL}, "--leader-election-namespace"},
+      {{"--leader-election-id=Bad..id", NULL}, "invalid name \"Bad..id\""},
+  };
+  kcr_op_flags f;
+  char msg[256];
+  (void)state;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    assert_int_equal(parse(cases[i].args, NULL, &f, msg, sizeof msg), -1);
+    if (!strstr(msg, cases[i].want)) {
+      fail_msg("case %zu: message \"%s\" lacks \"%s\"", i, msg, cases[i].want);
+    }
+  }
+}
+
+static void test_flags_addresses(void **state) {
+  (void)state;
+  assert_true(kcr_op_valid_address("0"));
+  assert_true(kcr_op_valid_address(":8081"));
+  assert_true(kcr_op_valid_address(":0"));
+  assert_true(kcr_op_valid_address("localhost:8080"));
+  assert_true(kcr_op_valid_address("0.0.0.0:65535"));
+  assert_true(kcr_op_valid_address("[::1]:8443"));
+  assert_true(kcr_op_valid_address("[::]:8443"));
+  assert_false(kcr_op_valid_address(""));
+  assert_false(kcr_op_valid_address(":"));
+  assert_false(kcr_op_valid_address(":65536"));
+  assert_false(kcr_op_valid_address("[]:80"));
+  assert_false(kcr_op_valid_address("[::1]8443"));
+  assert_false(kcr_op_valid_address("a b:80"));
+  assert_false(kcr_op_valid_address(NULL));
+}
+
+static void test_flags_dns_names(void **state) {
+  (void)state;
+  assert_true(kcr_op_valid_dns_label("kcr-system"));
+  assert_true(kcr_op_valid_dns_label("a"));
+  assert_false(kcr_op_valid_dns_label(""));
+  assert_false(kcr_op_valid_dns_label("a."));
+  assert_false(kcr_op_valid_dns_label("-a"));
+  assert_false(kcr_op_valid_dns_label("A"));
+  assert_false(
+      kcr_op_valid_dns_label("a234567890123456789012345678901234567890123456789012345678901234"));
+  assert_true(kcr_op_valid_dns_subdomain("kcr-operator.kcr.dev"));
+  assert_false(kcr_op_valid_dns_subdomain("a..b"));
+  assert_false(kcr_op_valid_dns_subdomain(".a"));
+  assert_false(kcr_op_valid_dns_subdomain("a."));
+}
+
+static void test_flags_watch_namespace_env(void **state) {
+  static char ok[] = "WATCH_NAMESPACE=apps";
+  static char empty[] = "WATCH_NAMESPACE=";
+  static char bad[] = "WATCH_NAMESPACE=Apps!";
+  static char multi[] = "WATCH_NAMESPACE=a,b";
+  static char other[] = "WATCH_NAMESPACES=x";
+  char *env_ok[] = {other, ok, NULL};
+  char *env_empty[] = {empty, NULL};
+  char *env_bad[] = {bad, NULL};
+  char *env_multi[] = {multi, NULL};
+  static const char *const flag[] = {"--namespace=team-b", NULL};
+  kcr_op_flags f;
+  char msg[256];
+  (void)state;
+  assert_int_equal(parse(NULL, env_ok, &f, msg, sizeof msg), 0);
+  assert_string_equal(f.watch_namespace, "apps");
+  assert_int_equal(parse(NULL, env_empty, &f, msg, sizeof msg), 0);
+  assert_null(f.watch_namespace); /* "" is every namespace */
+  /* The flag wins over the environment, even a bad one. */
+  assert_int_equal(parse(flag, env_bad, &f, msg, sizeof msg), 0);
+  assert_string_equal(f.watch_namespace, "team-b");
+  assert_int_equal(parse(NULL, env_bad, &f, msg, sizeof msg), -1);
+  assert_non_null(strstr(msg, "environment variable WATCH_NAMESPACE"));
+  assert_int_equal(parse(NULL, env_multi, &f, msg, sizeof msg), -1);
+  assert_non_null(strstr(msg, "one namespace only"));
+}
+
+static void test_flags_usage_lists_every_flag(void **state) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  (void)state;
+  assert_non_null(f);
+  kcr_op_flags_usage(f, "kcr-operator");
+  fclose(f);
+  for (size_t i = 0; i < sizeof flag_defs / sizeof flag_defs[0]; i++) {
+    char want[64];
+    snprintf(want, sizeof want, "--%s", flag_defs[i].name);
+    assert_non_null(strstr(text, want));
+  }
+  assert_non_null(strstr(text, "(default \":8081\")"));
+  assert_non_null(strstr(text, "WATCH_NAMESPACE"));
+  free(text);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_flags_defaults),
+      cmocka_unit_test(test_flags_both_spellings),
+      cmocka_unit_test(test_flags_booleans),
+      cmocka_unit_test(test_flags_errors),
+      cmocka_unit_test(test_flags_addresses),
+      cmocka_unit_test(test_flags_dns_names),
+      cmocka_unit_test(test_flags_watch_namespace_env),
+      cmocka_unit_test(test_flags_usage_lists_every_flag),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
