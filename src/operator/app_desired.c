@@ -395,24 +395,32 @@ int kcr__app_desired_deployment(const json_t *app, json_t **out, kcr_error_t *er
   bad |= json_object_set_new(d, "apiVersion", json_string("apps/v1"));
   bad |= json_object_set_new(d, "kind", json_string("Deployment"));
   bad |= json_object_set_new(d, "metadata", child_metadata(app, kcr_meta_name(app)));
-  bad |= json_object_set_new(d, "spec", spec);
+  bad |= json_object_set(d, "spec", spec);
   bad |= json_object_set_new(spec, "replicas", json_integer(kcr__app_replicas(app)));
   bad |= json_object_set_new(sel, "matchLabels", selector_labels(app));
-  bad |= json_object_set_new(spec, "selector", sel);
-  bad |= json_object_set_new(spec, "template", tmpl);
+  bad |= json_object_set(spec, "selector", sel);
+  bad |= json_object_set(spec, "template", tmpl);
   bad |= json_object_set_new(tmd, "labels", kcr__app_labels(app));
   if (with_config) {
     json_t *ann = json_object();
     bad |= json_object_set_new(ann, KCR_APP_CONFIG_HASH_ANNOTATION, json_string(hash));
     bad |= json_object_set_new(tmd, "annotations", ann);
   }
-  bad |= json_object_set_new(tmpl, "metadata", tmd);
-  bad |= json_object_set_new(tmpl, "spec", pod);
+  bad |= json_object_set(tmpl, "metadata", tmd);
+  bad |= json_object_set(tmpl, "spec", pod);
   bad |= json_array_append_new(containers, app_container(app, with_config));
-  bad |= json_object_set_new(pod, "containers", containers);
+  bad |= json_object_set(pod, "containers", containers);
   if (with_config) {
     bad |= json_object_set_new(pod, "volumes", config_volumes(cm_name));
   }
+  /* The containers were attached with json_object_set (not _new) and filled after:
+   * a failed attach must not free what is still being filled. Drop our references. */
+  json_decref(spec);
+  json_decref(sel);
+  json_decref(tmpl);
+  json_decref(tmd);
+  json_decref(pod);
+  json_decref(containers);
   if (bad) {
     json_decref(d);
     return kcr_error_set(err, KCR_ENOMEM, "app: desired deployment: out of memory");
@@ -439,7 +447,7 @@ int kcr__app_desired_service(const json_t *app, json_t **out, kcr_error_t *err) 
   bad |= json_object_set_new(s, "apiVersion", json_string("v1"));
   bad |= json_object_set_new(s, "kind", json_string("Service"));
   bad |= json_object_set_new(s, "metadata", child_metadata(app, kcr_meta_name(app)));
-  bad |= json_object_set_new(s, "spec", spec);
+  bad |= json_object_set(s, "spec", spec);
   bad |= json_object_set_new(spec, "type", json_string("ClusterIP"));
   bad |= json_object_set_new(spec, "selector", selector_labels(app));
   bad |= json_object_set_new(p, "name", json_string("http"));
@@ -447,7 +455,9 @@ int kcr__app_desired_service(const json_t *app, json_t **out, kcr_error_t *err) 
   bad |= json_object_set_new(p, "port", json_integer(port));
   bad |= json_object_set_new(p, "targetPort", json_integer(port));
   bad |= json_array_append_new(ports, p);
-  bad |= json_object_set_new(spec, "ports", ports);
+  bad |= json_object_set(spec, "ports", ports);
+  json_decref(spec); /* attached with json_object_set: see kcr__app_desired_deployment */
+  json_decref(ports);
   if (bad) {
     json_decref(s);
     return kcr_error_set(err, KCR_ENOMEM, "app: desired service: out of memory");
@@ -547,6 +557,10 @@ int kcr__app_merge_child(const json_t *existing, const json_t *desired, json_t *
   if (!json_is_object(md)) {
     md = json_object();
     bad |= json_object_set_new(m, "metadata", md);
+    if (bad) { /* md was freed with the failed set */
+      json_decref(m);
+      return kcr_error_set(err, KCR_ENOMEM, "app: merge: out of memory");
+    }
   }
   dmd = kcr_meta_metadata(desired);
   bad |= merge_map(md, "labels", json_object_get(dmd, "labels"));

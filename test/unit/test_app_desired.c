@@ -339,6 +339,7 @@ static void test_app_desired_merge_takes_controller_ref(void **state) {
   /* The non-controller reference stays; data is exactly the config. */
   assert_int_equal(json_array_size(kcr_meta_owner_references(merged)), 2);
   assert_null(json_object_get(json_object_get(merged, "data"), "old"));
+  json_decref(merged);
   assert_int_equal(kcr__app_merge_child(cm_have, NULL, &merged, NULL), KCR_EINVAL);
   assert_null(merged);
   json_decref(want);
