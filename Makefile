@@ -7,8 +7,9 @@ PREFIX ?= /usr/local
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: help all build test test-unit lint format install uninstall-lib run demo \
-	deploy undeploy build-installer cluster-up cluster-down clean deps
+.PHONY: help all build test test-unit lint format install uninstall run demo \
+	deploy undeploy build-installer cluster-up cluster-down clean deps install-lib operator \
+	static docker-build
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -40,19 +41,61 @@ install-lib: build ## Install libkcr (headers, .a, .so, kcr.pc, CMake package) i
 
 cluster-up: ## Start a local control plane (etcd, kube-apiserver, kube-controller-manager).
 	bash scripts/build-control-plane.sh
-	bash scripts/cluster.sh up
+	bash scripts/cluster.sh up $(DEMO_CLUSTER_DIR)
 
-cluster-down: ## Stop the local control plane.
-	bash scripts/cluster.sh down
+cluster-down: ## Stop the local control plane (and the demo's operator).
+	-[ -f $(DEMO_CLUSTER_DIR)/operator.pid ] && kill $$(cat $(DEMO_CLUSTER_DIR)/operator.pid) 2>/dev/null; rm -f $(DEMO_CLUSTER_DIR)/operator.pid
+	bash scripts/cluster.sh down $(DEMO_CLUSTER_DIR)
 
-## install, uninstall, deploy, undeploy, run, demo, build-installer: the operator's
-## targets (kubebuilder's meaning); they arrive with the App operator (issue 8).
-install uninstall deploy undeploy run demo build-installer:
-	@echo "make $@: the App operator has not landed yet (issue 8); nothing to do" >&2
-	@exit 2
+##@ Operator (issue 8)
+KUBECTL ?= $(shell command -v kubectl 2>/dev/null || ls $(HOME)/.cache/kcr/k8s/*/bin/kubectl 2>/dev/null | tail -n 1)
+IMG ?= kcr-operator:latest
+CONTAINER_TOOL ?= docker
+OPERATOR_BIN ?= $(BUILD_DIR)/cmd/kcr-operator/kcr-operator
+DEMO_CLUSTER_DIR ?= $(CURDIR)/.kcr-cluster
+DEMO_KUBECONFIG = $(DEMO_CLUSTER_DIR)/kubeconfig
 
-operator-targets: ## install/uninstall/deploy/undeploy/run/demo/build-installer: not built yet (issue 8).
-	@echo "the App operator has not landed yet (issue 8)"
+install: ## Install the App CRD into the cluster of the current kubeconfig.
+	$(KUBECTL) apply -f config/crd/bases/kcr.dev_apps.yaml
+	$(KUBECTL) wait --for=condition=Established crd/apps.kcr.dev --timeout=60s
+
+uninstall: ## Remove the App CRD (and with it every App) from the cluster.
+	$(KUBECTL) delete --ignore-not-found -f config/crd/bases/kcr.dev_apps.yaml
+
+deploy: ## Deploy the operator (namespace, CRD, RBAC, manager) with image $(IMG).
+	IMAGE=$(IMG) bash scripts/build-installer.sh - | $(KUBECTL) apply -f -
+
+undeploy: ## Remove everything deploy installed.
+	$(KUBECTL) delete --ignore-not-found -f deploy/install.yaml
+
+build-installer: ## Regenerate deploy/install.yaml from config/ (commit the result).
+	bash scripts/build-installer.sh
+
+operator: ## Build kcr-operator (dynamic) into $(BUILD_DIR)/cmd/kcr-operator.
+	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target kcr_operator
+
+static: ## Build the fully static kcr-operator into build/static/bin.
+	bash scripts/build-static.sh
+
+run: operator ## Run the operator locally against the current kubeconfig (ARGS adds flags).
+	$(OPERATOR_BIN) --log-format=console $(ARGS)
+
+docker-build: ## Build the image $(IMG) (needs a container engine; same static build script).
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+demo: deps operator ## Local control plane, CRD, operator, sample App, then `kubectl get apps`.
+	bash scripts/build-control-plane.sh
+	bash scripts/cluster.sh up $(DEMO_CLUSTER_DIR)
+	$(KUBECTL) --kubeconfig $(DEMO_KUBECONFIG) apply -f config/crd/bases/kcr.dev_apps.yaml
+	$(KUBECTL) --kubeconfig $(DEMO_KUBECONFIG) wait --for=condition=Established crd/apps.kcr.dev --timeout=60s
+	$(OPERATOR_BIN) --kubeconfig $(DEMO_KUBECONFIG) --log-format=console \
+		>$(DEMO_CLUSTER_DIR)/operator.log 2>&1 & echo $$! >$(DEMO_CLUSTER_DIR)/operator.pid
+	$(KUBECTL) --kubeconfig $(DEMO_KUBECONFIG) apply -f config/samples/kcr_v1alpha1_app.yaml
+	$(KUBECTL) --kubeconfig $(DEMO_KUBECONFIG) wait --for=jsonpath='{.status.observedGeneration}'=1 \
+		app/app-sample --timeout=60s
+	$(KUBECTL) --kubeconfig $(DEMO_KUBECONFIG) get apps,deployments,services,configmaps
+	@echo "operator log: $(DEMO_CLUSTER_DIR)/operator.log; stop: kill \$$(cat $(DEMO_CLUSTER_DIR)/operator.pid); make cluster-down"
 
 clean: ## Remove build trees.
 	rm -rf build

@@ -4,12 +4,14 @@
  *
  * DESIGN: main parses flags and environment (flags.c: bad ones exit 2 with one
  * line on stderr), installs the log handler the flags ask for (JSON lines or
- * console), and loads the REST config with controller-runtime's precedence
- * (--kubeconfig, in-cluster, KUBECONFIG, ~/.kube/config). That is as far as it
- * goes today: the manager, the App controller and leader election come with the
- * controller layer, which is not on main yet. Until then, after a successful
- * load it says so and exits 1, so that nothing mistakes this binary for a
- * running operator. The App logic it will drive is in src/operator.
+ * console), loads the REST config with controller-runtime's precedence
+ * (--kubeconfig, in-cluster, KUBECONFIG, ~/.kube/config), then builds what a
+ * kubebuilder main builds: a manager (cache restricted to --namespace when given),
+ * the App controller (For App with the generation predicate; Owns Deployment,
+ * Service and ConfigMap), and kcr_manager_serve for metrics, probes and leader
+ * election. Exit codes: 0 after a graceful stop (SIGTERM/SIGINT), 1 on a failure
+ * or a lost lease (never a graceful stop then: two leaders must not act at once),
+ * 2 on bad flags or environment.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +24,10 @@
 #include "kcr/clock.h"
 #include "kcr/config.h"
 #include "kcr/log.h"
+#include "kcr/manager.h"
 #include "kcr/time.h"
+#include "operator.h"
+#include "reconciler.h"
 
 #ifndef KCR_OPERATOR_VERSION
 #define KCR_OPERATOR_VERSION KCR_VERSION_STRING
@@ -50,6 +55,114 @@ static void on_log(kcr_log_level level, const char *component, const char *msg, 
     fprintf(stderr, "%s\t%s\t%s\t%s\n", ts, kcr_log_level_name(level), component ? component : "",
             msg ? msg : "");
   }
+}
+
+/*
+ * operator_namespace: where the operator keeps its directory ConfigMap: its own
+ * namespace (POD_NAMESPACE, else the service-account file in a Pod), else the
+ * leader election namespace, else the kubeconfig context's namespace.
+ */
+static void operator_namespace(const kcr_op_flags *flags, kcr_rest_config_t *cfg, char *buf,
+                               size_t size) {
+  const char *env = getenv("POD_NAMESPACE");
+  FILE *f;
+  buf[0] = '\0';
+  if (env && *env) {
+    snprintf(buf, size, "%s", env);
+    return;
+  }
+  f = fopen("/var/run/secrets/kubernetes.io/serviceaccount/namespace", "r");
+  if (f) {
+    if (fgets(buf, (int)size, f))
+      buf[strcspn(buf, "\r\n")] = '\0';
+    fclose(f);
+    if (buf[0])
+      return;
+  }
+  snprintf(buf, size, "%s",
+           flags->leader_election_namespace && *flags->leader_election_namespace
+               ? flags->leader_election_namespace
+               : kcr_rest_config_namespace(cfg));
+}
+
+/* run builds the manager and the App controller and runs them. Returns the exit code. */
+static int run(const kcr_op_flags *flags, kcr_rest_config_t *cfg) {
+  static kcr_app_reconciler rec;
+  static char dir_ns[256];
+  const kcr_gvk app = {KCR_APP_GROUP, KCR_APP_VERSION, KCR_APP_KIND};
+  const kcr_gvk deployment = {"apps", "v1", "Deployment"};
+  const kcr_gvk service = {"", "v1", "Service"};
+  const kcr_gvk configmap = {"", "v1", "ConfigMap"};
+  kcr_manager_options mo;
+  kcr_manager_serving_options so;
+  kcr_controller_options co;
+  kcr_manager_t *m = NULL;
+  kcr_controller_t *c;
+  kcr_error_t err;
+  int rc;
+
+  if (flags->metrics_secure && flags->metrics_bind_address &&
+      strcmp(flags->metrics_bind_address, "0") != 0) {
+    kcr_log(KCR_LOG_ERROR, "setup",
+            "--metrics-secure (HTTPS with TokenReview/SubjectAccessReview) is not supported yet; "
+            "pass --metrics-secure=false (and protect /metrics by other means) or leave "
+            "--metrics-bind-address at 0");
+    kcr_rest_config_unref(cfg);
+    return 2;
+  }
+  operator_namespace(flags, cfg, dir_ns, sizeof(dir_ns));
+  rec.directory_namespace = dir_ns;
+  memset(&mo, 0, sizeof(mo));
+  mo.config = cfg;
+  mo.default_namespace = flags->watch_namespace;
+  kcr_error_clear(&err);
+  rc = kcr_manager_create(&mo, &m, &err);
+  if (rc == 0) {
+    memset(&co, 0, sizeof(co));
+    co.name = "app";
+    co.reconcile = kcr__app_reconcile;
+    co.data = &rec;
+    co.max_concurrent_reconciles = flags->max_concurrent_reconciles;
+    rc = kcr_manager_new_controller(m, &co, &c, &err);
+  }
+  if (rc == 0)
+    rc = kcr_controller_for(c, &app, kcr_predicate_generation_changed(), &err);
+  if (rc == 0)
+    rc = kcr_controller_owns(c, &deployment, NULL, &err);
+  if (rc == 0)
+    rc = kcr_controller_owns(c, &service, NULL, &err);
+  if (rc == 0)
+    rc = kcr_controller_owns(c, &configmap, NULL, &err);
+  if (rc == 0) {
+    memset(&so, 0, sizeof(so));
+    so.metrics_bind_address = flags->metrics_bind_address;
+    so.health_probe_bind_address = flags->health_probe_bind_address;
+    so.leader_elect = flags->leader_elect;
+    so.leader_election_id = flags->leader_election_id;
+    so.leader_election_namespace = flags->leader_election_namespace;
+    so.leader_election_release_on_cancel = true;
+    rc = kcr_manager_serve(m, &so, &err);
+  }
+  if (rc) {
+    kcr_log(KCR_LOG_ERROR, "setup", "unable to set up the manager: %s", err.message);
+    kcr_manager_destroy(m);
+    kcr_rest_config_unref(cfg);
+    return 1;
+  }
+  kcr_log(KCR_LOG_INFO, "setup", "starting the manager (directory in namespace %s)", dir_ns);
+  rc = kcr_manager_run(m, &err);
+  if (rc == KCR_ECANCELED) {
+    /* The lease was lost: exit at once, without tearing anything down. */
+    kcr_log(KCR_LOG_ERROR, "setup", "leader election lost");
+    _exit(1);
+  }
+  if (rc)
+    kcr_log(KCR_LOG_ERROR, "setup", "manager stopped: %s", err.message);
+  else
+    kcr_log(KCR_LOG_INFO, "setup", "manager stopped");
+  kcr_manager_destroy(m);
+  kcr_rest_config_unref(cfg);
+  return rc ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
@@ -91,10 +204,5 @@ int main(int argc, char **argv) {
           flags.watch_namespace ? flags.watch_namespace : "(all)",
           flags.leader_elect ? "on" : "off", flags.leader_election_id, flags.metrics_bind_address,
           flags.health_probe_bind_address, flags.max_concurrent_reconciles);
-  /* NOT YET: the manager and the App controller arrive with the controller layer. */
-  kcr_log(KCR_LOG_ERROR, "setup",
-          "the reconcile loop is not built yet: it arrives with kcr's controller and manager "
-          "layer; exiting");
-  kcr_rest_config_unref(cfg);
-  return 1;
+  return run(&flags, cfg);
 }

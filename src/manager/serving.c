@@ -110,7 +110,7 @@ static int on_servers_start(void *data, kcr_error_t *err) {
   kcr_server_options so;
   int rc;
 
-  s->collectors = kcr__calloc(n + 1, sizeof(*s->collectors));
+  s->collectors = kcr__calloc(n + 1, sizeof(kcr_metrics_collector_t *));
   if (!s->collectors)
     return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
   rc = kcr_metrics_register_collector(reg, on_collect_controllers, s->m,

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reconciler.c: the App controller's reconcile function: it reads the App and
+ * its children through the manager's client (cache reads, direct writes), asks
+ * the pure functions of app_desired.c / app_status.c what the world should look
+ * like, and writes only the difference.
+ *
+ * Order of a pass:
+ *   1. The App is gone: nothing to do (garbage collection removes the children).
+ *   2. The App is being deleted: remove its directory entry, then the finalizer
+ *      (JSON Patch with a test op: other finalizers are never clobbered).
+ *   3. Ensure the finalizer kcr.dev/directory (before anything the finalizer must
+ *      clean up exists).
+ *   4. Unless paused: Deployment, Service and ConfigMap — create the missing,
+ *      update the drifted, delete the ones the spec no longer asks for; a
+ *      same-named child that this App does not control is left alone and
+ *      reported as Degraded/NameConflict. Then the directory entry.
+ *   5. Status, written only when it changed (no hot loops).
+ * A failed write returns its error: the controller requeues with backoff, and the
+ * next pass starts from what the cache then says.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "kcr/apierror.h"
+#include "kcr/clock.h"
+#include "kcr/controllerutil.h"
+#include "kcr/log.h"
+#include "kcr/meta.h"
+#include "operator/operator.h"
+#include "operator/reconciler.h"
+
+/* child_kind describes one kind of child. */
+typedef struct child_kind {
+  const char *api_version, *kind;
+  int (*desired)(const json_t *app, json_t **out, kcr_error_t *err);
+} child_kind;
+
+static const child_kind children[] = {
+    {"apps/v1", "Deployment", kcr__app_desired_deployment},
+    {"v1", "Service", kcr__app_desired_service},
+    {"v1", "ConfigMap", kcr__app_desired_configmap},
+};
+
+/*
+ * sync_child brings one child in line. *observed (may be NULL) receives the
+ * child as it now is when the App controls it (new reference). *conflict is set
+ * when a same-named child exists that the App does not control.
+ */
+static int sync_child(const kcr_objclient *c, const json_t *app, const child_kind *k,
+                      json_t **observed, bool *conflict, char *conflict_msg, size_t msg_size,
+                      kcr_error_t *err) {
+  const char *ns = kcr_meta_namespace(app);
+  json_t *desired = NULL, *existing = NULL, *merged = NULL, *out = NULL;
+  char name[300];
+  int rc;
+
+  if (observed)
+    *observed = NULL;
+  if ((rc = k->desired(app, &desired, err)) != 0)
+    return rc;
+  if (strcmp(k->kind, "ConfigMap") == 0)
+    snprintf(name, sizeof(name), "%s%s", kcr_meta_name(app), KCR_APP_CONFIG_SUFFIX);
+  else
+    snprintf(name, sizeof(name), "%s", kcr_meta_name(app));
+  rc = kcr_objclient_get(c, k->api_version, k->kind, ns, name, &existing, err);
+  if (rc == KCR_EAPI && kcr_error_is_not_found(err)) {
+    kcr_error_clear(err);
+    rc = 0;
+    existing = NULL;
+  }
+  if (rc)
+    goto out;
+  if (existing && !kcr__app_owns(app, existing)) {
+    /* Never take over what another owner (or nobody) controls. */
+    *conflict = true;
+    snprintf(conflict_msg, msg_size, "%s %s/%s exists and is not controlled by this App", k->kind,
+             ns, name);
+    goto out;
+  }
+  if (!desired) {
+    /* The spec no longer asks for this child: delete ours. */
+    if (existing) {
+      rc = kcr_objclient_delete(c, existing, err);
+      if (rc == KCR_EAPI && kcr_error_is_not_found(err)) {
+        kcr_error_clear(err);
+        rc = 0;
+      }
+      if (rc == 0)
+        kcr_log(KCR_LOG_INFO, "app", "deleted %s %s/%s (no longer in the spec)", k->kind, ns, name);
+    }
+    goto out;
+  }
+  if (!existing) {
+    rc = kcr_objclient_create(c, desired, &out, err);
+    if (rc == 0)
+      kcr_log(KCR_LOG_INFO, "app", "created %s %s/%s", k->kind, ns, name);
+  } else if (!kcr__app_child_up_to_date(existing, desired)) {
+    rc = kcr__app_merge_child(existing, desired, &merged, err);
+    if (rc == 0)
+      rc = kcr_objclient_update(c, merged, &out, err);
+    if (rc == 0)
+      kcr_log(KCR_LOG_INFO, "app", "updated %s %s/%s", k->kind, ns, name);
+  } else {
+    out = json_incref(existing);
+  }
+  if (rc == 0 && observed)
+    *observed = json_incref(out);
+
+out:
+  json_decref(desired);
+  json_decref(existing);
+  json_decref(merged);
+  json_decref(out);
+  return rc;
+}
+
+/* sync_directory sets or removes the App's entry in the directory ConfigMap. */
+static int sync_directory(const kcr_objclient *c, const json_t *app, const char *dir_ns,
+                          bool remove, kcr_error_t *err) {
+  json_t *dir = NULL, *data;
+  bool changed = false;
+  int rc;
+
+  rc = kcr_objclient_get(c, "v1", "ConfigMap", dir_ns, KCR_APP_DIRECTORY_NAME, &dir, err);
+  if (rc == KCR_EAPI && kcr_error_is_not_found(err)) {
+    kcr_error_clear(err);
+    if (remove)
+      return 0; /* no directory, no entry */
+    dir = kcr__app_desired_directory(dir_ns);
+    if (!dir)
+      return kcr_error_set(err, KCR_ENOMEM, "app: out of memory");
+    data = json_object_get(dir, "data");
+    rc = kcr__app_directory_update(data, app, false, &changed, err);
+    if (rc == 0 && changed)
+      rc = kcr_objclient_create(c, dir, NULL, err);
+    json_decref(dir);
+    return rc;
+  }
+  if (rc)
+    return rc;
+  data = json_object_get(dir, "data");
+  if (!json_is_object(data)) {
+    data = json_object();
+    json_object_set_new(dir, "data", data);
+  }
+  rc = kcr__app_directory_update(data, app, remove, &changed, err);
+  if (rc == 0 && changed)
+    rc = kcr_objclient_update(c, dir, NULL, err);
+  json_decref(dir);
+  return rc;
+}
+
+int kcr__app_reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req, kcr_result *res,
+                       void *data) {
+  const kcr_app_reconciler *r = data;
+  const kcr_objclient *c = kcr_reconcile_client(ctx);
+  kcr_error_t *err = kcr_reconcile_err(ctx);
+  json_t *app = NULL, *status = NULL, *deployment = NULL;
+  kcr_app_observed obs = {NULL, NULL, NULL};
+  char conflict_msg[512] = "";
+  bool conflict = false;
+  int rc, sync_rc = 0;
+  (void)res;
+
+  rc = kcr_objclient_get(c, KCR_APP_API_VERSION, KCR_APP_KIND, req->ns, req->name, &app, err);
+  if (rc == KCR_EAPI && kcr_error_is_not_found(err)) {
+    kcr_error_clear(err);
+    return 0;
+  }
+  if (rc)
+    return rc;
+
+  if (kcr_meta_is_deleting(app)) {
+    if (kcr_finalizer_contains(app, KCR_APP_FINALIZER)) {
+      rc = sync_directory(c, app, r->directory_namespace, true, err);
+      if (rc == 0)
+        rc = kcr_finalizer_remove_remote(c, app, KCR_APP_FINALIZER, err);
+      if (rc == 0)
+        kcr_log(KCR_LOG_INFO, "app", "%s/%s: directory entry removed, finalizer released", req->ns,
+                req->name);
+    }
+    json_decref(app);
+    return rc;
+  }
+  if (kcr__app_check(app, err) != 0) {
+    json_decref(app);
+    return kcr_reconcile_terminal(ctx, KCR_EINVAL); /* the schema normally prevents it */
+  }
+  if (!kcr_finalizer_contains(app, KCR_APP_FINALIZER)) {
+    json_t *updated = NULL;
+    bool changed = false;
+    rc = kcr_finalizer_add(app, KCR_APP_FINALIZER, &changed);
+    if (rc == 0)
+      rc = kcr_objclient_update(c, app, &updated, err);
+    json_decref(app);
+    if (rc)
+      return rc;
+    app = updated;
+  }
+
+  if (!kcr__app_paused(app)) {
+    for (size_t i = 0; i < sizeof(children) / sizeof(children[0]) && sync_rc == 0; i++) {
+      bool child_conflict = false;
+      json_t *seen = NULL;
+      sync_rc = sync_child(c, app, &children[i], &seen, &child_conflict, conflict_msg,
+                           sizeof(conflict_msg), err);
+      if (i == 0)
+        deployment = seen;
+      else
+        json_decref(seen);
+      conflict = conflict || child_conflict;
+    }
+    if (sync_rc == 0)
+      sync_rc = sync_directory(c, app, r->directory_namespace, false, err);
+  } else {
+    /* Paused: change nothing, but still report what the Deployment does. */
+    json_t *existing = NULL;
+    if (kcr_objclient_get(c, "apps/v1", "Deployment", req->ns, req->name, &existing, NULL) == 0 &&
+        kcr__app_owns(app, existing))
+      deployment = json_incref(existing);
+    json_decref(existing);
+  }
+
+  obs.deployment = deployment;
+  if (conflict) {
+    obs.degraded_reason = KCR_APP_REASON_NAME_CONFLICT;
+    obs.degraded_message = conflict_msg;
+    kcr_log(KCR_LOG_WARN, "app", "%s/%s: %s", req->ns, req->name, conflict_msg);
+  } else if (sync_rc) {
+    obs.degraded_reason = "ReconcileFailed";
+    obs.degraded_message = err->message;
+  }
+  {
+    kcr_error_t serr;
+    kcr_error_clear(&serr);
+    rc = kcr__app_status(app, &obs, kcr_clock_wall(kcr_clock_system()), &status, &serr);
+    if (rc == 0 && kcr__app_status_changed(app, status)) {
+      json_object_set(app, "status", status);
+      rc = kcr_objclient_update_status(c, app, NULL, &serr);
+    }
+    if (rc && !sync_rc && err->code == KCR_OK)
+      *err = serr;
+  }
+  json_decref(status);
+  json_decref(deployment);
+  json_decref(app);
+  return sync_rc ? sync_rc : rc;
+}

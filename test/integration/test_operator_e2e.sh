@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test_operator_e2e.sh OPERATOR_BIN: the App operator end to end against the local
+# control plane, with kubectl as the client (issue 8):
+#   sample applied -> Deployment, Service, ConfigMap with the labels and a
+#   controller ownerReference, directory entry; pods marked Ready (no kubelet
+#   here) -> App Available with readyReplicas; kubectl scale app; a config change
+#   changes the pod-template hash; a deleted Deployment is recreated; an unowned
+#   same-named Deployment -> Degraded/NameConflict and left alone; unsetting port
+#   deletes the Service and the directory entry; deleting the App runs the
+#   finalizer and garbage collection removes the children; SIGTERM -> exit 0.
+set -euo pipefail
+op=$1
+kubeconfig=${KCR_TEST_KUBECONFIG:?the controlplane fixture sets KCR_TEST_KUBECONFIG}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+kubectl_bin=$(ls "${KCR_CACHE:-$HOME/.cache/kcr}"/k8s/*/bin/kubectl | tail -n 1)
+ns=kcr-e2e-$$
+opns=kcr-e2e-op-$$
+work=$(mktemp -d)
+pid=
+k() { "$kubectl_bin" --kubeconfig "$kubeconfig" "$@"; }
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  k delete ns "$ns" "$opns" --wait=false >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  echo "--- operator log (tail)" >&2
+  tail -n 30 "$work/operator.log" >&2 || true
+  exit 1
+}
+# wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds.
+wait_for() {
+  local secs=$1 what=$2
+  shift 2
+  for _ in $(seq 1 $((secs * 4))); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.25
+  done
+  fail "timed out after ${secs}s waiting for $what"
+}
+jp() { k -n "$ns" get "$1" -o "jsonpath=$2" 2>/dev/null; }
+eq() { [ "$(jp "$1" "$2")" = "$3" ]; }
+
+k apply -f "$root/config/crd/bases/kcr.dev_apps.yaml" >/dev/null
+k wait --for=condition=Established crd/apps.kcr.dev --timeout=60s >/dev/null
+k create ns "$ns" >/dev/null
+k create ns "$opns" >/dev/null
+POD_NAMESPACE=$opns "$op" --kubeconfig "$kubeconfig" --health-probe-bind-address=127.0.0.1:0 \
+  --log-format=console >"$work/operator.log" 2>&1 &
+pid=$!
+
+# 1. The sample: children with labels and a controller ownerReference.
+k -n "$ns" apply -f "$root/config/samples/kcr_v1alpha1_app.yaml" >/dev/null
+uid=$(jp app/app-sample '{.metadata.uid}')
+wait_for 30 "the Deployment" k -n "$ns" get deploy app-sample
+for obj in deploy/app-sample svc/app-sample cm/app-sample-config; do
+  wait_for 30 "$obj" k -n "$ns" get "$obj"
+  eq "$obj" '{.metadata.labels.app\.kubernetes\.io/managed-by}' kcr-operator || fail "$obj labels"
+  eq "$obj" '{.metadata.labels.app\.kubernetes\.io/instance}' app-sample || fail "$obj labels"
+  eq "$obj" '{.metadata.ownerReferences[0].uid}' "$uid" || fail "$obj ownerReference"
+  eq "$obj" '{.metadata.ownerReferences[0].controller}' true || fail "$obj controller ref"
+done
+wait_for 30 "the directory entry" \
+  sh -c "'$kubectl_bin' --kubeconfig '$kubeconfig' -n '$opns' get cm app-directory -o jsonpath='{.data}' | grep -q '$ns.app-sample'"
+eq app/app-sample '{.metadata.finalizers[0]}' kcr.dev/directory || fail "finalizer"
+wait_for 30 "status.url" eq app/app-sample '{.status.url}' "http://app-sample.$ns.svc:80"
+
+# 2. No kubelet runs here: mark the pods Ready; the Deployment follows, then the App.
+mark_ready() {
+  local now pods
+  now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  pods=$(k -n "$ns" get pods -l app.kubernetes.io/instance=app-sample -o name)
+  for p in $pods; do
+    k -n "$ns" patch "$p" --subresource=status --type=merge -p \
+      "{\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"lastTransitionTime\":\"$now\"}]}}" \
+      >/dev/null 2>&1 || true
+  done
+}
+available() { mark_ready; eq app/app-sample '{.status.conditions[?(@.type=="Available")].status}' True; }
+wait_for 60 "App Available" available
+eq app/app-sample '{.status.readyReplicas}' 2 || fail "readyReplicas"
+
+# 3. kubectl scale goes through the scale subresource to the Deployment.
+k -n "$ns" scale app/app-sample --replicas=3 >/dev/null
+wait_for 30 "Deployment replicas 3" eq deploy/app-sample '{.spec.replicas}' 3
+
+# 4. A config change rolls the pod template (new hash).
+hash1=$(jp deploy/app-sample '{.spec.template.metadata.annotations.kcr\.dev/config-hash}')
+k -n "$ns" patch app app-sample --type=merge -p '{"spec":{"config":{"index.html":"v2"}}}' >/dev/null
+changed() { [ "$(jp deploy/app-sample '{.spec.template.metadata.annotations.kcr\.dev/config-hash}')" != "$hash1" ]; }
+wait_for 30 "a new config hash" changed
+wait_for 30 "the ConfigMap content" eq cm/app-sample-config '{.data.index\.html}' v2
+
+# 5. Drift: a deleted Deployment comes back.
+old=$(jp deploy/app-sample '{.metadata.uid}')
+k -n "$ns" delete deploy app-sample --wait=false >/dev/null
+recreated() { u=$(jp deploy/app-sample '{.metadata.uid}'); [ -n "$u" ] && [ "$u" != "$old" ]; }
+wait_for 30 "the Deployment to be recreated" recreated
+
+# 6. An unowned Deployment of the same name is never taken over.
+k -n "$ns" create deployment other --image=busybox >/dev/null
+cat <<EOF | k -n "$ns" apply -f - >/dev/null
+apiVersion: kcr.dev/v1alpha1
+kind: App
+metadata: {name: other}
+spec: {image: "nginx:1.27"}
+EOF
+wait_for 30 "Degraded/NameConflict" eq app/other '{.status.conditions[?(@.type=="Degraded")].reason}' NameConflict
+eq deploy/other '{.spec.template.spec.containers[0].image}' busybox || fail "the unowned Deployment was changed"
+[ -z "$(jp deploy/other '{.metadata.ownerReferences}')" ] || fail "the unowned Deployment got an owner"
+
+# 7. Unsetting port deletes the Service and the directory entry.
+k -n "$ns" patch app app-sample --type=json -p '[{"op":"remove","path":"/spec/port"}]' >/dev/null
+svc_gone() { ! k -n "$ns" get svc app-sample >/dev/null 2>&1; }
+wait_for 30 "the Service to go" svc_gone
+entry_gone() { ! k -n "$opns" get cm app-directory -o jsonpath='{.data}' | grep -q "$ns.app-sample"; }
+wait_for 30 "the directory entry to go" entry_gone
+entry_back() { ! entry_gone; }
+k -n "$ns" patch app app-sample --type=merge -p '{"spec":{"port":8080}}' >/dev/null
+wait_for 30 "the entry back" entry_back
+
+# 8. Deleting the App runs the finalizer; garbage collection removes the children.
+k -n "$ns" delete app app-sample --timeout=60s >/dev/null
+entry_gone || fail "the directory entry survived the App"
+children_gone() { ! k -n "$ns" get deploy/app-sample cm/app-sample-config >/dev/null 2>&1; }
+wait_for 60 "garbage collection of the children" children_gone
+
+# 9. SIGTERM: graceful stop, exit 0.
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+pid=
+[ "$rc" -eq 0 ] || fail "operator exited $rc after SIGTERM"
+echo "operator e2e: ok"
