@@ -23,6 +23,7 @@
 #include "flags.h"
 #include "kcr/clock.h"
 #include "kcr/config.h"
+#include "kcr/events.h"
 #include "kcr/log.h"
 #include "kcr/manager.h"
 #include "kcr/time.h"
@@ -97,6 +98,9 @@ static int run(const kcr_op_flags *flags, kcr_rest_config_t *cfg) {
   kcr_manager_serving_options so;
   kcr_controller_options co;
   kcr_manager_t *m = NULL;
+  kcr_event_recorder_t *events = NULL;
+  kcr_event_recorder_options eo;
+  char host[256] = "kcr-operator";
   kcr_controller_t *c;
   kcr_error_t err;
   int rc;
@@ -117,6 +121,15 @@ static int run(const kcr_op_flags *flags, kcr_rest_config_t *cfg) {
   mo.default_namespace = flags->watch_namespace;
   kcr_error_clear(&err);
   rc = kcr_manager_create(&mo, &m, &err);
+  if (rc == 0) {
+    gethostname(host, sizeof(host) - 1);
+    memset(&eo, 0, sizeof(eo));
+    eo.client = kcr_manager_rest_client(m);
+    eo.reporting_controller = "kcr.dev/kcr-operator";
+    eo.reporting_instance = host;
+    rc = kcr_event_recorder_create(&eo, &events, &err);
+    rec.events = events;
+  }
   if (rc == 0) {
     memset(&co, 0, sizeof(co));
     co.name = "app";
@@ -146,6 +159,7 @@ static int run(const kcr_op_flags *flags, kcr_rest_config_t *cfg) {
   if (rc) {
     kcr_log(KCR_LOG_ERROR, "setup", "unable to set up the manager: %s", err.message);
     kcr_manager_destroy(m);
+    kcr_event_recorder_destroy(events);
     kcr_rest_config_unref(cfg);
     return 1;
   }
@@ -160,7 +174,9 @@ static int run(const kcr_op_flags *flags, kcr_rest_config_t *cfg) {
     kcr_log(KCR_LOG_ERROR, "setup", "manager stopped: %s", err.message);
   else
     kcr_log(KCR_LOG_INFO, "setup", "manager stopped");
+  kcr_event_recorder_flush(events, 2 * KCR_NSEC_PER_SEC);
   kcr_manager_destroy(m);
+  kcr_event_recorder_destroy(events);
   kcr_rest_config_unref(cfg);
   return rc ? 1 : 0;
 }

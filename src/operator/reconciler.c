@@ -47,9 +47,17 @@ static const child_kind children[] = {
  * child as it now is when the App controls it (new reference). *conflict is set
  * when a same-named child exists that the App does not control.
  */
-static int sync_child(const kcr_objclient *c, const json_t *app, const child_kind *k,
-                      json_t **observed, bool *conflict, char *conflict_msg, size_t msg_size,
-                      kcr_error_t *err) {
+/* record notes an Event regarding the App (never blocks; a full queue drops it). */
+static void record(const kcr_app_reconciler *r, json_t *app, const char *type, const char *reason,
+                   const char *action, const char *kind, const char *ns, const char *name) {
+  if (r->events)
+    kcr_event_record_object(r->events, app, type, reason, action, "%s %s %s/%s", reason, kind, ns,
+                            name);
+}
+
+static int sync_child(const kcr_app_reconciler *r, const kcr_objclient *c, json_t *app,
+                      const child_kind *k, json_t **observed, bool *conflict, char *conflict_msg,
+                      size_t msg_size, kcr_error_t *err) {
   const char *ns = kcr_meta_namespace(app);
   json_t *desired = NULL, *existing = NULL, *merged = NULL, *out = NULL;
   char name[300];
@@ -93,14 +101,18 @@ static int sync_child(const kcr_objclient *c, const json_t *app, const child_kin
   }
   if (!existing) {
     rc = kcr_objclient_create(c, desired, &out, err);
-    if (rc == 0)
+    if (rc == 0) {
       kcr_log(KCR_LOG_INFO, "app", "created %s %s/%s", k->kind, ns, name);
+      record(r, app, "Normal", "Created", "Create", k->kind, ns, name);
+    }
   } else if (!kcr__app_child_up_to_date(existing, desired)) {
     rc = kcr__app_merge_child(existing, desired, &merged, err);
     if (rc == 0)
       rc = kcr_objclient_update(c, merged, &out, err);
-    if (rc == 0)
+    if (rc == 0) {
       kcr_log(KCR_LOG_INFO, "app", "updated %s %s/%s", k->kind, ns, name);
+      record(r, app, "Normal", "Updated", "Update", k->kind, ns, name);
+    }
   } else {
     out = json_incref(existing);
   }
@@ -203,7 +215,7 @@ int kcr__app_reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req,
     for (size_t i = 0; i < sizeof(children) / sizeof(children[0]) && sync_rc == 0; i++) {
       bool child_conflict = false;
       json_t *seen = NULL;
-      sync_rc = sync_child(c, app, &children[i], &seen, &child_conflict, conflict_msg,
+      sync_rc = sync_child(r, c, app, &children[i], &seen, &child_conflict, conflict_msg,
                            sizeof(conflict_msg), err);
       if (i == 0)
         deployment = seen;
@@ -227,6 +239,9 @@ int kcr__app_reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req,
     obs.degraded_reason = KCR_APP_REASON_NAME_CONFLICT;
     obs.degraded_message = conflict_msg;
     kcr_log(KCR_LOG_WARN, "app", "%s/%s: %s", req->ns, req->name, conflict_msg);
+    if (r->events)
+      kcr_event_record_object(r->events, app, "Warning", KCR_APP_REASON_NAME_CONFLICT, "Reconcile",
+                              "%s; it is left alone", conflict_msg);
   } else if (sync_rc) {
     obs.degraded_reason = "ReconcileFailed";
     obs.degraded_message = err->message;

@@ -7,14 +7,18 @@
 #define KCR_OPERATOR_RECONCILER_H
 
 #include "kcr/controller.h"
+#include "kcr/events.h"
 
 /*
  * kcr_app_reconciler: the reconciler's data (borrowed for the controller's life).
  *   directory_namespace  where the ConfigMap app-directory lives: the operator's
  *                        own namespace.
+ *   events               where to record what was created, updated, deleted or
+ *                        refused, as Events regarding the App (NULL: none).
  */
 typedef struct kcr_app_reconciler {
   const char *directory_namespace;
+  kcr_event_recorder_t *events;
 } kcr_app_reconciler;
 
 /*

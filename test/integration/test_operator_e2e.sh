@@ -110,6 +110,11 @@ spec: {image: "nginx:1.27"}
 EOF
 wait_for 30 "Degraded/NameConflict" eq app/other '{.status.conditions[?(@.type=="Degraded")].reason}' NameConflict
 eq deploy/other '{.spec.template.spec.containers[0].image}' busybox || fail "the unowned Deployment was changed"
+# The refusal and the creations are recorded as Events regarding the Apps.
+conflict_event() { k -n "$ns" get events.events.k8s.io -o jsonpath='{.items[*].reason}' | grep -q NameConflict; }
+wait_for 30 "a NameConflict event" conflict_event
+created_event() { k -n "$ns" get events.events.k8s.io -o jsonpath='{.items[*].reason}' | grep -q Created; }
+wait_for 30 "a Created event" created_event
 [ -z "$(jp deploy/other '{.metadata.ownerReferences}')" ] || fail "the unowned Deployment got an owner"
 
 # 7. Unsetting port deletes the Service and the directory entry.
