@@ -45,6 +45,11 @@ fi
 
 curl_version=${KCR_CURL_VERSION:-$(dpkg-query -W -f='${Version}' libcurl4-openssl-dev)}
 curl_prefix="$cache_root/static/$curl_version"
+# One build of the cached libcurl at a time (two static tests may start together on
+# a machine without the cache): the lock is held until this script exits.
+mkdir -p "$(dirname "$curl_prefix")"
+exec {curl_lock}>"$curl_prefix.lock"
+flock "$curl_lock"
 if [ -f "$curl_prefix/lib/libcurl.a" ] && [ -f "$curl_prefix/lib/pkgconfig/libcurl.pc" ]; then
   echo "build-static: reusing libcurl $curl_version from $curl_prefix" >&2
 else
