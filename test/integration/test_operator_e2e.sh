@@ -5,7 +5,8 @@
 #   sample applied -> Deployment, Service, ConfigMap with the labels and a
 #   controller ownerReference, directory entry; pods marked Ready (no kubelet
 #   here) -> App Available with readyReplicas; kubectl scale app; a config change
-#   changes the pod-template hash; a deleted Deployment is recreated; an unowned
+#   changes the pod-template hash; paused stops changes and says so; a deleted
+#   Deployment is recreated; an unowned
 #   same-named Deployment -> Degraded/NameConflict and left alone; unsetting port
 #   deletes the Service and the directory entry; deleting the App runs the
 #   finalizer and garbage collection removes the children; SIGTERM -> exit 0.
@@ -93,6 +94,16 @@ k -n "$ns" patch app app-sample --type=merge -p '{"spec":{"config":{"index.html"
 changed() { [ "$(jp deploy/app-sample '{.spec.template.metadata.annotations.kcr\.dev/config-hash}')" != "$hash1" ]; }
 wait_for 30 "a new config hash" changed
 wait_for 30 "the ConfigMap content" eq cm/app-sample-config '{.data.index\.html}' v2
+
+# 4b. paused: spec changes stop reaching the children, and a condition says so.
+k -n "$ns" patch app app-sample --type=merge -p '{"spec":{"paused":true}}' >/dev/null
+wait_for 30 "the Paused condition" eq app/app-sample '{.status.conditions[?(@.type=="Paused")].status}' True
+k -n "$ns" patch app app-sample --type=merge -p '{"spec":{"image":"nginx:1.28"}}' >/dev/null
+sleep 2
+eq deploy/app-sample '{.spec.template.spec.containers[0].image}' nginx:1.27 || fail "a paused App changed its Deployment"
+k -n "$ns" patch app app-sample --type=merge -p '{"spec":{"paused":false}}' >/dev/null
+wait_for 30 "the new image after unpausing" eq deploy/app-sample '{.spec.template.spec.containers[0].image}' nginx:1.28
+wait_for 30 "the Paused condition to go" eq app/app-sample '{.status.conditions[?(@.type=="Paused")].status}' ""
 
 # 5. Drift: a deleted Deployment comes back.
 old=$(jp deploy/app-sample '{.metadata.uid}')
