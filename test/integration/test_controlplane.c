@@ -172,8 +172,19 @@ static void test_crd_and_custom_resource(void **state) {
   assert_string_equal(out, "3/blue");
   free(out);
 
+  /* A list may be served from the apiserver's watch cache of a resource whose CRD
+   * was just established, which can lag the write by a moment (seen under load):
+   * wait for it, bounded. */
   const char *const list[] = {"get", "widgets", "-n", fx.ns, "-o", "name", NULL};
-  out = kubectl_ok(list);
+  for (int i = 0; i < 50; i++) {
+    out = kubectl_ok(list);
+    if (strcmp(out, "widget.test.kcr.dev/canary") == 0)
+      break;
+    free(out);
+    out = NULL;
+    pause_ms(200);
+  }
+  assert_non_null(out);
   assert_string_equal(out, "widget.test.kcr.dev/canary");
   free(out);
 
