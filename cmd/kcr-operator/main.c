@@ -129,6 +129,7 @@ static int run(const kcr_op_flags *flags, kcr_rest_config_t *cfg) {
     eo.reporting_instance = host;
     rc = kcr_event_recorder_create(&eo, &events, &err);
     rec.events = events;
+    rec.direct = kcr_manager_rest_client(m);
   }
   if (rc == 0) {
     memset(&co, 0, sizeof(co));

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "kcr/apierror.h"
+#include "kcr/client.h"
 #include "kcr/clock.h"
 #include "kcr/controllerutil.h"
 #include "kcr/log.h"
@@ -127,14 +128,21 @@ out:
   return rc;
 }
 
-/* sync_directory sets or removes the App's entry in the directory ConfigMap. */
-static int sync_directory(const kcr_objclient *c, const json_t *app, const char *dir_ns,
-                          bool remove, kcr_error_t *err) {
+/*
+ * sync_directory sets or removes the App's entry in the directory ConfigMap. It
+ * reads and writes through the direct client, not the cache: the directory is one
+ * object in the operator's namespace, which a cache limited to --namespace does
+ * not watch. A conflicting write (another App's pass) fails and is retried.
+ */
+static int sync_directory(const kcr_app_reconciler *r, const json_t *app, bool remove,
+                          kcr_error_t *err) {
+  static const kcr_gvr configmaps = {"", "v1", "configmaps"};
+  const char *dir_ns = r->directory_namespace;
   json_t *dir = NULL, *data;
   bool changed = false;
   int rc;
 
-  rc = kcr_objclient_get(c, "v1", "ConfigMap", dir_ns, KCR_APP_DIRECTORY_NAME, &dir, err);
+  rc = kcr_client_get(r->direct, &configmaps, dir_ns, KCR_APP_DIRECTORY_NAME, NULL, &dir, err);
   if (rc == KCR_EAPI && kcr_error_is_not_found(err)) {
     kcr_error_clear(err);
     if (remove)
@@ -145,7 +153,7 @@ static int sync_directory(const kcr_objclient *c, const json_t *app, const char 
     data = json_object_get(dir, "data");
     rc = kcr__app_directory_update(data, app, false, &changed, err);
     if (rc == 0 && changed)
-      rc = kcr_objclient_create(c, dir, NULL, err);
+      rc = kcr_client_create_object(r->direct, &configmaps, dir_ns, dir, NULL, NULL, err);
     json_decref(dir);
     return rc;
   }
@@ -158,7 +166,7 @@ static int sync_directory(const kcr_objclient *c, const json_t *app, const char 
   }
   rc = kcr__app_directory_update(data, app, remove, &changed, err);
   if (rc == 0 && changed)
-    rc = kcr_objclient_update(c, dir, NULL, err);
+    rc = kcr_client_update(r->direct, &configmaps, dir_ns, dir, NULL, NULL, err);
   json_decref(dir);
   return rc;
 }
@@ -185,7 +193,7 @@ int kcr__app_reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req,
 
   if (kcr_meta_is_deleting(app)) {
     if (kcr_finalizer_contains(app, KCR_APP_FINALIZER)) {
-      rc = sync_directory(c, app, r->directory_namespace, true, err);
+      rc = sync_directory(r, app, true, err);
       if (rc == 0)
         rc = kcr_finalizer_remove_remote(c, app, KCR_APP_FINALIZER, err);
       if (rc == 0)
@@ -224,7 +232,7 @@ int kcr__app_reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req,
       conflict = conflict || child_conflict;
     }
     if (sync_rc == 0)
-      sync_rc = sync_directory(c, app, r->directory_namespace, false, err);
+      sync_rc = sync_directory(r, app, false, err);
   } else {
     /* Paused: change nothing, but still report what the Deployment does. */
     json_t *existing = NULL;

@@ -15,10 +15,14 @@
  *                        own namespace.
  *   events               where to record what was created, updated, deleted or
  *                        refused, as Events regarding the App (NULL: none).
+ *   direct               a client that talks to the API server directly: the
+ *                        directory lives in the operator's namespace, which a
+ *                        cache limited to --namespace does not watch.
  */
 typedef struct kcr_app_reconciler {
   const char *directory_namespace;
   kcr_event_recorder_t *events;
+  kcr_client_t *direct;
 } kcr_app_reconciler;
 
 /*

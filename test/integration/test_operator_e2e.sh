@@ -49,8 +49,10 @@ k apply -f "$root/config/crd/bases/kcr.dev_apps.yaml" >/dev/null
 k wait --for=condition=Established crd/apps.kcr.dev --timeout=60s >/dev/null
 k create ns "$ns" >/dev/null
 k create ns "$opns" >/dev/null
+# --namespace: this operator acts only on this test's Apps (other tests create Apps
+# too); its directory lives in another namespace, outside the watched one.
 POD_NAMESPACE=$opns "$op" --kubeconfig "$kubeconfig" --health-probe-bind-address=127.0.0.1:0 \
-  --log-format=console >"$work/operator.log" 2>&1 &
+  --namespace "$ns" --log-format=console >"$work/operator.log" 2>&1 &
 pid=$!
 
 # 1. The sample: children with labels and a controller ownerReference.
