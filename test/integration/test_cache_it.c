@@ -26,11 +26,11 @@
 #include "kcr/client.h"
 #include "kcr/config.h"
 #include "kcr/meta.h"
+#include "kcr_itutil.h"
 #include "kcr_testenv.h"
 
 static const kcr_gvr configmaps = {"", "v1", "configmaps"};
 static const kcr_gvr secrets = {"", "v1", "secrets"};
-static const kcr_gvr namespaces = {"", "v1", "namespaces"};
 static const kcr_gvr crds = {"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
 static const kcr_gvr widgets = {"cacheit.kcr.dev", "v1", "widgets"};
 static const kcr_gvk cm_gvk = {"", "v1", "ConfigMap"};
@@ -53,45 +53,17 @@ static char ns[64];
   } while (0)
 #define E (&e_)
 
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 static int group_setup(void **state) {
-  kcr_client_options o;
-  kcr_error_t err;
-  json_t *nsobj;
   (void)state;
-  if (kcr_testenv_start(&env) != 0)
+  if (kcr_it_connect(&env, &config, &client) != 0)
     return -1;
-  kcr_error_clear(&err);
-  if (kcr_rest_config_from_kubeconfig(kcr_testenv_kubeconfig(env), NULL, NULL, &config, &err)) {
-    fprintf(stderr, "config: %s\n", err.message);
-    return -1;
-  }
-  memset(&o, 0, sizeof(o));
-  o.config = config;
-  if (kcr_client_create(&o, &client, &err) != 0)
-    return -1;
-  snprintf(ns, sizeof(ns), "kcr-it-cache-%d", (int)getpid());
-  nsobj = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata",
-                    "name", ns);
-  if (kcr_client_create_object(client, &namespaces, NULL, nsobj, NULL, NULL, &err) != 0) {
-    fprintf(stderr, "namespace: %s\n", err.message);
-    return -1;
-  }
-  json_decref(nsobj);
-  return 0;
+  return kcr_it_create_namespace(client, "kcr-it-cache", ns, sizeof(ns));
 }
 
 static int group_teardown(void **state) {
   (void)state;
-  kcr_client_delete(client, &namespaces, NULL, ns, NULL, NULL, NULL);
   kcr_client_delete(client, &crds, NULL, "widgets.cacheit.kcr.dev", NULL, NULL, NULL);
-  kcr_client_destroy(client);
-  kcr_rest_config_unref(config);
-  kcr_testenv_stop(env);
+  kcr_it_disconnect(env, config, client, ns);
   return 0;
 }
 
@@ -198,7 +170,7 @@ static void test_cache_it_configmaps(void **state) {
       json_decref(obj);
     } else {
       assert_true(kcr_error_is_not_found(&err));
-      sleep_ms(50);
+      kcr_it_sleep_ms(50);
     }
   }
   assert_true(seen);
@@ -314,7 +286,7 @@ static void test_cache_it_crd_after_start(void **state) {
     kcr_error_clear(&err);
     if (kcr_client_create_object(client, &widgets, ns, w, NULL, NULL, &err) == 0)
       break;
-    sleep_ms(250);
+    kcr_it_sleep_ms(250);
   }
   assert_int_equal(err.code, 0);
   json_decref(w);
@@ -324,7 +296,7 @@ static void test_cache_it_crd_after_start(void **state) {
     rc = kcr_cache_get(c, &widget_gvk, ns, "w1", &obj, &err);
     if (rc != 0) {
       assert_int_equal(rc, KCR_ENOENT);
-      sleep_ms(250);
+      kcr_it_sleep_ms(250);
     }
   }
   if (rc != 0)

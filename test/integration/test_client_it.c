@@ -27,6 +27,7 @@
 #include "kcr/client.h"
 #include "kcr/config.h"
 #include "kcr/discovery.h"
+#include "kcr_itutil.h"
 #include "kcr_testenv.h"
 
 static const kcr_gvr configmaps = {"", "v1", "configmaps"};
@@ -52,11 +53,6 @@ static char ns[64];
 /* E is the error variable the CHECK macro's calls write into. */
 #define E (&e_)
 
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 static const char *name_of(json_t *obj) {
   return json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 }
@@ -66,42 +62,16 @@ static const char *rv_of(json_t *obj) {
 }
 
 static int group_setup(void **state) {
-  kcr_client_options o;
-  kcr_error_t err;
-  json_t *nsobj;
   (void)state;
-  if (kcr_testenv_start(&env) != 0)
+  if (kcr_it_connect(&env, &config, &client) != 0)
     return -1;
-  kcr_error_clear(&err);
-  if (kcr_rest_config_from_kubeconfig(kcr_testenv_kubeconfig(env), NULL, NULL, &config, &err)) {
-    fprintf(stderr, "config: %s\n", err.message);
-    return -1;
-  }
-  memset(&o, 0, sizeof(o));
-  o.config = config;
-  if (kcr_client_create(&o, &client, &err) != 0) {
-    fprintf(stderr, "client: %s\n", err.message);
-    return -1;
-  }
-  snprintf(ns, sizeof(ns), "kcr-it-client-%d", (int)getpid());
-  nsobj = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata",
-                    "name", ns);
-  if (kcr_client_create_object(client, &namespaces, NULL, nsobj, NULL, NULL, &err) != 0) {
-    fprintf(stderr, "namespace: %s\n", err.message);
-    json_decref(nsobj);
-    return -1;
-  }
-  json_decref(nsobj);
-  return 0;
+  return kcr_it_create_namespace(client, "kcr-it-client", ns, sizeof(ns));
 }
 
 static int group_teardown(void **state) {
   (void)state;
-  kcr_client_delete(client, &namespaces, NULL, ns, NULL, NULL, NULL);
   kcr_client_delete(client, &crds, NULL, "gadgets.it.kcr.dev", NULL, NULL, NULL);
-  kcr_client_destroy(client);
-  kcr_rest_config_unref(config);
-  kcr_testenv_stop(env);
+  kcr_it_disconnect(env, config, client, ns);
   return 0;
 }
 
@@ -338,7 +308,7 @@ static void test_it_crd_after_start_status_and_scale(void **state) {
     if (kcr_rest_mapper_mapping(mapper, "it.kcr.dev", NULL, "Gadget", &m, &err) == 0)
       found = 1;
     else
-      sleep_ms(500);
+      kcr_it_sleep_ms(500);
   }
   assert_true(found);
   assert_string_equal(m.resource, "gadgets");
@@ -358,7 +328,7 @@ static void test_it_crd_after_start_status_and_scale(void **state) {
     kcr_error_clear(&err);
     if (kcr_client_create_object(client, &gadgets, ns, g, NULL, NULL, &err) == 0)
       break;
-    sleep_ms(250);
+    kcr_it_sleep_ms(250);
   }
   assert_int_equal(err.code, 0);
   json_decref(g);
@@ -442,13 +412,13 @@ static void test_it_watches_share_one_connection(void **state) {
   o.timeout_seconds = 120;
   for (int i = 0; i < N; i++)
     CHECK(kcr_client_watch(client, &configmaps, ns, &o, on_event, on_end, &c, &w[i], E));
-  sleep_ms(300);
+  kcr_it_sleep_ms(300);
   cm = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}}", "apiVersion", "v1", "kind", "ConfigMap",
                  "metadata", "name", "watched", "labels", "watched", "yes");
   CHECK(kcr_client_create_object(client, &configmaps, ns, cm, NULL, NULL, E));
   json_decref(cm);
   for (int i = 0; i < 100 && added < N; i++) {
-    sleep_ms(100);
+    kcr_it_sleep_ms(100);
     pthread_mutex_lock(&c.mu);
     added = c.added;
     pthread_mutex_unlock(&c.mu);

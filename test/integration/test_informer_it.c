@@ -28,54 +28,26 @@
 #include "kcr/config.h"
 #include "kcr/informer.h"
 #include "kcr/meta.h"
+#include "kcr_itutil.h"
 #include "kcr_testenv.h"
 
 static const kcr_gvr configmaps = {"", "v1", "configmaps"};
-static const kcr_gvr namespaces = {"", "v1", "namespaces"};
 
 static kcr_testenv_t *env;
 static kcr_rest_config_t *config;
 static kcr_client_t *client;
 static char ns[64];
 
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 static int group_setup(void **state) {
-  kcr_client_options o;
-  kcr_error_t err;
-  json_t *nsobj;
   (void)state;
-  if (kcr_testenv_start(&env) != 0)
+  if (kcr_it_connect(&env, &config, &client) != 0)
     return -1;
-  kcr_error_clear(&err);
-  if (kcr_rest_config_from_kubeconfig(kcr_testenv_kubeconfig(env), NULL, NULL, &config, &err)) {
-    fprintf(stderr, "config: %s\n", err.message);
-    return -1;
-  }
-  memset(&o, 0, sizeof(o));
-  o.config = config;
-  if (kcr_client_create(&o, &client, &err) != 0)
-    return -1;
-  snprintf(ns, sizeof(ns), "kcr-it-informer-%d", (int)getpid());
-  nsobj = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata",
-                    "name", ns);
-  if (kcr_client_create_object(client, &namespaces, NULL, nsobj, NULL, NULL, &err) != 0) {
-    fprintf(stderr, "namespace: %s\n", err.message);
-    return -1;
-  }
-  json_decref(nsobj);
-  return 0;
+  return kcr_it_create_namespace(client, "kcr-it-informer", ns, sizeof(ns));
 }
 
 static int group_teardown(void **state) {
   (void)state;
-  kcr_client_delete(client, &namespaces, NULL, ns, NULL, NULL, NULL);
-  kcr_client_destroy(client);
-  kcr_rest_config_unref(config);
-  kcr_testenv_stop(env);
+  kcr_it_disconnect(env, config, client, ns);
   return 0;
 }
 
@@ -274,7 +246,7 @@ static void test_informer_syncs_5k_then_converges_after_10k_churn(void **state) 
   for (int i = 0; i < 120 && !ok; i++) {
     ok = cache_matches_list(inf, why, sizeof(why));
     if (!ok)
-      sleep_ms(500);
+      kcr_it_sleep_ms(500);
   }
   if (!ok)
     fail_msg("cache never matched a fresh list: %s", why);
@@ -396,7 +368,7 @@ static void test_informer_streaming_list(void **state) {
   for (int i = 0; i < 100 && !ok; i++) {
     ok = cache_matches_list(inf, why, sizeof(why));
     if (!ok)
-      sleep_ms(100);
+      kcr_it_sleep_ms(100);
   }
   if (!ok)
     fail_msg("cache never matched a fresh list: %s", why);

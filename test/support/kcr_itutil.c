@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/* kcr_itutil.c: the shared set-up of libkcr's integration tests (kcr_itutil.h). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kcr_itutil.h"
+
+static const kcr_gvr namespaces = {"", "v1", "namespaces"};
+
+int kcr_it_connect(kcr_testenv_t **env, kcr_rest_config_t **config, kcr_client_t **client) {
+  kcr_client_options o;
+  kcr_error_t err;
+
+  *config = NULL;
+  *client = NULL;
+  if (kcr_testenv_start(env) != 0) {
+    fprintf(stderr, "itutil: cannot start or join the test cluster\n");
+    return -1;
+  }
+  kcr_error_clear(&err);
+  if (kcr_rest_config_from_kubeconfig(kcr_testenv_kubeconfig(*env), NULL, NULL, config, &err)) {
+    fprintf(stderr, "itutil: config: %s\n", err.message);
+    kcr_testenv_stop(*env);
+    return -1;
+  }
+  memset(&o, 0, sizeof(o));
+  o.config = *config;
+  if (kcr_client_create(&o, client, &err) != 0) {
+    fprintf(stderr, "itutil: client: %s\n", err.message);
+    kcr_rest_config_unref(*config);
+    kcr_testenv_stop(*env);
+    return -1;
+  }
+  return 0;
+}
+
+int kcr_it_create_namespace(kcr_client_t *client, const char *prefix, char *ns, size_t size) {
+  json_t *obj;
+  kcr_error_t err;
+  int rc;
+  snprintf(ns, size, "%s-%d", prefix, (int)getpid());
+  obj = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata",
+                  "name", ns);
+  kcr_error_clear(&err);
+  rc = kcr_client_create_object(client, &namespaces, NULL, obj, NULL, NULL, &err);
+  json_decref(obj);
+  if (rc != 0) {
+    fprintf(stderr, "itutil: namespace %s: %s\n", ns, err.message);
+    return -1;
+  }
+  return 0;
+}
+
+void kcr_it_disconnect(kcr_testenv_t *env, kcr_rest_config_t *config, kcr_client_t *client,
+                       const char *ns) {
+  if (client && ns)
+    kcr_client_delete(client, &namespaces, NULL, ns, NULL, NULL, NULL);
+  kcr_client_destroy(client);
+  kcr_rest_config_unref(config);
+  if (env)
+    kcr_testenv_stop(env);
+}
+
+void kcr_it_sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}

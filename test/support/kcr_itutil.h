@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcr_itutil.h: the set-up most integration tests of libkcr share: join (or start)
+ * the test cluster, load its kubeconfig, make a client, and create a namespace of
+ * the test's own. Links libkcr (kcr_testenv itself stays libc-only).
+ */
+#ifndef KCR_ITUTIL_H
+#define KCR_ITUTIL_H
+
+#include <stddef.h>
+
+#include "kcr/client.h"
+#include "kcr/config.h"
+#include "kcr_testenv.h"
+
+/*
+ * kcr_it_connect starts or joins the cluster (kcr_testenv_start), loads its admin
+ * kubeconfig and creates a client on it. Returns 0, or -1 after printing why on
+ * stderr (then nothing needs releasing).
+ */
+int kcr_it_connect(kcr_testenv_t **env, kcr_rest_config_t **config, kcr_client_t **client);
+
+/*
+ * kcr_it_create_namespace creates namespace "<prefix>-<pid>", written into ns
+ * (size bytes). Returns 0, or -1 after printing why on stderr.
+ */
+int kcr_it_create_namespace(kcr_client_t *client, const char *prefix, char *ns, size_t size);
+
+/*
+ * kcr_it_disconnect deletes namespace ns (when not NULL; without waiting), then
+ * releases the client, the config and the cluster handle. NULLs are ignored.
+ */
+void kcr_it_disconnect(kcr_testenv_t *env, kcr_rest_config_t *config, kcr_client_t *client,
+                       const char *ns);
+
+/* kcr_it_sleep_ms sleeps ms milliseconds. */
+void kcr_it_sleep_ms(int ms);
+
+#endif /* KCR_ITUTIL_H */
