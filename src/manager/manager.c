@@ -154,89 +154,86 @@ static void note(kcr_manager_t *m, const kcr_gvk *gvk, const json_t *obj) {
     kcr_cache_note_write(m->cache, gvk, obj);
 }
 
-static int oc_create(const kcr_objclient *c, const json_t *obj, json_t **out, kcr_error_t *err) {
-  kcr_manager_t *m = c->data;
+/* target_t: where a write goes, resolved once per call (see target). */
+typedef struct target {
   char group[KCR_MAPPING_NAME_MAX];
-  kcr_gvk gvk;
-  kcr_rest_mapping mp = {0};
-  kcr_gvr r;
-  kcr_request_options ro = {0};
+  kcr_gvk gvk; /* gvk.group points into group */
+  kcr_rest_mapping mp;
+  kcr_gvr r;              /* points into mp */
+  const char *ns;         /* NULL for cluster-scoped kinds */
+  kcr_request_options ro; /* the reconcile's cancel token */
+} target_t;
+
+/* target resolves apiVersion/kind to a resource and scope, for the writes below. */
+static int target(const kcr_objclient *c, const char *av, const char *kind, const char *ns,
+                  target_t *t, kcr_error_t *err) {
+  int rc;
+  memset(t, 0, sizeof(*t));
+  if ((rc = resolve(c->data, av, kind, &t->gvk, t->group, &t->mp, err)) != 0)
+    return rc;
+  t->r = kcr_rest_mapping_gvr(&t->mp);
+  t->ns = t->mp.namespaced ? ns : NULL;
+  t->ro.cancel = c->cancel;
+  return 0;
+}
+
+static int oc_create(const kcr_objclient *c, const json_t *obj, json_t **out, kcr_error_t *err) {
+  target_t t;
   int rc;
   *out = NULL;
-  if ((rc = resolve(m, kcr_meta_api_version(obj), kcr_meta_kind(obj), &gvk, group, &mp, err)))
+  if ((rc = target(c, kcr_meta_api_version(obj), kcr_meta_kind(obj), kcr_meta_namespace(obj), &t,
+                   err)) != 0)
     return rc;
-  r = kcr_rest_mapping_gvr(&mp);
-  ro.cancel = c->cancel;
-  rc = kcr_client_create_object(m->client, &r, mp.namespaced ? kcr_meta_namespace(obj) : NULL,
-                                (json_t *)obj, &ro, out, err);
+  rc = kcr_client_create_object(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj,
+                                &t.ro, out, err);
   if (rc == 0)
-    note(m, &gvk, *out);
+    note(c->data, &t.gvk, *out);
   return rc;
 }
 
 static int oc_update(const kcr_objclient *c, const json_t *obj, const char *sub, json_t **out,
                      kcr_error_t *err) {
-  kcr_manager_t *m = c->data;
-  char group[KCR_MAPPING_NAME_MAX];
-  kcr_gvk gvk;
-  kcr_rest_mapping mp = {0};
-  kcr_gvr r;
-  kcr_request_options ro = {0};
+  target_t t;
   int rc;
   *out = NULL;
-  if ((rc = resolve(m, kcr_meta_api_version(obj), kcr_meta_kind(obj), &gvk, group, &mp, err)))
+  if ((rc = target(c, kcr_meta_api_version(obj), kcr_meta_kind(obj), kcr_meta_namespace(obj), &t,
+                   err)) != 0)
     return rc;
-  r = kcr_rest_mapping_gvr(&mp);
-  ro.cancel = c->cancel;
-  ro.subresource = sub;
-  rc = kcr_client_update(m->client, &r, mp.namespaced ? kcr_meta_namespace(obj) : NULL,
-                         (json_t *)obj, &ro, out, err);
+  t.ro.subresource = sub;
+  rc = kcr_client_update(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj, &t.ro, out,
+                         err);
   if (rc == 0)
-    note(m, &gvk, *out);
+    note(c->data, &t.gvk, *out);
   return rc;
 }
 
 static int oc_patch(const kcr_objclient *c, const char *av, const char *kind, const char *ns,
                     const char *name, kcr_patch_type type, const char *patch, size_t len,
                     const char *sub, json_t **out, kcr_error_t *err) {
-  kcr_manager_t *m = c->data;
-  char group[KCR_MAPPING_NAME_MAX];
-  kcr_gvk gvk;
-  kcr_rest_mapping mp = {0};
-  kcr_gvr r;
-  kcr_request_options ro = {0};
+  target_t t;
   int rc;
   *out = NULL;
-  if ((rc = resolve(m, av, kind, &gvk, group, &mp, err)))
+  if ((rc = target(c, av, kind, ns, &t, err)) != 0)
     return rc;
-  r = kcr_rest_mapping_gvr(&mp);
-  ro.cancel = c->cancel;
-  ro.subresource = sub;
-  rc = kcr_client_patch(m->client, &r, mp.namespaced ? ns : NULL, name, type, patch, len, &ro, out,
-                        err);
+  t.ro.subresource = sub;
+  rc = kcr_client_patch(((kcr_manager_t *)c->data)->client, &t.r, t.ns, name, type, patch, len,
+                        &t.ro, out, err);
   if (rc == 0)
-    note(m, &gvk, *out);
+    note(c->data, &t.gvk, *out);
   return rc;
 }
 
 static int oc_del(const kcr_objclient *c, const char *av, const char *kind, const char *ns,
                   const char *name, kcr_error_t *err) {
-  kcr_manager_t *m = c->data;
-  char group[KCR_MAPPING_NAME_MAX];
-  kcr_gvk gvk;
-  kcr_rest_mapping mp = {0};
-  kcr_gvr r;
-  kcr_request_options ro = {0};
   json_t *got = NULL;
+  target_t t;
   int rc;
-  if ((rc = resolve(m, av, kind, &gvk, group, &mp, err)))
+  if ((rc = target(c, av, kind, ns, &t, err)) != 0)
     return rc;
-  r = kcr_rest_mapping_gvr(&mp);
-  ro.cancel = c->cancel;
-  ro.grace_period_seconds = -1;
-  rc = kcr_client_delete(m->client, &r, mp.namespaced ? ns : NULL, name, &ro, &got, err);
+  t.ro.grace_period_seconds = -1;
+  rc = kcr_client_delete(((kcr_manager_t *)c->data)->client, &t.r, t.ns, name, &t.ro, &got, err);
   if (rc == 0 && got && strcmp(kcr_meta_kind(got), kind) == 0)
-    note(m, &gvk, got); /* the object as finalizers hold it */
+    note(c->data, &t.gvk, got); /* the object as finalizers hold it */
   json_decref(got);
   return rc;
 }

@@ -146,6 +146,10 @@ entry_gone || fail "the directory entry survived the App"
 children_gone() { ! k -n "$ns" get deploy/app-sample cm/app-sample-config >/dev/null 2>&1; }
 wait_for 60 "garbage collection of the children" children_gone
 
+# The other App too, while the operator still runs to release its finalizer (an App
+# left with it would hold its namespace in Terminating).
+k -n "$ns" delete app other --timeout=60s >/dev/null
+
 # 9. SIGTERM: graceful stop, exit 0.
 kill -TERM "$pid"
 rc=0
