@@ -266,6 +266,12 @@ KCR_EXTERN int kcr_client_path(const kcr_gvr *r, const char *ns, const char *nam
  *                           timeout_seconds + 30 s when timeout_seconds is set,
  *                           else 10 minutes. Granularity one second.
  *   max_line                longest event accepted (0: KCR_WATCH_MAX_LINE_DEFAULT).
+ *   max_buffered            most bytes the loop may hold for the consumer, received but
+ *                           not yet decoded, before the watch ends with KCR_ETOOBIG
+ *                           (0: KCR_WATCH_MAX_BUFFERED_DEFAULT). The loop never waits
+ *                           for a consumer: one that falls this far behind loses its
+ *                           watch (a reflector then re-watches from its last version)
+ *                           instead of growing the process without bound.
  */
 typedef struct kcr_watch_options {
   const char *label_selector;
@@ -277,52 +283,65 @@ typedef struct kcr_watch_options {
   int send_initial_events;
   int64_t idle_timeout_ns;
   size_t max_line;
+  size_t max_buffered;
 } kcr_watch_options;
 
-/* kcr_watch_t: one open watch. Opaque. */
+/* The default of kcr_watch_options.max_buffered: 256 MiB, a streaming list of
+ * about 170k 1 KiB objects that the consumer has not begun to decode. */
+#define KCR_WATCH_MAX_BUFFERED_DEFAULT ((size_t)256 * 1024 * 1024)
+
+/*
+ * kcr_watch_t: one open watch. Opaque. The loop thread only moves its bytes: it
+ * appends what the network delivers to the watch's inbox. Decoding and the event
+ * callback run on the thread that calls kcr_watch_run, so a slow consumer delays
+ * nothing but its own watch.
+ */
 typedef struct kcr_watch kcr_watch_t;
 
 /*
- * kcr_watch_cb receives each event (kcr/watch.h: the event's object is a NEW
- * reference the callback owns) on the loop thread, so it must be quick and must
- * not block: hand the object to another thread (a DeltaFIFO, a queue). Return 0 to
- * go on, or a negative kcr_err to end the watch with that code.
+ * kcr_watch_cb receives each event, on the thread in kcr_watch_run, in stream
+ * order (kcr/watch.h: the event's object is a NEW reference the callback owns on
+ * every path). It may block (the loop goes on receiving into the inbox). Return
+ * 0 to go on, or a negative kcr_err to end the watch with that code. It may call
+ * kcr_watch_stop, but not kcr_watch_destroy, on its own watch.
  */
 typedef int (*kcr_watch_cb)(const kcr_watch_event_t *event, void *data);
 
 /*
- * kcr_watch_end_cb runs exactly once per started watch, on the loop thread, when
- * it ends: code 0 when the server closed it normally (timeoutSeconds), or the
- * error: KCR_EAPI (the server refused it, e.g. 410 Gone: err holds the Status),
- * KCR_ETIMEDOUT (idle timeout), KCR_ECONN/KCR_ETLS (transport), KCR_ECANCELED
- * (kcr_watch_stop or the loop stopped), KCR_EPARSE/KCR_EPROTO/KCR_ETOOBIG (a bad
- * stream), or what an event callback returned. err is borrowed for the call.
- */
-typedef void (*kcr_watch_end_cb)(int code, const kcr_error_t *err, void *data);
-
-/*
  * kcr_client_watch starts a watch of r in ns (NULL or "": all namespaces) and
- * returns at once; events and the end arrive through the callbacks. *out: the new
- * watch (release with kcr_watch_destroy). Errors before the watch starts (bad
- * arguments, credentials, a stopped loop) are returned here and on_end never runs.
- * Not on the loop thread (credentials may need an exec plugin).
+ * returns at once; the loop starts receiving at once too. Consume it with
+ * kcr_watch_run. *out: the new watch (release with kcr_watch_destroy), NULL on
+ * failure. Errors before the watch starts (bad arguments, credentials, a stopped
+ * loop) are returned here. Not on the loop thread (credentials may need an exec
+ * plugin).
  */
 KCR_EXTERN int kcr_client_watch(kcr_client_t *c, const kcr_gvr *r, const char *ns,
-                                const kcr_watch_options *o, kcr_watch_cb on_event,
-                                kcr_watch_end_cb on_end, void *data, kcr_watch_t **out,
-                                kcr_error_t *err);
+                                const kcr_watch_options *o, kcr_watch_t **out, kcr_error_t *err);
 
 /*
- * kcr_watch_stop ends the watch: on_end runs with KCR_ECANCELED unless it has
- * already run. Any thread, the loop's (and the watch's own callbacks) included.
+ * kcr_watch_run decodes the watch's stream on the calling thread and calls
+ * on_event for each event, until the watch ends; then it returns why: 0 when the
+ * server closed it normally (timeoutSeconds), or KCR_EAPI (the server refused it,
+ * e.g. 410 Gone: err holds the Status), KCR_ETIMEDOUT (idle timeout),
+ * KCR_ECONN/KCR_ETLS (transport), KCR_ECANCELED (kcr_watch_stop, or the loop
+ * stopped), KCR_EPARSE/KCR_EPROTO/KCR_ETOOBIG (a bad stream, or a consumer past
+ * max_buffered), or what on_event returned. Once per watch: a second call returns
+ * KCR_EINVAL. Any thread but the loop's.
+ */
+KCR_EXTERN int kcr_watch_run(kcr_watch_t *w, kcr_watch_cb on_event, void *data, kcr_error_t *err);
+
+/*
+ * kcr_watch_stop ends the watch: kcr_watch_run returns KCR_ECANCELED (at once if
+ * it is waiting; after the current callback if one runs), bytes not yet decoded
+ * are dropped, and the transfer is cancelled on the loop. Idempotent. Any thread,
+ * the loop's and on_event included.
  */
 KCR_EXTERN void kcr_watch_stop(kcr_watch_t *w);
 
 /*
- * kcr_watch_destroy stops the watch and releases the caller's handle. Once it
- * returns, no callback of the watch runs any more, so their data may be freed.
- * From the loop thread (for example inside on_end) it does not wait. NULL is
- * ignored.
+ * kcr_watch_destroy stops the watch and releases the caller's handle; the loop
+ * lets go of its own share once the transfer has ended. Not while kcr_watch_run
+ * runs on the watch (stop it, let run return, then destroy). NULL is ignored.
  */
 KCR_EXTERN void kcr_watch_destroy(kcr_watch_t *w);
 

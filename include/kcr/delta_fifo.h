@@ -81,7 +81,8 @@ KCR_EXTERN void kcr_deltas_free(kcr_delta_t *deltas, size_t n);
  * transform, usually kcr_meta_strip_managed_fields wrapped). It is not applied
  * to tombstones or to Sync deltas (those objects went through it already).
  * Returns 0 or a negative kcr_err that fails the call. Runs with the FIFO lock
- * held.
+ * held, so it must be quick: the informer therefore never sets one and
+ * transforms on its reflector thread before queueing.
  */
 typedef int (*kcr_transform_fn)(json_t *obj, void *data);
 

@@ -43,7 +43,8 @@ typedef struct kcr_informer kcr_informer_t;
  *   transform       changes each object before it is stored; NULL: drop
  *                   metadata.managedFields (controller-runtime's default
  *                   transform), the largest part of most objects that no
- *                   controller reads.
+ *                   controller reads. Runs on the informer's reflector thread,
+ *                   before the DeltaFIFO sees the object and under no lock.
  *   page_size       list page size; 0: 500.
  *   clock           for backoff; NULL: the system clock.
  *   min_watch_timeout_s / max_watch_timeout_s  each watch asks the server to end
@@ -76,8 +77,13 @@ typedef struct kcr_informer_options {
 } kcr_informer_options;
 
 /*
- * kcr_event_handler: what an informer calls; any pointer may be NULL. Objects are
- * borrowed for the call (take a reference to keep one; treat as read-only).
+ * kcr_event_handler: what an informer calls; any pointer may be NULL. Each
+ * registered handler has a thread of its own (client-go's processorListener) fed
+ * by an unbounded buffer: its calls come in event order, one at a time, and may
+ * block, which delays that handler's later notifications and nothing else (not
+ * the informer, not other handlers, not the I/O loop). Objects are borrowed for
+ * the call and shared with the other handlers: take a reference to keep one,
+ * never modify one (copy it first).
  *   on_add     a new object; is_initial_list is true while the informer delivers
  *              its first list (and for the existing objects a late handler gets).
  *   on_update  an object changed (or was relisted or resynced: old and new may be
@@ -104,20 +110,28 @@ KCR_EXTERN int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t
  * kcr_informer_add_handler registers h (copied). A handler added after objects
  * are cached first receives each of them as an add with is_initial_list true,
  * before any later event. *id (may be NULL) receives a handle for
- * kcr_informer_remove_handler. Any thread, but not from inside a handler.
+ * kcr_informer_remove_handler. Starts the handler's thread. Errors: KCR_ENOMEM,
+ * KCR_ESYS (no thread). Any thread, handlers included.
  */
 KCR_EXTERN int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h,
                                         uint64_t *id, kcr_error_t *err);
 
-/* kcr_informer_remove_handler unregisters a handler; it is not called afterwards. */
+/*
+ * kcr_informer_remove_handler unregisters a handler and drops its pending
+ * notifications; once it returns the handler is not called any more (a call in
+ * progress is waited for). From inside that handler itself it returns at once and
+ * the handler is not called again after the current call.
+ */
 KCR_EXTERN void kcr_informer_remove_handler(kcr_informer_t *inf, uint64_t id);
 
 /* kcr_informer_start starts the reflector and processing threads. Once only. */
 KCR_EXTERN int kcr_informer_start(kcr_informer_t *inf, kcr_error_t *err);
 
 /*
- * kcr_informer_stop stops and joins both threads; handlers are not called after
- * it returns. Idempotent. Not from inside a handler.
+ * kcr_informer_stop stops and joins its threads: the reflector, the processor,
+ * then each handler's (which finishes the call it is in and drops the rest of its
+ * buffer, so a backlog never delays a stop); handlers are not called after it
+ * returns. Idempotent. Not from inside a handler.
  */
 KCR_EXTERN void kcr_informer_stop(kcr_informer_t *inf);
 
@@ -126,9 +140,18 @@ KCR_EXTERN void kcr_informer_destroy(kcr_informer_t *inf);
 
 /*
  * kcr_informer_has_synced tells whether the first list has been stored and
- * delivered to the handlers. Any thread.
+ * handed to every handler's buffer (as client-go's HasSynced: a slow handler may
+ * still be working through it). Any thread.
  */
 KCR_EXTERN bool kcr_informer_has_synced(kcr_informer_t *inf);
+
+/*
+ * kcr_informer_handler_has_synced tells whether the informer has synced and the
+ * handler id has been called for every object of the first list (for a handler
+ * added later: every object the cache held then), as client-go's
+ * ResourceEventHandlerRegistration.HasSynced. False for an unknown id. Any thread.
+ */
+KCR_EXTERN bool kcr_informer_handler_has_synced(kcr_informer_t *inf, uint64_t id);
 
 /*
  * kcr_informer_wait_for_sync waits up to timeout_ns for has_synced. Returns 0, or

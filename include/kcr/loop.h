@@ -4,7 +4,18 @@
  * a libuv loop with one libcurl multi handle glued to it (uv_poll per socket, a
  * uv_timer for curl's timeouts), so all requests and watches share connections
  * (HTTP/2 multiplexing when the server offers it). Other threads hand it work with
- * kcr_loop_post; the loop never blocks and runs no user code.
+ * kcr_loop_post.
+ *
+ * The loop only moves bytes. A request's answer is collected into a buffer that
+ * the waiting caller parses; a watch's stream is appended to the watch's inbox,
+ * which its consumer decodes (kcr_watch_run); the HTTP server's sockets are read
+ * and written here, its answers computed elsewhere. What runs on the loop thread
+ * is libuv's and libcurl's callbacks, closures posted with kcr_loop_post (which
+ * must not block), and a client's request observer (a counter update, see
+ * kcr_client_options). It never waits for a lock held around user code: no
+ * handler, transform, predicate, reconciler, probe check or metric collector
+ * runs here or under a lock the loop takes. test_client_watch and the
+ * integration test test_loop_isolation_it check it.
  *
  * Lifecycle: kcr_loop_create -> kcr_loop_start -> (post work) -> kcr_loop_stop ->
  * kcr_loop_destroy. Most users never touch a loop directly: kcr_client_create

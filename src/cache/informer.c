@@ -4,9 +4,10 @@
  *
  * Reflector (its own thread, client-go's ListAndWatch): list in pages of 500 into
  * one array and Replace the FIFO with it; then watch from the list's resource
- * version with bookmarks and a random timeout in [300, 600] s. Watch events are
- * queued into the FIFO by the watch callback, on the client's loop thread (a
- * FIFO add is a lock and a hash insert). When a watch ends the reflector thread
+ * version with bookmarks and a random timeout in [300, 600] s. The loop thread
+ * only receives a watch's bytes; this thread decodes them (kcr_watch_run), runs
+ * the transform and queues each event into the FIFO, so neither the JSON parse
+ * nor a user's transform ever runs on the loop. When a watch ends the reflector
  * decides: a normal end (the server's timeout) re-watches at once from the last
  * resource version; a 410 (too old) relists from scratch; a connection failure,
  * an idle (half-open) connection or a 429 backs off (800 ms doubling to 30 s,
@@ -14,9 +15,15 @@
  * version; any other failure backs off and relists. A 410 on a list's continue
  * token restarts the list without one.
  *
- * Processing (its own thread): pops the FIFO; each delta updates the store and is
- * handed to the handlers, under the handler-list lock, so that a handler added
- * late can be given the store's contents without missing or repeating an event.
+ * Processing (its own thread): pops the FIFO; each delta updates the store and
+ * becomes a notification appended to every listener's buffer, under the
+ * handler-list lock, so that a handler added late can be given the store's
+ * contents without missing or repeating an event. Nothing in a pop runs user
+ * code: the FIFO lock is held only for the store update and the appends.
+ *
+ * Listeners (client-go's processorListener): one thread per handler, fed by an
+ * unbounded buffer, calls the handler in order. A slow handler delays only its
+ * own notifications; stopping drops what it has not been handed yet.
  *
  * Read-your-own-writes: processed_rv is a resource version up to which every
  * change is in the store: the reflector's last known version (an event, a list or
@@ -25,8 +32,8 @@
  * order they were first queued, so a popped key may carry a newer version than a
  * key still queued behind it. Waiters for a version sleep on cond.
  *
- * Lock order: FIFO -> handlers_mu -> store; mu (reflector state) is never held
- * while taking another lock.
+ * Lock order: FIFO -> handlers_mu -> store -> a listener's mu; mu (reflector
+ * state) is held only to take a watch's own mutex (kcr_watch_stop), never another.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -46,10 +53,31 @@
 #define DEFAULT_PAGE 500
 #define RV_MAX 64
 
+/* note: one notification waiting in a listener's buffer. */
+typedef enum { NOTE_ADD, NOTE_UPDATE, NOTE_DELETE } note_type;
+typedef struct note {
+  struct note *next;
+  note_type type;
+  bool initial;
+  json_t *old_obj; /* own reference (updates) */
+  json_t *obj;     /* own reference, NULL for a tombstone without a last state */
+  char *tombstone; /* own copy, or NULL */
+} note_t;
+
+/* handler: a registered kcr_event_handler and the listener thread that calls it. */
 typedef struct handler {
-  struct handler *next;
-  uint64_t id;
-  kcr_event_handler h;
+  struct handler *next; /* protected by the informer's handlers_mu */
+  uint64_t id;          /* immutable */
+  kcr_event_handler h;  /* immutable */
+  pthread_t thread;
+  int thread_started; /* owner: set before the handler is linked */
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  note_t *head, **tail; /* protected by mu: the buffer, oldest first */
+  size_t pending;       /* protected by mu */
+  size_t initial_left;  /* protected by mu: initial-list adds not yet handled */
+  int stopping;         /* protected by mu */
+  int detached;         /* protected by mu: removed from its own thread; it frees itself */
 } handler_t;
 
 struct kcr_informer {
@@ -61,7 +89,7 @@ struct kcr_informer {
   long min_timeout_s, max_timeout_s;
   int64_t idle_ns;
   kcr_clock_t *clock;
-  kcr_transform_fn transform;
+  kcr_transform_fn transform; /* reflector thread: runs before the FIFO sees an object */
   void *transform_data;
 
   kcr_store_t *store;
@@ -80,8 +108,6 @@ struct kcr_informer {
   int stopping;           /* protected by mu */
   char last_rv[RV_MAX];   /* protected by mu: the reflector's last known version */
   kcr_watch_t *watch;     /* protected by mu: the running watch */
-  int watch_ended;        /* protected by mu */
-  int watch_code;         /* protected by mu */
   kcr_error_t watch_err;  /* protected by mu */
   int watch_gone;         /* protected by mu: a 410 ERROR event arrived */
   kcr_error_t last_error; /* protected by mu: the reflector's latest failure */
@@ -89,7 +115,7 @@ struct kcr_informer {
   uint64_t processed_rv;  /* protected by mu */
   int stream_enabled;     /* reflector thread: use the streaming list */
   int streaming;          /* protected by mu: the watch is delivering its initial events */
-  json_t *stream_items;   /* loop thread while streaming: key -> object */
+  json_t *stream_items;   /* reflector thread while streaming: key -> object */
   atomic_uint_fast64_t streams;
   int synced; /* protected by mu */
 
@@ -207,6 +233,11 @@ static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
       snprintf(rv, sizeof(rv), "%s", prv);
     json_array_foreach(json_object_get(page, "items"), i, item) {
       fill_kind(page, item);
+      if ((rc = inf->transform(item, inf->transform_data)) != 0) {
+        kcr_error_set(err, rc, "list %s: the transform refused an item: %s", inf->plural,
+                      kcr_strerror(rc));
+        break;
+      }
       if (json_array_append(all, item) != 0) {
         rc = kcr_error_set(err, KCR_ENOMEM, "list %s: out of memory", inf->plural);
         break;
@@ -240,7 +271,7 @@ static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
  * sendInitialEvents): objects collect in a private map until the bookmark
  * annotated k8s.io/initial-events-end, which turns them into one Replace, exactly
  * what a paged list would have done; the same watch then goes on as a normal one.
- * Loop thread.
+ * Reflector thread (inside kcr_watch_run).
  */
 static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event_t *ev, const char *rv) {
   char key[KCR_META_KEY_MAX];
@@ -262,7 +293,7 @@ static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event_t *ev, con
       json_decref(ev->object);
       return 0;
     }
-    /* The transform runs when the FIFO gets the object, as for a list. */
+    /* Already transformed (on_watch_event): the map holds the stored form. */
     if (json_object_set_new(inf->stream_items, key, ev->object) != 0) {
       kcr_log(KCR_LOG_ERROR, "reflector", "%s: out of memory collecting a streamed list",
               kind_name(inf));
@@ -317,6 +348,14 @@ static int on_watch_event(const kcr_watch_event_t *ev, void *data) {
   pthread_mutex_lock(&inf->mu);
   streaming = inf->streaming;
   pthread_mutex_unlock(&inf->mu);
+  if ((ev->type == KCR_WATCH_ADDED || ev->type == KCR_WATCH_MODIFIED ||
+       ev->type == KCR_WATCH_DELETED) &&
+      (rc = inf->transform(ev->object, inf->transform_data)) != 0) {
+    kcr_log(KCR_LOG_ERROR, "reflector", "%s: the transform refused a watch event: %s",
+            kind_name(inf), kcr_strerror(rc));
+    json_decref(ev->object);
+    return rc;
+  }
   if (streaming && ev->type != KCR_WATCH_ERROR)
     return on_stream_event(inf, ev, rv);
   switch (ev->type) {
@@ -353,17 +392,6 @@ static int on_watch_event(const kcr_watch_event_t *ev, void *data) {
   return rc;
 }
 
-static void on_watch_end(int code, const kcr_error_t *err, void *data) {
-  kcr_informer_t *inf = data;
-  pthread_mutex_lock(&inf->mu);
-  inf->watch_ended = 1;
-  inf->watch_code = code;
-  if (err && inf->watch_err.code == KCR_OK)
-    inf->watch_err = *err;
-  pthread_cond_broadcast(&inf->cond);
-  pthread_mutex_unlock(&inf->mu);
-}
-
 typedef enum { NEXT_WATCH, NEXT_BACKOFF_WATCH, NEXT_RELIST } next_t;
 
 /*
@@ -382,8 +410,6 @@ static next_t watch_once(kcr_informer_t *inf, int stream, int *streamed) {
 
   pthread_mutex_lock(&inf->mu);
   snprintf(rv, sizeof(rv), "%s", inf->last_rv);
-  inf->watch_ended = 0;
-  inf->watch_code = 0;
   inf->watch_gone = 0;
   inf->streaming = stream;
   kcr_error_clear(&inf->watch_err);
@@ -408,8 +434,7 @@ static next_t watch_once(kcr_informer_t *inf, int stream, int *streamed) {
   }
   o.timeout_seconds = inf->min_timeout_s + (span > 0 ? (long)(r % (uint64_t)(span + 1)) : 0);
   kcr_error_clear(&err);
-  rc = kcr_client_watch(inf->client, &inf->resource, inf->ns, &o, on_watch_event, on_watch_end, inf,
-                        &w, &err);
+  rc = kcr_client_watch(inf->client, &inf->resource, inf->ns, &o, &w, &err);
   if (rc) {
     set_last_error(inf, &err);
     kcr_log(KCR_LOG_WARN, "reflector", "%s: cannot start a watch: %s", kind_name(inf), err.message);
@@ -418,18 +443,23 @@ static next_t watch_once(kcr_informer_t *inf, int stream, int *streamed) {
   atomic_fetch_add(&inf->watches, 1);
   pthread_mutex_lock(&inf->mu);
   inf->watch = w;
-  while (!inf->watch_ended && !inf->stopping)
-    pthread_cond_wait(&inf->cond, &inf->mu);
+  if (inf->stopping)
+    kcr_watch_stop(w); /* kcr_informer_stop ran before it could see the watch */
+  pthread_mutex_unlock(&inf->mu);
+  kcr_error_clear(&err);
+  code = kcr_watch_run(w, on_watch_event, inf, &err); /* decodes here, on this thread */
+  pthread_mutex_lock(&inf->mu);
   inf->watch = NULL;
   pthread_mutex_unlock(&inf->mu);
-  kcr_watch_destroy(w); /* stops it if the informer is stopping; waits out callbacks */
+  kcr_watch_destroy(w);
 
-  json_decref(inf->stream_items); /* callbacks are done: the reflector owns it again */
+  json_decref(inf->stream_items);
   inf->stream_items = NULL;
   pthread_mutex_lock(&inf->mu);
   *streamed = stream && !inf->streaming;
   inf->streaming = 0;
-  code = inf->watch_code;
+  if (code && inf->watch_err.code == KCR_OK)
+    inf->watch_err = err;
   gone = inf->watch_gone || (code == KCR_EAPI && kcr_error_is_gone(&inf->watch_err));
   err = inf->watch_err;
   if (code)
@@ -524,22 +554,138 @@ static void *reflector_main(void *arg) {
 
 /* ---- processing ---- */
 
-static void dispatch_add(kcr_informer_t *inf, json_t *obj, bool initial) {
-  for (handler_t *h = inf->handlers; h; h = h->next)
-    if (h->h.on_add)
-      h->h.on_add(obj, initial, h->h.data);
+static void note_free(note_t *n) {
+  json_decref(n->old_obj);
+  json_decref(n->obj);
+  kcr__free(n->tombstone);
+  kcr__free(n);
 }
 
-static void dispatch_update(kcr_informer_t *inf, json_t *old, json_t *obj) {
+/* handler_free drops a stopped listener's buffer and frees it. */
+static void handler_free(handler_t *h) {
+  while (h->head) {
+    note_t *n = h->head;
+    h->head = n->next;
+    note_free(n);
+  }
+  pthread_cond_destroy(&h->cond);
+  pthread_mutex_destroy(&h->mu);
+  kcr__free(h);
+}
+
+static void *listener_main(void *arg) {
+  handler_t *h = arg;
+  int detached;
+  pthread_mutex_lock(&h->mu);
+  for (;;) {
+    note_t *n;
+    while (!h->head && !h->stopping)
+      pthread_cond_wait(&h->cond, &h->mu);
+    if (h->stopping)
+      break;
+    n = h->head;
+    h->head = n->next;
+    if (!h->head)
+      h->tail = &h->head;
+    h->pending--;
+    pthread_mutex_unlock(&h->mu);
+    switch (n->type) {
+    case NOTE_ADD:
+      if (h->h.on_add)
+        h->h.on_add(n->obj, n->initial, h->h.data);
+      break;
+    case NOTE_UPDATE:
+      if (h->h.on_update)
+        h->h.on_update(n->old_obj, n->obj, h->h.data);
+      break;
+    case NOTE_DELETE:
+      if (h->h.on_delete)
+        h->h.on_delete(n->obj, n->tombstone, h->h.data);
+      break;
+    }
+    pthread_mutex_lock(&h->mu);
+    if (n->initial)
+      h->initial_left--;
+    pthread_mutex_unlock(&h->mu);
+    note_free(n);
+    pthread_mutex_lock(&h->mu);
+  }
+  detached = h->detached;
+  pthread_mutex_unlock(&h->mu);
+  if (detached)
+    handler_free(h); /* kcr_informer_remove_handler ran inside this handler */
+  return NULL;
+}
+
+/* handler_stop drops what the listener has not begun and joins its thread (the
+ * current call, if any, finishes first). From the listener's own thread it only
+ * marks it: the thread frees the handler as it leaves. */
+static void handler_stop_free(handler_t *h) {
+  pthread_mutex_lock(&h->mu);
+  h->stopping = 1;
+  pthread_cond_signal(&h->cond);
+  if (h->thread_started && pthread_equal(h->thread, pthread_self())) {
+    h->detached = 1;
+    pthread_mutex_unlock(&h->mu);
+    pthread_detach(h->thread);
+    return;
+  }
+  pthread_mutex_unlock(&h->mu);
+  if (h->thread_started)
+    pthread_join(h->thread, NULL);
+  handler_free(h);
+}
+
+/* notify appends one notification to h's buffer; steals nothing (it takes its
+ * own references). Returns 0 or KCR_ENOMEM. */
+static int notify(handler_t *h, note_type type, bool initial, json_t *old_obj, json_t *obj,
+                  const char *tombstone) {
+  note_t *n;
+  if ((type == NOTE_ADD && !h->h.on_add) || (type == NOTE_UPDATE && !h->h.on_update) ||
+      (type == NOTE_DELETE && !h->h.on_delete))
+    return 0;
+  n = kcr__calloc(1, sizeof(*n));
+  if (!n)
+    return KCR_ENOMEM;
+  if (tombstone && !(n->tombstone = kcr__strdup(tombstone))) {
+    kcr__free(n);
+    return KCR_ENOMEM;
+  }
+  n->type = type;
+  n->initial = initial;
+  n->old_obj = json_incref(old_obj);
+  n->obj = json_incref(obj);
+  pthread_mutex_lock(&h->mu);
+  *h->tail = n;
+  h->tail = &n->next;
+  h->pending++;
+  if (initial)
+    h->initial_left++;
+  pthread_cond_signal(&h->cond);
+  pthread_mutex_unlock(&h->mu);
+  return 0;
+}
+
+/* distribute hands one change to every listener. handlers_mu held. */
+static void distribute(kcr_informer_t *inf, note_type type, bool initial, json_t *old_obj,
+                       json_t *obj, const char *key, const char *tombstone) {
+  for (handler_t *h = inf->handlers; h; h = h->next)
+    if (notify(h, type, initial, old_obj, obj, tombstone) != 0)
+      kcr_log(KCR_LOG_ERROR, "informer", "%s: out of memory: a handler misses the %s of %s",
+              kind_name(inf),
+              type == NOTE_ADD      ? "add"
+              : type == NOTE_UPDATE ? "update"
+                                    : "delete",
+              key);
+}
+
+/* wants_old tells whether some handler takes updates (only then is the stored
+ * state decoded as the old object). handlers_mu held. */
+static bool wants_old(kcr_informer_t *inf) {
   for (handler_t *h = inf->handlers; h; h = h->next)
     if (h->h.on_update)
-      h->h.on_update(old, obj, h->h.data);
-}
-
-static void dispatch_delete(kcr_informer_t *inf, json_t *obj, const char *tombstone) {
-  for (handler_t *h = inf->handlers; h; h = h->next)
-    if (h->h.on_delete)
-      h->h.on_delete(obj, tombstone, h->h.data);
+      return true;
+  return false;
 }
 
 static int process(const char *key, const kcr_delta_t *deltas, size_t n, bool initial,
@@ -558,20 +704,22 @@ static int process(const char *key, const kcr_delta_t *deltas, size_t n, bool in
         kcr_store_delete_key(inf->store, d->tombstone_key);
       else
         kcr_store_delete(inf->store, d->object, &err);
-      dispatch_delete(inf, d->object, d->tombstone_key);
+      distribute(inf, NOTE_DELETE, false, NULL, d->object, key, d->tombstone_key);
       continue;
     }
     {
       json_t *old = NULL;
-      if (kcr_store_get_by_key(inf->store, key, &old) == 0) {
+      int exists = wants_old(inf) ? kcr_store_get_by_key(inf->store, key, &old) == 0
+                                  : kcr_store_contains(inf->store, key);
+      if (exists) {
         rc = kcr_store_update(inf->store, d->object, &err);
         if (rc == 0)
-          dispatch_update(inf, old, d->object);
+          distribute(inf, NOTE_UPDATE, false, old, d->object, key, NULL);
         json_decref(old);
       } else {
         rc = kcr_store_add(inf->store, d->object, &err);
         if (rc == 0)
-          dispatch_add(inf, d->object, initial);
+          distribute(inf, NOTE_ADD, initial, NULL, d->object, key, NULL);
       }
     }
     if (rc)
@@ -673,8 +821,6 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
   kcr_store_known_objects(inf->store, &known);
   memset(&fo, 0, sizeof(fo));
   fo.known = &known;
-  fo.transform = inf->transform;
-  fo.transform_data = inf->transform_data;
   if ((rc = kcr_delta_fifo_create(&fo, &inf->fifo)) != 0) {
     kcr_error_set(err, rc, "informer: cannot create its queue");
     goto fail;
@@ -698,20 +844,32 @@ int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, ui
   if (!n)
     return kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
   n->h = *h;
+  n->tail = &n->head;
+  pthread_mutex_init(&n->mu, NULL);
+  pthread_cond_init(&n->cond, NULL);
+  if (pthread_create(&n->thread, NULL, listener_main, n) != 0) {
+    handler_stop_free(n);
+    return kcr_error_set(err, KCR_ESYS, "informer %s: cannot start a handler's thread",
+                         kind_name(inf));
+  }
+  n->thread_started = 1;
   pthread_mutex_lock(&inf->handlers_mu);
   /* Under handlers_mu no delta is being applied: the store is consistent with
-   * everything the other handlers have seen. */
+   * everything the other handlers have been handed. */
   rc = kcr_store_list(inf->store, &existing);
-  if (rc) {
-    pthread_mutex_unlock(&inf->handlers_mu);
-    kcr__free(n);
-    return kcr_error_set(err, rc, "informer: cannot list the store for a new handler");
-  }
-  json_array_foreach(existing, i, obj) {
-    if (h->on_add)
-      h->on_add(obj, true, h->data);
+  if (rc == 0) {
+    json_array_foreach(existing, i, obj) {
+      if ((rc = notify(n, NOTE_ADD, true, NULL, obj, NULL)) != 0)
+        break;
+    }
   }
   json_decref(existing);
+  if (rc) {
+    pthread_mutex_unlock(&inf->handlers_mu);
+    handler_stop_free(n);
+    return kcr_error_set(err, rc, "informer %s: cannot hand the cached objects to a new handler",
+                         kind_name(inf));
+  }
   n->id = ++inf->next_id;
   for (tail = &inf->handlers; *tail; tail = &(*tail)->next)
     ;
@@ -723,16 +881,33 @@ int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, ui
 }
 
 void kcr_informer_remove_handler(kcr_informer_t *inf, uint64_t id) {
-  handler_t **pp;
+  handler_t **pp, *dead = NULL;
   pthread_mutex_lock(&inf->handlers_mu);
   for (pp = &inf->handlers; *pp; pp = &(*pp)->next)
     if ((*pp)->id == id) {
-      handler_t *dead = *pp;
+      dead = *pp;
       *pp = dead->next;
-      kcr__free(dead);
       break;
     }
   pthread_mutex_unlock(&inf->handlers_mu);
+  if (dead)
+    handler_stop_free(dead); /* waits out a call in progress */
+}
+
+bool kcr_informer_handler_has_synced(kcr_informer_t *inf, uint64_t id) {
+  bool synced = false;
+  if (!kcr_informer_has_synced(inf))
+    return false;
+  pthread_mutex_lock(&inf->handlers_mu);
+  for (handler_t *h = inf->handlers; h; h = h->next)
+    if (h->id == id) {
+      pthread_mutex_lock(&h->mu);
+      synced = h->initial_left == 0;
+      pthread_mutex_unlock(&h->mu);
+      break;
+    }
+  pthread_mutex_unlock(&inf->handlers_mu);
+  return synced;
 }
 
 int kcr_informer_start(kcr_informer_t *inf, kcr_error_t *err) {
@@ -751,6 +926,7 @@ int kcr_informer_start(kcr_informer_t *inf, kcr_error_t *err) {
 
 void kcr_informer_stop(kcr_informer_t *inf) {
   kcr_watch_t *w;
+  handler_t *handlers;
   if (!inf->started || inf->stopped)
     return;
   inf->stopped = 1;
@@ -758,22 +934,32 @@ void kcr_informer_stop(kcr_informer_t *inf) {
   inf->stopping = 1;
   w = inf->watch;
   pthread_cond_broadcast(&inf->cond);
+  kcr_watch_stop(w); /* under mu: the reflector destroys it only after clearing inf->watch */
   pthread_mutex_unlock(&inf->mu);
   kcr_cancel_fire(inf->cancel);
-  (void)w; /* the reflector thread destroys (and so stops) its own watch */
   pthread_join(inf->reflector_thread, NULL);
   kcr_delta_fifo_close(inf->fifo);
   pthread_join(inf->processor_thread, NULL);
+  /* The listeners last: each finishes the call it is in and drops the rest. */
+  pthread_mutex_lock(&inf->handlers_mu);
+  handlers = inf->handlers;
+  inf->handlers = NULL;
+  pthread_mutex_unlock(&inf->handlers_mu);
+  while (handlers) {
+    handler_t *h = handlers;
+    handlers = h->next;
+    handler_stop_free(h);
+  }
 }
 
 void kcr_informer_destroy(kcr_informer_t *inf) {
   if (!inf)
     return;
   kcr_informer_stop(inf);
-  while (inf->handlers) {
+  while (inf->handlers) { /* never started: the listeners still run */
     handler_t *h = inf->handlers;
     inf->handlers = h->next;
-    kcr__free(h);
+    handler_stop_free(h);
   }
   json_decref(inf->stream_items);
   kcr_delta_fifo_destroy(inf->fifo);

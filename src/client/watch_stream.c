@@ -1,23 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * watch_stream.c: a watch is a long-lived GET whose body is a stream of events.
- * It runs as a transfer on the loop like any request, but its body goes through
- * a kcr_watch_decoder as it arrives, and each event is handed to the owner's
- * callback on the loop thread.
+ *
+ * Who does what: the loop thread only moves bytes. Its write callback copies each
+ * piece libcurl delivers into the watch's inbox (a list of chunks under the
+ * watch's mutex) and wakes the consumer; it never parses, never calls user code
+ * and never waits for anyone. The consumer, the thread in kcr_watch_run (a
+ * reflector, a test), takes the chunks, feeds them to a kcr_watch_decoder and so
+ * runs the event callback, then, once the transfer is done, turns how it ended
+ * (libcurl's result, the HTTP status, an error body) into the end code. A slow
+ * consumer therefore delays only its own watch.
+ *
+ * Bounds: the inbox holds at most max_buffered bytes. The loop cannot push back
+ * without stalling every other stream of a shared HTTP/2 connection (pausing a
+ * stream in libcurl 7.88 stops the whole connection's input), so a consumer that
+ * falls that far behind ends its watch with KCR_ETOOBIG instead. A non-2xx
+ * answer (a 410 for a too-old resourceVersion, a 403) is collected into a
+ * bounded buffer instead of the inbox and parsed by the consumer.
  *
  * Dead connections: a watch that receives no byte for idle_timeout is aborted by
  * libcurl's low-speed check (less than 1 byte/s for that many seconds), so a
  * half-open connection ends the watch with KCR_ETIMEDOUT instead of hanging.
  *
- * Lifetime: the struct is shared by the owner's handle and the loop (while the
- * transfer runs), with a reference count under its mutex. on_end runs exactly once,
- * on the loop, and is the loop's last touch. kcr_watch_destroy detaches the
- * callbacks on the loop thread (posting there and waiting, unless it already is
- * there), so after it returns no callback runs, even if the transfer was in the
- * middle of delivering events.
- *
- * A non-2xx answer (a 410 for a too-old resourceVersion, a 403) is collected into a
- * bounded buffer instead of the decoder and turned into the end error.
+ * Lifetime: the struct is shared by the owner's handle and the loop (from the
+ * start closure until the done callback), with a reference count under its
+ * mutex; whoever drops the last reference frees it. Since the loop calls nothing
+ * of the owner's, kcr_watch_destroy never waits for the loop.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -33,30 +41,52 @@
 #define DEFAULT_IDLE_NS (600 * KCR_NSEC_PER_SEC)
 #define IDLE_MARGIN_NS (30 * KCR_NSEC_PER_SEC)
 
+/* chunk: bytes as the network delivered them, waiting for the consumer. */
+typedef struct chunk {
+  struct chunk *next;
+  size_t len;
+  char bytes[];
+} chunk_t;
+
 struct kcr_watch {
   kcr__transfer_t t; /* first member: the done callback casts back */
   kcr_client_t *client;
   struct curl_slist *headers;
-  kcr_watch_decoder_t *decoder;
-  kcr_watch_cb on_event;
-  kcr_watch_end_cb on_end;
-  void *data;
-  kcr_buf_t error_body; /* loop thread */
-  long status;          /* loop thread: 0 until the status line is known */
-  int failed;           /* loop thread: the write callback refused data */
-  int stop_code;        /* loop thread: why the write callback refused */
-  kcr_error_t error;    /* loop thread */
-  int ended;            /* loop thread: on_end ran (or will never run) */
-  int detached;         /* loop thread: no more callbacks */
+  kcr_watch_decoder_t *decoder; /* consumer thread */
+  kcr_watch_cb on_event;        /* consumer thread */
+  void *data;                   /* consumer thread */
+  size_t max_buffered;          /* immutable */
+  char *path;                   /* immutable */
+  int64_t started_ns;           /* immutable */
+  long status;                  /* loop thread: 0 until the status line is known */
+  /* Written by the loop until done is set, read by the consumer after. */
+  kcr_buf_t error_body;
   char errbuf[CURL_ERROR_SIZE];
-  char *path;
-  int64_t started_ns;
+  CURLcode result;
+  long final_status;
+  char *content_type;
 
   pthread_mutex_t mu;
-  pthread_cond_t cond;
-  int refs;  /* protected by mu */
-  int acked; /* protected by mu: a detach closure ran */
+  pthread_cond_t cond; /* signalled when a chunk arrives, on done and on stop */
+  int refs;            /* protected by mu */
+  chunk_t *head;       /* protected by mu: the inbox, oldest first */
+  chunk_t **tail;      /* protected by mu */
+  size_t buffered;     /* protected by mu: bytes queued or being decoded */
+  int waiting;         /* protected by mu: the consumer sleeps on cond */
+  int done;            /* protected by mu: the transfer has ended */
+  int stopped;         /* protected by mu: kcr_watch_stop ran */
+  int overflow;        /* protected by mu: the inbox passed max_buffered */
+  int nomem;           /* protected by mu: a chunk could not be allocated */
+  int ran;             /* protected by mu: kcr_watch_run was called */
 };
+
+static void free_chunks(chunk_t *c) {
+  while (c) {
+    chunk_t *next = c->next;
+    kcr__free(c);
+    c = next;
+  }
+}
 
 static void watch_unref(kcr_watch_t *w) {
   int last;
@@ -70,159 +100,226 @@ static void watch_unref(kcr_watch_t *w) {
   curl_slist_free_all(w->headers);
   kcr_watch_decoder_destroy(w->decoder);
   kcr_buf_free(&w->error_body);
+  free_chunks(w->head);
+  kcr__free(w->content_type);
   kcr__free(w->path);
   pthread_cond_destroy(&w->cond);
   pthread_mutex_destroy(&w->mu);
   kcr__free(w);
 }
 
+/* ---- the loop thread's side: bytes in, nothing else ---- */
+
+/* on_stream is libcurl's write callback. Loop thread. */
+static size_t on_stream(char *bytes, size_t size, size_t n, void *userp) {
+  kcr_watch_t *w = userp;
+  size_t len = size * n;
+  chunk_t *c;
+  int over;
+
+  if (w->status == 0)
+    curl_easy_getinfo(w->t.easy, CURLINFO_RESPONSE_CODE, &w->status);
+  if (w->status < 200 || w->status > 299) {
+    /* An error body past its bound: keep what fits, the status says enough. */
+    (void)kcr_buf_append(&w->error_body, bytes, len);
+    return len;
+  }
+  if (len == 0)
+    return 0;
+  pthread_mutex_lock(&w->mu);
+  over = w->buffered + len > w->max_buffered;
+  if (over)
+    w->overflow = 1;
+  pthread_mutex_unlock(&w->mu);
+  if (over)
+    return CURL_WRITEFUNC_ERROR;
+  c = kcr__malloc(sizeof(*c) + len);
+  if (!c) {
+    pthread_mutex_lock(&w->mu);
+    w->nomem = 1;
+    pthread_mutex_unlock(&w->mu);
+    return CURL_WRITEFUNC_ERROR;
+  }
+  c->next = NULL;
+  c->len = len;
+  memcpy(c->bytes, bytes, len);
+  pthread_mutex_lock(&w->mu);
+  *w->tail = c;
+  w->tail = &c->next;
+  w->buffered += len;
+  if (w->waiting)
+    pthread_cond_signal(&w->cond);
+  pthread_mutex_unlock(&w->mu);
+  return len;
+}
+
+/* on_watch_done records how the transfer ended for the consumer. Loop thread. */
+static void on_watch_done(kcr__transfer_t *t, CURLcode result) {
+  kcr_watch_t *w = (kcr_watch_t *)(void *)t;
+  long status = 0;
+  char *ct = NULL;
+
+  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &ct);
+  kcr__client_observe(w->client, "WATCH", status,
+                      (double)(kcr_clock_now(kcr_clock_system()) - w->started_ns) / 1e9);
+  w->result = result;
+  w->final_status = status;
+  w->content_type = ct ? kcr__strdup(ct) : NULL;
+  pthread_mutex_lock(&w->mu);
+  w->done = 1;
+  pthread_cond_signal(&w->cond);
+  pthread_mutex_unlock(&w->mu);
+  watch_unref(w); /* the loop's reference */
+}
+
+/* mark_done ends a transfer that never ran. Loop thread. */
+static void mark_done(kcr_watch_t *w, CURLcode result) {
+  w->result = result;
+  pthread_mutex_lock(&w->mu);
+  w->done = 1;
+  pthread_cond_signal(&w->cond);
+  pthread_mutex_unlock(&w->mu);
+  watch_unref(w);
+}
+
+static void on_loop_start(kcr_loop_t *loop, void *data) {
+  kcr_watch_t *w = data;
+  int stopped;
+  pthread_mutex_lock(&w->mu);
+  stopped = w->stopped;
+  pthread_mutex_unlock(&w->mu);
+  if (stopped || kcr__loop_add_transfer(loop, &w->t) != 0)
+    mark_done(w, CURLE_ABORTED_BY_CALLBACK);
+}
+
+static void on_loop_stop(kcr_loop_t *loop, void *data) {
+  kcr_watch_t *w = data;
+  if (w->t.active)
+    kcr__loop_cancel_transfer(loop, &w->t); /* calls on_watch_done */
+  watch_unref(w);
+}
+
+/* ---- the consumer's side ---- */
+
+void kcr_watch_stop(kcr_watch_t *w) {
+  int post;
+  if (!w)
+    return;
+  pthread_mutex_lock(&w->mu);
+  post = !w->stopped && !w->done;
+  w->stopped = 1;
+  pthread_cond_broadcast(&w->cond);
+  if (post)
+    w->refs++;
+  pthread_mutex_unlock(&w->mu);
+  /* Posted even from the loop thread: a callback inside libcurl's write path must
+   * not remove its own transfer. */
+  if (post && kcr_loop_post(kcr_client_loop(w->client), on_loop_stop, w) != 0)
+    watch_unref(w); /* the loop is stopping and aborts every transfer itself */
+}
+
+void kcr_watch_destroy(kcr_watch_t *w) {
+  if (!w)
+    return;
+  kcr_watch_stop(w);
+  watch_unref(w);
+}
+
 static int on_decoded(const kcr_watch_event_t *ev, void *data) {
   kcr_watch_t *w = data;
-  if (w->detached) {
+  int stopped;
+  pthread_mutex_lock(&w->mu);
+  stopped = w->stopped;
+  pthread_mutex_unlock(&w->mu);
+  if (stopped) {
+    /* The callback stopped its own watch: no event after that one. */
     json_decref(ev->object);
     return KCR_ECANCELED;
   }
   return w->on_event(ev, w->data);
 }
 
-static size_t on_stream(char *bytes, size_t size, size_t n, void *userp) {
-  kcr_watch_t *w = userp;
-  size_t len = size * n;
-  int rc;
-
-  if (w->status == 0)
-    curl_easy_getinfo(w->t.easy, CURLINFO_RESPONSE_CODE, &w->status);
-  if (w->status < 200 || w->status > 299) {
-    if (kcr_buf_append(&w->error_body, bytes, len) == 0)
-      return len;
-    /* An error body past its bound: keep what fits, the status says enough. */
-    return len;
-  }
-  rc = kcr_watch_decoder_feed(w->decoder, bytes, len, &w->error);
-  if (rc) {
-    w->failed = 1;
-    w->stop_code = rc;
-    return CURL_WRITEFUNC_ERROR;
-  }
-  return len;
-}
-
-/* end runs on_end once (unless detached) and drops the loop's reference. */
-static void end(kcr_watch_t *w, int code) {
-  if (!w->ended) {
-    w->ended = 1;
-    if (!w->detached && w->on_end)
-      w->on_end(code, code ? &w->error : NULL, w->data);
-  }
-  watch_unref(w);
-}
-
-static void on_watch_done(kcr__transfer_t *t, CURLcode result) {
-  kcr_watch_t *w = (kcr_watch_t *)(void *)t;
-  int code = 0;
-  long status = 0;
-
-  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
-  kcr__client_observe(w->client, "WATCH", status,
-                      (double)(kcr_clock_now(kcr_clock_system()) - w->started_ns) / 1e9);
-  if (w->failed) {
-    code = w->stop_code; /* w->error already says why */
-  } else if (result == CURLE_OK && (status < 200 || status > 299)) {
+/* end_code turns the finished transfer into kcr_watch_run's answer. Consumer
+ * thread, after done (so the loop's fields are stable). */
+static int end_code(kcr_watch_t *w, int overflow, int nomem, kcr_error_t *err) {
+  long status = w->final_status;
+  if (nomem)
+    return kcr_error_set(err, KCR_ENOMEM, "watch %s: out of memory", w->path);
+  if (overflow)
+    return kcr_error_set(err, KCR_ETOOBIG,
+                         "watch %s: the consumer fell more than %zu bytes behind the stream",
+                         w->path, w->max_buffered);
+  if (w->result == CURLE_OK && (status < 200 || status > 299)) {
     kcr__error_response_t info = {status, NULL, NULL, "GET", NULL, NULL, NULL};
-    char *ct = NULL;
-    curl_easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &ct);
-    info.content_type = ct;
-    code = kcr__error_from_response(&w->error, &info, kcr_buf_cstr(&w->error_body),
-                                    kcr_buf_len(&w->error_body));
+    info.content_type = w->content_type;
     if (status == 401)
       kcr__client_credentials_rejected(w->client);
-  } else if (result == CURLE_OPERATION_TIMEDOUT) {
-    code = kcr_error_set(&w->error, KCR_ETIMEDOUT, "watch %s: no data within the idle timeout: %s",
+    return kcr__error_from_response(err, &info, kcr_buf_cstr(&w->error_body),
+                                    kcr_buf_len(&w->error_body));
+  }
+  if (w->result == CURLE_OPERATION_TIMEDOUT)
+    return kcr_error_set(err, KCR_ETIMEDOUT, "watch %s: no data within the idle timeout: %s",
                          w->path, w->errbuf);
-  } else if (result != CURLE_OK) {
-    code = kcr__client_transport_error(result, "watch", w->path, w->errbuf, &w->error);
-  } else {
-    code = kcr_watch_decoder_finish(w->decoder, &w->error);
-  }
-  end(w, code);
+  if (w->result == CURLE_ABORTED_BY_CALLBACK)
+    return kcr_error_set(err, KCR_ECANCELED, "watch %s: stopped", w->path);
+  if (w->result != CURLE_OK)
+    return kcr__client_transport_error(w->result, "watch", w->path, w->errbuf, err);
+  return kcr_watch_decoder_finish(w->decoder, err);
 }
 
-static void on_loop_start(kcr_loop_t *loop, void *data) {
-  kcr_watch_t *w = data;
-  if (w->ended) {
-    /* Stopped before it started. */
-    watch_unref(w);
-    return;
-  }
-  if (kcr__loop_add_transfer(loop, &w->t) != 0) {
-    kcr_error_set(&w->error, KCR_ECANCELED, "watch %s: the loop is stopping", w->path);
-    end(w, KCR_ECANCELED);
-  }
-}
+int kcr_watch_run(kcr_watch_t *w, kcr_watch_cb on_event, void *data, kcr_error_t *err) {
+  int rc = 0, overflow, nomem;
 
-static void on_loop_stop(kcr_loop_t *loop, void *data) {
-  kcr_watch_t *w = data;
-  if (w->t.active) {
-    kcr_error_set(&w->error, KCR_ECANCELED, "watch %s: stopped", w->path);
-    w->failed = 1;
-    w->stop_code = KCR_ECANCELED;
-    kcr__loop_cancel_transfer(loop, &w->t); /* calls on_watch_done -> end */
-  } else if (!w->ended) {
-    /* Not started yet: the start closure sees ended and lets go. */
-    kcr_error_set(&w->error, KCR_ECANCELED, "watch %s: stopped", w->path);
-    w->ended = 1;
-    if (!w->detached && w->on_end)
-      w->on_end(KCR_ECANCELED, &w->error, w->data);
-  }
-  watch_unref(w);
-}
-
-static void on_loop_detach(kcr_loop_t *loop, void *data) {
-  kcr_watch_t *w = data;
-  (void)loop;
-  w->detached = 1;
+  if (!w || !on_event)
+    return kcr_error_set(err, KCR_EINVAL, "watch: a watch and an event callback are required");
   pthread_mutex_lock(&w->mu);
-  w->acked = 1;
-  pthread_cond_broadcast(&w->cond);
-  pthread_mutex_unlock(&w->mu);
-  watch_unref(w);
-}
-
-static void watch_ref(kcr_watch_t *w) {
-  pthread_mutex_lock(&w->mu);
-  w->refs++;
-  pthread_mutex_unlock(&w->mu);
-}
-
-void kcr_watch_stop(kcr_watch_t *w) {
-  if (!w)
-    return;
-  watch_ref(w);
-  /* Posted even from the loop thread: a callback inside libcurl's write path must
-   * not remove its own transfer. */
-  if (kcr_loop_post(kcr_client_loop(w->client), on_loop_stop, w) != 0)
-    watch_unref(w); /* the loop is stopping and aborts every transfer itself */
-}
-
-void kcr_watch_destroy(kcr_watch_t *w) {
-  kcr_loop_t *loop;
-  if (!w)
-    return;
-  loop = kcr_client_loop(w->client);
-  kcr_watch_stop(w);
-  watch_ref(w);
-  if (kcr_loop_on_thread(loop)) {
-    on_loop_detach(loop, w);
-  } else if (kcr_loop_post(loop, on_loop_detach, w) == 0) {
-    pthread_mutex_lock(&w->mu);
-    while (!w->acked)
-      pthread_cond_wait(&w->cond, &w->mu);
+  if (w->ran) {
     pthread_mutex_unlock(&w->mu);
-  } else {
-    /* The loop has stopped: it runs no callback any more. */
-    watch_unref(w);
+    return kcr_error_set(err, KCR_EINVAL, "watch %s: already run", w->path);
   }
-  watch_unref(w);
+  w->ran = 1;
+  w->on_event = on_event;
+  w->data = data;
+  for (;;) {
+    chunk_t *batch;
+    size_t fed = 0;
+    while (!w->head && !w->done && !w->stopped) {
+      w->waiting = 1;
+      pthread_cond_wait(&w->cond, &w->mu);
+      w->waiting = 0;
+    }
+    if (w->stopped) {
+      rc = kcr_error_set(err, KCR_ECANCELED, "watch %s: stopped", w->path);
+      break;
+    }
+    if (!w->head)
+      break; /* done, and everything received is decoded */
+    batch = w->head;
+    w->head = NULL;
+    w->tail = &w->head;
+    pthread_mutex_unlock(&w->mu);
+    while (batch && rc == 0) {
+      chunk_t *c = batch;
+      batch = c->next;
+      fed += c->len;
+      rc = kcr_watch_decoder_feed(w->decoder, c->bytes, c->len, err);
+      kcr__free(c);
+    }
+    free_chunks(batch);
+    if (rc) {
+      kcr_watch_stop(w); /* the stream is over for us: let the loop drop it */
+      return rc;
+    }
+    pthread_mutex_lock(&w->mu);
+    w->buffered -= fed;
+  }
+  overflow = w->overflow;
+  nomem = w->nomem;
+  pthread_mutex_unlock(&w->mu);
+  if (rc)
+    return rc;
+  return end_code(w, overflow, nomem, err);
 }
 
 static int build_watch_path(kcr_buf_t *b, const kcr_gvr *r, const char *ns,
@@ -258,8 +355,7 @@ static int build_watch_path(kcr_buf_t *b, const kcr_gvr *r, const char *ns,
 }
 
 int kcr_client_watch(kcr_client_t *c, const kcr_gvr *r, const char *ns, const kcr_watch_options *o,
-                     kcr_watch_cb on_event, kcr_watch_end_cb on_end, void *data, kcr_watch_t **out,
-                     kcr_error_t *err) {
+                     kcr_watch_t **out, kcr_error_t *err) {
   kcr_watch_t *w;
   kcr_buf_t path;
   int64_t idle_ns;
@@ -267,8 +363,6 @@ int kcr_client_watch(kcr_client_t *c, const kcr_gvr *r, const char *ns, const kc
   int rc;
 
   *out = NULL;
-  if (!on_event || !on_end)
-    return kcr_error_set(err, KCR_EINVAL, "watch: both callbacks are required");
   w = kcr__calloc(1, sizeof(*w));
   if (!w)
     return kcr_error_set(err, KCR_ENOMEM, "watch: out of memory");
@@ -276,9 +370,8 @@ int kcr_client_watch(kcr_client_t *c, const kcr_gvr *r, const char *ns, const kc
   pthread_cond_init(&w->cond, NULL);
   w->refs = 1; /* the owner's */
   w->client = c;
-  w->on_event = on_event;
-  w->on_end = on_end;
-  w->data = data;
+  w->tail = &w->head;
+  w->max_buffered = o && o->max_buffered ? o->max_buffered : KCR_WATCH_MAX_BUFFERED_DEFAULT;
   w->t.done = on_watch_done;
   kcr_buf_init(&w->error_body, ERROR_BODY_MAX);
   kcr_buf_init(&path, (size_t)64 * 1024);
@@ -312,7 +405,7 @@ int kcr_client_watch(kcr_client_t *c, const kcr_gvr *r, const char *ns, const kc
   curl_easy_setopt(w->t.easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(w->t.easy, CURLOPT_LOW_SPEED_TIME, idle_s);
   w->started_ns = kcr_clock_now(kcr_clock_system());
-  w->refs++; /* the loop's, until end() */
+  w->refs++; /* the loop's, until the transfer is done */
   rc = kcr_loop_post(kcr_client_loop(c), on_loop_start, w);
   if (rc) {
     w->refs--;

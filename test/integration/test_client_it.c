@@ -383,18 +383,26 @@ static int on_event(const kcr_watch_event_t *ev, void *data) {
   return 0;
 }
 
-static void on_end(int code, const kcr_error_t *err, void *data) {
-  watch_count *c = data;
-  (void)code;
-  (void)err;
-  pthread_mutex_lock(&c->mu);
-  c->ended++;
-  pthread_mutex_unlock(&c->mu);
+/* run_watch consumes one watch on its own thread until it ends. */
+typedef struct runner {
+  kcr_watch_t *w;
+  watch_count *c;
+  pthread_t thread;
+} runner_t;
+
+static void *run_watch(void *arg) {
+  runner_t *r = arg;
+  (void)kcr_watch_run(r->w, on_event, r->c, NULL);
+  pthread_mutex_lock(&r->c->mu);
+  r->c->ended++;
+  pthread_mutex_unlock(&r->c->mu);
+  return NULL;
 }
 
 static void test_it_watches_share_one_connection(void **state) {
   enum { N = 20 };
   kcr_watch_t *w[N];
+  runner_t run[N];
   watch_count c;
   kcr_watch_options o;
   kcr_loop_stats before, after;
@@ -410,8 +418,12 @@ static void test_it_watches_share_one_connection(void **state) {
   memset(&o, 0, sizeof(o));
   o.label_selector = "watched=yes";
   o.timeout_seconds = 120;
-  for (int i = 0; i < N; i++)
-    CHECK(kcr_client_watch(client, &configmaps, ns, &o, on_event, on_end, &c, &w[i], E));
+  for (int i = 0; i < N; i++) {
+    CHECK(kcr_client_watch(client, &configmaps, ns, &o, &w[i], E));
+    run[i].w = w[i];
+    run[i].c = &c;
+    assert_int_equal(pthread_create(&run[i].thread, NULL, run_watch, &run[i]), 0);
+  }
   kcr_it_sleep_ms(300);
   cm = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}}", "apiVersion", "v1", "kind", "ConfigMap",
                  "metadata", "name", "watched", "labels", "watched", "yes");
@@ -428,7 +440,11 @@ static void test_it_watches_share_one_connection(void **state) {
   /* Twenty watches and a create went over the connection that already existed. */
   assert_int_equal(after.connections_opened, before.connections_opened);
   for (int i = 0; i < N; i++)
+    kcr_watch_stop(w[i]);
+  for (int i = 0; i < N; i++) {
+    pthread_join(run[i].thread, NULL);
     kcr_watch_destroy(w[i]);
+  }
   assert_int_equal(c.ended, N);
   pthread_mutex_destroy(&c.mu);
 }

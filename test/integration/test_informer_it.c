@@ -155,6 +155,15 @@ static void on_delete(json_t *obj, const char *tombstone, void *data) {
   atomic_fetch_add(&c->deletes, 1);
 }
 
+static uint64_t last_handler; /* the handler make_informer registered */
+
+/* wait_handler_synced waits (bounded) until a handler has handled the first list. */
+static void wait_handler_synced(kcr_informer_t *inf, uint64_t id) {
+  for (int i = 0; i < 6000 && !kcr_informer_handler_has_synced(inf, id); i++)
+    kcr_it_sleep_ms(10);
+  assert_true(kcr_informer_handler_has_synced(inf, id));
+}
+
 static kcr_informer_t *make_informer(counts_t *c) {
   kcr_informer_options o;
   kcr_event_handler h = {on_add, on_update, on_delete, c};
@@ -169,7 +178,7 @@ static kcr_informer_t *make_informer(counts_t *c) {
   kcr_error_clear(&err);
   if (kcr_informer_create(&o, &inf, &err) != 0)
     fail_msg("informer: %s", err.message);
-  if (c && kcr_informer_add_handler(inf, &h, NULL, &err) != 0)
+  if (c && kcr_informer_add_handler(inf, &h, &last_handler, &err) != 0)
     fail_msg("handler: %s", err.message);
   return inf;
 }
@@ -228,6 +237,7 @@ static void test_informer_syncs_5k_then_converges_after_10k_churn(void **state) 
   if (kcr_informer_wait_for_sync(inf, 60 * KCR_NSEC_PER_SEC, &err) != 0)
     fail_msg("sync: %s", err.message);
   assert_int_equal(kcr_store_len(kcr_informer_store(inf)), 5000);
+  wait_handler_synced(inf, last_handler); /* handlers run on their own thread */
   assert_int_equal(atomic_load(&c.initial_adds), 5000);
   kcr_informer_get_stats(inf, &st);
   assert_int_equal(st.lists, 1);
@@ -300,6 +310,7 @@ static void test_informer_late_handler_gets_existing_objects(void **state) {
   kcr_informer_t *inf = make_informer(NULL);
   kcr_event_handler h = {on_add, on_update, on_delete, &c};
   kcr_error_t err;
+  uint64_t id = 0;
   size_t have;
   (void)state;
   kcr_error_clear(&err);
@@ -307,7 +318,8 @@ static void test_informer_late_handler_gets_existing_objects(void **state) {
   assert_int_equal(kcr_informer_wait_for_sync(inf, 60 * KCR_NSEC_PER_SEC, &err), 0);
   have = kcr_store_len(kcr_informer_store(inf));
   assert_true(have > 0);
-  assert_int_equal(kcr_informer_add_handler(inf, &h, NULL, &err), 0);
+  assert_int_equal(kcr_informer_add_handler(inf, &h, &id, &err), 0);
+  wait_handler_synced(inf, id);
   assert_int_equal(atomic_load(&c.initial_adds), (int)have);
   kcr_informer_destroy(inf);
 }
@@ -351,10 +363,11 @@ static void test_informer_streaming_list(void **state) {
   o.streaming_list = true;
   kcr_error_clear(&err);
   assert_int_equal(kcr_informer_create(&o, &inf, &err), 0);
-  assert_int_equal(kcr_informer_add_handler(inf, &h, NULL, &err), 0);
+  assert_int_equal(kcr_informer_add_handler(inf, &h, &last_handler, &err), 0);
   assert_int_equal(kcr_informer_start(inf, &err), 0);
   if (kcr_informer_wait_for_sync(inf, 60 * KCR_NSEC_PER_SEC, &err) != 0)
     fail_msg("sync: %s", err.message);
+  wait_handler_synced(inf, last_handler);
   kcr_informer_get_stats(inf, &st);
   /* The state came from the watch's initial events, not from a list. */
   assert_int_equal(st.streamed_lists, 1);

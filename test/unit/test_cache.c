@@ -25,21 +25,6 @@
 #include "kcr/config.h"
 #include "testutil.h"
 
-/*
- * See test_delta_fifo.c: jansson's inline refcount read, reported by TSan. Also
- * json_delete: jansson's decrement is __ATOMIC_RELEASE with no acquire before
- * the free, so when the watch thread drops the last reference to an event
- * object after the informer's processing thread read it (under the FIFO's lock,
- * having dropped the FIFO's reference), TSan sees the free race with that read.
- * A missing fence in jansson (harmless on x86, where every RMW is a full
- * barrier), not in kcr. jansson's own frames carry no symbols (json_delete's
- * helpers are static), hence the module name.
- */
-__attribute__((visibility("default"))) const char *__tsan_default_suppressions(void);
-__attribute__((visibility("default"))) const char *__tsan_default_suppressions(void) {
-  return "race:json_decref\nrace:json_incref\nrace:json_delete\nrace:libjansson.so\n";
-}
-
 static const kcr_gvk cm_gvk = {"", "v1", "ConfigMap"};
 static const kcr_gvk ns_gvk = {"", "v1", "Namespace"};
 static const kcr_gvk secret_gvk = {"", "v1", "Secret"};
