@@ -10,7 +10,11 @@
  *    change; the record's own timestamps are only change signals, so clock skew
  *    between processes does not matter;
  *  - the leader renews every retry_period; if it cannot renew for renew_deadline
- *    it has lost the lease;
+ *    it has lost the lease. The deadline is measured from the start of the last
+ *    successful renew on the monotonic clock, so a leader that wakes from a
+ *    pause (SIGSTOP, a frozen VM) past it has lost at once;
+ *  - a leader that reads the Lease and finds another holder whose lease has not
+ *    expired has lost at once (client-go retries until the renew deadline);
  *  - every write is an optimistic PUT carrying the resourceVersion last read
  *    (a Conflict means someone else wrote first); leaseTransitions counts changes
  *    of holder; acquireTime and renewTime are MicroTime;
@@ -22,6 +26,18 @@
  * shutdown, as controller-runtime does. Two leaders must never act at the same
  * time; a process that lost its lease cannot know what the new leader is doing.
  * The default on_stopped_leading does exactly that (logs, then _exit(1)).
+ *
+ * SELF-FENCING (beyond client-go): a leader may write only while monotonic
+ * now < start of its last successful renew + renew_deadline. Others take the
+ * lease no sooner than lease_duration after they saw that renew, and
+ * lease_duration > renew_deadline, so a leader that honours the fence has
+ * stopped writing before the lease can pass, even when it is paused or cut off
+ * and has no way of knowing. kcr_leader_election_may_write is the check; the
+ * manager's object client and controller workers consult it (kcr/manager.h).
+ * What it cannot stop: a request checked just before the process froze and
+ * sent after it woke (microseconds of window per write), or bytes already in
+ * the kernel's socket buffer (they arrive during the pause, before the lease
+ * can pass).
  *
  * The elector runs on its own thread and waits with kcr_clock_timedwait, so a
  * fake clock (kcr/clock.h) drives it in tests.
@@ -60,8 +76,8 @@ typedef struct kcr_leader_election kcr_leader_election_t;
  *                                    leader-only work elsewhere and return soon:
  *                                    renewing waits for it.
  *   on_stopped_leading(lost, data)   leadership ended: lost is 1 when the lease
- *                                    was lost (renew failed for renew_deadline,
- *                                    or another holder took it), 0 after a
+ *                                    was lost (no renew for renew_deadline, or
+ *                                    another live holder seen), 0 after a
  *                                    graceful stop (kcr_leader_election_stop)
  *                                    once the lease is released. Runs only if
  *                                    on_started_leading ran. NULL: the default,
@@ -160,6 +176,23 @@ KCR_EXTERN int kcr_leader_election_leader(kcr_leader_election_t *le, char *buf, 
  * renewing. Quick; any thread.
  */
 KCR_EXTERN int kcr_leader_election_check(void *data);
+
+/*
+ * kcr_leader_election_fence_remaining returns how long, in ns on the elector's
+ * clock, this process may still write as the leader: the start of its last
+ * successful acquire or renew + renew_deadline - now; 0 when that has passed or
+ * when it does not lead (before acquiring, after losing or stopping). It turns
+ * 0 by the clock alone, before the elector thread runs again. Lock-free (one
+ * atomic load and a clock read); any thread.
+ */
+KCR_EXTERN int64_t kcr_leader_election_fence_remaining(kcr_leader_election_t *le);
+
+/*
+ * kcr_leader_election_may_write is kcr_leader_election_fence_remaining(le) > 0:
+ * 1 while this process leads and is inside its renew deadline, else 0. Check
+ * it right before every write that only the leader may make. Any thread.
+ */
+KCR_EXTERN int kcr_leader_election_may_write(kcr_leader_election_t *le);
 
 /*
  * kcr_leader_election_exit_on_lost is the default on_stopped_leading: when lost

@@ -59,6 +59,8 @@ typedef struct kcr_manager kcr_manager_t;
  *                     0: 10 s.
  *   no_signal_handlers  kcr_manager_run leaves SIGTERM/SIGINT alone.
  *   qps, burst        the client's rate limit (kcr_client_options).
+ *   user_agent        the client's User-Agent (kcr_client_options; NULL: the
+ *                     default), e.g. to tell replicas apart in the audit log.
  */
 typedef struct kcr_manager_options {
   kcr_rest_config_t *config;
@@ -69,6 +71,7 @@ typedef struct kcr_manager_options {
   bool no_signal_handlers;
   double qps;
   int burst;
+  const char *user_agent;
 } kcr_manager_options;
 
 /*
@@ -166,11 +169,21 @@ KCR_EXTERN int kcr_manager_add_runnable(kcr_manager_t *m, const kcr_runnable *r,
  *          on becoming leader, kcr_manager_leader_lost(m) on losing the lease.
  *   stop   stop campaigning and release the lease; called during the graceful
  *          stop after the leader group has stopped.
+ *   fence  NULL: writes are never fenced. Else how long, in ns, this process
+ *          may still write as the leader (<= 0: not now; the Lease elector's is
+ *          kcr_leader_election_fence_remaining). While it is <= 0 the manager's
+ *          object client fails create/update/patch/delete at once with
+ *          KCR_ECANCELED ("not the leader..."), and controller workers start no
+ *          reconcile (a key taken meanwhile waits 1 s in the queue); otherwise a
+ *          write's timeout is cut to it. Called on worker threads before every
+ *          write and reconcile: quick and thread-safe. Reads are not fenced, nor
+ *          is the direct client (kcr_manager_rest_client).
  */
 typedef struct kcr_leader_elector {
   int (*start)(void *data, kcr_manager_t *m, kcr_error_t *err);
   void (*stop)(void *data);
   void *data;
+  int64_t (*fence)(void *data);
 } kcr_leader_elector;
 
 /* kcr_manager_set_leader_elector installs le (copied). Before run. */

@@ -19,6 +19,11 @@
  * reconciles in flight. Workers are joined only in destroy, so a stop that timed
  * out can still return to a caller that wants to exit.
  *
+ * Gate: the manager may install one (kcr__controller_set_gate, its leader
+ * fence). A worker that takes a key while the gate is closed does not
+ * reconcile it; the key goes back to the queue after GATE_RETRY, so nothing is
+ * lost if the gate opens again and no worker spins while it stays closed.
+ *
  * Locks: mu guards the lifecycle fields and the running count; mmu guards the
  * metrics. Neither is held while calling the reconciler, the queue or an
  * informer. Handlers take mmu never and mu never.
@@ -40,6 +45,7 @@
 
 #define DEFAULT_SYNC_TIMEOUT (120 * KCR_NSEC_PER_SEC)
 #define NS_MAX 256
+#define GATE_RETRY KCR_NSEC_PER_SEC
 
 static const double time_bounds[KCR_CONTROLLER_TIME_BUCKETS] = {
     0.005, 0.01, 0.025, 0.05, 0.1,  0.15, 0.2,  0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
@@ -101,6 +107,9 @@ struct kcr_controller {
   bool primary_namespaced;
 
   atomic_bool stopping; /* workers drop keys once set */
+
+  kcr__controller_gate_fn gate; /* set before start, then read-only; NULL: open */
+  void *gate_data;
 
   pthread_mutex_t mu;
   pthread_cond_t cond;     /* running changed */
@@ -347,6 +356,11 @@ void kcr__controller_set_primary_namespaced(kcr_controller_t *c, bool namespaced
   c->primary_namespaced = namespaced;
 }
 
+void kcr__controller_set_gate(kcr_controller_t *c, kcr__controller_gate_fn gate, void *data) {
+  c->gate = gate;
+  c->gate_data = data;
+}
+
 /* ---- event handlers (informer threads) ---- */
 
 static void enqueue(kcr_controller_t *c, const char *ns, const char *name) {
@@ -568,8 +582,15 @@ int kcr__controller_process_next(kcr_controller_t *c) {
   }
   if (rc)
     return rc;
-  if (!atomic_load(&c->stopping))
+  if (atomic_load(&c->stopping)) {
+    /* dropped: the controller is stopping */
+  } else if (c->gate && !c->gate(c->gate_data)) {
+    kcr_log(KCR_LOG_DEBUG, "controller", "controller=%s: not leading, %s not reconciled", c->name,
+            key);
+    kcr_workqueue_add_after(c->q, key, GATE_RETRY);
+  } else {
     reconcile_key(c, key);
+  }
   kcr_workqueue_done(c->q, key);
   kcr_free(key);
   return 0;

@@ -36,4 +36,14 @@ bool kcr__controller_handler(kcr_controller_t *c, size_t i, kcr_event_handler *o
  */
 void kcr__controller_set_primary_namespaced(kcr_controller_t *c, bool namespaced);
 
+/* kcr__controller_gate_fn: true when workers may start a reconcile (any thread). */
+typedef bool (*kcr__controller_gate_fn)(void *data);
+
+/*
+ * kcr__controller_set_gate installs the manager's gate (its leader fence): a
+ * worker asks it after taking a key and, when it is closed, reconciles nothing
+ * and puts the key back to the queue one second later. Before start.
+ */
+void kcr__controller_set_gate(kcr_controller_t *c, kcr__controller_gate_fn gate, void *data);
+
 #endif /* KCR_CONTROLLER_INTERNAL_H */

@@ -12,6 +12,18 @@
  * clock), respect a live holder, and PUT with the resourceVersion read. Only the
  * local clock decides expiry; the record's renewTime is a change signal.
  *
+ * Self-fencing (beyond client-go): every successful acquire or renew records
+ * the monotonic time its attempt BEGAN; this process may write only while
+ * now < that + renew deadline (fence_until). The start of the attempt, not the
+ * answer, because the server may have applied the write at any moment after we
+ * sent it, and other candidates count their lease_duration from when they saw
+ * it. The renew loop's deadline is that same instant, never "now + renew
+ * deadline" at the start of a round, so a process that wakes from a pause
+ * (SIGSTOP, a frozen VM, a long GC-like stall) past it has lost at once,
+ * without one more request. Reading the Lease and finding another holder whose
+ * lease is still valid ends leadership at once as well. fence_until is an
+ * atomic so the check is cheap on every write.
+ *
  * All waits are kcr_clock_timedwait on one condition variable, so a fake clock
  * drives the elector in tests and kcr_leader_election_stop wakes it at once. A
  * kcr_cancel_t aborts requests in flight on stop; the release PUT then runs
@@ -23,6 +35,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +83,11 @@ struct kcr_leader_election {
   int stop;              /* protected by mu */
   record_t observed;     /* protected by mu */
   int64_t observed_time; /* protected by mu: local monotonic ns */
+
+  /* Writes are allowed while kcr_clock_now < fence_until: the start of the
+   * last successful acquire/renew + renew_ns; 0 when not leading. Written by
+   * the elector thread only, read by any. */
+  _Atomic int64_t fence_until;
 
   /* elector thread only */
   json_t *lease;      /* the Lease last read or written */
@@ -182,6 +200,7 @@ int kcr_leader_election_create(const kcr_leader_election_options *o, kcr_leader_
   le->on_new_leader = o->on_new_leader;
   le->data = o->callback_data;
   le->rng = kcr_rand_seed();
+  atomic_init(&le->fence_until, 0);
   if (o->metrics) {
     static const char *const labels[] = {"name", NULL};
     kcr_metric_t *m;
@@ -255,6 +274,18 @@ int kcr_leader_election_check(void *data) {
         kcr_clock_now(le->clock) - le->observed_time > le->lease_ns + 20 * KCR_NSEC_PER_SEC;
   pthread_mutex_unlock(&le->mu);
   return bad ? -1 : 0;
+}
+
+int64_t kcr_leader_election_fence_remaining(kcr_leader_election_t *le) {
+  int64_t until = atomic_load(&le->fence_until), left;
+  if (until == 0)
+    return 0;
+  left = until - kcr_clock_now(le->clock);
+  return left > 0 ? left : 0;
+}
+
+int kcr_leader_election_may_write(kcr_leader_election_t *le) {
+  return kcr_leader_election_fence_remaining(le) > 0;
 }
 
 void kcr_leader_election_exit_on_lost(int lost, void *data) {
@@ -369,16 +400,31 @@ static int64_t remaining(kcr_leader_election_t *le, int64_t deadline) {
   return deadline - kcr_clock_now(le->clock);
 }
 
+/* try_result: what one attempt found. */
+typedef enum try_result {
+  TRY_FAILED = 0, /* no answer, an error, or a conflict: try again */
+  TRY_OK = 1,     /* acquired or renewed */
+  TRY_HELD = 2    /* another holder whose lease has not expired */
+} try_result;
+
+/* succeeded records a successful acquire/renew whose attempt began at t0. */
+static try_result succeeded(kcr_leader_election_t *le, const record_t *rec, int64_t t0) {
+  set_observed(le, rec);
+  atomic_store(&le->fence_until, t0 + le->renew_ns);
+  return TRY_OK;
+}
+
 /*
  * try_acquire_or_renew: client-go's tryAcquireOrRenew. Every request of one
  * attempt shares one deadline (client-go's context), so a blackholed network
- * cannot stretch an attempt past the renew deadline. Returns 1 on success.
+ * cannot stretch an attempt past the renew deadline.
  */
-static int try_acquire_or_renew(kcr_leader_election_t *le, int64_t deadline) {
+static try_result try_acquire_or_renew(kcr_leader_election_t *le, int64_t deadline) {
   record_t rec, old, observed;
   kcr_error_t err = {0};
   char *raw = NULL;
   int leader, rc;
+  int64_t t0 = kcr_clock_now(le->clock);
 
   memset(&rec, 0, sizeof(rec));
   snprintf(rec.holder, sizeof(rec.holder), "%s", le->identity);
@@ -394,10 +440,8 @@ static int try_acquire_or_renew(kcr_leader_election_t *le, int64_t deadline) {
   if (leader && lease_valid(le, kcr_clock_now(le->clock))) {
     memcpy(rec.acquire, observed.acquire, sizeof(rec.acquire));
     rec.transitions = observed.transitions;
-    if (lock_update(le, remaining(le, deadline), &rec, 1, &err) == 0) {
-      set_observed(le, &rec);
-      return 1;
-    }
+    if (lock_update(le, remaining(le, deadline), &rec, 1, &err) == 0)
+      return succeeded(le, &rec, t0);
     kcr_log(KCR_LOG_INFO, "leaderelection",
             "failed to update lock %s optimistically: %s, falling back to slow path", le->describe,
             err.message);
@@ -406,23 +450,22 @@ static int try_acquire_or_renew(kcr_leader_election_t *le, int64_t deadline) {
 
   /* 2. get or create. */
   if (remaining(le, deadline) <= 0)
-    return 0;
+    return TRY_FAILED;
   rc = lock_get(le, remaining(le, deadline), 1, &old, &raw, &err);
   if (rc != 0) {
     kcr__free(raw);
     if (!kcr_error_is_not_found(&err)) {
       kcr_log(KCR_LOG_ERROR, "leaderelection", "error retrieving resource lock %s: %s",
               le->describe, err.message);
-      return 0;
+      return TRY_FAILED;
     }
     kcr_error_clear(&err);
     if (remaining(le, deadline) <= 0 || lock_create(le, remaining(le, deadline), &rec, &err) != 0) {
       kcr_log(KCR_LOG_ERROR, "leaderelection", "error initially creating lock %s: %s", le->describe,
               err.message);
-      return 0;
+      return TRY_FAILED;
     }
-    set_observed(le, &rec);
-    return 1;
+    return succeeded(le, &rec, t0);
   }
 
   /* 3. a changed record restarts the local expiry clock. */
@@ -437,7 +480,7 @@ static int try_acquire_or_renew(kcr_leader_election_t *le, int64_t deadline) {
   if (old.holder[0] && lease_valid(le, kcr_clock_now(le->clock)) && !leader) {
     kcr_log(KCR_LOG_DEBUG, "leaderelection", "lock %s is held by %s and has not yet expired",
             le->describe, old.holder);
-    return 0;
+    return TRY_HELD;
   }
 
   /* 4. take or keep it. */
@@ -451,10 +494,9 @@ static int try_acquire_or_renew(kcr_leader_election_t *le, int64_t deadline) {
       lock_update(le, remaining(le, deadline), &rec, 1, &err) != 0) {
     kcr_log(KCR_LOG_ERROR, "leaderelection", "failed to update lock %s: %s", le->describe,
             err.message);
-    return 0;
+    return TRY_FAILED;
   }
-  set_observed(le, &rec);
-  return 1;
+  return succeeded(le, &rec, t0);
 }
 
 static void report_transition(kcr_leader_election_t *le) {
@@ -540,7 +582,7 @@ static void *run(void *arg) {
   /* acquire: JitterUntil(retryPeriod, 1.2, sliding) */
   while (!stopping(le)) {
     int64_t wait;
-    ok = try_acquire_or_renew(le, kcr_clock_now(le->clock) + le->renew_ns);
+    ok = try_acquire_or_renew(le, kcr_clock_now(le->clock) + le->renew_ns) == TRY_OK;
     report_transition(le);
     if (ok)
       break;
@@ -549,43 +591,47 @@ static void *run(void *arg) {
     if (wait_until(le, kcr_clock_now(le->clock) + wait))
       break;
   }
-  if (!ok)
+  if (!ok) {
+    atomic_store(&le->fence_until, 0); /* a stop raced with the acquisition */
     return NULL;
+  }
   kcr_log(KCR_LOG_INFO, "leaderelection", "successfully acquired lease %s", le->describe);
   kcr_metric_set(le->status, 1);
   if (le->on_started)
     le->on_started(le->data);
 
-  /* renew: rounds bounded by the renew deadline */
+  /* renew: each round runs until the fence, the last success + renew deadline;
+   * a round that starts past it (after a pause) has lost without a request. */
   for (;;) {
-    int64_t round_deadline = kcr_clock_now(le->clock) + le->renew_ns;
-    ok = 0;
+    int64_t fence = atomic_load(&le->fence_until);
+    try_result r = TRY_FAILED;
     for (;;) {
       int64_t now = kcr_clock_now(le->clock);
-      if (stopping(le) || now >= round_deadline)
+      if (stopping(le) || now >= fence)
         break;
-      ok = try_acquire_or_renew(le, round_deadline);
+      r = try_acquire_or_renew(le, fence);
       report_transition(le);
-      if (ok || stopping(le))
+      if (r != TRY_FAILED || stopping(le))
         break;
       now = kcr_clock_now(le->clock);
-      if (now + le->retry_ns >= round_deadline) {
-        wait_until(le, round_deadline);
-        break;
-      }
-      if (wait_until(le, now + le->retry_ns))
+      if (wait_until(le, now + le->retry_ns < fence ? now + le->retry_ns : fence))
         break;
     }
     if (stopping(le))
       break;
-    if (!ok) {
+    if (r != TRY_OK) {
       lost = 1;
-      kcr_log(KCR_LOG_ERROR, "leaderelection", "failed to renew lease %s: timed out", le->describe);
+      if (r == TRY_HELD)
+        kcr_log(KCR_LOG_ERROR, "leaderelection", "lease %s is held by another: lost", le->describe);
+      else
+        kcr_log(KCR_LOG_ERROR, "leaderelection", "failed to renew lease %s: timed out",
+                le->describe);
       break;
     }
     if (wait_until(le, kcr_clock_now(le->clock) + le->retry_ns))
       break;
   }
+  atomic_store(&le->fence_until, 0);
   kcr_metric_set(le->status, 0);
   if (!lost && le->release_on_cancel)
     release(le);

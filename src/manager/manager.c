@@ -17,6 +17,11 @@
  * requests the stop, a second calls _exit(1) (controller-runtime's os.Exit(1)).
  * run closes the thread by writing a 0 byte and restores the old handlers.
  *
+ * Fencing: with an elector that has a fence, every write of the object client
+ * asks it first and fails at once (KCR_ECANCELED) once the leader is past its
+ * renew deadline, and each controller's workers are gated on it; a write that
+ * goes out gets its timeout cut to what is left of the fence.
+ *
  * Lock: mu guards the event flags and the state; it is never held while calling
  * a runnable, a controller or the elector.
  */
@@ -25,10 +30,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "controller/controller_internal.h"
 #include "kcr/apierror.h"
 #include "kcr/log.h"
 #include "kcr/manager.h"
@@ -164,16 +171,37 @@ typedef struct target {
   kcr_request_options ro; /* the reconcile's cancel token */
 } target_t;
 
-/* target resolves apiVersion/kind to a resource and scope, for the writes below. */
+/* fence_left: how long this process may still write (INT64_MAX: no fence). */
+static int64_t fence_left(kcr_manager_t *m) {
+  if (!m->has_le || !m->le.fence)
+    return INT64_MAX;
+  return m->le.fence(m->le.data);
+}
+
+/* on_gate: the controllers' worker gate (worker threads). */
+static bool on_gate(void *data) {
+  return fence_left(data) > 0;
+}
+
+/* target resolves apiVersion/kind to a resource and scope, for the writes
+ * below, after the fence: a leader past its renew deadline writes nothing. */
 static int target(const kcr_objclient *c, const char *av, const char *kind, const char *ns,
                   target_t *t, kcr_error_t *err) {
+  int64_t left = fence_left(c->data);
   int rc;
   memset(t, 0, sizeof(*t));
+  if (left <= 0)
+    return kcr_error_set(err, KCR_ECANCELED,
+                         "not the leader (the lease is unrenewed past the renew deadline, or "
+                         "lost): write of %s refused",
+                         kind && *kind ? kind : "an object");
   if ((rc = resolve(c->data, av, kind, &t->gvk, t->group, &t->mp, err)) != 0)
     return rc;
   t->r = kcr_rest_mapping_gvr(&t->mp);
   t->ns = t->mp.namespaced ? ns : NULL;
   t->ro.cancel = c->cancel;
+  if (left != INT64_MAX)
+    t->ro.timeout_ns = left > KCR_NSEC_PER_MSEC ? left : KCR_NSEC_PER_MSEC;
   return 0;
 }
 
@@ -288,6 +316,7 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
   co.config = o->config;
   co.qps = o->qps;
   co.burst = o->burst;
+  co.user_agent = o->user_agent;
   /* Every manager keeps a metrics registry: the REST client reports each request
    * into it (rest_client_requests_total and its duration), and kcr_manager_serve
    * exposes it on /metrics. */
@@ -401,6 +430,7 @@ int kcr_manager_new_controller(kcr_manager_t *m, const kcr_controller_options *o
     co.cache_sync_timeout_ns = m->sync_ns;
   if ((rc = kcr_controller_create(&co, out, err)) != 0)
     return rc;
+  kcr__controller_set_gate(*out, on_gate, m);
   m->ctls[m->nctls] = *out;
   m->ctl_started[m->nctls] = false;
   m->nctls++;

@@ -10,6 +10,8 @@
  *   been set up.
  * - "informer-sync" on /readyz is a flag check that a BACKGROUND runnable sets:
  *   background runnables start after the caches have synced.
+ * - The elector's fence (kcr_leader_election_fence_remaining) is the manager's
+ *   write fence: past the renew deadline no write and no reconcile starts.
  * - The elector's started callback calls kcr_manager_leader_elected; a lost lease
  *   calls kcr_manager_leader_lost, which makes kcr_manager_run return at once
  *   (controller-runtime exits the process; kcr leaves the exit to main, which
@@ -223,6 +225,14 @@ static int on_elector_start(void *data, kcr_manager_t *m, kcr_error_t *err) {
   return rc;
 }
 
+/* on_elector_fence: the manager's write fence (worker threads). Before the
+ * elector exists this process does not lead: 0. */
+static int64_t on_elector_fence(void *data) {
+  serving_t *s = data;
+  kcr_leader_election_t *le = atomic_load(&s->le_live);
+  return le ? kcr_leader_election_fence_remaining(le) : 0;
+}
+
 /* on_elector_stop stops campaigning (releasing the lease if asked); the elector
  * itself is freed with the serving state, after the probes server is gone. */
 static void on_elector_stop(void *data) {
@@ -292,7 +302,7 @@ int kcr_manager_serve(kcr_manager_t *m, const kcr_manager_serving_options *o, kc
       (rc = kcr_manager_add_runnable(m, &synced, err)) != 0)
     return rc;
   if (o->leader_elect) {
-    kcr_leader_elector le = {on_elector_start, on_elector_stop, s};
+    kcr_leader_elector le = {on_elector_start, on_elector_stop, s, on_elector_fence};
     kcr_leader_election_t *probe = NULL;
     memset(&s->le_opts, 0, sizeof(s->le_opts));
     s->le_opts.client = kcr_manager_rest_client(m);

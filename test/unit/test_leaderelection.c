@@ -13,8 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "controller/controller_internal.h"
 #include "httpserver.h"
 #include "kcr/leaderelection.h"
+#include "kcr/manager.h"
 #include "testutil.h"
 
 #define LEASE_PATH "/apis/coordination.k8s.io/v1/namespaces/ns/leases/lock"
@@ -455,6 +457,222 @@ static void test_leaderelection_taken_over(void **state) {
   teardown_fixture(f);
 }
 
+static int api_requests(void) {
+  int n;
+  pthread_mutex_lock(&api.mu);
+  n = api.gets + api.puts + api.posts;
+  pthread_mutex_unlock(&api.mu);
+  return n;
+}
+
+/* The fence: writes are allowed until the start of the last successful renew
+ * + renew deadline, by the clock alone, whatever the elector thread is doing. */
+static void test_leaderelection_fence_deadline(void **state) {
+  fixture_t *f = setup_fixture();
+  kcr_leader_election_options o = options(f, "me");
+  kcr_leader_election_t *le;
+  int64_t left, waited;
+  (void)state;
+  assert_int_equal(kcr_leader_election_create(&o, &le, NULL), 0);
+  assert_int_equal(kcr_leader_election_may_write(le), 0); /* not leading yet */
+  assert_int_equal(kcr_leader_election_fence_remaining(le), 0);
+  assert_int_equal(kcr_leader_election_start(le, NULL), 0);
+  advance_until(f, 0, 3000, p_started);
+  assert_int_equal(atomic_load(&f->ev.started), 1);
+  assert_int_equal(kcr_leader_election_may_write(le), 1);
+  left = kcr_leader_election_fence_remaining(le);
+  assert_true(left > 0 && left <= 10 * KCR_NSEC_PER_SEC);
+
+  /* the apiserver stops answering; let an attempt in flight finish */
+  pthread_mutex_lock(&api.mu);
+  api.fail = 1;
+  pthread_mutex_unlock(&api.mu);
+  sleep_ms(100);
+  left = kcr_leader_election_fence_remaining(le);
+  assert_true(left > KCR_NSEC_PER_MSEC);
+  kcr_fake_clock_step(f->clock, left - KCR_NSEC_PER_MSEC);
+  assert_int_equal(kcr_leader_election_may_write(le), 1);
+  assert_true(kcr_leader_election_fence_remaining(le) <= KCR_NSEC_PER_MSEC);
+  kcr_fake_clock_step(f->clock, 2 * KCR_NSEC_PER_MSEC);
+  /* fenced at once, before the elector has noticed anything */
+  assert_int_equal(kcr_leader_election_may_write(le), 0);
+  assert_int_equal(kcr_leader_election_fence_remaining(le), 0);
+  /* and the elector reports the loss at its next look, within a retry period
+   * (plus the fake time stepped while a failing request ran) */
+  waited = advance_until(f, 10, 5000, p_stopped);
+  assert_int_equal(atomic_load(&f->ev.lost), 1);
+  assert_true(waited <= 3 * KCR_NSEC_PER_SEC);
+  assert_int_equal(kcr_leader_election_may_write(le), 0);
+  kcr_leader_election_destroy(le);
+  teardown_fixture(f);
+}
+
+/* A pause (SIGSTOP) longer than the lease: on waking, the renew deadline has
+ * passed since the last renew, so leadership is lost without one more request,
+ * even though nobody else took the Lease in the meantime. */
+static void test_leaderelection_pause_loses_without_renewing(void **state) {
+  fixture_t *f = setup_fixture();
+  kcr_leader_election_options o = options(f, "me");
+  kcr_leader_election_t *le;
+  int before;
+  (void)state;
+  assert_int_equal(kcr_leader_election_create(&o, &le, NULL), 0);
+  assert_int_equal(kcr_leader_election_start(le, NULL), 0);
+  advance_until(f, 0, 3000, p_started);
+  pthread_mutex_lock(&api.mu);
+  f->target = api.puts + 2;
+  pthread_mutex_unlock(&api.mu);
+  advance_until(f, 100, 3000, p_puts); /* renewing normally */
+  sleep_ms(50);                        /* the elector is waiting for its next retry */
+  assert_int_equal(kcr_leader_election_may_write(le), 1);
+  before = api_requests();
+
+  kcr_fake_clock_step(f->clock, 25 * KCR_NSEC_PER_SEC); /* the pause */
+  assert_int_equal(kcr_leader_election_may_write(le), 0);
+  advance_until(f, 0, 3000, p_stopped);
+  assert_int_equal(atomic_load(&f->ev.stopped), 1);
+  assert_int_equal(atomic_load(&f->ev.lost), 1);
+  assert_int_equal(api_requests(), before); /* no renew after waking */
+  assert_false(kcr_leader_election_may_write(le));
+  kcr_leader_election_destroy(le);
+  teardown_fixture(f);
+}
+
+/* Reading the Lease and finding another live holder ends leadership at once
+ * (at the next renew, one retry period), not after the renew deadline. */
+static void test_leaderelection_other_holder_ends_at_once(void **state) {
+  fixture_t *f = setup_fixture();
+  kcr_leader_election_options o = options(f, "me");
+  kcr_leader_election_t *le;
+  int64_t waited;
+  (void)state;
+  assert_int_equal(kcr_leader_election_create(&o, &le, NULL), 0);
+  assert_int_equal(kcr_leader_election_start(le, NULL), 0);
+  advance_until(f, 0, 3000, p_started);
+  sleep_ms(50);
+  set_holder("usurper", 15, "2000-01-01T00:00:00.000000Z", 1);
+  waited = advance_until(f, 10, 5000, p_stopped);
+  fprintf(stderr, "lost to another holder after %.3f s of fake time\n", (double)waited / 1e9);
+  assert_int_equal(atomic_load(&f->ev.stopped), 1);
+  assert_int_equal(atomic_load(&f->ev.lost), 1);
+  /* the retry period (2 s) plus the fake time stepped while two requests ran;
+   * retrying until the renew deadline would take 12 s */
+  assert_true(waited <= 4 * KCR_NSEC_PER_SEC);
+  assert_int_equal(kcr_leader_election_may_write(le), 0);
+  pthread_mutex_lock(&f->ev.mu);
+  assert_string_equal(f->ev.leaders[f->ev.nleaders - 1], "usurper");
+  pthread_mutex_unlock(&f->ev.mu);
+  kcr_leader_election_destroy(le);
+  teardown_fixture(f);
+}
+
+/* ---- the manager honours the fence ---- */
+
+typedef struct gated {
+  atomic_int calls;
+} gated_t;
+
+static int on_reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req, kcr_result *res,
+                        void *data) {
+  gated_t *g = data;
+  (void)ctx;
+  (void)req;
+  (void)res;
+  atomic_fetch_add(&g->calls, 1);
+  return 0;
+}
+
+static int on_le_start(void *data, kcr_manager_t *m, kcr_error_t *err) {
+  (void)m;
+  return kcr_leader_election_start(data, err);
+}
+
+static void on_le_stop(void *data) {
+  kcr_leader_election_stop(data);
+}
+
+static int64_t on_le_fence(void *data) {
+  return kcr_leader_election_fence_remaining(data);
+}
+
+static void assert_writes_fenced(const kcr_objclient *c) {
+  json_t *obj = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+                          "metadata", "name", "x", "namespace", "ns");
+  json_t *out = NULL;
+  kcr_error_t err = {0};
+  int before = api_requests();
+  assert_int_equal(c->ops->create(c, obj, &out, &err), KCR_ECANCELED);
+  assert_non_null(strstr(err.message, "not the leader"));
+  assert_null(out);
+  kcr_error_clear(&err);
+  assert_int_equal(c->ops->update(c, obj, "status", &out, &err), KCR_ECANCELED);
+  kcr_error_clear(&err);
+  assert_int_equal(
+      c->ops->patch(c, "v1", "ConfigMap", "ns", "x", KCR_PATCH_MERGE, "{}", 2, NULL, &out, &err),
+      KCR_ECANCELED);
+  kcr_error_clear(&err);
+  assert_int_equal(c->ops->del(c, "v1", "ConfigMap", "ns", "x", &err), KCR_ECANCELED);
+  assert_int_equal(api_requests(), before); /* refused without a request */
+  json_decref(obj);
+}
+
+static void test_leaderelection_manager_fenced(void **state) {
+  fixture_t *f = setup_fixture();
+  kcr_leader_election_options o = options(f, "me");
+  kcr_leader_election_t *le;
+  kcr_manager_options mo = {0};
+  kcr_manager_t *m;
+  kcr_controller_options co = {0};
+  kcr_controller_t *c;
+  kcr_leader_elector seam;
+  gated_t g;
+  (void)state;
+  atomic_init(&g.calls, 0);
+  assert_int_equal(kcr_leader_election_create(&o, &le, NULL), 0);
+  mo.config = f->config;
+  mo.no_signal_handlers = true;
+  assert_int_equal(kcr_manager_create(&mo, &m, NULL), 0);
+  seam = (kcr_leader_elector){on_le_start, on_le_stop, le, on_le_fence};
+  kcr_manager_set_leader_elector(m, &seam);
+  co.name = "gated";
+  co.reconcile = on_reconcile;
+  co.data = &g;
+  co.clock = f->clock;
+  assert_int_equal(kcr_manager_new_controller(m, &co, &c, NULL), 0);
+
+  /* not leading: writes refused, workers do not reconcile */
+  assert_writes_fenced(kcr_manager_client(m));
+  assert_int_equal(kcr_workqueue_add(kcr_controller_queue(c), "ns/a"), 0);
+  assert_int_equal(kcr__controller_process_next(c), 0);
+  assert_int_equal(atomic_load(&g.calls), 0);
+  assert_int_equal(kcr_workqueue_len(kcr_controller_queue(c)), 0); /* back in 1 s */
+
+  /* leading: the key comes back and is reconciled */
+  assert_int_equal(seam.start(le, m, NULL), 0);
+  advance_until(f, 0, 3000, p_started);
+  assert_int_equal(atomic_load(&f->ev.started), 1);
+  kcr_fake_clock_step(f->clock, KCR_NSEC_PER_SEC);
+  for (int i = 0; i < 2000 && kcr_workqueue_len(kcr_controller_queue(c)) == 0; i++)
+    sleep_ms(1);
+  assert_int_equal(kcr__controller_process_next(c), 0);
+  assert_int_equal(atomic_load(&g.calls), 1);
+
+  /* paused past the renew deadline: fenced before the elector wakes */
+  sleep_ms(50);
+  kcr_fake_clock_step(f->clock, 25 * KCR_NSEC_PER_SEC);
+  assert_writes_fenced(kcr_manager_client(m));
+  assert_int_equal(kcr_workqueue_add(kcr_controller_queue(c), "ns/b"), 0);
+  assert_int_equal(kcr__controller_process_next(c), 0);
+  assert_int_equal(atomic_load(&g.calls), 1);
+  advance_until(f, 0, 3000, p_stopped);
+  assert_int_equal(atomic_load(&f->ev.lost), 1);
+
+  seam.stop(le);
+  kcr_manager_destroy(m);
+  kcr_leader_election_destroy(le);
+  teardown_fixture(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_leaderelection_validation),
@@ -463,6 +681,10 @@ int main(void) {
       cmocka_unit_test(test_leaderelection_renewing_holder_kept),
       cmocka_unit_test(test_leaderelection_lost_after_renew_deadline),
       cmocka_unit_test(test_leaderelection_taken_over),
+      cmocka_unit_test(test_leaderelection_fence_deadline),
+      cmocka_unit_test(test_leaderelection_pause_loses_without_renewing),
+      cmocka_unit_test(test_leaderelection_other_holder_ends_at_once),
+      cmocka_unit_test(test_leaderelection_manager_fenced),
   };
   pthread_mutex_init(&api.mu, NULL);
   return cmocka_run_group_tests(tests, NULL, NULL);
