@@ -38,6 +38,12 @@
 #   pki/                  CA, serving and client certificates, SA key pair
 #   etcd/                 etcd data (recreated by every `up`)
 #   logs/<component>.log  each component's output
+#   logs/audit.log        kube-apiserver's audit log (JSON lines): every write
+#                         (create, update, patch, delete, deletecollection) at
+#                         Metadata level, one ResponseComplete event each, with
+#                         user, userAgent, objectRef, status and timestamps;
+#                         rotated at 100 MB (one backup). audit-policy.yaml is
+#                         the policy.
 #   run/<component>.pid   pidfiles; run/ports lists the ports in use
 #   run/kube-apiserver.args  kube-apiserver's command line (NUL-separated),
 #                         what restart-apiserver runs again
@@ -335,6 +341,21 @@ start_etcd() {
     wait_ready etcd probe_http "http://127.0.0.1:$etcd_client_port/health"
 }
 
+# write_audit_policy: writes at Metadata level, nothing else (reads and
+# watches would dwarf them). Cheap enough to be always on: the tests use it
+# to see whose writes landed when (test_leader_fence_it).
+write_audit_policy() {
+    cat > "$dir/audit-policy.yaml" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: None
+EOF
+}
+
 start_apiserver() {
     local ports
     pick_ports 1
@@ -360,6 +381,11 @@ start_apiserver() {
         --endpoint-reconciler-type=none \
         --allow-privileged=true \
         --profiling=false \
+        --audit-policy-file="$dir/audit-policy.yaml" \
+        --audit-log-path="$logs/audit.log" \
+        --audit-log-format=json \
+        --audit-log-maxsize=100 \
+        --audit-log-maxbackup=1 \
         "${extra[@]}")
     # Kept so that restart-apiserver runs exactly this command line again.
     printf '%s\0' "${argv[@]}" > "$run/kube-apiserver.args"
@@ -441,9 +467,11 @@ cmd_up() {
     ln -sfn "$bin_kubectl" "$dir/bin/kubectl"
     gen_pki
     # Logs are per run: keep the previous one for post-mortems.
-    for c in "${components[@]}"; do
+    for c in "${components[@]}" audit; do
         [[ -f "$logs/$c.log" ]] && mv -f "$logs/$c.log" "$logs/$c.log.prev"
     done
+    rm -f "$logs"/audit-*.log
+    write_audit_policy
     : > "$run/ports"
 
     with_retry start_etcd
