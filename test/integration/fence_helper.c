@@ -86,13 +86,13 @@ int main(int argc, char **argv) {
   log_fd = open(argv[5], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (log_fd < 0)
     return 2;
-  if ((rc = kcr_rest_config_from_kubeconfig(argv[1], NULL, NULL, &cfg, &err)) != 0)
+  if (kcr_rest_config_from_kubeconfig(argv[1], NULL, NULL, &cfg, &err) != 0)
     goto fail;
   mo.config = cfg;
   mo.default_namespace = argv[2];
   mo.user_agent = agent;
   mo.graceful_shutdown_timeout_ns = 5 * KCR_NSEC_PER_SEC;
-  if ((rc = kcr_manager_create(&mo, &m, &err)) != 0)
+  if (kcr_manager_create(&mo, &m, &err) != 0)
     goto fail;
   so.leader_elect = true;
   so.leader_election_id = argv[3];
@@ -101,13 +101,13 @@ int main(int argc, char **argv) {
   so.lease_duration_ns = 4 * KCR_NSEC_PER_SEC;
   so.renew_deadline_ns = 3 * KCR_NSEC_PER_SEC;
   so.retry_period_ns = 500 * KCR_NSEC_PER_MSEC;
-  if ((rc = kcr_manager_serve(m, &so, &err)) != 0)
+  if (kcr_manager_serve(m, &so, &err) != 0)
     goto fail;
   co.name = "fence";
   co.reconcile = on_reconcile;
-  if ((rc = kcr_manager_new_controller(m, &co, &c, &err)) != 0 ||
-      (rc = kcr_controller_for(c, &configmaps, NULL, &err)) != 0 ||
-      (rc = kcr_manager_add_runnable(m, &r, &err)) != 0)
+  if (kcr_manager_new_controller(m, &co, &c, &err) != 0 ||
+      kcr_controller_for(c, &configmaps, NULL, &err) != 0 ||
+      kcr_manager_add_runnable(m, &r, &err) != 0)
     goto fail;
   rc = kcr_manager_run(m, &err);
   log_line("EXIT", rc);
