@@ -350,6 +350,8 @@ int kcr_rest_mapper_mapping(kcr_rest_mapper_t *m, const char *group, const char 
   char what[600];
   if (!kind || !*kind)
     return kcr_error_set(err, KCR_EINVAL, "rest mapper: a kind is required");
+  if (lookup(m, match_kind, &key, out) == 1)
+    return 0; /* the common case: no message to format */
   snprintf(what, sizeof(what), "kind %s%s%s%s%s", group && *group ? group : "",
            group && *group ? "/" : "", version && *version ? version : "",
            version && *version ? ", Kind=" : "", kind);
