@@ -34,18 +34,13 @@
 #include "kcr/discovery.h"
 #include "kcr/error.h"
 #include "kcr/informer.h"
+#include "kcr/meta.h"
+#include "kcr/objclient.h"
 #include "kcr/store.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* kcr_gvk: a kind. group "" is the core group. Strings borrowed for each call. */
-typedef struct kcr_gvk {
-  const char *group;
-  const char *version;
-  const char *kind;
-} kcr_gvk;
 
 /*
  * kcr_cache_by_object: how one kind is cached (controller-runtime's ByObject);
@@ -127,7 +122,8 @@ KCR_EXTERN int kcr_cache_get_informer(kcr_cache_t *c, const kcr_gvk *gvk, kcr_in
  * kcr_cache_add_index registers a field index on the kind's store (controller-
  * runtime's IndexField): fn (called with the store's write lock held, on the
  * informer's thread; data is passed back) adds the values an object is indexed
- * under, and kcr_cache_list finds objects by field_index = name and a value,
+ * under, and kcr_cache_list finds objects by index = name and index_value (or a
+ * field selector term name=value),
  * within one namespace or all. Best before the kind's informer starts: it is
  * created stopped if needed, and the next read or kcr_cache_wait_for_sync starts
  * it; added later, the index is built over what is stored at once. Errors:
@@ -157,26 +153,18 @@ KCR_EXTERN int kcr_cache_get(kcr_cache_t *c, const kcr_gvk *gvk, const char *ns,
                              json_t **out, kcr_error_t *err);
 
 /*
- * kcr_cache_list_options: zero-initialise. ns NULL or "": all namespaces (all the
- * kind's informer watches); label_selector in kcr_selector_parse syntax;
- * field_index/field_value: objects whose index field_index (a name given to
- * kcr_cache_add_index) holds field_value. All given conditions must hold.
+ * kcr_cache_list reads the objects of gvk that o selects (NULL: all the kind's
+ * informer holds) as a new List object the caller owns (kcr/objclient.h: the API
+ * server's shape, items ordered by namespace/name), NULL on failure. Same waiting
+ * rules as kcr_cache_get, for every noted write of the kind in the namespace.
+ * What o may ask (kcr_list_options): ns; label_selector; field_selector terms on
+ * metadata.name, metadata.namespace, or equality on a field with an index of
+ * that exact name; index/index_value; limit and continue_token. Errors: a bad
+ * selector is KCR_EPARSE; a field selector term on a field without an index, an
+ * index never added, index without index_value, or a continue token not made by
+ * this cache is KCR_EINVAL, with a message that says which.
  */
-typedef struct kcr_cache_list_options {
-  const char *ns;
-  const char *label_selector;
-  const char *field_index;
-  const char *field_value;
-} kcr_cache_list_options;
-
-/*
- * kcr_cache_list reads matching objects: *out is a new JSON array the caller owns
- * (objects in no particular order), NULL on failure. Same waiting rules as
- * kcr_cache_get, for every noted write of the kind in ns. A bad selector is
- * KCR_EPARSE; an index never added is KCR_EINVAL; field_index without a
- * field_value is KCR_EINVAL.
- */
-KCR_EXTERN int kcr_cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_cache_list_options *o,
+KCR_EXTERN int kcr_cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_list_options *o,
                               json_t **out, kcr_error_t *err);
 
 /*

@@ -256,10 +256,18 @@ typedef struct kcr_requests kcr_requests;
 KCR_EXTERN int kcr_requests_add(kcr_requests *r, const char *ns, const char *name);
 
 /*
+ * kcr_requests_client returns the controller's object client (borrowed, valid
+ * for the call; its ops are NULL when the controller has none), for a map
+ * function that needs to look other objects up.
+ */
+KCR_EXTERN const kcr_objclient *kcr_requests_client(kcr_requests *r);
+
+/*
  * kcr_map_fn maps an object of a watched kind to requests
  * (handler.EnqueueRequestsFromMapFunc): call kcr_requests_add for each. obj is
- * borrowed; runs on an informer thread with its locks held: quick, no blocking
- * kcr calls (read a cache you keep yourself, or the object).
+ * borrowed. Runs on the watch's own listener thread with no lock held, so it may
+ * read through the controller's client (kcr_requests_client: a cached list with
+ * options, as r.List in Go); it delays only that watch's later events.
  */
 typedef void (*kcr_map_fn)(const json_t *obj, kcr_requests *reqs, void *data);
 

@@ -5,10 +5,9 @@
  * create-or-update, create-or-patch) and apimachinery's meta condition helpers
  * (status conditions).
  *
- * The object client (kcr_objclient) is the interface through which the helpers
- * read and write: the manager hands reconcilers one that reads from its cache and
- * writes to the API server (kcr/manager.h); tests plug in a fake. Kinds are named
- * the way objects name themselves: apiVersion ("apps/v1", "v1") and kind.
+ * The helpers read and write through an object client (kcr/objclient.h): the
+ * manager hands reconcilers one that reads from its cache and writes to the API
+ * server (kcr/manager.h); tests plug in a fake.
  *
  * Objects are borrowed unless a function says otherwise; a function that
  * "changes obj" edits it in place. All functions may be called from any thread;
@@ -27,6 +26,7 @@
 #include "kcr/clock.h"
 #include "kcr/common.h"
 #include "kcr/error.h"
+#include "kcr/objclient.h"
 #include "kcr/time.h"
 
 #ifdef __cplusplus
@@ -174,70 +174,6 @@ KCR_EXTERN bool kcr_condition_remove(json_t *conditions, const char *type);
  */
 KCR_EXTERN bool kcr_condition_is_true(const json_t *conditions, const char *type);
 KCR_EXTERN bool kcr_condition_is_false(const json_t *conditions, const char *type);
-
-/* ---- the object client ---- */
-
-typedef struct kcr_objclient kcr_objclient;
-
-/*
- * kcr_objclient_ops: an object client's verbs. c is the client the call came
- * through (read c->data and c->cancel). Objects passed in are borrowed; *out
- * receives a new reference (NULL on failure). Errors as kcr/client.h: a missing
- * object is KCR_EAPI with NotFound. Every op is required except list and del,
- * which may be NULL (KCR_ENOTSUP).
- *   get     one object of api_version/kind.
- *   list    {"items": [...]} of api_version/kind in ns (NULL: all), matching
- *           label_selector (NULL: all).
- *   create  POST obj (its apiVersion, kind, namespace say where).
- *   update  PUT obj; subresource NULL or "status".
- *   patch   PATCH the named object; subresource NULL or "status".
- *   del     DELETE the named object.
- */
-typedef struct kcr_objclient_ops {
-  int (*get)(const kcr_objclient *c, const char *api_version, const char *kind, const char *ns,
-             const char *name, json_t **out, kcr_error_t *err);
-  int (*list)(const kcr_objclient *c, const char *api_version, const char *kind, const char *ns,
-              const char *label_selector, json_t **out, kcr_error_t *err);
-  int (*create)(const kcr_objclient *c, const json_t *obj, json_t **out, kcr_error_t *err);
-  int (*update)(const kcr_objclient *c, const json_t *obj, const char *subresource, json_t **out,
-                kcr_error_t *err);
-  int (*patch)(const kcr_objclient *c, const char *api_version, const char *kind, const char *ns,
-               const char *name, kcr_patch_type type, const char *patch, size_t patch_len,
-               const char *subresource, json_t **out, kcr_error_t *err);
-  int (*del)(const kcr_objclient *c, const char *api_version, const char *kind, const char *ns,
-             const char *name, kcr_error_t *err);
-} kcr_objclient_ops;
-
-/*
- * kcr_objclient: an object client by value (copy freely): its verbs, their data,
- * and the cancellation token its requests carry (NULL: none). The reconcile
- * context hands out one whose token fires when the manager shuts down.
- */
-struct kcr_objclient {
-  const kcr_objclient_ops *ops;
-  void *data;
-  kcr_cancel_t *cancel;
-};
-
-/*
- * The verbs through c (as kcr_objclient_ops; out may be NULL when the result is
- * not wanted). Blocking; any thread but the client's loop thread.
- */
-KCR_EXTERN int kcr_objclient_get(const kcr_objclient *c, const char *api_version, const char *kind,
-                                 const char *ns, const char *name, json_t **out, kcr_error_t *err);
-KCR_EXTERN int kcr_objclient_list(const kcr_objclient *c, const char *api_version, const char *kind,
-                                  const char *ns, const char *label_selector, json_t **out,
-                                  kcr_error_t *err);
-KCR_EXTERN int kcr_objclient_create(const kcr_objclient *c, const json_t *obj, json_t **out,
-                                    kcr_error_t *err);
-KCR_EXTERN int kcr_objclient_update(const kcr_objclient *c, const json_t *obj, json_t **out,
-                                    kcr_error_t *err);
-KCR_EXTERN int kcr_objclient_update_status(const kcr_objclient *c, const json_t *obj, json_t **out,
-                                           kcr_error_t *err);
-KCR_EXTERN int kcr_objclient_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type type,
-                                   const char *patch, size_t patch_len, const char *subresource,
-                                   json_t **out, kcr_error_t *err);
-KCR_EXTERN int kcr_objclient_delete(const kcr_objclient *c, const json_t *obj, kcr_error_t *err);
 
 /*
  * kcr_finalizer_remove_remote removes finalizer name from obj on the server with

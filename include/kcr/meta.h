@@ -29,6 +29,35 @@ extern "C" {
 #endif
 
 /*
+ * kcr_gvk: a kind — the one way kcr names one (a group, version and kind; group
+ * "" is the core group). Strings are borrowed for each call that takes one.
+ * Writes name their kind through the object's own apiVersion and kind instead.
+ */
+typedef struct kcr_gvk {
+  const char *group;
+  const char *version;
+  const char *kind;
+} kcr_gvk;
+
+/* KCR_GVK_GROUP_MAX: the size of a group buffer for kcr_meta_gvk (a DNS subdomain). */
+#define KCR_GVK_GROUP_MAX 254
+
+/*
+ * kcr_meta_gvk reads obj's apiVersion and kind into *out: out->version and
+ * out->kind borrow from obj, out->group points into group (size bytes, the group
+ * copied there NUL-terminated). Returns 0, or KCR_EINVAL when obj lacks
+ * apiVersion or kind or the group does not fit. Any thread.
+ */
+KCR_EXTERN int kcr_meta_gvk(const json_t *obj, kcr_gvk *out, char *group, size_t size);
+
+/*
+ * kcr_gvk_api_version writes gvk's apiVersion ("apps/v1", "v1") into buf (size
+ * bytes). Returns its length, or KCR_ETOOBIG / KCR_EINVAL (no version). Any
+ * thread.
+ */
+KCR_EXTERN int kcr_gvk_api_version(const kcr_gvk *gvk, char *buf, size_t size);
+
+/*
  * KCR_META_KEY_MAX is the size, NUL included, of a buffer that holds any key
  * kcr_meta_key makes for a valid object (namespace <= 63 bytes, '/', name <= 253
  * bytes), with room to spare for custom key functions.

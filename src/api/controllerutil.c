@@ -282,88 +282,6 @@ int kcr_owner_ref_remove(const json_t *owner, json_t *obj, kcr_error_t *err) {
   return 0;
 }
 
-/* ---- the object client ---- */
-
-int kcr_objclient_get(const kcr_objclient *c, const char *api_version, const char *kind,
-                      const char *ns, const char *name, json_t **out, kcr_error_t *err) {
-  json_t *tmp = NULL;
-  int rc = c->ops->get(c, api_version, kind, ns, name, &tmp, err);
-  if (out)
-    *out = tmp;
-  else
-    json_decref(tmp);
-  return rc;
-}
-
-int kcr_objclient_list(const kcr_objclient *c, const char *api_version, const char *kind,
-                       const char *ns, const char *label_selector, json_t **out, kcr_error_t *err) {
-  json_t *tmp = NULL;
-  int rc;
-  if (!c->ops->list) {
-    if (out)
-      *out = NULL;
-    return kcr_error_set(err, KCR_ENOTSUP, "this object client cannot list");
-  }
-  rc = c->ops->list(c, api_version, kind, ns, label_selector, &tmp, err);
-  if (out)
-    *out = tmp;
-  else
-    json_decref(tmp);
-  return rc;
-}
-
-int kcr_objclient_create(const kcr_objclient *c, const json_t *obj, json_t **out,
-                         kcr_error_t *err) {
-  json_t *tmp = NULL;
-  int rc = c->ops->create(c, obj, &tmp, err);
-  if (out)
-    *out = tmp;
-  else
-    json_decref(tmp);
-  return rc;
-}
-
-static int update_sub(const kcr_objclient *c, const json_t *obj, const char *sub, json_t **out,
-                      kcr_error_t *err) {
-  json_t *tmp = NULL;
-  int rc = c->ops->update(c, obj, sub, &tmp, err);
-  if (out)
-    *out = tmp;
-  else
-    json_decref(tmp);
-  return rc;
-}
-
-int kcr_objclient_update(const kcr_objclient *c, const json_t *obj, json_t **out,
-                         kcr_error_t *err) {
-  return update_sub(c, obj, NULL, out, err);
-}
-
-int kcr_objclient_update_status(const kcr_objclient *c, const json_t *obj, json_t **out,
-                                kcr_error_t *err) {
-  return update_sub(c, obj, "status", out, err);
-}
-
-int kcr_objclient_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type type,
-                        const char *patch, size_t patch_len, const char *subresource, json_t **out,
-                        kcr_error_t *err) {
-  json_t *tmp = NULL;
-  int rc = c->ops->patch(c, kcr_meta_api_version(obj), kcr_meta_kind(obj), kcr_meta_namespace(obj),
-                         kcr_meta_name(obj), type, patch, patch_len, subresource, &tmp, err);
-  if (out)
-    *out = tmp;
-  else
-    json_decref(tmp);
-  return rc;
-}
-
-int kcr_objclient_delete(const kcr_objclient *c, const json_t *obj, kcr_error_t *err) {
-  if (!c->ops->del)
-    return kcr_error_set(err, KCR_ENOTSUP, "this object client cannot delete");
-  return c->ops->del(c, kcr_meta_api_version(obj), kcr_meta_kind(obj), kcr_meta_namespace(obj),
-                     kcr_meta_name(obj), err);
-}
-
 /* replace_contents makes obj hold src's members (obj keeps its identity). */
 static int replace_contents(json_t *obj, json_t *src) {
   json_object_clear(obj);
@@ -436,9 +354,12 @@ static int get_or_create(const kcr_objclient *c, json_t *obj, kcr_mutate_fn f, v
   json_t *got = NULL;
   kcr_error_t gerr = {0};
   int rc;
+  char group[KCR_GVK_GROUP_MAX];
+  kcr_gvk gvk;
   *created = false;
-  rc = kcr_objclient_get(c, kcr_meta_api_version(obj), kcr_meta_kind(obj), k->ns, k->name, &got,
-                         &gerr);
+  if (kcr_meta_gvk(obj, &gvk, group, sizeof(group)) != 0)
+    return kcr_error_set(err, KCR_EINVAL, "create or update: the object needs apiVersion and kind");
+  rc = kcr_objclient_get(c, &gvk, k->ns, k->name, &got, &gerr);
   if (rc == 0) {
     rc = replace_contents(obj, got);
     json_decref(got);
@@ -484,7 +405,7 @@ int kcr_create_or_update(const kcr_objclient *c, json_t *obj, kcr_mutate_fn f, v
     goto done;
   if (json_equal(before, obj))
     goto done;
-  if ((rc = kcr_objclient_update(c, obj, &got, err)) != 0)
+  if ((rc = kcr_objclient_update(c, obj, NULL, &got, err)) != 0)
     goto done;
   if (got)
     rc = replace_contents(obj, got);

@@ -756,3 +756,32 @@ int kcr_selector_string(const kcr_selector_t *sel, struct kcr_buf *buf) {
     rc = kcr_buf_append(buf, "", 0);
   return rc;
 }
+
+/* ---- kinds ---- */
+
+int kcr_meta_gvk(const json_t *obj, kcr_gvk *out, char *group, size_t size) {
+  const char *av = kcr_meta_api_version(obj), *kind = kcr_meta_kind(obj), *slash;
+  size_t glen;
+  memset(out, 0, sizeof(*out));
+  if (!*av || !*kind || size == 0)
+    return KCR_EINVAL;
+  slash = strchr(av, '/');
+  glen = slash ? (size_t)(slash - av) : 0;
+  if (glen >= size || (slash && !slash[1]))
+    return KCR_EINVAL;
+  memcpy(group, av, glen);
+  group[glen] = '\0';
+  out->group = group;
+  out->version = slash ? slash + 1 : av;
+  out->kind = kind;
+  return 0;
+}
+
+int kcr_gvk_api_version(const kcr_gvk *gvk, char *buf, size_t size) {
+  int n;
+  if (!gvk->version || !*gvk->version)
+    return KCR_EINVAL;
+  n = gvk->group && *gvk->group ? snprintf(buf, size, "%s/%s", gvk->group, gvk->version)
+                                : snprintf(buf, size, "%s", gvk->version);
+  return n < 0 || (size_t)n >= size ? KCR_ETOOBIG : n;
+}

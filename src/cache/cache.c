@@ -889,12 +889,160 @@ static int list_by_field(entry_t *e, const char *index, const char *value, const
   return 0;
 }
 
-int kcr_cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_cache_list_options *o,
-                   json_t **out, kcr_error_t *err) {
-  kcr_cache_list_options none;
+/* fsel_t: what a field selector asks of the cache, reduced to what it can do. */
+typedef struct fsel {
+  char buf[1024];    /* the selector, split in place */
+  const char *ns;    /* metadata.namespace= */
+  const char *name;  /* metadata.name= */
+  const char *index; /* an indexed field= */
+  const char *value;
+  const char *not_ns[8], *not_name[8]; /* != terms */
+  size_t n_not_ns, n_not_name;
+} fsel_t;
+
+/* parse_fsel splits "f=v,f==v,f!=v" into f. Values and fields are trimmed of
+ * nothing: the API server refuses spaces there too. */
+static int parse_fsel(const char *sel, fsel_t *f, const char *kind, kcr_error_t *err) {
+  char *p, *term, *save = NULL;
+  memset(f, 0, sizeof(*f));
+  if (strlen(sel) >= sizeof(f->buf))
+    return kcr_error_set(err, KCR_EINVAL, "cache: list %s: field selector too long", kind);
+  memcpy(f->buf, sel, strlen(sel) + 1);
+  for (term = strtok_r(f->buf, ",", &save); term; term = strtok_r(NULL, ",", &save)) {
+    char *val;
+    int neg = 0;
+    if ((p = strstr(term, "!=")) != NULL) {
+      neg = 1;
+      val = p + 2;
+    } else if ((p = strstr(term, "==")) != NULL) {
+      val = p + 2;
+    } else if ((p = strchr(term, '=')) != NULL) {
+      val = p + 1;
+    } else {
+      return kcr_error_set(err, KCR_EPARSE,
+                           "cache: list %s: field selector term without = or != (want f=v)", kind);
+    }
+    *p = '\0';
+    if (!*term)
+      return kcr_error_set(err, KCR_EPARSE, "cache: list %s: field selector term without a field",
+                           kind);
+    if (strcmp(term, "metadata.namespace") == 0) {
+      if (neg && f->n_not_ns < 8)
+        f->not_ns[f->n_not_ns++] = val;
+      else if (!neg && (!f->ns || strcmp(f->ns, val) == 0))
+        f->ns = val;
+      else
+        return kcr_error_set(err, KCR_EINVAL,
+                             "cache: list %s: field selector asks for two namespaces or too "
+                             "many != terms",
+                             kind);
+    } else if (strcmp(term, "metadata.name") == 0) {
+      if (neg && f->n_not_name < 8)
+        f->not_name[f->n_not_name++] = val;
+      else if (!neg && !f->name)
+        f->name = val;
+      else
+        return kcr_error_set(err, KCR_EINVAL,
+                             "cache: list %s: field selector asks for two names or too many "
+                             "!= terms",
+                             kind);
+    } else if (!neg && !f->index) {
+      f->index = term;
+      f->value = val;
+    } else {
+      return kcr_error_set(err, KCR_EINVAL,
+                           "cache: list %s: field selector term on %s: the cache answers "
+                           "metadata.name, metadata.namespace and one equality on an indexed field",
+                           kind, term);
+    }
+  }
+  return 0;
+}
+
+/* fsel_keeps applies the name and != terms to obj. */
+static bool fsel_keeps(const fsel_t *f, const json_t *obj) {
+  const char *name = kcr_meta_name(obj), *ns = kcr_meta_namespace(obj);
+  if (f->name && strcmp(f->name, name) != 0)
+    return false;
+  for (size_t i = 0; i < f->n_not_name; i++)
+    if (strcmp(f->not_name[i], name) == 0)
+      return false;
+  for (size_t i = 0; i < f->n_not_ns; i++)
+    if (strcmp(f->not_ns[i], ns) == 0)
+      return false;
+  return true;
+}
+
+static int cmp_by_key(const void *a, const void *b) {
+  json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+  int c = strcmp(kcr_meta_namespace(x), kcr_meta_namespace(y));
+  return c ? c : strcmp(kcr_meta_name(x), kcr_meta_name(y));
+}
+
+/* make_list sorts items by namespace/name, applies the field selector's filters,
+ * continue and limit, and wraps what is left in a List object. Steals items. */
+static int make_list(entry_t *e, const kcr_gvk *gvk, json_t *items, const fsel_t *f,
+                     const kcr_list_options *o, json_t **out, kcr_error_t *err) {
+  size_t n = json_array_size(items), kept = 0;
+  json_t **v = n ? kcr__calloc(n, sizeof(*v)) : NULL, *dst = json_array(), *meta = json_object();
+  char av[KCR_MAPPING_NAME_MAX * 2 + 2], kind[KCR_MAPPING_NAME_MAX + 8], rv[64] = "";
+  char last[KCR_META_KEY_MAX] = "";
+  int rc = 0, cut = 0;
+
+  *out = NULL;
+  if ((n && !v) || !dst || !meta) {
+    rc = kcr_error_set(err, KCR_ENOMEM, "cache: list %s: out of memory", gvk->kind);
+    goto done;
+  }
+  for (size_t i = 0; i < n; i++)
+    v[i] = json_array_get(items, i);
+  qsort(v, n, sizeof(*v), cmp_by_key);
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    char key[KCR_META_KEY_MAX];
+    if (!fsel_keeps(f, v[i]))
+      continue;
+    if (kcr_meta_key(v[i], key, sizeof(key)) != 0)
+      continue;
+    if (o->continue_token && *o->continue_token && strcmp(key, o->continue_token) <= 0)
+      continue;
+    if (o->limit > 0 && (long)kept == o->limit) {
+      cut = 1;
+      break;
+    }
+    if (json_array_append(dst, v[i]) != 0)
+      rc = kcr_error_set(err, KCR_ENOMEM, "cache: list %s: out of memory", gvk->kind);
+    snprintf(last, sizeof(last), "%s", key);
+    kept++;
+  }
+  if (rc)
+    goto done;
+  kcr_gvk_api_version(gvk, av, sizeof(av));
+  snprintf(kind, sizeof(kind), "%sList", gvk->kind);
+  kcr_store_resource_version(kcr_informer_store(e->inf), rv, sizeof(rv));
+  if ((rv[0] && json_object_set_new(meta, "resourceVersion", json_string(rv)) != 0) ||
+      (cut && json_object_set_new(meta, "continue", json_string(last)) != 0)) {
+    rc = kcr_error_set(err, KCR_ENOMEM, "cache: list %s: out of memory", gvk->kind);
+    goto done;
+  }
+  *out = json_pack("{s:s, s:s, s:O, s:O}", "apiVersion", av, "kind", kind, "metadata", meta,
+                   "items", dst);
+  if (!*out)
+    rc = kcr_error_set(err, KCR_ENOMEM, "cache: list %s: out of memory", gvk->kind);
+done:
+  kcr__free(v);
+  json_decref(items);
+  json_decref(dst);
+  json_decref(meta);
+  return rc;
+}
+
+int kcr_cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_list_options *o, json_t **out,
+                   kcr_error_t *err) {
+  kcr_list_options none;
   kcr_selector_t *sel = NULL;
   json_t *all = NULL, *dst = NULL, *obj;
-  const char *ns;
+  const char *ns, *index, *value;
+  fsel_t f;
   entry_t *e;
   size_t i;
   int rc;
@@ -907,8 +1055,27 @@ int kcr_cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_cache_list_opti
     o = &none;
   }
   ns = o->ns && *o->ns ? o->ns : NULL;
-  if (o->field_index && *o->field_index && !o->field_value)
-    return kcr_error_set(err, KCR_EINVAL, "cache: a field index list needs a value");
+  index = o->index && *o->index ? o->index : NULL;
+  value = o->index_value;
+  if (index && !value)
+    return kcr_error_set(err, KCR_EINVAL, "cache: list %s: an index needs a value", gvk->kind);
+  if ((rc = parse_fsel(o->field_selector ? o->field_selector : "", &f, gvk->kind, err)) != 0)
+    return rc;
+  if (f.ns) {
+    if (ns && strcmp(ns, f.ns) != 0)
+      return kcr_error_set(err, KCR_EINVAL,
+                           "cache: list %s: the namespace and the field selector disagree",
+                           gvk->kind);
+    ns = f.ns;
+  }
+  if (f.index) {
+    if (index)
+      return kcr_error_set(err, KCR_EINVAL,
+                           "cache: list %s: both an index and an indexed field selector term",
+                           gvk->kind);
+    index = f.index;
+    value = f.value;
+  }
   if (o->label_selector && *o->label_selector &&
       (rc = kcr_selector_parse(o->label_selector, &sel, err)) != 0)
     return rc;
@@ -920,8 +1087,8 @@ int kcr_cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_cache_list_opti
     rc = kcr_error_set(err, KCR_ENOMEM, "cache: out of memory");
     goto done;
   }
-  if (o->field_index && *o->field_index) {
-    rc = list_by_field(e, o->field_index, o->field_value, ns, sel, dst, err);
+  if (index) {
+    rc = list_by_field(e, index, value, ns, sel, dst, err);
     goto done;
   }
   rc = ns ? kcr_store_by_index(kcr_informer_store(e->inf), KCR_STORE_INDEX_NAMESPACE, ns, &all)
@@ -950,6 +1117,5 @@ done:
     json_decref(dst);
     return rc;
   }
-  *out = dst;
-  return 0;
+  return make_list(e, gvk, dst, &f, o, out, err); /* steals dst */
 }

@@ -138,6 +138,10 @@ struct kcr_requests {
 
 /* ---- the reconcile context ---- */
 
+const kcr_objclient *kcr_requests_client(kcr_requests *r) {
+  return &r->c->client;
+}
+
 const kcr_objclient *kcr_reconcile_client(kcr_reconcile_ctx *ctx) {
   return &ctx->client;
 }
@@ -528,6 +532,8 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
   ctx.name = name;
   ctx.client = c->client;
   ctx.client.cancel = c->cancel;
+  if (!ctx.client.field_manager)
+    ctx.client.field_manager = c->name; /* as controller-runtime's manager names its applies */
   if (kcr_uuid_v4(ctx.id) != 0)
     snprintf(ctx.id, sizeof(ctx.id), "%s", "00000000-0000-0000-0000-000000000000");
   req.ns = ns;

@@ -83,27 +83,6 @@ struct kcr_manager {
 
 /* ---- the object client ---- */
 
-static int parse_av(const char *av, const char *kind, kcr_gvk *gvk, char *group, size_t gsize) {
-  size_t glen;
-  const char *g = kcr_api_version_group(av, &glen);
-  if (!av || !*av || !kind || !*kind || glen >= gsize)
-    return KCR_EINVAL;
-  memcpy(group, g, glen);
-  group[glen] = '\0';
-  gvk->group = group;
-  gvk->version = glen ? av + glen + 1 : av;
-  gvk->kind = kind;
-  return 0;
-}
-
-/* resolve maps apiVersion/kind to a resource and scope for the writes. */
-static int resolve(kcr_manager_t *m, const char *av, const char *kind, kcr_gvk *gvk, char *group,
-                   kcr_rest_mapping *mapping, kcr_error_t *err) {
-  if (parse_av(av, kind, gvk, group, KCR_MAPPING_NAME_MAX) != 0)
-    return kcr_error_set(err, KCR_EINVAL, "object client: the object needs apiVersion and kind");
-  return kcr_rest_mapper_mapping(m->mapper, gvk->group, gvk->version, kind, mapping, err);
-}
-
 /* typed sets apiVersion and kind, which list items from the server lack. */
 static int typed(json_t *obj, const char *av, const char *kind) {
   if (json_object_set_new(obj, "apiVersion", json_string(av)) != 0 ||
@@ -112,17 +91,16 @@ static int typed(json_t *obj, const char *av, const char *kind) {
   return 0;
 }
 
-static int oc_get(const kcr_objclient *c, const char *av, const char *kind, const char *ns,
-                  const char *name, json_t **out, kcr_error_t *err) {
+static int oc_get(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns, const char *name,
+                  json_t **out, kcr_error_t *err) {
   kcr_manager_t *m = c->data;
-  char group[KCR_MAPPING_NAME_MAX];
-  kcr_gvk gvk;
+  char av[2 * KCR_MAPPING_NAME_MAX + 2];
   int rc;
   *out = NULL;
-  if (parse_av(av, kind, &gvk, group, sizeof(group)) != 0)
-    return kcr_error_set(err, KCR_EINVAL, "object client: apiVersion and kind are required");
-  rc = kcr_cache_get(m->cache, &gvk, ns, name, out, err);
-  if (rc == 0 && (rc = typed(*out, av, kind)) != 0) {
+  if (kcr_gvk_api_version(gvk, av, sizeof(av)) < 0)
+    return kcr_error_set(err, KCR_EINVAL, "object client: the kind's group or version is too long");
+  rc = kcr_cache_get(m->cache, gvk, ns, name, out, err);
+  if (rc == 0 && (rc = typed(*out, av, gvk->kind)) != 0) {
     json_decref(*out);
     *out = NULL;
     kcr_error_set(err, rc, "object client: out of memory");
@@ -130,30 +108,26 @@ static int oc_get(const kcr_objclient *c, const char *av, const char *kind, cons
   return rc;
 }
 
-static int oc_list(const kcr_objclient *c, const char *av, const char *kind, const char *ns,
-                   const char *sel, json_t **out, kcr_error_t *err) {
+static int oc_list(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_options *o,
+                   json_t **out, kcr_error_t *err) {
   kcr_manager_t *m = c->data;
-  char group[KCR_MAPPING_NAME_MAX];
-  kcr_gvk gvk;
-  kcr_cache_list_options lo = {0};
-  json_t *items = NULL, *o;
+  char av[2 * KCR_MAPPING_NAME_MAX + 2];
+  json_t *item;
   size_t i;
   int rc;
   *out = NULL;
-  if (parse_av(av, kind, &gvk, group, sizeof(group)) != 0)
-    return kcr_error_set(err, KCR_EINVAL, "object client: apiVersion and kind are required");
-  lo.ns = ns;
-  lo.label_selector = sel;
-  if ((rc = kcr_cache_list(m->cache, &gvk, &lo, &items, err)) != 0)
+  if (kcr_gvk_api_version(gvk, av, sizeof(av)) < 0)
+    return kcr_error_set(err, KCR_EINVAL, "object client: the kind's group or version is too long");
+  if ((rc = kcr_cache_list(m->cache, gvk, o, out, err)) != 0)
     return rc;
-  json_array_foreach(items, i, o) {
-    if (typed(o, av, kind) != 0) {
-      json_decref(items);
+  json_array_foreach(kcr_list_items(*out), i, item) {
+    if (typed(item, av, gvk->kind) != 0) {
+      json_decref(*out);
+      *out = NULL;
       return kcr_error_set(err, KCR_ENOMEM, "object client: out of memory");
     }
   }
-  *out = json_pack("{s:o}", "items", items);
-  return *out ? 0 : kcr_error_set(err, KCR_ENOMEM, "object client: out of memory");
+  return 0;
 }
 
 static void note(kcr_manager_t *m, const kcr_gvk *gvk, const json_t *obj) {
@@ -163,12 +137,13 @@ static void note(kcr_manager_t *m, const kcr_gvk *gvk, const json_t *obj) {
 
 /* target_t: where a write goes, resolved once per call (see target). */
 typedef struct target {
-  char group[KCR_MAPPING_NAME_MAX];
-  kcr_gvk gvk; /* gvk.group points into group */
+  char group[KCR_GVK_GROUP_MAX];
+  kcr_gvk gvk; /* gvk.group points into group, the rest into the object */
   kcr_rest_mapping mp;
   kcr_gvr r;              /* points into mp */
   const char *ns;         /* NULL for cluster-scoped kinds */
-  kcr_request_options ro; /* the reconcile's cancel token */
+  const char *name;       /* the object's */
+  kcr_request_options ro; /* the reconcile's cancel token, the fence's timeout */
 } target_t;
 
 /* fence_left: how long this process may still write (INT64_MAX: no fence). */
@@ -183,22 +158,27 @@ static bool on_gate(void *data) {
   return fence_left(data) > 0;
 }
 
-/* target resolves apiVersion/kind to a resource and scope, for the writes
- * below, after the fence: a leader past its renew deadline writes nothing. */
-static int target(const kcr_objclient *c, const char *av, const char *kind, const char *ns,
-                  target_t *t, kcr_error_t *err) {
-  int64_t left = fence_left(c->data);
+/* target resolves the object's apiVersion/kind to a resource and scope, for
+ * the writes below, after the fence: a leader past its renew deadline writes
+ * nothing. */
+static int target(const kcr_objclient *c, const json_t *obj, target_t *t, kcr_error_t *err) {
+  kcr_manager_t *m = c->data;
+  int64_t left = fence_left(m);
   int rc;
   memset(t, 0, sizeof(*t));
   if (left <= 0)
     return kcr_error_set(err, KCR_ECANCELED,
                          "not the leader (the lease is unrenewed past the renew deadline, or "
                          "lost): write of %s refused",
-                         kind && *kind ? kind : "an object");
-  if ((rc = resolve(c->data, av, kind, &t->gvk, t->group, &t->mp, err)) != 0)
+                         *kcr_meta_kind(obj) ? kcr_meta_kind(obj) : "an object");
+  if (kcr_meta_gvk(obj, &t->gvk, t->group, sizeof(t->group)) != 0)
+    return kcr_error_set(err, KCR_EINVAL, "object client: the object needs apiVersion and kind");
+  if ((rc = kcr_rest_mapper_mapping(m->mapper, t->gvk.group, t->gvk.version, t->gvk.kind, &t->mp,
+                                    err)) != 0)
     return rc;
   t->r = kcr_rest_mapping_gvr(&t->mp);
-  t->ns = t->mp.namespaced ? ns : NULL;
+  t->ns = t->mp.namespaced ? kcr_meta_namespace(obj) : NULL;
+  t->name = kcr_meta_name(obj);
   t->ro.cancel = c->cancel;
   if (left != INT64_MAX)
     t->ro.timeout_ns = left > KCR_NSEC_PER_MSEC ? left : KCR_NSEC_PER_MSEC;
@@ -209,8 +189,7 @@ static int oc_create(const kcr_objclient *c, const json_t *obj, json_t **out, kc
   target_t t;
   int rc;
   *out = NULL;
-  if ((rc = target(c, kcr_meta_api_version(obj), kcr_meta_kind(obj), kcr_meta_namespace(obj), &t,
-                   err)) != 0)
+  if ((rc = target(c, obj, &t, err)) != 0)
     return rc;
   rc = kcr_client_create_object(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj,
                                 &t.ro, out, err);
@@ -224,8 +203,7 @@ static int oc_update(const kcr_objclient *c, const json_t *obj, const char *sub,
   target_t t;
   int rc;
   *out = NULL;
-  if ((rc = target(c, kcr_meta_api_version(obj), kcr_meta_kind(obj), kcr_meta_namespace(obj), &t,
-                   err)) != 0)
+  if ((rc = target(c, obj, &t, err)) != 0)
     return rc;
   t.ro.subresource = sub;
   rc = kcr_client_update(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj, &t.ro, out,
@@ -235,39 +213,66 @@ static int oc_update(const kcr_objclient *c, const json_t *obj, const char *sub,
   return rc;
 }
 
-static int oc_patch(const kcr_objclient *c, const char *av, const char *kind, const char *ns,
-                    const char *name, kcr_patch_type type, const char *patch, size_t len,
-                    const char *sub, json_t **out, kcr_error_t *err) {
+static int oc_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type type,
+                    const char *patch, size_t len, const char *sub, json_t **out,
+                    kcr_error_t *err) {
   target_t t;
   int rc;
   *out = NULL;
-  if ((rc = target(c, av, kind, ns, &t, err)) != 0)
+  if ((rc = target(c, obj, &t, err)) != 0)
     return rc;
   t.ro.subresource = sub;
-  rc = kcr_client_patch(((kcr_manager_t *)c->data)->client, &t.r, t.ns, name, type, patch, len,
+  if (type == KCR_PATCH_APPLY)
+    t.ro.field_manager = c->field_manager;
+  rc = kcr_client_patch(((kcr_manager_t *)c->data)->client, &t.r, t.ns, t.name, type, patch, len,
                         &t.ro, out, err);
   if (rc == 0)
     note(c->data, &t.gvk, *out);
   return rc;
 }
 
-static int oc_del(const kcr_objclient *c, const char *av, const char *kind, const char *ns,
-                  const char *name, kcr_error_t *err) {
+static int oc_apply(const kcr_objclient *c, const json_t *obj, const kcr_apply_options *o,
+                    const char *sub, json_t **out, kcr_error_t *err) {
+  target_t t;
+  int rc;
+  *out = NULL;
+  if ((rc = target(c, obj, &t, err)) != 0)
+    return rc;
+  t.ro.subresource = sub;
+  t.ro.field_manager = o->field_manager ? o->field_manager : c->field_manager;
+  t.ro.force = o->force;
+  if (!t.ro.field_manager || !*t.ro.field_manager)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "apply %s: no field manager (set kcr_apply_options.field_manager; a "
+                         "reconcile's client uses the controller's name)",
+                         t.gvk.kind);
+  rc = kcr_client_apply(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj, &t.ro, out,
+                        err);
+  if (rc == 0)
+    note(c->data, &t.gvk, *out);
+  return rc;
+}
+
+static int oc_del(const kcr_objclient *c, const json_t *obj, const kcr_delete_options *o,
+                  kcr_error_t *err) {
   json_t *got = NULL;
   target_t t;
   int rc;
-  if ((rc = target(c, av, kind, ns, &t, err)) != 0)
+  if ((rc = target(c, obj, &t, err)) != 0)
     return rc;
-  t.ro.grace_period_seconds = -1;
-  rc = kcr_client_delete(((kcr_manager_t *)c->data)->client, &t.r, t.ns, name, &t.ro, &got, err);
-  if (rc == 0 && got && strcmp(kcr_meta_kind(got), kind) == 0)
+  t.ro.grace_period_seconds = o->has_grace_period ? o->grace_period_seconds : -1;
+  t.ro.propagation_policy = o->propagation_policy;
+  t.ro.precondition_uid = o->precondition_uid;
+  t.ro.precondition_resource_version = o->precondition_resource_version;
+  rc = kcr_client_delete(((kcr_manager_t *)c->data)->client, &t.r, t.ns, t.name, &t.ro, &got, err);
+  if (rc == 0 && got && strcmp(kcr_meta_kind(got), t.gvk.kind) == 0)
     note(c->data, &t.gvk, got); /* the object as finalizers hold it */
   json_decref(got);
   return rc;
 }
 
-static const kcr_objclient_ops manager_ops = {oc_get,    oc_list,  oc_create,
-                                              oc_update, oc_patch, oc_del};
+static const kcr_objclient_ops manager_ops = {oc_get,   oc_list,  oc_create, oc_update,
+                                              oc_patch, oc_apply, oc_del};
 
 /* ---- controller source ---- */
 

@@ -33,15 +33,17 @@
 
 /* child_kind describes one kind of child. */
 typedef struct child_kind {
-  const char *api_version, *kind;
+  kcr_gvk gvk;
+  const char *kind;
   int (*desired)(const json_t *app, json_t **out, kcr_error_t *err);
 } child_kind;
 
 static const child_kind children[] = {
-    {"apps/v1", "Deployment", kcr__app_desired_deployment},
-    {"v1", "Service", kcr__app_desired_service},
-    {"v1", "ConfigMap", kcr__app_desired_configmap},
+    {{"apps", "v1", "Deployment"}, "Deployment", kcr__app_desired_deployment},
+    {{"", "v1", "Service"}, "Service", kcr__app_desired_service},
+    {{"", "v1", "ConfigMap"}, "ConfigMap", kcr__app_desired_configmap},
 };
+static const kcr_gvk app_gvk = {KCR_APP_GROUP, KCR_APP_VERSION, KCR_APP_KIND};
 
 /*
  * sync_child brings one child in line. *observed (may be NULL) receives the
@@ -72,12 +74,7 @@ static int sync_child(const kcr_app_reconciler *r, const kcr_objclient *c, json_
     snprintf(name, sizeof(name), "%s%s", kcr_meta_name(app), KCR_APP_CONFIG_SUFFIX);
   else
     snprintf(name, sizeof(name), "%s", kcr_meta_name(app));
-  rc = kcr_objclient_get(c, k->api_version, k->kind, ns, name, &existing, err);
-  if (rc == KCR_EAPI && kcr_error_is_not_found(err)) {
-    kcr_error_clear(err);
-    rc = 0;
-    existing = NULL;
-  }
+  rc = kcr_ignore_not_found(kcr_objclient_get(c, &k->gvk, ns, name, &existing, err), err);
   if (rc)
     goto out;
   if (existing && !kcr__app_owns(app, existing)) {
@@ -90,11 +87,7 @@ static int sync_child(const kcr_app_reconciler *r, const kcr_objclient *c, json_
   if (!desired) {
     /* The spec no longer asks for this child: delete ours. */
     if (existing) {
-      rc = kcr_objclient_delete(c, existing, err);
-      if (rc == KCR_EAPI && kcr_error_is_not_found(err)) {
-        kcr_error_clear(err);
-        rc = 0;
-      }
+      rc = kcr_ignore_not_found(kcr_objclient_del(c, existing, NULL, err), err);
       if (rc == 0)
         kcr_log(KCR_LOG_INFO, "app", "deleted %s %s/%s (no longer in the spec)", k->kind, ns, name);
     }
@@ -109,7 +102,7 @@ static int sync_child(const kcr_app_reconciler *r, const kcr_objclient *c, json_
   } else if (!kcr__app_child_up_to_date(existing, desired)) {
     rc = kcr__app_merge_child(existing, desired, &merged, err);
     if (rc == 0)
-      rc = kcr_objclient_update(c, merged, &out, err);
+      rc = kcr_objclient_update(c, merged, NULL, &out, err);
     if (rc == 0) {
       kcr_log(KCR_LOG_INFO, "app", "updated %s %s/%s", k->kind, ns, name);
       record(r, app, "Normal", "Updated", "Update", k->kind, ns, name);
@@ -183,13 +176,9 @@ int kcr__app_reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req,
   int rc, sync_rc = 0;
   (void)res;
 
-  rc = kcr_objclient_get(c, KCR_APP_API_VERSION, KCR_APP_KIND, req->ns, req->name, &app, err);
-  if (rc == KCR_EAPI && kcr_error_is_not_found(err)) {
-    kcr_error_clear(err);
-    return 0;
-  }
-  if (rc)
-    return rc;
+  rc = kcr_ignore_not_found(kcr_objclient_get(c, &app_gvk, req->ns, req->name, &app, err), err);
+  if (rc || !app)
+    return rc; /* gone: the finalizer saw to the directory */
 
   if (kcr_meta_is_deleting(app)) {
     if (kcr_finalizer_contains(app, KCR_APP_FINALIZER)) {
@@ -212,7 +201,7 @@ int kcr__app_reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req,
     bool changed = false;
     rc = kcr_finalizer_add(app, KCR_APP_FINALIZER, &changed);
     if (rc == 0)
-      rc = kcr_objclient_update(c, app, &updated, err);
+      rc = kcr_objclient_update(c, app, NULL, &updated, err);
     json_decref(app);
     if (rc)
       return rc;
@@ -236,7 +225,7 @@ int kcr__app_reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req,
   } else {
     /* Paused: change nothing, but still report what the Deployment does. */
     json_t *existing = NULL;
-    if (kcr_objclient_get(c, "apps/v1", "Deployment", req->ns, req->name, &existing, NULL) == 0 &&
+    if (kcr_objclient_get(c, &children[0].gvk, req->ns, req->name, &existing, NULL) == 0 &&
         kcr__app_owns(app, existing))
       deployment = json_incref(existing);
     json_decref(existing);
@@ -260,7 +249,7 @@ int kcr__app_reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req,
     rc = kcr__app_status(app, &obs, kcr_clock_wall(kcr_clock_system()), &status, &serr);
     if (rc == 0 && kcr__app_status_changed(app, status)) {
       json_object_set(app, "status", status);
-      rc = kcr_objclient_update_status(c, app, NULL, &serr);
+      rc = kcr_objclient_update(c, app, "status", NULL, &serr);
     }
     if (rc && !sync_rc && err->code == KCR_OK)
       *err = serr;

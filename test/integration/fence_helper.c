@@ -44,15 +44,18 @@ static int on_reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req
                         void *data) {
   const kcr_objclient *c = kcr_reconcile_client(ctx);
   char patch[256];
-  json_t *out = NULL;
+  json_t *out = NULL, *target;
   int n, rc;
   (void)data;
   if (strcmp(req->name, "fence-trigger") != 0)
     return 0;
   n = snprintf(patch, sizeof(patch), "{\"data\":{\"writer\":\"%s\",\"n\":\"%ld\"}}", agent,
                atomic_fetch_add(&writes, 1));
-  rc = c->ops->patch(c, "v1", "ConfigMap", req->ns, "fence-target", KCR_PATCH_MERGE, patch,
-                     (size_t)n, NULL, &out, kcr_reconcile_err(ctx));
+  target = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+                     "metadata", "namespace", req->ns, "name", "fence-target");
+  rc = kcr_objclient_patch(c, target, KCR_PATCH_MERGE, patch, (size_t)n, NULL, &out,
+                           kcr_reconcile_err(ctx));
+  json_decref(target);
   json_decref(out);
   res->requeue_after_ns = 100 * KCR_NSEC_PER_MSEC;
   return rc;

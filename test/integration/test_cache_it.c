@@ -93,11 +93,11 @@ static int color_index(const json_t *obj, kcr_index_values_t *values, void *data
 }
 
 /* count_list lists through the cache and returns how many objects came back. */
-static size_t count_list(kcr_cache_t *c, const kcr_cache_list_options *o) {
+static size_t count_list(kcr_cache_t *c, const kcr_list_options *o) {
   json_t *list = NULL;
   size_t n;
   CHECK(kcr_cache_list(c, &cm_gvk, o, &list, E));
-  n = json_array_size(list);
+  n = json_array_size(kcr_list_items(list));
   json_decref(list);
   return n;
 }
@@ -143,22 +143,16 @@ static void test_cache_it_configmaps(void **state) {
   }
 
   /* Lists: namespace (kube-root-ca.crt is there too), label selector, field index. */
-  assert_int_equal(count_list(c, &(kcr_cache_list_options){.ns = ns, .label_selector = "app"}), 3);
-  assert_int_equal(count_list(c, &(kcr_cache_list_options){.ns = ns, .label_selector = "app=web"}),
-                   2);
+  assert_int_equal(count_list(c, &(kcr_list_options){.ns = ns, .label_selector = "app"}), 3);
+  assert_int_equal(count_list(c, &(kcr_list_options){.ns = ns, .label_selector = "app=web"}), 2);
   assert_int_equal(
-      count_list(c, &(kcr_cache_list_options){.ns = ns, .label_selector = "app,app notin (web)"}),
-      1);
+      count_list(c, &(kcr_list_options){.ns = ns, .label_selector = "app,app notin (web)"}), 1);
   assert_int_equal(
-      count_list(c,
-                 &(kcr_cache_list_options){.ns = ns, .field_index = "color", .field_value = "red"}),
-      2);
-  assert_int_equal(count_list(c, &(kcr_cache_list_options){.ns = "default",
-                                                           .field_index = "color",
-                                                           .field_value = "red"}),
-                   0);
-  assert_true(
-      count_list(c, &(kcr_cache_list_options){.field_index = "color", .field_value = "red"}) >= 2);
+      count_list(c, &(kcr_list_options){.ns = ns, .index = "color", .index_value = "red"}), 2);
+  assert_int_equal(
+      count_list(c, &(kcr_list_options){.ns = "default", .index = "color", .index_value = "red"}),
+      0);
+  assert_true(count_list(c, &(kcr_list_options){.index = "color", .index_value = "red"}) >= 2);
   assert_true(count_list(c, NULL) >= 4);
 
   /* A new object shows up. */
@@ -175,9 +169,7 @@ static void test_cache_it_configmaps(void **state) {
   }
   assert_true(seen);
   assert_int_equal(
-      count_list(c,
-                 &(kcr_cache_list_options){.ns = ns, .field_index = "color", .field_value = "red"}),
-      3);
+      count_list(c, &(kcr_list_options){.ns = ns, .index = "color", .index_value = "red"}), 3);
 
   /* Scope errors. */
   kcr_error_clear(&err);
@@ -210,8 +202,9 @@ static void test_cache_it_default_namespace(void **state) {
     json_t *list = NULL, *item;
     size_t i;
     CHECK(kcr_cache_list(c, &cm_gvk, NULL, &list, E));
-    assert_true(json_array_size(list) >= 1);
-    json_array_foreach(list, i, item) assert_string_equal(kcr_meta_namespace(item), ns);
+    assert_true(json_array_size(kcr_list_items(list)) >= 1);
+    json_array_foreach(kcr_list_items(list), i, item)
+        assert_string_equal(kcr_meta_namespace(item), ns);
     json_decref(list);
   }
   kcr_cache_destroy(c);
@@ -243,10 +236,9 @@ static void test_cache_it_metadata_only_secrets(void **state) {
   {
     json_t *list = NULL, *item;
     size_t i;
-    CHECK(kcr_cache_list(c, &secret_gvk, &(kcr_cache_list_options){.label_selector = "tier"}, &list,
-                         E));
-    assert_int_equal(json_array_size(list), 1);
-    json_array_foreach(list, i, item) assert_int_equal(json_object_size(item), 3);
+    CHECK(kcr_cache_list(c, &secret_gvk, &(kcr_list_options){.label_selector = "tier"}, &list, E));
+    assert_int_equal(json_array_size(kcr_list_items(list)), 1);
+    json_array_foreach(kcr_list_items(list), i, item) assert_int_equal(json_object_size(item), 3);
     json_decref(list);
   }
   kcr_cache_destroy(c);
@@ -270,7 +262,7 @@ static void test_cache_it_crd_after_start(void **state) {
 
   /* The cache already discovered (ConfigMap); the kind is unknown for now. */
   CHECK(kcr_cache_wait_for_sync(c, KCR_NSEC_PER_SEC, E));
-  CHECK(kcr_cache_list(c, &cm_gvk, &(kcr_cache_list_options){.ns = ns}, &list, E));
+  CHECK(kcr_cache_list(c, &cm_gvk, &(kcr_list_options){.ns = ns}, &list, E));
   json_decref(list);
   kcr_error_clear(&err);
   assert_int_equal(kcr_cache_get(c, &widget_gvk, ns, "w1", &obj, &err), KCR_ENOENT);
@@ -308,7 +300,7 @@ static void test_cache_it_crd_after_start(void **state) {
   assert_int_equal(kcr_cache_get(c, &widget_gvk, ns, "w2", &obj, &err), KCR_EAPI);
   assert_string_equal(err.message, "widgets.cacheit.kcr.dev \"w2\" not found");
   CHECK(kcr_cache_list(c, &widget_gvk, NULL, &list, E));
-  assert_int_equal(json_array_size(list), 1);
+  assert_int_equal(json_array_size(kcr_list_items(list)), 1);
   json_decref(list);
   kcr_cache_destroy(c);
 }
@@ -351,10 +343,10 @@ static void test_cache_it_read_your_own_writes(void **state) {
                              NULL, &out, E));
       kcr_cache_note_write(c, &cm_gvk, out);
       json_decref(out);
-      CHECK(kcr_cache_list(
-          c, &cm_gvk, &(kcr_cache_list_options){.ns = ns, .label_selector = "app=ryow"}, &list, E));
-      assert_int_equal(json_array_size(list), 1);
-      json_array_foreach(list, k, item)
+      CHECK(kcr_cache_list(c, &cm_gvk, &(kcr_list_options){.ns = ns, .label_selector = "app=ryow"},
+                           &list, E));
+      assert_int_equal(json_array_size(kcr_list_items(list)), 1);
+      json_array_foreach(kcr_list_items(list), k, item)
           assert_string_equal(kcr_meta_path_string(item, "data.color"), want);
       json_decref(list);
     }

@@ -193,10 +193,10 @@ static int teardown(void **state) {
 /* names renders the sorted names of a list: "one,r,two". */
 static void names(json_t *list, char *buf, size_t size) {
   const char *v[16];
-  size_t n = json_array_size(list), off = 0;
+  size_t n = json_array_size(kcr_list_items(list)), off = 0;
   assert_true(n <= 16);
   for (size_t i = 0; i < n; i++)
-    v[i] = kcr_meta_name(json_array_get(list, i));
+    v[i] = kcr_meta_name(json_array_get(kcr_list_items(list), i));
   for (size_t i = 1; i < n; i++)
     for (size_t j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
       const char *t = v[j];
@@ -208,7 +208,7 @@ static void names(json_t *list, char *buf, size_t size) {
     off += (size_t)snprintf(buf + off, size - off, "%s%s", i ? "," : "", v[i]);
 }
 
-static void expect_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_cache_list_options *o,
+static void expect_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_list_options *o,
                         const char *want) {
   json_t *list = NULL;
   kcr_error_t err;
@@ -253,9 +253,8 @@ static void test_cache_get(void **state) {
   assert_null(obj);
   assert_non_null(strstr(err.message, "Namespace is cluster-scoped"));
   kcr_error_clear(&err);
-  assert_int_equal(
-      kcr_cache_list(f->cache, &ns_gvk, &(kcr_cache_list_options){.ns = "a"}, &obj, &err),
-      KCR_EINVAL);
+  assert_int_equal(kcr_cache_list(f->cache, &ns_gvk, &(kcr_list_options){.ns = "a"}, &obj, &err),
+                   KCR_EINVAL);
   /* A namespaced get needs a namespace. */
   kcr_error_clear(&err);
   assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, NULL, "one", &obj, &err), KCR_EINVAL);
@@ -296,43 +295,114 @@ static void test_cache_list(void **state) {
   assert_int_equal(kcr_cache_add_index(f->cache, &cm_gvk, "color", color_index, NULL, &err),
                    KCR_EEXIST);
   expect_list(f->cache, &cm_gvk, NULL, "one,r,three,two");
-  expect_list(f->cache, &cm_gvk, &(kcr_cache_list_options){.ns = "a"}, "one,r,two");
-  expect_list(f->cache, &cm_gvk, &(kcr_cache_list_options){.ns = "b"}, "three");
-  expect_list(f->cache, &cm_gvk, &(kcr_cache_list_options){.ns = "zzz"}, "");
-  expect_list(f->cache, &cm_gvk, &(kcr_cache_list_options){.label_selector = "app=web"},
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.ns = "a"}, "one,r,two");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.ns = "b"}, "three");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.ns = "zzz"}, "");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.label_selector = "app=web"}, "one,three");
+  expect_list(f->cache, &cm_gvk,
+              &(kcr_list_options){.label_selector = "app in (web,db)", .ns = "a"}, "one,two");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.label_selector = "app!=web"}, "r,two");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.index = "color", .index_value = "red"},
               "one,three");
   expect_list(f->cache, &cm_gvk,
-              &(kcr_cache_list_options){.label_selector = "app in (web,db)", .ns = "a"}, "one,two");
-  expect_list(f->cache, &cm_gvk, &(kcr_cache_list_options){.label_selector = "app!=web"}, "r,two");
+              &(kcr_list_options){.index = "color", .index_value = "red", .ns = "b"}, "three");
   expect_list(f->cache, &cm_gvk,
-              &(kcr_cache_list_options){.field_index = "color", .field_value = "red"}, "one,three");
-  expect_list(f->cache, &cm_gvk,
-              &(kcr_cache_list_options){.field_index = "color", .field_value = "red", .ns = "b"},
-              "three");
-  expect_list(f->cache, &cm_gvk,
-              &(kcr_cache_list_options){
-                  .field_index = "color", .field_value = "red", .ns = "a", .label_selector = "app"},
+              &(kcr_list_options){
+                  .index = "color", .index_value = "red", .ns = "a", .label_selector = "app"},
               "one");
-  expect_list(f->cache, &cm_gvk,
-              &(kcr_cache_list_options){.field_index = "color", .field_value = "purple"}, "");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.index = "color", .index_value = "purple"},
+              "");
 
   kcr_error_clear(&err);
   assert_int_equal(kcr_cache_list(f->cache, &cm_gvk,
-                                  &(kcr_cache_list_options){.label_selector = "app in (x"}, &list,
-                                  &err),
+                                  &(kcr_list_options){.label_selector = "app in (x"}, &list, &err),
                    KCR_EPARSE);
   assert_null(list);
   kcr_error_clear(&err);
-  assert_int_equal(
-      kcr_cache_list(f->cache, &cm_gvk,
-                     &(kcr_cache_list_options){.field_index = "size", .field_value = "1"}, &list,
-                     &err),
-      KCR_EINVAL);
+  assert_int_equal(kcr_cache_list(f->cache, &cm_gvk,
+                                  &(kcr_list_options){.index = "size", .index_value = "1"}, &list,
+                                  &err),
+                   KCR_EINVAL);
   assert_non_null(strstr(err.message, "no index named size"));
   /* The list is the caller's. */
   assert_int_equal(kcr_cache_list(f->cache, &cm_gvk, NULL, &list, &err), 0);
   assert_int_equal(list->refcount, 1);
   json_decref(list);
+}
+
+/* The API server's list shape, field selectors as controller-runtime's cache
+ * answers them, and limit/continue. */
+static void test_cache_list_shape_fields_and_pages(void **state) {
+  fixture *f = *state;
+  kcr_error_t err;
+  json_t *list = NULL, *page = NULL;
+  char token[128];
+  const char *order[] = {"one", "r", "two", "three"}; /* a/one a/r a/two b/three */
+
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_add_index(f->cache, &cm_gvk, "data.color", color_index, NULL, &err),
+                   0);
+  assert_int_equal(kcr_cache_list(f->cache, &cm_gvk, NULL, &list, &err), 0);
+  assert_string_equal(kcr_meta_api_version(list), "v1");
+  assert_string_equal(kcr_meta_kind(list), "ConfigMapList");
+  assert_true(json_is_object(kcr_meta_metadata(list)));
+  assert_null(json_object_get(kcr_meta_metadata(list), "continue"));
+  assert_int_equal(json_array_size(kcr_list_items(list)), 4);
+  for (size_t i = 0; i < 4; i++) /* ordered by namespace/name */
+    assert_string_equal(kcr_meta_name(json_array_get(kcr_list_items(list), i)), order[i]);
+  json_decref(list);
+
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.field_selector = "metadata.name=r"}, "r");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.field_selector = "metadata.name!=r"},
+              "one,three,two");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.field_selector = "metadata.namespace==b"},
+              "three");
+  expect_list(f->cache, &cm_gvk,
+              &(kcr_list_options){.field_selector = "metadata.namespace!=b,metadata.name!=one"},
+              "r,two");
+  /* An indexed field, by the index's name. */
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.field_selector = "data.color=red"},
+              "one,three");
+  expect_list(f->cache, &cm_gvk,
+              &(kcr_list_options){.field_selector = "data.color=red,metadata.namespace=a"}, "one");
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_list(f->cache, &cm_gvk,
+                                  &(kcr_list_options){.field_selector = "data.size=1"}, &list,
+                                  &err),
+                   KCR_EINVAL);
+  assert_non_null(strstr(err.message, "no index named data.size"));
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_list(f->cache, &cm_gvk,
+                                  &(kcr_list_options){.field_selector = "metadata.name"}, &list,
+                                  &err),
+                   KCR_EPARSE);
+  kcr_error_clear(&err);
+  assert_int_equal(
+      kcr_cache_list(f->cache, &cm_gvk,
+                     &(kcr_list_options){.ns = "a", .field_selector = "metadata.namespace=b"},
+                     &list, &err),
+      KCR_EINVAL);
+
+  /* Pages of two: a/one a/r, then a/two b/three, then nothing left. */
+  token[0] = '\0';
+  for (int p = 0; p < 2; p++) {
+    kcr_error_clear(&err);
+    assert_int_equal(kcr_cache_list(f->cache, &cm_gvk,
+                                    &(kcr_list_options){.limit = 2, .continue_token = token}, &page,
+                                    &err),
+                     0);
+    assert_int_equal(json_array_size(kcr_list_items(page)), 2);
+    assert_string_equal(kcr_meta_name(json_array_get(kcr_list_items(page), 0)), order[2 * p]);
+    assert_string_equal(kcr_meta_name(json_array_get(kcr_list_items(page), 1)), order[2 * p + 1]);
+    if (p == 0) {
+      const char *c = json_string_value(json_object_get(kcr_meta_metadata(page), "continue"));
+      assert_non_null(c);
+      snprintf(token, sizeof(token), "%s", c);
+    } else {
+      assert_null(json_object_get(kcr_meta_metadata(page), "continue"));
+    }
+    json_decref(page);
+  }
 }
 
 static void test_cache_metadata_only(void **state) {
@@ -381,7 +451,7 @@ static void test_cache_default_namespace(void **state) {
   json_t *obj = NULL;
 
   expect_list(f->cache, &cm_gvk, NULL, "one,r,two");
-  expect_list(f->cache, &cm_gvk, &(kcr_cache_list_options){.ns = "a"}, "one,r,two");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.ns = "a"}, "one,r,two");
   kcr_error_clear(&err);
   assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "b", "three", &obj, &err), KCR_EINVAL);
   assert_non_null(strstr(err.message, "namespace \"b\" is not cached"));
@@ -488,7 +558,7 @@ static void test_cache_ryow(void **state) {
   kcr_cache_note_write(f->cache, &cm_gvk, w);
   json_decref(w);
   t0 = kcr_clock_now(kcr_clock_system());
-  expect_list(f->cache, &cm_gvk, &(kcr_cache_list_options){.ns = "a"}, "one,r,two");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.ns = "a"}, "one,r,two");
   assert_true(kcr_clock_now(kcr_clock_system()) - t0 < 800 * KCR_NSEC_PER_MSEC);
   assert_int_equal(kcr__cache_pending_writes(f->cache), 1);
   kcr_error_clear(&err);
@@ -549,6 +619,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_cache_get, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_not_found, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_list, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_list_shape_fields_and_pages, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_metadata_only, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_default_namespace, setup_ns_a, teardown),
       cmocka_unit_test_setup_teardown(test_cache_sync_timeout, setup_short, teardown),

@@ -229,11 +229,10 @@ static int not_found(kcr_error_t *err) {
   return KCR_EAPI;
 }
 
-static int f_get(const kcr_objclient *c, const char *av, const char *kind, const char *ns,
-                 const char *name, json_t **out, kcr_error_t *err) {
+static int f_get(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns, const char *name,
+                 json_t **out, kcr_error_t *err) {
   fake_t *f = c->data;
-  (void)av;
-  (void)kind;
+  (void)gvk;
   (void)ns;
   (void)name;
   *out = NULL;
@@ -279,15 +278,11 @@ static void apply_merge(json_t *target, json_t *patch) {
   }
 }
 
-static int f_patch(const kcr_objclient *c, const char *av, const char *kind, const char *ns,
-                   const char *name, kcr_patch_type type, const char *patch, size_t len,
-                   const char *sub, json_t **out, kcr_error_t *err) {
+static int f_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type type,
+                   const char *patch, size_t len, const char *sub, json_t **out, kcr_error_t *err) {
   fake_t *f = c->data;
   json_t *p = json_loadb(patch, len, 0, NULL);
-  (void)av;
-  (void)kind;
-  (void)ns;
-  (void)name;
+  (void)obj;
   (void)err;
   assert_int_equal(type, KCR_PATCH_MERGE);
   snprintf(f->last_patch, sizeof(f->last_patch), "%.*s", (int)len, patch);
@@ -302,7 +297,7 @@ static int f_patch(const kcr_objclient *c, const char *av, const char *kind, con
   return 0;
 }
 
-static const kcr_objclient_ops fake_ops = {f_get, NULL, f_create, f_update, f_patch, NULL};
+static const kcr_objclient_ops fake_ops = {f_get, NULL, f_create, f_update, f_patch, NULL, NULL};
 
 static int set_data(json_t *obj, void *data, kcr_error_t *err) {
   (void)err;
@@ -335,7 +330,7 @@ static json_t *skeleton(void) {
 
 static void test_controllerutil_create_or_update(void **state) {
   fake_t f = {0};
-  kcr_objclient c = {&fake_ops, &f, NULL};
+  kcr_objclient c = {&fake_ops, &f, NULL, NULL};
   kcr_op_result r;
   json_t *obj = skeleton();
   kcr_error_t err = {0};
@@ -362,7 +357,7 @@ static void test_controllerutil_create_or_update(void **state) {
 
 static void test_controllerutil_create_or_patch(void **state) {
   fake_t f = {0};
-  kcr_objclient c = {&fake_ops, &f, NULL};
+  kcr_objclient c = {&fake_ops, &f, NULL, NULL};
   kcr_op_result r;
   json_t *obj = skeleton();
   (void)state;

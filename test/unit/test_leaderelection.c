@@ -607,11 +607,12 @@ static void assert_writes_fenced(const kcr_objclient *c) {
   kcr_error_clear(&err);
   assert_int_equal(c->ops->update(c, obj, "status", &out, &err), KCR_ECANCELED);
   kcr_error_clear(&err);
-  assert_int_equal(
-      c->ops->patch(c, "v1", "ConfigMap", "ns", "x", KCR_PATCH_MERGE, "{}", 2, NULL, &out, &err),
-      KCR_ECANCELED);
+  assert_int_equal(kcr_objclient_patch(c, obj, KCR_PATCH_MERGE, "{}", 2, NULL, &out, &err),
+                   KCR_ECANCELED);
   kcr_error_clear(&err);
-  assert_int_equal(c->ops->del(c, "v1", "ConfigMap", "ns", "x", &err), KCR_ECANCELED);
+  assert_int_equal(kcr_objclient_apply(c, obj, NULL, NULL, &out, &err), KCR_ECANCELED);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_objclient_del(c, obj, NULL, &err), KCR_ECANCELED);
   assert_int_equal(api_requests(), before); /* refused without a request */
   json_decref(obj);
 }
