@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kcr/server.h: the manager's HTTP/1.1 server for health probes (/healthz,
- * /readyz) and Prometheus metrics (/metrics), as controller-runtime's
- * HealthProbeBindAddress and metrics server provide them. It runs on the I/O
+ * kcr/server.h: the server layer (src/server/server.c), the HTTP/1.1 server
+ * that the manager runs for health probes (/healthz, /readyz) and Prometheus
+ * metrics (/metrics), as controller-runtime's HealthProbeBindAddress and
+ * metrics server provide them. It runs on the I/O
  * loop (kcr/loop.h) with no thread of its own, and is built to survive hostile
  * clients there: a bounded request head (431 beyond it), a header timeout (a
  * client that trickles bytes is closed), an idle timeout for kept-alive

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_probes.c: the probes/metrics server against real sockets on 127.0.0.1:0. */
+/* test_server.c: the probes/metrics server (kcr/server.h) against real sockets on
+ * 127.0.0.1:0. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -153,7 +154,7 @@ static int on_check_fail(void *data) {
   return -1;
 }
 
-static void test_probes_healthz_readyz(void **state) {
+static void test_server_healthz_readyz(void **state) {
   kcr_server_options o = {0};
   fixture_t *f = start(&o);
   kcr_server_check_t *synced, *bad;
@@ -220,7 +221,7 @@ static void test_probes_healthz_readyz(void **state) {
   stop(f);
 }
 
-static void test_probes_routes_methods(void **state) {
+static void test_server_routes_methods(void **state) {
   kcr_server_options o = {0};
   fixture_t *f = start(&o);
   kcr_metric_t *m;
@@ -250,7 +251,7 @@ static void test_probes_routes_methods(void **state) {
   stop(f);
 }
 
-static void test_probes_keep_alive(void **state) {
+static void test_server_keep_alive(void **state) {
   kcr_server_options o = {0};
   fixture_t *f = start(&o);
   int fd = dial(f->port), closed;
@@ -277,7 +278,7 @@ static void test_probes_keep_alive(void **state) {
   stop(f);
 }
 
-static void test_probes_oversized_request(void **state) {
+static void test_server_oversized_request(void **state) {
   kcr_server_options o = {0};
   fixture_t *f;
   char *big, *r;
@@ -306,7 +307,7 @@ static void test_probes_oversized_request(void **state) {
   stop(f);
 }
 
-static void test_probes_slowloris(void **state) {
+static void test_server_slowloris(void **state) {
   kcr_server_options o = {0};
   fixture_t *f;
   const char *req = "GET /healthz HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
@@ -340,7 +341,7 @@ static void test_probes_slowloris(void **state) {
   stop(f);
 }
 
-static void test_probes_idle_and_connection_limit(void **state) {
+static void test_server_idle_and_connection_limit(void **state) {
   kcr_server_options o = {0};
   fixture_t *f;
   int a, b, c, closed;
@@ -373,7 +374,7 @@ static void test_probes_idle_and_connection_limit(void **state) {
   stop(f);
 }
 
-static void test_probes_bind_errors(void **state) {
+static void test_server_bind_errors(void **state) {
   kcr_server_options o = {0}, o2 = {0};
   fixture_t *f = start(&o);
   kcr_server_t *s2 = NULL;
@@ -398,7 +399,7 @@ static void test_probes_bind_errors(void **state) {
   stop(f);
 }
 
-static void test_probes_destroy_with_open_connections(void **state) {
+static void test_server_destroy_with_open_connections(void **state) {
   kcr_server_options o = {0};
   fixture_t *f = start(&o);
   int a = dial(f->port), b = dial(f->port), closed;
@@ -415,7 +416,7 @@ static void test_probes_destroy_with_open_connections(void **state) {
   stop(f);
 }
 
-static void test_probes_loop_stopped_first(void **state) {
+static void test_server_loop_stopped_first(void **state) {
   kcr_server_options o = {0};
   fixture_t *f = start(&o);
   int a = dial(f->port), closed;
@@ -431,15 +432,15 @@ static void test_probes_loop_stopped_first(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_probes_healthz_readyz),
-      cmocka_unit_test(test_probes_routes_methods),
-      cmocka_unit_test(test_probes_keep_alive),
-      cmocka_unit_test(test_probes_oversized_request),
-      cmocka_unit_test(test_probes_slowloris),
-      cmocka_unit_test(test_probes_idle_and_connection_limit),
-      cmocka_unit_test(test_probes_bind_errors),
-      cmocka_unit_test(test_probes_destroy_with_open_connections),
-      cmocka_unit_test(test_probes_loop_stopped_first),
+      cmocka_unit_test(test_server_healthz_readyz),
+      cmocka_unit_test(test_server_routes_methods),
+      cmocka_unit_test(test_server_keep_alive),
+      cmocka_unit_test(test_server_oversized_request),
+      cmocka_unit_test(test_server_slowloris),
+      cmocka_unit_test(test_server_idle_and_connection_limit),
+      cmocka_unit_test(test_server_bind_errors),
+      cmocka_unit_test(test_server_destroy_with_open_connections),
+      cmocka_unit_test(test_server_loop_stopped_first),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * httpserver.c: the probes and metrics server (kcr/server.h) on the I/O loop.
+ * server.c: the server layer, the probes and metrics HTTP server (kcr/server.h)
+ * on the I/O loop.
  *
  * DESIGN. Everything with a uv handle runs on the loop thread: create and
  * destroy post a closure and wait on a condition variable for its outcome. A
