@@ -136,7 +136,8 @@ typedef struct kcr_metrics_emitter kcr_metrics_emitter_t;
 
 /*
  * kcr_metrics_collect_cb runs during kcr_metrics_render, on the rendering thread
- * (the I/O loop when /metrics is scraped: it must be quick and must not block),
+ * (the server's worker when /metrics is scraped, never the I/O loop; it should
+ * be quick, as probes on the same server wait behind it),
  * with the registry's lock held: it must not call kcr_metrics_* functions other
  * than the emit functions below. Samples of the same name from several
  * collectors (or from a registered family) are merged under one HELP/TYPE.

@@ -3,11 +3,13 @@
  * kcr/server.h: the server layer (src/server/server.c), the HTTP/1.1 server
  * that the manager runs for health probes (/healthz, /readyz) and Prometheus
  * metrics (/metrics), as controller-runtime's HealthProbeBindAddress and
- * metrics server provide them. It runs on the I/O
- * loop (kcr/loop.h) with no thread of its own, and is built to survive hostile
- * clients there: a bounded request head (431 beyond it), a header timeout (a
- * client that trickles bytes is closed), an idle timeout for kept-alive
- * connections, a connection limit, and a bound on unsent output.
+ * metrics server provide them. Its sockets live on the I/O loop (kcr/loop.h),
+ * which only reads and parses requests and writes replies; the answers that need
+ * user code (probe checks, /metrics with its collectors) are worked out on the
+ * server's own worker thread, so a slow check never delays the loop. It is built
+ * to survive hostile clients: a bounded request head (431 beyond it), a header
+ * timeout (a client that trickles bytes is closed), an idle timeout for
+ * kept-alive connections, a connection limit, and a bound on unsent output.
  *
  * Answers:
  *   GET /healthz, /readyz   200 "ok" when every check of that kind passes; 500
@@ -22,8 +24,8 @@
  *   HEAD                    as GET without the body.
  *   others                  404 for an unknown path, 405 (Allow: GET, HEAD) for
  *                           another method.
- * Every probe kind has the built-in check "ping": the answer itself shows the
- * loop is alive and not blocked.
+ * Every probe kind has the built-in check "ping": the answer itself shows that
+ * the loop and the worker are alive and not blocked.
  *
  * Secure serving (--metrics-secure: HTTPS with TokenReview/SubjectAccessReview)
  * is not implemented yet; see docs/observability.md.
@@ -101,8 +103,10 @@ typedef enum kcr_probe_kind {
 
 /*
  * kcr_check_cb: a health or readiness check. Returns 0 when healthy, anything
- * else when not. Runs on the loop thread while a probe is answered: must be
- * quick, must not block and must not call kcr_server_* functions.
+ * else when not. Runs on the server's worker thread (never the loop's) while a
+ * probe is answered, one check at a time, with the server's check list locked:
+ * it must not call kcr_server_* functions. It may take its time, but probes
+ * queue behind it (a kubelet gives up after its timeoutSeconds, 1 s by default).
  */
 typedef int (*kcr_check_cb)(void *data);
 
@@ -134,8 +138,8 @@ KCR_EXTERN void kcr_server_check_set(kcr_server_check_t *c, int healthy);
 
 /*
  * kcr_server_remove_check unregisters a check; once it returns its callback is
- * not running and will not run again. NULL is ignored. Any thread except the
- * loop's.
+ * not running and will not run again (it waits for a running check). NULL is
+ * ignored. Any thread except the loop's and the callback's own.
  */
 KCR_EXTERN void kcr_server_remove_check(kcr_server_t *s, kcr_server_check_t *c);
 

@@ -36,7 +36,7 @@ typedef struct serving {
   bool leader_elect;
   kcr_leader_election_t *le;                /* created at elector start, destroyed with s (a
                                                probe may read it until the servers stop) */
-  _Atomic(kcr_leader_election_t *) le_live; /* le, for the probe on the loop thread */
+  _Atomic(kcr_leader_election_t *) le_live; /* le, for the probe on the server's worker */
   kcr_server_t *metrics, *probes;           /* between server start and stop */
   kcr_server_check_t *synced;               /* on the probes server */
   kcr_metrics_collector_t **collectors;
@@ -87,7 +87,7 @@ static void on_collect_controllers(kcr_metrics_emitter_t *e, void *data) {
   }
 }
 
-/* on_leader_check: /healthz's leader-election check (loop thread). */
+/* on_leader_check: /healthz's leader-election check (the server's worker thread). */
 static int on_leader_check(void *data) {
   serving_t *s = data;
   kcr_leader_election_t *le = atomic_load(&s->le_live);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server.c: the server layer, the probes and metrics HTTP server (kcr/server.h)
- * on the I/O loop.
+ * server.c: the server layer, the probes and metrics HTTP server (kcr/server.h):
+ * its sockets on the I/O loop, its answers on a worker thread of its own.
  *
  * DESIGN. Everything with a uv handle runs on the loop thread: create and
  * destroy post a closure and wait on a condition variable for its outcome. A
@@ -16,11 +16,24 @@
  * pipelining /metrics without reading cannot grow memory either. Requests with
  * a body are answered and the connection closed, since no endpoint takes one.
  *
+ * The loop only parses requests and writes replies: it never runs user code.
+ * Answers it can give from the request alone (400, 404, 405, 431) it gives at
+ * once. A probe or /metrics request becomes a job (a copy of what the answer
+ * needs) queued to the server's worker thread, which runs the checks or renders
+ * the registry (calling its collectors), builds the reply bytes and posts them
+ * back with kcr_loop_post; the loop writes them. While a connection's job is out
+ * it parses no further pipelined request, so answers keep their order. The
+ * worker never touches a connection: job->conn is a loop-thread field, cleared
+ * when the connection goes away first, and a reply whose connection is gone is
+ * dropped. A slow check therefore delays only the probes queued behind it, never
+ * the loop (test_server_slow_check_does_not_block_loop).
+ *
  * A connection frees itself when both of its handles' close callbacks have run
  * (libuv's rule: memory is reused only after close_cb). Checks live in a list
- * under checks_mu; they run on the loop thread with that lock held, which makes
+ * under checks_mu; the worker runs them with that lock held, which makes
  * kcr_server_remove_check a barrier. If the loop shuts down first, it closes our
- * handles without callbacks; destroy then frees the memory directly.
+ * handles without callbacks; destroy then joins the worker and frees the memory
+ * directly.
  */
 #include <assert.h>
 #include <errno.h>
@@ -49,6 +62,8 @@ struct kcr_server_check {
   kcr_server_check_t *next; /* protected by checks_mu */
 };
 
+typedef struct job job_t;
+
 typedef struct conn {
   uv_tcp_t tcp;
   uv_timer_t timer;
@@ -59,7 +74,31 @@ typedef struct conn {
   int open_handles;
   int closing;
   int reading_head; /* a request's first byte has arrived */
+  size_t job_head;  /* loop thread: length of the head being answered by job */
+  job_t *job;       /* loop thread: the request the worker is answering, or NULL */
 } conn_t;
+
+enum { JOB_PROBE, JOB_METRICS };
+
+/*
+ * job: one request for the worker, with copies of what the answer needs. The
+ * loop fills it and queues it; the worker fills reply and posts it back; the
+ * loop sends and frees it. Only the loop reads or writes conn.
+ */
+struct job {
+  job_t *next; /* protected by jobs_mu while queued */
+  kcr_server_t *srv;
+  conn_t *conn; /* loop thread; NULL once the connection is gone */
+  int what;
+  kcr_probe_kind kind;
+  const char *kindname; /* static */
+  const char *sub;      /* into text, or NULL: one check by name */
+  const char *query;    /* into text, or NULL */
+  int head_only, close_after;
+  char *reply; /* worker, then loop after the post */
+  size_t reply_len;
+  char text[]; /* sub NUL query NUL */
+};
 
 typedef struct write_req {
   uv_write_t req;
@@ -95,6 +134,14 @@ struct kcr_server {
   pthread_mutex_t checks_mu;
   kcr_server_check_t *checks; /* protected by checks_mu */
 
+  pthread_t worker;
+  int worker_started;
+  pthread_mutex_t jobs_mu;
+  pthread_cond_t jobs_cond;
+  job_t *jobs_head, *jobs_tail; /* protected by jobs_mu */
+  job_t *orphans;               /* protected by jobs_mu: answered, never sent */
+  int jobs_stop;                /* protected by jobs_mu */
+
   atomic_uint_fast64_t st_connections, st_rejected, st_requests, st_timeouts, st_too_large;
 };
 
@@ -118,6 +165,8 @@ static void conn_unlink_free(conn_t *c) {
   if (c->next)
     c->next->prev = c->prev;
   s->nconns--;
+  if (c->job)
+    c->job->conn = NULL; /* the worker's reply will be dropped */
   kcr__free(c->buf);
   kcr__free(c);
   maybe_stop_done(s);
@@ -130,7 +179,9 @@ static void on_conn_handle_closed(uv_handle_t *h) {
 }
 
 static void conn_close(conn_t *c) {
-  if (c->closing)
+  /* The loop's shutdown may have closed the handles already (write callbacks
+   * then run with UV_ECANCELED). */
+  if (c->closing || uv_is_closing((uv_handle_t *)&c->tcp))
     return;
   c->closing = 1;
   uv_timer_stop(&c->timer);
@@ -181,16 +232,13 @@ static const char *reason_phrase(int status) {
   }
 }
 
-/* respond queues one answer; body may be NULL. */
-static void respond(conn_t *c, int status, const char *content_type, const char *extra,
-                    const char *body, size_t body_len, int head_only, int close_after) {
+/* build_reply returns the bytes of one answer (new, *len set), or NULL when out
+ * of memory; body may be NULL. Any thread: the worker builds its replies too. */
+static char *build_reply(int status, const char *content_type, const char *extra, const char *body,
+                         size_t body_len, int head_only, int close_after, size_t *len) {
   kcr_buf_t b;
-  write_req_t *w;
-  uv_buf_t ub;
-  size_t len;
   int rc;
 
-  atomic_fetch_add(&c->srv->st_requests, 1);
   kcr_buf_init(&b, MAX_UNSENT);
   rc = kcr_buf_appendf(&b,
                        "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
@@ -199,15 +247,29 @@ static void respond(conn_t *c, int status, const char *content_type, const char 
                        close_after ? "Connection: close\r\n" : "");
   if (rc == 0 && body_len && !head_only)
     rc = kcr_buf_append(&b, body, body_len);
-  w = rc == 0 ? kcr__calloc(1, sizeof(*w)) : NULL;
-  if (!w) {
+  if (rc != 0) {
     kcr_buf_free(&b);
+    return NULL;
+  }
+  return kcr_buf_take(&b, len);
+}
+
+/* send_reply queues data (stolen, len bytes; NULL: out of memory) on c. Loop
+ * thread. */
+static void send_reply(conn_t *c, char *data, size_t len, int close_after) {
+  write_req_t *w;
+  uv_buf_t ub;
+
+  atomic_fetch_add(&c->srv->st_requests, 1);
+  w = data ? kcr__calloc(1, sizeof(*w)) : NULL;
+  if (!w) {
+    kcr__free(data);
     conn_close(c);
     return;
   }
   w->conn = c;
   w->close_after = close_after;
-  w->data = kcr_buf_take(&b, &len);
+  w->data = data;
   ub = uv_buf_init(w->data, (unsigned)len);
   if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &ub, 1, on_write) != 0) {
     kcr__free(w->data);
@@ -221,8 +283,28 @@ static void respond(conn_t *c, int status, const char *content_type, const char 
     conn_close(c);
 }
 
+/* respond queues one answer built on the loop thread (no user code). */
+static void respond(conn_t *c, int status, const char *content_type, const char *extra,
+                    const char *body, size_t body_len, int head_only, int close_after) {
+  size_t len = 0;
+  char *data =
+      build_reply(status, content_type, extra, body, body_len, head_only, close_after, &len);
+  send_reply(c, data, len, close_after);
+}
+
 static void respond_text(conn_t *c, int status, const char *text, int head_only, int close_after) {
   respond(c, status, "text/plain; charset=utf-8", NULL, text, strlen(text), head_only, close_after);
+}
+
+/* job_reply_text sets a worker job's reply to a text/plain answer. */
+static void job_reply(job_t *j, int status, const char *content_type, const char *body,
+                      size_t body_len) {
+  j->reply = build_reply(status, content_type, NULL, body, body_len, j->head_only, j->close_after,
+                         &j->reply_len);
+}
+
+static void job_reply_text(job_t *j, int status, const char *text) {
+  job_reply(j, status, "text/plain; charset=utf-8", text, strlen(text));
 }
 
 /* ---- probes ---- */
@@ -296,9 +378,11 @@ static int excluded_by(const char *q, const char *name) {
   return 0;
 }
 
-static void serve_probe(conn_t *c, kcr_probe_kind kind, const char *kindname, const char *sub,
-                        const char *query, int head_only, int close_after) {
-  kcr_server_t *s = c->srv;
+/* serve_probe answers a probe job: the worker thread, running user checks. */
+static void serve_probe(job_t *j) {
+  kcr_server_t *s = j->srv;
+  kcr_probe_kind kind = j->kind;
+  const char *kindname = j->kindname, *sub = j->sub, *query = j->query;
   part_t parts[MAX_CHECKS + 1];
   size_t n = 0;
   int failed = 0, verbose = query_has_key(query, "verbose");
@@ -317,11 +401,11 @@ static void serve_probe(conn_t *c, kcr_probe_kind kind, const char *kindname, co
     }
     pthread_mutex_unlock(&s->checks_mu);
     if (!found)
-      respond_text(c, 404, "404 page not found\n", head_only, close_after);
+      job_reply_text(j, 404, "404 page not found\n");
     else if (ok)
-      respond_text(c, 200, "ok", head_only, close_after);
+      job_reply_text(j, 200, "ok");
     else
-      respond_text(c, 500, "internal server error: check failed\n", head_only, close_after);
+      job_reply_text(j, 500, "internal server error: check failed\n");
     return;
   }
   parts[n++] = (part_t){"ping", 1, excluded_by(query, "ping")};
@@ -340,7 +424,7 @@ static void serve_probe(conn_t *c, kcr_probe_kind kind, const char *kindname, co
   qsort(parts, n, sizeof(parts[0]), cmp_part);
   if (!failed && !verbose) {
     pthread_mutex_unlock(&s->checks_mu);
-    respond_text(c, 200, "ok", head_only, close_after);
+    job_reply_text(j, 200, "ok");
     return;
   }
   kcr_buf_init(&b, (size_t)64 * 1024);
@@ -354,24 +438,130 @@ static void serve_probe(conn_t *c, kcr_probe_kind kind, const char *kindname, co
   }
   pthread_mutex_unlock(&s->checks_mu);
   kcr_buf_appendf(&b, "%s check %s\n", kindname, failed ? "failed" : "passed");
-  respond(c, failed ? 500 : 200, "text/plain; charset=utf-8", NULL, kcr_buf_cstr(&b),
-          kcr_buf_len(&b), head_only, close_after);
+  job_reply(j, failed ? 500 : 200, "text/plain; charset=utf-8", kcr_buf_cstr(&b), kcr_buf_len(&b));
   kcr_buf_free(&b);
 }
 
-static void serve_metrics(conn_t *c, int head_only, int close_after) {
+/* serve_metrics answers /metrics: the worker thread, running the collectors. */
+static void serve_metrics(job_t *j) {
   kcr_buf_t b;
   int rc;
   kcr_buf_init(&b, KCR_METRICS_MAX_OUTPUT);
-  rc = kcr_metrics_render(c->srv->metrics, &b);
+  rc = kcr_metrics_render(j->srv->metrics, &b);
   if (rc != 0) {
     kcr_log(KCR_LOG_ERROR, "server", "rendering /metrics failed: %s", kcr_strerror(rc));
-    respond_text(c, 500, "metrics unavailable\n", head_only, close_after);
+    job_reply_text(j, 500, "metrics unavailable\n");
   } else {
-    respond(c, 200, KCR_METRICS_CONTENT_TYPE, NULL, kcr_buf_cstr(&b), kcr_buf_len(&b), head_only,
-            close_after);
+    job_reply(j, 200, KCR_METRICS_CONTENT_TYPE, kcr_buf_cstr(&b), kcr_buf_len(&b));
   }
   kcr_buf_free(&b);
+}
+
+/* ---- the worker ---- */
+
+static void job_free(job_t *j) {
+  kcr__free(j->reply);
+  kcr__free(j);
+}
+
+static void process(conn_t *c);
+static void arm_timer(conn_t *c, uint64_t ms);
+
+/* on_job_done: the loop thread, with a reply the worker built. */
+static void on_job_done(kcr_loop_t *loop, void *data) {
+  job_t *j = data;
+  conn_t *c = j->conn;
+  size_t head_len;
+  (void)loop;
+  if (!c || c->closing) {
+    if (c)
+      c->job = NULL;
+    job_free(j);
+    return;
+  }
+  head_len = c->job_head;
+  c->job = NULL;
+  send_reply(c, j->reply, j->reply_len, j->close_after);
+  j->reply = NULL;
+  if (j->close_after) {
+    c->len = 0;
+  } else {
+    memmove(c->buf, c->buf + head_len, c->len - head_len);
+    c->len -= head_len;
+    c->reading_head = c->len > 0;
+    arm_timer(c, c->reading_head ? c->srv->header_timeout_ms : c->srv->idle_timeout_ms);
+    process(c);
+  }
+  job_free(j);
+}
+
+static void *worker_main(void *arg) {
+  kcr_server_t *s = arg;
+  for (;;) {
+    job_t *j;
+    pthread_mutex_lock(&s->jobs_mu);
+    while (!s->jobs_head && !s->jobs_stop)
+      pthread_cond_wait(&s->jobs_cond, &s->jobs_mu);
+    j = s->jobs_head;
+    if (!j) {
+      pthread_mutex_unlock(&s->jobs_mu);
+      return NULL;
+    }
+    s->jobs_head = j->next;
+    if (!s->jobs_head)
+      s->jobs_tail = NULL;
+    pthread_mutex_unlock(&s->jobs_mu);
+    if (j->what == JOB_METRICS)
+      serve_metrics(j);
+    else
+      serve_probe(j);
+    /* A failed post means the loop is stopping: nobody will send this reply.
+     * The connection may still point at the job, so it is kept until
+     * stop_worker, which runs once the loop thread is gone. */
+    if (kcr_loop_post(s->loop, on_job_done, j) != 0) {
+      pthread_mutex_lock(&s->jobs_mu);
+      j->next = s->orphans;
+      s->orphans = j;
+      pthread_mutex_unlock(&s->jobs_mu);
+    }
+  }
+}
+
+/* submit hands a probe or metrics request to the worker; the connection parses
+ * nothing more until the answer is back. Returns 0 or KCR_ENOMEM. Loop thread. */
+static int submit(conn_t *c, size_t head_len, int what, kcr_probe_kind kind, const char *kindname,
+                  const char *sub, const char *query, int head_only, int close_after) {
+  kcr_server_t *s = c->srv;
+  size_t sl = sub ? strlen(sub) + 1 : 0, ql = query ? strlen(query) + 1 : 0;
+  job_t *j = kcr__calloc(1, sizeof(*j) + sl + ql);
+  if (!j)
+    return KCR_ENOMEM;
+  j->srv = s;
+  j->conn = c;
+  j->what = what;
+  j->kind = kind;
+  j->kindname = kindname;
+  j->head_only = head_only;
+  j->close_after = close_after;
+  if (sub) {
+    memcpy(j->text, sub, sl);
+    j->sub = j->text;
+  }
+  if (query) {
+    memcpy(j->text + sl, query, ql);
+    j->query = j->text + sl;
+  }
+  c->job = j;
+  c->job_head = head_len;
+  pthread_mutex_lock(&s->jobs_mu);
+  if (s->jobs_tail)
+    s->jobs_tail->next = j;
+  else
+    s->jobs_head = j;
+  s->jobs_tail = j;
+  pthread_cond_signal(&s->jobs_cond);
+  pthread_mutex_unlock(&s->jobs_mu);
+  return 0;
 }
 
 /* ---- request parsing ---- */
@@ -408,8 +598,12 @@ static int value_has_token(const char *v, size_t len, const char *token) {
   return 0;
 }
 
+enum { HEAD_NEXT, HEAD_CLOSE, HEAD_WAIT };
+
 /* handle_head answers the request whose head is buf[0..head_len) (the blank line
- * included). Returns 1 when the connection is to be closed after the answer. */
+ * included), or hands it to the worker. Returns HEAD_NEXT (answered, go on),
+ * HEAD_CLOSE (answered, the connection closes after it) or HEAD_WAIT (the
+ * worker answers; on_job_done goes on). */
 static int handle_head(conn_t *c, size_t head_len) {
   kcr_server_t *s = c->srv;
   char *head = c->buf, *end = c->buf + head_len;
@@ -430,7 +624,7 @@ static int handle_head(conn_t *c, size_t head_len) {
   if (!line_end || sscanf(line, "%15s %4095s %15s", method, target, version) != 3 ||
       strncmp(version, "HTTP/1.", 7) != 0) {
     respond_text(c, 400, "400 Bad Request\n", 0, 1);
-    return 1;
+    return HEAD_CLOSE;
   }
   http10 = strcmp(version, "HTTP/1.0") == 0;
   v = header_value(line_end + 1, end, "Connection", &vlen);
@@ -454,31 +648,40 @@ static int handle_head(conn_t *c, size_t head_len) {
                  (strncmp(path, "/healthz/", 9) == 0 || strncmp(path, "/readyz/", 8) == 0) &&
                  !is_healthz && !is_readyz;
     int is_metrics = s->metrics && strcmp(path, "/metrics") == 0;
+    int rc;
     if (!is_healthz && !is_readyz && !is_sub && !is_metrics) {
       respond_text(c, 404, "404 page not found\n", head_only, close_after);
-      return close_after;
+      return close_after ? HEAD_CLOSE : HEAD_NEXT;
     }
     if (!head_only && strcmp(method, "GET") != 0) {
       respond(c, 405, "text/plain; charset=utf-8", "Allow: GET, HEAD\r\n",
               "405 method not allowed\n", 23, 0, close_after);
-      return close_after;
+      return close_after ? HEAD_CLOSE : HEAD_NEXT;
     }
     if (is_metrics)
-      serve_metrics(c, head_only, close_after);
+      rc = submit(c, head_len, JOB_METRICS, 0, NULL, NULL, NULL, head_only, close_after);
     else if (is_healthz)
-      serve_probe(c, KCR_PROBE_HEALTHZ, "healthz", NULL, query, head_only, close_after);
+      rc = submit(c, head_len, JOB_PROBE, KCR_PROBE_HEALTHZ, "healthz", NULL, query, head_only,
+                  close_after);
     else if (is_readyz)
-      serve_probe(c, KCR_PROBE_READYZ, "readyz", NULL, query, head_only, close_after);
+      rc = submit(c, head_len, JOB_PROBE, KCR_PROBE_READYZ, "readyz", NULL, query, head_only,
+                  close_after);
     else if (path[1] == 'h')
-      serve_probe(c, KCR_PROBE_HEALTHZ, "healthz", path + 9, query, head_only, close_after);
+      rc = submit(c, head_len, JOB_PROBE, KCR_PROBE_HEALTHZ, "healthz", path + 9, query, head_only,
+                  close_after);
     else
-      serve_probe(c, KCR_PROBE_READYZ, "readyz", path + 8, query, head_only, close_after);
+      rc = submit(c, head_len, JOB_PROBE, KCR_PROBE_READYZ, "readyz", path + 8, query, head_only,
+                  close_after);
+    if (rc != 0) {
+      conn_close(c);
+      return HEAD_CLOSE;
+    }
   }
-  return close_after;
+  return HEAD_WAIT;
 }
 
 static void process(conn_t *c) {
-  while (!c->closing && c->len > 0) {
+  while (!c->closing && !c->job && c->len > 0) {
     char *p = NULL;
     size_t head_len;
     for (size_t i = 0; i + 3 < c->len; i++) {
@@ -497,9 +700,17 @@ static void process(conn_t *c) {
       return;
     }
     head_len = (size_t)(p - c->buf) + 4;
-    if (handle_head(c, head_len)) {
+    switch (handle_head(c, head_len)) {
+    case HEAD_CLOSE:
       c->len = 0;
       return;
+    case HEAD_WAIT:
+      /* on_job_done consumes the head; meanwhile the answer timeout runs. */
+      c->reading_head = 0;
+      arm_timer(c, c->srv->idle_timeout_ms);
+      return;
+    default:
+      break;
     }
     memmove(c->buf, c->buf + head_len, c->len - head_len);
     c->len -= head_len;
@@ -690,6 +901,29 @@ static int parse_address(const char *a, struct sockaddr_storage *out) {
              : KCR_EINVAL;
 }
 
+/* stop_worker joins the worker and drops the jobs it never took (their
+ * connections are gone). */
+static void stop_worker(kcr_server_t *s) {
+  job_t *j, *next;
+  if (!s->worker_started)
+    return;
+  pthread_mutex_lock(&s->jobs_mu);
+  s->jobs_stop = 1;
+  pthread_cond_signal(&s->jobs_cond);
+  pthread_mutex_unlock(&s->jobs_mu);
+  pthread_join(s->worker, NULL);
+  s->worker_started = 0;
+  for (j = s->jobs_head; j; j = next) {
+    next = j->next;
+    job_free(j);
+  }
+  for (j = s->orphans; j; j = next) {
+    next = j->next;
+    job_free(j);
+  }
+  s->jobs_head = s->jobs_tail = s->orphans = NULL;
+}
+
 static void server_free(kcr_server_t *s) {
   kcr_server_check_t *k, *kn;
   for (k = s->checks; k; k = kn) {
@@ -699,7 +933,9 @@ static void server_free(kcr_server_t *s) {
   }
   pthread_mutex_destroy(&s->mu);
   pthread_mutex_destroy(&s->checks_mu);
+  pthread_mutex_destroy(&s->jobs_mu);
   pthread_cond_destroy(&s->cond);
+  pthread_cond_destroy(&s->jobs_cond);
   kcr__free(s);
 }
 
@@ -716,7 +952,9 @@ int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error
     return kcr_error_set(err, KCR_ENOMEM, "server: out of memory");
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->checks_mu, NULL);
+  pthread_mutex_init(&s->jobs_mu, NULL);
   pthread_cond_init(&s->cond, NULL);
+  pthread_cond_init(&s->jobs_cond, NULL);
   if (parse_address(o->bind_address, &s->addr) != 0) {
     server_free(s);
     return kcr_error_set(err, KCR_EINVAL, "server: bad bind address \"%s\"", o->bind_address);
@@ -737,8 +975,14 @@ int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error
     s->idle_timeout_ms = 1;
   s->max_conns = o->max_connections > 0 ? o->max_connections : 64;
 
+  if (pthread_create(&s->worker, NULL, worker_main, s) != 0) {
+    server_free(s);
+    return kcr_error_set(err, KCR_ESYS, "server: cannot start the worker thread");
+  }
+  s->worker_started = 1;
   rc = kcr_loop_post(s->loop, do_start, s);
   if (rc != 0) {
+    stop_worker(s);
     server_free(s);
     return kcr_error_set(err, rc, "server: the loop is not accepting work");
   }
@@ -749,6 +993,7 @@ int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error
   pthread_mutex_unlock(&s->mu);
   if (rc != 0) {
     kcr_error_set(err, rc, "server: listening on %s: %s", o->bind_address, s->start_msg);
+    stop_worker(s);
     server_free(s);
     return rc;
   }
@@ -772,8 +1017,11 @@ void kcr_server_destroy(kcr_server_t *s) {
     while (!s->stop_done)
       pthread_cond_wait(&s->cond, &s->mu);
     pthread_mutex_unlock(&s->mu);
+    stop_worker(s);
   } else {
-    /* The loop has stopped and closed our handles without callbacks. */
+    /* The loop has stopped and closed our handles without callbacks; jobs
+     * still out are freed by stop_worker. */
+    stop_worker(s);
     for (c = s->conns; c; c = next) {
       next = c->next;
       kcr__free(c->buf);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,6 +431,81 @@ static void test_server_loop_stopped_first(void **state) {
   stop(f);
 }
 
+/* A check that takes 2 s, and records whether it ran on the loop thread. */
+typedef struct slow_check {
+  kcr_loop_t *loop;
+  atomic_int started;
+  atomic_int on_loop;
+} slow_check_t;
+
+static int on_check_slow(void *data) {
+  slow_check_t *sc = data;
+  struct timespec ts = {2, 0};
+  if (kcr_loop_on_thread(sc->loop))
+    atomic_store(&sc->on_loop, 1);
+  atomic_store(&sc->started, 1);
+  nanosleep(&ts, NULL);
+  return 0;
+}
+
+static void on_posted(kcr_loop_t *loop, void *data) {
+  (void)loop;
+  atomic_store((_Atomic int64_t *)data, now_ms());
+}
+
+/* While a check sleeps 2 s, the loop still runs posted closures and answers
+ * other connections at once: the check runs on the server's worker. */
+static void test_server_slow_check_does_not_block_loop(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f = start(&o);
+  slow_check_t sc = {.loop = f->loop};
+  _Atomic int64_t ran = 0;
+  int64_t t0, posted_ms, other_ms;
+  int a, closed;
+  char *r;
+  (void)state;
+  assert_int_equal(
+      kcr_server_add_check(f->srv, KCR_PROBE_HEALTHZ, "slow", on_check_slow, &sc, NULL), 0);
+  a = dial(f->port);
+  t0 = now_ms();
+  send_all(a, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n", 44);
+  while (!atomic_load(&sc.started) && now_ms() - t0 < 3000) {
+    struct timespec ts = {0, 5 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  assert_true(atomic_load(&sc.started));
+
+  /* A closure posted to the loop runs while the check sleeps. */
+  posted_ms = now_ms();
+  assert_int_equal(kcr_loop_post(f->loop, on_posted, (void *)&ran), 0);
+  while (!atomic_load(&ran) && now_ms() - posted_ms < 3000) {
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  assert_true(atomic_load(&ran) != 0);
+  posted_ms = atomic_load(&ran) - posted_ms;
+
+  /* So does a request the loop answers by itself. */
+  other_ms = now_ms();
+  r = get_path(f->port, "/nowhere");
+  other_ms = now_ms() - other_ms;
+  assert_non_null(strstr(r, "HTTP/1.1 404 Not Found\r\n"));
+  free(r);
+  print_message("slow check: posted closure ran after %lld ms, 404 answered in %lld ms\n",
+                (long long)posted_ms, (long long)other_ms);
+  assert_true(posted_ms < 500);
+  assert_true(other_ms < 500);
+
+  r = read_until_close(a, 5000, &closed);
+  assert_true(closed);
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+  assert_true(now_ms() - t0 >= 1900);
+  free(r);
+  close(a);
+  assert_int_equal(atomic_load(&sc.on_loop), 0);
+  stop(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_server_healthz_readyz),
@@ -441,6 +517,7 @@ int main(void) {
       cmocka_unit_test(test_server_bind_errors),
       cmocka_unit_test(test_server_destroy_with_open_connections),
       cmocka_unit_test(test_server_loop_stopped_first),
+      cmocka_unit_test(test_server_slow_check_does_not_block_loop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
