@@ -9,7 +9,7 @@
  * server's own worker thread, so a slow check never delays the loop. It is built
  * to survive hostile clients: a bounded request head (431 beyond it), a header
  * timeout (a client that trickles bytes is closed), an idle timeout for
- * kept-alive connections, a connection limit, and a bound on unsent output.
+ * kept-alive connections, a connection limit, and a memory budget (below).
  *
  * Answers:
  *   GET /healthz, /readyz   200 "ok" when every check of that kind passes; 500
@@ -62,6 +62,20 @@ typedef struct kcr_server kcr_server_t;
  *   idle_timeout_ns    a kept-alive connection with no request; 0: 60 s.
  *   max_connections    open connections at once; 0: 64. Beyond it a new
  *                      connection is closed at once.
+ *   max_buffered_bytes the memory budget for clients; 0: 16 MiB. See below.
+ *
+ * Memory. A connection answers one request at a time and stops reading while
+ * its reply is unsent, so a client that pipelines requests without reading the
+ * replies fills its own kernel socket buffers, not the server's memory. Every
+ * allocation the server makes for its clients (a connection: about 1 KiB plus
+ * max_header_bytes; a request handed to the worker; a reply body) is charged
+ * to a budget of max_buffered_bytes before it is made; what does not fit is
+ * refused (a connection is closed, a request answered 503 from static text).
+ * So the memory a server holds for its clients never exceeds
+ * max_buffered_bytes (16 MiB by default; kcr_manager_serve runs two servers),
+ * one connection holds at most its own size plus one reply, and a /metrics
+ * body may be at most half the budget (larger: 500). The stats show the
+ * figure (bytes_held, bytes_held_peak).
  */
 typedef struct kcr_server_options {
   kcr_loop_t *loop;
@@ -72,6 +86,7 @@ typedef struct kcr_server_options {
   int64_t header_timeout_ns;
   int64_t idle_timeout_ns;
   int max_connections;
+  size_t max_buffered_bytes;
 } kcr_server_options;
 
 /*
@@ -150,6 +165,9 @@ KCR_EXTERN void kcr_server_remove_check(kcr_server_t *s, kcr_server_check_t *c);
  *   requests            answered (any status).
  *   header_timeouts     closed because a head did not complete in time.
  *   too_large           answered 431.
+ *   busy                answered 503: the memory budget was spent.
+ *   bytes_held          bytes now charged to the memory budget.
+ *   bytes_held_peak     the most ever charged (never above max_buffered_bytes).
  */
 typedef struct kcr_server_stats {
   uint64_t connections;
@@ -157,6 +175,9 @@ typedef struct kcr_server_stats {
   uint64_t requests;
   uint64_t header_timeouts;
   uint64_t too_large;
+  uint64_t busy;
+  size_t bytes_held;
+  size_t bytes_held_peak;
 } kcr_server_stats;
 
 /* kcr_server_get_stats copies the counters. Any thread. */

@@ -5,28 +5,42 @@
  *
  * DESIGN. Everything with a uv handle runs on the loop thread: create and
  * destroy post a closure and wait on a condition variable for its outcome. A
- * connection is a uv_tcp_t plus one uv_timer_t and a fixed head buffer of
- * max_header_bytes; bytes are read straight into that buffer, so a client can
- * never make the server hold more than that per connection, and the connection
- * count is capped. The timer enforces the header timeout from a request's first
- * byte (a slowloris client trickling one byte a second is cut off when it fires,
- * however steady its trickle) and the idle timeout between kept-alive requests.
- * Answers are built whole (they are small, /metrics aside), queued with
- * uv_write, and a connection whose unsent output passes a bound is closed:
- * pipelining /metrics without reading cannot grow memory either. Requests with
- * a body are answered and the connection closed, since no endpoint takes one.
+ * connection is one allocation: a uv_tcp_t, a uv_timer_t, the uv_write_t of its
+ * one reply in flight, and a fixed head buffer of max_header_bytes that bytes
+ * are read straight into. The timer enforces the header timeout from a request's
+ * first byte (a slowloris client trickling one byte a second is cut off when it
+ * fires, however steady its trickle), the idle timeout between kept-alive
+ * requests, and the time a reply may take to be answered and written. Requests
+ * with a body are answered and the connection closed, since no endpoint takes one.
+ *
+ * One request at a time per connection. Once a request's head is complete the
+ * connection stops reading (uv_read_stop) until its reply has been written (the
+ * uv_write callback), then parses what it had already buffered and reads again.
+ * A client that pipelines requests and never reads the replies therefore fills
+ * its own socket buffers in the kernel, not our memory: the server holds at most
+ * one reply per connection.
+ *
+ * Memory is a budget. Every allocation made for clients is charged to `held`
+ * before it is made and released when freed: a connection (its struct and head
+ * buffer), a job and the loop's queue node that posts its reply back, and a
+ * reply body (charged at its maximum before rendering, trimmed to its actual
+ * capacity after). When the budget (max_buffered_bytes) cannot take a new
+ * connection it is refused; when it cannot take a job or a body, the request is
+ * answered 503 from static text, which needs nothing. So `held` never exceeds
+ * max_buffered_bytes (the bound kcr/server.h states); the only allocations
+ * outside it are the few bytes of a refused connection's handle, freed on the
+ * next loop iteration.
  *
  * The loop only parses requests and writes replies: it never runs user code.
- * Answers it can give from the request alone (400, 404, 405, 431) it gives at
- * once. A probe or /metrics request becomes a job (a copy of what the answer
+ * Answers it can give from the request alone (400, 404, 405, 431, 503) it gives
+ * at once. A probe or /metrics request becomes a job (a copy of what the answer
  * needs) queued to the server's worker thread, which runs the checks or renders
- * the registry (calling its collectors), builds the reply bytes and posts them
- * back with kcr_loop_post; the loop writes them. While a connection's job is out
- * it parses no further pipelined request, so answers keep their order. The
- * worker never touches a connection: job->conn is a loop-thread field, cleared
- * when the connection goes away first, and a reply whose connection is gone is
- * dropped. A slow check therefore delays only the probes queued behind it, never
- * the loop (test_server_slow_check_does_not_block_loop).
+ * the registry (calling its collectors), builds the reply body and posts it back
+ * with kcr_loop_post; the loop writes it. The worker never touches a
+ * connection: job->conn is a loop-thread field, cleared when the connection goes
+ * away first, and a reply whose connection is gone is dropped. A slow check
+ * therefore delays only the probes queued behind it, never the loop
+ * (test_server_slow_check_does_not_block_loop).
  *
  * A connection frees itself when both of its handles' close callbacks have run
  * (libuv's rule: memory is reused only after close_cb). Checks live in a list
@@ -51,7 +65,12 @@
 #include "util/alloc.h"
 
 #define MAX_CHECKS 64
-#define MAX_UNSENT ((size_t)8 * 1024 * 1024)
+/* A probe's verbose body: 65 lines of at most a 128-byte name and 20 more. */
+#define PROBE_BODY_MAX ((size_t)16 * 1024)
+/* kcr_loop_post's queue node for a job's reply, with malloc's overhead. */
+#define POST_OVERHEAD ((size_t)64)
+#define DEFAULT_MAX_BUFFERED ((size_t)16 * 1024 * 1024)
+#define TEXT_PLAIN "text/plain; charset=utf-8"
 
 struct kcr_server_check {
   char *name;
@@ -64,54 +83,64 @@ struct kcr_server_check {
 
 typedef struct job job_t;
 
+/* conn: one client connection; every field is loop thread. */
 typedef struct conn {
   uv_tcp_t tcp;
   uv_timer_t timer;
+  uv_write_t wreq; /* the reply in flight, while busy */
   kcr_server_t *srv;
-  struct conn *prev, *next; /* loop thread */
-  char *buf;
-  size_t len;
+  struct conn *prev, *next;
+  size_t len;      /* bytes in buf */
+  size_t head_len; /* the head being answered; consumed once its reply is written */
   int open_handles;
   int closing;
+  int reading;      /* uv_read_start is in effect */
   int reading_head; /* a request's first byte has arrived */
-  size_t job_head;  /* loop thread: length of the head being answered by job */
-  job_t *job;       /* loop thread: the request the worker is answering, or NULL */
+  int busy;         /* a request is being answered: its job is out or its reply unsent */
+  int close_after;  /* the reply in flight ends the connection */
+  job_t *job;       /* the request the worker is answering, or NULL */
+  char *body;       /* the reply's owned body, charged body_cap bytes; NULL: static */
+  size_t body_cap;
+  char reply_head[384];
+  char buf[]; /* max_header + 1 bytes */
 } conn_t;
 
 enum { JOB_PROBE, JOB_METRICS };
 
 /*
  * job: one request for the worker, with copies of what the answer needs. The
- * loop fills it and queues it; the worker fills reply and posts it back; the
+ * loop fills and queues it; the worker sets the answer and posts it back; the
  * loop sends and frees it. Only the loop reads or writes conn.
  */
 struct job {
   job_t *next; /* protected by jobs_mu while queued */
   kcr_server_t *srv;
   conn_t *conn; /* loop thread; NULL once the connection is gone */
+  size_t charged;
   int what;
   kcr_probe_kind kind;
   const char *kindname; /* static */
   const char *sub;      /* into text, or NULL: one check by name */
   const char *query;    /* into text, or NULL */
-  int head_only, close_after;
-  char *reply; /* worker, then loop after the post */
-  size_t reply_len;
+  int head_only;
+  /* The answer: the worker's, then the loop's after the post. */
+  int status;
+  const char *content_type; /* static */
+  const char *body;         /* static text, or owned */
+  size_t body_len;
+  char *owned; /* body when allocated, charged owned_cap */
+  size_t owned_cap;
   char text[]; /* sub NUL query NUL */
 };
-
-typedef struct write_req {
-  uv_write_t req;
-  conn_t *conn;
-  int close_after;
-  char *data;
-} write_req_t;
 
 struct kcr_server {
   kcr_loop_t *loop;
   kcr_metrics_registry_t *metrics;
   int probes;
   size_t max_header;
+  size_t conn_size; /* what one connection costs */
+  size_t max_buffered;
+  size_t max_reply; /* largest reply body */
   uint64_t header_timeout_ms;
   uint64_t idle_timeout_ms;
   int max_conns;
@@ -142,8 +171,40 @@ struct kcr_server {
   job_t *orphans;               /* protected by jobs_mu: answered, never sent */
   int jobs_stop;                /* protected by jobs_mu */
 
-  atomic_uint_fast64_t st_connections, st_rejected, st_requests, st_timeouts, st_too_large;
+  atomic_size_t held, held_peak; /* the budget: bytes allocated for clients */
+  atomic_uint_fast64_t st_connections, st_rejected, st_requests, st_timeouts, st_too_large, st_busy;
 };
+
+/* ---- the memory budget ---- */
+
+static void note_peak(kcr_server_t *s, size_t now) {
+  size_t peak = atomic_load(&s->held_peak);
+  while (now > peak && !atomic_compare_exchange_weak(&s->held_peak, &peak, now))
+    ;
+}
+
+/* charge reserves n bytes of the budget; 0 when they do not fit. Any thread. */
+static int charge(kcr_server_t *s, size_t n) {
+  size_t cur = atomic_load(&s->held);
+  do {
+    if (n > s->max_buffered || cur > s->max_buffered - n)
+      return 0;
+  } while (!atomic_compare_exchange_weak(&s->held, &cur, cur + n));
+  note_peak(s, cur + n);
+  return 1;
+}
+
+/* charge_anyway counts n bytes that must be spent (a refused connection's
+ * handle, freed on the next iteration). */
+static void charge_anyway(kcr_server_t *s, size_t n) {
+  note_peak(s, atomic_fetch_add(&s->held, n) + n);
+}
+
+static void uncharge(kcr_server_t *s, size_t n) {
+  size_t before = atomic_fetch_sub(&s->held, n);
+  assert(before >= n);
+  (void)before;
+}
 
 /* ---- connection lifetime ---- */
 
@@ -154,6 +215,16 @@ static void maybe_stop_done(kcr_server_t *s) {
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
   }
+}
+
+static void conn_free(conn_t *c) {
+  kcr_server_t *s = c->srv;
+  if (c->body) {
+    kcr__free(c->body);
+    uncharge(s, c->body_cap);
+  }
+  kcr__free(c);
+  uncharge(s, s->conn_size);
 }
 
 static void conn_unlink_free(conn_t *c) {
@@ -167,8 +238,7 @@ static void conn_unlink_free(conn_t *c) {
   s->nconns--;
   if (c->job)
     c->job->conn = NULL; /* the worker's reply will be dropped */
-  kcr__free(c->buf);
-  kcr__free(c);
+  conn_free(c);
   maybe_stop_done(s);
 }
 
@@ -200,13 +270,24 @@ static void arm_timer(conn_t *c, uint64_t ms) {
   uv_timer_start(&c->timer, on_timer, ms, 0);
 }
 
-static void on_write(uv_write_t *req, int status) {
-  write_req_t *w = (write_req_t *)req;
-  conn_t *c = w->conn;
-  if ((status < 0 || w->close_after) && !c->closing)
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out);
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
+static void process(conn_t *c);
+
+static void read_start(conn_t *c) {
+  if (c->reading || c->closing)
+    return;
+  if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
     conn_close(c);
-  kcr__free(w->data);
-  kcr__free(w);
+    return;
+  }
+  c->reading = 1;
+}
+
+static void read_stop(conn_t *c) {
+  if (c->reading)
+    uv_read_stop((uv_stream_t *)&c->tcp);
+  c->reading = 0;
 }
 
 /* ---- answers ---- */
@@ -225,6 +306,8 @@ static const char *reason_phrase(int status) {
     return "Request Header Fields Too Large";
   case 500:
     return "Internal Server Error";
+  case 503:
+    return "Service Unavailable";
   case 505:
     return "HTTP Version Not Supported";
   default:
@@ -232,82 +315,108 @@ static const char *reason_phrase(int status) {
   }
 }
 
-/* build_reply returns the bytes of one answer (new, *len set), or NULL when out
- * of memory; body may be NULL. Any thread: the worker builds its replies too. */
-static char *build_reply(int status, const char *content_type, const char *extra, const char *body,
-                         size_t body_len, int head_only, int close_after, size_t *len) {
-  kcr_buf_t b;
-  int rc;
-
-  kcr_buf_init(&b, MAX_UNSENT);
-  rc = kcr_buf_appendf(&b,
-                       "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                       "X-Content-Type-Options: nosniff\r\n%s%s\r\n",
-                       status, reason_phrase(status), content_type, body_len, extra ? extra : "",
-                       close_after ? "Connection: close\r\n" : "");
-  if (rc == 0 && body_len && !head_only)
-    rc = kcr_buf_append(&b, body, body_len);
-  if (rc != 0) {
-    kcr_buf_free(&b);
-    return NULL;
+static void on_write(uv_write_t *req, int status) {
+  conn_t *c = req->data;
+  kcr_server_t *s = c->srv;
+  if (c->body) {
+    kcr__free(c->body);
+    uncharge(s, c->body_cap);
+    c->body = NULL;
+    c->body_cap = 0;
   }
-  return kcr_buf_take(&b, len);
-}
-
-/* send_reply queues data (stolen, len bytes; NULL: out of memory) on c. Loop
- * thread. */
-static void send_reply(conn_t *c, char *data, size_t len, int close_after) {
-  write_req_t *w;
-  uv_buf_t ub;
-
-  atomic_fetch_add(&c->srv->st_requests, 1);
-  w = data ? kcr__calloc(1, sizeof(*w)) : NULL;
-  if (!w) {
-    kcr__free(data);
+  c->busy = 0;
+  if (status < 0 || c->close_after || c->closing) {
     conn_close(c);
     return;
   }
-  w->conn = c;
-  w->close_after = close_after;
-  w->data = data;
-  ub = uv_buf_init(w->data, (unsigned)len);
-  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &ub, 1, on_write) != 0) {
-    kcr__free(w->data);
-    kcr__free(w);
+  /* The reply is out: the next request may be parsed, then read. */
+  memmove(c->buf, c->buf + c->head_len, c->len - c->head_len);
+  c->len -= c->head_len;
+  c->head_len = 0;
+  c->reading_head = c->len > 0;
+  arm_timer(c, c->reading_head ? s->header_timeout_ms : s->idle_timeout_ms);
+  process(c);
+  if (!c->busy)
+    read_start(c);
+}
+
+/*
+ * send_reply writes one answer on c: body (body_len bytes) is static text, or
+ * owned (then it is c's, charged owned_cap, freed once written). The connection
+ * is busy until on_write. Loop thread.
+ */
+static void send_reply(conn_t *c, int status, const char *content_type, const char *extra,
+                       const char *body, size_t body_len, char *owned, size_t owned_cap,
+                       int head_only, int close_after) {
+  kcr_server_t *s = c->srv;
+  uv_buf_t bufs[2];
+  int n;
+
+  assert(!c->body);
+  atomic_fetch_add(&s->st_requests, 1);
+  c->busy = 1;
+  c->close_after = close_after;
+  c->body = owned;
+  c->body_cap = owned_cap;
+  read_stop(c);
+  n = snprintf(c->reply_head, sizeof(c->reply_head),
+               "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+               "X-Content-Type-Options: nosniff\r\n%s%s\r\n",
+               status, reason_phrase(status), content_type, body_len, extra ? extra : "",
+               close_after ? "Connection: close\r\n" : "");
+  assert(n > 0 && (size_t)n < sizeof(c->reply_head));
+  bufs[0] = uv_buf_init(c->reply_head, (unsigned)n);
+  bufs[1] = uv_buf_init((char *)body, (unsigned)body_len);
+  c->wreq.data = c;
+  if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, head_only || !body_len ? 1 : 2, on_write) !=
+      0) {
+    if (c->body) {
+      kcr__free(c->body);
+      uncharge(s, c->body_cap);
+      c->body = NULL;
+    }
     conn_close(c);
     return;
   }
-  if (close_after)
-    uv_read_stop((uv_stream_t *)&c->tcp);
-  if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > MAX_UNSENT)
-    conn_close(c);
-}
-
-/* respond queues one answer built on the loop thread (no user code). */
-static void respond(conn_t *c, int status, const char *content_type, const char *extra,
-                    const char *body, size_t body_len, int head_only, int close_after) {
-  size_t len = 0;
-  char *data =
-      build_reply(status, content_type, extra, body, body_len, head_only, close_after, &len);
-  send_reply(c, data, len, close_after);
+  /* A client that does not read its reply is cut off like an idle one. */
+  arm_timer(c, s->idle_timeout_ms);
 }
 
 static void respond_text(conn_t *c, int status, const char *text, int head_only, int close_after) {
-  respond(c, status, "text/plain; charset=utf-8", NULL, text, strlen(text), head_only, close_after);
+  send_reply(c, status, TEXT_PLAIN, NULL, text, strlen(text), NULL, 0, head_only, close_after);
 }
 
-/* job_reply_text sets a worker job's reply to a text/plain answer. */
-static void job_reply(job_t *j, int status, const char *content_type, const char *body,
-                      size_t body_len) {
-  j->reply = build_reply(status, content_type, NULL, body, body_len, j->head_only, j->close_after,
-                         &j->reply_len);
+static const char busy_text[] = "503 server busy\n";
+
+/* ---- probes (the worker thread) ---- */
+
+static void job_text(job_t *j, int status, const char *text) {
+  j->status = status;
+  j->content_type = TEXT_PLAIN;
+  j->body = text;
+  j->body_len = strlen(text);
 }
 
-static void job_reply_text(job_t *j, int status, const char *text) {
-  job_reply(j, status, "text/plain; charset=utf-8", text, strlen(text));
+/* job_take_body hands b's contents to j as its body; cap was charged for b. */
+static void job_take_body(job_t *j, int status, const char *content_type, kcr_buf_t *b,
+                          size_t charged) {
+  kcr_server_t *s = j->srv;
+  size_t cap = b->cap;
+  assert(cap <= charged);
+  j->owned = kcr_buf_take(b, &j->body_len);
+  if (!j->owned) {
+    uncharge(s, charged);
+    job_text(j, 500, "500 out of memory\n");
+    return;
+  }
+  if (cap == 0) /* kcr_buf_take allocated "" for an empty buffer */
+    cap = 1;
+  uncharge(s, charged - cap);
+  j->owned_cap = cap;
+  j->status = status;
+  j->content_type = content_type;
+  j->body = j->owned;
 }
-
-/* ---- probes ---- */
 
 typedef struct part {
   const char *name;
@@ -385,7 +494,7 @@ static void serve_probe(job_t *j) {
   const char *kindname = j->kindname, *sub = j->sub, *query = j->query;
   part_t parts[MAX_CHECKS + 1];
   size_t n = 0;
-  int failed = 0, verbose = query_has_key(query, "verbose");
+  int failed = 0, verbose = query_has_key(query, "verbose"), rc = 0;
   kcr_buf_t b;
 
   pthread_mutex_lock(&s->checks_mu);
@@ -401,11 +510,11 @@ static void serve_probe(job_t *j) {
     }
     pthread_mutex_unlock(&s->checks_mu);
     if (!found)
-      job_reply_text(j, 404, "404 page not found\n");
+      job_text(j, 404, "404 page not found\n");
     else if (ok)
-      job_reply_text(j, 200, "ok");
+      job_text(j, 200, "ok");
     else
-      job_reply_text(j, 500, "internal server error: check failed\n");
+      job_text(j, 500, "internal server error: check failed\n");
     return;
   }
   parts[n++] = (part_t){"ping", 1, excluded_by(query, "ping")};
@@ -424,54 +533,76 @@ static void serve_probe(job_t *j) {
   qsort(parts, n, sizeof(parts[0]), cmp_part);
   if (!failed && !verbose) {
     pthread_mutex_unlock(&s->checks_mu);
-    job_reply_text(j, 200, "ok");
+    job_text(j, 200, "ok");
     return;
   }
-  kcr_buf_init(&b, (size_t)64 * 1024);
-  for (size_t i = 0; i < n; i++) {
+  if (!charge(s, PROBE_BODY_MAX)) {
+    pthread_mutex_unlock(&s->checks_mu);
+    atomic_fetch_add(&s->st_busy, 1);
+    job_text(j, 503, busy_text);
+    return;
+  }
+  kcr_buf_init(&b, PROBE_BODY_MAX - 1);
+  for (size_t i = 0; rc == 0 && i < n; i++) {
     if (parts[i].excluded)
-      kcr_buf_appendf(&b, "[+]%s excluded: ok\n", parts[i].name);
+      rc = kcr_buf_appendf(&b, "[+]%s excluded: ok\n", parts[i].name);
     else if (parts[i].healthy)
-      kcr_buf_appendf(&b, "[+]%s ok\n", parts[i].name);
+      rc = kcr_buf_appendf(&b, "[+]%s ok\n", parts[i].name);
     else
-      kcr_buf_appendf(&b, "[-]%s failed: reason withheld\n", parts[i].name);
+      rc = kcr_buf_appendf(&b, "[-]%s failed: reason withheld\n", parts[i].name);
   }
   pthread_mutex_unlock(&s->checks_mu);
-  kcr_buf_appendf(&b, "%s check %s\n", kindname, failed ? "failed" : "passed");
-  job_reply(j, failed ? 500 : 200, "text/plain; charset=utf-8", kcr_buf_cstr(&b), kcr_buf_len(&b));
-  kcr_buf_free(&b);
+  if (rc == 0)
+    rc = kcr_buf_appendf(&b, "%s check %s\n", kindname, failed ? "failed" : "passed");
+  if (rc != 0) {
+    kcr_buf_free(&b);
+    uncharge(s, PROBE_BODY_MAX);
+    job_text(j, 500, "500 out of memory\n");
+    return;
+  }
+  job_take_body(j, failed ? 500 : 200, TEXT_PLAIN, &b, PROBE_BODY_MAX);
 }
 
 /* serve_metrics answers /metrics: the worker thread, running the collectors. */
 static void serve_metrics(job_t *j) {
+  kcr_server_t *s = j->srv;
   kcr_buf_t b;
   int rc;
-  kcr_buf_init(&b, KCR_METRICS_MAX_OUTPUT);
-  rc = kcr_metrics_render(j->srv->metrics, &b);
-  if (rc != 0) {
-    kcr_log(KCR_LOG_ERROR, "server", "rendering /metrics failed: %s", kcr_strerror(rc));
-    job_reply_text(j, 500, "metrics unavailable\n");
-  } else {
-    job_reply(j, 200, KCR_METRICS_CONTENT_TYPE, kcr_buf_cstr(&b), kcr_buf_len(&b));
+  /* The body's largest size is charged before rendering, so a scrape never
+   * takes the server past its budget; the unused part is given back after. */
+  if (!charge(s, s->max_reply)) {
+    atomic_fetch_add(&s->st_busy, 1);
+    job_text(j, 503, busy_text);
+    return;
   }
-  kcr_buf_free(&b);
+  kcr_buf_init(&b, s->max_reply - 1);
+  rc = kcr_metrics_render(s->metrics, &b);
+  if (rc != 0) {
+    kcr_buf_free(&b);
+    uncharge(s, s->max_reply);
+    kcr_log(KCR_LOG_ERROR, "server", "rendering /metrics failed: %s", kcr_strerror(rc));
+    job_text(j, 500, "metrics unavailable\n");
+    return;
+  }
+  job_take_body(j, 200, KCR_METRICS_CONTENT_TYPE, &b, s->max_reply);
 }
 
 /* ---- the worker ---- */
 
 static void job_free(job_t *j) {
-  kcr__free(j->reply);
+  kcr_server_t *s = j->srv;
+  if (j->owned) {
+    kcr__free(j->owned);
+    uncharge(s, j->owned_cap);
+  }
+  uncharge(s, j->charged);
   kcr__free(j);
 }
 
-static void process(conn_t *c);
-static void arm_timer(conn_t *c, uint64_t ms);
-
-/* on_job_done: the loop thread, with a reply the worker built. */
+/* on_job_done: the loop thread, with the answer the worker made. */
 static void on_job_done(kcr_loop_t *loop, void *data) {
   job_t *j = data;
   conn_t *c = j->conn;
-  size_t head_len;
   (void)loop;
   if (!c || c->closing) {
     if (c)
@@ -479,19 +610,10 @@ static void on_job_done(kcr_loop_t *loop, void *data) {
     job_free(j);
     return;
   }
-  head_len = c->job_head;
   c->job = NULL;
-  send_reply(c, j->reply, j->reply_len, j->close_after);
-  j->reply = NULL;
-  if (j->close_after) {
-    c->len = 0;
-  } else {
-    memmove(c->buf, c->buf + head_len, c->len - head_len);
-    c->len -= head_len;
-    c->reading_head = c->len > 0;
-    arm_timer(c, c->reading_head ? c->srv->header_timeout_ms : c->srv->idle_timeout_ms);
-    process(c);
-  }
+  send_reply(c, j->status, j->content_type, NULL, j->body, j->body_len, j->owned, j->owned_cap,
+             j->head_only, c->close_after);
+  j->owned = NULL; /* c has it now */
   job_free(j);
 }
 
@@ -527,22 +649,29 @@ static void *worker_main(void *arg) {
   }
 }
 
-/* submit hands a probe or metrics request to the worker; the connection parses
- * nothing more until the answer is back. Returns 0 or KCR_ENOMEM. Loop thread. */
-static int submit(conn_t *c, size_t head_len, int what, kcr_probe_kind kind, const char *kindname,
-                  const char *sub, const char *query, int head_only, int close_after) {
+/* submit hands a probe or metrics request to the worker; the connection is busy
+ * until the answer is back and written. 0, or KCR_ENOMEM when the budget or
+ * malloc refuses. Loop thread. */
+static int submit(conn_t *c, int what, kcr_probe_kind kind, const char *kindname, const char *sub,
+                  const char *query, int head_only, int close_after) {
   kcr_server_t *s = c->srv;
   size_t sl = sub ? strlen(sub) + 1 : 0, ql = query ? strlen(query) + 1 : 0;
-  job_t *j = kcr__calloc(1, sizeof(*j) + sl + ql);
-  if (!j)
+  size_t size = sizeof(job_t) + sl + ql;
+  job_t *j;
+  if (!charge(s, size + POST_OVERHEAD))
     return KCR_ENOMEM;
+  j = kcr__calloc(1, size);
+  if (!j) {
+    uncharge(s, size + POST_OVERHEAD);
+    return KCR_ENOMEM;
+  }
   j->srv = s;
   j->conn = c;
+  j->charged = size + POST_OVERHEAD;
   j->what = what;
   j->kind = kind;
   j->kindname = kindname;
   j->head_only = head_only;
-  j->close_after = close_after;
   if (sub) {
     memcpy(j->text, sub, sl);
     j->sub = j->text;
@@ -552,7 +681,12 @@ static int submit(conn_t *c, size_t head_len, int what, kcr_probe_kind kind, con
     j->query = j->text + sl;
   }
   c->job = j;
-  c->job_head = head_len;
+  c->busy = 1;
+  c->close_after = close_after;
+  read_stop(c);
+  /* The worker's answer and its write share the idle timeout. */
+  c->reading_head = 0;
+  arm_timer(c, s->idle_timeout_ms);
   pthread_mutex_lock(&s->jobs_mu);
   if (s->jobs_tail)
     s->jobs_tail->next = j;
@@ -598,13 +732,10 @@ static int value_has_token(const char *v, size_t len, const char *token) {
   return 0;
 }
 
-enum { HEAD_NEXT, HEAD_CLOSE, HEAD_WAIT };
-
 /* handle_head answers the request whose head is buf[0..head_len) (the blank line
- * included), or hands it to the worker. Returns HEAD_NEXT (answered, go on),
- * HEAD_CLOSE (answered, the connection closes after it) or HEAD_WAIT (the
- * worker answers; on_job_done goes on). */
-static int handle_head(conn_t *c, size_t head_len) {
+ * included), or hands it to the worker; either way the connection is busy
+ * afterwards, until on_write. */
+static void handle_head(conn_t *c, size_t head_len) {
   kcr_server_t *s = c->srv;
   char *head = c->buf, *end = c->buf + head_len;
   char method[16], target[4096], version[16];
@@ -624,7 +755,7 @@ static int handle_head(conn_t *c, size_t head_len) {
   if (!line_end || sscanf(line, "%15s %4095s %15s", method, target, version) != 3 ||
       strncmp(version, "HTTP/1.", 7) != 0) {
     respond_text(c, 400, "400 Bad Request\n", 0, 1);
-    return HEAD_CLOSE;
+    return;
   }
   http10 = strcmp(version, "HTTP/1.0") == 0;
   v = header_value(line_end + 1, end, "Connection", &vlen);
@@ -651,72 +782,57 @@ static int handle_head(conn_t *c, size_t head_len) {
     int rc;
     if (!is_healthz && !is_readyz && !is_sub && !is_metrics) {
       respond_text(c, 404, "404 page not found\n", head_only, close_after);
-      return close_after ? HEAD_CLOSE : HEAD_NEXT;
+      return;
     }
     if (!head_only && strcmp(method, "GET") != 0) {
-      respond(c, 405, "text/plain; charset=utf-8", "Allow: GET, HEAD\r\n",
-              "405 method not allowed\n", 23, 0, close_after);
-      return close_after ? HEAD_CLOSE : HEAD_NEXT;
+      send_reply(c, 405, TEXT_PLAIN, "Allow: GET, HEAD\r\n", "405 method not allowed\n", 23, NULL,
+                 0, 0, close_after);
+      return;
     }
     if (is_metrics)
-      rc = submit(c, head_len, JOB_METRICS, 0, NULL, NULL, NULL, head_only, close_after);
+      rc = submit(c, JOB_METRICS, 0, NULL, NULL, NULL, head_only, close_after);
     else if (is_healthz)
-      rc = submit(c, head_len, JOB_PROBE, KCR_PROBE_HEALTHZ, "healthz", NULL, query, head_only,
-                  close_after);
+      rc = submit(c, JOB_PROBE, KCR_PROBE_HEALTHZ, "healthz", NULL, query, head_only, close_after);
     else if (is_readyz)
-      rc = submit(c, head_len, JOB_PROBE, KCR_PROBE_READYZ, "readyz", NULL, query, head_only,
-                  close_after);
+      rc = submit(c, JOB_PROBE, KCR_PROBE_READYZ, "readyz", NULL, query, head_only, close_after);
     else if (path[1] == 'h')
-      rc = submit(c, head_len, JOB_PROBE, KCR_PROBE_HEALTHZ, "healthz", path + 9, query, head_only,
+      rc = submit(c, JOB_PROBE, KCR_PROBE_HEALTHZ, "healthz", path + 9, query, head_only,
                   close_after);
     else
-      rc = submit(c, head_len, JOB_PROBE, KCR_PROBE_READYZ, "readyz", path + 8, query, head_only,
-                  close_after);
+      rc =
+          submit(c, JOB_PROBE, KCR_PROBE_READYZ, "readyz", path + 8, query, head_only, close_after);
     if (rc != 0) {
-      conn_close(c);
-      return HEAD_CLOSE;
+      atomic_fetch_add(&s->st_busy, 1);
+      respond_text(c, 503, busy_text, head_only, close_after);
     }
   }
-  return HEAD_WAIT;
 }
 
+/* process parses the next complete request in c's buffer, if any, and starts
+ * answering it (the connection is busy until the reply is written). */
 static void process(conn_t *c) {
-  while (!c->closing && !c->job && c->len > 0) {
-    char *p = NULL;
-    size_t head_len;
-    for (size_t i = 0; i + 3 < c->len; i++) {
-      if (c->buf[i] == '\r' && c->buf[i + 1] == '\n' && c->buf[i + 2] == '\r' &&
-          c->buf[i + 3] == '\n') {
-        p = c->buf + i;
-        break;
-      }
-    }
-    if (!p) {
-      if (c->len >= c->srv->max_header) {
-        atomic_fetch_add(&c->srv->st_too_large, 1);
-        respond_text(c, 431, "431 Request Header Fields Too Large\n", 0, 1);
-        c->len = 0;
-      }
-      return;
-    }
-    head_len = (size_t)(p - c->buf) + 4;
-    switch (handle_head(c, head_len)) {
-    case HEAD_CLOSE:
-      c->len = 0;
-      return;
-    case HEAD_WAIT:
-      /* on_job_done consumes the head; meanwhile the answer timeout runs. */
-      c->reading_head = 0;
-      arm_timer(c, c->srv->idle_timeout_ms);
-      return;
-    default:
+  char *p = NULL;
+  size_t head_len;
+  if (c->closing || c->busy || c->len == 0)
+    return;
+  for (size_t i = 0; i + 3 < c->len; i++) {
+    if (c->buf[i] == '\r' && c->buf[i + 1] == '\n' && c->buf[i + 2] == '\r' &&
+        c->buf[i + 3] == '\n') {
+      p = c->buf + i;
       break;
     }
-    memmove(c->buf, c->buf + head_len, c->len - head_len);
-    c->len -= head_len;
-    c->reading_head = c->len > 0;
-    arm_timer(c, c->reading_head ? c->srv->header_timeout_ms : c->srv->idle_timeout_ms);
   }
+  if (!p) {
+    if (c->len >= c->srv->max_header) {
+      atomic_fetch_add(&c->srv->st_too_large, 1);
+      c->head_len = c->len;
+      respond_text(c, 431, "431 Request Header Fields Too Large\n", 0, 1);
+    }
+    return;
+  }
+  head_len = (size_t)(p - c->buf) + 4;
+  c->head_len = head_len;
+  handle_head(c, head_len);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out) {
@@ -744,8 +860,26 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
   process(c);
 }
 
-static void on_rejected_closed(uv_handle_t *h) {
+static void on_refused_closed(uv_handle_t *h) {
+  kcr_server_t *s = h->data;
   kcr__free(h);
+  uncharge(s, sizeof(uv_tcp_t));
+}
+
+/* refuse accepts the pending connection only to close it at once. */
+static void refuse(kcr_server_t *s, uv_stream_t *l) {
+  uv_tcp_t *t;
+  atomic_fetch_add(&s->st_rejected, 1);
+  charge_anyway(s, sizeof(*t));
+  t = kcr__malloc(sizeof(*t));
+  if (!t || uv_tcp_init(l->loop, t) != 0) {
+    kcr__free(t);
+    uncharge(s, sizeof(*t));
+    return;
+  }
+  t->data = s;
+  (void)uv_accept(l, (uv_stream_t *)t);
+  uv_close((uv_handle_t *)t, on_refused_closed);
 }
 
 static void on_connection(uv_stream_t *l, int status) {
@@ -753,32 +887,23 @@ static void on_connection(uv_stream_t *l, int status) {
   conn_t *c;
   if (status < 0)
     return;
-  if (s->nconns >= s->max_conns) {
-    uv_tcp_t *t = kcr__malloc(sizeof(*t));
-    atomic_fetch_add(&s->st_rejected, 1);
-    if (!t || uv_tcp_init(l->loop, t) != 0) {
-      kcr__free(t);
-      return;
-    }
-    if (uv_accept(l, (uv_stream_t *)t) != 0) {
-      uv_close((uv_handle_t *)t, on_rejected_closed);
-      return;
-    }
-    uv_close((uv_handle_t *)t, on_rejected_closed);
+  if (s->nconns >= s->max_conns || !charge(s, s->conn_size)) {
+    refuse(s, l);
     return;
   }
-  c = kcr__calloc(1, sizeof(*c));
-  if (!c)
-    return;
-  c->buf = kcr__malloc(s->max_header + 1);
-  if (!c->buf || uv_tcp_init(l->loop, &c->tcp) != 0) {
-    kcr__free(c->buf);
-    kcr__free(c);
+  c = kcr__calloc(1, s->conn_size);
+  if (!c) {
+    uncharge(s, s->conn_size);
+    refuse(s, l);
     return;
   }
   c->srv = s;
+  if (uv_tcp_init(l->loop, &c->tcp) != 0) {
+    conn_free(c);
+    refuse(s, l);
+    return;
+  }
   c->tcp.data = c;
-  c->open_handles = 1;
   c->next = s->conns;
   if (s->conns)
     s->conns->prev = c;
@@ -788,11 +913,11 @@ static void on_connection(uv_stream_t *l, int status) {
   c->timer.data = c;
   c->open_handles = 2;
   atomic_fetch_add(&s->st_connections, 1);
-  if (uv_accept(l, (uv_stream_t *)&c->tcp) != 0 ||
-      uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
+  if (uv_accept(l, (uv_stream_t *)&c->tcp) != 0) {
     conn_close(c);
     return;
   }
+  read_start(c);
   /* Nothing sent yet counts as reading a head: the header timeout applies. */
   c->reading_head = 1;
   arm_timer(c, s->header_timeout_ms);
@@ -974,6 +1099,16 @@ int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error
   if (s->idle_timeout_ms == 0)
     s->idle_timeout_ms = 1;
   s->max_conns = o->max_connections > 0 ? o->max_connections : 64;
+  s->conn_size = sizeof(conn_t) + s->max_header + 1;
+  s->max_buffered = o->max_buffered_bytes ? o->max_buffered_bytes : DEFAULT_MAX_BUFFERED;
+  s->max_reply = s->max_buffered / 2;
+  if (s->max_reply > KCR_METRICS_MAX_OUTPUT + 1)
+    s->max_reply = KCR_METRICS_MAX_OUTPUT + 1;
+  if (s->max_reply < PROBE_BODY_MAX || s->max_buffered < s->conn_size + PROBE_BODY_MAX) {
+    server_free(s);
+    return kcr_error_set(err, KCR_EINVAL, "server: max_buffered_bytes %zu is too small",
+                         s->max_buffered);
+  }
 
   if (pthread_create(&s->worker, NULL, worker_main, s) != 0) {
     server_free(s);
@@ -1024,8 +1159,7 @@ void kcr_server_destroy(kcr_server_t *s) {
     stop_worker(s);
     for (c = s->conns; c; c = next) {
       next = c->next;
-      kcr__free(c->buf);
-      kcr__free(c);
+      conn_free(c);
     }
   }
   server_free(s);
@@ -1117,4 +1251,7 @@ void kcr_server_get_stats(kcr_server_t *s, kcr_server_stats *out) {
   out->requests = atomic_load(&s->st_requests);
   out->header_timeouts = atomic_load(&s->st_timeouts);
   out->too_large = atomic_load(&s->st_too_large);
+  out->busy = atomic_load(&s->st_busy);
+  out->bytes_held = atomic_load(&s->held);
+  out->bytes_held_peak = atomic_load(&s->held_peak);
 }

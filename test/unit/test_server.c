@@ -3,6 +3,7 @@
  * 127.0.0.1:0. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -506,6 +507,105 @@ static void test_server_slow_check_does_not_block_loop(void **state) {
   stop(f);
 }
 
+/* rss_bytes: this process's resident set size, or 0 when unknown. */
+static size_t rss_bytes(void) {
+  long pages = 0, resident = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (!f)
+    return 0;
+  if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+    resident = 0;
+  fclose(f);
+  return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* rss_meaningful: sanitizers and valgrind keep freed memory (quarantine) and
+ * add their own, so RSS says nothing about the server there. */
+static int rss_meaningful(void) {
+  const char *pre = getenv("LD_PRELOAD");
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  return 0;
+#endif
+#endif
+  return !(pre && strstr(pre, "vgpreload"));
+}
+
+/* Bug 16.2: clients that pipeline requests and never read the replies. The
+ * server answers one request per connection at a time and stops reading while
+ * the reply is unsent, so its memory stays within the budget (and far below:
+ * one connection's buffer each), and the process's RSS does not grow with the
+ * flood. */
+static void test_server_pipelining_without_reading_is_bounded(void **state) {
+  enum { NCONN = 32 };
+  kcr_server_options o = {0};
+  fixture_t *f;
+  static const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  size_t reqlen = sizeof(req) - 1, blob_len = reqlen * 256, off[NCONN] = {0}, rss0, rss1;
+  char *blob = malloc(blob_len), *r;
+  int fds[NCONN];
+  uint64_t sent = 0;
+  int64_t t0;
+  kcr_server_stats st;
+  (void)state;
+  o.max_buffered_bytes = (size_t)16 * 1024 * 1024;
+  f = start(&o);
+  for (size_t i = 0; i < blob_len; i += reqlen)
+    memcpy(blob + i, req, reqlen);
+  rss0 = rss_bytes();
+  for (int i = 0; i < NCONN; i++) {
+    int small = 4096;
+    struct sockaddr_in a = {0};
+    fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fds[i] >= 0);
+    setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)f->port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fds[i], (struct sockaddr *)&a, sizeof(a)), 0);
+    fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+  }
+  /* Flood for 3 s, never reading. */
+  t0 = now_ms();
+  while (now_ms() - t0 < 3000) {
+    int progressed = 0;
+    for (int i = 0; i < NCONN; i++) {
+      ssize_t w = send(fds[i], blob + off[i], blob_len - off[i], MSG_NOSIGNAL);
+      if (w > 0) {
+        sent += (uint64_t)w;
+        off[i] = (off[i] + (size_t)w) % blob_len;
+        progressed = 1;
+      }
+    }
+    if (!progressed) {
+      struct timespec ts = {0, 2 * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+  }
+  rss1 = rss_bytes();
+  kcr_server_get_stats(f->srv, &st);
+  print_message("pipelining: %d connections sent %llu bytes (%llu requests); server answered "
+                "%llu, held peak %zu bytes (budget %zu), RSS %zu -> %zu KiB\n",
+                NCONN, (unsigned long long)sent, (unsigned long long)(sent / reqlen),
+                (unsigned long long)st.requests, st.bytes_held_peak, o.max_buffered_bytes,
+                rss0 / 1024, rss1 / 1024);
+  assert_true(st.bytes_held_peak <= o.max_buffered_bytes);
+  /* One connection's buffer and one small reply each, nothing per request. */
+  assert_true(st.bytes_held_peak <=
+              (size_t)NCONN * (o.max_header_bytes ? o.max_header_bytes : 8192) * 2);
+  if (rss_meaningful())
+    assert_true(rss1 < rss0 + (size_t)24 * 1024 * 1024);
+  for (int i = 0; i < NCONN; i++)
+    close(fds[i]);
+  free(blob);
+  r = get_path(f->port, "/healthz"); /* the server is fine */
+  assert_string_equal(body_of(r), "ok");
+  free(r);
+  stop(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_server_healthz_readyz),
@@ -518,6 +618,7 @@ int main(void) {
       cmocka_unit_test(test_server_destroy_with_open_connections),
       cmocka_unit_test(test_server_loop_stopped_first),
       cmocka_unit_test(test_server_slow_check_does_not_block_loop),
+      cmocka_unit_test(test_server_pipelining_without_reading_is_bounded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
