@@ -57,11 +57,20 @@ typedef struct kcr_server kcr_server_t;
  *   metrics            registry served at /metrics (borrowed); NULL: no /metrics.
  *   probes             non-zero: serve /healthz and /readyz.
  *   max_header_bytes   largest request head; 0: 8192. Beyond it: 431 and close.
- *   header_timeout_ns  time from a request's first byte to its complete head;
- *                      0: 10 s. Beyond it the connection is closed.
+ *   header_timeout_ns  time from a connection's accept (or a kept-alive
+ *                      request's first byte) to a complete head; 0: 3 s.
+ *                      Beyond it the connection is closed. 3 s: a kubelet
+ *                      or Prometheus sends its whole head at once and a
+ *                      kubelet probe gives up after 1 s anyway, so 3 s cuts
+ *                      only clients that are not trying.
  *   idle_timeout_ns    a kept-alive connection with no request; 0: 60 s.
- *   max_connections    open connections at once; 0: 64. Beyond it a new
- *                      connection is closed at once.
+ *   max_connections    open connections at once; 0: 64. A new connection
+ *                      on a full server sheds the oldest idle one (nothing
+ *                      of a request received), else the oldest still
+ *                      sending its head, else the oldest not reading its
+ *                      reply; only when every connection is waiting on a
+ *                      check or a render is the new one closed at once. So
+ *                      idle connections cannot starve the probes.
  *   max_buffered_bytes the memory budget for clients; 0: 16 MiB. See below.
  *
  * Memory. A connection answers one request at a time and stops reading while
@@ -161,7 +170,9 @@ KCR_EXTERN void kcr_server_remove_check(kcr_server_t *s, kcr_server_check_t *c);
 /*
  * kcr_server_stats: counters for tests and logs. Read with kcr_server_get_stats.
  *   connections         accepted and served.
- *   rejected            closed at once over max_connections.
+ *   rejected            closed at once (over max_connections with nothing
+ *                       to shed, or over the memory budget).
+ *   shed                closed to admit a newer connection.
  *   requests            answered (any status).
  *   header_timeouts     closed because a head did not complete in time.
  *   too_large           answered 431.
@@ -176,6 +187,7 @@ typedef struct kcr_server_stats {
   uint64_t header_timeouts;
   uint64_t too_large;
   uint64_t busy;
+  uint64_t shed;
   size_t bytes_held;
   size_t bytes_held_peak;
 } kcr_server_stats;

@@ -98,6 +98,7 @@ typedef struct conn {
   int reading_head; /* a request's first byte has arrived */
   int busy;         /* a request is being answered: its job is out or its reply unsent */
   int close_after;  /* the reply in flight ends the connection */
+  uint64_t since;   /* loop time its current state (idle, head, reply) began */
   job_t *job;       /* the request the worker is answering, or NULL */
   char *body;       /* the reply's owned body, charged body_cap bytes; NULL: static */
   size_t body_cap;
@@ -149,7 +150,8 @@ struct kcr_server {
   uv_tcp_t listener; /* loop thread */
   int listener_open; /* loop thread */
   conn_t *conns;     /* loop thread */
-  int nconns;        /* loop thread */
+  int nconns;        /* loop thread: allocated, closing ones included */
+  int nactive;       /* loop thread: not closing */
   atomic_int port;
 
   pthread_mutex_t mu; /* for the create/destroy handshakes */
@@ -172,7 +174,8 @@ struct kcr_server {
   int jobs_stop;                /* protected by jobs_mu */
 
   atomic_size_t held, held_peak; /* the budget: bytes allocated for clients */
-  atomic_uint_fast64_t st_connections, st_rejected, st_requests, st_timeouts, st_too_large, st_busy;
+  atomic_uint_fast64_t st_connections, st_rejected, st_requests, st_timeouts, st_too_large, st_busy,
+      st_shed;
 };
 
 /* ---- the memory budget ---- */
@@ -254,6 +257,7 @@ static void conn_close(conn_t *c) {
   if (c->closing || uv_is_closing((uv_handle_t *)&c->tcp))
     return;
   c->closing = 1;
+  c->srv->nactive--;
   uv_timer_stop(&c->timer);
   uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
   uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
@@ -334,6 +338,7 @@ static void on_write(uv_write_t *req, int status) {
   c->len -= c->head_len;
   c->head_len = 0;
   c->reading_head = c->len > 0;
+  c->since = uv_now(c->tcp.loop);
   arm_timer(c, c->reading_head ? s->header_timeout_ms : s->idle_timeout_ms);
   process(c);
   if (!c->busy)
@@ -355,6 +360,7 @@ static void send_reply(conn_t *c, int status, const char *content_type, const ch
   assert(!c->body);
   atomic_fetch_add(&s->st_requests, 1);
   c->busy = 1;
+  c->since = uv_now(c->tcp.loop);
   c->close_after = close_after;
   c->body = owned;
   c->body_cap = owned_cap;
@@ -854,6 +860,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
     return;
   if (!c->reading_head) {
     c->reading_head = 1;
+    c->since = uv_now(c->tcp.loop);
     arm_timer(c, c->srv->header_timeout_ms);
   }
   c->len += (size_t)n;
@@ -882,12 +889,43 @@ static void refuse(kcr_server_t *s, uv_stream_t *l) {
   uv_close((uv_handle_t *)t, on_refused_closed);
 }
 
+/*
+ * shed_one closes the connection least worth keeping so that a new one can be
+ * admitted; returns 0 when none may go. Order: idle connections (nothing of a
+ * request received: new, or kept alive between requests), then ones still
+ * sending a head (slowloris), then ones not reading their reply; the oldest in
+ * its state first. A connection whose request is with the worker is never
+ * shed: the server, not the client, owes it progress. Bounded by
+ * max_connections. Loop thread.
+ */
+static int shed_one(kcr_server_t *s) {
+  conn_t *victim = NULL;
+  int victim_rank = 3;
+  for (conn_t *c = s->conns; c; c = c->next) {
+    int rank;
+    if (c->closing || c->job)
+      continue;
+    rank = c->busy ? 2 : c->len > 0 ? 1 : 0;
+    if (rank < victim_rank || (rank == victim_rank && c->since < victim->since)) {
+      victim = c;
+      victim_rank = rank;
+    }
+  }
+  if (!victim)
+    return 0;
+  atomic_fetch_add(&s->st_shed, 1);
+  conn_close(victim);
+  return 1;
+}
+
 static void on_connection(uv_stream_t *l, int status) {
   kcr_server_t *s = l->data;
   conn_t *c;
   if (status < 0)
     return;
-  if (s->nconns >= s->max_conns || !charge(s, s->conn_size)) {
+  /* A full server makes room: the probe that just connected is worth more
+   * than a connection that has sent nothing for seconds. */
+  if ((s->nactive >= s->max_conns && !shed_one(s)) || !charge(s, s->conn_size)) {
     refuse(s, l);
     return;
   }
@@ -909,6 +947,8 @@ static void on_connection(uv_stream_t *l, int status) {
     s->conns->prev = c;
   s->conns = c;
   s->nconns++;
+  s->nactive++;
+  c->since = uv_now(l->loop);
   uv_timer_init(l->loop, &c->timer);
   c->timer.data = c;
   c->open_handles = 2;
@@ -1089,7 +1129,7 @@ int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error
   s->probes = o->probes;
   s->max_header = o->max_header_bytes ? o->max_header_bytes : 8192;
   s->header_timeout_ms =
-      (uint64_t)((o->header_timeout_ns > 0 ? o->header_timeout_ns : 10 * KCR_NSEC_PER_SEC) /
+      (uint64_t)((o->header_timeout_ns > 0 ? o->header_timeout_ns : 3 * KCR_NSEC_PER_SEC) /
                  KCR_NSEC_PER_MSEC);
   s->idle_timeout_ms =
       (uint64_t)((o->idle_timeout_ns > 0 ? o->idle_timeout_ns : 60 * KCR_NSEC_PER_SEC) /
@@ -1252,6 +1292,7 @@ void kcr_server_get_stats(kcr_server_t *s, kcr_server_stats *out) {
   out->header_timeouts = atomic_load(&s->st_timeouts);
   out->too_large = atomic_load(&s->st_too_large);
   out->busy = atomic_load(&s->st_busy);
+  out->shed = atomic_load(&s->st_shed);
   out->bytes_held = atomic_load(&s->held);
   out->bytes_held_peak = atomic_load(&s->held_peak);
 }

@@ -343,6 +343,28 @@ static void test_server_slowloris(void **state) {
   stop(f);
 }
 
+/* A check that takes 2 s, and records whether it ran on the loop thread. */
+typedef struct slow_check {
+  kcr_loop_t *loop;
+  atomic_int started;
+  atomic_int on_loop;
+} slow_check_t;
+
+static int on_check_slow(void *data) {
+  slow_check_t *sc = data;
+  struct timespec ts = {2, 0};
+  if (kcr_loop_on_thread(sc->loop))
+    atomic_store(&sc->on_loop, 1);
+  atomic_store(&sc->started, 1);
+  nanosleep(&ts, NULL);
+  return 0;
+}
+
+static void on_posted(kcr_loop_t *loop, void *data) {
+  (void)loop;
+  atomic_store((_Atomic int64_t *)data, now_ms());
+}
+
 static void test_server_idle_and_connection_limit(void **state) {
   kcr_server_options o = {0};
   fixture_t *f;
@@ -354,25 +376,69 @@ static void test_server_idle_and_connection_limit(void **state) {
   o.idle_timeout_ns = 200 * 1000000LL;
   f = start(&o);
   a = dial(f->port);
-  b = dial(f->port);
-  r = read_until_close(a, 100, &closed); /* let the server accept both */
+  r = read_until_close(a, 50, &closed); /* a is the older */
   free(r);
+  b = dial(f->port);
+  r = read_until_close(b, 50, &closed);
+  free(r);
+  /* The server is full: a third connection sheds the oldest idle one, a. */
   c = dial(f->port);
-  r = read_until_close(c, 2000, &closed);
+  r = read_until_close(a, 2000, &closed);
   assert_true(closed);
   assert_string_equal(r, "");
   free(r);
-  close(c);
+  close(a);
   /* a kept-alive connection is closed after the idle timeout */
-  send_all(a, "GET /healthz HTTP/1.1\r\n\r\n", 25);
-  r = read_until_close(a, 3000, &closed);
+  send_all(c, "GET /healthz HTTP/1.1\r\n\r\n", 25);
+  r = read_until_close(c, 3000, &closed);
   assert_non_null(strstr(r, "200 OK"));
   assert_true(closed);
   free(r);
-  close(a);
+  close(c);
   close(b);
   kcr_server_get_stats(f->srv, &st);
+  assert_int_equal(st.shed, 1);
+  assert_int_equal(st.rejected, 0);
+  stop(f);
+}
+
+/* A connection whose request is with the worker is never shed: when every
+ * connection is, a new one is refused. */
+static void test_server_full_of_work_refuses(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f;
+  slow_check_t sc;
+  int a, b, closed;
+  int64_t t0;
+  char *r;
+  kcr_server_stats st;
+  (void)state;
+  o.max_connections = 1;
+  f = start(&o);
+  memset(&sc, 0, sizeof(sc));
+  sc.loop = f->loop;
+  assert_int_equal(
+      kcr_server_add_check(f->srv, KCR_PROBE_HEALTHZ, "slow", on_check_slow, &sc, NULL), 0);
+  a = dial(f->port);
+  send_all(a, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n", 44);
+  t0 = now_ms();
+  while (!atomic_load(&sc.started) && now_ms() - t0 < 3000) {
+    struct timespec ts = {0, 5 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  b = dial(f->port);
+  r = read_until_close(b, 1000, &closed);
+  assert_true(closed);
+  assert_string_equal(r, "");
+  free(r);
+  close(b);
+  r = read_until_close(a, 5000, &closed);
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+  free(r);
+  close(a);
+  kcr_server_get_stats(f->srv, &st);
   assert_int_equal(st.rejected, 1);
+  assert_int_equal(st.shed, 0);
   stop(f);
 }
 
@@ -430,28 +496,6 @@ static void test_server_loop_stopped_first(void **state) {
   f->srv = NULL;
   close(a);
   stop(f);
-}
-
-/* A check that takes 2 s, and records whether it ran on the loop thread. */
-typedef struct slow_check {
-  kcr_loop_t *loop;
-  atomic_int started;
-  atomic_int on_loop;
-} slow_check_t;
-
-static int on_check_slow(void *data) {
-  slow_check_t *sc = data;
-  struct timespec ts = {2, 0};
-  if (kcr_loop_on_thread(sc->loop))
-    atomic_store(&sc->on_loop, 1);
-  atomic_store(&sc->started, 1);
-  nanosleep(&ts, NULL);
-  return 0;
-}
-
-static void on_posted(kcr_loop_t *loop, void *data) {
-  (void)loop;
-  atomic_store((_Atomic int64_t *)data, now_ms());
 }
 
 /* While a check sleeps 2 s, the loop still runs posted closures and answers
@@ -606,6 +650,70 @@ static void test_server_pipelining_without_reading_is_bounded(void **state) {
   stop(f);
 }
 
+/* Bug 16.3: 150 connections that send nothing, and 30 that stall halfway
+ * through a head, hold the server full; probes still get in (the oldest idle
+ * connections are shed to admit them) and each answers within 1 s. */
+static void test_server_idle_connections_do_not_starve_probes(void **state) {
+  enum { NIDLE = 150, NSLOW = 30, NPROBES = 30 };
+  kcr_server_options o = {0};
+  fixture_t *f = start(&o);
+  int idle[NIDLE + NSLOW];
+  int64_t worst = 0;
+  kcr_server_stats st;
+  char *r;
+  (void)state;
+  for (int i = 0; i < NIDLE + NSLOW; i++) {
+    idle[i] = dial(f->port);
+    if (i >= NIDLE)
+      send_all(idle[i], "GET /hea", 8);
+  }
+  r = read_until_close(idle[0], 100, &(int){0}); /* let the server accept them */
+  free(r);
+  for (int i = 0; i < NPROBES; i++) {
+    int64_t t0 = now_ms(), took;
+    int fd = dial(f->port), closed;
+    send_all(fd, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n", 44);
+    r = read_until_close(fd, 1000, &closed);
+    took = now_ms() - t0;
+    if (took > worst)
+      worst = took;
+    assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+    assert_string_equal(body_of(r), "ok");
+    assert_true(closed);
+    assert_true(took < 1000);
+    free(r);
+    close(fd);
+  }
+  kcr_server_get_stats(f->srv, &st);
+  print_message("idle flood: %d idle + %d stalled connections, %d probes, slowest %lld ms, "
+                "%llu shed, %llu refused\n",
+                NIDLE, NSLOW, NPROBES, (long long)worst, (unsigned long long)st.shed,
+                (unsigned long long)st.rejected);
+  assert_int_equal(st.rejected, 0);
+  assert_true(st.shed >= NIDLE + NSLOW - 64);
+  for (int i = 0; i < NIDLE + NSLOW; i++)
+    close(idle[i]);
+  stop(f);
+}
+
+/* With the defaults, a connection that sends nothing is cut after the 3 s
+ * header timeout. */
+static void test_server_default_first_byte_timeout(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f = start(&o);
+  int fd = dial(f->port), closed;
+  int64_t t0 = now_ms(), took;
+  char *r = read_until_close(fd, 6000, &closed);
+  (void)state;
+  took = now_ms() - t0;
+  assert_true(closed);
+  assert_string_equal(r, "");
+  assert_true(took >= 2500 && took < 4500);
+  free(r);
+  close(fd);
+  stop(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_server_healthz_readyz),
@@ -614,11 +722,14 @@ int main(void) {
       cmocka_unit_test(test_server_oversized_request),
       cmocka_unit_test(test_server_slowloris),
       cmocka_unit_test(test_server_idle_and_connection_limit),
+      cmocka_unit_test(test_server_full_of_work_refuses),
       cmocka_unit_test(test_server_bind_errors),
       cmocka_unit_test(test_server_destroy_with_open_connections),
       cmocka_unit_test(test_server_loop_stopped_first),
       cmocka_unit_test(test_server_slow_check_does_not_block_loop),
       cmocka_unit_test(test_server_pipelining_without_reading_is_bounded),
+      cmocka_unit_test(test_server_idle_connections_do_not_starve_probes),
+      cmocka_unit_test(test_server_default_first_byte_timeout),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
