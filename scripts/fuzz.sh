@@ -14,7 +14,7 @@ root=$PWD
 target=${1:-all}
 seconds=${2:-60}
 build=${KCR_FUZZ_BUILD_DIR:-$root/build/fuzz}
-all_targets=(time base64 watch status)
+all_targets=(time base64 watch status http_request)
 
 if [ "$target" = all ]; then
   targets=("${all_targets[@]}")
@@ -81,6 +81,7 @@ for t in "${targets[@]}"; do
   extra=()
   case $t in
   watch | status) extra=(-dict="$root/test/fuzz/json.dict" -max_len=16384) ;;
+  http_request) extra=(-dict="$root/test/fuzz/http.dict" -max_len=8192) ;;
   esac
   echo "==> fuzz_$t for ${seconds}s"
   log="$build/fuzz_$t.log"

@@ -62,6 +62,7 @@
 #include "kcr/log.h"
 #include "kcr/server.h"
 #include "loop/loop_internal.h"
+#include "server/server_internal.h"
 #include "util/alloc.h"
 
 #define MAX_CHECKS 64
@@ -440,8 +441,7 @@ static int run_check(kcr_server_check_t *k) {
   return k->cb(k->data);
 }
 
-/* query_has_key tells whether the query string has key (with or without =). */
-static int query_has_key(const char *q, const char *key) {
+int kcr__http_query_has(const char *q, const char *key) {
   size_t kl = strlen(key);
   while (q && *q) {
     if (strncmp(q, key, kl) == 0 && (q[kl] == '\0' || q[kl] == '&' || q[kl] == '='))
@@ -453,8 +453,6 @@ static int query_has_key(const char *q, const char *key) {
   return 0;
 }
 
-/* excluded_by tells whether name appears in any exclude=a,b value of q; the
- * values are percent-decoded into scratch. */
 static int hexval(char ch) {
   if (ch >= '0' && ch <= '9')
     return ch - '0';
@@ -465,7 +463,7 @@ static int hexval(char ch) {
   return -1;
 }
 
-static int excluded_by(const char *q, const char *name) {
+int kcr__http_query_excludes(const char *q, const char *name) {
   char val[256];
   while (q && *q) {
     if (strncmp(q, "exclude=", 8) == 0) {
@@ -481,6 +479,11 @@ static int excluded_by(const char *q, const char *name) {
         }
       }
       val[n] = '\0';
+      if (*p && *p != '&') {
+        /* Cut: the last name is a prefix of what was asked, so drop it. */
+        char *comma = strrchr(val, ',');
+        *(comma ? comma : val) = '\0';
+      }
       for (char *save = NULL, *tok = strtok_r(val, ",", &save); tok;
            tok = strtok_r(NULL, ",", &save))
         if (strcmp(tok, name) == 0)
@@ -500,7 +503,7 @@ static void serve_probe(job_t *j) {
   const char *kindname = j->kindname, *sub = j->sub, *query = j->query;
   part_t parts[MAX_CHECKS + 1];
   size_t n = 0;
-  int failed = 0, verbose = query_has_key(query, "verbose"), rc = 0;
+  int failed = 0, verbose = kcr__http_query_has(query, "verbose"), rc = 0;
   kcr_buf_t b;
 
   pthread_mutex_lock(&s->checks_mu);
@@ -523,12 +526,12 @@ static void serve_probe(job_t *j) {
       job_text(j, 500, "internal server error: check failed\n");
     return;
   }
-  parts[n++] = (part_t){"ping", 1, excluded_by(query, "ping")};
+  parts[n++] = (part_t){"ping", 1, kcr__http_query_excludes(query, "ping")};
   for (kcr_server_check_t *k = s->checks; k && n < MAX_CHECKS + 1; k = k->next) {
     if (!(k->kind & kind))
       continue;
     parts[n].name = k->name;
-    parts[n].excluded = excluded_by(query, k->name);
+    parts[n].excluded = kcr__http_query_excludes(query, k->name);
     parts[n].healthy = parts[n].excluded || run_check(k) == 0;
     if (!parts[n].healthy) {
       failed = 1;
@@ -738,46 +741,86 @@ static int value_has_token(const char *v, size_t len, const char *token) {
   return 0;
 }
 
+size_t kcr__http_head_end(const char *buf, size_t len) {
+  for (size_t i = 0; i + 3 < len; i++)
+    if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' && buf[i + 3] == '\n')
+      return i + 4;
+  return 0;
+}
+
+/* next_token copies the white-space-separated token at *p (before end) into out
+ * (size bytes with its NUL) and moves *p past it; -1 when there is none or it
+ * does not fit. */
+static int next_token(const char **p, const char *end, char *out, size_t size) {
+  const char *t = *p;
+  size_t n;
+  while (t < end && (*t == ' ' || *t == '\t'))
+    t++;
+  for (n = 0; t + n < end && t[n] != ' ' && t[n] != '\t' && t[n] != '\r'; n++)
+    ;
+  if (n == 0 || n >= size)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)t[i] < 0x20 || t[i] == 0x7f)
+      return -1; /* control bytes (NUL included) are in no valid request line */
+  memcpy(out, t, n);
+  out[n] = '\0';
+  *p = t + n;
+  return 0;
+}
+
+int kcr__http_parse_head(const char *head, size_t len, kcr__http_head *out) {
+  const char *end = head + len, *line_end = memchr(head, '\n', len), *v, *p = head;
+  char version[16], *q;
+  size_t vlen = 0;
+  int http10;
+
+  memset(out, 0, sizeof(*out));
+  /* request-line = method SP target SP version, then only "\r" (white space
+   * tolerated between and after the fields). */
+  if (!line_end || next_token(&p, line_end, out->method, sizeof(out->method)) != 0 ||
+      next_token(&p, line_end, out->target, sizeof(out->target)) != 0 ||
+      next_token(&p, line_end, version, sizeof(version)) != 0 ||
+      strncmp(version, "HTTP/1.", 7) != 0)
+    return -1;
+  while (p < line_end && (*p == ' ' || *p == '\t' || *p == '\r'))
+    p++;
+  if (p != line_end)
+    return -1;
+  http10 = strcmp(version, "HTTP/1.0") == 0;
+  v = header_value(line_end + 1, end, "Connection", &vlen);
+  if (http10 ? !value_has_token(v, vlen, "keep-alive") : value_has_token(v, vlen, "close"))
+    out->close_after = 1;
+  /* No endpoint takes a body: answer, then close rather than read one. */
+  if (((v = header_value(line_end + 1, end, "Content-Length", &vlen)) &&
+       !(vlen == 1 && *v == '0')) ||
+      header_value(line_end + 1, end, "Transfer-Encoding", &vlen))
+    out->close_after = 1;
+  q = strchr(out->target, '?');
+  if (q) {
+    *q = '\0';
+    out->query = q + 1;
+  }
+  out->head_only = strcmp(out->method, "HEAD") == 0;
+  return 0;
+}
+
 /* handle_head answers the request whose head is buf[0..head_len) (the blank line
  * included), or hands it to the worker; either way the connection is busy
  * afterwards, until on_write. */
 static void handle_head(conn_t *c, size_t head_len) {
   kcr_server_t *s = c->srv;
-  char *head = c->buf, *end = c->buf + head_len;
-  char method[16], target[4096], version[16];
-  char *line_end = memchr(head, '\n', head_len), *query, *path;
-  const char *v;
-  size_t vlen = 0;
-  int head_only, close_after = 0, http10;
+  kcr__http_head h;
+  const char *method = h.method, *path = h.target, *query;
+  int head_only, close_after;
 
-  char line[4200];
-  size_t ll = line_end ? (size_t)(line_end - head) : 0;
-
-  /* The head is not NUL-terminated: scan a bounded copy of the request line. */
-  if (ll >= sizeof(line))
-    ll = sizeof(line) - 1;
-  memcpy(line, head, ll);
-  line[ll] = '\0';
-  if (!line_end || sscanf(line, "%15s %4095s %15s", method, target, version) != 3 ||
-      strncmp(version, "HTTP/1.", 7) != 0) {
+  if (kcr__http_parse_head(c->buf, head_len, &h) != 0) {
     respond_text(c, 400, "400 Bad Request\n", 0, 1);
     return;
   }
-  http10 = strcmp(version, "HTTP/1.0") == 0;
-  v = header_value(line_end + 1, end, "Connection", &vlen);
-  if (http10 ? !value_has_token(v, vlen, "keep-alive") : value_has_token(v, vlen, "close"))
-    close_after = 1;
-  /* No endpoint takes a body: answer, then close rather than read one. */
-  if (((v = header_value(line_end + 1, end, "Content-Length", &vlen)) &&
-       !(vlen == 1 && *v == '0')) ||
-      header_value(line_end + 1, end, "Transfer-Encoding", &vlen))
-    close_after = 1;
-
-  path = target;
-  query = strchr(target, '?');
-  if (query)
-    *query++ = '\0';
-  head_only = strcmp(method, "HEAD") == 0;
+  query = h.query;
+  head_only = h.head_only;
+  close_after = h.close_after;
   {
     int is_healthz = s->probes && (strcmp(path, "/healthz") == 0 || strcmp(path, "/healthz/") == 0);
     int is_readyz = s->probes && (strcmp(path, "/readyz") == 0 || strcmp(path, "/readyz/") == 0);
@@ -817,18 +860,11 @@ static void handle_head(conn_t *c, size_t head_len) {
 /* process parses the next complete request in c's buffer, if any, and starts
  * answering it (the connection is busy until the reply is written). */
 static void process(conn_t *c) {
-  char *p = NULL;
   size_t head_len;
   if (c->closing || c->busy || c->len == 0)
     return;
-  for (size_t i = 0; i + 3 < c->len; i++) {
-    if (c->buf[i] == '\r' && c->buf[i + 1] == '\n' && c->buf[i + 2] == '\r' &&
-        c->buf[i + 3] == '\n') {
-      p = c->buf + i;
-      break;
-    }
-  }
-  if (!p) {
+  head_len = kcr__http_head_end(c->buf, c->len);
+  if (head_len == 0) {
     if (c->len >= c->srv->max_header) {
       atomic_fetch_add(&c->srv->st_too_large, 1);
       c->head_len = c->len;
@@ -836,7 +872,6 @@ static void process(conn_t *c) {
     }
     return;
   }
-  head_len = (size_t)(p - c->buf) + 4;
   c->head_len = head_len;
   handle_head(c, head_len);
 }

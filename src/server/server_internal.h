@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server_internal.h: the server's HTTP request parsing, exposed for its fuzz
+ * target (test/fuzz/fuzz_http_request.c) and tests. The server itself calls
+ * these on the loop thread (the head) and the worker (the query); they are pure
+ * functions of their arguments, safe on any thread.
+ */
+#ifndef KCR_SERVER_INTERNAL_H
+#define KCR_SERVER_INTERNAL_H
+
+#include <stddef.h>
+
+/* KCR__HTTP_TARGET_MAX: the longest request target accepted, NUL included. */
+#define KCR__HTTP_TARGET_MAX 4096
+
+/*
+ * kcr__http_head: one parsed request head.
+ *   method        NUL-terminated, at most 15 bytes, no white space.
+ *   target        the path, NUL-terminated (the '?' replaced by NUL).
+ *   query         into target, after the '?'; NULL without one.
+ *   head_only     the method is HEAD.
+ *   close_after   the connection ends with this answer: HTTP/1.0 without
+ *                 keep-alive, "Connection: close", or a request body announced
+ *                 (Content-Length other than 0, or Transfer-Encoding), since no
+ *                 endpoint reads one.
+ */
+typedef struct kcr__http_head {
+  char method[16];
+  char target[KCR__HTTP_TARGET_MAX];
+  const char *query;
+  int head_only;
+  int close_after;
+} kcr__http_head;
+
+/*
+ * kcr__http_head_end returns the length of the request head at the start of
+ * buf[0..len) through its blank line ("\r\n\r\n"), or 0 while it is not
+ * complete. buf need not be NUL-terminated.
+ */
+size_t kcr__http_head_end(const char *buf, size_t len);
+
+/*
+ * kcr__http_parse_head parses the head in head[0..len) (not NUL-terminated;
+ * normally what kcr__http_head_end measured) into *out. Returns 0, or -1 for a
+ * request the server answers 400 (no request line, not three fields, a target
+ * over KCR__HTTP_TARGET_MAX - 1 bytes, a version other than HTTP/1.x).
+ */
+int kcr__http_parse_head(const char *head, size_t len, kcr__http_head *out);
+
+/* kcr__http_query_has tells whether query q (NULL: none) has key, with or
+ * without a value. */
+int kcr__http_query_has(const char *q, const char *key);
+
+/*
+ * kcr__http_query_excludes tells whether name is listed in an exclude= value of
+ * q (repeatable; comma-separated; percent and '+' decoded), as /healthz and
+ * /readyz take it. A value is decoded into at most 255 bytes; a name cut off
+ * by that limit matches nothing.
+ */
+int kcr__http_query_excludes(const char *q, const char *name);
+
+#endif /* KCR_SERVER_INTERNAL_H */
