@@ -554,14 +554,18 @@ static void test_server_slow_check_does_not_block_loop(void **state) {
 
 /* rss_bytes: this process's resident set size, or 0 when unknown. */
 static size_t rss_bytes(void) {
-  long pages = 0, resident = 0;
+  char line[128], *p;
+  long resident;
   FILE *f = fopen("/proc/self/statm", "r");
   if (!f)
     return 0;
-  if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
-    resident = 0;
+  p = fgets(line, sizeof(line), f);
   fclose(f);
-  return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+  if (!p)
+    return 0;
+  (void)strtol(line, &p, 10); /* total pages, then resident pages */
+  resident = strtol(p, NULL, 10);
+  return resident > 0 ? (size_t)resident * (size_t)sysconf(_SC_PAGESIZE) : 0;
 }
 
 /* rss_meaningful: sanitizers and valgrind keep freed memory (quarantine) and
@@ -755,11 +759,11 @@ static void test_server_parse_head(void **state) {
   big = malloc(KCR__HTTP_TARGET_MAX + 64);
   memcpy(big, "GET /", 5);
   memset(big + 5, 'a', KCR__HTTP_TARGET_MAX - 1 - 1);
-  strcpy(big + 5 + KCR__HTTP_TARGET_MAX - 2, " HTTP/1.1\r\n\r\n");
+  memcpy(big + 5 + KCR__HTTP_TARGET_MAX - 2, " HTTP/1.1\r\n\r\n", 14);
   assert_int_equal(parse(big, &h), 0);
   assert_int_equal(strlen(h.target), KCR__HTTP_TARGET_MAX - 1);
   memset(big + 5, 'a', KCR__HTTP_TARGET_MAX - 1);
-  strcpy(big + 5 + KCR__HTTP_TARGET_MAX - 1, " HTTP/1.1\r\n\r\n");
+  memcpy(big + 5 + KCR__HTTP_TARGET_MAX - 1, " HTTP/1.1\r\n\r\n", 14);
   assert_int_equal(parse(big, &h), -1);
   free(big);
 
@@ -769,9 +773,9 @@ static void test_server_parse_head(void **state) {
   assert_true(kcr__http_query_excludes("x=1&exclude=p&exclude=q", "q"));
   assert_false(kcr__http_query_excludes("exclude=,,", ""));
   big = malloc(512);
-  strcpy(big, "exclude=");
+  memcpy(big, "exclude=", 8);
   memset(big + 8, 'x', 250);
-  strcpy(big + 258, ",pingpong");
+  memcpy(big + 258, ",pingpong", 10);
   assert_false(kcr__http_query_excludes(big, "ping"));
   assert_false(kcr__http_query_excludes(big, "pingpong"));
   free(big);
