@@ -6,7 +6,9 @@
 #   2. release build with -Werror: unit tests, the install/consumer test, and the
 #      integration tests against the local control plane (built once, cached in
 #      ~/.cache/kcr; KCR_SKIP_INTEGRATION=1 skips them);
-#   3. the unit tests again under ASan+UBSan, then under TSan;
+#   3. the unit tests again under ASan+UBSan (a Debug build: -O0, so that a
+#      dependency only -O2 hides, like libm behind inlined floor(), fails to link
+#      here rather than in a user's Debug build), then under TSan;
 #   4. the unit tests under valgrind memcheck, leaks as errors.
 # Each phase prints CTest's own summary; the last line adds them up.
 set -euo pipefail
@@ -69,7 +71,7 @@ if [ "$integration" = ON ]; then
   run_ctest integration "$build/release" -L '^integration$'
 fi
 
-configure_build "$build/asan" '-DKCR_SANITIZER=address;undefined'
+configure_build "$build/asan" -DCMAKE_BUILD_TYPE=Debug '-DKCR_SANITIZER=address;undefined'
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   run_ctest asan-ubsan "$build/asan" -L '^unit$'
 
