@@ -18,11 +18,12 @@
  * requirements sorted by key, each with a sorted, duplicate-free value list.
  */
 #include <assert.h>
-#include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/meta_internal.h"
 #include "kcr/buf.h"
 #include "kcr/meta.h"
 #include "util/alloc.h"
@@ -501,30 +502,51 @@ static int parse_set(parser_t *ps, req_t *r) {
   return 0;
 }
 
-/* parse_exact parses the value after =, ==, !=, > or <; nothing means "". */
+/*
+ * parse_int64 reads s[0..n) as Go's strconv.ParseInt(s, 10, 64) does: an optional
+ * sign, then one or more decimal digits, nothing else, within int64. Unlike
+ * strtoll it skips no leading white space, so the label " 2" is not a number.
+ */
+static bool parse_int64(const char *s, size_t n, int64_t *out) {
+  bool neg = false;
+  uint64_t v = 0, limit = (uint64_t)INT64_MAX;
+  size_t i = 0;
+  if (n > 0 && (s[0] == '+' || s[0] == '-')) {
+    neg = s[0] == '-';
+    limit += neg; /* |INT64_MIN| */
+    i = 1;
+  }
+  if (i == n)
+    return false;
+  for (; i < n; i++) {
+    unsigned d = (unsigned char)s[i] - '0';
+    if (d > 9 || v > (limit - d) / 10)
+      return false;
+    v = v * 10 + d;
+  }
+  *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+  return true;
+}
+
+/* parse_exact parses the value after =, ==, !=, > or <; nothing means "" (which
+ * > and < refuse: it is not an integer, as upstream's NewRequirement says). */
 static int parse_exact(parser_t *ps, req_t *r) {
   token_t tk = peek(ps, true);
   int rc;
-  if (tk.t == T_EOS || tk.t == T_COMMA)
+  if (tk.t == T_EOS || tk.t == T_COMMA) {
+    if (r->op == OP_GT || r->op == OP_LT) {
+      tk.len = 0;
+      goto notint;
+    }
     return add_value(r, "", 0);
+  }
   tk = next(ps, true);
   if (tk.t != T_IDENT)
     return fail(ps, tk, "identifier");
   if ((rc = check_value(ps, tk)))
     return rc;
-  if (r->op == OP_GT || r->op == OP_LT) {
-    char num[32], *end;
-    long long v;
-    if (tk.len >= sizeof(num))
-      goto notint;
-    memcpy(num, ps->text + tk.pos, tk.len);
-    num[tk.len] = '\0';
-    errno = 0;
-    v = strtoll(num, &end, 10);
-    if (errno || *end || end == num)
-      goto notint;
-    r->num = v;
-  }
+  if ((r->op == OP_GT || r->op == OP_LT) && !parse_int64(ps->text + tk.pos, tk.len, &r->num))
+    goto notint;
   return add_value(r, ps->text + tk.pos, tk.len);
 notint:
   return kcr_error_set(
@@ -666,6 +688,25 @@ int kcr_selector_parse(const char *text, kcr_selector_t **out, kcr_error_t *err)
   return 0;
 }
 
+int kcr__selector_lex(const char *text, struct kcr_buf *buf) {
+  static const char *const names[] = {
+      [T_ERROR] = "ERROR", [T_EOS] = "EOS",  [T_CLOSE] = "CLOSE", [T_COMMA] = "COMMA",
+      [T_NOT] = "NOT",     [T_DEQ] = "DEQ",  [T_EQ] = "EQ",       [T_GT] = "GT",
+      [T_IDENT] = "IDENT", [T_IN] = "IN",    [T_LT] = "LT",       [T_NEQ] = "NEQ",
+      [T_NOTIN] = "NOTIN", [T_OPEN] = "OPEN"};
+  parser_t ps = {.text = text};
+  int rc;
+  assert(text && buf);
+  if (strlen(text) > KCR_SELECTOR_MAX)
+    return KCR_ETOOBIG;
+  rc = lex(&ps);
+  for (size_t i = 0; i < ps.ntoks && rc == 0; i++)
+    rc = kcr_buf_appendf(buf, "%s%s'%.*s'", i ? " " : "", names[ps.toks[i].t], (int)ps.toks[i].len,
+                         text + ps.toks[i].pos);
+  kcr__free(ps.toks);
+  return rc;
+}
+
 /* has_value tells whether v is in r's sorted value set. */
 static bool has_value(const req_t *r, const char *v) {
   size_t lo = 0, hi = r->nvals;
@@ -699,13 +740,8 @@ static bool req_matches(const req_t *r, const json_t *labels) {
     return v == NULL || !has_value(r, v);
   case OP_GT:
   case OP_LT: {
-    char *end;
-    long long n;
-    if (!v || !*v)
-      return false;
-    errno = 0;
-    n = strtoll(v, &end, 10);
-    if (errno || *end)
+    int64_t n;
+    if (!v || !parse_int64(v, json_string_length(jv), &n))
       return false;
     return r->op == OP_GT ? n > r->num : n < r->num;
   }

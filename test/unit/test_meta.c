@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_meta.c: metadata accessors, keys, the managedFields transform, label selectors. */
+#include <stdio.h>
 #include <string.h>
 
+#include "api/meta_internal.h"
 #include "kcr/buf.h"
 #include "kcr/meta.h"
 #include "testutil.h"
@@ -244,6 +246,354 @@ static void test_meta_selector_too_long(void **state) {
   free(big);
 }
 
+/* --- apimachinery's pkg/labels/selector_test.go, case by case ---------------- */
+
+/* parse_ok parses text, failing the test with the parser's message on error. */
+static kcr_selector_t *parse_ok(const char *text) {
+  kcr_selector_t *sel = NULL;
+  kcr_error_t err = {0};
+  if (kcr_selector_parse(text, &sel, &err) != 0)
+    fail_msg("'%s': %s", text, err.message);
+  return sel;
+}
+
+/* canon returns sel's String() in buf. */
+static const char *canon(const kcr_selector_t *sel, char *buf, size_t size) {
+  kcr_buf_t b;
+  kcr_buf_init(&b, 4096);
+  assert_int_equal(kcr_selector_string(sel, &b), 0);
+  snprintf(buf, size, "%s", kcr_buf_cstr(&b));
+  kcr_buf_free(&b);
+  return buf;
+}
+
+static void expect_refused(const char *text) {
+  kcr_selector_t *sel = NULL;
+  kcr_error_t err = {0};
+  int rc = kcr_selector_parse(text, &sel, &err);
+  if (rc != KCR_EPARSE)
+    fail_msg("'%s': expected a parse error, got %d", text, rc);
+  assert_null(sel);
+  assert_non_null(strstr(err.message, "selector: at "));
+}
+
+/* TestSelectorParse: what parses prints back as its text without spaces. */
+static void test_meta_selector_upstream_parse(void **state) {
+  static const char *const good[] = {
+      "x=a,y=b,z=c", "", "x!=a,y=b", "x=", "x= ", "x=,z= ", "x= ,z= ", "!x", "x>1", "x>1,z<5",
+  };
+  static const char *const bad[] = {"x=a||y=b", "x==a==b", "!x=a", "x<a",
+                                    /* NewRequirement: > and < need one integer */
+                                    "x>", "x<", "x>,y", "x<=1", "x>=1", "x> 1 2"};
+  char out[256], want[256];
+  (void)state;
+  for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+    kcr_selector_t *sel = parse_ok(good[i]);
+    size_t n = 0;
+    for (const char *p = good[i]; *p; p++)
+      if (*p != ' ')
+        want[n++] = *p;
+    want[n] = '\0';
+    if (strcmp(canon(sel, out, sizeof(out)), want) != 0)
+      fail_msg("'%s' restrings as '%s'", good[i], out);
+    kcr_selector_destroy(sel);
+  }
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    expect_refused(bad[i]);
+}
+
+/* TestDeterministicParse */
+static void test_meta_selector_upstream_deterministic(void **state) {
+  kcr_selector_t *a = parse_ok("x=a,a=x"), *b = parse_ok("a=x,x=a");
+  char s1[64], s2[64];
+  (void)state;
+  assert_string_equal(canon(a, s1, sizeof(s1)), canon(b, s2, sizeof(s2)));
+  assert_string_equal(s1, "a=x,x=a");
+  kcr_selector_destroy(a);
+  kcr_selector_destroy(b);
+}
+
+/* A selector, a label set (JSON) and whether the one matches the other. */
+typedef struct match_case {
+  const char *sel, *labels;
+  bool match;
+} match_case_t;
+
+static void run_match_cases(const match_case_t *cases, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    kcr_selector_t *sel = parse_ok(cases[i].sel);
+    json_t *l = load(cases[i].labels);
+    if (kcr_selector_matches(sel, l) != cases[i].match)
+      fail_msg("'%s' on %s: matches %d, want %d", cases[i].sel, cases[i].labels, !cases[i].match,
+               cases[i].match);
+    json_decref(l);
+    kcr_selector_destroy(sel);
+  }
+}
+
+/* TestEverything, TestSelectorMatches, TestRequirementSelectorMatching, and the
+ * integer comparisons of Requirement.Matches (strconv.ParseInt on the label). */
+static void test_meta_selector_upstream_matches(void **state) {
+  static const match_case_t cases[] = {
+      {"", "{\"x\":\"y\"}", true},
+      {"x=y", "{\"x\":\"y\"}", true},
+      {"x=y,z=w", "{\"x\":\"y\",\"z\":\"w\"}", true},
+      {"x!=y,z!=w", "{\"x\":\"z\",\"z\":\"a\"}", true},
+      {"notin=in", "{\"notin\":\"in\"}", true},
+      {"x", "{\"x\":\"z\"}", true},
+      {"!x", "{\"y\":\"z\"}", true},
+      {"x>1", "{\"x\":\"2\"}", true},
+      {"x<1", "{\"x\":\"0\"}", true},
+      {"x=z", "{}", false},
+      {"x=y", "{\"x\":\"z\"}", false},
+      {"x=y,z=w", "{\"x\":\"w\",\"z\":\"w\"}", false},
+      {"x!=y,z!=w", "{\"x\":\"z\",\"z\":\"w\"}", false},
+      {"x", "{\"y\":\"z\"}", false},
+      {"!x", "{\"x\":\"z\"}", false},
+      {"x>1", "{\"x\":\"0\"}", false},
+      {"x<1", "{\"x\":\"2\"}", false},
+      {"foo=bar", "{\"foo\":\"bar\",\"baz\":\"blah\"}", true},
+      {"baz=blah", "{\"foo\":\"bar\",\"baz\":\"blah\"}", true},
+      {"foo=bar,baz=blah", "{\"foo\":\"bar\",\"baz\":\"blah\"}", true},
+      {"foo=blah", "{\"foo\":\"bar\",\"baz\":\"blah\"}", false},
+      {"baz=bar", "{\"foo\":\"bar\",\"baz\":\"blah\"}", false},
+      {"foo=bar,foobar=bar,baz=blah", "{\"foo\":\"bar\",\"baz\":\"blah\"}", false},
+      /* TestRequirementSelectorMatching */
+      {"x in (foo),y notin (alpha)", "{\"x\":\"foo\",\"y\":\"baz\"}", true},
+      {"x in (foo),y in (alpha)", "{\"x\":\"foo\",\"y\":\"baz\"}", false},
+      {"x notin (),y", "{\"y\":\"\"}", true},
+      {"!x,y", "{\"y\":\"\"}", true},
+      {"x notin (),!y", "{\"y\":\"\"}", false},
+      {"x in ()", "{\"y\":\"baz\"}", false},
+      {"z>1", "{\"z\":\"2\"}", true},
+      {"z>1", "{\"z\":\"v2\"}", false},
+      /* ParseInt: a sign, then digits only, in int64 */
+      {"x>1", "{\"x\":\" 2\"}", false},
+      {"x>1", "{\"x\":\"\\t2\"}", false},
+      {"x>1", "{\"x\":\"\\n2\"}", false},
+      {"x>1", "{\"x\":\"2 \"}", false},
+      {"x>1", "{\"x\":\"+2\"}", true},
+      {"x>1", "{\"x\":\"002\"}", true},
+      {"x<1", "{\"x\":\"-2\"}", true},
+      {"x<1", "{\"x\":\"\"}", false},
+      {"x<1", "{\"x\":\"-\"}", false},
+      {"x<1", "{\"x\":\"0x0\"}", false},
+      {"x<1", "{\"x\":\"1_0\"}", false},
+      {"x>1", "{\"x\":\"9223372036854775807\"}", true},
+      {"x>1", "{\"x\":\"9223372036854775808\"}", false},
+      {"x<1", "{\"x\":\"-9223372036854775808\"}", true},
+      {"x<1", "{\"x\":\"-9223372036854775809\"}", false},
+      {"x>9223372036854775806", "{\"x\":\"9223372036854775807\"}", true},
+      {"x>1", "{}", false},
+      {"x<1", "{\"x\":1}", false},
+  };
+  kcr_selector_t *all = parse_ok("");
+  (void)state;
+  assert_true(kcr_selector_empty(all));
+  assert_true(kcr_selector_empty(NULL));
+  kcr_selector_destroy(all);
+  run_match_cases(cases, sizeof(cases) / sizeof(cases[0]));
+  /* A NUL inside the label's value ends no number early. */
+  {
+    kcr_selector_t *gt = parse_ok("x>1");
+    json_t *l = json_object();
+    json_object_set_new(l, "x", json_stringn("2\0003", 3));
+    assert_false(kcr_selector_matches(gt, l));
+    json_decref(l);
+    kcr_selector_destroy(gt);
+  }
+}
+
+/* TestLexer and TestLexerSequence: the longest operator wins; anything not
+ * special is part of an identifier; in and notin are keywords. */
+static void test_meta_selector_upstream_lexer(void **state) {
+  static const struct {
+    const char *text, *tokens;
+  } cases[] = {
+      {"", "EOS''"},
+      {",", "COMMA',' EOS''"},
+      {"notin", "NOTIN'notin' EOS''"},
+      {"in", "IN'in' EOS''"},
+      {"=", "EQ'=' EOS''"},
+      {"==", "DEQ'==' EOS''"},
+      {">", "GT'>' EOS''"},
+      {"<", "LT'<' EOS''"},
+      {"!", "NOT'!' EOS''"},
+      {"!=", "NEQ'!=' EOS''"},
+      {"(", "OPEN'(' EOS''"},
+      {")", "CLOSE')' EOS''"},
+      {"~", "IDENT'~' EOS''"},
+      {"||", "IDENT'||' EOS''"},
+      {"key in ( value )", "IDENT'key' IN'in' OPEN'(' IDENT'value' CLOSE')' EOS''"},
+      {"key notin ( value )", "IDENT'key' NOTIN'notin' OPEN'(' IDENT'value' CLOSE')' EOS''"},
+      {"key in ( value1, value2 )",
+       "IDENT'key' IN'in' OPEN'(' IDENT'value1' COMMA',' IDENT'value2' CLOSE')' EOS''"},
+      {"key", "IDENT'key' EOS''"},
+      {"!key", "NOT'!' IDENT'key' EOS''"},
+      {"()", "OPEN'(' CLOSE')' EOS''"},
+      {"x in (),y", "IDENT'x' IN'in' OPEN'(' CLOSE')' COMMA',' IDENT'y' EOS''"},
+      {"== != (), = notin", "DEQ'==' NEQ'!=' OPEN'(' CLOSE')' COMMA',' EQ'=' NOTIN'notin' EOS''"},
+      {"key>2", "IDENT'key' GT'>' IDENT'2' EOS''"},
+      {"key<1", "IDENT'key' LT'<' IDENT'1' EOS''"},
+      /* beyond upstream's tables: runs of specials, white space of each kind */
+      {"!==", "NEQ'!=' EQ'=' EOS''"},
+      {"===", "DEQ'==' EQ'=' EOS''"},
+      {">=<", "GT'>' EQ'=' LT'<' EOS''"},
+      {"\ta\r\nb ", "IDENT'a' IDENT'b' EOS''"},
+      {"inx notinx", "IDENT'inx' IDENT'notinx' EOS''"},
+  };
+  (void)state;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    kcr_buf_t b;
+    kcr_buf_init(&b, 4096);
+    assert_int_equal(kcr__selector_lex(cases[i].text, &b), 0);
+    if (strcmp(kcr_buf_cstr(&b), cases[i].tokens) != 0)
+      fail_msg("'%s': tokens %s, want %s", cases[i].text, kcr_buf_cstr(&b), cases[i].tokens);
+    kcr_buf_free(&b);
+  }
+}
+
+/* TestRequirementConstructor, for what the text syntax can express: key and
+ * value validation, and the operators' value rules. */
+static void test_meta_selector_upstream_requirements(void **state) {
+  static const struct {
+    const char *text;
+    bool ok;
+  } cases[] = {
+      {"x in (foo)", true},
+      {"x notin (foo)", true},
+      {"x", true},
+      {"!x", true},
+      {"1foo in (bar)", true},
+      {"1234 in (bar)", true},
+      {"y>1", true},
+      {"z<6", true},
+      {"foo>bar", false},
+      {"barz<blah", false},
+      {"x13>", false},
+      {"x>-1", false},
+      {"x>+1", false},
+      {"x>1.5", false},
+      {"x>1e3", false},
+      {"x=a b", false},
+      {"x>99999999999999999999", false},
+  };
+  char key[300], text[400];
+  (void)state;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    if (cases[i].ok)
+      kcr_selector_destroy(parse_ok(cases[i].text));
+    else
+      expect_refused(cases[i].text);
+  }
+  /* A key of 254 bytes breaks the DNS rule (len <= 253); so does a name of 64. */
+  memset(key, 'a', 254);
+  key[254] = '\0';
+  expect_refused(key);
+  key[63] = '\0';
+  kcr_selector_destroy(parse_ok(key));
+  key[63] = 'a';
+  key[64] = '\0';
+  expect_refused(key);
+  /* A prefix of 253 bytes (labels of at most 63) is fine, of 254 it is not. */
+  memset(key, 'a', 253);
+  for (size_t i = 63; i < 253; i += 64)
+    key[i] = '.';
+  snprintf(key + 253, sizeof(key) - 253, "/n");
+  kcr_selector_destroy(parse_ok(key));
+  memmove(key + 1, key, strlen(key) + 1);
+  expect_refused(key);
+  /* A value of 254 bytes (or 64) is not a label value. */
+  memset(text, 'a', sizeof(text));
+  memcpy(text, "x16=", 4);
+  text[4 + 254] = '\0';
+  expect_refused(text);
+  text[4 + 64] = '\0';
+  expect_refused(text);
+  text[4 + 63] = '\0';
+  kcr_selector_destroy(parse_ok(text));
+}
+
+/* TestToString: the canonical form of each requirement kind. */
+static void test_meta_selector_upstream_to_string(void **state) {
+  static const struct {
+    const char *text, *out;
+  } cases[] = {
+      {"x in (abc,def),y notin (jkl),z", "x in (abc,def),y notin (jkl),z"},
+      {"x notin (abc,def),y!=jkl,!z", "x notin (abc,def),y!=jkl,!z"},
+      {"x notin (abc),y in (jkl,mno),z notin ()", "x notin (abc),y in (jkl,mno),z notin ()"},
+      {"x=abc,y==jkl,z!=a,z", "x=abc,y==jkl,z!=a,z"},
+      {"x>2,y<8,z", "x>2,y<8,z"},
+      {"z, y<8, x>2", "x>2,y<8,z"},
+      {"x in (def,abc,def)", "x in (abc,def)"},
+  };
+  char out[256];
+  (void)state;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    kcr_selector_t *sel = parse_ok(cases[i].text);
+    if (strcmp(canon(sel, out, sizeof(out)), cases[i].out) != 0)
+      fail_msg("'%s' prints as '%s', want '%s'", cases[i].text, out, cases[i].out);
+    kcr_selector_destroy(sel);
+  }
+  /* "x in (abc,def)," (a trailing empty requirement) is not a selector. */
+  expect_refused("x in (abc,def),");
+}
+
+/* TestSetSelectorParser: text, and the parsed selector in canonical form (NULL:
+ * refused). */
+static void test_meta_selector_upstream_set_parser(void **state) {
+  static const struct {
+    const char *text, *out;
+  } cases[] = {
+      {"", ""},
+      {"\rx", "x"},
+      {"this-is-a-dns.domain.com/key-with-dash", "this-is-a-dns.domain.com/key-with-dash"},
+      {"this-is-another-dns.domain.com/key-with-dash in (so,what)",
+       "this-is-another-dns.domain.com/key-with-dash in (so,what)"},
+      {"0.1.2.domain/99 notin (10.10.100.1, tick.tack.clock)",
+       "0.1.2.domain/99 notin (10.10.100.1,tick.tack.clock)"},
+      {"foo  in\t (abc)", "foo in (abc)"},
+      {"x notin\n (abc)", "x notin (abc)"},
+      {"x  notin\t\t\t(abc,def)", "x notin (abc,def)"},
+      {"x in (abc,def)", "x in (abc,def)"},
+      {"x in (abc,)", "x in (,abc)"},
+      {"x in ()", "x in ()"},
+      {"x notin (abc,,def),bar,z in (),w", "bar,w,x notin (,abc,def),z in ()"},
+      {"x,y in (a)", "x,y in (a)"},
+      {"x=a", "x=a"},
+      {"x>1", "x>1"},
+      {"x<7", "x<7"},
+      {"x=a,y!=b", "x=a,y!=b"},
+      {"x=a,y!=b,z in (h,i,j)", "x=a,y!=b,z in (h,i,j)"},
+      {"x=a||y=b", NULL},
+      {"x,,y", NULL},
+      {",x,y", NULL},
+      {"x nott in (y)", NULL},
+      {"x notin ( )", "x notin ()"},
+      {"x notin (, a)", "x notin (,a)"},
+      {"a in (xyz),", NULL},
+      {"a in (xyz)b notin ()", NULL},
+      {"a ", "a"},
+      {"a in (x,y,notin, z,in)", "a in (in,notin,x,y,z)"},
+      {"a in (xyz abc)", NULL},
+      {"a notin(", NULL},
+      {"a (", NULL},
+      {"(", NULL},
+  };
+  char out[256];
+  (void)state;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    if (!cases[i].out) {
+      expect_refused(cases[i].text);
+      continue;
+    }
+    kcr_selector_t *sel = parse_ok(cases[i].text);
+    if (strcmp(canon(sel, out, sizeof(out)), cases[i].out) != 0)
+      fail_msg("'%s' parses as '%s', want '%s'", cases[i].text, out, cases[i].out);
+    kcr_selector_destroy(sel);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_meta_accessors),
@@ -254,6 +604,13 @@ int main(void) {
       cmocka_unit_test(test_meta_selector_matches_obj),
       cmocka_unit_test(test_meta_selector_alloc_failure),
       cmocka_unit_test(test_meta_selector_too_long),
+      cmocka_unit_test(test_meta_selector_upstream_parse),
+      cmocka_unit_test(test_meta_selector_upstream_deterministic),
+      cmocka_unit_test(test_meta_selector_upstream_matches),
+      cmocka_unit_test(test_meta_selector_upstream_lexer),
+      cmocka_unit_test(test_meta_selector_upstream_requirements),
+      cmocka_unit_test(test_meta_selector_upstream_to_string),
+      cmocka_unit_test(test_meta_selector_upstream_set_parser),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
