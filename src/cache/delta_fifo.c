@@ -235,11 +235,13 @@ static int queue_locked(kcr_delta_fifo_t *f, kcr_delta_type type, kcr_delta_type
   if (it) {
     kcr_delta_t *last = &it->d[it->n - 1];
     /* dedupDeltas / isDeletionDup: two trailing Deleted collapse into one; keep
-     * the older unless it is a tombstone. */
+     * the older unless it is a tombstone. Take the new object before releasing
+     * the old: Replace tombstones a queued key with its newest object, which is
+     * then last's own, and last may hold its only reference. */
     if (type == KCR_DELTA_DELETED && last->type == KCR_DELTA_DELETED) {
       if (last->tombstone_key) {
-        delta_release(last);
         json_incref(nd.object);
+        delta_release(last);
         *last = nd;
       } else {
         kcr__free((char *)nd.tombstone_key);

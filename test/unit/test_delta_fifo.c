@@ -173,8 +173,10 @@ static int lister_get_by_key(void *data, const char *key, json_t **out) {
   lister_t *l = data;
   for (size_t i = 0; i < l->n; i++)
     if (strcmp(kcr_meta_name(l->objs[i]), key) == 0) {
-      *out = json_incref(l->objs[i]);
-      return 0;
+      /* A fresh copy, as the store hands out (and upstream's literalListerGetter,
+       * which returns values): the FIFO may then hold the only reference. */
+      *out = json_deep_copy(l->objs[i]);
+      return *out ? 0 : KCR_ENOMEM;
     }
   *out = NULL;
   return KCR_ENOENT;
@@ -532,7 +534,10 @@ static void test_delta_fifo_replace_makes_deletions(void **state) {
   expect_pop(f, "Deleted!baz:baz=7");
   kcr_delta_fifo_destroy(f);
 
-  /* Replaced first: the delete uses the latest version. */
+  /* Replaced first ("sync first"): the delete uses the latest version. The
+   * second Replace queues a tombstone for baz onto baz's tombstone from the first,
+   * built from the object that tombstone holds alone: merging the two must not
+   * free it before taking it. */
   f = new_fifo(&l, &k);
   replace(f, json_pack("[o,o]", mk("bar", 100), mk("foo", 5)));
   replace(f, json_pack("[o]", mk("foo", 5)));
