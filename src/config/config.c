@@ -353,9 +353,9 @@ static int validate_user(const kcr__kc_user_t *u, kcr_error_t *err) {
   const char *n = u->name;
   if (u->auth_provider)
     return kcfail(err, KCR_ENOTSUP, f, l,
-                  "users[%s].user.auth-provider: auth-provider \"%s\" is not supported; use an "
-                  "exec plugin",
-                  n, u->auth_provider);
+                  "users[%s].user.auth-provider: auth-provider is not supported; use an exec "
+                  "plugin",
+                  n);
   if (u->client_cert_file && u->client_cert_data)
     return kcfail(err, KCR_ECONFIG, f, l,
                   "users[%s].user: client-certificate and client-certificate-data are both set", n);
@@ -385,8 +385,8 @@ static int validate_user(const kcr__kc_user_t *u, kcr_error_t *err) {
       return kcfail(err, KCR_ECONFIG, f, l, "users[%s].user.exec.apiVersion: missing", n);
     if (strcmp(e->api_version, EXEC_API_V1) != 0 && strcmp(e->api_version, EXEC_API_V1BETA1) != 0)
       return kcfail(err, KCR_ECONFIG, f, l,
-                    "users[%s].user.exec.apiVersion: \"%s\" is not supported (use %s or %s)", n,
-                    e->api_version, EXEC_API_V1, EXEC_API_V1BETA1);
+                    "users[%s].user.exec.apiVersion: not supported (use %s or %s)", n, EXEC_API_V1,
+                    EXEC_API_V1BETA1);
     if ((!mode || !*mode) && strcmp(e->api_version, EXEC_API_V1BETA1) == 0)
       mode = "IfAvailable";
     if (!mode || !*mode)
@@ -441,6 +441,8 @@ static int build_from_kubeconfig(const kcr__kubeconfig_t *kc, const char *contex
   const kcr__kc_context_t *x;
   const kcr__kc_cluster_t *cl;
   const kcr__kc_user_t *u;
+  kcr__kc_user_t anonymous = {0};
+  char no_name[] = "";
   kcr_rest_config_t *cfg = NULL;
   kcr__creds_t *cr;
   char files[512];
@@ -467,17 +469,25 @@ static int build_from_kubeconfig(const kcr__kubeconfig_t *kc, const char *contex
   if (!cl)
     return kcfail(err, KCR_ECONFIG, x->file, x->line,
                   "contexts[%s].context.cluster: cluster \"%s\" not found", x->name, x->cluster);
-  if (!x->user || !*x->user)
-    return kcfail(err, KCR_ECONFIG, x->file, x->line, "contexts[%s].context.user: missing",
-                  x->name);
-  u = kcr__kubeconfig_find_user(kc, x->user);
-  if (!u)
-    return kcfail(err, KCR_ECONFIG, x->file, x->line,
-                  "contexts[%s].context.user: user \"%s\" not found", x->name, x->user);
+  /* No user, or one the file does not define: no credentials, as client-go's
+   * getAuthInfo (a user is required only when named by an override). */
+  u = x->user && *x->user ? kcr__kubeconfig_find_user(kc, x->user) : NULL;
+  if (!u) {
+    if (x->user && *x->user)
+      kcr_log(KCR_LOG_WARN, "config",
+              "kubeconfig %s: context \"%s\" names user \"%s\", which is not defined: "
+              "connecting without credentials",
+              x->file, x->name, x->user);
+    anonymous.name = no_name;
+    anonymous.file = x->file;
+    anonymous.line = x->line;
+    u = &anonymous;
+  }
   if (x->namespace && *x->namespace && !is_dns1123_label(x->namespace))
     return kcfail(err, KCR_ECONFIG, x->file, x->line,
-                  "contexts[%s].context.namespace: \"%s\" is not a valid namespace name", x->name,
-                  x->namespace);
+                  "contexts[%s].context.namespace: not a valid namespace name (a DNS-1123 "
+                  "label: at most 63 characters of [a-z0-9-], alphanumeric at both ends)",
+                  x->name);
   if ((rc = validate_cluster(cl, err)) < 0 || (rc = validate_user(u, err)) < 0)
     return rc;
 

@@ -398,9 +398,10 @@ int kcr__exec_parse(const kcr__exec_spec_t *s, const char *data, size_t len,
   api = json_string_value(json_object_get(root, "apiVersion"));
   kind = json_string_value(json_object_get(root, "kind"));
   if (!api || strcmp(api, s->api_version) != 0) {
-    rc = kcr_error_set(
-        err, KCR_EAUTH, "exec plugin %s is configured for apiVersion %s but returned %.64s%s%s",
-        s->command, s->api_version, api ? "\"" : "no apiVersion", api ? api : "", api ? "\"" : "");
+    /* What the plugin printed is not quoted: its stdout is a credential. */
+    rc = kcr_error_set(err, KCR_EAUTH,
+                       "exec plugin %s is configured for apiVersion %s but returned %s", s->command,
+                       s->api_version, api ? "another apiVersion" : "no apiVersion");
     goto fail;
   }
   if (!kind || strcmp(kind, "ExecCredential") != 0) {

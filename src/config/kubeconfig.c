@@ -11,8 +11,9 @@
  * command containing '/') are resolved against the directory of the file being
  * parsed, before merging, so each keeps its origin. Every error names the file,
  * the line (libyaml's mark, 1-based) and the field path
- * ("users[alice].user.client-key-data"), and never quotes a value: a kubeconfig
- * is full of secrets. The YAML document's scalars and the file text are wiped
+ * ("users[alice].user.client-key-data"), and never quotes a value other than
+ * the names of entries and the paths they point to: a kubeconfig is full of
+ * secrets (docs/config.md, "Validation"). The YAML document's scalars and the file text are wiped
  * before they are freed. Parse-time checks are those client-go's decoder makes for
  * every entry (types, base64, duplicate names); the checks client-go's
  * ConfirmUsable makes only for the chosen context live in config.c.

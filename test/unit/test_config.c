@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -400,7 +401,8 @@ static void test_config_auth_provider_refused(void **state) {
   assert_int_equal(
       kcr_rest_config_from_kubeconfig(DATA "/auth-provider.yaml", NULL, NULL, &cfg, &err),
       KCR_ENOTSUP);
-  assert_non_null(strstr(err.message, "auth-provider \"gcp\" is not supported"));
+  assert_non_null(
+      strstr(err.message, "users[gcp].user.auth-provider: auth-provider is not supported"));
   assert_non_null(strstr(err.message, "use an exec plugin"));
   assert_null(strstr(err.message, "SEKRET"));
 }
@@ -502,7 +504,7 @@ static void test_config_validation_errors(void **state) {
        "certificate-authority-data: YQ==}}]\n",
        "insecure-skip-tls-verify is not allowed"},
       {"bad proxy", KCR_ECONFIG,
-       "clusters: [{name: c, cluster: {server: 'https://x', proxy-url: 'ftp://p'}}]\n",
+       "clusters: [{name: c, cluster: {server: 'https://x', proxy-url: 'ftp://SEKRET@p'}}]\n",
        "clusters[c].cluster.proxy-url"},
       {"ca file missing", KCR_ENOENT,
        "clusters: [{name: c, cluster: {server: 'https://x', certificate-authority: nope.crt}}]\n",
@@ -531,8 +533,8 @@ static void test_config_validation_errors(void **state) {
        "users[u].user.exec.apiVersion: missing"},
       {"exec v1alpha1", KCR_ECONFIG,
        "users: [{name: u, user: {exec: {command: x, apiVersion: "
-       "client.authentication.k8s.io/v1alpha1}}}]\n",
-       "is not supported"},
+       "client.authentication.k8s.io/v1alpha1-SEKRET}}}]\n",
+       "users[u].user.exec.apiVersion: not supported"},
       {"exec v1 interactiveMode", KCR_ECONFIG,
        "users: [{name: u, user: {exec: {command: x, apiVersion: "
        "client.authentication.k8s.io/v1}}}]\n",
@@ -548,14 +550,10 @@ static void test_config_validation_errors(void **state) {
       {"token file missing", KCR_ENOENT, "users: [{name: u, user: {tokenFile: nope}}]\n",
        "users[u].user.tokenFile: token file "},
       {"bad namespace", KCR_ECONFIG,
-       "contexts: [{name: x, context: {cluster: c, user: u, namespace: Not_Valid}}]\n",
-       "is not a valid namespace name"},
-      {"unknown user", KCR_ECONFIG, "contexts: [{name: x, context: {cluster: c, user: who}}]\n",
-       "user \"who\" not found"},
+       "contexts: [{name: x, context: {cluster: c, user: u, namespace: Not_Valid_SEKRET}}]\n",
+       "contexts[x].context.namespace: not a valid namespace name"},
       {"unknown cluster", KCR_ECONFIG, "contexts: [{name: x, context: {cluster: what, user: u}}]\n",
        "cluster \"what\" not found"},
-      {"no user", KCR_ECONFIG, "contexts: [{name: x, context: {cluster: c}}]\n",
-       "contexts[x].context.user: missing"},
       {"string expected", KCR_ECONFIG,
        "users: [{name: u, user: {token: [SEKRET-TOKEN-DO-NOT-LEAK-6]}}]\n",
        "users[u].user.token: expected a string"},
@@ -638,6 +636,53 @@ static void test_config_insecure_is_warned_and_scheme_defaults(void **state) {
                    0);
   assert_string_equal(kcr_rest_config_server(cfg), "http://localhost:8080");
   kcr_rest_config_unref(cfg);
+  rm_tmpdir(dir);
+}
+
+/* client-go's getAuthInfo: a context without a user, or naming one the files do
+ * not define, connects without credentials (a warning names the missing user). */
+static void test_config_context_without_user_is_anonymous(void **state) {
+  static const struct {
+    const char *context;
+    bool warns;
+  } cases[] = {
+      {"{cluster: c}", false},
+      {"{cluster: c, user: ''}", false},
+      {"{cluster: c, user: ~}", false},
+      {"{cluster: c, user: who}", true},
+  };
+  char *dir = make_tmpdir();
+  (void)state;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char *yaml = fmt("current-context: x\n"
+                     "clusters: [{name: c, cluster: {server: 'https://x:6443'}}]\n"
+                     "users: [{name: u, user: {token: SEKRET-TOKEN-DO-NOT-LEAK-9}}]\n"
+                     "contexts: [{name: x, context: %s}]\n",
+                     cases[i].context);
+    kcr_rest_config_t *cfg = NULL;
+    kcr_error_t err = {0};
+    kcr_credentials_t cr;
+    struct logged l = {0};
+    kcr_log_set_handler(on_log, &l);
+    if (load_text(dir, yaml, NULL, &cfg, &err) != 0)
+      fail_msg("case %zu %s: %s", i, cases[i].context, err.message);
+    kcr_log_set_handler(NULL, NULL);
+    assert_string_equal(kcr_rest_config_server(cfg), "https://x:6443");
+    assert_int_equal(kcr_rest_config_credentials(cfg, &cr, &err), 0);
+    assert_null(cr.bearer_token);
+    assert_null(cr.username);
+    assert_null(cr.password);
+    assert_null(cr.client_cert_pem);
+    assert_null(cr.client_key_pem);
+    kcr_credentials_free(&cr);
+    assert_int_equal(l.warnings, cases[i].warns ? 1 : 0);
+    if (cases[i].warns) {
+      assert_non_null(strstr(l.last, "context \"x\" names user \"who\", which is not defined"));
+      assert_null(strstr(l.last, "SEKRET"));
+    }
+    kcr_rest_config_unref(cfg);
+    free(yaml);
+  }
   rm_tmpdir(dir);
 }
 
@@ -872,6 +917,7 @@ int main(void) {
       cmocka_unit_test(test_config_bad_base64_names_field),
       cmocka_unit_test(test_config_auth_provider_refused),
       cmocka_unit_test(test_config_missing_context),
+      cmocka_unit_test(test_config_context_without_user_is_anonymous),
       cmocka_unit_test(test_config_file_limits_and_shapes),
       cmocka_unit_test(test_config_validation_errors),
       cmocka_unit_test(test_config_insecure_is_warned_and_scheme_defaults),

@@ -446,7 +446,12 @@ static void test_config_exec_bad_output(void **state) {
       {"not json SEKRET-TOKEN-DO-NOT-LEAK", "output is not valid JSON"},
       {"{\"apiVersion\":\"" V1BETA1 "\",\"kind\":\"ExecCredential\",\"status\":{\"token\":"
        "\"SEKRET\"}}",
-       "is configured for apiVersion " V1 " but returned \"" V1BETA1 "\""},
+       "is configured for apiVersion " V1 " but returned another apiVersion"},
+      /* The plugin's stdout is never quoted, not even its apiVersion. */
+      {"{\"apiVersion\":\"SEKRET-TOKEN-AS-API-VERSION\",\"kind\":\"ExecCredential\"}",
+       "but returned another apiVersion"},
+      {"{\"kind\":\"ExecCredential\",\"status\":{\"token\":\"SEKRET\"}}",
+       "but returned no apiVersion"},
       {"{\"apiVersion\":\"" V1 "\",\"kind\":\"Secret\",\"status\":{\"token\":\"SEKRET\"}}",
        "kind is not ExecCredential"},
       {"{\"apiVersion\":\"" V1 "\",\"kind\":\"ExecCredential\"}", "didn't return a status"},
