@@ -33,6 +33,14 @@ int kcr__client_transport_error(CURLcode rc, const char *method, const char *pat
 /* kcr__client_credentials_rejected passes a 401 on to the config (refresh next time). */
 void kcr__client_credentials_rejected(kcr_client_t *c);
 
+/*
+ * kcr__client_on_curl_debug is the CURLOPT_DEBUGFUNCTION set with
+ * KCR_CURL_VERBOSE: libcurl's text and header lines go to stderr ("* ", "< ",
+ * "> "), each credential header's value replaced by "[redacted]"; bodies and TLS
+ * data are never printed. Any thread (one fwrite sequence under stderr's lock).
+ */
+int kcr__client_on_curl_debug(CURL *easy, curl_infotype type, char *data, size_t size, void *userp);
+
 /* kcr__client_observe reports one finished attempt to the observer, if any. */
 void kcr__client_observe(kcr_client_t *c, const char *method, long code, double seconds);
 

@@ -77,6 +77,7 @@ struct kcr_client {
   pthread_mutex_t cred_mu;
   kcr_credentials_t creds; /* protected by cred_mu */
   int have_creds;          /* protected by cred_mu */
+  atomic_int plain_warned; /* set once the http:// credentials warning is logged */
 };
 
 /* sync_req: one attempt of a synchronous request. */
@@ -385,6 +386,68 @@ static void cancel_detach(sync_req *r) {
   pthread_mutex_unlock(&r->cancel->mu);
 }
 
+/* ---- KCR_CURL_VERBOSE: libcurl's trace, credentials redacted ---- */
+
+/* secret_at finds, in line[0..n), the start of a header whose value is a
+ * credential ("Authorization:", "Proxy-Authorization:", "Cookie:", "Set-Cookie:",
+ * any case), returning the offset just past its colon, or 0. It looks anywhere
+ * in the line: libcurl 7.88 traces HTTP/2 headers as text ("h2h3 [authorization:
+ * Bearer ...]"), not as header lines. */
+static size_t secret_at(const char *line, size_t n) {
+  static const char *const names[] = {"authorization:", "cookie:"};
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+      size_t len = strlen(names[k]);
+      if (n - i >= len && strncasecmp(line + i, names[k], len) == 0)
+        return i + len;
+    }
+  return 0;
+}
+
+int kcr__client_on_curl_debug(CURL *easy, curl_infotype type, char *data, size_t size,
+                              void *userp) {
+  const char *prefix;
+  size_t start = 0;
+  (void)easy;
+  (void)userp;
+  switch (type) {
+  case CURLINFO_TEXT:
+    prefix = "* ";
+    break;
+  case CURLINFO_HEADER_IN:
+    prefix = "< ";
+    break;
+  case CURLINFO_HEADER_OUT:
+    prefix = "> ";
+    break;
+  default:
+    return 0; /* bodies and TLS records: as CURLOPT_VERBOSE alone, never shown */
+  }
+  flockfile(stderr);
+  while (start < size) {
+    const char *line = data + start;
+    const char *nl = memchr(line, '\n', size - start);
+    size_t n = nl ? (size_t)(nl - line) + 1 : size - start, cut, body = n;
+    while (body > 0 && (line[body - 1] == '\n' || line[body - 1] == '\r'))
+      body--;
+    fputs(prefix, stderr);
+    if ((cut = secret_at(line, body)) != 0) {
+      /* Keep the name, drop the value; keep a closing bracket of the h2 form. */
+      const char *close = memchr(line + cut, ']', body - cut);
+      fwrite(line, 1, cut, stderr);
+      fputs(" [redacted]", stderr);
+      if (close)
+        fputc(']', stderr);
+    } else {
+      fwrite(line, 1, body, stderr);
+    }
+    fputc('\n', stderr);
+    start += n;
+  }
+  funlockfile(stderr);
+  return 0;
+}
+
 /* ---- building a request ---- */
 
 /* rate_wait takes a token from the client-side bucket, sleeping until one is due. */
@@ -433,6 +496,14 @@ static int apply_credentials(kcr_client_t *c, CURL *easy, struct curl_slist **he
     c->creds = fresh;
     c->have_creds = 1;
   }
+  /* Without TLS a token or password crosses the network in clear, and a client
+   * certificate is never presented: say so, once per client. */
+  if ((c->creds.bearer_token || c->creds.password || c->creds.client_key_pem) &&
+      strncmp(c->base_url, "http://", 7) == 0 && !atomic_exchange(&c->plain_warned, 1))
+    kcr_log(KCR_LOG_WARN, "client", "the API server URL is http:// (no TLS): %s",
+            c->creds.bearer_token || c->creds.password
+                ? "the credentials are sent in clear text to anyone on the path"
+                : "the client certificate and key are configured but cannot be used");
   if (c->creds.bearer_token) {
     char *h;
     size_t n = strlen(c->creds.bearer_token) + sizeof("Authorization: Bearer ");
@@ -508,10 +579,12 @@ int kcr__client_prepare(kcr_client_t *c, const char *method, const char *path, c
   if (c->connect_to)
     curl_easy_setopt(easy, CURLOPT_CONNECT_TO, c->connect_to);
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-  /* KCR_CURL_VERBOSE=1: libcurl's own trace on stderr, for debugging the wire
-   * (it shows headers, so never in production: it would print tokens). */
-  if (getenv("KCR_CURL_VERBOSE"))
+  /* KCR_CURL_VERBOSE=1: libcurl's trace on stderr, for debugging the wire, through
+   * a debug function that redacts credentials (docs/client.md). */
+  if (getenv("KCR_CURL_VERBOSE")) {
+    curl_easy_setopt(easy, CURLOPT_DEBUGFUNCTION, kcr__client_on_curl_debug);
     curl_easy_setopt(easy, CURLOPT_VERBOSE, 1L);
+  }
   curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
   curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
   curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);

@@ -13,10 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/client_internal.h"
 #include "httpserver.h"
 #include "kcr/apierror.h"
 #include "kcr/client.h"
 #include "kcr/config.h"
+#include "kcr/log.h"
 #include "testutil.h"
 
 static const kcr_gvr configmaps = {"", "v1", "configmaps"};
@@ -501,6 +503,128 @@ static void test_client_rate_limit_spaces_requests(void **state) {
   free_fixture(&f);
 }
 
+/* ---- KCR_CURL_VERBOSE ---- */
+
+/* A place for fd 2 while a test reads what went to stderr. */
+typedef struct captured {
+  char path[64];
+  int saved;
+} captured;
+
+static void capture_stderr(captured *c) {
+  int fd;
+  snprintf(c->path, sizeof(c->path), "/tmp/kcr-test-stderr-XXXXXX");
+  fd = mkstemp(c->path);
+  assert_true(fd >= 0);
+  fflush(stderr);
+  c->saved = dup(2);
+  assert_true(c->saved >= 0);
+  assert_true(dup2(fd, 2) == 2);
+  close(fd);
+}
+
+/* end_capture restores fd 2 and returns what was written (malloc'd). */
+static char *end_capture(captured *c) {
+  static const size_t max = 1 << 20;
+  char *text = calloc(1, max + 1);
+  FILE *f;
+  size_t n;
+  fflush(stderr);
+  assert_true(dup2(c->saved, 2) == 2);
+  close(c->saved);
+  f = fopen(c->path, "r");
+  assert_non_null(f);
+  n = fread(text, 1, max, f);
+  text[n] = '\0';
+  fclose(f);
+  unlink(c->path);
+  return text;
+}
+
+typedef struct logs {
+  pthread_mutex_t mu;
+  int warnings;
+  char text[8192];
+} logs;
+
+static void on_log(kcr_log_level level, const char *component, const char *msg, void *data) {
+  logs *l = data;
+  size_t len;
+  pthread_mutex_lock(&l->mu);
+  if (level == KCR_LOG_WARN)
+    l->warnings++;
+  len = strlen(l->text);
+  snprintf(l->text + len, sizeof(l->text) - len, "%s: %s\n", component, msg);
+  pthread_mutex_unlock(&l->mu);
+}
+
+/* A token in the kubeconfig reaches the server, never the trace or the log. */
+static void test_client_verbose_redacts_credentials(void **state) {
+  fixture f;
+  captured cap;
+  logs l = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  char *trace;
+  json_t *r;
+  (void)state;
+
+  setenv("KCR_CURL_VERBOSE", "1", 1); /* before any thread of the fixture exists */
+  kcr_log_set_handler(on_log, &l);
+  capture_stderr(&cap);
+  assert_int_equal(make_fixture(&f, NULL), 0);
+  for (int i = 0; i < 3; i++) {
+    r = echo(&f, "GET", NULL, NULL);
+    assert_non_null(
+        strstr(json_string_value(json_object_get(r, "headers")), "Bearer s3cr3t-token"));
+    json_decref(r);
+  }
+  free_fixture(&f);
+  trace = end_capture(&cap);
+  kcr_log_set_handler(NULL, NULL);
+  unsetenv("KCR_CURL_VERBOSE");
+
+  /* The trace is there, with headers both ways, and the token is not. */
+  assert_non_null(strstr(trace, "> GET /api/v1/namespaces/default/configmaps/echo HTTP/1.1"));
+  assert_non_null(strstr(trace, "> Authorization: [redacted]\n"));
+  assert_non_null(strstr(trace, "< HTTP/1.1 200"));
+  if (strstr(trace, "s3cr3t"))
+    fail_msg("the token is in the trace:\n%s", trace);
+  /* One warning for the plaintext server, for three requests; no token either. */
+  assert_int_equal(l.warnings, 1);
+  assert_non_null(strstr(l.text, "http:// (no TLS)"));
+  assert_null(strstr(l.text, "s3cr3t"));
+  free(trace);
+}
+
+/* The debug function on what libcurl can hand it: HTTP/2 headers traced as text,
+ * several header lines at once, bodies. */
+static void test_client_verbose_debug_function(void **state) {
+  static char h2[] = "h2h3 [authorization: Bearer s3cr3t-h2]\n";
+  static char h1[] = "GET / HTTP/1.1\r\nProxy-Authorization: Basic czNjcjN0\r\n"
+                     "cookie: s=s3cr3t-cookie\r\nAccept: */*\r\n\r\n";
+  static char in[] = "HTTP/1.1 200 OK\r\nSet-Cookie: s3cr3t-set\r\n";
+  static char body[] = "{\"token\":\"s3cr3t-body\"}";
+  captured cap;
+  char *trace;
+  (void)state;
+  capture_stderr(&cap);
+  kcr__client_on_curl_debug(NULL, CURLINFO_TEXT, h2, strlen(h2), NULL);
+  kcr__client_on_curl_debug(NULL, CURLINFO_HEADER_OUT, h1, strlen(h1), NULL);
+  kcr__client_on_curl_debug(NULL, CURLINFO_HEADER_IN, in, strlen(in), NULL);
+  kcr__client_on_curl_debug(NULL, CURLINFO_DATA_OUT, body, strlen(body), NULL);
+  kcr__client_on_curl_debug(NULL, CURLINFO_DATA_IN, body, strlen(body), NULL);
+  kcr__client_on_curl_debug(NULL, CURLINFO_SSL_DATA_OUT, body, strlen(body), NULL);
+  trace = end_capture(&cap);
+  assert_string_equal(trace, "* h2h3 [authorization: [redacted]]\n"
+                             "> GET / HTTP/1.1\n"
+                             "> Proxy-Authorization: [redacted]\n"
+                             "> cookie: [redacted]\n"
+                             "> Accept: */*\n"
+                             "> \n"
+                             "< HTTP/1.1 200 OK\n"
+                             "< Set-Cookie: [redacted]\n");
+  free(trace);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_client_get_parses_object, setup, teardown),
@@ -524,6 +648,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test(test_client_connection_refused),
       cmocka_unit_test(test_client_rate_limit_spaces_requests),
+      cmocka_unit_test(test_client_verbose_redacts_credentials),
+      cmocka_unit_test(test_client_verbose_debug_function),
   };
   return cmocka_run_group_tests_name("client", tests, NULL, NULL);
 }
