@@ -24,6 +24,7 @@
 
 /* Limits. Every growable input of the config layer has one. */
 #define KCR__KUBECONFIG_MAX_BYTES ((size_t)16 << 20) /* one kubeconfig file */
+#define KCR__KUBECONFIG_MAX_DEPTH 64                 /* nested mappings and sequences in a file */
 #define KCR__PEM_FILE_MAX_BYTES ((size_t)4 << 20)    /* CA bundle, client cert or key */
 #define KCR__TOKEN_FILE_MAX_BYTES ((size_t)1 << 20)  /* token files */
 #define KCR__SMALL_FILE_MAX_BYTES ((size_t)64 << 10) /* namespace file */

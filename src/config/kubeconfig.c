@@ -19,6 +19,7 @@
  * ConfirmUsable makes only for the chosen context live in config.c.
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -852,6 +853,61 @@ static void wipe_document(yaml_document_t *doc) {
   }
 }
 
+/*
+ * check_depth runs libyaml's event parser over text and refuses a document whose
+ * mappings and sequences nest deeper than KCR__KUBECONFIG_MAX_DEPTH, stopping at
+ * the first collection past the limit. The document loader's time grows with
+ * the square of the depth (libyaml's scanner walks its stack of possible simple
+ * keys, one per flow level, for every token): 200 KB of '[' took it over a
+ * minute. A kubeconfig's own shape is 7 levels deep and its extensions are cut
+ * at 32, so 64 refuses nothing real. A syntax error is left to the loader, which
+ * reports it with its position. Scalars are wiped: they may be secrets.
+ */
+static int check_depth(const char *name, const char *text, size_t len, kcr_error_t *err) {
+  yaml_parser_t parser;
+  yaml_event_t ev;
+  int depth = 0, rc = 0;
+  bool done = false;
+
+  if (!yaml_parser_initialize(&parser))
+    return kcr_error_set(err, KCR_ENOMEM, "out of memory reading kubeconfig %s", name);
+  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+  while (!done && rc == 0) {
+    if (!yaml_parser_parse(&parser, &ev)) {
+      if (parser.error == YAML_MEMORY_ERROR)
+        rc = kcr_error_set(err, KCR_ENOMEM, "out of memory reading kubeconfig %s", name);
+      break;
+    }
+    switch (ev.type) {
+    case YAML_SEQUENCE_START_EVENT:
+    case YAML_MAPPING_START_EVENT:
+      if (++depth > KCR__KUBECONFIG_MAX_DEPTH)
+        rc = kcr_error_set(err, KCR_ECONFIG,
+                           "kubeconfig %s line %zu column %zu: mappings and lists nested deeper "
+                           "than %d levels",
+                           name, ev.start_mark.line + 1, ev.start_mark.column + 1,
+                           KCR__KUBECONFIG_MAX_DEPTH);
+      break;
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT:
+      depth--;
+      break;
+    case YAML_SCALAR_EVENT:
+      if (ev.data.scalar.value)
+        explicit_bzero(ev.data.scalar.value, ev.data.scalar.length);
+      break;
+    case YAML_STREAM_END_EVENT:
+      done = true;
+      break;
+    default:
+      break;
+    }
+    yaml_event_delete(&ev);
+  }
+  yaml_parser_delete(&parser);
+  return rc;
+}
+
 /* merge moves tmp's entries into kc (first wins); tmp is left empty. */
 static int merge(kcr__kubeconfig_t *kc, kcr__kubeconfig_t *tmp, kcr_error_t *err) {
   void *p;
@@ -918,6 +974,8 @@ int kcr__kubeconfig_merge_text(kcr__kubeconfig_t *kc, const char *name, const ch
     kcr__free(fname);
     return kcr_error_set(err, KCR_ENOMEM, "out of memory reading kubeconfig %s", name);
   }
+  if ((rc = check_depth(name, text, len, err)) < 0)
+    return rc;
   if (!yaml_parser_initialize(&parser))
     return kcr_error_set(err, KCR_ENOMEM, "out of memory reading kubeconfig %s", name);
   yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config/config_internal.h"
@@ -639,6 +640,57 @@ static void test_config_insecure_is_warned_and_scheme_defaults(void **state) {
   rm_tmpdir(dir);
 }
 
+/* 200 KB of nested flow sequences (or mappings) took libyaml's loader over a
+ * minute (quadratic in depth): the depth is bounded while parsing, and the
+ * refusal comes at once with its position. */
+static void test_config_deep_nesting_fails_fast(void **state) {
+  static const char *const opens[] = {"[", "{a: "};
+  static const char *const closes[] = {"]", "}"};
+  char *dir = make_tmpdir();
+  (void)state;
+  for (size_t k = 0; k < 2; k++) {
+    size_t depth = 200000 / (strlen(opens[k]) + 1), ol = strlen(opens[k]);
+    char *yaml = malloc(32 + depth * (ol + 1));
+    size_t n = 0;
+    struct timespec t0, t1;
+    kcr_rest_config_t *cfg = NULL;
+    kcr_error_t err = {0};
+    double s;
+    n += (size_t)sprintf(yaml, "clusters: ");
+    for (size_t i = 0; i < depth; i++, n += ol)
+      memcpy(yaml + n, opens[k], ol);
+    for (size_t i = 0; i < depth; i++)
+      yaml[n++] = closes[k][0];
+    memcpy(yaml + n, "\n", 2);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(load_text(dir, yaml, NULL, &cfg, &err), KCR_ECONFIG);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    assert_null(cfg);
+    if (!strstr(err.message, "line 1 column ") ||
+        !strstr(err.message, "mappings and lists nested deeper than 64 levels"))
+      fail_msg("%s", err.message);
+    if (s > 2.0)
+      fail_msg("refusing %zu levels took %.2f s", depth, s);
+    free(yaml);
+  }
+  /* At the limit (the root mapping is level 1): an ordinary shape error. */
+  {
+    char yaml[256] = "clusters: ";
+    kcr_rest_config_t *cfg = NULL;
+    kcr_error_t err = {0};
+    size_t n = strlen(yaml);
+    for (int i = 0; i < 63; i++)
+      yaml[n++] = '[';
+    for (int i = 0; i < 63; i++)
+      yaml[n++] = ']';
+    yaml[n] = '\0';
+    assert_int_equal(load_text(dir, yaml, NULL, &cfg, &err), KCR_ECONFIG);
+    assert_non_null(strstr(err.message, "clusters[0]: expected a mapping"));
+  }
+  rm_tmpdir(dir);
+}
+
 /* client-go's getAuthInfo: a context without a user, or naming one the files do
  * not define, connects without credentials (a warning names the missing user). */
 static void test_config_context_without_user_is_anonymous(void **state) {
@@ -918,6 +970,7 @@ int main(void) {
       cmocka_unit_test(test_config_auth_provider_refused),
       cmocka_unit_test(test_config_missing_context),
       cmocka_unit_test(test_config_context_without_user_is_anonymous),
+      cmocka_unit_test(test_config_deep_nesting_fails_fast),
       cmocka_unit_test(test_config_file_limits_and_shapes),
       cmocka_unit_test(test_config_validation_errors),
       cmocka_unit_test(test_config_insecure_is_warned_and_scheme_defaults),
