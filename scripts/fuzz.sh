@@ -14,7 +14,7 @@ root=$PWD
 target=${1:-all}
 seconds=${2:-60}
 build=${KCR_FUZZ_BUILD_DIR:-$root/build/fuzz}
-all_targets=(time base64 watch status http_request)
+all_targets=(time base64 watch status http_request kubeconfig exec selector)
 
 if [ "$target" = all ]; then
   targets=("${all_targets[@]}")
@@ -80,7 +80,9 @@ for t in "${targets[@]}"; do
   mkdir -p "$work" "$artifacts"
   extra=()
   case $t in
-  watch | status) extra=(-dict="$root/test/fuzz/json.dict" -max_len=16384) ;;
+  watch | status | exec) extra=(-dict="$root/test/fuzz/json.dict" -max_len=16384) ;;
+  kubeconfig) extra=(-dict="$root/test/fuzz/kubeconfig.dict" -max_len=16384) ;;
+  selector) extra=(-dict="$root/test/fuzz/selector.dict" -max_len=4096) ;;
   http_request) extra=(-dict="$root/test/fuzz/http.dict" -max_len=8192) ;;
   esac
   echo "==> fuzz_$t for ${seconds}s"

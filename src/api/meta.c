@@ -357,10 +357,20 @@ static token_t next(parser_t *ps, bool values) {
   return tk;
 }
 
+/* quoted: how much of a token an error quotes: at most 64 bytes, cut before a
+ * UTF-8 continuation byte so that the message stays valid UTF-8 (an Event or a
+ * condition built from it would otherwise be refused). */
+static int quoted(const char *s, size_t len) {
+  size_t n = len > 64 ? 64 : len;
+  while (n < len && n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+    n--;
+  return (int)n;
+}
+
 /* fail records a parse error at tk: "found 'lit', expected: what". */
 static int fail(parser_t *ps, token_t tk, const char *what) {
   return kcr_error_set(ps->err, KCR_EPARSE, "selector: at %zu: found '%.*s', expected: %s", tk.pos,
-                       (int)(tk.len > 64 ? 64 : tk.len), ps->text + tk.pos, what);
+                       quoted(ps->text + tk.pos, tk.len), ps->text + tk.pos, what);
 }
 
 static bool is_alnum(char c) {
@@ -451,7 +461,7 @@ static int check_value(parser_t *ps, token_t tk) {
     return kcr_error_set(ps->err, KCR_EPARSE,
                          "selector: at %zu: invalid label value '%.*s': at most 63 characters of "
                          "[A-Za-z0-9._-], starting and ending with an alphanumeric",
-                         tk.pos, (int)(tk.len > 64 ? 64 : tk.len), ps->text + tk.pos);
+                         tk.pos, quoted(ps->text + tk.pos, tk.len), ps->text + tk.pos);
   return 0;
 }
 
@@ -552,7 +562,7 @@ notint:
   return kcr_error_set(
       ps->err, KCR_EPARSE,
       "selector: at %zu: for '>' and '<' the value must be an integer, found '%.*s'", tk.pos,
-      (int)(tk.len > 64 ? 64 : tk.len), ps->text + tk.pos);
+      quoted(ps->text + tk.pos, tk.len), ps->text + tk.pos);
 }
 
 /* parse_req parses one requirement into r (zeroed by the caller). */
@@ -569,7 +579,7 @@ static int parse_req(parser_t *ps, req_t *r) {
     return kcr_error_set(ps->err, KCR_EPARSE,
                          "selector: at %zu: invalid label key '%.*s': a qualified name "
                          "([prefix/]name, name at most 63 characters of [A-Za-z0-9._-])",
-                         tk.pos, (int)(tk.len > 64 ? 64 : tk.len), ps->text + tk.pos);
+                         tk.pos, quoted(ps->text + tk.pos, tk.len), ps->text + tk.pos);
   r->key = kcr__strndup(ps->text + tk.pos, tk.len);
   if (!r->key)
     return KCR_ENOMEM;
