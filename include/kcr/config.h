@@ -53,7 +53,10 @@ typedef struct kcr_config_options {
  * where known and the field), KCR_ENOENT (no configuration found anywhere, or a
  * file a kubeconfig names is missing), KCR_ENOTSUP (auth-provider), KCR_ETOOBIG
  * (a file over its limit: 16 MiB for a kubeconfig), KCR_EIO, KCR_ENOMEM. Messages
- * never quote a value from a kubeconfig. Any thread; reads files, does no network
+ * quote no kubeconfig value but the names of contexts, clusters and users and the
+ * paths and command an entry names (never a credential, server or namespace).
+ * A context without a user, or naming one no file defines, loads without
+ * credentials, as client-go. Any thread; reads files, does no network
  * I/O, runs no exec plugin (that happens at the first kcr_rest_config_credentials).
  * See docs/config.md.
  */
