@@ -245,6 +245,10 @@ static void test_crd_invalid_refused(void **state) {
       {"spec:\n  image: x\n  resources:\n    limits:\n      memory: lots\n",
        "spec.resources.limits.memory in body should match"},
       {"{}\n", "spec: Required value"},
+      {"spec:\n  image: x\n  config:\n    bad/key: v\n",
+       "each config key is a file name of a ConfigMap"},
+      {"spec:\n  image: x\n  config:\n    ..: v\n",
+       "each config key is a file name of a ConfigMap"},
   };
   (void)state;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -258,6 +262,59 @@ static void test_crd_invalid_refused(void **state) {
     if (rc == 0 || !out || !strstr(out, cases[i].want)) {
       fail_msg("case %zu: rc %d, want \"%s\" in:\n%s", i, rc, cases[i].want, out ? out : "");
     }
+    free(out);
+  }
+  /* Names the App's children could not carry (issue 16, bug 10). */
+  {
+    static const char *const names[] = {
+        "dotted.name", "a234567890123456789012345678901234567890123456789012345678901234",
+        "9starts-with-digit"};
+    static const char *const want[] = {"must be a DNS label", "at most 63 characters",
+                                       "must be a DNS label"};
+    for (size_t i = 0; i < 3; i++) {
+      char manifest[512], *out = NULL;
+      int rc;
+      snprintf(
+          manifest, sizeof manifest,
+          "apiVersion: kcr.dev/v1alpha1\nkind: App\nmetadata:\n  name: %s\nspec:\n  image: x\n",
+          names[i]);
+      rc = kubectl_create_all(manifest, &out);
+      if (rc == 0 || !out || !strstr(out, want[i]))
+        fail_msg("name %s: rc %d, want \"%s\" in:\n%s", names[i], rc, want[i], out ? out : "");
+      free(out);
+    }
+  }
+  /* Config past what a ConfigMap holds: two files of 600 KiB. */
+  {
+    size_t big = 600 * 1024, len = big * 2 + 512;
+    char *manifest = malloc(len), *p, *out = NULL;
+    int rc;
+    assert_non_null(manifest);
+    p = manifest + snprintf(manifest, len,
+                            "apiVersion: kcr.dev/v1alpha1\nkind: App\nmetadata:\n  name: "
+                            "bad-big\nspec:\n  image: x\n  config:\n    a: ");
+    memset(p, 'x', big);
+    p += big;
+    p += snprintf(p, 16, "\n    b: ");
+    memset(p, 'y', big);
+    p += big;
+    snprintf(p, 4, "\n");
+    rc = kubectl_create_all(manifest, &out);
+    free(manifest);
+    if (rc == 0 || !out || !strstr(out, "config holds at most 1 MiB"))
+      fail_msg("big config: rc %d, want the 1 MiB message in:\n%.2000s", rc, out ? out : "");
+    free(out);
+  }
+  /* A name and config at the limits are accepted. */
+  {
+    char *out = NULL;
+    int rc = kubectl_create_all(
+        "apiVersion: kcr.dev/v1alpha1\nkind: App\nmetadata:\n  name: "
+        "a23456789012345678901234567890123456789012345678901234567890123\nspec:\n  image: x\n"
+        "  config:\n    app.conf_v-1: ok\n",
+        &out);
+    if (rc != 0)
+      fail_msg("a valid App was refused:\n%s", out ? out : "");
     free(out);
   }
   /* Both problems of issue 8's example at once. */
