@@ -150,7 +150,7 @@ typedef struct counter {
   long events;
 } counter_t;
 
-static int on_event(const kcr_watch_event_t *ev, void *data) {
+static int on_event(const kcr_watch_event *ev, void *data) {
   ((counter_t *)data)->events++;
   json_decref(ev->object);
   return 0;

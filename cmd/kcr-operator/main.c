@@ -137,7 +137,7 @@ static int run(const kcr_op_flags *flags, kcr_rest_config_t *cfg) {
     co.reconcile = kcr__app_reconcile;
     co.data = &rec;
     co.max_concurrent_reconciles = flags->max_concurrent_reconciles;
-    rc = kcr_manager_new_controller(m, &co, &c, &err);
+    rc = kcr_manager_add_controller(m, &co, &c, &err);
   }
   if (rc == 0)
     rc = kcr_controller_for(c, &app, kcr_predicate_generation_changed(), &err);

@@ -16,7 +16,7 @@
 #include "kcr/manager.h"
 #include "mirror.h"
 
-static int reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req, kcr_result *res,
+static int reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
                      void *data) {
   (void)res;
   return mirror_reconcile(data, kcr_reconcile_client(ctx), ctx, req, kcr_reconcile_err(ctx));
@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
   o.reconcile = reconcile;
   o.data = &m;
   o.max_concurrent_reconciles = 2;
-  if ((rc = kcr_manager_new_controller(mgr, &o, &ctl, &err)) != 0 ||
+  if ((rc = kcr_manager_add_controller(mgr, &o, &ctl, &err)) != 0 ||
       (rc = kcr_predicate_label_selector(MIRROR_LABEL "=true", &sources, &err)) != 0 ||
       (rc = kcr_controller_for(ctl, &configmap, sources, &err)) != 0 ||
       (rc = kcr_controller_watches(ctl, &namespace, mirror_map_namespace, &m,

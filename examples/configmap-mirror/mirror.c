@@ -42,7 +42,7 @@ static int delete_copies(const kcr_objclient *c, const char *name, kcr_error_t *
   return rc;
 }
 
-int mirror_reconcile(const mirror_t *m, const kcr_objclient *c, kcr_reconcile_ctx *ctx,
+int mirror_reconcile(const mirror_t *m, const kcr_objclient *c, kcr_reconcile_ctx_t *ctx,
                      const kcr_reconcile_request *req, kcr_error_t *err) {
   json_t *src = NULL, *targets = NULL, *ns;
   size_t i;
@@ -74,7 +74,7 @@ int mirror_reconcile(const mirror_t *m, const kcr_objclient *c, kcr_reconcile_ct
   return rc;
 }
 
-void mirror_map_namespace(const json_t *ns, kcr_requests *reqs, void *data) {
+void mirror_map_namespace(const json_t *ns, kcr_requests_t *reqs, void *data) {
   const mirror_t *m = data;
   json_t *list = NULL, *cm;
   size_t i;

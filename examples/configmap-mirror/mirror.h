@@ -24,11 +24,11 @@ typedef struct mirror {
  * writes through c; ctx (may be NULL) only logs. Returns 0 or a kcr_err with err
  * saying why.
  */
-int mirror_reconcile(const mirror_t *m, const kcr_objclient *c, kcr_reconcile_ctx *ctx,
+int mirror_reconcile(const mirror_t *m, const kcr_objclient *c, kcr_reconcile_ctx_t *ctx,
                      const kcr_reconcile_request *req, kcr_error_t *err);
 
 /* mirror_map_namespace maps a target namespace to every source (a kcr_map_fn;
  * data is the mirror_t). */
-void mirror_map_namespace(const json_t *ns, kcr_requests *reqs, void *data);
+void mirror_map_namespace(const json_t *ns, kcr_requests_t *reqs, void *data);
 
 #endif /* MIRROR_H */

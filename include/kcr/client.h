@@ -305,7 +305,7 @@ typedef struct kcr_watch kcr_watch_t;
  * 0 to go on, or a negative kcr_err to end the watch with that code. It may call
  * kcr_watch_stop, but not kcr_watch_destroy, on its own watch.
  */
-typedef int (*kcr_watch_cb)(const kcr_watch_event_t *event, void *data);
+typedef int (*kcr_watch_cb)(const kcr_watch_event *event, void *data);
 
 /*
  * kcr_client_watch starts a watch of r in ns (NULL or "": all namespaces) and

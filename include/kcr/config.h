@@ -116,7 +116,7 @@ KCR_EXTERN const char *const *kcr_rest_config_impersonate_extra(const kcr_rest_c
 KCR_EXTERN const char *kcr_rest_config_source(const kcr_rest_config_t *cfg);
 
 /*
- * kcr_credentials_t: a snapshot of what authenticates a request. Every pointer is
+ * kcr_credentials: a snapshot of what authenticates a request. Every pointer is
  * new (owned by the snapshot) or NULL; release with kcr_credentials_free.
  *   bearer_token       "Authorization: Bearer ..." value, without the prefix.
  *   username/password  basic auth.
@@ -136,7 +136,7 @@ typedef struct kcr_credentials {
   size_t client_key_len;
   kcr_time_t expiry;
   uint64_t generation;
-} kcr_credentials_t;
+} kcr_credentials;
 
 /*
  * kcr_rest_config_credentials fills *out with a snapshot of the current
@@ -152,7 +152,7 @@ typedef struct kcr_credentials {
  * 1 MiB), KCR_ENOENT/KCR_EIO (token file), KCR_ESYS, KCR_ENOMEM. *out is zeroed
  * on failure. Any thread.
  */
-KCR_EXTERN int kcr_rest_config_credentials(kcr_rest_config_t *cfg, kcr_credentials_t *out,
+KCR_EXTERN int kcr_rest_config_credentials(kcr_rest_config_t *cfg, kcr_credentials *out,
                                            kcr_error_t *err);
 
 /*
@@ -171,7 +171,7 @@ KCR_EXTERN int kcr_rest_config_credentials_fresh(kcr_rest_config_t *cfg, uint64_
 KCR_EXTERN void kcr_rest_config_credentials_rejected(kcr_rest_config_t *cfg, uint64_t generation);
 
 /* kcr_credentials_free releases a snapshot's memory (wiping secrets) and zeroes it. */
-KCR_EXTERN void kcr_credentials_free(kcr_credentials_t *c);
+KCR_EXTERN void kcr_credentials_free(kcr_credentials *c);
 
 #ifdef __cplusplus
 }

@@ -15,7 +15,7 @@
  * The workqueue never hands one key to two workers at once.
  *
  * Most programs make controllers through the manager (kcr/manager.h:
- * kcr_manager_new_controller), which fills in the informer source and the client;
+ * kcr_manager_add_controller), which fills in the informer source and the client;
  * then: kcr_controller_for, kcr_controller_owns / kcr_controller_watches, and the
  * manager starts and stops it.
  *
@@ -131,8 +131,8 @@ typedef struct kcr_result {
   int64_t requeue_after_ns;
 } kcr_result;
 
-/* kcr_reconcile_ctx: one reconcile's context; opaque, valid for the call only. */
-typedef struct kcr_reconcile_ctx kcr_reconcile_ctx;
+/* kcr_reconcile_ctx_t: one reconcile's context; opaque, valid for the call only. */
+typedef struct kcr_reconcile_ctx kcr_reconcile_ctx_t;
 
 /*
  * kcr_reconcile_fn is the reconciler: bring the world in line with the object
@@ -140,7 +140,7 @@ typedef struct kcr_reconcile_ctx kcr_reconcile_ctx;
  * kcr_err; details written to kcr_reconcile_err(ctx) are logged with it. Runs on
  * a worker thread; never on two workers for the same request at once.
  */
-typedef int (*kcr_reconcile_fn)(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req,
+typedef int (*kcr_reconcile_fn)(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
                                 kcr_result *res, void *data);
 
 /*
@@ -149,40 +149,40 @@ typedef int (*kcr_reconcile_fn)(kcr_reconcile_ctx *ctx, const kcr_reconcile_requ
  * requests carry kcr_reconcile_cancel(ctx). Its ops are NULL when the controller
  * was made without a client.
  */
-KCR_EXTERN const kcr_objclient *kcr_reconcile_client(kcr_reconcile_ctx *ctx);
+KCR_EXTERN const kcr_objclient *kcr_reconcile_client(kcr_reconcile_ctx_t *ctx);
 
 /*
  * kcr_reconcile_cancel returns the cancellation token (borrowed) that fires when
  * the controller stops: long reconciles should check kcr_cancel_fired and return.
  */
-KCR_EXTERN kcr_cancel_t *kcr_reconcile_cancel(kcr_reconcile_ctx *ctx);
+KCR_EXTERN kcr_cancel_t *kcr_reconcile_cancel(kcr_reconcile_ctx_t *ctx);
 
 /*
  * kcr_reconcile_err returns an error record (borrowed, cleared for each
  * reconcile) to pass to the calls the reconciler makes; when it returns an error,
  * this record's message is logged with it.
  */
-KCR_EXTERN kcr_error_t *kcr_reconcile_err(kcr_reconcile_ctx *ctx);
+KCR_EXTERN kcr_error_t *kcr_reconcile_err(kcr_reconcile_ctx_t *ctx);
 
 /* kcr_reconcile_id returns this reconcile's UUID (controller-runtime's reconcileID). */
-KCR_EXTERN const char *kcr_reconcile_id(kcr_reconcile_ctx *ctx);
+KCR_EXTERN const char *kcr_reconcile_id(kcr_reconcile_ctx_t *ctx);
 
 /* kcr_reconcile_controller_name returns the controller's name (borrowed). */
-KCR_EXTERN const char *kcr_reconcile_controller_name(kcr_reconcile_ctx *ctx);
+KCR_EXTERN const char *kcr_reconcile_controller_name(kcr_reconcile_ctx_t *ctx);
 
 /*
  * kcr_reconcile_log logs one line with the reconcile's fields: "controller=C
  * namespace=N name=M reconcileID=U: message", component "controller".
  */
-KCR_EXTERN void kcr_reconcile_log(kcr_reconcile_ctx *ctx, kcr_log_level level, const char *fmt, ...)
-    KCR_PRINTF(3, 4);
+KCR_EXTERN void kcr_reconcile_log(kcr_reconcile_ctx_t *ctx, kcr_log_level level, const char *fmt,
+                                  ...) KCR_PRINTF(3, 4);
 
 /*
  * kcr_reconcile_terminal marks the error being returned as terminal
  * (reconcile.TerminalError: retrying cannot help, so the key is not requeued) and
  * returns code (negative) for `return kcr_reconcile_terminal(ctx, KCR_EINVAL);`.
  */
-KCR_EXTERN int kcr_reconcile_terminal(kcr_reconcile_ctx *ctx, int code);
+KCR_EXTERN int kcr_reconcile_terminal(kcr_reconcile_ctx_t *ctx, int code);
 
 /* ---- the controller ---- */
 
@@ -248,19 +248,19 @@ KCR_EXTERN int kcr_controller_owns(kcr_controller_t *c, const kcr_gvk *gvk, kcr_
                                    kcr_error_t *err);
 
 /*
- * kcr_requests: where a map function puts its requests (opaque; valid for the
+ * kcr_requests_t: where a map function puts its requests (opaque; valid for the
  * call). kcr_requests_add enqueues ns/name (ns "" for cluster-scoped); duplicates
  * coalesce in the queue. Returns 0 or KCR_ENOMEM.
  */
-typedef struct kcr_requests kcr_requests;
-KCR_EXTERN int kcr_requests_add(kcr_requests *r, const char *ns, const char *name);
+typedef struct kcr_requests kcr_requests_t;
+KCR_EXTERN int kcr_requests_add(kcr_requests_t *r, const char *ns, const char *name);
 
 /*
  * kcr_requests_client returns the controller's object client (borrowed, valid
  * for the call; its ops are NULL when the controller has none), for a map
  * function that needs to look other objects up.
  */
-KCR_EXTERN const kcr_objclient *kcr_requests_client(kcr_requests *r);
+KCR_EXTERN const kcr_objclient *kcr_requests_client(kcr_requests_t *r);
 
 /*
  * kcr_map_fn maps an object of a watched kind to requests
@@ -269,7 +269,7 @@ KCR_EXTERN const kcr_objclient *kcr_requests_client(kcr_requests *r);
  * read through the controller's client (kcr_requests_client: a cached list with
  * options, as r.List in Go); it delays only that watch's later events.
  */
-typedef void (*kcr_map_fn)(const json_t *obj, kcr_requests *reqs, void *data);
+typedef void (*kcr_map_fn)(const json_t *obj, kcr_requests_t *reqs, void *data);
 
 /*
  * kcr_controller_watches watches any kind and maps its events with fn (data

@@ -58,7 +58,7 @@ typedef enum kcr_delta_type {
 KCR_EXTERN const char *kcr_delta_type_name(kcr_delta_type type);
 
 /*
- * kcr_delta_t: one change. object is the state after the change (for Deleted,
+ * kcr_delta: one change. object is the state after the change (for Deleted,
  * the last state seen). A tombstone (client-go DeletedFinalStateUnknown: the
  * deletion was inferred by a relist, the final state is unknown) has type
  * KCR_DELTA_DELETED and tombstone_key set to its key; its object is the last
@@ -68,13 +68,13 @@ typedef struct kcr_delta {
   kcr_delta_type type;
   json_t *object;
   const char *tombstone_key;
-} kcr_delta_t;
+} kcr_delta;
 
 /*
  * kcr_deltas_free releases a delta array handed over by kcr_delta_fifo_get_by_key
  * (each object reference and the array). NULL is ignored.
  */
-KCR_EXTERN void kcr_deltas_free(kcr_delta_t *deltas, size_t n);
+KCR_EXTERN void kcr_deltas_free(kcr_delta *deltas, size_t n);
 
 /*
  * kcr_transform_fn changes obj in place before it is queued (the informer's
@@ -86,15 +86,14 @@ KCR_EXTERN void kcr_deltas_free(kcr_delta_t *deltas, size_t n);
  */
 typedef int (*kcr_transform_fn)(json_t *obj, void *data);
 
-/* kcr_delta_fifo_options_t: all optional; zero means the default. */
+/* kcr_delta_fifo_options: all optional; zero means the default. */
 typedef struct kcr_delta_fifo_options {
   kcr_key_fn key_fn; /* NULL: kcr_meta_key */
   void *key_data;
-  const kcr_known_objects_t
-      *known;                 /* copied; NULL: none (deletions inferred from the queue only) */
-  kcr_transform_fn transform; /* NULL: none */
+  const kcr_known_objects *known; /* copied; NULL: none (deletions inferred from the queue only) */
+  kcr_transform_fn transform;     /* NULL: none */
   void *transform_data;
-} kcr_delta_fifo_options_t;
+} kcr_delta_fifo_options;
 
 /* kcr_delta_fifo_t: opaque. */
 typedef struct kcr_delta_fifo kcr_delta_fifo_t;
@@ -109,7 +108,7 @@ typedef struct kcr_delta_fifo kcr_delta_fifo_t;
  * returns. Runs with the FIFO's lock held: it must not call into the FIFO, and
  * should be quick.
  */
-typedef int (*kcr_delta_fifo_process_cb)(const char *key, const kcr_delta_t *deltas, size_t n,
+typedef int (*kcr_delta_fifo_process_cb)(const char *key, const kcr_delta *deltas, size_t n,
                                          bool is_in_initial_list, bool *requeue, void *data);
 
 /*
@@ -117,7 +116,7 @@ typedef int (*kcr_delta_fifo_process_cb)(const char *key, const kcr_delta_t *del
  * new FIFO (release with kcr_delta_fifo_destroy), NULL on failure. Returns 0,
  * KCR_ENOMEM or KCR_ESYS.
  */
-KCR_EXTERN int kcr_delta_fifo_create(const kcr_delta_fifo_options_t *opts, kcr_delta_fifo_t **out);
+KCR_EXTERN int kcr_delta_fifo_create(const kcr_delta_fifo_options *opts, kcr_delta_fifo_t **out);
 
 /*
  * kcr_delta_fifo_destroy releases f and what is queued. No thread may be using
@@ -185,7 +184,7 @@ KCR_EXTERN int kcr_delta_fifo_resync(kcr_delta_fifo_t *f, kcr_error_t *err);
  * of the newest one, unless that key is already queued (client-go
  * AddIfNotPresent). Returns 0, KCR_EINVAL (n == 0 or no key) or KCR_ENOMEM.
  */
-KCR_EXTERN int kcr_delta_fifo_add_if_not_present(kcr_delta_fifo_t *f, const kcr_delta_t *deltas,
+KCR_EXTERN int kcr_delta_fifo_add_if_not_present(kcr_delta_fifo_t *f, const kcr_delta *deltas,
                                                  size_t n, kcr_error_t *err);
 
 /*
@@ -230,11 +229,11 @@ KCR_EXTERN int kcr_delta_fifo_list(kcr_delta_fifo_t *f, json_t **out);
  * new array of *n deltas (release with kcr_deltas_free). Returns 0, KCR_ENOENT
  * or KCR_ENOMEM.
  */
-KCR_EXTERN int kcr_delta_fifo_get_by_key(kcr_delta_fifo_t *f, const char *key, kcr_delta_t **out,
+KCR_EXTERN int kcr_delta_fifo_get_by_key(kcr_delta_fifo_t *f, const char *key, kcr_delta **out,
                                          size_t *n);
 
 /* kcr_delta_fifo_get is kcr_delta_fifo_get_by_key with obj's key (KCR_EINVAL without). */
-KCR_EXTERN int kcr_delta_fifo_get(kcr_delta_fifo_t *f, const json_t *obj, kcr_delta_t **out,
+KCR_EXTERN int kcr_delta_fifo_get(kcr_delta_fifo_t *f, const json_t *obj, kcr_delta **out,
                                   size_t *n);
 
 /*
@@ -242,7 +241,7 @@ KCR_EXTERN int kcr_delta_fifo_get(kcr_delta_fifo_t *f, const json_t *obj, kcr_de
  * tombstone key of the newest delta, or the key function applied to its object.
  * Returns 0, KCR_EINVAL (n == 0 or no key) or KCR_ETOOBIG.
  */
-KCR_EXTERN int kcr_delta_fifo_key_of(kcr_delta_fifo_t *f, const kcr_delta_t *deltas, size_t n,
+KCR_EXTERN int kcr_delta_fifo_key_of(kcr_delta_fifo_t *f, const kcr_delta *deltas, size_t n,
                                      char *buf, size_t size);
 
 #ifdef __cplusplus

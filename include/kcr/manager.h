@@ -123,14 +123,14 @@ KCR_EXTERN int kcr_manager_get_informer(kcr_manager_t *m, const kcr_gvk *gvk, kc
                                         kcr_error_t *err);
 
 /*
- * kcr_manager_new_controller makes a controller the manager owns, starts and
+ * kcr_manager_add_controller makes a controller the manager owns, starts and
  * stops (builder.ControllerManagedBy): o->source and o->client are filled in by
  * the manager (what the caller put there is ignored). *out (borrowed, lives as
  * long as m) is ready for kcr_controller_for / owns / watches. Errors: KCR_EEXIST
  * when a controller of that name exists, KCR_EINVAL after run started, and
  * kcr_controller_create's errors (o->rate_limiter is stolen on every path).
  */
-KCR_EXTERN int kcr_manager_new_controller(kcr_manager_t *m, const kcr_controller_options *o,
+KCR_EXTERN int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o,
                                           kcr_controller_t **out, kcr_error_t *err);
 
 /* kcr_manager_controller_count / _at enumerate the controllers (for metrics). */

@@ -208,7 +208,7 @@ KCR_EXTERN int kcr_store_foreach_index(kcr_store_t *s, const char *index_name, c
                                        kcr_store_foreach_cb cb, void *data);
 
 /*
- * kcr_known_objects_t: what a DeltaFIFO consults to learn which objects its
+ * kcr_known_objects: what a DeltaFIFO consults to learn which objects its
  * consumer already knows (client-go's KeyListerGetter), usually the informer's
  * store. The functions are called with the DeltaFIFO's lock held, from whichever
  * thread called into it.
@@ -223,13 +223,13 @@ typedef struct kcr_known_objects {
   int (*get_by_key)(void *data, const char *key, json_t **out);
   bool (*contains)(void *data, const char *key);
   void *data;
-} kcr_known_objects_t;
+} kcr_known_objects;
 
 /*
  * kcr_store_known_objects fills *out with s as known objects for a DeltaFIFO. s
  * is borrowed: it must outlive the FIFO.
  */
-KCR_EXTERN void kcr_store_known_objects(kcr_store_t *s, kcr_known_objects_t *out);
+KCR_EXTERN void kcr_store_known_objects(kcr_store_t *s, kcr_known_objects *out);
 
 #ifdef __cplusplus
 }

@@ -48,7 +48,7 @@ typedef enum kcr_watch_event_type {
 KCR_EXTERN const char *kcr_watch_event_type_name(kcr_watch_event_type type);
 
 /*
- * kcr_watch_event_t: one decoded event, handed to a kcr_watch_event_cb.
+ * kcr_watch_event: one decoded event, handed to a kcr_watch_event_cb.
  *   type    the event type.
  *   object  the event's object, always a JSON object: a NEW reference that the
  *           callback owns on every path, including when it returns an error; it
@@ -62,17 +62,17 @@ typedef struct kcr_watch_event {
   kcr_watch_event_type type;
   json_t *object;
   const kcr_error_t *error;
-} kcr_watch_event_t;
+} kcr_watch_event;
 
 /*
  * kcr_watch_event_cb receives each event, in stream order, on the thread that
  * called kcr_watch_decoder_feed or _finish, inside that call. event is borrowed
- * for the call (event->object is not: see kcr_watch_event_t). Return 0 to go on,
+ * for the call (event->object is not: see kcr_watch_event). Return 0 to go on,
  * or a negative kcr_err to stop: feed/finish then returns that code and the
  * decoder refuses further input. The callback must not call feed, finish, reset
  * or destroy on the decoder that called it.
  */
-typedef int (*kcr_watch_event_cb)(const kcr_watch_event_t *event, void *data);
+typedef int (*kcr_watch_event_cb)(const kcr_watch_event *event, void *data);
 
 /* The default longest line a decoder accepts: 16 MiB, past the largest object
  * etcd will store (1.5 MiB by default) with room for big custom resources. */

@@ -31,7 +31,7 @@
 
 /* fitem: one queued key. */
 typedef struct fitem {
-  kcr_delta_t *d;
+  kcr_delta *d;
   size_t n, cap;
   char key[];
 } fitem_t;
@@ -41,7 +41,7 @@ struct kcr_delta_fifo {
   pthread_cond_t cond;        /* signalled when a key is queued or the FIFO closes */
   kcr_key_fn key_fn;          /* immutable */
   void *key_data;             /* immutable */
-  kcr_known_objects_t known;  /* immutable */
+  kcr_known_objects known;    /* immutable */
   bool has_known;             /* immutable */
   kcr_transform_fn transform; /* immutable */
   void *transform_data;       /* immutable */
@@ -69,12 +69,12 @@ const char *kcr_delta_type_name(kcr_delta_type type) {
   return "Unknown";
 }
 
-static void delta_release(kcr_delta_t *d) {
+static void delta_release(kcr_delta *d) {
   json_decref(d->object);
   kcr__free((char *)d->tombstone_key);
 }
 
-void kcr_deltas_free(kcr_delta_t *deltas, size_t n) {
+void kcr_deltas_free(kcr_delta *deltas, size_t n) {
   if (!deltas)
     return;
   for (size_t i = 0; i < n; i++)
@@ -105,7 +105,7 @@ static fitem_t *fitem_new(const char *key) {
 
 /* fitem_reserve makes room for one more delta. */
 static int fitem_reserve(fitem_t *it) {
-  kcr_delta_t *d;
+  kcr_delta *d;
   size_t cap;
   if (it->n < it->cap)
     return 0;
@@ -157,7 +157,7 @@ static fitem_t *ring_pop(kcr_delta_fifo_t *f) {
 
 /* --- lifecycle ----------------------------------------------------------- */
 
-int kcr_delta_fifo_create(const kcr_delta_fifo_options_t *opts, kcr_delta_fifo_t **out) {
+int kcr_delta_fifo_create(const kcr_delta_fifo_options *opts, kcr_delta_fifo_t **out) {
   kcr_delta_fifo_t *f;
   assert(out);
   *out = NULL;
@@ -222,7 +222,7 @@ static int key_of(kcr_delta_fifo_t *f, const json_t *obj, char *buf, size_t size
  */
 static int queue_locked(kcr_delta_fifo_t *f, kcr_delta_type type, kcr_delta_type internal,
                         json_t *obj, const char *key, bool tombstone, kcr_error_t *err) {
-  kcr_delta_t nd = {type, obj, NULL};
+  kcr_delta nd = {type, obj, NULL};
   fitem_t *it, *fresh = NULL;
   int rc;
 
@@ -233,7 +233,7 @@ static int queue_locked(kcr_delta_fifo_t *f, kcr_delta_type type, kcr_delta_type
     goto nomem;
   it = kcr__hmap_get(&f->items, key);
   if (it) {
-    kcr_delta_t *last = &it->d[it->n - 1];
+    kcr_delta *last = &it->d[it->n - 1];
     /* dedupDeltas / isDeletionDup: two trailing Deleted collapse into one; keep
      * the older unless it is a tombstone. Take the new object before releasing
      * the old: Replace tombstones a queued key with its newest object, which is
@@ -491,9 +491,9 @@ out:
   return rc;
 }
 
-int kcr_delta_fifo_key_of(kcr_delta_fifo_t *f, const kcr_delta_t *deltas, size_t n, char *buf,
+int kcr_delta_fifo_key_of(kcr_delta_fifo_t *f, const kcr_delta *deltas, size_t n, char *buf,
                           size_t size) {
-  const kcr_delta_t *newest;
+  const kcr_delta *newest;
   assert(f && buf && size);
   buf[0] = '\0';
   if (n == 0)
@@ -510,8 +510,8 @@ int kcr_delta_fifo_key_of(kcr_delta_fifo_t *f, const kcr_delta_t *deltas, size_t
 }
 
 /* copy_deltas duplicates deltas: new object references, copied tombstone keys. */
-static int copy_deltas(const kcr_delta_t *src, size_t n, kcr_delta_t **out) {
-  kcr_delta_t *d = kcr__calloc(n ? n : 1, sizeof(*d));
+static int copy_deltas(const kcr_delta *src, size_t n, kcr_delta **out) {
+  kcr_delta *d = kcr__calloc(n ? n : 1, sizeof(*d));
   if (!d)
     return KCR_ENOMEM;
   for (size_t i = 0; i < n; i++) {
@@ -526,11 +526,11 @@ static int copy_deltas(const kcr_delta_t *src, size_t n, kcr_delta_t **out) {
   return 0;
 }
 
-int kcr_delta_fifo_add_if_not_present(kcr_delta_fifo_t *f, const kcr_delta_t *deltas, size_t n,
+int kcr_delta_fifo_add_if_not_present(kcr_delta_fifo_t *f, const kcr_delta *deltas, size_t n,
                                       kcr_error_t *err) {
   char key[KCR_META_KEY_MAX];
   fitem_t *it = NULL;
-  kcr_delta_t *copy = NULL;
+  kcr_delta *copy = NULL;
   int rc;
   assert(f);
   if ((rc = kcr_delta_fifo_key_of(f, deltas, n, key, sizeof(key))))
@@ -675,7 +675,7 @@ int kcr_delta_fifo_list(kcr_delta_fifo_t *f, json_t **out) {
   return rc;
 }
 
-int kcr_delta_fifo_get_by_key(kcr_delta_fifo_t *f, const char *key, kcr_delta_t **out, size_t *n) {
+int kcr_delta_fifo_get_by_key(kcr_delta_fifo_t *f, const char *key, kcr_delta **out, size_t *n) {
   fitem_t *it;
   int rc = KCR_ENOENT;
   assert(f && key && out && n);
@@ -688,7 +688,7 @@ int kcr_delta_fifo_get_by_key(kcr_delta_fifo_t *f, const char *key, kcr_delta_t 
   return rc;
 }
 
-int kcr_delta_fifo_get(kcr_delta_fifo_t *f, const json_t *obj, kcr_delta_t **out, size_t *n) {
+int kcr_delta_fifo_get(kcr_delta_fifo_t *f, const json_t *obj, kcr_delta **out, size_t *n) {
   char key[KCR_META_KEY_MAX];
   int rc;
   assert(f && out && n);

@@ -273,7 +273,7 @@ static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
  * what a paged list would have done; the same watch then goes on as a normal one.
  * Reflector thread (inside kcr_watch_run).
  */
-static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event_t *ev, const char *rv) {
+static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event *ev, const char *rv) {
   char key[KCR_META_KEY_MAX];
   json_t *items, *obj;
   const char *k;
@@ -334,7 +334,7 @@ static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event_t *ev, con
   return 0;
 }
 
-static int on_watch_event(const kcr_watch_event_t *ev, void *data) {
+static int on_watch_event(const kcr_watch_event *ev, void *data) {
   kcr_informer_t *inf = data;
   const char *rv = kcr_meta_resource_version(ev->object);
   kcr_error_t err;
@@ -688,15 +688,15 @@ static bool wants_old(kcr_informer_t *inf) {
   return false;
 }
 
-static int process(const char *key, const kcr_delta_t *deltas, size_t n, bool initial,
-                   bool *requeue, void *data) {
+static int process(const char *key, const kcr_delta *deltas, size_t n, bool initial, bool *requeue,
+                   void *data) {
   kcr_informer_t *inf = data;
   int rc = 0;
   (void)requeue;
 
   pthread_mutex_lock(&inf->handlers_mu);
   for (size_t i = 0; i < n && rc == 0; i++) {
-    const kcr_delta_t *d = &deltas[i];
+    const kcr_delta *d = &deltas[i];
     kcr_error_t err;
     kcr_error_clear(&err);
     if (d->type == KCR_DELTA_DELETED) {
@@ -772,8 +772,8 @@ static void *processor_main(void *arg) {
 
 int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr_error_t *err) {
   kcr_informer_t *inf;
-  kcr_delta_fifo_options_t fo;
-  kcr_known_objects_t known;
+  kcr_delta_fifo_options fo;
+  kcr_known_objects known;
   int rc;
 
   *out = NULL;

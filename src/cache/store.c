@@ -965,7 +965,7 @@ static bool known_contains(void *data, const char *key) {
   return kcr_store_contains(data, key);
 }
 
-void kcr_store_known_objects(kcr_store_t *s, kcr_known_objects_t *out) {
+void kcr_store_known_objects(kcr_store_t *s, kcr_known_objects *out) {
   assert(s && out);
   out->list_keys = known_list_keys;
   out->get_by_key = known_get_by_key;

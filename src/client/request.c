@@ -75,7 +75,7 @@ struct kcr_client {
 
   /* Credentials snapshot, reused while fresh. */
   pthread_mutex_t cred_mu;
-  kcr_credentials_t creds; /* protected by cred_mu */
+  kcr_credentials creds;   /* protected by cred_mu */
   int have_creds;          /* protected by cred_mu */
   atomic_int plain_warned; /* set once the http:// credentials warning is logged */
 };
@@ -480,7 +480,7 @@ static int rate_wait(kcr_client_t *c, kcr_cancel_t *cancel) {
 /* current_credentials refreshes the snapshot when stale and applies it to easy. */
 static int apply_credentials(kcr_client_t *c, CURL *easy, struct curl_slist **headers,
                              kcr_error_t *err) {
-  kcr_credentials_t fresh;
+  kcr_credentials fresh;
   int rc = 0;
 
   pthread_mutex_lock(&c->cred_mu);

@@ -156,7 +156,7 @@ static int parse_error(kcr_watch_decoder_t *dec, const json_error_t *jerr, size_
 static int decode_line(kcr_watch_decoder_t *dec, const char *line, size_t len, kcr_error_t *err) {
   json_error_t jerr;
   json_t *root, *type, *object;
-  kcr_watch_event_t ev;
+  kcr_watch_event ev;
   kcr_error_t status_err;
   size_t i = 0;
   int rc;

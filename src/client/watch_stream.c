@@ -226,7 +226,7 @@ void kcr_watch_destroy(kcr_watch_t *w) {
   watch_unref(w);
 }
 
-static int on_decoded(const kcr_watch_event_t *ev, void *data) {
+static int on_decoded(const kcr_watch_event *ev, void *data) {
   kcr_watch_t *w = data;
   int stopped;
   pthread_mutex_lock(&w->mu);

@@ -167,7 +167,7 @@ static int dup_mem(const void *p, size_t n, void *out) {
   return 0;
 }
 
-static int snapshot_locked(kcr__creds_t *c, kcr_credentials_t *out, kcr_error_t *err) {
+static int snapshot_locked(kcr__creds_t *c, kcr_credentials *out, kcr_error_t *err) {
   const char *tok = c->token ? c->token : c->static_token;
   const unsigned char *cert = c->cert ? c->cert : c->static_cert;
   const unsigned char *key = c->cert ? c->key : c->static_key;
@@ -238,7 +238,7 @@ static int refresh(kcr__creds_t *c, char **tok, kcr__exec_result_t *res, kcr_err
   return read_token(c->token_file, tok, err);
 }
 
-static int get(kcr__creds_t *c, kcr_credentials_t *out, kcr_error_t *err) {
+static int get(kcr__creds_t *c, kcr_credentials *out, kcr_error_t *err) {
   int rc;
   pthread_mutex_lock(&c->mu);
   for (;;) {
@@ -299,7 +299,7 @@ static int get(kcr__creds_t *c, kcr_credentials_t *out, kcr_error_t *err) {
   return rc;
 }
 
-int kcr_rest_config_credentials(kcr_rest_config_t *cfg, kcr_credentials_t *out, kcr_error_t *err) {
+int kcr_rest_config_credentials(kcr_rest_config_t *cfg, kcr_credentials *out, kcr_error_t *err) {
   if (!out)
     return kcr_error_set(err, KCR_EINVAL, "out is NULL");
   memset(out, 0, sizeof(*out));
@@ -325,7 +325,7 @@ void kcr_rest_config_credentials_rejected(kcr_rest_config_t *cfg, uint64_t gener
   pthread_mutex_unlock(&c->mu);
 }
 
-void kcr_credentials_free(kcr_credentials_t *c) {
+void kcr_credentials_free(kcr_credentials *c) {
   if (!c)
     return;
   kcr__wipe_free_str(c->bearer_token);

@@ -138,38 +138,38 @@ struct kcr_requests {
 
 /* ---- the reconcile context ---- */
 
-const kcr_objclient *kcr_requests_client(kcr_requests *r) {
+const kcr_objclient *kcr_requests_client(kcr_requests_t *r) {
   return &r->c->client;
 }
 
-const kcr_objclient *kcr_reconcile_client(kcr_reconcile_ctx *ctx) {
+const kcr_objclient *kcr_reconcile_client(kcr_reconcile_ctx_t *ctx) {
   return &ctx->client;
 }
-kcr_cancel_t *kcr_reconcile_cancel(kcr_reconcile_ctx *ctx) {
+kcr_cancel_t *kcr_reconcile_cancel(kcr_reconcile_ctx_t *ctx) {
   return ctx->c->cancel;
 }
-kcr_error_t *kcr_reconcile_err(kcr_reconcile_ctx *ctx) {
+kcr_error_t *kcr_reconcile_err(kcr_reconcile_ctx_t *ctx) {
   return &ctx->err;
 }
-const char *kcr_reconcile_id(kcr_reconcile_ctx *ctx) {
+const char *kcr_reconcile_id(kcr_reconcile_ctx_t *ctx) {
   return ctx->id;
 }
-const char *kcr_reconcile_controller_name(kcr_reconcile_ctx *ctx) {
+const char *kcr_reconcile_controller_name(kcr_reconcile_ctx_t *ctx) {
   return ctx->c->name;
 }
 
-int kcr_reconcile_terminal(kcr_reconcile_ctx *ctx, int code) {
+int kcr_reconcile_terminal(kcr_reconcile_ctx_t *ctx, int code) {
   ctx->terminal = true;
   return code < 0 ? code : KCR_EINTERNAL;
 }
 
 /* ctx_log writes one line with the reconcile's fields. */
-static void ctx_log(kcr_reconcile_ctx *ctx, kcr_log_level level, const char *msg) {
+static void ctx_log(kcr_reconcile_ctx_t *ctx, kcr_log_level level, const char *msg) {
   kcr_log(level, "controller", "controller=%s namespace=%s name=%s reconcileID=%s: %s",
           ctx->c->name, ctx->ns, ctx->name, ctx->id, msg);
 }
 
-void kcr_reconcile_log(kcr_reconcile_ctx *ctx, kcr_log_level level, const char *fmt, ...) {
+void kcr_reconcile_log(kcr_reconcile_ctx_t *ctx, kcr_log_level level, const char *fmt, ...) {
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -381,7 +381,7 @@ static void enqueue(kcr_controller_t *c, const char *ns, const char *name) {
             key);
 }
 
-int kcr_requests_add(kcr_requests *r, const char *ns, const char *name) {
+int kcr_requests_add(kcr_requests_t *r, const char *ns, const char *name) {
   char key[KCR_META_KEY_MAX];
   int n;
   if (!name || !*name)
@@ -426,7 +426,7 @@ static void enqueue_for(watch_t *w, const json_t *obj) {
     enqueue_owners(c, obj);
     break;
   case W_MAP: {
-    kcr_requests r = {c};
+    kcr_requests_t r = {c};
     w->fn(obj, &r, w->fn_data);
     break;
   }
@@ -511,7 +511,7 @@ static void active(kcr_controller_t *c, int d) {
 }
 
 static void reconcile_key(kcr_controller_t *c, const char *key) {
-  kcr_reconcile_ctx ctx;
+  kcr_reconcile_ctx_t ctx;
   kcr_reconcile_request req;
   kcr_result res;
   char ns[NS_MAX];

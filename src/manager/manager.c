@@ -395,7 +395,7 @@ static bool has_run(kcr_manager_t *m) {
   return r;
 }
 
-int kcr_manager_new_controller(kcr_manager_t *m, const kcr_controller_options *o,
+int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o,
                                kcr_controller_t **out, kcr_error_t *err) {
   kcr_controller_options co;
   kcr_controller_t **nc;

@@ -164,7 +164,7 @@ static int sync_directory(const kcr_app_reconciler *r, const json_t *app, bool r
   return rc;
 }
 
-int kcr__app_reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req, kcr_result *res,
+int kcr__app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
                        void *data) {
   const kcr_app_reconciler *r = data;
   const kcr_objclient *c = kcr_reconcile_client(ctx);

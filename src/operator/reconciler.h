@@ -31,7 +31,7 @@ typedef struct kcr_app_reconciler {
  * backoff). A same-named child the App does not control is never touched: the
  * App reports Degraded with reason NameConflict and the pass succeeds.
  */
-int kcr__app_reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req, kcr_result *res,
+int kcr__app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
                        void *data);
 
 #endif /* KCR_OPERATOR_RECONCILER_H */

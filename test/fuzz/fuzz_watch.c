@@ -29,7 +29,7 @@ static int utf8_ok(const char *s) {
   return ok;
 }
 
-static int on_event(const kcr_watch_event_t *ev, void *data) {
+static int on_event(const kcr_watch_event *ev, void *data) {
   run_t *r = data;
   FUZZ_CHECK(ev->type >= KCR_WATCH_ADDED && ev->type <= KCR_WATCH_ERROR);
   FUZZ_CHECK(json_is_object(ev->object));

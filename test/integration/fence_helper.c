@@ -40,7 +40,7 @@ static void log_line(const char *what, int rc) {
     _exit(3);
 }
 
-static int on_reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req, kcr_result *res,
+static int on_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
                         void *data) {
   const kcr_objclient *c = kcr_reconcile_client(ctx);
   char patch[256];
@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
     goto fail;
   co.name = "fence";
   co.reconcile = on_reconcile;
-  if (kcr_manager_new_controller(m, &co, &c, &err) != 0 ||
+  if (kcr_manager_add_controller(m, &co, &c, &err) != 0 ||
       kcr_controller_for(c, &configmaps, NULL, &err) != 0 ||
       kcr_manager_add_runnable(m, &r, &err) != 0)
     goto fail;

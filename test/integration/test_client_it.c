@@ -373,7 +373,7 @@ typedef struct watch_count {
   int ended;
 } watch_count;
 
-static int on_event(const kcr_watch_event_t *ev, void *data) {
+static int on_event(const kcr_watch_event *ev, void *data) {
   watch_count *c = data;
   pthread_mutex_lock(&c->mu);
   if (ev->type == KCR_WATCH_ADDED)

@@ -184,7 +184,7 @@ static kcr_controller_t *new_controller(kcr_manager_t *m, const char *name, kcr_
   o.reconcile = fn;
   o.data = data;
   o.max_concurrent_reconciles = workers;
-  if (kcr_manager_new_controller(m, &o, &c, &err) != 0)
+  if (kcr_manager_add_controller(m, &o, &c, &err) != 0)
     fail_msg("controller: %s", err.message);
   return c;
 }
@@ -206,8 +206,8 @@ typedef struct many {
   int current, peak, overlaps, distinct;
 } many_t;
 
-static int reconcile_many(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req, kcr_result *res,
-                          void *data) {
+static int reconcile_many(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
+                          kcr_result *res, void *data) {
   many_t *s = data;
   int i = (int)strtol(req->name + 3, NULL, 10);
   (void)ctx;
@@ -307,7 +307,7 @@ typedef struct results {
 
 static const char *result_names[5] = {"r-ok", "r-error", "r-terminal", "r-requeue", "r-after"};
 
-static int reconcile_results(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req,
+static int reconcile_results(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
                              kcr_result *res, void *data) {
   results_t *s = data;
   int k = -1, n;
@@ -387,7 +387,7 @@ typedef struct statusw {
   atomic_int writes;
 } statusw_t;
 
-static int reconcile_status(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req,
+static int reconcile_status(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
                             kcr_result *res, void *data) {
   statusw_t *s = data;
   const kcr_objclient *c = kcr_reconcile_client(ctx);
@@ -456,7 +456,7 @@ typedef struct applied {
 
 /* reconcile_apply applies a child ConfigMap "<name>-ssa" holding the source's
  * name, with no field manager given: the controller's name is the default. */
-static int reconcile_apply(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req,
+static int reconcile_apply(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
                            kcr_result *res, void *data) {
   applied_t *a = data;
   const kcr_objclient *c = kcr_reconcile_client(ctx);
@@ -520,7 +520,7 @@ typedef struct owners {
   atomic_int calls;
 } owners_t;
 
-static int reconcile_owner(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req,
+static int reconcile_owner(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
                            kcr_result *res, void *data) {
   owners_t *s = data;
   (void)ctx;
@@ -573,8 +573,8 @@ static void test_controller_it_owner_mapping(void **state) {
 
 /* ---- SIGTERM with a reconcile in flight (child process) ---- */
 
-static int reconcile_slow(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req, kcr_result *res,
-                          void *data) {
+static int reconcile_slow(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
+                          kcr_result *res, void *data) {
   (void)ctx;
   (void)res;
   (void)data;
@@ -603,7 +603,7 @@ static int child_slow(const char *cns) {
     return 2;
   co.name = "slow";
   co.reconcile = reconcile_slow;
-  if (kcr_manager_new_controller(m, &co, &c, &err) ||
+  if (kcr_manager_add_controller(m, &co, &c, &err) ||
       kcr_predicate_label_selector("it=slow", &p, &err) || kcr_controller_for(c, &cm_gvk, p, &err))
     return 2;
   printf("ready\n");

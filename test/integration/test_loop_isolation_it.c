@@ -67,7 +67,7 @@ static void on_slow_update(json_t *old_obj, json_t *new_obj, void *data) {
   (void)old_obj;
 }
 
-static int reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req, kcr_result *res,
+static int reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
                      void *data) {
   (void)ctx;
   (void)req;
@@ -207,7 +207,7 @@ static void test_slow_handlers_do_not_hold_the_loop(void **state) {
   memset(&co, 0, sizeof(co));
   co.name = "loopiso";
   co.reconcile = reconcile;
-  assert_int_equal(kcr_manager_new_controller(r.m, &co, &c, &err), 0);
+  assert_int_equal(kcr_manager_add_controller(r.m, &co, &c, &err), 0);
   assert_int_equal(kcr_controller_for(c, &cm, NULL, &err), 0);
   snprintf(lease, sizeof(lease), "kcr-loopiso-%d", (int)getpid());
   memset(&so, 0, sizeof(so));

@@ -58,7 +58,7 @@ static long http_get(int port, const char *path, kcr_buf_t *body) {
   return code;
 }
 
-static int reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req, kcr_result *res,
+static int reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
                      void *data) {
   (void)ctx;
   (void)req;
@@ -120,7 +120,7 @@ static void test_manager_serves_probes_metrics_and_leads(void **state) {
   memset(&co, 0, sizeof(co));
   co.name = "serving-test";
   co.reconcile = reconcile;
-  assert_int_equal(kcr_manager_new_controller(r.m, &co, &c, &err), 0);
+  assert_int_equal(kcr_manager_add_controller(r.m, &co, &c, &err), 0);
   assert_int_equal(kcr_controller_for(c, &cm, NULL, &err), 0);
   snprintf(lease, sizeof(lease), "kcr-serving-%d", (int)getpid());
   memset(&so, 0, sizeof(so));

@@ -101,7 +101,7 @@ typedef struct seen {
   kcr_watch_t *w;
 } seen_t;
 
-static int on_event(const kcr_watch_event_t *ev, void *data) {
+static int on_event(const kcr_watch_event *ev, void *data) {
   seen_t *s = data;
   const char *rv = json_string_value(
       json_object_get(json_object_get(ev->object, "metadata"), "resourceVersion"));

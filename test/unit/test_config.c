@@ -130,7 +130,7 @@ static int load_text(const char *dir, const char *yaml, const char *context,
 static void test_config_basic_kubeconfig_fields(void **state) {
   kcr_rest_config_t *cfg = NULL;
   kcr_error_t err = {0};
-  kcr_credentials_t cr;
+  kcr_credentials cr;
   size_t len;
   const unsigned char *ca;
   const char *const *g, *const *x;
@@ -179,7 +179,7 @@ static void test_config_basic_kubeconfig_fields(void **state) {
 static void test_config_data_fields_and_context_override(void **state) {
   kcr_rest_config_t *cfg = NULL;
   kcr_error_t err = {0};
-  kcr_credentials_t cr;
+  kcr_credentials cr;
   size_t len;
   const unsigned char *ca;
   (void)state;
@@ -223,7 +223,7 @@ static void test_config_merge_first_file_wins(void **state) {
   kcr_config_options o = {0};
   kcr_rest_config_t *cfg = NULL;
   kcr_error_t err = {0};
-  kcr_credentials_t cr;
+  kcr_credentials cr;
   (void)state;
 
   /* A missing file in the middle of KUBECONFIG is skipped, as client-go does. */
@@ -275,7 +275,7 @@ static void test_config_merge_first_file_wins(void **state) {
 static void test_config_relative_paths_resolve_against_file(void **state) {
   kcr_rest_config_t *cfg = NULL;
   kcr_error_t err = {0};
-  kcr_credentials_t cr;
+  kcr_credentials cr;
   size_t len;
   const unsigned char *ca;
   char cwd[4096];
@@ -301,7 +301,7 @@ static void test_config_token_file_rotation(void **state) {
   char *tok = fmt("%s/token", dir);
   kcr_rest_config_t *cfg = NULL;
   kcr_error_t err = {0};
-  kcr_credentials_t cr;
+  kcr_credentials cr;
   kcr_clock_t *clock;
   uint64_t g1, g2;
   (void)state;
@@ -713,7 +713,7 @@ static void test_config_context_without_user_is_anonymous(void **state) {
                      cases[i].context);
     kcr_rest_config_t *cfg = NULL;
     kcr_error_t err = {0};
-    kcr_credentials_t cr;
+    kcr_credentials cr;
     struct logged l = {0};
     kcr_log_set_handler(on_log, &l);
     if (load_text(dir, yaml, NULL, &cfg, &err) != 0)
@@ -762,7 +762,7 @@ static void test_config_in_cluster(void **state) {
   kcr_config_options o = {0};
   kcr_rest_config_t *cfg = NULL;
   kcr_error_t err = {0};
-  kcr_credentials_t cr;
+  kcr_credentials cr;
   kcr_clock_t *clock;
   const unsigned char *ca;
   size_t len;
@@ -929,7 +929,7 @@ static void test_config_precedence(void **state) {
 
 static void test_config_alloc_failure_loop(void **state) {
   kcr_rest_config_t *cfg = NULL;
-  kcr_credentials_t cr = {0};
+  kcr_credentials cr = {0};
   char **env = mkenv("KUBECONFIG=" DATA "/merge-a.yaml:" DATA "/merge-b.yaml", NULL);
   char *sa = make_sa_dir("tok", "ns");
   char **inenv = mkenv("KUBERNETES_SERVICE_HOST=::1", "KUBERNETES_SERVICE_PORT=443", NULL);

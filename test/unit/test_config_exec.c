@@ -162,7 +162,7 @@ static int64_t now_ms(void) {
 static void test_config_exec_v1_token_and_exec_info(void **state) {
   struct fixture *fx = *state;
   kcr_error_t err = {0};
-  kcr_credentials_t cr;
+  kcr_credentials cr;
   json_t *info, *cluster;
   json_error_t je;
   char *p, *args;
@@ -228,7 +228,7 @@ static void test_config_exec_v1_token_and_exec_info(void **state) {
 static void test_config_exec_v1beta1_client_cert(void **state) {
   struct fixture *fx = *state;
   kcr_error_t err = {0};
-  kcr_credentials_t cr;
+  kcr_credentials cr;
   static const char cert[] =
       "-----BEGIN CERTIFICATE-----\nZXhlYy1jZXJ0\n-----END CERTIFICATE-----\n";
   static const char key[] =
@@ -266,7 +266,7 @@ static void test_config_exec_v1beta1_client_cert(void **state) {
 static void test_config_exec_refreshes_before_expiry(void **state) {
   struct fixture *fx = *state;
   kcr_error_t err = {0};
-  kcr_credentials_t cr;
+  kcr_credentials cr;
   kcr_clock_t *clock;
   uint64_t g1, g2;
 
@@ -318,7 +318,7 @@ static void test_config_exec_refreshes_before_expiry(void **state) {
 static void test_config_exec_rejected_reruns(void **state) {
   struct fixture *fx = *state;
   kcr_error_t err = {0};
-  kcr_credentials_t cr;
+  kcr_credentials cr;
   uint64_t g1;
 
   plugin(fx, COUNTER "printf '{\"apiVersion\":\"" V1 "\",\"kind\":\"ExecCredential\","
@@ -353,7 +353,7 @@ struct worker {
 
 static void *on_worker(void *arg) {
   struct worker *w = arg;
-  kcr_credentials_t cr;
+  kcr_credentials cr;
   w->rc = kcr_rest_config_credentials(w->cfg, &cr, NULL);
   if (w->rc == 0)
     snprintf(w->token, sizeof(w->token), "%s", cr.bearer_token);
@@ -386,7 +386,7 @@ static void test_config_exec_concurrent_callers_share_one_run(void **state) {
 static void test_config_exec_timeout(void **state) {
   struct fixture *fx = *state;
   kcr_error_t err = {0};
-  kcr_credentials_t cr;
+  kcr_credentials cr;
   int64_t start;
 
   plugin(fx, "sleep 30\n");
@@ -403,7 +403,7 @@ static void test_config_exec_timeout(void **state) {
 static void test_config_exec_output_too_big(void **state) {
   struct fixture *fx = *state;
   kcr_error_t err = {0};
-  kcr_credentials_t cr;
+  kcr_credentials cr;
 
   /* Megabytes, then a hang: the limit must cut it off, not the timeout. */
   plugin(fx, "head -c 4000000 /dev/zero | tr '\\000' a\nsleep 30\n");
@@ -415,7 +415,7 @@ static void test_config_exec_output_too_big(void **state) {
 static void test_config_exec_failure_reports_stderr(void **state) {
   struct fixture *fx = *state;
   kcr_error_t err = {0};
-  kcr_credentials_t cr;
+  kcr_credentials cr;
 
   plugin(fx, "echo 'SEKRET-NOT-PRINTED-1'\n"
              "echo 'boom: the identity provider said no' >&2\n"
@@ -471,7 +471,7 @@ static void test_config_exec_bad_output(void **state) {
   plugin(fx, "cat \"$DIR/out.json\"\n");
   assert_int_equal(load(fx, NULL, V1, NULL, NULL, &err), 0);
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    kcr_credentials_t cr;
+    kcr_credentials cr;
     int rc;
     write_file(out, cases[i].output, 0600);
     kcr_error_clear(&err);
@@ -486,7 +486,7 @@ static void test_config_exec_bad_output(void **state) {
 static void test_config_exec_command_lookup(void **state) {
   struct fixture *fx = *state;
   kcr_error_t err = {0};
-  kcr_credentials_t cr;
+  kcr_credentials cr;
   kcr_config_options o = {0};
   char *path_env = fmt("PATH=/nonexistent::%s:/usr/bin:/bin", fx->dir);
   char *env[] = {path_env, NULL};

@@ -23,7 +23,7 @@ typedef struct fake {
   bool had_cancel;
 } fake_t;
 
-static int reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req, kcr_result *res,
+static int reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
                      void *data) {
   fake_t *f = data;
   f->calls++;
@@ -254,7 +254,7 @@ static void drain(kcr_workqueue_t *q, char *out, size_t size) {
   }
 }
 
-static void map_to_two(const json_t *obj, kcr_requests *reqs, void *data) {
+static void map_to_two(const json_t *obj, kcr_requests_t *reqs, void *data) {
   (void)data;
   kcr_requests_add(reqs, kcr_meta_namespace(obj), "mapped-1");
   kcr_requests_add(reqs, "", "mapped-cluster");

@@ -36,7 +36,7 @@ static json_t *mk(const char *name, int val) {
   return o;
 }
 
-static void render(const kcr_delta_t *d, size_t n, char *buf, size_t size) {
+static void render(const kcr_delta *d, size_t n, char *buf, size_t size) {
   size_t off = 0;
   buf[0] = '\0';
   for (size_t i = 0; i < n; i++) {
@@ -61,7 +61,7 @@ typedef struct popped {
   int ret;
 } popped_t;
 
-static int on_pop(const char *key, const kcr_delta_t *d, size_t n, bool initial, bool *requeue,
+static int on_pop(const char *key, const kcr_delta *d, size_t n, bool initial, bool *requeue,
                   void *data) {
   popped_t *p = data;
   assert_true(n >= 1);
@@ -107,7 +107,7 @@ static const char *fifo_keys(kcr_delta_fifo_t *f, char *buf, size_t size) {
 }
 
 static const char *queued(kcr_delta_fifo_t *f, const char *key, char *buf, size_t size) {
-  kcr_delta_t *d = NULL;
+  kcr_delta *d = NULL;
   size_t n = 0;
   int rc = kcr_delta_fifo_get_by_key(f, key, &d, &n);
   if (rc == KCR_ENOENT) {
@@ -183,8 +183,8 @@ static int lister_get_by_key(void *data, const char *key, json_t **out) {
 }
 
 /* new_fifo makes a FIFO with the given known objects (vals; names, NULL ends). */
-static kcr_delta_fifo_t *new_fifo(lister_t *l, kcr_known_objects_t *k) {
-  kcr_delta_fifo_options_t o = {0};
+static kcr_delta_fifo_t *new_fifo(lister_t *l, kcr_known_objects *k) {
+  kcr_delta_fifo_options o = {0};
   kcr_delta_fifo_t *f = NULL;
   if (l) {
     k->list_keys = lister_list_keys;
@@ -224,8 +224,8 @@ static void *produce(void *arg) {
   return NULL;
 }
 
-static int on_pop_order(const char *key, const kcr_delta_t *d, size_t n, bool initial,
-                        bool *requeue, void *data) {
+static int on_pop_order(const char *key, const kcr_delta *d, size_t n, bool initial, bool *requeue,
+                        void *data) {
   int *last = data; /* last[0] for producer a, last[1] for b */
   const json_t *o = d[n - 1].object;
   int from = strcmp(json_string_value(json_object_get(o, "from")), "a") == 0 ? 0 : 1;
@@ -258,7 +258,7 @@ static void test_delta_fifo_basic(void **state) {
 
 static void test_delta_fifo_replace_with_delete_delta_in(void **state) {
   lister_t l = {{mk("foo", 1)}, 1};
-  kcr_known_objects_t k;
+  kcr_known_objects k;
   kcr_delta_fifo_t *f = new_fifo(&l, &k);
   (void)state;
   del(f, mk("foo", 1));
@@ -318,7 +318,7 @@ static void test_delta_fifo_replace_deletes_objects_only_in_queue(void **state) 
   for (int i = 0; i < 6; i++) {
     for (int with_known = 0; with_known < 2; with_known++) {
       lister_t l = {{NULL}, 0};
-      kcr_known_objects_t k;
+      kcr_known_objects k;
       kcr_delta_fifo_t *f = new_fifo(with_known ? &l : NULL, &k);
       only_in_queue_case(i, f);
       expect_pop(f, want[i]);
@@ -328,7 +328,7 @@ static void test_delta_fifo_replace_deletes_objects_only_in_queue(void **state) 
   }
 }
 
-static int on_requeue(const char *key, const kcr_delta_t *d, size_t n, bool initial, bool *requeue,
+static int on_requeue(const char *key, const kcr_delta *d, size_t n, bool initial, bool *requeue,
                       void *data) {
   int *mode = data;
   (void)n;
@@ -360,7 +360,7 @@ static void test_delta_fifo_add_update(void **state) {
   kcr_delta_fifo_t *f = new_fifo(NULL, NULL);
   json_t *list = NULL, *probe;
   char buf[256];
-  kcr_delta_t *d = NULL;
+  kcr_delta *d = NULL;
   size_t n = 0;
   (void)state;
   add(f, mk("foo", 10));
@@ -387,7 +387,7 @@ static int count_transform(json_t *obj, void *data) {
 }
 
 static void test_delta_fifo_transformer(void **state) {
-  kcr_delta_fifo_options_t o = {0};
+  kcr_delta_fifo_options o = {0};
   kcr_delta_fifo_t *f = NULL;
   int calls = 0;
   char buf[256];
@@ -432,7 +432,7 @@ static void test_delta_fifo_enqueueing_no_lister(void **state) {
 
 static void test_delta_fifo_enqueueing_with_lister(void **state) {
   lister_t l = {{mk("foo", 5), mk("bar", 6), mk("baz", 7)}, 3};
-  kcr_known_objects_t k;
+  kcr_known_objects k;
   kcr_delta_fifo_t *f = new_fifo(&l, &k);
   (void)state;
   add(f, mk("foo", 10));
@@ -459,7 +459,7 @@ static void test_delta_fifo_add_replace(void **state) {
 
 static void test_delta_fifo_resync_non_existing(void **state) {
   lister_t l = {{mk("foo", 5)}, 1};
-  kcr_known_objects_t k;
+  kcr_known_objects k;
   kcr_delta_fifo_t *f = new_fifo(&l, &k);
   char buf[128];
   (void)state;
@@ -472,7 +472,7 @@ static void test_delta_fifo_resync_non_existing(void **state) {
 
 static void test_delta_fifo_resync(void **state) {
   lister_t l = {{mk("foo", 5)}, 1};
-  kcr_known_objects_t k;
+  kcr_known_objects k;
   kcr_delta_fifo_t *f = new_fifo(&l, &k), *none = new_fifo(NULL, NULL);
   char buf[128];
   (void)state;
@@ -489,7 +489,7 @@ static void test_delta_fifo_resync(void **state) {
 
 static void test_delta_fifo_delete_existing_non_propagated(void **state) {
   lister_t l = {{NULL}, 0};
-  kcr_known_objects_t k;
+  kcr_known_objects k;
   kcr_delta_fifo_t *f = new_fifo(&l, &k);
   char buf[128];
   (void)state;
@@ -501,7 +501,7 @@ static void test_delta_fifo_delete_existing_non_propagated(void **state) {
 
 static void test_delta_fifo_replace_makes_deletions(void **state) {
   lister_t l = {{mk("foo", 5), mk("bar", 6), mk("baz", 7)}, 3};
-  kcr_known_objects_t k;
+  kcr_known_objects k;
   kcr_delta_fifo_t *f;
   (void)state;
 
@@ -559,7 +559,7 @@ static void test_delta_fifo_replace_makes_deletions(void **state) {
 
 static void test_delta_fifo_replace_delta_type(void **state) {
   lister_t l = {{mk("foo", 5)}, 1};
-  kcr_known_objects_t k;
+  kcr_known_objects k;
   kcr_delta_fifo_t *f = new_fifo(&l, &k);
   (void)state;
   replace(f, json_pack("[o]", mk("foo", 5)));
@@ -570,7 +570,7 @@ static void test_delta_fifo_replace_delta_type(void **state) {
 
 static void test_delta_fifo_update_resync_race(void **state) {
   lister_t l = {{mk("foo", 5)}, 1};
-  kcr_known_objects_t k;
+  kcr_known_objects k;
   kcr_delta_fifo_t *f = new_fifo(&l, &k);
   (void)state;
   update(f, mk("foo", 6));
@@ -583,7 +583,7 @@ static void test_delta_fifo_update_resync_race(void **state) {
 
 static void test_delta_fifo_has_synced_correct_on_deletion(void **state) {
   lister_t l = {{mk("foo", 5), mk("bar", 6), mk("baz", 7)}, 3};
-  kcr_known_objects_t k;
+  kcr_known_objects k;
   kcr_delta_fifo_t *f = new_fifo(&l, &k);
   static const char *const want[] = {"Replaced:foo=5", "Deleted!bar:bar=6", "Deleted!baz:baz=7"};
   (void)state;
@@ -618,11 +618,11 @@ static void test_delta_fifo_detect_line_jumpers(void **state) {
 
 /* Pop into a kept copy, as upstream's consumer keeps the Deltas it popped. */
 typedef struct kept {
-  kcr_delta_t d[4];
+  kcr_delta d[4];
   size_t n;
 } kept_t;
 
-static int on_keep(const char *key, const kcr_delta_t *d, size_t n, bool initial, bool *requeue,
+static int on_keep(const char *key, const kcr_delta *d, size_t n, bool initial, bool *requeue,
                    void *data) {
   kept_t *k = data;
   (void)key;
@@ -669,8 +669,8 @@ static void test_delta_fifo_add_if_not_present(void **state) {
 static void test_delta_fifo_key_of(void **state) {
   kcr_delta_fifo_t *f = new_fifo(NULL, NULL);
   json_t *c = mk("C", 0);
-  kcr_delta_t d1[] = {{KCR_DELTA_ADDED, c, NULL}};
-  kcr_delta_t d2[] = {{KCR_DELTA_ADDED, c, NULL}, {KCR_DELTA_DELETED, NULL, "D"}};
+  kcr_delta d1[] = {{KCR_DELTA_ADDED, c, NULL}};
+  kcr_delta d2[] = {{KCR_DELTA_ADDED, c, NULL}, {KCR_DELTA_DELETED, NULL, "D"}};
   char buf[KCR_META_KEY_MAX];
   (void)state;
   assert_int_equal(kcr_delta_fifo_key_of(f, d1, 1, buf, sizeof(buf)), 0);
@@ -729,7 +729,7 @@ static void test_delta_fifo_has_synced(void **state) {
 
 static void test_delta_fifo_dedup_deletes(void **state) {
   lister_t l = {{mk("foo", 5)}, 1};
-  kcr_known_objects_t k;
+  kcr_known_objects k;
   kcr_delta_fifo_t *f = new_fifo(&l, &k);
   char buf[128];
   (void)state;
@@ -762,8 +762,8 @@ static int racy_get(void *data, const char *key, json_t **out) {
 
 static void test_delta_fifo_tombstone_without_object(void **state) {
   lister_t l = {{mk("gone", 1)}, 1};
-  kcr_known_objects_t k = {lister_list_keys, racy_get, NULL, &l};
-  kcr_delta_fifo_options_t o = {0};
+  kcr_known_objects k = {lister_list_keys, racy_get, NULL, &l};
+  kcr_delta_fifo_options o = {0};
   kcr_delta_fifo_t *f = NULL;
   json_t *list = NULL;
   (void)state;
@@ -843,7 +843,7 @@ static void test_delta_fifo_bad_objects(void **state) {
 
 /* --- with the store as known objects, as an informer uses it ----------------- */
 
-static int apply_to_store(const char *key, const kcr_delta_t *d, size_t n, bool initial,
+static int apply_to_store(const char *key, const kcr_delta *d, size_t n, bool initial,
                           bool *requeue, void *data) {
   kcr_store_t *s = data;
   (void)initial;
@@ -859,8 +859,8 @@ static int apply_to_store(const char *key, const kcr_delta_t *d, size_t n, bool 
 
 static void test_delta_fifo_with_store(void **state) {
   kcr_store_t *s = NULL;
-  kcr_known_objects_t k;
-  kcr_delta_fifo_options_t o = {0};
+  kcr_known_objects k;
+  kcr_delta_fifo_options o = {0};
   kcr_delta_fifo_t *f = NULL;
   (void)state;
   assert_int_equal(kcr_store_create(NULL, NULL, &s), 0);
@@ -899,7 +899,7 @@ static void check_invariant(void) {
   size_t n = 0;
   assert_int_equal(kcr_delta_fifo_list_keys(af, &v, &n), 0);
   for (size_t i = 0; i < n; i++) {
-    kcr_delta_t *d = NULL;
+    kcr_delta *d = NULL;
     size_t dn = 0;
     assert_int_equal(kcr_delta_fifo_get_by_key(af, v[i], &d, &dn), 0);
     assert_true(dn >= 1);
@@ -930,7 +930,7 @@ static void test_delta_fifo_add_alloc_failure(void **state) {
 static void test_delta_fifo_replace_alloc_failure(void **state) {
   json_t *list = json_pack("[o,o,o]", mk("a", 1), mk("b", 1), mk("k1", 2));
   lister_t l = {{mk("k1", 1), mk("k2", 1)}, 2};
-  kcr_known_objects_t k;
+  kcr_known_objects k;
   (void)state;
   /* KCR_TEST_ALLOC_LOOP by hand: each run needs a fresh FIFO made without failures. */
   kcr_test_alloc_install();

@@ -572,7 +572,7 @@ typedef struct gated {
   atomic_int calls;
 } gated_t;
 
-static int on_reconcile(kcr_reconcile_ctx *ctx, const kcr_reconcile_request *req, kcr_result *res,
+static int on_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
                         void *data) {
   gated_t *g = data;
   (void)ctx;
@@ -639,7 +639,7 @@ static void test_leaderelection_manager_fenced(void **state) {
   co.reconcile = on_reconcile;
   co.data = &g;
   co.clock = f->clock;
-  assert_int_equal(kcr_manager_new_controller(m, &co, &c, NULL), 0);
+  assert_int_equal(kcr_manager_add_controller(m, &co, &c, NULL), 0);
 
   /* not leading: writes refused, workers do not reconcile */
   assert_writes_fenced(kcr_manager_client(m));

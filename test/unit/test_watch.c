@@ -29,7 +29,7 @@ typedef struct collector {
   int mismatches;
 } collector_t;
 
-static int on_event(const kcr_watch_event_t *ev, void *data) {
+static int on_event(const kcr_watch_event *ev, void *data) {
   collector_t *c = data;
   int i = c->n++;
 
@@ -395,7 +395,7 @@ static void test_watch_type_names(void **state) {
 }
 
 /* counting_cb just counts and drops, allocating nothing itself. */
-static int counting_cb(const kcr_watch_event_t *ev, void *data) {
+static int counting_cb(const kcr_watch_event *ev, void *data) {
   (*(int *)data)++;
   json_decref(ev->object);
   return 0;
