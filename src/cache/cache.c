@@ -996,7 +996,8 @@ static int make_list(entry_t *e, const kcr_gvk *gvk, json_t *items, const fsel_t
   }
   for (size_t i = 0; i < n; i++)
     v[i] = json_array_get(items, i);
-  qsort(v, n, sizeof(*v), cmp_by_key);
+  if (n > 1)
+    qsort(v, n, sizeof(*v), cmp_by_key);
   for (size_t i = 0; i < n && rc == 0; i++) {
     char key[KCR_META_KEY_MAX];
     if (!fsel_keeps(f, v[i]))

@@ -223,6 +223,15 @@ static void stop(fixture *f) {
     assert_true(cond);                                                                             \
   } while (0)
 
+/* seen reads one of the handler's counters under its lock. */
+static int seen(fixture *f, const int *counter) {
+  int v;
+  pthread_mutex_lock(&f->seen.mu);
+  v = *counter;
+  pthread_mutex_unlock(&f->seen.mu);
+  return v;
+}
+
 static int store_has(fixture *f, const char *key) {
   return kcr_store_contains(kcr_informer_store(f->inf), key);
 }
@@ -235,11 +244,10 @@ static void test_informer_gone_watch_relists_with_tombstones(void **state) {
   WAIT_FOR(atomic_load(&f->script.lists) == 2 && store_has(f, "ns/a") && !store_has(f, "ns/b") &&
            !store_has(f, "ns/c"));
   assert_string_equal(watch_rv(&f->script, 0), "100");
-  /* b and c vanished in the relist: deletions inferred, final state unknown. */
-  pthread_mutex_lock(&f->seen.mu);
-  assert_int_equal(f->seen.tombstones, 2);
-  assert_int_equal(f->seen.adds, 3); /* a, b, then c from the watch */
-  pthread_mutex_unlock(&f->seen.mu);
+  /* b and c vanished in the relist: deletions inferred, final state unknown.
+   * Handlers run on their own thread: wait for it to catch up. */
+  WAIT_FOR(seen(f, &f->seen.tombstones) == 2);
+  WAIT_FOR(seen(f, &f->seen.adds) == 3); /* a, b, then c from the watch */
   WAIT_FOR(atomic_load(&f->script.watches) >= 2);
   assert_string_equal(watch_rv(&f->script, 1), "200");
   kcr_informer_get_stats(f->inf, &st);
@@ -278,9 +286,7 @@ static void test_informer_normal_end_resumes_from_last_version(void **state) {
   WAIT_FOR(atomic_load(&f->script.watches) >= 2);
   assert_string_equal(watch_rv(&f->script, 1), "120");
   assert_int_equal(atomic_load(&f->script.lists), 1);
-  pthread_mutex_lock(&f->seen.mu);
-  assert_int_equal(f->seen.updates, 1);
-  pthread_mutex_unlock(&f->seen.mu);
+  WAIT_FOR(seen(f, &f->seen.updates) == 1);
   assert_int_equal(kcr_informer_wait_for_resource_version(f->inf, "120", KCR_NSEC_PER_SEC, NULL),
                    0);
   stop(f);
