@@ -753,6 +753,7 @@ static int attempt(kcr_client_t *c, const kcr_request *req, long *status, kcr_bu
   r.method = req->method;
   r.cancel = req->cancel;
   r.t.done = on_sync_done;
+  r.t.nudge_when_quiet = 1; /* a request ends on its own (loop.c: nudging) */
   kcr_buf_init(&r.body, c->max_response);
   if ((rc = rate_wait(c, req->cancel)) != 0)
     return kcr_error_set(err, rc, "%s %s: canceled", req->method, req->path);

@@ -15,6 +15,25 @@
  * CURLE_ABORTED_BY_CALLBACK), clean up the multi handle (curl closes its
  * connections and removes their sockets), close every remaining handle, and let
  * uv_run return; the stopping thread joins, and destroy checks uv_loop_close.
+ *
+ * Nudging quiet HTTP/2 requests (issue 16, bug 12: an initial list that stalled
+ * for 60 s). libcurl before 8.1.0 (Debian bookworm has 7.88.1) copies a stream's
+ * DATA into that transfer's receive buffer; when the buffer is full it returns
+ * NGHTTP2_ERR_PAUSE from nghttp2's data callback. nghttp2 then stops in the middle
+ * of the frame, and finishes it (END_STREAM, stream closed) only on its next
+ * nghttp2_session_mem_recv call, which libcurl makes only when new bytes come from
+ * the socket. So when the paused frame is the response's last and the last bytes
+ * on the wire, the transfer has all its data and never completes: no socket event
+ * and no timer is due, nothing is lost by this glue, and the next bytes on the
+ * connection (a watch bookmark, about a minute later) release it. Seen with the
+ * loop's trace: the LIST page's stream got 16 KiB + 1267 bytes, "Unpaused", then
+ * nothing until a bookmark arrived 59.5 s later. libcurl 8.1.0 stopped pausing
+ * nghttp2 (it buffers per stream instead). Here a repeating timer looks at the
+ * transfers that end on their own (kcr__transfer_t.nudge_when_quiet): one that has
+ * received part of an HTTP/2 response and nothing since the previous tick gets a
+ * HEAD / on the same connection (a duplicate of its handle, removed with it at the
+ * latest); the answer's bytes make libcurl feed nghttp2 again. Once per quiet
+ * stretch: a server that is merely slow costs one small request.
  */
 #include <assert.h>
 #include <pthread.h>
@@ -25,6 +44,10 @@
 #include "kcr/log.h"
 #include "loop/loop_internal.h"
 #include "util/alloc.h"
+
+/* QUIET_MS: how long a partly answered HTTP/2 request may stay silent before its
+ * connection is nudged (see above). A stall then costs at most two periods. */
+#define QUIET_MS 250
 
 typedef struct post {
   struct post *next;
@@ -43,6 +66,8 @@ struct kcr_loop {
   uv_loop_t uv;            /* loop thread (after start) */
   uv_async_t doorbell;     /* loop thread; uv_async_send from any thread */
   uv_timer_t curl_timer;   /* loop thread */
+  uv_timer_t quiet_timer;  /* loop thread: runs while a nudgeable transfer is active */
+  uint64_t quiet_ms;       /* loop thread (or before start); 0: no nudging */
   CURLM *multi;            /* loop thread */
   pthread_t thread;        /* owner thread (create/start/stop) */
   int started;             /* owner thread */
@@ -57,6 +82,7 @@ struct kcr_loop {
   atomic_uint_fast64_t transfers_started;
   atomic_uint_fast64_t transfers_done;
   atomic_uint_fast64_t wakeups;
+  atomic_uint_fast64_t nudges;
   atomic_int has_thread;
   pthread_t loop_thread; /* written once by the loop thread, before has_thread */
 };
@@ -153,8 +179,19 @@ static void unlink_transfer(kcr_loop_t *l, kcr__transfer_t *t) {
   t->active = 0;
 }
 
+/* drop_nudge removes t's nudge, if any: it never outlives t, whose headers,
+ * body and options it borrowed through curl_easy_duphandle. */
+static void drop_nudge(kcr_loop_t *l, kcr__transfer_t *t) {
+  if (!t->nudge)
+    return;
+  curl_multi_remove_handle(l->multi, t->nudge);
+  curl_easy_cleanup(t->nudge);
+  t->nudge = NULL;
+}
+
 /* finish ends transfer t with result: off the multi handle, then its callback. */
 static void finish(kcr_loop_t *l, kcr__transfer_t *t, CURLcode result) {
+  drop_nudge(l, t);
   curl_multi_remove_handle(l->multi, t->easy);
   unlink_transfer(l, t);
   atomic_fetch_add(&l->transfers_done, 1);
@@ -171,9 +208,104 @@ static void check_multi_info(kcr_loop_t *l) {
       continue;
     curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
     t = (kcr__transfer_t *)(void *)priv;
-    assert(t && t->easy == msg->easy_handle);
+    assert(t);
+    if (msg->easy_handle == t->nudge) {
+      drop_nudge(l, t); /* it has done its job, or failed: either way, gone */
+      continue;
+    }
+    assert(t->easy == msg->easy_handle);
     finish(l, t, msg->data.result);
   }
+}
+
+static size_t on_discard(char *data, size_t size, size_t n, void *userp) {
+  (void)data;
+  (void)userp;
+  return size * n;
+}
+
+/* nudge_url writes scheme://host:port/ of t's URL into a new string (curl_free). */
+static char *nudge_url(kcr__transfer_t *t) {
+  char *eff = NULL, *url = NULL;
+  CURLU *u;
+  curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &eff);
+  if (!eff || !(u = curl_url()))
+    return NULL;
+  if (curl_url_set(u, CURLUPART_URL, eff, 0) != CURLUE_OK ||
+      curl_url_set(u, CURLUPART_PATH, "/", 0) != CURLUE_OK ||
+      curl_url_set(u, CURLUPART_QUERY, NULL, 0) != CURLUE_OK ||
+      curl_url_set(u, CURLUPART_FRAGMENT, NULL, 0) != CURLUE_OK ||
+      curl_url_get(u, CURLUPART_URL, &url, 0) != CURLUE_OK)
+    url = NULL;
+  curl_url_cleanup(u);
+  return url;
+}
+
+/* nudge sends HEAD / on t's connection (see the top of the file). A failure only
+ * means no nudge. */
+static void nudge(kcr_loop_t *l, kcr__transfer_t *t) {
+  char *url = nudge_url(t);
+  CURL *e;
+  if (!url)
+    return;
+  e = curl_easy_duphandle(t->easy);
+  if (e) {
+    /* The duplicate shares t's header list and body pointer: it is removed no
+     * later than t (drop_nudge in finish). */
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, NULL);
+    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    /* On the HTTP/2 connection t uses, whichever way it was made: libcurl 7.88
+     * trips over prior knowledge on a reused connection. */
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_discard);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, NULL);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_discard);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, NULL);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, NULL);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)(void *)t);
+    if (curl_multi_add_handle(l->multi, e) == CURLM_OK) {
+      t->nudge = e;
+      atomic_fetch_add(&l->nudges, 1);
+    } else {
+      curl_easy_cleanup(e);
+    }
+  }
+  curl_free(url);
+}
+
+/* on_quiet_tick nudges the connections of quiet, partly answered HTTP/2 requests. */
+static void on_quiet_tick(uv_timer_t *h) {
+  kcr_loop_t *l = h->data;
+  kcr__transfer_t *t;
+  int any = 0;
+  for (t = l->active; t; t = t->next) {
+    curl_off_t body = 0, seen;
+    long head = 0, version = 0;
+    if (!t->nudge_when_quiet)
+      continue;
+    any = 1;
+    curl_easy_getinfo(t->easy, CURLINFO_SIZE_DOWNLOAD_T, &body);
+    curl_easy_getinfo(t->easy, CURLINFO_HEADER_SIZE, &head);
+    seen = body + head;
+    if (seen != t->seen) {
+      t->seen = seen; /* progress since the last tick */
+      continue;
+    }
+    /* Quiet for a whole tick. Nothing received yet: the server is still working,
+     * libcurl holds nothing. Nudged at this count already: once is enough. */
+    if (seen == 0 || t->nudge || t->nudged_at == seen)
+      continue;
+    curl_easy_getinfo(t->easy, CURLINFO_HTTP_VERSION, &version);
+    if (version != CURL_HTTP_VERSION_2_0)
+      continue;
+    t->nudged_at = seen;
+    nudge(l, t);
+  }
+  if (!any)
+    uv_timer_stop(h);
 }
 
 int kcr__loop_add_transfer(kcr_loop_t *l, kcr__transfer_t *t) {
@@ -190,12 +322,16 @@ int kcr__loop_add_transfer(kcr_loop_t *l, kcr__transfer_t *t) {
   if (curl_multi_add_handle(l->multi, t->easy) != CURLM_OK)
     return KCR_EIO;
   t->active = 1;
+  t->nudge = NULL;
+  t->seen = t->nudged_at = 0;
   t->prev = NULL;
   t->next = l->active;
   if (l->active)
     l->active->prev = t;
   l->active = t;
   atomic_fetch_add(&l->transfers_started, 1);
+  if (t->nudge_when_quiet && l->quiet_ms && !uv_is_active((uv_handle_t *)&l->quiet_timer))
+    uv_timer_start(&l->quiet_timer, on_quiet_tick, l->quiet_ms, l->quiet_ms);
   return 0;
 }
 
@@ -207,6 +343,16 @@ void kcr__loop_cancel_transfer(kcr_loop_t *l, kcr__transfer_t *t) {
 
 uv_loop_t *kcr__loop_uv(kcr_loop_t *l) {
   return &l->uv;
+}
+
+void kcr__loop_set_quiet_ms(kcr_loop_t *l, uint64_t ms) {
+  l->quiet_ms = ms;
+  if (!ms)
+    uv_timer_stop(&l->quiet_timer);
+}
+
+uint64_t kcr__loop_nudges(kcr_loop_t *l) {
+  return atomic_load(&l->nudges);
 }
 
 static void on_close_any(uv_handle_t *h, void *arg) {
@@ -272,10 +418,13 @@ int kcr_loop_create(kcr_loop_t **out, kcr_error_t *err) {
   if (uv_loop_init(&l->uv) != 0)
     goto fail_mutex;
   if (uv_async_init(&l->uv, &l->doorbell, on_doorbell) != 0 ||
-      uv_timer_init(&l->uv, &l->curl_timer) != 0)
+      uv_timer_init(&l->uv, &l->curl_timer) != 0 || uv_timer_init(&l->uv, &l->quiet_timer) != 0)
     goto fail_uv;
   l->doorbell.data = l;
   l->curl_timer.data = l;
+  l->quiet_timer.data = l;
+  /* Only libcurl before 8.1.0 pauses nghttp2 (see the top of the file). */
+  l->quiet_ms = curl_version_info(CURLVERSION_NOW)->version_num < 0x080100 ? QUIET_MS : 0;
   l->multi = curl_multi_init();
   if (!l->multi)
     goto fail_uv;
