@@ -38,6 +38,7 @@
 #include "kcr/loop.h"
 #include "kcr_itutil.h"
 #include "kcr_testenv.h"
+#include "loop/loop_internal.h"
 
 static const kcr_gvr configmaps = {"", "v1", "configmaps"};
 static const kcr_gvr services = {"", "v1", "services"};
@@ -228,10 +229,11 @@ static double one_start(int n) {
   kcr_loop_get_stats(kcr_client_loop(c), &ls);
   fprintf(stderr,
           "stall: start %2d: %s in %.3f s (%zu objects, %d requests, %d slow, %llu "
-          "connections)\n",
+          "connections, %llu nudges)\n",
           n, rc == 0 ? "synced" : "NOT synced", dt, kcr_store_len(kcr_informer_store(cms)),
           atomic_load(&obs.requests), atomic_load(&obs.slow),
-          (unsigned long long)ls.connections_opened);
+          (unsigned long long)ls.connections_opened,
+          (unsigned long long)kcr__loop_nudges(kcr_client_loop(c)));
   if (rc == 0)
     assert_int_equal(kcr_store_len(kcr_informer_store(cms)), (size_t)objects);
   kcr_informer_destroy(cms);
