@@ -55,10 +55,11 @@ static int streaming;
 static int verbose;
 static double bound_s = 15;
 static int keep;
+static const char *fixed_ns; /* KCR_STALL_NS */
 
 static int env_int(const char *name, int def) {
   const char *v = getenv(name);
-  return v && *v ? atoi(v) : def;
+  return v && *v ? (int)strtol(v, NULL, 10) : def;
 }
 
 static double now_s(void) {
@@ -123,13 +124,16 @@ static int group_setup(void **state) {
   verbose = env_int("KCR_STALL_VERBOSE", 0);
   bound_s = env_int("KCR_STALL_BOUND_S", (int)bound_s);
   keep = env_int("KCR_STALL_KEEP", 0);
+  fixed_ns = getenv("KCR_STALL_NS");
+  if (fixed_ns && !*fixed_ns)
+    fixed_ns = NULL;
   if (kcr_it_connect(&env, &config, &client) != 0)
     return -1;
-  if (getenv("KCR_STALL_NS") && *getenv("KCR_STALL_NS")) {
+  if (fixed_ns) {
     json_t *list = NULL;
     kcr_request_options o;
     size_t have = 0;
-    snprintf(ns, sizeof(ns), "%s", getenv("KCR_STALL_NS"));
+    snprintf(ns, sizeof(ns), "%s", fixed_ns);
     memset(&o, 0, sizeof(o));
     o.limit = 1;
     if (kcr_client_list(client, &configmaps, ns, &o, &list, NULL) == 0) {
@@ -153,7 +157,7 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
   (void)state;
-  kcr_it_disconnect(env, config, client, keep || getenv("KCR_STALL_NS") ? NULL : ns);
+  kcr_it_disconnect(env, config, client, keep || fixed_ns ? NULL : ns);
   return 0;
 }
 
