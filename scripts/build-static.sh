@@ -14,7 +14,7 @@
 #     overrides ~/.cache/kcr) and reused.
 #  3. libkcr.a: the library's own CMake build (target kcr_static) against that
 #     libcurl, in build/static/kcr (Release, no tests).
-#  4. The operator: src/operator/*.c and cmd/kcr-operator/*.c compiled and linked
+#  4. The operator: cmd/kcr-operator/app/*.c and cmd/kcr-operator/*.c compiled and linked
 #     with -static and `pkg-config --static` link lines. This step does not rely on
 #     the top-level CMakeLists.txt knowing the operator.
 # Environment: KCR_CURL_VERSION (Debian version of curl to build; default: the
@@ -75,11 +75,11 @@ version=${KCR_OPERATOR_VERSION:-$(git -C "$root" describe --always --dirty 2>/de
 [ -n "$version" ] || version=$(sed -nE 's/^#define KCR_VERSION_STRING "(.*)"/\1/p' include/kcr/common.h)
 
 mkdir -p "$out"
-mapfile -t sources < <(ls src/operator/*.c cmd/kcr-operator/*.c)
+mapfile -t sources < <(ls cmd/kcr-operator/app/*.c cmd/kcr-operator/*.c)
 read -r -a libs <<<"$(pkg-config --static --libs libcurl jansson yaml-0.1 libuv-static openssl)"
 echo "build-static: linking kcr-operator (${#sources[@]} sources)" >&2
 "$cc" -std=c11 -O2 -g -D_GNU_SOURCE -DKCR_OPERATOR_VERSION="\"$version\"" \
-  -Iinclude -Isrc -Isrc/operator -Icmd/kcr-operator $(pkg-config --cflags libcurl) \
+  -Iinclude -Icmd/kcr-operator $(pkg-config --cflags libcurl) \
   -static -o "$out/kcr-operator.debug" "${sources[@]}" "$build/kcr/libkcr.a" "${libs[@]}" \
   -pthread 2>"$build/link.log" || {
   cat "$build/link.log" >&2

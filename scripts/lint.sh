@@ -17,7 +17,7 @@ if ! clang-format --dry-run -Werror "${files[@]}"; then
 fi
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DKCR_INTEGRATION=ON >/dev/null
-mapfile -t sources < <(git ls-files 'src/*.c' 'test/unit/*.c' 'test/support/*.c' 'test/fuzz/*.c' \
+mapfile -t sources < <(git ls-files 'src/*.c' 'cmd/*.c' 'test/unit/*.c' 'test/support/*.c' 'test/fuzz/*.c' \
   'test/integration/*.c' 'examples/*.c' 'examples/*/*.c')
 echo "lint: clang-tidy on ${#sources[@]} sources"
 if ! run-clang-tidy -quiet -p "$build" -j "$(nproc)" "${sources[@]/#/$PWD/}" >"$build/clang-tidy.log" 2>&1; then

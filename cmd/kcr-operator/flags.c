@@ -21,7 +21,7 @@
 /* The kinds of flag values. */
 enum kind { K_STRING, K_BOOL, K_INT, K_LEVEL, K_FORMAT, K_ADDR, K_LABEL, K_SUBDOMAIN };
 
-/* One flag: its name, kind, where it goes (an offset into kcr_op_flags), help. */
+/* One flag: its name, kind, where it goes (an offset into kop_flags), help. */
 typedef struct flag_def {
   const char *name;
   enum kind kind;
@@ -30,7 +30,7 @@ typedef struct flag_def {
   const char *help;
 } flag_def;
 
-#define F(field) offsetof(kcr_op_flags, field)
+#define F(field) offsetof(kop_flags, field)
 
 static const flag_def flag_defs[] = {
     {"kubeconfig", K_STRING, F(kubeconfig), "",
@@ -38,15 +38,15 @@ static const flag_def flag_defs[] = {
      "$KUBECONFIG, else ~/.kube/config."},
     {"leader-elect", K_BOOL, F(leader_elect), "false",
      "Enable leader election for the controller manager, ensuring only one active instance."},
-    {"leader-election-id", K_SUBDOMAIN, F(leader_election_id), KCR_OP_DEFAULT_LEADER_ELECTION_ID,
+    {"leader-election-id", K_SUBDOMAIN, F(leader_election_id), KOP_DEFAULT_LEADER_ELECTION_ID,
      "Name of the Lease used for leader election."},
     {"leader-election-namespace", K_LABEL, F(leader_election_namespace), "",
      "Namespace of the leader election Lease; default: the operator's own namespace."},
-    {"metrics-bind-address", K_ADDR, F(metrics_bind_address), KCR_OP_DEFAULT_METRICS_ADDR,
+    {"metrics-bind-address", K_ADDR, F(metrics_bind_address), KOP_DEFAULT_METRICS_ADDR,
      "Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it."},
     {"metrics-secure", K_BOOL, F(metrics_secure), "true",
      "Serve metrics over HTTPS with authentication and authorization; false for plain HTTP."},
-    {"health-probe-bind-address", K_ADDR, F(health_probe_bind_address), KCR_OP_DEFAULT_PROBE_ADDR,
+    {"health-probe-bind-address", K_ADDR, F(health_probe_bind_address), KOP_DEFAULT_PROBE_ADDR,
      "Address the /healthz and /readyz probe endpoint binds to; 0 disables it."},
     {"namespace", K_LABEL, F(watch_namespace), "",
      "Watch Apps in this namespace only; default: $WATCH_NAMESPACE, else all namespaces."},
@@ -105,7 +105,7 @@ static bool parse_port(const char *s, size_t len) {
   return v <= 65535;
 }
 
-bool kcr_op_valid_address(const char *addr) {
+bool kop_valid_address(const char *addr) {
   const char *colon;
   if (!addr) {
     return false;
@@ -151,11 +151,11 @@ static bool label_ok(const char *s, size_t len) {
   return true;
 }
 
-bool kcr_op_valid_dns_label(const char *s) {
+bool kop_valid_dns_label(const char *s) {
   return s && label_ok(s, strlen(s));
 }
 
-bool kcr_op_valid_dns_subdomain(const char *s) {
+bool kop_valid_dns_subdomain(const char *s) {
   size_t len;
   if (!s || (len = strlen(s)) == 0 || len > 253) {
     return false;
@@ -174,7 +174,7 @@ bool kcr_op_valid_dns_subdomain(const char *s) {
 }
 
 /* set_value stores value into the field of def, checking it. 0 or -1 with msg. */
-static int set_value(kcr_op_flags *out, const flag_def *def, const char *value, const char *origin,
+static int set_value(kop_flags *out, const flag_def *def, const char *value, const char *origin,
                      char *msg, size_t size) {
   char *field = (char *)out + def->offset;
   switch (def->kind) {
@@ -192,9 +192,9 @@ static int set_value(kcr_op_flags *out, const flag_def *def, const char *value, 
     long v;
     errno = 0;
     v = strtol(value, &end, 10);
-    if (errno || end == value || *end || v < 1 || v > KCR_OP_MAX_CONCURRENT_RECONCILES) {
+    if (errno || end == value || *end || v < 1 || v > KOP_MAX_CONCURRENT_RECONCILES) {
       return refuse(msg, size, "invalid value \"%s\" for %s: want an integer in 1..%d", value,
-                    origin, KCR_OP_MAX_CONCURRENT_RECONCILES);
+                    origin, KOP_MAX_CONCURRENT_RECONCILES);
     }
     *(int *)(void *)field = (int)v;
     return 0;
@@ -210,15 +210,15 @@ static int set_value(kcr_op_flags *out, const flag_def *def, const char *value, 
                   value, origin);
   case K_FORMAT:
     if (!strcmp(value, "json")) {
-      *(kcr_op_log_format *)(void *)field = KCR_OP_LOG_JSON;
+      *(kop_log_format *)(void *)field = KOP_LOG_JSON;
     } else if (!strcmp(value, "console")) {
-      *(kcr_op_log_format *)(void *)field = KCR_OP_LOG_CONSOLE;
+      *(kop_log_format *)(void *)field = KOP_LOG_CONSOLE;
     } else {
       return refuse(msg, size, "invalid value \"%s\" for %s: want json or console", value, origin);
     }
     return 0;
   case K_ADDR:
-    if (!kcr_op_valid_address(value)) {
+    if (!kop_valid_address(value)) {
       return refuse(msg, size,
                     "invalid address \"%s\" for %s: want HOST:PORT, :PORT, [IPv6]:PORT or 0 (off)",
                     value, origin);
@@ -226,7 +226,7 @@ static int set_value(kcr_op_flags *out, const flag_def *def, const char *value, 
     *(const char **)(void *)field = value;
     return 0;
   case K_LABEL:
-    if (*value && !kcr_op_valid_dns_label(value)) {
+    if (*value && !kop_valid_dns_label(value)) {
       return refuse(msg, size,
                     "invalid namespace \"%s\" for %s: want a DNS label (lower-case letters, digits "
                     "and '-', at most 63)",
@@ -235,7 +235,7 @@ static int set_value(kcr_op_flags *out, const flag_def *def, const char *value, 
     *(const char **)(void *)field = *value ? value : NULL;
     return 0;
   case K_SUBDOMAIN:
-    if (!kcr_op_valid_dns_subdomain(value)) {
+    if (!kop_valid_dns_subdomain(value)) {
       return refuse(msg, size,
                     "invalid name \"%s\" for %s: want a DNS subdomain (lower-case letters, digits, "
                     "'-' and '.', at most 253)",
@@ -268,8 +268,8 @@ static const flag_def *find_flag(const char *name, size_t len) {
   return NULL;
 }
 
-int kcr_op_flags_parse(int argc, char *const argv[], char *const env[], kcr_op_flags *out,
-                       char *msg, size_t msg_size) {
+int kop_flags_parse(int argc, char *const argv[], char *const env[], kop_flags *out, char *msg,
+                    size_t msg_size) {
   bool namespace_given = false;
   const char *wn;
   char origin[96];
@@ -326,7 +326,7 @@ int kcr_op_flags_parse(int argc, char *const argv[], char *const env[], kcr_op_f
     if (set_value(out, def, value, origin, msg, msg_size) < 0) {
       return -1;
     }
-    if (def->offset == offsetof(kcr_op_flags, watch_namespace)) {
+    if (def->offset == offsetof(kop_flags, watch_namespace)) {
       namespace_given = true;
     }
   }
@@ -346,7 +346,11 @@ int kcr_op_flags_parse(int argc, char *const argv[], char *const env[], kcr_op_f
   return 0;
 }
 
-void kcr_op_flags_usage(FILE *f, const char *prog) {
+const char *kop_flags_name(size_t i) {
+  return i < sizeof flag_defs / sizeof flag_defs[0] ? flag_defs[i].name : NULL;
+}
+
+void kop_flags_usage(FILE *f, const char *prog) {
   fprintf(f,
           "Usage: %s [flags]\n\n"
           "kcr-operator runs the App operator (apps.kcr.dev): for each App it keeps a\n"

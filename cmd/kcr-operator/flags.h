@@ -11,8 +11,8 @@
  * --namespace is not given. Nothing is allocated: every string in the result is
  * borrowed from argv or the environment.
  */
-#ifndef KCR_OPERATOR_FLAGS_H
-#define KCR_OPERATOR_FLAGS_H
+#ifndef KOP_FLAGS_H
+#define KOP_FLAGS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,20 +20,20 @@
 
 #include "kcr/log.h"
 
-/* kcr_op_log_format: how log lines are written. */
-typedef enum kcr_op_log_format {
-  KCR_OP_LOG_CONSOLE = 0, /* "2025-01-02T03:04:05.000000Z INFO component: message" */
-  KCR_OP_LOG_JSON = 1     /* {"ts":...,"level":"info","logger":...,"msg":...} */
-} kcr_op_log_format;
+/* kop_log_format: how log lines are written. */
+typedef enum kop_log_format {
+  KOP_LOG_CONSOLE = 0, /* "2025-01-02T03:04:05.000000Z INFO component: message" */
+  KOP_LOG_JSON = 1     /* {"ts":...,"level":"info","logger":...,"msg":...} */
+} kop_log_format;
 
 /* Defaults, as kubebuilder's scaffolded main.go has them. */
-#define KCR_OP_DEFAULT_LEADER_ELECTION_ID "kcr-operator.kcr.dev"
-#define KCR_OP_DEFAULT_METRICS_ADDR "0"
-#define KCR_OP_DEFAULT_PROBE_ADDR ":8081"
-#define KCR_OP_MAX_CONCURRENT_RECONCILES 1024
+#define KOP_DEFAULT_LEADER_ELECTION_ID "kcr-operator.kcr.dev"
+#define KOP_DEFAULT_METRICS_ADDR "0"
+#define KOP_DEFAULT_PROBE_ADDR ":8081"
+#define KOP_MAX_CONCURRENT_RECONCILES 1024
 
 /*
- * kcr_op_flags: the parsed settings. Strings are borrowed (argv, environ or
+ * kop_flags: the parsed settings. Strings are borrowed (argv, environ or
  * static defaults); NULL means "not set".
  *   kubeconfig                 --kubeconfig: NULL uses controller-runtime's rules
  *                              (in-cluster, KUBECONFIG, ~/.kube/config).
@@ -53,7 +53,7 @@ typedef enum kcr_op_log_format {
  *                              production zap logger).
  *   show_version, show_help    --version, --help / -h.
  */
-typedef struct kcr_op_flags {
+typedef struct kop_flags {
   const char *kubeconfig;
   bool leader_elect;
   const char *leader_election_id;
@@ -64,37 +64,44 @@ typedef struct kcr_op_flags {
   const char *watch_namespace;
   int max_concurrent_reconciles;
   kcr_log_level log_level;
-  kcr_op_log_format log_format;
+  kop_log_format log_format;
   bool show_version;
   bool show_help;
-} kcr_op_flags;
+} kop_flags;
 
 /*
- * kcr_op_flags_parse fills *out from argv (argc entries, argv[0] the program) and
+ * kop_flags_parse fills *out from argv (argc entries, argv[0] the program) and
  * env (NULL-terminated "NAME=value" strings; NULL: no environment). Returns 0, or
  * -1 with a one-line reason in msg (msg_size bytes) naming the flag or variable
  * and the value expected; the caller prints it and exits 2. --help and --version
  * stop nothing: they are reported in the result and the rest is still checked.
  */
-int kcr_op_flags_parse(int argc, char *const argv[], char *const env[], kcr_op_flags *out,
-                       char *msg, size_t msg_size);
+int kop_flags_parse(int argc, char *const argv[], char *const env[], kop_flags *out, char *msg,
+                    size_t msg_size);
 
 /*
- * kcr_op_flags_usage writes the --help text (every flag, its default and its
+ * kop_flags_usage writes the --help text (every flag, its default and its
  * environment variable) to f.
  */
-void kcr_op_flags_usage(FILE *f, const char *prog);
+void kop_flags_usage(FILE *f, const char *prog);
 
 /*
- * kcr_op_valid_address tells whether addr is a bind address: "0" (off), ":PORT",
+ * kop_flags_name returns the name (without dashes, static) of the i-th flag the
+ * parser knows, NULL past the last one: the table --help prints, for tests and
+ * completion scripts.
+ */
+const char *kop_flags_name(size_t i);
+
+/*
+ * kop_valid_address tells whether addr is a bind address: "0" (off), ":PORT",
  * "HOST:PORT" or "[IPv6]:PORT" with PORT 0..65535.
  */
-bool kcr_op_valid_address(const char *addr);
+bool kop_valid_address(const char *addr);
 
-/* kcr_op_valid_dns_label tells whether s is an RFC 1123 label (a namespace name). */
-bool kcr_op_valid_dns_label(const char *s);
+/* kop_valid_dns_label tells whether s is an RFC 1123 label (a namespace name). */
+bool kop_valid_dns_label(const char *s);
 
-/* kcr_op_valid_dns_subdomain tells whether s is an RFC 1123 subdomain (a Lease name). */
-bool kcr_op_valid_dns_subdomain(const char *s);
+/* kop_valid_dns_subdomain tells whether s is an RFC 1123 subdomain (a Lease name). */
+bool kop_valid_dns_subdomain(const char *s);
 
-#endif /* KCR_OPERATOR_FLAGS_H */
+#endif /* KOP_FLAGS_H */

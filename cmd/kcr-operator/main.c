@@ -20,6 +20,8 @@
 
 #include <jansson.h>
 
+#include "app/app_desired.h"
+#include "app/reconciler.h"
 #include "flags.h"
 #include "kcr/clock.h"
 #include "kcr/config.h"
@@ -27,8 +29,6 @@
 #include "kcr/log.h"
 #include "kcr/manager.h"
 #include "kcr/time.h"
-#include "operator.h"
-#include "reconciler.h"
 
 #ifndef KCR_OPERATOR_VERSION
 #define KCR_OPERATOR_VERSION KCR_VERSION_STRING
@@ -36,14 +36,14 @@
 
 extern char **environ;
 
-/* on_log writes one log line in the chosen format (data: a kcr_op_log_format). */
+/* on_log writes one log line in the chosen format (data: a kop_log_format). */
 static void on_log(kcr_log_level level, const char *component, const char *msg, void *data) {
   char ts[KCR_TIME_BUFSIZE];
-  kcr_op_log_format fmt = *(const kcr_op_log_format *)data;
+  kop_log_format fmt = *(const kop_log_format *)data;
   if (kcr_time_format(kcr_clock_wall(kcr_clock_system()), KCR_TIME_MICRO, ts, sizeof ts) < 0) {
     ts[0] = '\0';
   }
-  if (fmt == KCR_OP_LOG_JSON) {
+  if (fmt == KOP_LOG_JSON) {
     json_t *line = json_pack("{s:s, s:s, s:s, s:s}", "ts", ts, "level", kcr_log_level_name(level),
                              "logger", component ? component : "", "msg", msg ? msg : "");
     char *text = line ? json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -63,7 +63,7 @@ static void on_log(kcr_log_level level, const char *component, const char *msg, 
  * namespace (POD_NAMESPACE, else the service-account file in a Pod), else the
  * leader election namespace, else the kubeconfig context's namespace.
  */
-static void operator_namespace(const kcr_op_flags *flags, kcr_rest_config_t *cfg, char *buf,
+static void operator_namespace(const kop_flags *flags, kcr_rest_config_t *cfg, char *buf,
                                size_t size) {
   const char *env = getenv("POD_NAMESPACE");
   FILE *f;
@@ -87,10 +87,10 @@ static void operator_namespace(const kcr_op_flags *flags, kcr_rest_config_t *cfg
 }
 
 /* run builds the manager and the App controller and runs them. Returns the exit code. */
-static int run(const kcr_op_flags *flags, kcr_rest_config_t *cfg) {
-  static kcr_app_reconciler rec;
+static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
+  static kop_app_reconciler rec;
   static char dir_ns[256];
-  const kcr_gvk app = {KCR_APP_GROUP, KCR_APP_VERSION, KCR_APP_KIND};
+  const kcr_gvk app = {KOP_APP_GROUP, KOP_APP_VERSION, KOP_APP_KIND};
   const kcr_gvk deployment = {"apps", "v1", "Deployment"};
   const kcr_gvk service = {"", "v1", "Service"};
   const kcr_gvk configmap = {"", "v1", "ConfigMap"};
@@ -134,7 +134,7 @@ static int run(const kcr_op_flags *flags, kcr_rest_config_t *cfg) {
   if (rc == 0) {
     memset(&co, 0, sizeof(co));
     co.name = "app";
-    co.reconcile = kcr__app_reconcile;
+    co.reconcile = kop_app_reconcile;
     co.data = &rec;
     co.max_concurrent_reconciles = flags->max_concurrent_reconciles;
     rc = kcr_manager_add_controller(m, &co, &c, &err);
@@ -183,19 +183,19 @@ static int run(const kcr_op_flags *flags, kcr_rest_config_t *cfg) {
 }
 
 int main(int argc, char **argv) {
-  static kcr_op_log_format log_format;
-  kcr_op_flags flags;
+  static kop_log_format log_format;
+  kop_flags flags;
   kcr_config_options copts;
   kcr_rest_config_t *cfg = NULL;
   kcr_error_t err;
   char msg[512];
 
-  if (kcr_op_flags_parse(argc, argv, environ, &flags, msg, sizeof msg) < 0) {
+  if (kop_flags_parse(argc, argv, environ, &flags, msg, sizeof msg) < 0) {
     fprintf(stderr, "kcr-operator: %s\nRun 'kcr-operator --help' for usage.\n", msg);
     return 2;
   }
   if (flags.show_help) {
-    kcr_op_flags_usage(stdout, "kcr-operator");
+    kop_flags_usage(stdout, "kcr-operator");
     return 0;
   }
   if (flags.show_version) {

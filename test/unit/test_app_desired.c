@@ -3,16 +3,16 @@
  * test_app_desired.c: the App's desired children (Deployment, Service,
  * ConfigMap) against JSON fixtures in data/operator, the config hash, ownership,
  * the directory entry, up-to-date checks and merges, and allocation failures.
- * The operator's sources are compiled into this test (they are not part of
- * libkcr).
+ * The functions come from kcr-operator's library (target kop), as the binary
+ * links them.
  */
 #include <string.h>
 
 #include "kcr/common.h"
+#include "kcr/meta.h"
 #include "testutil.h"
 
-/* The sources under test: not part of libkcr, so compiled into this test. */
-#include "../../src/operator/app_desired.c" // NOLINT(bugprone-suspicious-include)
+#include "app/app_desired.h"
 
 #define FIXTURE(name) KCR_TEST_DATA_DIR "/operator/" name
 
@@ -55,8 +55,8 @@ static void test_app_desired_deployment_full(void **state) {
   ann = json_object_get(
       json_object_get(json_object_get(json_object_get(want, "spec"), "template"), "metadata"),
       "annotations");
-  json_object_set_new(ann, KCR_APP_CONFIG_HASH_ANNOTATION, json_string("44fd9f329b1ca9cc"));
-  assert_int_equal(kcr__app_desired_deployment(app, &got, NULL), 0);
+  json_object_set_new(ann, KOP_APP_CONFIG_HASH_ANNOTATION, json_string("44fd9f329b1ca9cc"));
+  assert_int_equal(kop_app_desired_deployment(app, &got, NULL), 0);
   assert_json_equal(want, got);
   json_decref(got);
   json_decref(want);
@@ -68,7 +68,7 @@ static void test_app_desired_deployment_minimal(void **state) {
   json_t *want = load_file(FIXTURE("deployment_minimal.json"));
   json_t *got = NULL;
   (void)state;
-  assert_int_equal(kcr__app_desired_deployment(app, &got, NULL), 0);
+  assert_int_equal(kop_app_desired_deployment(app, &got, NULL), 0);
   assert_json_equal(want, got);
   json_decref(got);
   json_decref(want);
@@ -80,7 +80,7 @@ static void test_app_desired_replicas_zero_stays_zero(void **state) {
                      "\"spec\":{\"image\":\"i\",\"replicas\":0}}");
   json_t *got = NULL;
   (void)state;
-  assert_int_equal(kcr__app_desired_deployment(app, &got, NULL), 0);
+  assert_int_equal(kop_app_desired_deployment(app, &got, NULL), 0);
   assert_true(json_is_integer(kcr_meta_path(got, "spec.replicas")));
   assert_int_equal(json_integer_value(kcr_meta_path(got, "spec.replicas")), 0);
   json_decref(got);
@@ -93,11 +93,11 @@ static void test_app_desired_service(void **state) {
   json_t *want = load_file(FIXTURE("service_full.json"));
   json_t *got = NULL;
   (void)state;
-  assert_int_equal(kcr__app_desired_service(app, &got, NULL), 0);
+  assert_int_equal(kop_app_desired_service(app, &got, NULL), 0);
   assert_json_equal(want, got);
   json_decref(got);
   got = (json_t *)1;
-  assert_int_equal(kcr__app_desired_service(min, &got, NULL), 0);
+  assert_int_equal(kop_app_desired_service(min, &got, NULL), 0);
   assert_null(got); /* no port, no Service */
   json_decref(want);
   json_decref(min);
@@ -110,16 +110,16 @@ static void test_app_desired_configmap(void **state) {
   json_t *want = load_file(FIXTURE("configmap_full.json"));
   json_t *got = NULL;
   (void)state;
-  assert_int_equal(kcr__app_desired_configmap(app, &got, NULL), 0);
+  assert_int_equal(kop_app_desired_configmap(app, &got, NULL), 0);
   assert_json_equal(want, got);
   json_decref(got);
   got = (json_t *)1;
-  assert_int_equal(kcr__app_desired_configmap(min, &got, NULL), 0);
+  assert_int_equal(kop_app_desired_configmap(min, &got, NULL), 0);
   assert_null(got);
   /* An empty config is no config (Go's len(map) == 0). */
   json_object_set_new(json_object_get(min, "spec"), "config", json_object());
-  assert_false(kcr__app_has_config(min));
-  assert_int_equal(kcr__app_desired_configmap(min, &got, NULL), 0);
+  assert_false(kop_app_has_config(min));
+  assert_int_equal(kop_app_desired_configmap(min, &got, NULL), 0);
   assert_null(got);
   json_decref(want);
   json_decref(min);
@@ -131,14 +131,14 @@ static void test_app_desired_config_hash_stable(void **state) {
   json_t *b = load("{\"spec\":{\"config\":{\"b\":\"2\",\"a\":\"1\"}}}");
   json_t *c = load("{\"spec\":{\"config\":{\"a\":\"1\",\"b\":\"3\"}}}");
   json_t *none = load("{\"spec\":{}}");
-  char ha[KCR_APP_CONFIG_HASH_LEN + 1], hb[KCR_APP_CONFIG_HASH_LEN + 1];
-  char hc[KCR_APP_CONFIG_HASH_LEN + 1], hn[KCR_APP_CONFIG_HASH_LEN + 1];
+  char ha[KOP_APP_CONFIG_HASH_LEN + 1], hb[KOP_APP_CONFIG_HASH_LEN + 1];
+  char hc[KOP_APP_CONFIG_HASH_LEN + 1], hn[KOP_APP_CONFIG_HASH_LEN + 1];
   (void)state;
-  assert_int_equal(kcr__app_config_hash(a, ha, NULL), 0);
-  assert_int_equal(kcr__app_config_hash(b, hb, NULL), 0);
-  assert_int_equal(kcr__app_config_hash(c, hc, NULL), 0);
-  assert_int_equal(kcr__app_config_hash(none, hn, NULL), 0);
-  assert_int_equal(strlen(ha), KCR_APP_CONFIG_HASH_LEN);
+  assert_int_equal(kop_app_config_hash(a, ha, NULL), 0);
+  assert_int_equal(kop_app_config_hash(b, hb, NULL), 0);
+  assert_int_equal(kop_app_config_hash(c, hc, NULL), 0);
+  assert_int_equal(kop_app_config_hash(none, hn, NULL), 0);
+  assert_int_equal(strlen(ha), KOP_APP_CONFIG_HASH_LEN);
   assert_string_equal(ha, hb);
   assert_string_not_equal(ha, hc);
   assert_string_equal(hn, "44136fa355b3678a"); /* sha256("{}") */
@@ -153,17 +153,17 @@ static void test_app_desired_config_change_changes_template(void **state) {
   json_t *d1 = NULL, *d2 = NULL;
   const char *h1, *h2;
   (void)state;
-  assert_int_equal(kcr__app_desired_deployment(app, &d1, NULL), 0);
+  assert_int_equal(kop_app_desired_deployment(app, &d1, NULL), 0);
   json_object_set_new(kcr_meta_path(app, "spec.config"), "index.html", json_string("<h1>bye</h1>"));
-  assert_int_equal(kcr__app_desired_deployment(app, &d2, NULL), 0);
+  assert_int_equal(kop_app_desired_deployment(app, &d2, NULL), 0);
   h1 = json_string_value(json_object_get(kcr_meta_path(d1, "spec.template.metadata.annotations"),
-                                         KCR_APP_CONFIG_HASH_ANNOTATION));
+                                         KOP_APP_CONFIG_HASH_ANNOTATION));
   h2 = json_string_value(json_object_get(kcr_meta_path(d2, "spec.template.metadata.annotations"),
-                                         KCR_APP_CONFIG_HASH_ANNOTATION));
+                                         KOP_APP_CONFIG_HASH_ANNOTATION));
   assert_non_null(h1);
   assert_non_null(h2);
   assert_string_not_equal(h1, h2);
-  assert_false(kcr__app_child_up_to_date(d1, d2)); /* so the Deployment rolls */
+  assert_false(kop_app_child_up_to_date(d1, d2)); /* so the Deployment rolls */
   json_decref(d1);
   json_decref(d2);
   json_decref(app);
@@ -189,7 +189,7 @@ static void test_app_desired_invalid_app(void **state) {
     json_t *out = (json_t *)1;
     kcr_error_t err;
     kcr_error_clear(&err);
-    assert_int_equal(kcr__app_desired_deployment(app, &out, &err), KCR_EINVAL);
+    assert_int_equal(kop_app_desired_deployment(app, &out, &err), KCR_EINVAL);
     assert_null(out);
     assert_int_equal(err.code, KCR_EINVAL);
     assert_true(strlen(err.message) > 0);
@@ -212,11 +212,11 @@ static void test_app_desired_owns(void **state) {
            "\"kind\":\"ReplicaSet\",\"name\":\"web\","
            "\"uid\":\"11111111-2222-3333-4444-555555555555\",\"controller\":true}]}}");
   (void)state;
-  assert_true(kcr__app_owns(app, dep));
-  assert_false(kcr__app_owns(app, unowned));
-  assert_false(kcr__app_owns(app, other));
-  assert_false(kcr__app_owns(app, notctl));
-  assert_false(kcr__app_owns(app, wrongkind));
+  assert_true(kop_app_owns(app, dep));
+  assert_false(kop_app_owns(app, unowned));
+  assert_false(kop_app_owns(app, other));
+  assert_false(kop_app_owns(app, notctl));
+  assert_false(kop_app_owns(app, wrongkind));
   json_decref(app);
   json_decref(dep);
   json_decref(unowned);
@@ -228,67 +228,67 @@ static void test_app_desired_owns(void **state) {
 static void test_app_desired_strings(void **state) {
   json_t *app = load_file(FIXTURE("app_full.json"));
   json_t *min = load_file(FIXTURE("app_minimal.json"));
-  char buf[KCR_APP_URL_MAX];
+  char buf[KOP_APP_URL_MAX];
   char small[8];
   (void)state;
-  assert_int_equal(kcr__app_url(app, buf, sizeof buf), (int)strlen("http://web.shop.svc:8080"));
+  assert_int_equal(kop_app_url(app, buf, sizeof buf), (int)strlen("http://web.shop.svc:8080"));
   assert_string_equal(buf, "http://web.shop.svc:8080");
-  assert_int_equal(kcr__app_url(min, buf, sizeof buf), 0);
+  assert_int_equal(kop_app_url(min, buf, sizeof buf), 0);
   assert_string_equal(buf, "");
-  assert_int_equal(kcr__app_url(app, small, sizeof small), KCR_ETOOBIG);
-  assert_true(kcr__app_selector_string(app, buf, sizeof buf) > 0);
+  assert_int_equal(kop_app_url(app, small, sizeof small), KCR_ETOOBIG);
+  assert_true(kop_app_selector_string(app, buf, sizeof buf) > 0);
   assert_string_equal(buf, "app.kubernetes.io/name=web,app.kubernetes.io/instance=web");
-  assert_int_equal(kcr__app_selector_string(app, small, sizeof small), KCR_ETOOBIG);
-  assert_int_equal(kcr__app_directory_key(app, buf, sizeof buf), 8);
+  assert_int_equal(kop_app_selector_string(app, small, sizeof small), KCR_ETOOBIG);
+  assert_int_equal(kop_app_directory_key(app, buf, sizeof buf), 8);
   assert_string_equal(buf, "shop.web");
-  assert_int_equal(kcr__app_replicas(min), 1);
-  assert_int_equal(kcr__app_port(min), 0);
-  assert_false(kcr__app_paused(min));
+  assert_int_equal(kop_app_replicas(min), 1);
+  assert_int_equal(kop_app_port(min), 0);
+  assert_false(kop_app_paused(min));
   json_decref(app);
   json_decref(min);
 }
 
 static void test_app_desired_directory(void **state) {
   json_t *app = load_file(FIXTURE("app_full.json"));
-  json_t *cm = kcr__app_desired_directory("kcr-system");
+  json_t *cm = kop_app_desired_directory("kcr-system");
   json_t *data = json_object_get(cm, "data");
   bool changed = false;
   (void)state;
-  assert_string_equal(kcr_meta_name(cm), KCR_APP_DIRECTORY_NAME);
+  assert_string_equal(kcr_meta_name(cm), KOP_APP_DIRECTORY_NAME);
   assert_string_equal(kcr_meta_namespace(cm), "kcr-system");
-  assert_int_equal(kcr__app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_int_equal(kop_app_directory_update(data, app, false, &changed, NULL), 0);
   assert_true(changed);
   assert_string_equal(json_string_value(json_object_get(data, "shop.web")),
                       "http://web.shop.svc:8080");
   /* Same again: nothing to write. */
-  assert_int_equal(kcr__app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_int_equal(kop_app_directory_update(data, app, false, &changed, NULL), 0);
   assert_false(changed);
   /* Port changed: entry updated. */
   json_object_set_new(json_object_get(app, "spec"), "port", json_integer(9090));
-  assert_int_equal(kcr__app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_int_equal(kop_app_directory_update(data, app, false, &changed, NULL), 0);
   assert_true(changed);
   assert_string_equal(json_string_value(json_object_get(data, "shop.web")),
                       "http://web.shop.svc:9090");
   /* Port unset: entry removed. */
   json_object_del(json_object_get(app, "spec"), "port");
-  assert_int_equal(kcr__app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_int_equal(kop_app_directory_update(data, app, false, &changed, NULL), 0);
   assert_true(changed);
   assert_null(json_object_get(data, "shop.web"));
   /* Port back, then the finalizer removes it. */
   json_object_set_new(json_object_get(app, "spec"), "port", json_integer(80));
-  assert_int_equal(kcr__app_directory_update(data, app, false, &changed, NULL), 0);
-  assert_int_equal(kcr__app_directory_update(data, app, true, &changed, NULL), 0);
+  assert_int_equal(kop_app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_int_equal(kop_app_directory_update(data, app, true, &changed, NULL), 0);
   assert_true(changed);
   assert_int_equal(json_object_size(data), 0);
   /* Deleting App: no entry either. */
   json_object_set_new(kcr_meta_metadata(app), "deletionTimestamp",
                       json_string("2025-01-01T00:00:00Z"));
-  assert_int_equal(kcr__app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_int_equal(kop_app_directory_update(data, app, false, &changed, NULL), 0);
   assert_false(changed);
   assert_int_equal(json_object_size(data), 0);
-  assert_int_equal(kcr__app_directory_update(app, app, false, &changed, NULL), 0); /* object */
-  assert_int_equal(kcr__app_directory_update(json_object_get(kcr_meta_metadata(app), "name"), app,
-                                             false, &changed, NULL),
+  assert_int_equal(kop_app_directory_update(app, app, false, &changed, NULL), 0); /* object */
+  assert_int_equal(kop_app_directory_update(json_object_get(kcr_meta_metadata(app), "name"), app,
+                                            false, &changed, NULL),
                    KCR_EINVAL);
   json_decref(cm);
   json_decref(app);
@@ -299,14 +299,14 @@ static void test_app_desired_up_to_date_ignores_server_defaults(void **state) {
   json_t *server = load_file(FIXTURE("deployment_server.json"));
   json_t *want = NULL, *merged = NULL;
   (void)state;
-  assert_int_equal(kcr__app_desired_deployment(app, &want, NULL), 0);
-  assert_true(kcr__app_child_up_to_date(server, want));
+  assert_int_equal(kop_app_desired_deployment(app, &want, NULL), 0);
+  assert_true(kop_app_child_up_to_date(server, want));
   /* Drift: someone changed the image. */
   json_object_set_new(json_array_get(kcr_meta_path(server, "spec.template.spec.containers"), 0),
                       "image", json_string("evil:latest"));
-  assert_false(kcr__app_child_up_to_date(server, want));
-  assert_int_equal(kcr__app_merge_child(server, want, &merged, NULL), 0);
-  assert_true(kcr__app_child_up_to_date(merged, want));
+  assert_false(kop_app_child_up_to_date(server, want));
+  assert_int_equal(kop_app_merge_child(server, want, &merged, NULL), 0);
+  assert_true(kop_app_child_up_to_date(merged, want));
   /* The merge keeps what the server and others own. */
   assert_string_equal(kcr_meta_label(merged, "team"), "blue");
   assert_string_equal(kcr_meta_annotation(merged, "deployment.kubernetes.io/revision"), "2");
@@ -315,8 +315,8 @@ static void test_app_desired_up_to_date_ignores_server_defaults(void **state) {
   assert_non_null(kcr_meta_path(merged, "status"));
   json_decref(merged);
   /* Drift: a label of ours removed, replicas changed. */
-  json_object_del(kcr_meta_labels(server), KCR_APP_LABEL_MANAGED_BY);
-  assert_false(kcr__app_child_up_to_date(server, want));
+  json_object_del(kcr_meta_labels(server), KOP_APP_LABEL_MANAGED_BY);
+  assert_false(kop_app_child_up_to_date(server, want));
   json_decref(want);
   json_decref(server);
   json_decref(app);
@@ -331,16 +331,16 @@ static void test_app_desired_merge_takes_controller_ref(void **state) {
            "\"data\":{\"old\":\"gone\",\"index.html\":\"x\"}}");
   json_t *want = NULL, *merged = NULL;
   (void)state;
-  assert_int_equal(kcr__app_desired_configmap(app, &want, NULL), 0);
-  assert_false(kcr__app_child_up_to_date(cm_have, want));
-  assert_int_equal(kcr__app_merge_child(cm_have, want, &merged, NULL), 0);
-  assert_true(kcr__app_child_up_to_date(merged, want));
-  assert_true(kcr__app_owns(app, merged));
+  assert_int_equal(kop_app_desired_configmap(app, &want, NULL), 0);
+  assert_false(kop_app_child_up_to_date(cm_have, want));
+  assert_int_equal(kop_app_merge_child(cm_have, want, &merged, NULL), 0);
+  assert_true(kop_app_child_up_to_date(merged, want));
+  assert_true(kop_app_owns(app, merged));
   /* The non-controller reference stays; data is exactly the config. */
   assert_int_equal(json_array_size(kcr_meta_owner_references(merged)), 2);
   assert_null(json_object_get(json_object_get(merged, "data"), "old"));
   json_decref(merged);
-  assert_int_equal(kcr__app_merge_child(cm_have, NULL, &merged, NULL), KCR_EINVAL);
+  assert_int_equal(kop_app_merge_child(cm_have, NULL, &merged, NULL), KCR_EINVAL);
   assert_null(merged);
   json_decref(want);
   json_decref(cm_have);
@@ -353,12 +353,12 @@ static void test_app_desired_json_subset(void **state) {
   json_t *c = load("{\"x\":[1],\"b\":true}");
   json_t *d = load("{\"x\":[1,{\"y\":\"z\"}],\"b\":1}");
   (void)state;
-  assert_true(kcr__json_subset(a, b));
-  assert_false(kcr__json_subset(b, a));
-  assert_false(kcr__json_subset(a, c));
-  assert_false(kcr__json_subset(a, d));
-  assert_true(kcr__json_subset(NULL, a));
-  assert_false(kcr__json_subset(a, NULL));
+  assert_true(kop_json_subset(a, b));
+  assert_false(kop_json_subset(b, a));
+  assert_false(kop_json_subset(a, c));
+  assert_false(kop_json_subset(a, d));
+  assert_true(kop_json_subset(NULL, a));
+  assert_false(kop_json_subset(a, NULL));
   json_decref(a);
   json_decref(b);
   json_decref(c);
@@ -371,13 +371,13 @@ static void test_app_desired_alloc_failures(void **state) {
   json_t *server = load_file(FIXTURE("deployment_server.json"));
   json_t *out = NULL;
   (void)state;
-  KCR_TEST_ALLOC_LOOP(kcr__app_desired_deployment(app, &out, NULL), (json_decref(out), out = NULL));
-  KCR_TEST_ALLOC_LOOP(kcr__app_desired_service(app, &out, NULL), (json_decref(out), out = NULL));
-  KCR_TEST_ALLOC_LOOP(kcr__app_desired_configmap(app, &out, NULL), (json_decref(out), out = NULL));
+  KCR_TEST_ALLOC_LOOP(kop_app_desired_deployment(app, &out, NULL), (json_decref(out), out = NULL));
+  KCR_TEST_ALLOC_LOOP(kop_app_desired_service(app, &out, NULL), (json_decref(out), out = NULL));
+  KCR_TEST_ALLOC_LOOP(kop_app_desired_configmap(app, &out, NULL), (json_decref(out), out = NULL));
   {
     json_t *want = NULL;
-    assert_int_equal(kcr__app_desired_deployment(app, &want, NULL), 0);
-    KCR_TEST_ALLOC_LOOP(kcr__app_merge_child(server, want, &out, NULL),
+    assert_int_equal(kop_app_desired_deployment(app, &want, NULL), 0);
+    KCR_TEST_ALLOC_LOOP(kop_app_merge_child(server, want, &out, NULL),
                         (json_decref(out), out = NULL));
     json_decref(want);
   }

@@ -9,11 +9,11 @@
 #include <string.h>
 
 #include "kcr/common.h"
+#include "kcr/meta.h"
 #include "testutil.h"
 
-/* The sources under test: not part of libkcr, so compiled into this test. */
-#include "../../src/operator/app_desired.c" // NOLINT(bugprone-suspicious-include)
-#include "../../src/operator/app_status.c"  // NOLINT(bugprone-suspicious-include)
+#include "app/app_desired.h"
+#include "app/app_status.h"
 
 #define FIXTURE(name) KCR_TEST_DATA_DIR "/operator/" name
 
@@ -41,15 +41,15 @@ static json_t *load(const char *text) {
 
 /* cond returns the field of the condition of that type in status. */
 static const char *cond(const json_t *status, const char *type, const char *field) {
-  json_t *c = kcr__condition_find(json_object_get(status, "conditions"), type);
+  json_t *c = kop_condition_find(json_object_get(status, "conditions"), type);
   return c ? json_string_value(json_object_get(c, field)) : NULL;
 }
 
 /* status_of computes the status and stores it into app (as a status write would). */
 static json_t *status_of(json_t *app, const json_t *dep, const char *reason, kcr_time_t now) {
-  kcr_app_observed obs = {dep, reason, reason ? "Deployment web exists and is not owned" : NULL};
+  kop_app_observed obs = {dep, reason, reason ? "Deployment web exists and is not owned" : NULL};
   json_t *st = NULL;
-  assert_int_equal(kcr__app_status(app, &obs, now, &st, NULL), 0);
+  assert_int_equal(kop_app_status(app, &obs, now, &st, NULL), 0);
   return st;
 }
 
@@ -160,7 +160,7 @@ static void test_app_status_name_conflict(void **state) {
   json_t *app = load_file(FIXTURE("app_full.json"));
   json_t *st;
   (void)state;
-  st = status_of(app, NULL, KCR_APP_REASON_NAME_CONFLICT, T0);
+  st = status_of(app, NULL, KOP_APP_REASON_NAME_CONFLICT, T0);
   assert_string_equal(cond(st, "Degraded", "status"), "True");
   assert_string_equal(cond(st, "Degraded", "reason"), "NameConflict");
   assert_string_equal(cond(st, "Degraded", "message"), "Deployment web exists and is not owned");
@@ -212,18 +212,18 @@ static void test_app_status_transitions_and_changed(void **state) {
   json_t *st, *again;
   (void)state;
   st = status_of(app, NULL, NULL, T0);
-  assert_true(kcr__app_status_changed(app, st));
+  assert_true(kop_app_status_changed(app, st));
   json_object_set_new(app, "status", st);
 
   /* Same observation later: equal status, no write; times unchanged. */
   again = status_of(app, NULL, NULL, T1);
-  assert_false(kcr__app_status_changed(app, again));
+  assert_false(kop_app_status_changed(app, again));
   json_decref(again);
 
   /* The Deployment becomes ready at T1: Available flips, its time moves to T1;
    * Degraded stays False and keeps T0. */
   st = status_of(app, dep, NULL, T1);
-  assert_true(kcr__app_status_changed(app, st));
+  assert_true(kop_app_status_changed(app, st));
   assert_string_equal(cond(st, "Available", "lastTransitionTime"), "2025-01-01T00:01:00Z");
   assert_string_equal(cond(st, "Degraded", "lastTransitionTime"), "2025-01-01T00:00:00Z");
   assert_string_equal(cond(st, "Progressing", "lastTransitionTime"), "2025-01-01T00:01:00Z");
@@ -233,16 +233,16 @@ static void test_app_status_transitions_and_changed(void **state) {
    * transition times do not. */
   json_object_set_new(kcr_meta_metadata(app), "generation", json_integer(2));
   st = status_of(app, dep, NULL, T2);
-  assert_true(kcr__app_status_changed(app, st));
+  assert_true(kop_app_status_changed(app, st));
   assert_int_equal(json_integer_value(json_object_get(st, "observedGeneration")), 2);
   assert_string_equal(cond(st, "Available", "lastTransitionTime"), "2025-01-01T00:01:00Z");
   assert_int_equal(json_integer_value(json_object_get(
-                       kcr__condition_find(json_object_get(st, "conditions"), "Available"),
+                       kop_condition_find(json_object_get(st, "conditions"), "Available"),
                        "observedGeneration")),
                    2);
   json_object_set_new(app, "status", st);
   again = status_of(app, dep, NULL, T2);
-  assert_false(kcr__app_status_changed(app, again));
+  assert_false(kop_app_status_changed(app, again));
   json_decref(again);
   json_decref(dep);
   json_decref(app);
@@ -268,34 +268,32 @@ static void test_app_status_condition_set(void **state) {
   bool changed = false;
   kcr_error_t err;
   (void)state;
-  assert_int_equal(kcr__condition_set(conds, "Ready", "True", "Ok", NULL, 1, T0, &changed, NULL),
-                   0);
+  assert_int_equal(kop_condition_set(conds, "Ready", "True", "Ok", NULL, 1, T0, &changed, NULL), 0);
   assert_true(changed);
-  assert_int_equal(kcr__condition_set(conds, "Ready", "True", "Ok", "", 1, T1, &changed, NULL), 0);
+  assert_int_equal(kop_condition_set(conds, "Ready", "True", "Ok", "", 1, T1, &changed, NULL), 0);
   assert_false(changed);
-  assert_int_equal(kcr__condition_set(conds, "Ready", "True", "Ok", "more", 1, T1, &changed, NULL),
+  assert_int_equal(kop_condition_set(conds, "Ready", "True", "Ok", "more", 1, T1, &changed, NULL),
                    0);
   assert_true(changed);
   assert_string_equal(
-      json_string_value(json_object_get(kcr__condition_find(conds, "Ready"), "lastTransitionTime")),
+      json_string_value(json_object_get(kop_condition_find(conds, "Ready"), "lastTransitionTime")),
       "2025-01-01T00:00:00Z");
-  assert_int_equal(kcr__condition_set(conds, "Ready", "False", "Bad", "", 1, T2, &changed, NULL),
-                   0);
+  assert_int_equal(kop_condition_set(conds, "Ready", "False", "Bad", "", 1, T2, &changed, NULL), 0);
   assert_string_equal(
-      json_string_value(json_object_get(kcr__condition_find(conds, "Ready"), "lastTransitionTime")),
+      json_string_value(json_object_get(kop_condition_find(conds, "Ready"), "lastTransitionTime")),
       "2025-01-01T01:00:00Z");
   kcr_error_clear(&err);
-  assert_int_equal(kcr__condition_set(conds, "Ready", "Maybe", "R", "", 1, T0, NULL, &err),
+  assert_int_equal(kop_condition_set(conds, "Ready", "Maybe", "R", "", 1, T0, NULL, &err),
                    KCR_EINVAL);
-  assert_int_equal(kcr__condition_set(conds, "Ready", "True", "", "", 1, T0, NULL, NULL),
+  assert_int_equal(kop_condition_set(conds, "Ready", "True", "", "", 1, T0, NULL, NULL),
                    KCR_EINVAL);
-  assert_int_equal(kcr__condition_set(NULL, "Ready", "True", "R", "", 1, T0, NULL, NULL),
+  assert_int_equal(kop_condition_set(NULL, "Ready", "True", "R", "", 1, T0, NULL, NULL),
                    KCR_EINVAL);
-  assert_int_equal(kcr__condition_set(conds, "Other", "True", "R", "", 1,
-                                      (kcr_time_t){INT64_C(400000000000), 0}, NULL, NULL),
+  assert_int_equal(kop_condition_set(conds, "Other", "True", "R", "", 1,
+                                     (kcr_time_t){INT64_C(400000000000), 0}, NULL, NULL),
                    KCR_ERANGE);
-  assert_true(kcr__condition_remove(conds, "Ready"));
-  assert_false(kcr__condition_remove(conds, "Ready"));
+  assert_true(kop_condition_remove(conds, "Ready"));
+  assert_false(kop_condition_remove(conds, "Ready"));
   assert_int_equal(json_array_size(conds), 0);
   json_decref(conds);
 }
@@ -303,16 +301,16 @@ static void test_app_status_condition_set(void **state) {
 static void test_app_status_alloc_failures(void **state) {
   json_t *app = load_file(FIXTURE("app_full.json"));
   json_t *dep = load_file(FIXTURE("deployment_server.json"));
-  kcr_app_observed obs = {dep, NULL, NULL};
-  kcr_app_observed conflict = {NULL, KCR_APP_REASON_NAME_CONFLICT, "taken"};
+  kop_app_observed obs = {dep, NULL, NULL};
+  kop_app_observed conflict = {NULL, KOP_APP_REASON_NAME_CONFLICT, "taken"};
   json_t *out = NULL;
   (void)state;
   json_object_set_new(json_object_get(app, "spec"), "paused", json_true());
-  KCR_TEST_ALLOC_LOOP(kcr__app_status(app, &obs, T0, &out, NULL), (json_decref(out), out = NULL));
-  assert_int_equal(kcr__app_status(app, &obs, T0, &out, NULL), 0);
+  KCR_TEST_ALLOC_LOOP(kop_app_status(app, &obs, T0, &out, NULL), (json_decref(out), out = NULL));
+  assert_int_equal(kop_app_status(app, &obs, T0, &out, NULL), 0);
   json_object_set_new(app, "status", out);
   out = NULL;
-  KCR_TEST_ALLOC_LOOP(kcr__app_status(app, &conflict, T1, &out, NULL),
+  KCR_TEST_ALLOC_LOOP(kop_app_status(app, &conflict, T1, &out, NULL),
                       (json_decref(out), out = NULL));
   json_decref(dep);
   json_decref(app);

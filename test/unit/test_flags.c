@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_flags.c: kcr-operator's flag and environment parsing (cmd/kcr-operator/
- * flags.c, compiled into this test): defaults as kubebuilder's, both
+ * flags.c, linked from the operator's library kop): defaults as kubebuilder's, both
  * "--flag=value" and "--flag value", booleans as Go's flag package, validation
  * of every value, WATCH_NAMESPACE, and the --help text.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
 
-/* The sources under test: not part of libkcr, so compiled into this test. */
-#include "../../cmd/kcr-operator/flags.c" // NOLINT(bugprone-suspicious-include)
+#include "flags.h"
 
 /* parse runs the parser over a NULL-terminated argument list (program name added). */
-static int parse(const char *const *args, char *const *env, kcr_op_flags *out, char *msg,
+static int parse(const char *const *args, char *const *env, kop_flags *out, char *msg,
                  size_t size) {
   char *argv[32];
   int argc = 0;
@@ -24,11 +24,11 @@ static int parse(const char *const *args, char *const *env, kcr_op_flags *out, c
     argv[argc++] = (char *)*args;
   }
   argv[argc] = NULL;
-  return kcr_op_flags_parse(argc, argv, env, out, msg, size);
+  return kop_flags_parse(argc, argv, env, out, msg, size);
 }
 
 static void test_flags_defaults(void **state) {
-  kcr_op_flags f;
+  kop_flags f;
   char msg[256];
   (void)state;
   assert_int_equal(parse(NULL, NULL, &f, msg, sizeof msg), 0);
@@ -42,7 +42,7 @@ static void test_flags_defaults(void **state) {
   assert_null(f.watch_namespace);
   assert_int_equal(f.max_concurrent_reconciles, 1);
   assert_int_equal(f.log_level, KCR_LOG_INFO);
-  assert_int_equal(f.log_format, KCR_OP_LOG_JSON);
+  assert_int_equal(f.log_format, KOP_LOG_JSON);
   assert_false(f.show_help);
   assert_false(f.show_version);
 }
@@ -64,7 +64,7 @@ static void test_flags_both_spellings(void **state) {
                                   "debug",
                                   "--log-format=console",
                                   NULL};
-  kcr_op_flags f;
+  kop_flags f;
   char msg[256];
   (void)state;
   assert_int_equal(parse(a, NULL, &f, msg, sizeof msg), 0);
@@ -78,14 +78,14 @@ static void test_flags_both_spellings(void **state) {
   assert_string_equal(f.watch_namespace, "team-a");
   assert_int_equal(f.max_concurrent_reconciles, 8);
   assert_int_equal(f.log_level, KCR_LOG_DEBUG);
-  assert_int_equal(f.log_format, KCR_OP_LOG_CONSOLE);
+  assert_int_equal(f.log_format, KOP_LOG_CONSOLE);
 }
 
 static void test_flags_booleans(void **state) {
   static const char *const t[] = {"--leader-elect=T", "--version", NULL};
   static const char *const f0[] = {"--leader-elect=0", "-h", NULL};
   static const char *const bad[] = {"--leader-elect=yes", NULL};
-  kcr_op_flags f;
+  kop_flags f;
   char msg[256];
   (void)state;
   assert_int_equal(parse(t, NULL, &f, msg, sizeof msg), 0);
@@ -125,7 +125,7 @@ static void test_flags_errors(void **state) {
       {{"--leader-election-namespace=-x", NULL}, "--leader-election-namespace"},
       {{"--leader-election-id=Bad..id", NULL}, "invalid name \"Bad..id\""},
   };
-  kcr_op_flags f;
+  kop_flags f;
   char msg[256];
   (void)state;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -138,36 +138,36 @@ static void test_flags_errors(void **state) {
 
 static void test_flags_addresses(void **state) {
   (void)state;
-  assert_true(kcr_op_valid_address("0"));
-  assert_true(kcr_op_valid_address(":8081"));
-  assert_true(kcr_op_valid_address(":0"));
-  assert_true(kcr_op_valid_address("localhost:8080"));
-  assert_true(kcr_op_valid_address("0.0.0.0:65535"));
-  assert_true(kcr_op_valid_address("[::1]:8443"));
-  assert_true(kcr_op_valid_address("[::]:8443"));
-  assert_false(kcr_op_valid_address(""));
-  assert_false(kcr_op_valid_address(":"));
-  assert_false(kcr_op_valid_address(":65536"));
-  assert_false(kcr_op_valid_address("[]:80"));
-  assert_false(kcr_op_valid_address("[::1]8443"));
-  assert_false(kcr_op_valid_address("a b:80"));
-  assert_false(kcr_op_valid_address(NULL));
+  assert_true(kop_valid_address("0"));
+  assert_true(kop_valid_address(":8081"));
+  assert_true(kop_valid_address(":0"));
+  assert_true(kop_valid_address("localhost:8080"));
+  assert_true(kop_valid_address("0.0.0.0:65535"));
+  assert_true(kop_valid_address("[::1]:8443"));
+  assert_true(kop_valid_address("[::]:8443"));
+  assert_false(kop_valid_address(""));
+  assert_false(kop_valid_address(":"));
+  assert_false(kop_valid_address(":65536"));
+  assert_false(kop_valid_address("[]:80"));
+  assert_false(kop_valid_address("[::1]8443"));
+  assert_false(kop_valid_address("a b:80"));
+  assert_false(kop_valid_address(NULL));
 }
 
 static void test_flags_dns_names(void **state) {
   (void)state;
-  assert_true(kcr_op_valid_dns_label("kcr-system"));
-  assert_true(kcr_op_valid_dns_label("a"));
-  assert_false(kcr_op_valid_dns_label(""));
-  assert_false(kcr_op_valid_dns_label("a."));
-  assert_false(kcr_op_valid_dns_label("-a"));
-  assert_false(kcr_op_valid_dns_label("A"));
+  assert_true(kop_valid_dns_label("kcr-system"));
+  assert_true(kop_valid_dns_label("a"));
+  assert_false(kop_valid_dns_label(""));
+  assert_false(kop_valid_dns_label("a."));
+  assert_false(kop_valid_dns_label("-a"));
+  assert_false(kop_valid_dns_label("A"));
   assert_false(
-      kcr_op_valid_dns_label("a234567890123456789012345678901234567890123456789012345678901234"));
-  assert_true(kcr_op_valid_dns_subdomain("kcr-operator.kcr.dev"));
-  assert_false(kcr_op_valid_dns_subdomain("a..b"));
-  assert_false(kcr_op_valid_dns_subdomain(".a"));
-  assert_false(kcr_op_valid_dns_subdomain("a."));
+      kop_valid_dns_label("a234567890123456789012345678901234567890123456789012345678901234"));
+  assert_true(kop_valid_dns_subdomain("kcr-operator.kcr.dev"));
+  assert_false(kop_valid_dns_subdomain("a..b"));
+  assert_false(kop_valid_dns_subdomain(".a"));
+  assert_false(kop_valid_dns_subdomain("a."));
 }
 
 static void test_flags_watch_namespace_env(void **state) {
@@ -181,7 +181,7 @@ static void test_flags_watch_namespace_env(void **state) {
   char *env_bad[] = {bad, NULL};
   char *env_multi[] = {multi, NULL};
   static const char *const flag[] = {"--namespace=team-b", NULL};
-  kcr_op_flags f;
+  kop_flags f;
   char msg[256];
   (void)state;
   assert_int_equal(parse(NULL, env_ok, &f, msg, sizeof msg), 0);
@@ -203,11 +203,11 @@ static void test_flags_usage_lists_every_flag(void **state) {
   FILE *f = open_memstream(&text, &len);
   (void)state;
   assert_non_null(f);
-  kcr_op_flags_usage(f, "kcr-operator");
+  kop_flags_usage(f, "kcr-operator");
   fclose(f);
-  for (size_t i = 0; i < sizeof flag_defs / sizeof flag_defs[0]; i++) {
+  for (size_t i = 0; kop_flags_name(i); i++) {
     char want[64];
-    snprintf(want, sizeof want, "--%s", flag_defs[i].name);
+    snprintf(want, sizeof want, "--%s", kop_flags_name(i));
     assert_non_null(strstr(text, want));
   }
   assert_non_null(strstr(text, "(default \":8081\")"));

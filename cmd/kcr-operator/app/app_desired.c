@@ -4,7 +4,7 @@
  * whether what exists already does.
  *
  * DESIGN: every function is a pure transformation of borrowed json_t into new
- * json_t (operator.h). Objects are built with jansson's stealing setters, whose
+ * json_t (app_desired.h). Objects are built with jansson's stealing setters, whose
  * failures (a NULL value from a failed allocation included) are counted in one
  * `bad` tally per builder, so that a builder has a single failure exit and the
  * allocation-failure tests can fail each allocation in turn. Children carry only
@@ -24,8 +24,8 @@
 
 #include <openssl/evp.h>
 
+#include "app/app_desired.h"
 #include "kcr/meta.h"
-#include "operator.h"
 
 /* str_field returns obj[key] when it is a non-empty string, else NULL. */
 static const char *str_field(const json_t *obj, const char *key) {
@@ -39,7 +39,7 @@ static json_t *spec_of(const json_t *app) {
   return json_is_object(s) ? s : NULL;
 }
 
-int kcr__app_check(const json_t *app, kcr_error_t *err) {
+int kop_app_check(const json_t *app, kcr_error_t *err) {
   json_t *md = kcr_meta_metadata(app);
   json_t *spec = spec_of(app);
   json_t *v;
@@ -66,32 +66,32 @@ int kcr__app_check(const json_t *app, kcr_error_t *err) {
   return 0;
 }
 
-int64_t kcr__app_replicas(const json_t *app) {
+int64_t kop_app_replicas(const json_t *app) {
   json_t *v = json_object_get(spec_of(app), "replicas");
   return json_is_integer(v) ? json_integer_value(v) : 1;
 }
 
-int kcr__app_port(const json_t *app) {
+int kop_app_port(const json_t *app) {
   json_t *v = json_object_get(spec_of(app), "port");
   json_int_t p = json_is_integer(v) ? json_integer_value(v) : 0;
   return p >= 1 && p <= 65535 ? (int)p : 0;
 }
 
-bool kcr__app_has_config(const json_t *app) {
+bool kop_app_has_config(const json_t *app) {
   json_t *c = json_object_get(spec_of(app), "config");
   return json_is_object(c) && json_object_size(c) > 0;
 }
 
-bool kcr__app_paused(const json_t *app) {
+bool kop_app_paused(const json_t *app) {
   return json_is_true(json_object_get(spec_of(app), "paused"));
 }
 
-json_t *kcr__app_labels(const json_t *app) {
+json_t *kop_app_labels(const json_t *app) {
   json_t *l = json_object();
   int bad = 0;
-  bad |= json_object_set_new(l, KCR_APP_LABEL_NAME, json_string(kcr_meta_name(app)));
-  bad |= json_object_set_new(l, KCR_APP_LABEL_INSTANCE, json_string(kcr_meta_name(app)));
-  bad |= json_object_set_new(l, KCR_APP_LABEL_MANAGED_BY, json_string(KCR_APP_MANAGED_BY));
+  bad |= json_object_set_new(l, KOP_APP_LABEL_NAME, json_string(kcr_meta_name(app)));
+  bad |= json_object_set_new(l, KOP_APP_LABEL_INSTANCE, json_string(kcr_meta_name(app)));
+  bad |= json_object_set_new(l, KOP_APP_LABEL_MANAGED_BY, json_string(KOP_APP_MANAGED_BY));
   if (bad) {
     json_decref(l);
     return NULL;
@@ -103,8 +103,8 @@ json_t *kcr__app_labels(const json_t *app) {
 static json_t *selector_labels(const json_t *app) {
   json_t *l = json_object();
   int bad = 0;
-  bad |= json_object_set_new(l, KCR_APP_LABEL_NAME, json_string(kcr_meta_name(app)));
-  bad |= json_object_set_new(l, KCR_APP_LABEL_INSTANCE, json_string(kcr_meta_name(app)));
+  bad |= json_object_set_new(l, KOP_APP_LABEL_NAME, json_string(kcr_meta_name(app)));
+  bad |= json_object_set_new(l, KOP_APP_LABEL_INSTANCE, json_string(kcr_meta_name(app)));
   if (bad) {
     json_decref(l);
     return NULL;
@@ -120,10 +120,10 @@ static int fit(int n, size_t size) {
   return n;
 }
 
-int kcr__app_selector_string(const json_t *app, char *buf, size_t size) {
+int kop_app_selector_string(const json_t *app, char *buf, size_t size) {
   const char *name = kcr_meta_name(app);
   int n = fit(
-      snprintf(buf, size, "%s=%s,%s=%s", KCR_APP_LABEL_NAME, name, KCR_APP_LABEL_INSTANCE, name),
+      snprintf(buf, size, "%s=%s,%s=%s", KOP_APP_LABEL_NAME, name, KOP_APP_LABEL_INSTANCE, name),
       size);
   if (n < 0 && size > 0) {
     buf[0] = '\0';
@@ -131,8 +131,8 @@ int kcr__app_selector_string(const json_t *app, char *buf, size_t size) {
   return n;
 }
 
-int kcr__app_url(const json_t *app, char *buf, size_t size) {
-  int port = kcr__app_port(app);
+int kop_app_url(const json_t *app, char *buf, size_t size) {
+  int port = kop_app_port(app);
   int n;
   if (size > 0) {
     buf[0] = '\0';
@@ -149,7 +149,7 @@ int kcr__app_url(const json_t *app, char *buf, size_t size) {
   return n;
 }
 
-int kcr__app_directory_key(const json_t *app, char *buf, size_t size) {
+int kop_app_directory_key(const json_t *app, char *buf, size_t size) {
   int n = fit(snprintf(buf, size, "%s.%s", kcr_meta_namespace(app), kcr_meta_name(app)), size);
   if (n < 0 && size > 0) {
     buf[0] = '\0';
@@ -157,11 +157,11 @@ int kcr__app_directory_key(const json_t *app, char *buf, size_t size) {
   return n;
 }
 
-json_t *kcr__app_owner_reference(const json_t *app) {
+json_t *kop_app_owner_reference(const json_t *app) {
   json_t *r = json_object();
   int bad = 0;
-  bad |= json_object_set_new(r, "apiVersion", json_string(KCR_APP_API_VERSION));
-  bad |= json_object_set_new(r, "kind", json_string(KCR_APP_KIND));
+  bad |= json_object_set_new(r, "apiVersion", json_string(KOP_APP_API_VERSION));
+  bad |= json_object_set_new(r, "kind", json_string(KOP_APP_KIND));
   bad |= json_object_set_new(r, "name", json_string(kcr_meta_name(app)));
   bad |= json_object_set_new(r, "uid", json_string(kcr_meta_uid(app)));
   bad |= json_object_set_new(r, "controller", json_true());
@@ -191,19 +191,19 @@ static bool has_group(const char *api_version, const char *group) {
   return api_version && strncmp(api_version, group, n) == 0 && api_version[n] == '/';
 }
 
-bool kcr__app_owns(const json_t *app, const json_t *child) {
+bool kop_app_owns(const json_t *app, const json_t *child) {
   json_t *ref = kcr_meta_controller_ref(child);
   const char *uid = kcr_meta_uid(app);
   if (!ref || !*uid) {
     return false;
   }
-  return has_group(json_string_value(json_object_get(ref, "apiVersion")), KCR_APP_GROUP) &&
-         streq(json_string_value(json_object_get(ref, "kind")), KCR_APP_KIND) &&
+  return has_group(json_string_value(json_object_get(ref, "apiVersion")), KOP_APP_GROUP) &&
+         streq(json_string_value(json_object_get(ref, "kind")), KOP_APP_KIND) &&
          streq(json_string_value(json_object_get(ref, "uid")), uid);
 }
 
-int kcr__app_config_hash(const json_t *app, char out[KCR_APP_CONFIG_HASH_LEN + 1],
-                         kcr_error_t *err) {
+int kop_app_config_hash(const json_t *app, char out[KOP_APP_CONFIG_HASH_LEN + 1],
+                        kcr_error_t *err) {
   static const char hex[] = "0123456789abcdef";
   json_t *config = json_object_get(spec_of(app), "config");
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -223,14 +223,14 @@ int kcr__app_config_hash(const json_t *app, char out[KCR_APP_CONFIG_HASH_LEN + 1
   }
   ok = EVP_Digest(text, strlen(text), md, &md_len, EVP_sha256(), NULL);
   jansson_free(text);
-  if (!ok || md_len * 2 < KCR_APP_CONFIG_HASH_LEN) {
+  if (!ok || md_len * 2 < KOP_APP_CONFIG_HASH_LEN) {
     return kcr_error_set(err, KCR_EINTERNAL, "app: config hash: SHA-256 failed");
   }
-  for (size_t i = 0; i < KCR_APP_CONFIG_HASH_LEN / 2; i++) {
+  for (size_t i = 0; i < KOP_APP_CONFIG_HASH_LEN / 2; i++) {
     out[2 * i] = hex[md[i] >> 4];
     out[2 * i + 1] = hex[md[i] & 0x0f];
   }
-  out[KCR_APP_CONFIG_HASH_LEN] = '\0';
+  out[KOP_APP_CONFIG_HASH_LEN] = '\0';
   return 0;
 }
 
@@ -242,10 +242,10 @@ static json_t *child_metadata(const json_t *app, const char *name) {
   json_t *md = json_object();
   json_t *refs = json_array();
   int bad = 0;
-  bad |= json_array_append_new(refs, kcr__app_owner_reference(app));
+  bad |= json_array_append_new(refs, kop_app_owner_reference(app));
   bad |= json_object_set_new(md, "name", json_string(name));
   bad |= json_object_set_new(md, "namespace", json_string(kcr_meta_namespace(app)));
-  bad |= json_object_set_new(md, "labels", kcr__app_labels(app));
+  bad |= json_object_set_new(md, "labels", kop_app_labels(app));
   bad |= json_object_set_new(md, "ownerReferences", refs);
   if (bad) {
     json_decref(md);
@@ -256,7 +256,7 @@ static json_t *child_metadata(const json_t *app, const char *name) {
 
 /* config_name writes "<name>-config" into buf. Returns 0 or KCR_ETOOBIG. */
 static int config_name(const json_t *app, char *buf, size_t size) {
-  int n = fit(snprintf(buf, size, "%s%s", kcr_meta_name(app), KCR_APP_CONFIG_SUFFIX), size);
+  int n = fit(snprintf(buf, size, "%s%s", kcr_meta_name(app), KOP_APP_CONFIG_SUFFIX), size);
   return n < 0 ? n : 0;
 }
 
@@ -311,9 +311,9 @@ static json_t *app_container(const json_t *app, bool with_config) {
   json_t *c = json_object();
   json_t *env = container_env(app);
   json_t *res = container_resources(app);
-  int port = kcr__app_port(app);
+  int port = kop_app_port(app);
   int bad = 0;
-  bad |= json_object_set_new(c, "name", json_string(KCR_APP_CONTAINER));
+  bad |= json_object_set_new(c, "name", json_string(KOP_APP_CONTAINER));
   bad |= json_object_set_new(c, "image", json_string(str_field(spec_of(app), "image")));
   if (env && json_array_size(env) > 0) {
     bad |= json_object_set_new(c, "env", json_incref(env));
@@ -336,8 +336,8 @@ static json_t *app_container(const json_t *app, bool with_config) {
   if (with_config) {
     json_t *mounts = json_array();
     json_t *m = json_object();
-    bad |= json_object_set_new(m, "name", json_string(KCR_APP_CONFIG_VOLUME));
-    bad |= json_object_set_new(m, "mountPath", json_string(KCR_APP_CONFIG_MOUNT));
+    bad |= json_object_set_new(m, "name", json_string(KOP_APP_CONFIG_VOLUME));
+    bad |= json_object_set_new(m, "mountPath", json_string(KOP_APP_CONFIG_MOUNT));
     bad |= json_object_set_new(m, "readOnly", json_true());
     bad |= json_array_append_new(mounts, m);
     bad |= json_object_set_new(c, "volumeMounts", mounts);
@@ -356,7 +356,7 @@ static json_t *config_volumes(const char *cm_name) {
   json_t *cm = json_object();
   int bad = 0;
   bad |= json_object_set_new(cm, "name", json_string(cm_name));
-  bad |= json_object_set_new(v, "name", json_string(KCR_APP_CONFIG_VOLUME));
+  bad |= json_object_set_new(v, "name", json_string(KOP_APP_CONFIG_VOLUME));
   bad |= json_object_set_new(v, "configMap", cm);
   bad |= json_array_append_new(vols, v);
   if (bad) {
@@ -366,22 +366,22 @@ static json_t *config_volumes(const char *cm_name) {
   return vols;
 }
 
-int kcr__app_desired_deployment(const json_t *app, json_t **out, kcr_error_t *err) {
+int kop_app_desired_deployment(const json_t *app, json_t **out, kcr_error_t *err) {
   char cm_name[320];
-  char hash[KCR_APP_CONFIG_HASH_LEN + 1];
+  char hash[KOP_APP_CONFIG_HASH_LEN + 1];
   bool with_config;
   json_t *d = NULL, *spec, *sel, *tmpl, *tmd, *pod, *containers;
   int bad = 0, rc;
   *out = NULL;
-  if ((rc = kcr__app_check(app, err)) < 0) {
+  if ((rc = kop_app_check(app, err)) < 0) {
     return rc;
   }
-  with_config = kcr__app_has_config(app);
+  with_config = kop_app_has_config(app);
   if (with_config) {
     if (config_name(app, cm_name, sizeof cm_name) < 0) {
       return kcr_error_set(err, KCR_ETOOBIG, "app: name too long");
     }
-    if ((rc = kcr__app_config_hash(app, hash, err)) < 0) {
+    if ((rc = kop_app_config_hash(app, hash, err)) < 0) {
       return rc;
     }
   }
@@ -396,14 +396,14 @@ int kcr__app_desired_deployment(const json_t *app, json_t **out, kcr_error_t *er
   bad |= json_object_set_new(d, "kind", json_string("Deployment"));
   bad |= json_object_set_new(d, "metadata", child_metadata(app, kcr_meta_name(app)));
   bad |= json_object_set(d, "spec", spec);
-  bad |= json_object_set_new(spec, "replicas", json_integer(kcr__app_replicas(app)));
+  bad |= json_object_set_new(spec, "replicas", json_integer(kop_app_replicas(app)));
   bad |= json_object_set_new(sel, "matchLabels", selector_labels(app));
   bad |= json_object_set(spec, "selector", sel);
   bad |= json_object_set(spec, "template", tmpl);
-  bad |= json_object_set_new(tmd, "labels", kcr__app_labels(app));
+  bad |= json_object_set_new(tmd, "labels", kop_app_labels(app));
   if (with_config) {
     json_t *ann = json_object();
-    bad |= json_object_set_new(ann, KCR_APP_CONFIG_HASH_ANNOTATION, json_string(hash));
+    bad |= json_object_set_new(ann, KOP_APP_CONFIG_HASH_ANNOTATION, json_string(hash));
     bad |= json_object_set_new(tmd, "annotations", ann);
   }
   bad |= json_object_set(tmpl, "metadata", tmd);
@@ -429,14 +429,14 @@ int kcr__app_desired_deployment(const json_t *app, json_t **out, kcr_error_t *er
   return 0;
 }
 
-int kcr__app_desired_service(const json_t *app, json_t **out, kcr_error_t *err) {
+int kop_app_desired_service(const json_t *app, json_t **out, kcr_error_t *err) {
   json_t *s, *spec, *ports, *p;
   int port, bad = 0, rc;
   *out = NULL;
-  if ((rc = kcr__app_check(app, err)) < 0) {
+  if ((rc = kop_app_check(app, err)) < 0) {
     return rc;
   }
-  port = kcr__app_port(app);
+  port = kop_app_port(app);
   if (port == 0) {
     return 0;
   }
@@ -456,7 +456,7 @@ int kcr__app_desired_service(const json_t *app, json_t **out, kcr_error_t *err) 
   bad |= json_object_set_new(p, "targetPort", json_integer(port));
   bad |= json_array_append_new(ports, p);
   bad |= json_object_set(spec, "ports", ports);
-  json_decref(spec); /* attached with json_object_set: see kcr__app_desired_deployment */
+  json_decref(spec); /* attached with json_object_set: see kop_app_desired_deployment */
   json_decref(ports);
   if (bad) {
     json_decref(s);
@@ -466,15 +466,15 @@ int kcr__app_desired_service(const json_t *app, json_t **out, kcr_error_t *err) 
   return 0;
 }
 
-int kcr__app_desired_configmap(const json_t *app, json_t **out, kcr_error_t *err) {
+int kop_app_desired_configmap(const json_t *app, json_t **out, kcr_error_t *err) {
   char name[320];
   json_t *cm;
   int bad = 0, rc;
   *out = NULL;
-  if ((rc = kcr__app_check(app, err)) < 0) {
+  if ((rc = kop_app_check(app, err)) < 0) {
     return rc;
   }
-  if (!kcr__app_has_config(app)) {
+  if (!kop_app_has_config(app)) {
     return 0;
   }
   if (config_name(app, name, sizeof name) < 0) {
@@ -539,8 +539,8 @@ static int set_controller_ref(json_t *md, const json_t *ref) {
   return json_object_set_new(md, "ownerReferences", keep);
 }
 
-int kcr__app_merge_child(const json_t *existing, const json_t *desired, json_t **out,
-                         kcr_error_t *err) {
+int kop_app_merge_child(const json_t *existing, const json_t *desired, json_t **out,
+                        kcr_error_t *err) {
   static const char *const bodies[] = {"spec", "data"};
   json_t *m, *md, *dmd, *ref, *r;
   size_t i;
@@ -603,7 +603,7 @@ int kcr__app_merge_child(const json_t *existing, const json_t *desired, json_t *
   return 0;
 }
 
-bool kcr__json_subset(const json_t *want, const json_t *have) {
+bool kop_json_subset(const json_t *want, const json_t *have) {
   if (!want) {
     return true;
   }
@@ -614,7 +614,7 @@ bool kcr__json_subset(const json_t *want, const json_t *have) {
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)want, k, v) {
-      if (!kcr__json_subset(v, json_object_get(have, k))) {
+      if (!kop_json_subset(v, json_object_get(have, k))) {
         return false;
       }
     }
@@ -627,7 +627,7 @@ bool kcr__json_subset(const json_t *want, const json_t *have) {
       return false;
     }
     json_array_foreach(want, i, v) {
-      if (!kcr__json_subset(v, json_array_get(have, i))) {
+      if (!kop_json_subset(v, json_array_get(have, i))) {
         return false;
       }
     }
@@ -636,13 +636,13 @@ bool kcr__json_subset(const json_t *want, const json_t *have) {
   return json_equal(want, have);
 }
 
-bool kcr__app_child_up_to_date(const json_t *existing, const json_t *desired) {
+bool kop_app_child_up_to_date(const json_t *existing, const json_t *desired) {
   json_t *dmd = kcr_meta_metadata(desired);
   json_t *emd = kcr_meta_metadata(existing);
   json_t *ref;
   size_t i;
-  if (!kcr__json_subset(json_object_get(dmd, "labels"), json_object_get(emd, "labels")) ||
-      !kcr__json_subset(json_object_get(dmd, "annotations"), json_object_get(emd, "annotations"))) {
+  if (!kop_json_subset(json_object_get(dmd, "labels"), json_object_get(emd, "labels")) ||
+      !kop_json_subset(json_object_get(dmd, "annotations"), json_object_get(emd, "annotations"))) {
     return false;
   }
   json_array_foreach(json_object_get(dmd, "ownerReferences"), i, ref) {
@@ -651,7 +651,7 @@ bool kcr__app_child_up_to_date(const json_t *existing, const json_t *desired) {
       return false;
     }
   }
-  if (!kcr__json_subset(json_object_get(desired, "spec"), json_object_get(existing, "spec"))) {
+  if (!kop_json_subset(json_object_get(desired, "spec"), json_object_get(existing, "spec"))) {
     return false;
   }
   /* data is compared exactly: a key removed from the config must go. */
@@ -662,20 +662,20 @@ bool kcr__app_child_up_to_date(const json_t *existing, const json_t *desired) {
   return true;
 }
 
-int kcr__app_directory_update(json_t *data, const json_t *app, bool remove, bool *changed,
-                              kcr_error_t *err) {
+int kop_app_directory_update(json_t *data, const json_t *app, bool remove, bool *changed,
+                             kcr_error_t *err) {
   char key[KCR_META_KEY_MAX];
-  char url[KCR_APP_URL_MAX];
+  char url[KOP_APP_URL_MAX];
   json_t *cur;
   int n;
   *changed = false;
   if (!json_is_object(data)) {
     return kcr_error_set(err, KCR_EINVAL, "app: directory data is not an object");
   }
-  if (kcr__app_directory_key(app, key, sizeof key) < 0) {
+  if (kop_app_directory_key(app, key, sizeof key) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: directory key too long");
   }
-  n = kcr__app_url(app, url, sizeof url);
+  n = kop_app_url(app, url, sizeof url);
   if (n < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: url too long");
   }
@@ -697,13 +697,13 @@ int kcr__app_directory_update(json_t *data, const json_t *app, bool remove, bool
   return 0;
 }
 
-json_t *kcr__app_desired_directory(const char *ns) {
+json_t *kop_app_desired_directory(const char *ns) {
   json_t *cm = json_object();
   json_t *md = json_object();
   json_t *labels = json_object();
   int bad = 0;
-  bad |= json_object_set_new(labels, KCR_APP_LABEL_MANAGED_BY, json_string(KCR_APP_MANAGED_BY));
-  bad |= json_object_set_new(md, "name", json_string(KCR_APP_DIRECTORY_NAME));
+  bad |= json_object_set_new(labels, KOP_APP_LABEL_MANAGED_BY, json_string(KOP_APP_MANAGED_BY));
+  bad |= json_object_set_new(md, "name", json_string(KOP_APP_DIRECTORY_NAME));
   bad |= json_object_set_new(md, "namespace", json_string(ns));
   bad |= json_object_set_new(md, "labels", labels);
   bad |= json_object_set_new(cm, "apiVersion", json_string("v1"));

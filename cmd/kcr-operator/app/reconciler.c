@@ -22,14 +22,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "app/app_desired.h"
+#include "app/app_status.h"
+#include "app/reconciler.h"
 #include "kcr/apierror.h"
 #include "kcr/client.h"
 #include "kcr/clock.h"
 #include "kcr/controllerutil.h"
 #include "kcr/log.h"
 #include "kcr/meta.h"
-#include "operator/operator.h"
-#include "operator/reconciler.h"
 
 /* child_kind describes one kind of child. */
 typedef struct child_kind {
@@ -39,11 +40,11 @@ typedef struct child_kind {
 } child_kind;
 
 static const child_kind children[] = {
-    {{"apps", "v1", "Deployment"}, "Deployment", kcr__app_desired_deployment},
-    {{"", "v1", "Service"}, "Service", kcr__app_desired_service},
-    {{"", "v1", "ConfigMap"}, "ConfigMap", kcr__app_desired_configmap},
+    {{"apps", "v1", "Deployment"}, "Deployment", kop_app_desired_deployment},
+    {{"", "v1", "Service"}, "Service", kop_app_desired_service},
+    {{"", "v1", "ConfigMap"}, "ConfigMap", kop_app_desired_configmap},
 };
-static const kcr_gvk app_gvk = {KCR_APP_GROUP, KCR_APP_VERSION, KCR_APP_KIND};
+static const kcr_gvk app_gvk = {KOP_APP_GROUP, KOP_APP_VERSION, KOP_APP_KIND};
 
 /*
  * sync_child brings one child in line. *observed (may be NULL) receives the
@@ -51,14 +52,14 @@ static const kcr_gvk app_gvk = {KCR_APP_GROUP, KCR_APP_VERSION, KCR_APP_KIND};
  * when a same-named child exists that the App does not control.
  */
 /* record notes an Event regarding the App (never blocks; a full queue drops it). */
-static void record(const kcr_app_reconciler *r, json_t *app, const char *type, const char *reason,
+static void record(const kop_app_reconciler *r, json_t *app, const char *type, const char *reason,
                    const char *action, const char *kind, const char *ns, const char *name) {
   if (r->events)
     kcr_event_record_object(r->events, app, type, reason, action, "%s %s %s/%s", reason, kind, ns,
                             name);
 }
 
-static int sync_child(const kcr_app_reconciler *r, const kcr_objclient *c, json_t *app,
+static int sync_child(const kop_app_reconciler *r, const kcr_objclient *c, json_t *app,
                       const child_kind *k, json_t **observed, bool *conflict, char *conflict_msg,
                       size_t msg_size, kcr_error_t *err) {
   const char *ns = kcr_meta_namespace(app);
@@ -71,13 +72,13 @@ static int sync_child(const kcr_app_reconciler *r, const kcr_objclient *c, json_
   if ((rc = k->desired(app, &desired, err)) != 0)
     return rc;
   if (strcmp(k->kind, "ConfigMap") == 0)
-    snprintf(name, sizeof(name), "%s%s", kcr_meta_name(app), KCR_APP_CONFIG_SUFFIX);
+    snprintf(name, sizeof(name), "%s%s", kcr_meta_name(app), KOP_APP_CONFIG_SUFFIX);
   else
     snprintf(name, sizeof(name), "%s", kcr_meta_name(app));
   rc = kcr_ignore_not_found(kcr_objclient_get(c, &k->gvk, ns, name, &existing, err), err);
   if (rc)
     goto out;
-  if (existing && !kcr__app_owns(app, existing)) {
+  if (existing && !kop_app_owns(app, existing)) {
     /* Never take over what another owner (or nobody) controls. */
     *conflict = true;
     snprintf(conflict_msg, msg_size, "%s %s/%s exists and is not controlled by this App", k->kind,
@@ -99,8 +100,8 @@ static int sync_child(const kcr_app_reconciler *r, const kcr_objclient *c, json_
       kcr_log(KCR_LOG_INFO, "app", "created %s %s/%s", k->kind, ns, name);
       record(r, app, "Normal", "Created", "Create", k->kind, ns, name);
     }
-  } else if (!kcr__app_child_up_to_date(existing, desired)) {
-    rc = kcr__app_merge_child(existing, desired, &merged, err);
+  } else if (!kop_app_child_up_to_date(existing, desired)) {
+    rc = kop_app_merge_child(existing, desired, &merged, err);
     if (rc == 0)
       rc = kcr_objclient_update(c, merged, NULL, &out, err);
     if (rc == 0) {
@@ -127,7 +128,7 @@ out:
  * object in the operator's namespace, which a cache limited to --namespace does
  * not watch. A conflicting write (another App's pass) fails and is retried.
  */
-static int sync_directory(const kcr_app_reconciler *r, const json_t *app, bool remove,
+static int sync_directory(const kop_app_reconciler *r, const json_t *app, bool remove,
                           kcr_error_t *err) {
   static const kcr_gvr configmaps = {"", "v1", "configmaps"};
   const char *dir_ns = r->directory_namespace;
@@ -135,16 +136,16 @@ static int sync_directory(const kcr_app_reconciler *r, const json_t *app, bool r
   bool changed = false;
   int rc;
 
-  rc = kcr_client_get(r->direct, &configmaps, dir_ns, KCR_APP_DIRECTORY_NAME, NULL, &dir, err);
+  rc = kcr_client_get(r->direct, &configmaps, dir_ns, KOP_APP_DIRECTORY_NAME, NULL, &dir, err);
   if (rc == KCR_EAPI && kcr_error_is_not_found(err)) {
     kcr_error_clear(err);
     if (remove)
       return 0; /* no directory, no entry */
-    dir = kcr__app_desired_directory(dir_ns);
+    dir = kop_app_desired_directory(dir_ns);
     if (!dir)
       return kcr_error_set(err, KCR_ENOMEM, "app: out of memory");
     data = json_object_get(dir, "data");
-    rc = kcr__app_directory_update(data, app, false, &changed, err);
+    rc = kop_app_directory_update(data, app, false, &changed, err);
     if (rc == 0 && changed)
       rc = kcr_client_create_object(r->direct, &configmaps, dir_ns, dir, NULL, NULL, err);
     json_decref(dir);
@@ -157,20 +158,20 @@ static int sync_directory(const kcr_app_reconciler *r, const json_t *app, bool r
     data = json_object();
     json_object_set_new(dir, "data", data);
   }
-  rc = kcr__app_directory_update(data, app, remove, &changed, err);
+  rc = kop_app_directory_update(data, app, remove, &changed, err);
   if (rc == 0 && changed)
     rc = kcr_client_update(r->direct, &configmaps, dir_ns, dir, NULL, NULL, err);
   json_decref(dir);
   return rc;
 }
 
-int kcr__app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
-                       void *data) {
-  const kcr_app_reconciler *r = data;
+int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
+                      void *data) {
+  const kop_app_reconciler *r = data;
   const kcr_objclient *c = kcr_reconcile_client(ctx);
   kcr_error_t *err = kcr_reconcile_err(ctx);
   json_t *app = NULL, *status = NULL, *deployment = NULL;
-  kcr_app_observed obs = {NULL, NULL, NULL};
+  kop_app_observed obs = {NULL, NULL, NULL};
   char conflict_msg[512] = "";
   bool conflict = false;
   int rc, sync_rc = 0;
@@ -181,10 +182,10 @@ int kcr__app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *re
     return rc; /* gone: the finalizer saw to the directory */
 
   if (kcr_meta_is_deleting(app)) {
-    if (kcr_finalizer_contains(app, KCR_APP_FINALIZER)) {
+    if (kcr_finalizer_contains(app, KOP_APP_FINALIZER)) {
       rc = sync_directory(r, app, true, err);
       if (rc == 0)
-        rc = kcr_finalizer_remove_remote(c, app, KCR_APP_FINALIZER, err);
+        rc = kcr_finalizer_remove_remote(c, app, KOP_APP_FINALIZER, err);
       if (rc == 0)
         kcr_log(KCR_LOG_INFO, "app", "%s/%s: directory entry removed, finalizer released", req->ns,
                 req->name);
@@ -192,14 +193,14 @@ int kcr__app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *re
     json_decref(app);
     return rc;
   }
-  if (kcr__app_check(app, err) != 0) {
+  if (kop_app_check(app, err) != 0) {
     json_decref(app);
     return kcr_reconcile_terminal(ctx, KCR_EINVAL); /* the schema normally prevents it */
   }
-  if (!kcr_finalizer_contains(app, KCR_APP_FINALIZER)) {
+  if (!kcr_finalizer_contains(app, KOP_APP_FINALIZER)) {
     json_t *updated = NULL;
     bool changed = false;
-    rc = kcr_finalizer_add(app, KCR_APP_FINALIZER, &changed);
+    rc = kcr_finalizer_add(app, KOP_APP_FINALIZER, &changed);
     if (rc == 0)
       rc = kcr_objclient_update(c, app, NULL, &updated, err);
     json_decref(app);
@@ -208,7 +209,7 @@ int kcr__app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *re
     app = updated;
   }
 
-  if (!kcr__app_paused(app)) {
+  if (!kop_app_paused(app)) {
     for (size_t i = 0; i < sizeof(children) / sizeof(children[0]) && sync_rc == 0; i++) {
       bool child_conflict = false;
       json_t *seen = NULL;
@@ -226,18 +227,18 @@ int kcr__app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *re
     /* Paused: change nothing, but still report what the Deployment does. */
     json_t *existing = NULL;
     if (kcr_objclient_get(c, &children[0].gvk, req->ns, req->name, &existing, NULL) == 0 &&
-        kcr__app_owns(app, existing))
+        kop_app_owns(app, existing))
       deployment = json_incref(existing);
     json_decref(existing);
   }
 
   obs.deployment = deployment;
   if (conflict) {
-    obs.degraded_reason = KCR_APP_REASON_NAME_CONFLICT;
+    obs.degraded_reason = KOP_APP_REASON_NAME_CONFLICT;
     obs.degraded_message = conflict_msg;
     kcr_log(KCR_LOG_WARN, "app", "%s/%s: %s", req->ns, req->name, conflict_msg);
     if (r->events)
-      kcr_event_record_object(r->events, app, "Warning", KCR_APP_REASON_NAME_CONFLICT, "Reconcile",
+      kcr_event_record_object(r->events, app, "Warning", KOP_APP_REASON_NAME_CONFLICT, "Reconcile",
                               "%s; it is left alone", conflict_msg);
   } else if (sync_rc) {
     obs.degraded_reason = "ReconcileFailed";
@@ -246,8 +247,8 @@ int kcr__app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *re
   {
     kcr_error_t serr;
     kcr_error_clear(&serr);
-    rc = kcr__app_status(app, &obs, kcr_clock_wall(kcr_clock_system()), &status, &serr);
-    if (rc == 0 && kcr__app_status_changed(app, status)) {
+    rc = kop_app_status(app, &obs, kcr_clock_wall(kcr_clock_system()), &status, &serr);
+    if (rc == 0 && kop_app_status_changed(app, status)) {
       json_object_set(app, "status", status);
       rc = kcr_objclient_update(c, app, "status", NULL, &serr);
     }

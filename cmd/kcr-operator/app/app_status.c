@@ -3,11 +3,11 @@
  * app_status.c: an App's status from what the reconciler observed, with
  * metav1.Condition semantics.
  *
- * DESIGN: kcr__app_status is a pure function of (App, observed Deployment,
+ * DESIGN: kop_app_status is a pure function of (App, observed Deployment,
  * failure reason, now). The status it returns starts from the App's current
  * conditions, so a condition whose status did not change keeps its
  * lastTransitionTime, and two reconciles that see the same world produce
- * byte-equal statuses: kcr__app_status_changed (json_equal) then says "no
+ * byte-equal statuses: kop_app_status_changed (json_equal) then says "no
  * write", which is what stops a controller from updating its own status in a
  * loop (each write would trigger another reconcile). The clock is a parameter,
  * never read here, so tests pin time. Messages carry only counts that change
@@ -18,10 +18,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "app/app_status.h"
 #include "kcr/meta.h"
-#include "operator.h"
 
-json_t *kcr__condition_find(const json_t *conditions, const char *type) {
+json_t *kop_condition_find(const json_t *conditions, const char *type) {
   size_t i;
   json_t *c;
   json_array_foreach(conditions, i, c) {
@@ -33,7 +33,7 @@ json_t *kcr__condition_find(const json_t *conditions, const char *type) {
   return NULL;
 }
 
-bool kcr__condition_remove(json_t *conditions, const char *type) {
+bool kop_condition_remove(json_t *conditions, const char *type) {
   size_t i;
   json_t *c;
   json_array_foreach(conditions, i, c) {
@@ -52,9 +52,9 @@ static bool str_eq(const json_t *obj, const char *key, const char *s) {
   return v && !strcmp(v, s);
 }
 
-int kcr__condition_set(json_t *conditions, const char *type, const char *status, const char *reason,
-                       const char *message, int64_t generation, kcr_time_t now, bool *changed,
-                       kcr_error_t *err) {
+int kop_condition_set(json_t *conditions, const char *type, const char *status, const char *reason,
+                      const char *message, int64_t generation, kcr_time_t now, bool *changed,
+                      kcr_error_t *err) {
   char ts[KCR_TIME_BUFSIZE];
   json_t *cur, *next;
   bool same_status;
@@ -73,7 +73,7 @@ int kcr__condition_set(json_t *conditions, const char *type, const char *status,
   if (!message) {
     message = "";
   }
-  cur = kcr__condition_find(conditions, type);
+  cur = kop_condition_find(conditions, type);
   same_status = cur && str_eq(cur, "status", status);
   if (same_status && str_eq(cur, "reason", reason) && str_eq(cur, "message", message) &&
       json_integer_value(json_object_get(cur, "observedGeneration")) == generation &&
@@ -129,7 +129,7 @@ static int64_t int_at(const json_t *obj, const char *path) {
 
 /* deployment_condition returns the Deployment's status condition of that type. */
 static json_t *deployment_condition(const json_t *dep, const char *type) {
-  return kcr__condition_find(kcr_meta_path(dep, "status.conditions"), type);
+  return kop_condition_find(kcr_meta_path(dep, "status.conditions"), type);
 }
 
 /* The verdicts of the three main conditions, before they are written. */
@@ -152,10 +152,10 @@ static void set_verdict(verdict *v, const char *status, const char *reason, cons
 }
 
 /* judge decides Available, Progressing and Degraded. */
-static void judge(const json_t *app, const kcr_app_observed *obs, verdict *avail, verdict *prog,
+static void judge(const json_t *app, const kop_app_observed *obs, verdict *avail, verdict *prog,
                   verdict *degr) {
   const json_t *dep = obs ? obs->deployment : NULL;
-  int64_t want = kcr__app_replicas(app);
+  int64_t want = kop_app_replicas(app);
   int64_t ready = int_at(dep, "status.readyReplicas");
   int64_t available = int_at(dep, "status.availableReplicas");
   int64_t updated = int_at(dep, "status.updatedReplicas");
@@ -203,24 +203,24 @@ static void judge(const json_t *app, const kcr_app_observed *obs, verdict *avail
   }
 }
 
-int kcr__app_status(const json_t *app, const kcr_app_observed *obs, kcr_time_t now, json_t **out,
-                    kcr_error_t *err) {
+int kop_app_status(const json_t *app, const kop_app_observed *obs, kcr_time_t now, json_t **out,
+                   kcr_error_t *err) {
   char selector[KCR_META_KEY_MAX + 64];
-  char url[KCR_APP_URL_MAX];
+  char url[KOP_APP_URL_MAX];
   verdict v[3];
-  static const char *const types[3] = {KCR_APP_COND_AVAILABLE, KCR_APP_COND_PROGRESSING,
-                                       KCR_APP_COND_DEGRADED};
+  static const char *const types[3] = {KOP_APP_COND_AVAILABLE, KOP_APP_COND_PROGRESSING,
+                                       KOP_APP_COND_DEGRADED};
   json_t *old = json_object_get(json_object_get(app, "status"), "conditions");
   json_t *st = NULL, *conds = NULL;
   const json_t *dep = obs ? obs->deployment : NULL;
   int64_t gen = kcr_meta_generation(app);
   int bad = 0, rc, n;
   *out = NULL;
-  if ((rc = kcr__app_check(app, err)) < 0) {
+  if ((rc = kop_app_check(app, err)) < 0) {
     return rc;
   }
-  if (kcr__app_selector_string(app, selector, sizeof selector) < 0 ||
-      (n = kcr__app_url(app, url, sizeof url)) < 0) {
+  if (kop_app_selector_string(app, selector, sizeof selector) < 0 ||
+      (n = kop_app_url(app, url, sizeof url)) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: name too long");
   }
   judge(app, obs, &v[0], &v[1], &v[2]);
@@ -229,20 +229,20 @@ int kcr__app_status(const json_t *app, const kcr_app_observed *obs, kcr_time_t n
     return kcr_error_set(err, KCR_ENOMEM, "app status: out of memory");
   }
   for (int i = 0; i < 3; i++) {
-    if ((rc = kcr__condition_set(conds, types[i], v[i].status, v[i].reason, v[i].message, gen, now,
-                                 NULL, err)) < 0) {
+    if ((rc = kop_condition_set(conds, types[i], v[i].status, v[i].reason, v[i].message, gen, now,
+                                NULL, err)) < 0) {
       goto fail;
     }
   }
-  if (kcr__app_paused(app)) {
-    rc = kcr__condition_set(conds, KCR_APP_COND_PAUSED, "True", "Paused",
-                            "spec.paused is true: the children are not changed", gen, now, NULL,
-                            err);
+  if (kop_app_paused(app)) {
+    rc =
+        kop_condition_set(conds, KOP_APP_COND_PAUSED, "True", "Paused",
+                          "spec.paused is true: the children are not changed", gen, now, NULL, err);
     if (rc < 0) {
       goto fail;
     }
   } else {
-    kcr__condition_remove(conds, KCR_APP_COND_PAUSED);
+    kop_condition_remove(conds, KOP_APP_COND_PAUSED);
   }
   st = json_object();
   bad |= json_object_set_new(st, "observedGeneration", json_integer(gen));
@@ -267,7 +267,7 @@ fail:
   return rc;
 }
 
-bool kcr__app_status_changed(const json_t *app, const json_t *status) {
+bool kop_app_status_changed(const json_t *app, const json_t *status) {
   json_t *cur = json_object_get(app, "status");
   if (!cur) {
     return status != NULL;

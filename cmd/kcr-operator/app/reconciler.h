@@ -3,14 +3,14 @@
  * reconciler.h: the App controller's reconcile function (kcr_reconcile_fn) and
  * its settings. Internal to kcr-operator.
  */
-#ifndef KCR_OPERATOR_RECONCILER_H
-#define KCR_OPERATOR_RECONCILER_H
+#ifndef KOP_RECONCILER_H
+#define KOP_RECONCILER_H
 
 #include "kcr/controller.h"
 #include "kcr/events.h"
 
 /*
- * kcr_app_reconciler: the reconciler's data (borrowed for the controller's life).
+ * kop_app_reconciler: the reconciler's data (borrowed for the controller's life).
  *   directory_namespace  where the ConfigMap app-directory lives: the operator's
  *                        own namespace.
  *   events               where to record what was created, updated, deleted or
@@ -19,19 +19,19 @@
  *                        directory lives in the operator's namespace, which a
  *                        cache limited to --namespace does not watch.
  */
-typedef struct kcr_app_reconciler {
+typedef struct kop_app_reconciler {
   const char *directory_namespace;
   kcr_event_recorder_t *events;
   kcr_client_t *direct;
-} kcr_app_reconciler;
+} kop_app_reconciler;
 
 /*
- * kcr__app_reconcile reconciles one App (data: a kcr_app_reconciler). Returns 0,
+ * kop_app_reconcile reconciles one App (data: a kop_app_reconciler). Returns 0,
  * or the error of a failed read or write (the controller then requeues with
  * backoff). A same-named child the App does not control is never touched: the
  * App reports Degraded with reason NameConflict and the pass succeeds.
  */
-int kcr__app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
-                       void *data);
+int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
+                      void *data);
 
-#endif /* KCR_OPERATOR_RECONCILER_H */
+#endif /* KOP_RECONCILER_H */

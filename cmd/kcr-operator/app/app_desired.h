@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * app_desired.h: what the App asks for, as pure functions (part of kcr-operator's
+ * kop library, not of libkcr; public kcr headers only): the App's constants, the
+ * children it wants (Deployment, Service, ConfigMap), ownership, drift checks and
+ * merges, and its entry in the directory ConfigMap. The status half is
+ * app_status.h.
+ *
+ * Everything here takes borrowed json_t objects and returns new ones, performs no
+ * I/O and reads no clock: the reconciler (reconciler.c)
+ * fetches the App and its children, calls these functions to decide what
+ * the world should look like, and writes the difference. That split keeps every
+ * rule of the App contract (issue 8, docs/operator.md) testable with JSON
+ * fixtures alone.
+ *
+ * Errors follow kcr's model: 0 or a negative kcr_err, *out NULL on failure, err
+ * may be NULL. KCR_EINVAL means the App is malformed (no name, namespace, uid or
+ * spec.image: the API server's schema normally prevents it); KCR_ENOMEM means an
+ * allocation failed. Any thread; no function keeps state.
+ */
+#ifndef KOP_APP_DESIRED_H
+#define KOP_APP_DESIRED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "kcr/error.h"
+#include "kcr/time.h"
+
+/* The App resource: group, version, kind, plural and the apiVersion of its objects. */
+#define KOP_APP_GROUP "kcr.dev"
+#define KOP_APP_VERSION "v1alpha1"
+#define KOP_APP_API_VERSION "kcr.dev/v1alpha1"
+#define KOP_APP_KIND "App"
+#define KOP_APP_RESOURCE "apps"
+
+/* KOP_APP_FINALIZER guards the App's entry in the directory ConfigMap. */
+#define KOP_APP_FINALIZER "kcr.dev/directory"
+
+/* KOP_APP_DIRECTORY_NAME is the ConfigMap, in the operator's namespace, listing App URLs. */
+#define KOP_APP_DIRECTORY_NAME "app-directory"
+
+/* The labels every child carries, and the value of managed-by. */
+#define KOP_APP_LABEL_NAME "app.kubernetes.io/name"
+#define KOP_APP_LABEL_INSTANCE "app.kubernetes.io/instance"
+#define KOP_APP_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
+#define KOP_APP_MANAGED_BY "kcr-operator"
+
+/* KOP_APP_CONFIG_HASH_ANNOTATION: pod-template annotation holding the config's hash. */
+#define KOP_APP_CONFIG_HASH_ANNOTATION "kcr.dev/config-hash"
+
+/* KOP_APP_CONFIG_HASH_LEN: hex digits of that hash (the first 64 bits of SHA-256). */
+#define KOP_APP_CONFIG_HASH_LEN 16
+
+/* The container's name, and where the config files are mounted. */
+#define KOP_APP_CONTAINER "app"
+#define KOP_APP_CONFIG_MOUNT "/etc/app"
+#define KOP_APP_CONFIG_VOLUME "config"
+
+/* KOP_APP_CONFIG_SUFFIX: the ConfigMap of an App named N is N + this. */
+#define KOP_APP_CONFIG_SUFFIX "-config"
+
+/* The condition types an App reports. */
+#define KOP_APP_COND_AVAILABLE "Available"
+#define KOP_APP_COND_PROGRESSING "Progressing"
+#define KOP_APP_COND_DEGRADED "Degraded"
+#define KOP_APP_COND_PAUSED "Paused"
+
+/* The reason of Degraded when a same-named child exists that the App does not own. */
+#define KOP_APP_REASON_NAME_CONFLICT "NameConflict"
+
+/* KOP_APP_URL_MAX: a buffer of this size holds any URL kop_app_url makes. */
+#define KOP_APP_URL_MAX 384
+
+/*
+ * kop_app_check verifies the fields every other function relies on:
+ * metadata.name, metadata.namespace, metadata.uid (non-empty strings) and
+ * spec.image (a non-empty string); spec.replicas, when present, an integer in
+ * 0..1000 and spec.port, when present, an integer in 1..65535. Returns 0 or
+ * KCR_EINVAL naming the field.
+ */
+int kop_app_check(const json_t *app, kcr_error_t *err);
+
+/* kop_app_replicas returns spec.replicas, or the schema's default 1 when absent. */
+int64_t kop_app_replicas(const json_t *app);
+
+/* kop_app_port returns spec.port, or 0 when it is unset. */
+int kop_app_port(const json_t *app);
+
+/* kop_app_has_config tells whether spec.config is a non-empty object (Go's len > 0). */
+bool kop_app_has_config(const json_t *app);
+
+/* kop_app_paused tells whether spec.paused is true. */
+bool kop_app_paused(const json_t *app);
+
+/*
+ * kop_app_labels returns a new object with the three labels of every child:
+ * name and instance (both the App's name) and managed-by kcr-operator. NULL when
+ * out of memory.
+ */
+json_t *kop_app_labels(const json_t *app);
+
+/*
+ * kop_app_selector_string writes the pods' label selector in string form,
+ * "app.kubernetes.io/name=N,app.kubernetes.io/instance=N", into buf. Returns
+ * its length, or KCR_ETOOBIG when size is too small.
+ */
+int kop_app_selector_string(const json_t *app, char *buf, size_t size);
+
+/*
+ * kop_app_url writes "http://<name>.<namespace>.svc:<port>" into buf when
+ * spec.port is set. Returns its length, 0 when the App has no port (buf ""), or
+ * KCR_ETOOBIG.
+ */
+int kop_app_url(const json_t *app, char *buf, size_t size);
+
+/*
+ * kop_app_owner_reference returns a new ownerReference to the App (apiVersion
+ * kcr.dev/v1alpha1, kind App, name, uid, controller and blockOwnerDeletion true).
+ * NULL when out of memory.
+ */
+json_t *kop_app_owner_reference(const json_t *app);
+
+/*
+ * kop_app_owns tells whether child's controller ownerReference points at this
+ * App: kind App, an apiVersion of group kcr.dev and the App's uid. A child with
+ * no controller, or another controller, is not owned, and the reconciler must
+ * not take it over (Degraded, reason NameConflict).
+ */
+bool kop_app_owns(const json_t *app, const json_t *child);
+
+/*
+ * kop_app_config_hash writes the hash of spec.config into out
+ * (KOP_APP_CONFIG_HASH_LEN hex digits and a NUL): SHA-256 over the config's
+ * canonical JSON (keys sorted, compact), truncated. Equal configs give equal
+ * hashes whatever their key order; an App without config hashes "{}". Returns 0,
+ * KCR_ENOMEM, or KCR_EINTERNAL when OpenSSL fails.
+ */
+int kop_app_config_hash(const json_t *app, char out[KOP_APP_CONFIG_HASH_LEN + 1], kcr_error_t *err);
+
+/*
+ * kop_app_desired_deployment builds the Deployment the App asks for (*out new):
+ * named like the App, in its namespace, with the child labels and a controller
+ * ownerReference; spec.replicas as the App's (0 stays 0); selector on name and
+ * instance; one container "app" with the image, env (name and value, an empty
+ * value left out as the API server does), resources and, when spec.port is set,
+ * a containerPort named "http". When config is set, a volume from ConfigMap
+ * N-config mounted read-only at /etc/app and the pod-template annotation
+ * kcr.dev/config-hash. Errors: KCR_EINVAL (kop_app_check), KCR_ENOMEM.
+ */
+int kop_app_desired_deployment(const json_t *app, json_t **out, kcr_error_t *err);
+
+/*
+ * kop_app_desired_service builds the ClusterIP Service of the App (*out new):
+ * same name, the child labels and ownerReference, selector on name and instance,
+ * one TCP port "http" with port and targetPort spec.port. *out is NULL (and 0 is
+ * returned) when the App has no port: a Service that exists must then be deleted
+ * if the App owns it. Errors as kop_app_desired_deployment.
+ */
+int kop_app_desired_service(const json_t *app, json_t **out, kcr_error_t *err);
+
+/*
+ * kop_app_desired_configmap builds ConfigMap N-config whose data is spec.config
+ * (*out new), with the child labels and ownerReference. *out is NULL (and 0 is
+ * returned) when the App has no config. Errors as kop_app_desired_deployment.
+ */
+int kop_app_desired_configmap(const json_t *app, json_t **out, kcr_error_t *err);
+
+/*
+ * kop_app_merge_child returns a copy of existing (the child as read from the
+ * server) changed to match desired (*out new): desired's labels and annotations
+ * set over existing ones (others kept), the App's ownerReference in place of any
+ * other controller reference, and every top-level key of desired's "spec" and
+ * "data" set over existing's, so that fields the server owns (a Service's
+ * clusterIP, a Deployment's strategy defaults) are kept. The result is what to
+ * PUT. Errors: KCR_EINVAL (objects not JSON objects), KCR_ENOMEM.
+ */
+int kop_app_merge_child(const json_t *existing, const json_t *desired, json_t **out,
+                        kcr_error_t *err);
+
+/*
+ * kop_app_child_up_to_date tells whether existing already matches desired:
+ * every label, annotation and ownerReference of desired is there, and desired's
+ * spec and data are a subset of existing's (kop_json_subset), so fields the
+ * server defaulted do not count as drift. When it is true the reconciler writes
+ * nothing, which is what keeps it out of hot loops.
+ */
+bool kop_app_child_up_to_date(const json_t *existing, const json_t *desired);
+
+/*
+ * kop_json_subset tells whether want is contained in have: objects key by key
+ * (have may have more keys), arrays of the same length element by element,
+ * scalars equal (integer 1 and real 1.0 differ, as JSON's round trip through the
+ * server keeps integers integers). NULL want is contained in anything.
+ */
+bool kop_json_subset(const json_t *want, const json_t *have);
+
+/*
+ * kop_app_directory_key writes the App's directory key "<namespace>.<name>"
+ * into buf. Returns its length or KCR_ETOOBIG.
+ */
+int kop_app_directory_key(const json_t *app, char *buf, size_t size);
+
+/*
+ * kop_app_directory_update brings the directory's data object (borrowed and
+ * changed in place: the "data" of ConfigMap app-directory) in line with the App:
+ * the entry "<namespace>.<name>" -> URL is set when the App has a port and is not
+ * being deleted, and removed otherwise (also when `remove` is true, as the
+ * finalizer asks). *changed tells whether data changed, so that the caller
+ * writes only then. Errors: KCR_EINVAL (data not an object), KCR_ETOOBIG,
+ * KCR_ENOMEM (data is then unchanged).
+ */
+int kop_app_directory_update(json_t *data, const json_t *app, bool remove, bool *changed,
+                             kcr_error_t *err);
+
+/*
+ * kop_app_desired_directory returns a new, empty ConfigMap app-directory in
+ * namespace ns (labels managed-by kcr-operator, "data": {}), to create when it
+ * does not exist yet. NULL when out of memory.
+ */
+json_t *kop_app_desired_directory(const char *ns);
+
+#endif /* KOP_APP_DESIRED_H */
