@@ -21,7 +21,6 @@
 #include "kcr/informer.h"
 #include "kcr/leaderelection.h"
 #include "kcr/log.h"
-#include "kcr/logging.h"
 #include "kcr/loop.h"
 #include "kcr/manager.h"
 #include "kcr/meta.h"

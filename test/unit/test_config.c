@@ -594,12 +594,11 @@ struct logged {
   char last[1024];
 };
 
-static void on_log(kcr_log_level level, const char *component, const char *msg, void *data) {
+static void on_log(const kcr_log_record *rec, void *data) {
   struct logged *l = data;
-  (void)component;
-  if (level == KCR_LOG_WARN) {
+  if (rec->level == KCR_LOG_WARN) {
     l->warnings++;
-    snprintf(l->last, sizeof(l->last), "%s", msg);
+    snprintf(l->last, sizeof(l->last), "%s", rec->msg);
   }
 }
 
