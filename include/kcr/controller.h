@@ -171,8 +171,9 @@ KCR_EXTERN const char *kcr_reconcile_id(kcr_reconcile_ctx_t *ctx);
 KCR_EXTERN const char *kcr_reconcile_controller_name(kcr_reconcile_ctx_t *ctx);
 
 /*
- * kcr_reconcile_log logs one line with the reconcile's fields: "controller=C
- * namespace=N name=M reconcileID=U: message", component "controller".
+ * kcr_reconcile_log logs one line (logger "controller") whose message is fmt
+ * and whose fields are controller-runtime's: controller, controllerGroup,
+ * controllerKind, namespace, name and reconcileID (kcr/log.h). Worker threads.
  */
 KCR_EXTERN void kcr_reconcile_log(kcr_reconcile_ctx_t *ctx, kcr_log_level level, const char *fmt,
                                   ...) KCR_PRINTF(3, 4);

@@ -163,19 +163,62 @@ int kcr_reconcile_terminal(kcr_reconcile_ctx_t *ctx, int code) {
   return code < 0 ? code : KCR_EINTERNAL;
 }
 
-/* ctx_log writes one line with the reconcile's fields. */
-static void ctx_log(kcr_reconcile_ctx_t *ctx, kcr_log_level level, const char *msg) {
-  kcr_log(level, "controller", "controller=%s namespace=%s name=%s reconcileID=%s: %s",
-          ctx->c->name, ctx->ns, ctx->name, ctx->id, msg);
+/*
+ * ctl_fields puts controller-runtime's controller fields (controller,
+ * controllerGroup, controllerKind; the last two once For is set) into f, which
+ * has room for CTL_FIELDS_MAX; returns how many.
+ */
+#define CTL_FIELDS_MAX 8
+static size_t ctl_fields(const kcr_controller_t *c, kcr_log_field *f) {
+  size_t n = 0;
+  f[n++] = KCR_LOG_STR(KCR_LOG_KEY_CONTROLLER, c->name);
+  if (c->primary_kind) {
+    f[n++] = KCR_LOG_STR(KCR_LOG_KEY_CONTROLLER_GROUP, c->primary_group ? c->primary_group : "");
+    f[n++] = KCR_LOG_STR(KCR_LOG_KEY_CONTROLLER_KIND, c->primary_kind);
+  }
+  return n;
+}
+
+/* ctl_log writes one line with the controller's fields and a printf message. */
+static void ctl_log(const kcr_controller_t *c, kcr_log_level level, const char *fmt, ...)
+    KCR_PRINTF(3, 4);
+static void ctl_log(const kcr_controller_t *c, kcr_log_level level, const char *fmt, ...) {
+  kcr_log_field f[CTL_FIELDS_MAX];
+  char msg[1024];
+  va_list ap;
+  if (!kcr_log_enabled(level))
+    return;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  kcr_log_fields(level, "controller", msg, f, ctl_fields(c, f));
+}
+
+/*
+ * ctx_log writes one line with the reconcile's fields: the controller's, then
+ * namespace, name, reconcileID, and error when given.
+ */
+static void ctx_log(kcr_reconcile_ctx_t *ctx, kcr_log_level level, const char *msg,
+                    const char *error) {
+  kcr_log_field f[CTL_FIELDS_MAX];
+  size_t n = ctl_fields(ctx->c, f);
+  f[n++] = KCR_LOG_STR(KCR_LOG_KEY_NAMESPACE, ctx->ns);
+  f[n++] = KCR_LOG_STR(KCR_LOG_KEY_NAME, ctx->name);
+  f[n++] = KCR_LOG_STR(KCR_LOG_KEY_RECONCILE_ID, ctx->id);
+  if (error)
+    f[n++] = KCR_LOG_STR(KCR_LOG_KEY_ERROR, error);
+  kcr_log_fields(level, "controller", msg, f, n);
 }
 
 void kcr_reconcile_log(kcr_reconcile_ctx_t *ctx, kcr_log_level level, const char *fmt, ...) {
   char msg[1024];
   va_list ap;
+  if (!kcr_log_enabled(level))
+    return;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
-  ctx_log(ctx, level, msg);
+  ctx_log(ctx, level, msg, NULL);
 }
 
 /* ---- create, set-up ---- */
@@ -372,13 +415,11 @@ static void enqueue(kcr_controller_t *c, const char *ns, const char *name) {
   int n = (ns && *ns) ? snprintf(key, sizeof(key), "%s/%s", ns, name)
                       : snprintf(key, sizeof(key), "%s", name);
   if (n < 0 || (size_t)n >= sizeof(key) || !*name) {
-    kcr_log(KCR_LOG_ERROR, "controller", "controller=%s: cannot enqueue %s/%s", c->name,
-            ns ? ns : "", name);
+    ctl_log(c, KCR_LOG_ERROR, "cannot enqueue %s/%s", ns ? ns : "", name);
     return;
   }
   if (kcr_workqueue_add(c->q, key) == KCR_ENOMEM)
-    kcr_log(KCR_LOG_ERROR, "controller", "controller=%s: out of memory enqueueing %s", c->name,
-            key);
+    ctl_log(c, KCR_LOG_ERROR, "out of memory enqueueing %s", key);
 }
 
 int kcr_requests_add(kcr_requests_t *r, const char *ns, const char *name) {
@@ -463,8 +504,7 @@ static void on_update(json_t *old_obj, json_t *new_obj, void *data) {
 static void on_delete(json_t *obj, const char *tombstone_key, void *data) {
   watch_t *w = data;
   if (!obj) {
-    kcr_log(KCR_LOG_DEBUG, "controller",
-            "controller=%s: delete of %s without a final state, dropped", w->ctl->name,
+    ctl_log(w->ctl, KCR_LOG_DEBUG, "delete of %s without a final state, dropped",
             tombstone_key ? tombstone_key : "?");
     return;
   }
@@ -520,7 +560,7 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
   int64_t t0, dt;
   int rc;
   if (kcr_meta_split_key(key, &nslen, &name) != 0 || nslen >= sizeof(ns)) {
-    kcr_log(KCR_LOG_ERROR, "controller", "controller=%s: bad key %s, dropped", c->name, key);
+    ctl_log(c, KCR_LOG_ERROR, "bad key %s, dropped", key);
     kcr_workqueue_forget(c->q, key);
     return;
   }
@@ -552,15 +592,16 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
     else
       kcr_workqueue_add_rate_limited(c->q, key);
     observe(c, dt, KCR_RECONCILE_ERROR, true, ctx.terminal);
-    char msg[KCR_ERROR_MESSAGE_MAX + 64];
+    char error[KCR_ERROR_MESSAGE_MAX + 64];
     if (res.requeue || res.requeue_after_ns > 0)
       ctx_log(&ctx, KCR_LOG_WARN,
               "Warning: Reconciler returned both a non-zero result and a non-nil error. The "
               "result will always be ignored if the error is non-nil and the non-nil error "
-              "causes requeuing with exponential backoff");
-    snprintf(msg, sizeof(msg), "Reconciler error%s: %s%s%s", ctx.terminal ? " (terminal)" : "",
+              "causes requeuing with exponential backoff",
+              NULL);
+    snprintf(error, sizeof(error), "%s%s%s%s", ctx.terminal ? "terminal error: " : "",
              kcr_err_name(rc), ctx.err.message[0] ? ": " : "", ctx.err.message);
-    ctx_log(&ctx, KCR_LOG_ERROR, msg);
+    ctx_log(&ctx, KCR_LOG_ERROR, "Reconciler error", error);
   } else if (res.requeue_after_ns > 0) {
     kcr_workqueue_forget(c->q, key);
     kcr_workqueue_add_after(c->q, key, res.requeue_after_ns);
@@ -674,7 +715,7 @@ int kcr_controller_start(kcr_controller_t *c, kcr_error_t *err) {
   }
   if ((rc = register_watches(c, err)) != 0)
     goto fail;
-  kcr_log(KCR_LOG_INFO, "controller", "controller=%s: Starting Controller", c->name);
+  ctl_log(c, KCR_LOG_INFO, "Starting Controller");
   deadline = kcr_clock_now(kcr_clock_system()) + c->sync_timeout;
   for (watch_t *w = c->watches; w; w = w->next) {
     int64_t left = deadline - kcr_clock_now(kcr_clock_system());
@@ -703,8 +744,12 @@ int kcr_controller_start(kcr_controller_t *c, kcr_error_t *err) {
     rc = kcr_error_set(err, KCR_ESYS, "controller %s: cannot start workers", c->name);
     goto fail;
   }
-  kcr_log(KCR_LOG_INFO, "controller", "controller=%s: Starting workers worker count=%d", c->name,
-          c->nthreads);
+  {
+    kcr_log_field f[CTL_FIELDS_MAX];
+    size_t n = ctl_fields(c, f);
+    f[n++] = KCR_LOG_INT("worker count", c->nthreads);
+    kcr_log_fields(KCR_LOG_INFO, "controller", "Starting workers", f, n);
+  }
   return 0;
 fail:
   unregister(c);
@@ -722,9 +767,7 @@ int kcr_controller_stop(kcr_controller_t *c, int64_t timeout_ns) {
     was_started = c->started;
     pthread_mutex_unlock(&c->mu);
     if (was_started)
-      kcr_log(KCR_LOG_INFO, "controller",
-              "controller=%s: Shutdown signal received, waiting for all workers to finish",
-              c->name);
+      ctl_log(c, KCR_LOG_INFO, "Shutdown signal received, waiting for all workers to finish");
     unregister(c);
     if (c->cancel)
       kcr_cancel_fire(c->cancel);
@@ -747,7 +790,7 @@ int kcr_controller_stop(kcr_controller_t *c, int64_t timeout_ns) {
     c->finished_logged = true;
   pthread_mutex_unlock(&c->mu);
   if (was_started)
-    kcr_log(KCR_LOG_INFO, "controller", "controller=%s: All workers finished", c->name);
+    ctl_log(c, KCR_LOG_INFO, "All workers finished");
   return rc;
 }
 

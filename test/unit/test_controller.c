@@ -138,6 +138,36 @@ static void test_controller_error_rate_limited(void **state) {
   assert_int_equal(m.reconcile_total[KCR_RECONCILE_SUCCESS], 1);
 }
 
+/* captured: the fields of the last line the controller logged, as key=value text. */
+static struct {
+  char msg[128];
+  char fields[1024];
+} captured;
+
+static void on_log(const kcr_log_record *rec, void *data) {
+  size_t n = 0;
+  (void)data;
+  snprintf(captured.msg, sizeof(captured.msg), "%s", rec->msg);
+  captured.fields[0] = '\0';
+  for (size_t i = 0; i < rec->nfields; i++)
+    n += (size_t)snprintf(captured.fields + n, sizeof(captured.fields) - n, "%s%s=%s", i ? " " : "",
+                          rec->fields[i].key, rec->fields[i].s ? rec->fields[i].s : "");
+}
+
+/* The reconcile's keys are fields of the line, as controller-runtime's, not in its message. */
+static void test_controller_reconcile_log_fields(void **state) {
+  fixture_t *fx = *state;
+  char want[512];
+  fx->f.rc = KCR_EIO;
+  kcr_log_set_handler(on_log, NULL);
+  run_once(fx, "ns/a");
+  kcr_log_set_handler(NULL, NULL);
+  assert_string_equal(captured.msg, "Reconciler error");
+  snprintf(want, sizeof(want), "controller=test namespace=ns name=a reconcileID=%s error=%s: %s",
+           fx->f.last_id, kcr_err_name(KCR_EIO), "fake failure");
+  assert_string_equal(captured.fields, want);
+}
+
 static void test_controller_terminal_error(void **state) {
   fixture_t *fx = *state;
   kcr_workqueue_t *q = kcr_controller_queue(fx->c);
@@ -389,6 +419,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_controller_success_forgets, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_error_rate_limited, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_controller_reconcile_log_fields, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_terminal_error, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_requeue_after, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_requeue, setup, teardown),
