@@ -612,6 +612,8 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
   } else {
     kcr_workqueue_forget(c->q, key);
     observe(c, dt, KCR_RECONCILE_SUCCESS, false, false);
+    if (kcr_log_enabled(KCR_LOG_V(5)))
+      ctx_log(&ctx, KCR_LOG_V(5), "Reconcile successful", NULL); /* as controller-runtime's V(5) */
   }
 }
 
