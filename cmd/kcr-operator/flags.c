@@ -19,7 +19,18 @@
 #include <string.h>
 
 /* The kinds of flag values. */
-enum kind { K_STRING, K_BOOL, K_INT, K_LEVEL, K_FORMAT, K_ADDR, K_LABEL, K_SUBDOMAIN };
+enum kind {
+  K_STRING,
+  K_BOOL,
+  K_INT,
+  K_LEVEL,
+  K_FORMAT,
+  K_STACKLEVEL,
+  K_TIMEENC,
+  K_ADDR,
+  K_LABEL,
+  K_SUBDOMAIN
+};
 
 /* One flag: its name, kind, where it goes (an offset into kop_flags), help. */
 typedef struct flag_def {
@@ -52,8 +63,20 @@ static const flag_def flag_defs[] = {
      "Watch Apps in this namespace only; default: $WATCH_NAMESPACE, else all namespaces."},
     {"max-concurrent-reconciles", K_INT, F(max_concurrent_reconciles), "1",
      "Number of Apps reconciled in parallel (1..1024)."},
-    {"log-level", K_LEVEL, F(log_level), "info", "Log level: error, warn, info, debug or trace."},
-    {"log-format", K_FORMAT, F(log_format), "json", "Log format: json or console."},
+    {"zap-log-level", K_LEVEL, F(log_level), "info",
+     "Log verbosity: debug, info, warn, error, or an integer N > 0 for logr's V(N) (1 is debug, "
+     "larger is more verbose)."},
+    {"zap-encoder", K_FORMAT, F(log_format), "json", "Log encoding: json or console."},
+    {"zap-devel", K_BOOL, F(zap_devel), "false",
+     "Development logging: console encoder, debug level, stack traces from warn (explicit "
+     "--zap-* flags win)."},
+    {"zap-stacktrace-level", K_STACKLEVEL, F(stacktrace_level), "error",
+     "Level at and above which lines carry a stack trace: info, warn, error or panic (none)."},
+    {"zap-time-encoding", K_TIMEENC, F(time_encoding), "",
+     "Time encoding: epoch, millis, nano, iso8601, rfc3339 or rfc3339nano; default RFC 3339 "
+     "with microseconds."},
+    {"log-level", K_LEVEL, F(log_level), "info", "Alias of --zap-log-level."},
+    {"log-format", K_FORMAT, F(log_format), "json", "Alias of --zap-encoder."},
     {"version", K_BOOL, F(show_version), "false", "Print the version and exit."},
     {"help", K_BOOL, F(show_help), "false", "Print this help and exit."},
 };
@@ -173,6 +196,44 @@ bool kop_valid_dns_subdomain(const char *s) {
   }
 }
 
+/* The --zap-time-encoding names; "" (the default) is kcr's RFC 3339 with microseconds. */
+static const struct {
+  const char *name;
+  kcr_log_time_encoding enc;
+} time_encodings[] = {
+    {"", KCR_LOG_TIME_RFC3339_MICRO},          {"epoch", KCR_LOG_TIME_EPOCH},
+    {"millis", KCR_LOG_TIME_MILLIS},           {"nano", KCR_LOG_TIME_NANO},
+    {"iso8601", KCR_LOG_TIME_ISO8601},         {"rfc3339", KCR_LOG_TIME_RFC3339},
+    {"rfc3339nano", KCR_LOG_TIME_RFC3339NANO},
+};
+
+/*
+ * parse_level reads a level name: debug, info, warn, error, trace (not for
+ * stack traces), and panic for stack traces only (it maps to error; the
+ * caller turns stack traces off). Returns 0 or -1.
+ */
+static int parse_level(const char *s, bool stacktrace, kcr_log_level *out) {
+  static const struct {
+    const char *name;
+    kcr_log_level level;
+  } names[] = {{"debug", KCR_LOG_DEBUG},
+               {"info", KCR_LOG_INFO},
+               {"warn", KCR_LOG_WARN},
+               {"error", KCR_LOG_ERROR},
+               {"trace", KCR_LOG_TRACE}};
+  if (stacktrace && !strcmp(s, "panic")) {
+    *out = KCR_LOG_ERROR;
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    if (!strcmp(s, names[i].name) && (!stacktrace || names[i].level != KCR_LOG_TRACE)) {
+      *out = names[i].level;
+      return 0;
+    }
+  }
+  return -1;
+}
+
 /* set_value stores value into the field of def, checking it. 0 or -1 with msg. */
 static int set_value(kop_flags *out, const flag_def *def, const char *value, const char *origin,
                      char *msg, size_t size) {
@@ -199,20 +260,46 @@ static int set_value(kop_flags *out, const flag_def *def, const char *value, con
     *(int *)(void *)field = (int)v;
     return 0;
   }
-  case K_LEVEL:
-    for (int l = KCR_LOG_ERROR; l <= KCR_LOG_TRACE; l++) {
-      if (!strcmp(value, kcr_log_level_name((kcr_log_level)l))) {
-        *(kcr_log_level *)(void *)field = (kcr_log_level)l;
+  case K_LEVEL: {
+    char *end = NULL;
+    long v;
+    if (parse_level(value, false, (kcr_log_level *)(void *)field) == 0) {
+      return 0;
+    }
+    errno = 0;
+    v = value[0] >= '0' && value[0] <= '9' ? strtol(value, &end, 10) : -1;
+    if (errno || !end || *end || v < 1 || v > KOP_MAX_VERBOSITY) {
+      return refuse(msg, size,
+                    "invalid value \"%s\" for %s: want debug, info, warn, error, or an integer "
+                    "verbosity in 1..%d",
+                    value, origin, KOP_MAX_VERBOSITY);
+    }
+    *(kcr_log_level *)(void *)field = KCR_LOG_V(v);
+    return 0;
+  }
+  case K_STACKLEVEL:
+    if (parse_level(value, true, (kcr_log_level *)(void *)field) < 0) {
+      return refuse(msg, size, "invalid value \"%s\" for %s: want info, warn, error or panic",
+                    value, origin);
+    }
+    out->stacktrace = strcmp(value, "panic") != 0;
+    return 0;
+  case K_TIMEENC:
+    for (size_t i = 0; i < sizeof time_encodings / sizeof time_encodings[0]; i++) {
+      if (!strcmp(value, time_encodings[i].name)) {
+        *(kcr_log_time_encoding *)(void *)field = time_encodings[i].enc;
         return 0;
       }
     }
-    return refuse(msg, size, "invalid value \"%s\" for %s: want error, warn, info, debug or trace",
+    return refuse(msg, size,
+                  "invalid value \"%s\" for %s: want epoch, millis, nano, iso8601, rfc3339 or "
+                  "rfc3339nano",
                   value, origin);
   case K_FORMAT:
     if (!strcmp(value, "json")) {
-      *(kop_log_format *)(void *)field = KOP_LOG_JSON;
+      *(kcr_log_format *)(void *)field = KCR_LOG_FORMAT_JSON;
     } else if (!strcmp(value, "console")) {
-      *(kop_log_format *)(void *)field = KOP_LOG_CONSOLE;
+      *(kcr_log_format *)(void *)field = KCR_LOG_FORMAT_CONSOLE;
     } else {
       return refuse(msg, size, "invalid value \"%s\" for %s: want json or console", value, origin);
     }
@@ -270,7 +357,8 @@ static const flag_def *find_flag(const char *name, size_t len) {
 
 int kop_flags_parse(int argc, char *const argv[], char *const env[], kop_flags *out, char *msg,
                     size_t msg_size) {
-  bool namespace_given = false;
+  bool namespace_given = false, level_given = false, encoder_given = false,
+       stacktrace_given = false;
   const char *wn;
   char origin[96];
   memset(out, 0, sizeof *out);
@@ -320,14 +408,28 @@ int kop_flags_parse(int argc, char *const argv[], char *const env[], kop_flags *
     } else {
       return refuse(msg, msg_size, "flag needs an argument: --%s", def->name);
     }
-    if (def->kind == K_STRING && *value == '\0') {
+    if ((def->kind == K_STRING || def->kind == K_TIMEENC) && *value == '\0') {
       return refuse(msg, msg_size, "flag needs a non-empty argument: --%s", def->name);
     }
     if (set_value(out, def, value, origin, msg, msg_size) < 0) {
       return -1;
     }
-    if (def->offset == offsetof(kop_flags, watch_namespace)) {
-      namespace_given = true;
+    namespace_given |= def->offset == offsetof(kop_flags, watch_namespace);
+    level_given |= def->offset == offsetof(kop_flags, log_level);
+    encoder_given |= def->offset == offsetof(kop_flags, log_format);
+    stacktrace_given |= def->offset == offsetof(kop_flags, stacktrace_level);
+  }
+  /* --zap-devel changes the defaults only: a flag given explicitly wins. */
+  if (out->zap_devel) {
+    if (!level_given) {
+      out->log_level = KCR_LOG_DEBUG;
+    }
+    if (!encoder_given) {
+      out->log_format = KCR_LOG_FORMAT_CONSOLE;
+    }
+    if (!stacktrace_given) {
+      out->stacktrace = true;
+      out->stacktrace_level = KCR_LOG_WARN;
     }
   }
   wn = getenv_in(env, "WATCH_NAMESPACE");
@@ -346,6 +448,16 @@ int kop_flags_parse(int argc, char *const argv[], char *const env[], kop_flags *
   return 0;
 }
 
+void kop_flags_log_options(const kop_flags *flags, kcr_log_options *out) {
+  memset(out, 0, sizeof *out);
+  out->format = flags->log_format;
+  out->time_encoding = flags->time_encoding;
+  out->level = flags->log_level;
+  out->stacktrace = flags->stacktrace;
+  out->stacktrace_level = flags->stacktrace_level;
+  out->fd = 2;
+}
+
 const char *kop_flags_name(size_t i) {
   return i < sizeof flag_defs / sizeof flag_defs[0] ? flag_defs[i].name : NULL;
 }
@@ -359,12 +471,13 @@ void kop_flags_usage(FILE *f, const char *prog) {
           prog);
   for (size_t i = 0; i < sizeof flag_defs / sizeof flag_defs[0]; i++) {
     const flag_def *d = &flag_defs[i];
-    const char *arg = d->kind == K_BOOL     ? ""
-                      : d->kind == K_INT    ? " int"
-                      : d->kind == K_ADDR   ? " address"
-                      : d->kind == K_FORMAT ? " format"
-                      : d->kind == K_LEVEL  ? " level"
-                                            : " string";
+    const char *arg = d->kind == K_BOOL                               ? ""
+                      : d->kind == K_INT                              ? " int"
+                      : d->kind == K_ADDR                             ? " address"
+                      : d->kind == K_FORMAT                           ? " encoder"
+                      : d->kind == K_LEVEL || d->kind == K_STACKLEVEL ? " level"
+                      : d->kind == K_TIMEENC                          ? " encoding"
+                                                                      : " string";
     fprintf(f, "  --%s%s\n        %s", d->name, arg, d->help);
     if (*d->defval && d->kind != K_BOOL) {
       fprintf(f, " (default \"%s\")", d->defval);

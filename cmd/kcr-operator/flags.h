@@ -20,17 +20,14 @@
 
 #include "kcr/log.h"
 
-/* kop_log_format: how log lines are written. */
-typedef enum kop_log_format {
-  KOP_LOG_CONSOLE = 0, /* "2025-01-02T03:04:05.000000Z INFO component: message" */
-  KOP_LOG_JSON = 1     /* {"ts":...,"level":"info","logger":...,"msg":...} */
-} kop_log_format;
-
 /* Defaults, as kubebuilder's scaffolded main.go has them. */
 #define KOP_DEFAULT_LEADER_ELECTION_ID "kcr-operator.kcr.dev"
 #define KOP_DEFAULT_METRICS_ADDR "0"
 #define KOP_DEFAULT_PROBE_ADDR ":8081"
 #define KOP_MAX_CONCURRENT_RECONCILES 1024
+
+/* KOP_MAX_VERBOSITY: the largest integer --zap-log-level (zap's levels are int8). */
+#define KOP_MAX_VERBOSITY 127
 
 /*
  * kop_flags: the parsed settings. Strings are borrowed (argv, environ or
@@ -48,9 +45,23 @@ typedef enum kop_log_format {
  *   watch_namespace            --namespace, else WATCH_NAMESPACE: NULL (or the
  *                              environment's "") watches every namespace.
  *   max_concurrent_reconciles  --max-concurrent-reconciles (default 1).
- *   log_level                  --log-level error|warn|info|debug|trace (info).
- *   log_format                 --log-format json|console (json, as kubebuilder's
- *                              production zap logger).
+ *   The logs, as controller-runtime's zap flags (its zap.Options.BindFlags):
+ *   log_level                  --zap-log-level (alias --log-level): debug, info,
+ *                              warn, error, trace, or an integer N > 0 meaning
+ *                              logr's V(N), i.e. KCR_LOG_V(N): 1 is debug, and
+ *                              larger is more verbose (default info).
+ *   log_format                 --zap-encoder (alias --log-format): json or
+ *                              console (default json, kubebuilder's production).
+ *   zap_devel                  --zap-devel: development defaults: console,
+ *                              debug, stack traces from warn; each flag given
+ *                              explicitly still wins, whatever the order.
+ *   stacktrace, stacktrace_level  --zap-stacktrace-level: lines at this level or
+ *                              more severe carry a stacktrace: info, warn, error
+ *                              (default; warn with --zap-devel) or panic (kcr
+ *                              never logs at panic: no stack traces).
+ *   time_encoding              --zap-time-encoding: epoch, millis, nano,
+ *                              iso8601, rfc3339 or rfc3339nano; not given: RFC
+ *                              3339 with microseconds.
  *   show_version, show_help    --version, --help / -h.
  */
 typedef struct kop_flags {
@@ -64,7 +75,11 @@ typedef struct kop_flags {
   const char *watch_namespace;
   int max_concurrent_reconciles;
   kcr_log_level log_level;
-  kop_log_format log_format;
+  kcr_log_format log_format;
+  bool zap_devel;
+  bool stacktrace;
+  kcr_log_level stacktrace_level;
+  kcr_log_time_encoding time_encoding;
   bool show_version;
   bool show_help;
 } kop_flags;
@@ -84,6 +99,12 @@ int kop_flags_parse(int argc, char *const argv[], char *const env[], kop_flags *
  * environment variable) to f.
  */
 void kop_flags_usage(FILE *f, const char *prog);
+
+/*
+ * kop_flags_log_options fills *out (kcr_log_options for kcr_log_configure) from
+ * the parsed flags: encoder, level, stack traces and time encoding; fd stderr.
+ */
+void kop_flags_log_options(const kop_flags *flags, kcr_log_options *out);
 
 /*
  * kop_flags_name returns the name (without dashes, static) of the i-th flag the

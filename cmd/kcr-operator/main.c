@@ -3,8 +3,11 @@
  * main.c: the kcr-operator executable's entry point.
  *
  * DESIGN: main parses flags and environment (flags.c: bad ones exit 2 with one
- * line on stderr), installs the log handler the flags ask for (JSON lines or
- * console), loads the REST config with controller-runtime's precedence
+ * line on stderr), configures libkcr's structured logger as the --zap-* flags
+ * ask (kcr/log.h: JSON or console lines on stderr, credentials redacted; the
+ * library's own lines, the controller's reconcile lines with their
+ * controller/namespace/name/reconcileID fields, and main's all go through it),
+ * loads the REST config with controller-runtime's precedence
  * (--kubeconfig, in-cluster, KUBECONFIG, ~/.kube/config), then builds what a
  * kubebuilder main builds: a manager (cache restricted to --namespace when given),
  * the App controller (For App with the generation predicate; Owns Deployment,
@@ -18,45 +21,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "app/app_desired.h"
 #include "app/reconciler.h"
 #include "flags.h"
-#include "kcr/clock.h"
 #include "kcr/config.h"
 #include "kcr/events.h"
 #include "kcr/log.h"
 #include "kcr/manager.h"
-#include "kcr/time.h"
 
 #ifndef KCR_OPERATOR_VERSION
 #define KCR_OPERATOR_VERSION KCR_VERSION_STRING
 #endif
 
 extern char **environ;
-
-/* on_log writes one log line in the chosen format (data: a kop_log_format). */
-static void on_log(kcr_log_level level, const char *component, const char *msg, void *data) {
-  char ts[KCR_TIME_BUFSIZE];
-  kop_log_format fmt = *(const kop_log_format *)data;
-  if (kcr_time_format(kcr_clock_wall(kcr_clock_system()), KCR_TIME_MICRO, ts, sizeof ts) < 0) {
-    ts[0] = '\0';
-  }
-  if (fmt == KOP_LOG_JSON) {
-    json_t *line = json_pack("{s:s, s:s, s:s, s:s}", "ts", ts, "level", kcr_log_level_name(level),
-                             "logger", component ? component : "", "msg", msg ? msg : "");
-    char *text = line ? json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    if (text) {
-      fprintf(stderr, "%s\n", text);
-    }
-    free(text);
-    json_decref(line);
-  } else {
-    fprintf(stderr, "%s\t%s\t%s\t%s\n", ts, kcr_log_level_name(level), component ? component : "",
-            msg ? msg : "");
-  }
-}
 
 /*
  * operator_namespace: where the operator keeps its directory ConfigMap: its own
@@ -183,7 +160,7 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
 }
 
 int main(int argc, char **argv) {
-  static kop_log_format log_format;
+  kcr_log_options lo;
   kop_flags flags;
   kcr_config_options copts;
   kcr_rest_config_t *cfg = NULL;
@@ -202,9 +179,8 @@ int main(int argc, char **argv) {
     printf("kcr-operator %s (libkcr %s)\n", KCR_OPERATOR_VERSION, kcr_version_string());
     return 0;
   }
-  log_format = flags.log_format;
-  kcr_log_set_handler(on_log, &log_format);
-  kcr_log_set_level(flags.log_level);
+  kop_flags_log_options(&flags, &lo);
+  kcr_log_configure(&lo);
 
   memset(&copts, 0, sizeof copts);
   copts.kubeconfig = flags.kubeconfig;
@@ -213,8 +189,9 @@ int main(int argc, char **argv) {
     kcr_log(KCR_LOG_ERROR, "setup", "unable to load the REST config: %s", err.message);
     return 1;
   }
-  kcr_log(KCR_LOG_INFO, "setup", "REST config from %s: server %s, namespace %s",
-          kcr_rest_config_source(cfg), kcr_rest_config_server(cfg), kcr_rest_config_namespace(cfg));
+  kcr_log_kv(KCR_LOG_INFO, "setup", "REST config loaded", "source", kcr_rest_config_source(cfg),
+             "server", kcr_rest_config_server(cfg), "namespace", kcr_rest_config_namespace(cfg),
+             NULL);
   kcr_log(KCR_LOG_INFO, "setup",
           "settings: watch namespace %s, leader election %s (lease %s), metrics %s, probes %s, "
           "%d concurrent reconciles",

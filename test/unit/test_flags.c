@@ -42,7 +42,11 @@ static void test_flags_defaults(void **state) {
   assert_null(f.watch_namespace);
   assert_int_equal(f.max_concurrent_reconciles, 1);
   assert_int_equal(f.log_level, KCR_LOG_INFO);
-  assert_int_equal(f.log_format, KOP_LOG_JSON);
+  assert_int_equal(f.log_format, KCR_LOG_FORMAT_JSON);
+  assert_false(f.zap_devel);
+  assert_true(f.stacktrace);
+  assert_int_equal(f.stacktrace_level, KCR_LOG_ERROR);
+  assert_int_equal(f.time_encoding, KCR_LOG_TIME_RFC3339_MICRO);
   assert_false(f.show_help);
   assert_false(f.show_version);
 }
@@ -78,7 +82,7 @@ static void test_flags_both_spellings(void **state) {
   assert_string_equal(f.watch_namespace, "team-a");
   assert_int_equal(f.max_concurrent_reconciles, 8);
   assert_int_equal(f.log_level, KCR_LOG_DEBUG);
-  assert_int_equal(f.log_format, KOP_LOG_CONSOLE);
+  assert_int_equal(f.log_format, KCR_LOG_FORMAT_CONSOLE);
 }
 
 static void test_flags_booleans(void **state) {
@@ -115,8 +119,22 @@ static void test_flags_errors(void **state) {
       {{"--max-concurrent-reconciles=0", NULL}, "--max-concurrent-reconciles"},
       {{"--max-concurrent-reconciles", "2000", NULL}, "1..1024"},
       {{"--max-concurrent-reconciles=3x", NULL}, "\"3x\""},
-      {{"--log-level=verbose", NULL}, "error, warn, info, debug or trace"},
+      {{"--log-level=verbose", NULL}, "want debug, info, warn, error, or an integer verbosity"},
       {{"--log-format=xml", NULL}, "json or console"},
+      {{"--zap-log-level=0", NULL}, "\"0\" for --zap-log-level"},
+      {{"--zap-log-level=-1", NULL}, "integer verbosity in 1..127"},
+      {{"--zap-log-level=128", NULL}, "integer verbosity in 1..127"},
+      {{"--zap-log-level=3x", NULL}, "\"3x\""},
+      {{"--zap-log-level=panic", NULL}, "--zap-log-level"},
+      {{"--zap-encoder=logfmt", NULL},
+       "invalid value \"logfmt\" for --zap-encoder: want json or console"},
+      {{"--zap-devel=maybe", NULL}, "invalid boolean value \"maybe\" for --zap-devel"},
+      {{"--zap-stacktrace-level=trace", NULL}, "want info, warn, error or panic"},
+      {{"--zap-stacktrace-level=fatal", NULL}, "--zap-stacktrace-level"},
+      {{"--zap-time-encoding=unix", NULL},
+       "want epoch, millis, nano, iso8601, rfc3339 or rfc3339nano"},
+      {{"--zap-time-encoding=", NULL}, "non-empty argument: --zap-time-encoding"},
+      {{"--zap-time-encoding", NULL}, "flag needs an argument: --zap-time-encoding"},
       {{"--metrics-bind-address=8443", NULL}, "invalid address \"8443\""},
       {{"--metrics-bind-address=:99999", NULL}, "invalid address"},
       {{"--health-probe-bind-address=::1:8081", NULL}, "invalid address"},
@@ -197,6 +215,79 @@ static void test_flags_watch_namespace_env(void **state) {
   assert_non_null(strstr(msg, "one namespace only"));
 }
 
+/* controller-runtime's zap flags: levels, integer verbosity, encoders, devel, times. */
+static void test_flags_zap(void **state) {
+  static const struct {
+    const char *arg;
+    kcr_log_level level;
+  } levels[] = {
+      {"--zap-log-level=debug", KCR_LOG_DEBUG}, {"--zap-log-level=info", KCR_LOG_INFO},
+      {"--zap-log-level=error", KCR_LOG_ERROR}, {"--zap-log-level=warn", KCR_LOG_WARN},
+      {"--zap-log-level=1", KCR_LOG_DEBUG},     {"--zap-log-level=2", KCR_LOG_TRACE},
+      {"--zap-log-level=10", KCR_LOG_V(10)},    {"--zap-log-level=127", KCR_LOG_V(127)},
+      {"--log-level=trace", KCR_LOG_TRACE},
+  };
+  static const struct {
+    const char *arg;
+    kcr_log_time_encoding enc;
+  } times[] = {
+      {"--zap-time-encoding=epoch", KCR_LOG_TIME_EPOCH},
+      {"--zap-time-encoding=millis", KCR_LOG_TIME_MILLIS},
+      {"--zap-time-encoding=nano", KCR_LOG_TIME_NANO},
+      {"--zap-time-encoding=iso8601", KCR_LOG_TIME_ISO8601},
+      {"--zap-time-encoding=rfc3339", KCR_LOG_TIME_RFC3339},
+      {"--zap-time-encoding=rfc3339nano", KCR_LOG_TIME_RFC3339NANO},
+  };
+  static const char *const devel[] = {"--zap-devel", NULL};
+  static const char *const devel_json[] = {"--zap-encoder", "json", "--zap-devel",
+                                           "--zap-log-level=error", NULL};
+  static const char *const devel_no_stack[] = {"--zap-stacktrace-level=panic", "--zap-devel", NULL};
+  static const char *const stack_info[] = {"--zap-stacktrace-level=info", NULL};
+  static const char *const last_wins[] = {"--zap-log-level=error", "--log-level=debug", NULL};
+  kop_flags f;
+  kcr_log_options lo;
+  char msg[256];
+  (void)state;
+  for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+    const char *a[] = {levels[i].arg, NULL};
+    assert_int_equal(parse(a, NULL, &f, msg, sizeof msg), 0);
+    assert_int_equal(f.log_level, levels[i].level);
+  }
+  for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+    const char *a[] = {times[i].arg, NULL};
+    assert_int_equal(parse(a, NULL, &f, msg, sizeof msg), 0);
+    assert_int_equal(f.time_encoding, times[i].enc);
+  }
+  /* development defaults */
+  assert_int_equal(parse(devel, NULL, &f, msg, sizeof msg), 0);
+  assert_true(f.zap_devel);
+  assert_int_equal(f.log_format, KCR_LOG_FORMAT_CONSOLE);
+  assert_int_equal(f.log_level, KCR_LOG_DEBUG);
+  assert_true(f.stacktrace);
+  assert_int_equal(f.stacktrace_level, KCR_LOG_WARN);
+  /* explicit flags win over --zap-devel, before or after it */
+  assert_int_equal(parse(devel_json, NULL, &f, msg, sizeof msg), 0);
+  assert_int_equal(f.log_format, KCR_LOG_FORMAT_JSON);
+  assert_int_equal(f.log_level, KCR_LOG_ERROR);
+  assert_int_equal(parse(devel_no_stack, NULL, &f, msg, sizeof msg), 0);
+  assert_false(f.stacktrace);
+  assert_int_equal(parse(stack_info, NULL, &f, msg, sizeof msg), 0);
+  assert_true(f.stacktrace);
+  assert_int_equal(f.stacktrace_level, KCR_LOG_INFO);
+  /* a flag and its alias set one setting: the last one wins */
+  assert_int_equal(parse(last_wins, NULL, &f, msg, sizeof msg), 0);
+  assert_int_equal(f.log_level, KCR_LOG_DEBUG);
+  /* what main hands to kcr_log_configure */
+  assert_int_equal(parse(stack_info, NULL, &f, msg, sizeof msg), 0);
+  kop_flags_log_options(&f, &lo);
+  assert_int_equal(lo.format, KCR_LOG_FORMAT_JSON);
+  assert_int_equal(lo.level, KCR_LOG_INFO);
+  assert_true(lo.stacktrace);
+  assert_int_equal(lo.stacktrace_level, KCR_LOG_INFO);
+  assert_int_equal(lo.fd, 2);
+  assert_null(lo.write);
+}
+
 static void test_flags_usage_lists_every_flag(void **state) {
   char *text = NULL;
   size_t len = 0;
@@ -224,6 +315,7 @@ int main(void) {
       cmocka_unit_test(test_flags_addresses),
       cmocka_unit_test(test_flags_dns_names),
       cmocka_unit_test(test_flags_watch_namespace_env),
+      cmocka_unit_test(test_flags_zap),
       cmocka_unit_test(test_flags_usage_lists_every_flag),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -46,11 +46,6 @@ static const child_kind children[] = {
 };
 static const kcr_gvk app_gvk = {KOP_APP_GROUP, KOP_APP_VERSION, KOP_APP_KIND};
 
-/*
- * sync_child brings one child in line. *observed (may be NULL) receives the
- * child as it now is when the App controls it (new reference). *conflict is set
- * when a same-named child exists that the App does not control.
- */
 /* record notes an Event regarding the App (never blocks; a full queue drops it). */
 static void record(const kop_app_reconciler *r, json_t *app, const char *type, const char *reason,
                    const char *action, const char *kind, const char *ns, const char *name) {
@@ -59,9 +54,15 @@ static void record(const kop_app_reconciler *r, json_t *app, const char *type, c
                             name);
 }
 
-static int sync_child(const kop_app_reconciler *r, const kcr_objclient *c, json_t *app,
-                      const child_kind *k, json_t **observed, bool *conflict, char *conflict_msg,
-                      size_t msg_size, kcr_error_t *err) {
+/*
+ * sync_child brings one child in line. *observed (may be NULL) receives the
+ * child as it now is when the App controls it (new reference). *conflict is set
+ * when a same-named child exists that the App does not control. Its log lines
+ * carry the reconcile's fields (kcr_reconcile_log).
+ */
+static int sync_child(kcr_reconcile_ctx *ctx, const kop_app_reconciler *r, const kcr_objclient *c,
+                      json_t *app, const child_kind *k, json_t **observed, bool *conflict,
+                      char *conflict_msg, size_t msg_size, kcr_error_t *err) {
   const char *ns = kcr_meta_namespace(app);
   json_t *desired = NULL, *existing = NULL, *merged = NULL, *out = NULL;
   char name[300];
@@ -90,14 +91,15 @@ static int sync_child(const kop_app_reconciler *r, const kcr_objclient *c, json_
     if (existing) {
       rc = kcr_ignore_not_found(kcr_objclient_del(c, existing, NULL, err), err);
       if (rc == 0)
-        kcr_log(KCR_LOG_INFO, "app", "deleted %s %s/%s (no longer in the spec)", k->kind, ns, name);
+        kcr_reconcile_log(ctx, KCR_LOG_INFO, "deleted %s %s/%s (no longer in the spec)", k->kind,
+                          ns, name);
     }
     goto out;
   }
   if (!existing) {
     rc = kcr_objclient_create(c, desired, &out, err);
     if (rc == 0) {
-      kcr_log(KCR_LOG_INFO, "app", "created %s %s/%s", k->kind, ns, name);
+      kcr_reconcile_log(ctx, KCR_LOG_INFO, "created %s %s/%s", k->kind, ns, name);
       record(r, app, "Normal", "Created", "Create", k->kind, ns, name);
     }
   } else if (!kop_app_child_up_to_date(existing, desired)) {
@@ -105,7 +107,7 @@ static int sync_child(const kop_app_reconciler *r, const kcr_objclient *c, json_
     if (rc == 0)
       rc = kcr_objclient_update(c, merged, NULL, &out, err);
     if (rc == 0) {
-      kcr_log(KCR_LOG_INFO, "app", "updated %s %s/%s", k->kind, ns, name);
+      kcr_reconcile_log(ctx, KCR_LOG_INFO, "updated %s %s/%s", k->kind, ns, name);
       record(r, app, "Normal", "Updated", "Update", k->kind, ns, name);
     }
   } else {
@@ -187,8 +189,7 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
       if (rc == 0)
         rc = kcr_finalizer_remove_remote(c, app, KOP_APP_FINALIZER, err);
       if (rc == 0)
-        kcr_log(KCR_LOG_INFO, "app", "%s/%s: directory entry removed, finalizer released", req->ns,
-                req->name);
+        kcr_reconcile_log(ctx, KCR_LOG_INFO, "directory entry removed, finalizer released");
     }
     json_decref(app);
     return rc;
@@ -213,7 +214,7 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
     for (size_t i = 0; i < sizeof(children) / sizeof(children[0]) && sync_rc == 0; i++) {
       bool child_conflict = false;
       json_t *seen = NULL;
-      sync_rc = sync_child(r, c, app, &children[i], &seen, &child_conflict, conflict_msg,
+      sync_rc = sync_child(ctx, r, c, app, &children[i], &seen, &child_conflict, conflict_msg,
                            sizeof(conflict_msg), err);
       if (i == 0)
         deployment = seen;
@@ -236,7 +237,7 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
   if (conflict) {
     obs.degraded_reason = KOP_APP_REASON_NAME_CONFLICT;
     obs.degraded_message = conflict_msg;
-    kcr_log(KCR_LOG_WARN, "app", "%s/%s: %s", req->ns, req->name, conflict_msg);
+    kcr_reconcile_log(ctx, KCR_LOG_WARN, "%s", conflict_msg);
     if (r->events)
       kcr_event_record_object(r->events, app, "Warning", KOP_APP_REASON_NAME_CONFLICT, "Reconcile",
                               "%s; it is left alone", conflict_msg);
