@@ -35,9 +35,10 @@ void kcr__client_credentials_rejected(kcr_client_t *c);
 
 /*
  * kcr__client_on_curl_debug is the CURLOPT_DEBUGFUNCTION set with
- * KCR_CURL_VERBOSE: libcurl's text and header lines go to stderr ("* ", "< ",
- * "> "), each credential header's value replaced by "[redacted]"; bodies and TLS
- * data are never printed. Any thread (one fwrite sequence under stderr's lock).
+ * KCR_CURL_VERBOSE: libcurl's text and header lines become DEBUG lines of the
+ * logger "curl" (a header as a field named after it), each credential's value
+ * replaced by "[REDACTED]" before the logger sees it; bodies and TLS data are
+ * never logged. Any thread.
  */
 int kcr__client_on_curl_debug(CURL *easy, curl_infotype type, char *data, size_t size, void *userp);
 

@@ -404,50 +404,6 @@ static size_t secret_at(const char *line, size_t n) {
   return 0;
 }
 
-int kcr__client_on_curl_debug(CURL *easy, curl_infotype type, char *data, size_t size,
-                              void *userp) {
-  const char *prefix;
-  size_t start = 0;
-  (void)easy;
-  (void)userp;
-  switch (type) {
-  case CURLINFO_TEXT:
-    prefix = "* ";
-    break;
-  case CURLINFO_HEADER_IN:
-    prefix = "< ";
-    break;
-  case CURLINFO_HEADER_OUT:
-    prefix = "> ";
-    break;
-  default:
-    return 0; /* bodies and TLS records: as CURLOPT_VERBOSE alone, never shown */
-  }
-  flockfile(stderr);
-  while (start < size) {
-    const char *line = data + start;
-    const char *nl = memchr(line, '\n', size - start);
-    size_t n = nl ? (size_t)(nl - line) + 1 : size - start, cut, body = n;
-    while (body > 0 && (line[body - 1] == '\n' || line[body - 1] == '\r'))
-      body--;
-    fputs(prefix, stderr);
-    if ((cut = secret_at(line, body)) != 0) {
-      /* Keep the name, drop the value; keep a closing bracket of the h2 form. */
-      const char *close = memchr(line + cut, ']', body - cut);
-      fwrite(line, 1, cut, stderr);
-      fputs(" [redacted]", stderr);
-      if (close)
-        fputc(']', stderr);
-    } else {
-      fwrite(line, 1, body, stderr);
-    }
-    fputc('\n', stderr);
-    start += n;
-  }
-  funlockfile(stderr);
-  return 0;
-}
-
 /* ---- building a request ---- */
 
 /* rate_wait takes a token from the client-side bucket, sleeping until one is due. */
@@ -540,6 +496,100 @@ static int apply_credentials(kcr_client_t *c, CURL *easy, struct curl_slist **he
   return 0;
 }
 
+/* secret_header tells whether a header named name (len bytes) carries a credential. */
+static bool secret_header(const char *name, size_t len) {
+  static const char *const names[] = {"authorization", "proxy-authorization", "cookie",
+                                      "set-cookie"};
+  for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+    if (strlen(names[k]) == len && strncasecmp(name, names[k], len) == 0)
+      return true;
+  return false;
+}
+
+/*
+ * trace_line logs one line of libcurl's trace (len bytes, no newline). A header
+ * line "Name: value" is logged with its name as the key; a text line as the
+ * message. A credential never leaves this function: the value of a credential
+ * header, and whatever follows "authorization:" or "cookie:" in a text line
+ * (libcurl 7.88 traces HTTP/2 headers as text, "h2h3 [authorization: ...]"), is
+ * replaced by [REDACTED] here, so a handler installed with kcr_log_set_handler
+ * never sees it either.
+ */
+static void trace_line(const char *what, bool header, const char *line, size_t len) {
+  char buf[1024], name[128];
+  const char *colon;
+  size_t cut;
+  if (len >= sizeof(buf))
+    len = sizeof(buf) - 1;
+  memcpy(buf, line, len);
+  buf[len] = '\0';
+  colon = header ? strchr(buf, ':') : NULL;
+  if (colon && colon > buf && (size_t)(colon - buf) < sizeof(name) &&
+      !memchr(buf, ' ', (size_t)(colon - buf))) {
+    kcr_log_field f;
+    const char *value = colon + 1;
+    memcpy(name, buf, (size_t)(colon - buf));
+    name[colon - buf] = '\0';
+    value += strspn(value, " \t");
+    if (secret_header(name, strlen(name)))
+      value = "[REDACTED]";
+    f = KCR_LOG_STR(name, value);
+    kcr_log_fields(KCR_LOG_DEBUG, "curl", what, &f, 1);
+    return;
+  }
+  if ((cut = secret_at(buf, len)) != 0) {
+    const char *close = memchr(buf + cut, ']', len - cut);
+    snprintf(buf + cut, sizeof(buf) - cut, " [REDACTED]%s", close ? "]" : "");
+  }
+  if (header) {
+    kcr_log_field f = KCR_LOG_STR("line", buf);
+    kcr_log_fields(KCR_LOG_DEBUG, "curl", what, &f, 1);
+    return;
+  }
+  kcr_log_fields(KCR_LOG_DEBUG, "curl", buf, NULL, 0);
+}
+
+/*
+ * kcr__client_on_curl_debug is libcurl's debug callback under KCR_CURL_VERBOSE:
+ * its trace goes through kcr's logger (debug lines, logger "curl", in the
+ * application's log format, credentials redacted by trace_line) instead of raw
+ * onto stderr, where it would print every request's Authorization header.
+ * Bodies and TLS data are left out. Loop thread.
+ */
+int kcr__client_on_curl_debug(CURL *easy, curl_infotype type, char *data, size_t size,
+                              void *userp) {
+  const char *what;
+  bool header = true;
+  (void)easy;
+  (void)userp;
+  switch (type) {
+  case CURLINFO_TEXT:
+    what = NULL;
+    header = false;
+    break;
+  case CURLINFO_HEADER_OUT:
+    what = "request header";
+    break;
+  case CURLINFO_HEADER_IN:
+    what = "response header";
+    break;
+  default:
+    return 0;
+  }
+  if (!kcr_log_enabled(KCR_LOG_DEBUG))
+    return 0;
+  while (size > 0) {
+    const char *nl = memchr(data, '\n', size);
+    size_t len = nl ? (size_t)(nl - data) : size;
+    size_t line_len = len > 0 && data[len - 1] == '\r' ? len - 1 : len;
+    if (line_len > 0)
+      trace_line(what, header, data, line_len);
+    data += nl ? len + 1 : len;
+    size -= nl ? len + 1 : len;
+  }
+  return 0;
+}
+
 static int add_header(struct curl_slist **headers, const char *name, const char *value) {
   char line[1024];
   struct curl_slist *l;
@@ -579,8 +629,9 @@ int kcr__client_prepare(kcr_client_t *c, const char *method, const char *path, c
   if (c->connect_to)
     curl_easy_setopt(easy, CURLOPT_CONNECT_TO, c->connect_to);
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-  /* KCR_CURL_VERBOSE=1: libcurl's trace on stderr, for debugging the wire, through
-   * a debug function that redacts credentials (docs/client.md). */
+  /* KCR_CURL_VERBOSE=1: libcurl's own trace, for debugging the wire, as debug
+   * lines through kcr's logger, credentials redacted before they leave
+   * (kcr__client_on_curl_debug, docs/client.md). */
   if (getenv("KCR_CURL_VERBOSE")) {
     curl_easy_setopt(easy, CURLOPT_DEBUGFUNCTION, kcr__client_on_curl_debug);
     curl_easy_setopt(easy, CURLOPT_VERBOSE, 1L);

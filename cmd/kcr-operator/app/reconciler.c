@@ -60,7 +60,7 @@ static void record(const kop_app_reconciler *r, json_t *app, const char *type, c
  * when a same-named child exists that the App does not control. Its log lines
  * carry the reconcile's fields (kcr_reconcile_log).
  */
-static int sync_child(kcr_reconcile_ctx *ctx, const kop_app_reconciler *r, const kcr_objclient *c,
+static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, const kcr_objclient *c,
                       json_t *app, const child_kind *k, json_t **observed, bool *conflict,
                       char *conflict_msg, size_t msg_size, kcr_error_t *err) {
   const char *ns = kcr_meta_namespace(app);
