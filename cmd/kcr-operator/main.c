@@ -189,9 +189,8 @@ int main(int argc, char **argv) {
     kcr_log(KCR_LOG_ERROR, "setup", "unable to load the REST config: %s", err.message);
     return 1;
   }
-  kcr_log_kv(KCR_LOG_INFO, "setup", "REST config loaded", "source", kcr_rest_config_source(cfg),
-             "server", kcr_rest_config_server(cfg), "namespace", kcr_rest_config_namespace(cfg),
-             NULL);
+  kcr_log(KCR_LOG_INFO, "setup", "REST config from %s: server %s, namespace %s",
+          kcr_rest_config_source(cfg), kcr_rest_config_server(cfg), kcr_rest_config_namespace(cfg));
   kcr_log(KCR_LOG_INFO, "setup",
           "settings: watch namespace %s, leader election %s (lease %s), metrics %s, probes %s, "
           "%d concurrent reconciles",
