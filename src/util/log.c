@@ -362,7 +362,8 @@ static void on_sink(const kcr_log_record *in, void *data) {
   (void)data;
   if (sink_stacktrace && (int)rec.level <= (int)sink_stacktrace_level && rec.nfields <= MAX_PAIRS &&
       (trace = stacktrace()) != NULL) {
-    memcpy(fields, rec.fields, rec.nfields * sizeof(fields[0]));
+    if (rec.nfields)
+      memcpy(fields, rec.fields, rec.nfields * sizeof(fields[0]));
     fields[rec.nfields] = KCR_LOG_STR("stacktrace", trace);
     rec.fields = fields;
     rec.nfields++;
