@@ -505,71 +505,43 @@ static void test_client_rate_limit_spaces_requests(void **state) {
 
 /* ---- KCR_CURL_VERBOSE ---- */
 
-/* A place for fd 2 while a test reads what went to stderr. */
-typedef struct captured {
-  char path[64];
-  int saved;
-} captured;
-
-static void capture_stderr(captured *c) {
-  int fd;
-  snprintf(c->path, sizeof(c->path), "/tmp/kcr-test-stderr-XXXXXX");
-  fd = mkstemp(c->path);
-  assert_true(fd >= 0);
-  fflush(stderr);
-  c->saved = dup(2);
-  assert_true(c->saved >= 0);
-  assert_true(dup2(fd, 2) == 2);
-  close(fd);
-}
-
-/* end_capture restores fd 2 and returns what was written (malloc'd). */
-static char *end_capture(captured *c) {
-  static const size_t max = 1 << 20;
-  char *text = calloc(1, max + 1);
-  FILE *f;
-  size_t n;
-  fflush(stderr);
-  assert_true(dup2(c->saved, 2) == 2);
-  close(c->saved);
-  f = fopen(c->path, "r");
-  assert_non_null(f);
-  n = fread(text, 1, max, f);
-  text[n] = '\0';
-  fclose(f);
-  unlink(c->path);
-  return text;
-}
-
 typedef struct logs {
   pthread_mutex_t mu;
   int warnings;
-  char text[8192];
+  char text[65536]; /* every line as "logger: msg k=v ...\n" */
 } logs;
 
-static void on_log(kcr_log_level level, const char *component, const char *msg, void *data) {
+/* on_log keeps each line as a handler installed by a user would see it. */
+static void on_log(const kcr_log_record *rec, void *data) {
   logs *l = data;
   size_t len;
   pthread_mutex_lock(&l->mu);
-  if (level == KCR_LOG_WARN)
+  if (rec->level == KCR_LOG_WARN)
     l->warnings++;
   len = strlen(l->text);
-  snprintf(l->text + len, sizeof(l->text) - len, "%s: %s\n", component, msg);
+  len += (size_t)snprintf(l->text + len, sizeof(l->text) - len, "%s: %s",
+                          rec->logger ? rec->logger : "", rec->msg ? rec->msg : "");
+  for (size_t i = 0; i < rec->nfields && len < sizeof(l->text); i++)
+    len += (size_t)snprintf(l->text + len, sizeof(l->text) - len, " %s=%s", rec->fields[i].key,
+                            rec->fields[i].s ? rec->fields[i].s : "");
+  if (len < sizeof(l->text))
+    snprintf(l->text + len, sizeof(l->text) - len, "\n");
   pthread_mutex_unlock(&l->mu);
 }
 
-/* A token in the kubeconfig reaches the server, never the trace or the log. */
+/* A token in the kubeconfig reaches the server, never the trace or the log,
+ * not even a log handler of the application's own. */
 static void test_client_verbose_redacts_credentials(void **state) {
   fixture f;
-  captured cap;
-  logs l = {.mu = PTHREAD_MUTEX_INITIALIZER};
-  char *trace;
+  logs *l = calloc(1, sizeof(*l));
   json_t *r;
   (void)state;
 
+  assert_non_null(l);
+  pthread_mutex_init(&l->mu, NULL);
   setenv("KCR_CURL_VERBOSE", "1", 1); /* before any thread of the fixture exists */
-  kcr_log_set_handler(on_log, &l);
-  capture_stderr(&cap);
+  kcr_log_set_handler(on_log, l);
+  kcr_log_set_level(KCR_LOG_DEBUG);
   assert_int_equal(make_fixture(&f, NULL), 0);
   for (int i = 0; i < 3; i++) {
     r = echo(&f, "GET", NULL, NULL);
@@ -578,21 +550,22 @@ static void test_client_verbose_redacts_credentials(void **state) {
     json_decref(r);
   }
   free_fixture(&f);
-  trace = end_capture(&cap);
   kcr_log_set_handler(NULL, NULL);
+  kcr_log_set_level(KCR_LOG_INFO);
   unsetenv("KCR_CURL_VERBOSE");
 
   /* The trace is there, with headers both ways, and the token is not. */
-  assert_non_null(strstr(trace, "> GET /api/v1/namespaces/default/configmaps/echo HTTP/1.1"));
-  assert_non_null(strstr(trace, "> Authorization: [redacted]\n"));
-  assert_non_null(strstr(trace, "< HTTP/1.1 200"));
-  if (strstr(trace, "s3cr3t"))
-    fail_msg("the token is in the trace:\n%s", trace);
-  /* One warning for the plaintext server, for three requests; no token either. */
-  assert_int_equal(l.warnings, 1);
-  assert_non_null(strstr(l.text, "http:// (no TLS)"));
-  assert_null(strstr(l.text, "s3cr3t"));
-  free(trace);
+  assert_non_null(strstr(l->text, "curl: request header line=GET "
+                                  "/api/v1/namespaces/default/configmaps/echo HTTP/1.1"));
+  assert_non_null(strstr(l->text, "curl: request header Authorization=[REDACTED]\n"));
+  assert_non_null(strstr(l->text, "curl: response header line=HTTP/1.1 200"));
+  if (strstr(l->text, "s3cr3t"))
+    fail_msg("the token is in the log:\n%s", l->text);
+  /* One warning for the plaintext server, for three requests. */
+  assert_int_equal(l->warnings, 1);
+  assert_non_null(strstr(l->text, "http:// (no TLS)"));
+  pthread_mutex_destroy(&l->mu);
+  free(l);
 }
 
 /* The debug function on what libcurl can hand it: HTTP/2 headers traced as text,
@@ -603,26 +576,29 @@ static void test_client_verbose_debug_function(void **state) {
                      "cookie: s=s3cr3t-cookie\r\nAccept: */*\r\n\r\n";
   static char in[] = "HTTP/1.1 200 OK\r\nSet-Cookie: s3cr3t-set\r\n";
   static char body[] = "{\"token\":\"s3cr3t-body\"}";
-  captured cap;
-  char *trace;
+  logs *l = calloc(1, sizeof(*l));
   (void)state;
-  capture_stderr(&cap);
+  assert_non_null(l);
+  pthread_mutex_init(&l->mu, NULL);
+  kcr_log_set_handler(on_log, l);
+  kcr_log_set_level(KCR_LOG_DEBUG);
   kcr__client_on_curl_debug(NULL, CURLINFO_TEXT, h2, strlen(h2), NULL);
   kcr__client_on_curl_debug(NULL, CURLINFO_HEADER_OUT, h1, strlen(h1), NULL);
   kcr__client_on_curl_debug(NULL, CURLINFO_HEADER_IN, in, strlen(in), NULL);
   kcr__client_on_curl_debug(NULL, CURLINFO_DATA_OUT, body, strlen(body), NULL);
   kcr__client_on_curl_debug(NULL, CURLINFO_DATA_IN, body, strlen(body), NULL);
   kcr__client_on_curl_debug(NULL, CURLINFO_SSL_DATA_OUT, body, strlen(body), NULL);
-  trace = end_capture(&cap);
-  assert_string_equal(trace, "* h2h3 [authorization: [redacted]]\n"
-                             "> GET / HTTP/1.1\n"
-                             "> Proxy-Authorization: [redacted]\n"
-                             "> cookie: [redacted]\n"
-                             "> Accept: */*\n"
-                             "> \n"
-                             "< HTTP/1.1 200 OK\n"
-                             "< Set-Cookie: [redacted]\n");
-  free(trace);
+  kcr_log_set_handler(NULL, NULL);
+  kcr_log_set_level(KCR_LOG_INFO);
+  assert_string_equal(l->text, "curl: h2h3 [authorization: [REDACTED]]\n"
+                               "curl: request header line=GET / HTTP/1.1\n"
+                               "curl: request header Proxy-Authorization=[REDACTED]\n"
+                               "curl: request header cookie=[REDACTED]\n"
+                               "curl: request header Accept=*/*\n"
+                               "curl: response header line=HTTP/1.1 200 OK\n"
+                               "curl: response header Set-Cookie=[REDACTED]\n");
+  pthread_mutex_destroy(&l->mu);
+  free(l);
 }
 
 int main(void) {
