@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# run.sh [N ...]: the cache-sync benchmark (issue 17). For each N (default:
+# 1000 10000) it makes sure a namespace cs-N holds N ConfigMaps of 1 KiB, then
+# runs kcr (bench/cache_sync/cache_sync.c) and the client-go peer
+# (bench/peers/go-cache-sync) alternately, PAIRS times each (default 3), every
+# run a fresh process, and prints each run's line and the kcr/peer ratios
+# (median, min-max). Not part of the tests.
+#
+# Environment:
+#   KCR_CLUSTER_DIR  an existing cluster directory (scripts/cluster.sh up DIR);
+#                    default: start one in build/bench/cluster and stop it after
+#   PAIRS            A/B pairs per N (default 3)
+#   KCR_ARGS         extra cache_sync flags (default -s: the streaming list,
+#                    as client-go's informer uses by default)
+#   PEER=0           kcr only
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+build=${BUILD_DIR:-build/bench}
+out=$build/cache_sync
+mkdir -p "$out"
+pairs=${PAIRS:-3}
+kcr_args=${KCR_ARGS--s}
+sizes=("$@")
+((${#sizes[@]})) || sizes=(1000 10000)
+
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCR_BUILD_TESTS=OFF \
+  -DKCR_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build "$build" --target kcr_static >/dev/null
+libs=$(pkg-config --libs jansson libcurl libuv yaml-0.1 openssl)
+for p in cache_sync create; do
+  # shellcheck disable=SC2086
+  cc -std=c11 -O2 -g -Wall -Wextra -Iinclude "bench/cache_sync/$p.c" \
+    "$build/libkcr.a" $libs -lpthread -o "$out/$p"
+done
+peer=
+if [ "${PEER:-1}" != 0 ]; then
+  peer=$(bench/peers/go-cache-sync/build.sh)
+fi
+
+cluster=${KCR_CLUSTER_DIR:-}
+own_cluster=0
+if [ -z "$cluster" ]; then
+  cluster=$root/$build/cluster
+  own_cluster=1
+  bash scripts/build-control-plane.sh >/dev/null
+  bash scripts/cluster.sh up "$cluster" >/dev/null
+  trap 'bash scripts/cluster.sh down "$cluster" >/dev/null 2>&1 || true' EXIT
+fi
+kc=$cluster/kubeconfig
+
+results=$out/results-$(date -u +%Y%m%dT%H%M%SZ).txt
+for n in "${sizes[@]}"; do
+  ns=cs-$n
+  start=$(date +%s.%N)
+  "$out/create" -k "$kc" -n "$ns" -N "$n"
+  echo "# N=$n: $ns ready in $(echo "$(date +%s.%N) - $start" | bc) s" >&2
+  for ((i = 1; i <= pairs; i++)); do
+    # shellcheck disable=SC2086
+    line=$("$out/cache_sync" -k "$kc" -n "$ns" $kcr_args)
+    echo "n=$n pair=$i $line" | tee -a "$results"
+    if [ -n "$peer" ]; then
+      line=$("$peer" -kubeconfig "$kc" -namespace "$ns")
+      echo "n=$n pair=$i $line" | tee -a "$results"
+    fi
+  done
+done
+python3 bench/cache_sync/summarize.py "$results"
+[ "$own_cluster" = 1 ] || true
