@@ -15,11 +15,21 @@
  * version; any other failure backs off and relists. A 410 on a list's continue
  * token restarts the list without one.
  *
+ * No tree on the way in: what the FIFO and the store hold are compact objects
+ * (util/jscan.h), made once per object on this thread. With the default
+ * transform a watch line is scanned straight into one (the decoder's compact
+ * mode: no tree at all); a list page, or any object under a custom transform,
+ * is parsed, transformed and dumped. The streaming list and Replace therefore
+ * hold only compact forms.
+ *
  * Processing (its own thread): pops the FIFO; each delta updates the store and
  * becomes a notification appended to every listener's buffer, under the
  * handler-list lock, so that a handler added late can be given the store's
  * contents without missing or repeating an event. Nothing in a pop runs user
- * code: the FIFO lock is held only for the store update and the appends.
+ * code: the FIFO lock is held only for the store update and the appends. A
+ * notification holds the compact object, shared by all handlers through a
+ * lazy_t; the first listener to need the tree parses it, so objects no handler
+ * asks for are never parsed.
  *
  * Listeners (client-go's processorListener): one thread per handler, fed by an
  * unbounded buffer, calls the handler in order. A slow handler delays only its
@@ -42,6 +52,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/store_internal.h"
+#include "client/watch_internal.h"
 #include "kcr/apierror.h"
 #include "kcr/backoff.h"
 #include "kcr/informer.h"
@@ -49,18 +61,28 @@
 #include "kcr/meta.h"
 #include "kcr/rand.h"
 #include "util/alloc.h"
+#include "util/jscan.h"
 
 #define DEFAULT_PAGE 500
 #define RV_MAX 64
 
 /* note: one notification waiting in a listener's buffer. */
 typedef enum { NOTE_ADD, NOTE_UPDATE, NOTE_DELETE } note_type;
+/* lazy: a compact object and, once a listener asked, its tree, shared by the
+ * notifications of every handler for one change. */
+typedef struct lazy {
+  atomic_uint refs;
+  pthread_mutex_t mu;
+  json_t *cobj; /* own reference; immutable */
+  json_t *tree; /* protected by mu: NULL until first asked for */
+} lazy_t;
+
 typedef struct note {
   struct note *next;
   note_type type;
   bool initial;
-  json_t *old_obj; /* own reference (updates) */
-  json_t *obj;     /* own reference, NULL for a tombstone without a last state */
+  lazy_t *old_obj; /* own reference (updates) */
+  lazy_t *obj;     /* own reference, NULL for a tombstone without a last state */
   char *tombstone; /* own copy, or NULL */
 } note_t;
 
@@ -91,6 +113,8 @@ struct kcr_informer {
   kcr_clock_t *clock;
   kcr_transform_fn transform; /* reflector thread: runs before the FIFO sees an object */
   void *transform_data;
+  bool compact_watch; /* immutable: the default transform, done by the scanner */
+  kcr_buf_t scratch;  /* reflector thread: dumps trees into compact objects */
 
   kcr_store_t *store;
   kcr_delta_fifo_t *fifo;
@@ -115,7 +139,7 @@ struct kcr_informer {
   uint64_t processed_rv;  /* protected by mu */
   int stream_enabled;     /* reflector thread: use the streaming list */
   int streaming;          /* protected by mu: the watch is delivering its initial events */
-  json_t *stream_items;   /* reflector thread while streaming: key -> object */
+  json_t *stream_items;   /* reflector thread while streaming: key -> compact object */
   atomic_uint_fast64_t streams;
   int synced; /* protected by mu */
 
@@ -153,6 +177,21 @@ static void raise_processed(kcr_informer_t *inf, uint64_t rv) {
 static int default_transform(json_t *obj, void *data) {
   (void)data;
   return kcr_meta_strip_managed_fields(obj);
+}
+
+/* to_compact replaces *obj (a tree, ours) by its compact object; returns 0 or a
+ * kcr_err (*obj is then NULL, the tree released). */
+static int to_compact(kcr_informer_t *inf, json_t **obj) {
+  json_t *c = NULL;
+  int rc;
+  if (kcr__cobj_is(*obj))
+    return 0;
+  rc = kcr__cobj_from_tree(*obj, &inf->scratch, &c);
+  json_decref(*obj);
+  *obj = c;
+  if (inf->scratch.cap > (size_t)256 * 1024)
+    kcr_buf_free(&inf->scratch); /* one huge object does not pin its buffer */
+  return rc;
 }
 
 /* sleep_or_stop waits ns on the informer's clock; returns 1 when stopping. */
@@ -238,7 +277,12 @@ static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
                       kcr_strerror(rc));
         break;
       }
-      if (json_array_append(all, item) != 0) {
+      json_incref(item);
+      if ((rc = to_compact(inf, &item)) != 0) {
+        kcr_error_set(err, rc, "list %s: cannot store an item: %s", inf->plural, kcr_strerror(rc));
+        break;
+      }
+      if (json_array_append_new(all, item) != 0) {
         rc = kcr_error_set(err, KCR_ENOMEM, "list %s: out of memory", inf->plural);
         break;
       }
@@ -282,7 +326,7 @@ static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event *ev, const
   int rc, is_end;
 
   if (ev->type != KCR_WATCH_BOOKMARK) {
-    if (kcr_meta_key(ev->object, key, sizeof(key)) != 0) {
+    if (kcr__cobj_key_fn(ev->object, key, sizeof(key), NULL) != 0) {
       kcr_log(KCR_LOG_ERROR, "reflector", "%s: a streamed %s event has no name", kind_name(inf),
               kcr_watch_event_type_name(ev->type));
       json_decref(ev->object);
@@ -334,9 +378,11 @@ static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event *ev, const
   return 0;
 }
 
-static int on_watch_event(const kcr_watch_event *ev, void *data) {
+static int on_watch_event(const kcr_watch_event *event, void *data) {
   kcr_informer_t *inf = data;
-  const char *rv = kcr_meta_resource_version(ev->object);
+  kcr_watch_event evc = *event, *ev = &evc;
+  const char *rv =
+      kcr__cobj_is(ev->object) ? kcr__cobj_rv(ev->object) : kcr_meta_resource_version(ev->object);
   kcr_error_t err;
   int rc = 0, streaming;
   char rv_copy[RV_MAX];
@@ -350,11 +396,19 @@ static int on_watch_event(const kcr_watch_event *ev, void *data) {
   pthread_mutex_unlock(&inf->mu);
   if ((ev->type == KCR_WATCH_ADDED || ev->type == KCR_WATCH_MODIFIED ||
        ev->type == KCR_WATCH_DELETED) &&
-      (rc = inf->transform(ev->object, inf->transform_data)) != 0) {
-    kcr_log(KCR_LOG_ERROR, "reflector", "%s: the transform refused a watch event: %s",
-            kind_name(inf), kcr_strerror(rc));
-    json_decref(ev->object);
-    return rc;
+      !kcr__cobj_is(ev->object)) {
+    /* not scanned (a custom transform, or a line the scanner left to jansson) */
+    if ((rc = inf->transform(ev->object, inf->transform_data)) != 0) {
+      kcr_log(KCR_LOG_ERROR, "reflector", "%s: the transform refused a watch event: %s",
+              kind_name(inf), kcr_strerror(rc));
+      json_decref(ev->object);
+      return rc;
+    }
+    if ((rc = to_compact(inf, &ev->object)) != 0) {
+      kcr_log(KCR_LOG_ERROR, "reflector", "%s: cannot queue a watch event: %s", kind_name(inf),
+              kcr_strerror(rc));
+      return rc;
+    }
   }
   if (streaming && ev->type != KCR_WATCH_ERROR)
     return on_stream_event(inf, ev, rv);
@@ -447,7 +501,9 @@ static next_t watch_once(kcr_informer_t *inf, int stream, int *streamed) {
     kcr_watch_stop(w); /* kcr_informer_stop ran before it could see the watch */
   pthread_mutex_unlock(&inf->mu);
   kcr_error_clear(&err);
+  kcr__watch_set_compact(inf->compact_watch);
   code = kcr_watch_run(w, on_watch_event, inf, &err); /* decodes here, on this thread */
+  kcr__watch_set_compact(false);
   pthread_mutex_lock(&inf->mu);
   inf->watch = NULL;
   pthread_mutex_unlock(&inf->mu);
@@ -554,9 +610,48 @@ static void *reflector_main(void *arg) {
 
 /* ---- processing ---- */
 
+/* lazy_new wraps a compact object (a new reference is taken); NULL without memory. */
+static lazy_t *lazy_new(json_t *cobj) {
+  lazy_t *l = kcr__malloc(sizeof(*l));
+  if (!l)
+    return NULL;
+  atomic_init(&l->refs, 1);
+  pthread_mutex_init(&l->mu, NULL);
+  l->cobj = json_incref(cobj);
+  l->tree = NULL;
+  return l;
+}
+
+static lazy_t *lazy_ref(lazy_t *l) {
+  if (l)
+    atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed);
+  return l;
+}
+
+static void lazy_unref(lazy_t *l) {
+  if (!l || atomic_fetch_sub_explicit(&l->refs, 1, memory_order_acq_rel) != 1)
+    return;
+  json_decref(l->tree);
+  json_decref(l->cobj);
+  pthread_mutex_destroy(&l->mu);
+  kcr__free(l);
+}
+
+/* lazy_tree returns the object's tree (borrowed from l), parsing it on first
+ * use; NULL without memory. A listener's thread. */
+static json_t *lazy_tree(lazy_t *l) {
+  json_t *t;
+  pthread_mutex_lock(&l->mu);
+  if (!l->tree && kcr__cobj_parse(l->cobj, &l->tree) != 0)
+    l->tree = NULL;
+  t = l->tree;
+  pthread_mutex_unlock(&l->mu);
+  return t;
+}
+
 static void note_free(note_t *n) {
-  json_decref(n->old_obj);
-  json_decref(n->obj);
+  lazy_unref(n->old_obj);
+  lazy_unref(n->obj);
   kcr__free(n->tombstone);
   kcr__free(n);
 }
@@ -589,19 +684,27 @@ static void *listener_main(void *arg) {
       h->tail = &h->head;
     h->pending--;
     pthread_mutex_unlock(&h->mu);
-    switch (n->type) {
-    case NOTE_ADD:
-      if (h->h.on_add)
-        h->h.on_add(n->obj, n->initial, h->h.data);
-      break;
-    case NOTE_UPDATE:
-      if (h->h.on_update)
-        h->h.on_update(n->old_obj, n->obj, h->h.data);
-      break;
-    case NOTE_DELETE:
-      if (h->h.on_delete)
-        h->h.on_delete(n->obj, n->tombstone, h->h.data);
-      break;
+    {
+      json_t *obj = n->obj ? lazy_tree(n->obj) : NULL;
+      json_t *old = n->old_obj ? lazy_tree(n->old_obj) : NULL;
+      if ((n->obj && !obj) || (n->old_obj && !old)) {
+        kcr_log(KCR_LOG_ERROR, "informer", "out of memory: a handler misses a notification");
+      } else {
+        switch (n->type) {
+        case NOTE_ADD:
+          if (h->h.on_add)
+            h->h.on_add(obj, n->initial, h->h.data);
+          break;
+        case NOTE_UPDATE:
+          if (h->h.on_update)
+            h->h.on_update(old, obj, h->h.data);
+          break;
+        case NOTE_DELETE:
+          if (h->h.on_delete)
+            h->h.on_delete(obj, n->tombstone, h->h.data);
+          break;
+        }
+      }
     }
     pthread_mutex_lock(&h->mu);
     if (n->initial)
@@ -638,7 +741,7 @@ static void handler_stop_free(handler_t *h) {
 
 /* notify appends one notification to h's buffer; steals nothing (it takes its
  * own references). Returns 0 or KCR_ENOMEM. */
-static int notify(handler_t *h, note_type type, bool initial, json_t *old_obj, json_t *obj,
+static int notify(handler_t *h, note_type type, bool initial, lazy_t *old_obj, lazy_t *obj,
                   const char *tombstone) {
   note_t *n;
   if ((type == NOTE_ADD && !h->h.on_add) || (type == NOTE_UPDATE && !h->h.on_update) ||
@@ -653,8 +756,8 @@ static int notify(handler_t *h, note_type type, bool initial, json_t *old_obj, j
   }
   n->type = type;
   n->initial = initial;
-  n->old_obj = json_incref(old_obj);
-  n->obj = json_incref(obj);
+  n->old_obj = lazy_ref(old_obj);
+  n->obj = lazy_ref(obj);
   pthread_mutex_lock(&h->mu);
   *h->tail = n;
   h->tail = &n->next;
@@ -666,30 +769,32 @@ static int notify(handler_t *h, note_type type, bool initial, json_t *old_obj, j
   return 0;
 }
 
-/* distribute hands one change to every listener. handlers_mu held. */
-static void distribute(kcr_informer_t *inf, note_type type, bool initial, json_t *old_obj,
-                       json_t *obj, const char *key, const char *tombstone) {
+/* distribute hands one change (compact objects, borrowed) to every listener.
+ * handlers_mu held. */
+static void distribute(kcr_informer_t *inf, note_type type, bool initial, json_t *old_cobj,
+                       json_t *cobj, const char *key, const char *tombstone) {
+  lazy_t *old_obj = NULL, *obj = NULL;
+  int nomem = 0;
+  if (!inf->handlers)
+    return;
+  if ((old_cobj && !(old_obj = lazy_new(old_cobj))) || (cobj && !(obj = lazy_new(cobj))))
+    nomem = 1;
   for (handler_t *h = inf->handlers; h; h = h->next)
-    if (notify(h, type, initial, old_obj, obj, tombstone) != 0)
+    if (nomem || notify(h, type, initial, old_obj, obj, tombstone) != 0)
       kcr_log(KCR_LOG_ERROR, "informer", "%s: out of memory: a handler misses the %s of %s",
               kind_name(inf),
               type == NOTE_ADD      ? "add"
               : type == NOTE_UPDATE ? "update"
                                     : "delete",
               key);
+  lazy_unref(old_obj);
+  lazy_unref(obj);
 }
 
-/* wants_old tells whether some handler takes updates (only then is the stored
- * state decoded as the old object). handlers_mu held. */
-static bool wants_old(kcr_informer_t *inf) {
-  for (handler_t *h = inf->handlers; h; h = h->next)
-    if (h->h.on_update)
-      return true;
-  return false;
-}
-
-static int process(const char *key, const kcr_delta *deltas, size_t n, bool initial, bool *requeue,
-                   void *data) {
+/* process applies one key's deltas (compact objects) to the store and tells
+ * the handlers. The FIFO lock is held; nothing is parsed here. */
+static int process(const char *key, const kcr_delta *deltas, size_t n, bool initial,
+                   bool *requeue, void *data) {
   kcr_informer_t *inf = data;
   int rc = 0;
   (void)requeue;
@@ -697,31 +802,20 @@ static int process(const char *key, const kcr_delta *deltas, size_t n, bool init
   pthread_mutex_lock(&inf->handlers_mu);
   for (size_t i = 0; i < n && rc == 0; i++) {
     const kcr_delta *d = &deltas[i];
+    json_t *old = NULL;
     kcr_error_t err;
     kcr_error_clear(&err);
     if (d->type == KCR_DELTA_DELETED) {
-      if (d->tombstone_key)
-        kcr_store_delete_key(inf->store, d->tombstone_key);
-      else
-        kcr_store_delete(inf->store, d->object, &err);
+      kcr_store_delete_key(inf->store, d->tombstone_key ? d->tombstone_key : key);
       distribute(inf, NOTE_DELETE, false, NULL, d->object, key, d->tombstone_key);
       continue;
     }
-    {
-      json_t *old = NULL;
-      int exists = wants_old(inf) ? kcr_store_get_by_key(inf->store, key, &old) == 0
-                                  : kcr_store_contains(inf->store, key);
-      if (exists) {
-        rc = kcr_store_update(inf->store, d->object, &err);
-        if (rc == 0)
-          distribute(inf, NOTE_UPDATE, false, old, d->object, key, NULL);
-        json_decref(old);
-      } else {
-        rc = kcr_store_add(inf->store, d->object, &err);
-        if (rc == 0)
-          distribute(inf, NOTE_ADD, initial, NULL, d->object, key, NULL);
-      }
-    }
+    rc = kcr__store_put(inf->store, d->object, &old, &err);
+    if (rc == 0 && old)
+      distribute(inf, NOTE_UPDATE, false, old, d->object, key, NULL);
+    else if (rc == 0)
+      distribute(inf, NOTE_ADD, initial, NULL, d->object, key, NULL);
+    json_decref(old);
     if (rc)
       kcr_log(KCR_LOG_ERROR, "informer", "%s: cannot store %s: %s", kind_name(inf), key,
               err.message);
@@ -770,6 +864,19 @@ static void *processor_main(void *arg) {
 
 /* ---- lifecycle ---- */
 
+/* The FIFO's known objects: the store, handing out its compact objects. */
+static int known_list_keys(void *data, char ***out, size_t *n) {
+  return kcr_store_list_keys(data, out, n);
+}
+
+static int known_get_by_key(void *data, const char *key, json_t **out) {
+  return kcr__store_get_compact(data, key, out);
+}
+
+static bool known_contains(void *data, const char *key) {
+  return kcr_store_contains(data, key);
+}
+
 int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr_error_t *err) {
   kcr_informer_t *inf;
   kcr_delta_fifo_options fo;
@@ -804,6 +911,8 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
   inf->clock = o->clock ? o->clock : kcr_clock_system();
   inf->transform = o->transform ? o->transform : default_transform;
   inf->transform_data = o->transform ? o->transform_data : NULL;
+  inf->compact_watch = !o->transform;
+  kcr_buf_init(&inf->scratch, KCR_STORE_OBJECT_MAX);
   inf->resource.group = inf->group;
   inf->resource.version = inf->version;
   inf->resource.resource = inf->plural;
@@ -818,9 +927,13 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
     kcr_error_set(err, rc, "informer: cannot create its store");
     goto fail;
   }
-  kcr_store_known_objects(inf->store, &known);
+  known.list_keys = known_list_keys;
+  known.get_by_key = known_get_by_key;
+  known.contains = known_contains;
+  known.data = inf->store;
   memset(&fo, 0, sizeof(fo));
   fo.known = &known;
+  fo.key_fn = kcr__cobj_key_fn;
   if ((rc = kcr_delta_fifo_create(&fo, &inf->fifo)) != 0) {
     kcr_error_set(err, rc, "informer: cannot create its queue");
     goto fail;
@@ -836,9 +949,8 @@ fail:
 int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, uint64_t *id,
                              kcr_error_t *err) {
   handler_t *n = kcr__calloc(1, sizeof(*n)), **tail;
-  json_t *existing = NULL;
-  size_t i;
-  json_t *obj;
+  json_t **existing = NULL;
+  size_t count = 0;
   int rc;
 
   if (!n)
@@ -856,14 +968,15 @@ int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, ui
   pthread_mutex_lock(&inf->handlers_mu);
   /* Under handlers_mu no delta is being applied: the store is consistent with
    * everything the other handlers have been handed. */
-  rc = kcr_store_list(inf->store, &existing);
-  if (rc == 0) {
-    json_array_foreach(existing, i, obj) {
-      if ((rc = notify(n, NOTE_ADD, true, NULL, obj, NULL)) != 0)
-        break;
-    }
+  rc = kcr__store_list_compact(inf->store, &existing, &count);
+  for (size_t i = 0; i < count; i++) {
+    lazy_t *l = rc == 0 ? lazy_new(existing[i]) : NULL;
+    if (rc == 0 && (!l || (rc = notify(n, NOTE_ADD, true, NULL, l, NULL)) != 0))
+      rc = KCR_ENOMEM;
+    lazy_unref(l);
+    json_decref(existing[i]);
   }
-  json_decref(existing);
+  kcr__free(existing);
   if (rc) {
     pthread_mutex_unlock(&inf->handlers_mu);
     handler_stop_free(n);
@@ -962,6 +1075,7 @@ void kcr_informer_destroy(kcr_informer_t *inf) {
     handler_stop_free(h);
   }
   json_decref(inf->stream_items);
+  kcr_buf_free(&inf->scratch);
   kcr_delta_fifo_destroy(inf->fifo);
   kcr_store_destroy(inf->store);
   kcr_cancel_destroy(inf->cancel);

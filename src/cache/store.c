@@ -4,9 +4,12 @@
  * keeping objects compactly.
  *
  * Memory is the point of this file. A jansson tree costs about ten times an
- * object's JSON text, so an object is stored as one immutable block (`sobj`):
- * a reference count, its compact JSON (json_dumps with JSON_COMPACT) and its
- * resourceVersion. Readers take a reference under the read lock and parse
+ * object's JSON text, so an object is stored as a compact object (util/jscan.h:
+ * a jansson string holding its minified JSON, resourceVersion, namespace and
+ * name), immutable and reference counted. The informer hands its compact
+ * objects over as they came from the scanner (kcr__store_put), so the bytes of
+ * a watch event reach the store in one allocation and never as a tree; trees
+ * given to kcr_store_add are dumped. Readers take a reference under the read lock and parse
  * after dropping it, so a list of 10k objects does not hold writers off for the
  * whole parse, and an object replaced meanwhile stays alive until its last
  * reader is done. What the store changes in place lives beside the block, in
@@ -32,20 +35,15 @@
 #include <string.h>
 
 #include "cache/hmap.h"
+#include "cache/store_internal.h"
 #include "kcr/buf.h"
 #include "kcr/store.h"
 #include "util/alloc.h"
-
-/* sobj: the immutable stored form of an object: json NUL rv NUL. */
-typedef struct sobj {
-  atomic_uint refs;
-  uint32_t json_len;
-  char json[];
-} sobj_t;
+#include "util/jscan.h"
 
 /* item: one stored key. obj and ivals are protected by the store lock. */
 typedef struct item {
-  sobj_t *obj;
+  json_t *obj; /* a compact object */
   char *ivals; /* per indexer, in order: uint32 count, then count NUL-terminated values */
   char key[];
 } item_t;
@@ -70,7 +68,7 @@ struct kcr_store {
   kcr__hmap_t items; /* key -> item_t; protected by lock */
   indexer_t *idx;    /* protected by lock; idx[0] is the namespace index */
   size_t nidx;       /* protected by lock */
-  sobj_t *rv_obj;    /* protected by lock; the last added object, whose rv is the store's */
+  json_t *rv_obj;    /* protected by lock; the last added object, whose rv is the store's */
   char *rv_str;      /* protected by lock; the rv of the last replace, if newer */
 };
 
@@ -83,70 +81,33 @@ struct kcr_index_values {
 
 /* --- stored objects ------------------------------------------------------ */
 
-static void sobj_unref(sobj_t *o) {
-  if (o && atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1)
-    kcr__free(o);
+static void sobj_unref(json_t *o) {
+  json_decref(o);
 }
 
-static sobj_t *sobj_ref(sobj_t *o) {
-  atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed);
-  return o;
+static json_t *sobj_ref(json_t *o) {
+  return json_incref(o);
 }
 
-static const char *sobj_rv(const sobj_t *o) {
-  return o->json + o->json_len + 1;
-}
-
-/* dump_ctx: where json_dump_callback writes, and why it stopped. */
-typedef struct dump_ctx {
+/* sobj_make serialises obj compactly into a new compact object. */
+static int sobj_make(const json_t *obj, json_t **out, kcr_error_t *err) {
   kcr_buf_t b;
   int rc;
-} dump_ctx_t;
-
-/* dump_cb appends jansson's output to a bounded buffer. */
-static int dump_cb(const char *p, size_t n, void *data) {
-  dump_ctx_t *c = data;
-  if (c->rc == 0)
-    c->rc = kcr_buf_append(&c->b, p, n);
-  return c->rc ? -1 : 0;
-}
-
-/* sobj_make serialises obj compactly into a new block with one reference. */
-static int sobj_make(const json_t *obj, sobj_t **out, kcr_error_t *err) {
-  dump_ctx_t c = {.rc = 0};
-  const char *rv = kcr_meta_resource_version(obj);
-  size_t rv_len = strlen(rv);
-  sobj_t *o;
-
-  *out = NULL;
-  kcr_buf_init(&c.b, KCR_STORE_OBJECT_MAX);
-  if (json_dump_callback(obj, dump_cb, &c, JSON_COMPACT) != 0 || c.b.len == 0) {
-    kcr_buf_free(&c.b);
-    if (c.rc == KCR_ETOOBIG)
-      return kcr_error_set(err, KCR_ETOOBIG, "store: object larger than %u bytes",
-                           KCR_STORE_OBJECT_MAX);
+  kcr_buf_init(&b, KCR_STORE_OBJECT_MAX);
+  rc = kcr__cobj_from_tree(obj, &b, out);
+  kcr_buf_free(&b);
+  if (rc == KCR_ETOOBIG)
+    return kcr_error_set(err, KCR_ETOOBIG, "store: object larger than %u bytes",
+                         KCR_STORE_OBJECT_MAX);
+  if (rc)
     return kcr_error_set(err, KCR_ENOMEM, "store: out of memory");
-  }
-  o = kcr__malloc(sizeof(*o) + c.b.len + 1 + rv_len + 1);
-  if (!o) {
-    kcr_buf_free(&c.b);
-    return kcr_error_set(err, KCR_ENOMEM, "store: out of memory");
-  }
-  atomic_init(&o->refs, 1);
-  o->json_len = (uint32_t)c.b.len;
-  memcpy(o->json, c.b.data, c.b.len + 1);
-  memcpy(o->json + c.b.len + 1, rv, rv_len + 1);
-  kcr_buf_free(&c.b);
-  *out = o;
   return 0;
 }
 
-/* sobj_parse parses a stored block into a new tree. The text is always valid
- * JSON the store wrote itself, so the only way to fail is memory. */
-static int sobj_parse(const sobj_t *o, json_t **out) {
-  json_error_t jerr;
-  *out = json_loadb(o->json, o->json_len, 0, &jerr);
-  return *out ? 0 : KCR_ENOMEM;
+/* sobj_parse parses a stored object into a new tree. The text is always valid
+ * JSON, so the only way to fail is memory. */
+static int sobj_parse(const json_t *o, json_t **out) {
+  return kcr__cobj_parse(o, out);
 }
 
 /* --- index values -------------------------------------------------------- */
@@ -175,14 +136,18 @@ static int ns_index(const json_t *obj, kcr_index_values_t *v, void *data) {
   return kcr_index_values_add(v, kcr_meta_namespace(obj));
 }
 
-/* run_indexer appends indexer ix's group for obj to b. */
+/* run_indexer appends indexer ix's group for obj to b. obj is a tree, or a
+ * compact object for the namespace index, which needs no tree. */
 static int run_indexer(const indexer_t *ix, const json_t *obj, kcr_buf_t *b, kcr_error_t *err) {
   kcr_index_values_t v = {b, b->len, 0, 0};
   uint32_t zero = 0;
   int rc;
   if ((rc = kcr_buf_append(b, &zero, sizeof(zero))))
     return kcr_error_set(err, rc, "store: out of memory");
-  rc = ix->fn(obj, &v, ix->data);
+  if (kcr__cobj_is(obj))
+    rc = kcr_index_values_add(&v, kcr__cobj_ns(obj));
+  else
+    rc = ix->fn(obj, &v, ix->data);
   if (rc == 0)
     rc = v.rc;
   if (rc)
@@ -200,18 +165,32 @@ static char *exact_copy(kcr_buf_t *b) {
   return p;
 }
 
-/* compute_ivals runs indexers [0, n) on obj into a new packed blob. */
+/* compute_ivals runs indexers [0, n) on obj (a tree, or a compact object that
+ * is parsed only when an indexer besides the namespace one needs it) into a
+ * new packed blob. */
 static int compute_ivals(const indexer_t *idx, size_t n, const json_t *obj, char **out,
                          kcr_error_t *err) {
   kcr_buf_t b;
-  int rc;
+  json_t *tree = NULL;
+  int rc = 0;
   *out = NULL;
   kcr_buf_init(&b, (size_t)1 << 24);
-  for (size_t i = 0; i < n; i++)
-    if ((rc = run_indexer(&idx[i], obj, &b, err))) {
-      kcr_buf_free(&b);
-      return rc;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    const json_t *arg = obj;
+    if (kcr__cobj_is(obj) && idx[i].fn != ns_index) {
+      if (!tree && (rc = sobj_parse(obj, &tree)) != 0) {
+        kcr_error_set(err, rc, "store: out of memory");
+        break;
+      }
+      arg = tree;
     }
+    rc = run_indexer(&idx[i], arg, &b, err);
+  }
+  json_decref(tree);
+  if (rc) {
+    kcr_buf_free(&b);
+    return rc;
+  }
   if (!(*out = exact_copy(&b)))
     return kcr_error_set(err, KCR_ENOMEM, "store: out of memory");
   return 0;
@@ -341,7 +320,7 @@ static item_t *item_new(const char *key) {
 /* set_rv_obj makes the last added object's resourceVersion the store's: a
  * reference to its block instead of a copy, so that no add needs an allocation
  * for it (and none can fail because of it). */
-static void set_rv_obj(kcr_store_t *s, sobj_t *o) {
+static void set_rv_obj(kcr_store_t *s, json_t *o) {
   sobj_unref(s->rv_obj);
   s->rv_obj = sobj_ref(o);
   kcr__free(s->rv_str);
@@ -486,22 +465,20 @@ out:
 
 /* --- writes -------------------------------------------------------------- */
 
-int kcr_store_add(kcr_store_t *s, const json_t *obj, kcr_error_t *err) {
-  char key[KCR_META_KEY_MAX];
-  sobj_t *o = NULL;
+/* put stores o (a compact object; stolen) under key, indexing src (obj's tree,
+ * or o itself). *old (may be NULL) receives the object it replaced, a new
+ * reference, NULL when the key is new. */
+static int put(kcr_store_t *s, const char *key, json_t *o, const json_t *src, json_t **old,
+               kcr_error_t *err) {
   char *ivals = NULL;
   item_t *it, *fresh = NULL;
   size_t i, linked = 0;
   int rc;
 
-  assert(s);
-  if ((rc = s->key_fn(obj, key, sizeof(key), s->key_data)))
-    return kcr_error_set(err, rc, "store: object has no key: %s", kcr_strerror(rc));
-  if ((rc = sobj_make(obj, &o, err)))
-    return rc;
-
+  if (old)
+    *old = NULL;
   pthread_rwlock_wrlock(&s->lock);
-  if ((rc = compute_ivals(s->idx, s->nidx, obj, &ivals, err)))
+  if ((rc = compute_ivals(s->idx, s->nidx, src, &ivals, err)))
     goto fail;
   it = kcr__hmap_get(&s->items, key);
   if (!it) {
@@ -527,7 +504,10 @@ int kcr_store_add(kcr_store_t *s, const json_t *obj, kcr_error_t *err) {
   }
   if (fresh)
     kcr__hmap_insert(&s->items, fresh->key, fresh);
-  sobj_unref(it->obj);
+  if (old)
+    *old = it->obj; /* the item's reference moves to the caller */
+  else
+    sobj_unref(it->obj);
   kcr__free(it->ivals);
   it->obj = o;
   it->ivals = ivals;
@@ -549,6 +529,29 @@ fail:
   kcr__free(ivals);
   sobj_unref(o);
   return rc;
+}
+
+int kcr_store_add(kcr_store_t *s, const json_t *obj, kcr_error_t *err) {
+  char key[KCR_META_KEY_MAX];
+  json_t *o = NULL;
+  int rc;
+
+  assert(s);
+  if ((rc = s->key_fn(obj, key, sizeof(key), s->key_data)))
+    return kcr_error_set(err, rc, "store: object has no key: %s", kcr_strerror(rc));
+  if ((rc = sobj_make(obj, &o, err)))
+    return rc;
+  return put(s, key, o, obj, NULL, err);
+}
+
+int kcr__store_put(kcr_store_t *s, json_t *cobj, json_t **old, kcr_error_t *err) {
+  char key[KCR_META_KEY_MAX];
+  int rc;
+
+  assert(s && kcr__cobj_is(cobj));
+  if ((rc = kcr__cobj_key_fn(cobj, key, sizeof(key), NULL)))
+    return kcr_error_set(err, rc, "store: object has no key: %s", kcr_strerror(rc));
+  return put(s, key, json_incref(cobj), cobj, old, err);
 }
 
 int kcr_store_update(kcr_store_t *s, const json_t *obj, kcr_error_t *err) {
@@ -634,7 +637,7 @@ int kcr_store_replace(kcr_store_t *s, const json_t *items, const char *resource_
       goto fail_locked;
     have = kcr__hmap_get(&nitems, pre[i]->key);
     if (have) { /* a later duplicate wins */
-      sobj_t *o = have->obj;
+      json_t *o = have->obj;
       char *iv = have->ivals;
       have->obj = pre[i]->obj;
       have->ivals = pre[i]->ivals;
@@ -693,7 +696,7 @@ free_pre:
 
 int kcr_store_get_by_key(kcr_store_t *s, const char *key, json_t **out) {
   item_t *it;
-  sobj_t *o = NULL;
+  json_t *o = NULL;
   int rc;
   assert(s && key && out);
   *out = NULL;
@@ -706,6 +709,17 @@ int kcr_store_get_by_key(kcr_store_t *s, const char *key, json_t **out) {
   rc = sobj_parse(o, out);
   sobj_unref(o);
   return rc;
+}
+
+int kcr__store_get_compact(kcr_store_t *s, const char *key, json_t **out) {
+  item_t *it;
+  assert(s && key && out);
+  *out = NULL;
+  pthread_rwlock_rdlock(&s->lock);
+  if ((it = kcr__hmap_get(&s->items, key)))
+    *out = sobj_ref(it->obj);
+  pthread_rwlock_unlock(&s->lock);
+  return *out ? 0 : KCR_ENOENT;
 }
 
 int kcr_store_get(kcr_store_t *s, const json_t *obj, json_t **out) {
@@ -738,7 +752,7 @@ int kcr_store_resource_version(kcr_store_t *s, char *buf, size_t size) {
   int rc = 0;
   assert(s && buf && size);
   pthread_rwlock_rdlock(&s->lock);
-  const char *rv = s->rv_str ? s->rv_str : s->rv_obj ? sobj_rv(s->rv_obj) : "";
+  const char *rv = s->rv_str ? s->rv_str : s->rv_obj ? kcr__cobj_rv(s->rv_obj) : "";
   size_t len = strlen(rv);
   if (len >= size)
     rc = KCR_ETOOBIG;
@@ -751,8 +765,8 @@ int kcr_store_resource_version(kcr_store_t *s, char *buf, size_t size) {
 }
 
 /* refs_of takes references on the objects of the items in map m (lock held). */
-static int refs_of(const kcr__hmap_t *m, sobj_t ***out, size_t *n) {
-  sobj_t **v = kcr__malloc((m->len ? m->len : 1) * sizeof(sobj_t *));
+static int refs_of(const kcr__hmap_t *m, json_t ***out, size_t *n) {
+  json_t **v = kcr__malloc((m->len ? m->len : 1) * sizeof(json_t *));
   size_t k = 0;
   if (!v)
     return KCR_ENOMEM;
@@ -765,7 +779,7 @@ static int refs_of(const kcr__hmap_t *m, sobj_t ***out, size_t *n) {
 }
 
 /* parse_all parses referenced objects into a new array and drops the references. */
-static int parse_all(sobj_t **v, size_t n, json_t **out) {
+static int parse_all(json_t **v, size_t n, json_t **out) {
   json_t *arr = json_array();
   int rc = arr ? 0 : KCR_ENOMEM;
   for (size_t i = 0; i < n; i++) {
@@ -784,7 +798,7 @@ static int parse_all(sobj_t **v, size_t n, json_t **out) {
 }
 
 int kcr_store_list(kcr_store_t *s, json_t **out) {
-  sobj_t **v;
+  json_t **v;
   size_t n;
   int rc;
   assert(s && out);
@@ -793,6 +807,19 @@ int kcr_store_list(kcr_store_t *s, json_t **out) {
   rc = refs_of(&s->items, &v, &n);
   pthread_rwlock_unlock(&s->lock);
   return rc ? rc : parse_all(v, n, out);
+}
+
+int kcr__store_list_compact(kcr_store_t *s, json_t ***out, size_t *n) {
+  int rc;
+  assert(s && out && n);
+  pthread_rwlock_rdlock(&s->lock);
+  rc = refs_of(&s->items, out, n);
+  pthread_rwlock_unlock(&s->lock);
+  if (rc) {
+    *out = NULL;
+    *n = 0;
+  }
+  return rc;
 }
 
 /* strv_of copies the keys of m into one NULL-terminated allocation. */
@@ -844,7 +871,7 @@ static int keys_under(kcr_store_t *s, const char *name, const char *value,
 
 int kcr_store_by_index(kcr_store_t *s, const char *index_name, const char *value, json_t **out) {
   const kcr__hmap_t *keys;
-  sobj_t **v = NULL;
+  json_t **v = NULL;
   size_t n = 0;
   int rc;
   assert(s && index_name && value && out);
@@ -885,7 +912,7 @@ int kcr_store_index(kcr_store_t *s, const char *index_name, const json_t *obj, j
   indexer_t *ix;
   kcr_buf_t b;
   kcr__hmap_t seen = {0};
-  sobj_t **v = NULL;
+  json_t **v = NULL;
   size_t n = 0;
   int rc;
 
@@ -921,6 +948,13 @@ out:
   return rc ? rc : parse_all(v, n, out);
 }
 
+/* foreach_one hands one item's stored text to cb. */
+static int foreach_one(const item_t *it, kcr_store_foreach_cb cb, void *data) {
+  size_t len;
+  const char *json = kcr__cobj_json(it->obj, &len);
+  return cb(it->key, json, len, data);
+}
+
 int kcr_store_foreach(kcr_store_t *s, kcr_store_foreach_cb cb, void *data) {
   int rc = 0;
   assert(s && cb);
@@ -928,7 +962,7 @@ int kcr_store_foreach(kcr_store_t *s, kcr_store_foreach_cb cb, void *data) {
   KCR__HMAP_FOREACH(&s->items, sl) {
     item_t *it = sl->val;
     if (rc == 0)
-      rc = cb(it->key, it->obj->json, it->obj->json_len, data);
+      rc = foreach_one(it, cb, data);
   }
   pthread_rwlock_unlock(&s->lock);
   return rc;
@@ -944,7 +978,7 @@ int kcr_store_foreach_index(kcr_store_t *s, const char *index_name, const char *
     KCR__HMAP_FOREACH(keys, sl) {
       item_t *it = sl->val;
       if (rc == 0)
-        rc = cb(it->key, it->obj->json, it->obj->json_len, data);
+        rc = foreach_one(it, cb, data);
     }
   }
   pthread_rwlock_unlock(&s->lock);

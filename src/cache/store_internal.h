@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store_internal.h: the store's entry points for compact objects
+ * (util/jscan.h), which the informer uses so that an object travels from its
+ * watch line to the store, and to its handlers, without a tree. For a store
+ * with the default key function (kcr_meta_key) only.
+ */
+#ifndef KCR_CACHE_STORE_INTERNAL_H
+#define KCR_CACHE_STORE_INTERNAL_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "kcr/store.h"
+
+/*
+ * kcr__store_put stores cobj (a compact object, borrowed: the store takes a
+ * reference) under its key, as kcr_store_add does with a tree; indexes other
+ * than the namespace one get a parsed tree. *old (may be NULL) receives the
+ * object it replaced (a new reference; NULL when the key was new). Returns 0,
+ * KCR_EINVAL (no name), KCR_ENOMEM or an index function's error; on error
+ * nothing changed. Any thread.
+ */
+int kcr__store_put(kcr_store_t *s, json_t *cobj, json_t **old, kcr_error_t *err);
+
+/* kcr__store_get_compact returns the stored compact object of key (new
+ * reference) in *out. Returns 0 or KCR_ENOENT. */
+int kcr__store_get_compact(kcr_store_t *s, const char *key, json_t **out);
+
+/*
+ * kcr__store_list_compact returns every stored compact object: *out is a new
+ * array of *n new references (release each with json_decref, the array with
+ * kcr_free). Returns 0 or KCR_ENOMEM.
+ */
+int kcr__store_list_compact(kcr_store_t *s, json_t ***out, size_t *n);
+
+#endif /* KCR_CACHE_STORE_INTERNAL_H */

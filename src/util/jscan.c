@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jscan.c: a validating JSON scanner that minifies one object on the way to the
+ * store, dropping metadata.managedFields and noting the metadata the store keys
+ * on, without a jansson tree; and the compact-object helpers (jscan.h).
+ *
+ * DESIGN. One pass over the bytes, recursive descent, output appended to a
+ * caller's bounded buffer. Strings, numbers and literals are copied verbatim
+ * (escapes as written), white space is dropped, so parsing the output gives the
+ * input's values. Validation follows jansson's rules where the scanner accepts:
+ * UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF), no raw control
+ * character in a string, no \u0000, paired surrogate escapes, RFC 8259 numbers,
+ * one value and nothing but white space after it. What jansson decides by
+ * numeric range (integers of 19 digits or more, exponents, huge reals) and what
+ * would need unescaping to compare (escapes in member names or in the metadata
+ * the scanner extracts) is refused instead, and so is nesting past MAX_DEPTH:
+ * the caller falls back to jansson for those rare texts, so a refusal is never
+ * wrong, only slower.
+ */
+#include <assert.h>
+#include <string.h>
+
+#include "kcr/meta.h"
+#include "util/jscan.h"
+
+#define MAX_DEPTH 512 /* below jansson's 2048: deeper texts go to jansson */
+
+/* role: what an object is to the scanner. */
+enum { ROLE_PLAIN, ROLE_TOP, ROLE_META };
+
+/* span: a string's raw bytes between its quotes. */
+typedef struct span {
+  const unsigned char *s;
+  size_t n;
+  bool plain; /* no backslash */
+} span_t;
+
+typedef struct scan {
+  const unsigned char *p, *end;
+  kcr_buf_t *out;
+  int emit;  /* write to out */
+  int depth; /* objects and arrays open */
+  int rc;    /* out's error (KCR_ETOOBIG, KCR_ENOMEM), 0 for a refusal */
+  /* the metadata of the current top-level object, as spans of the input */
+  span_t name, ns, rv;
+  bool have_name, have_ns, have_rv, has_kind, has_api_version;
+} scan_t;
+
+static void ws(scan_t *s) {
+  while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+    s->p++;
+}
+
+static int put(scan_t *s, const void *b, size_t n) {
+  int rc;
+  if (!s->emit)
+    return 0;
+  if ((rc = kcr_buf_append(s->out, b, n)) != 0) {
+    s->rc = rc;
+    return -1;
+  }
+  return 0;
+}
+
+static int putc1(scan_t *s, char c) {
+  return put(s, &c, 1);
+}
+
+static int hexval(unsigned c) {
+  if (c >= '0' && c <= '9')
+    return (int)(c - '0');
+  if (c >= 'a' && c <= 'f')
+    return (int)(c - 'a' + 10);
+  if (c >= 'A' && c <= 'F')
+    return (int)(c - 'A' + 10);
+  return -1;
+}
+
+/* hex4 reads four hex digits at p. */
+static int hex4(const unsigned char *p, const unsigned char *e, unsigned *v) {
+  *v = 0;
+  if (e - p < 4)
+    return -1;
+  for (int i = 0; i < 4; i++) {
+    int h = hexval(p[i]);
+    if (h < 0)
+      return -1;
+    *v = *v << 4 | (unsigned)h;
+  }
+  return 0;
+}
+
+/* utf8 returns the length of the valid UTF-8 sequence at p (first byte >= 0x80), 0 if invalid. */
+static size_t utf8(const unsigned char *p, const unsigned char *e) {
+  unsigned c = p[0], v;
+  size_t n;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+    v = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    v = c & 0x0F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    v = c & 0x07;
+  } else {
+    return 0;
+  }
+  if ((size_t)(e - p) < n)
+    return 0;
+  for (size_t i = 1; i < n; i++) {
+    if ((p[i] & 0xC0) != 0x80)
+      return 0;
+    v = v << 6 | (p[i] & 0x3F);
+  }
+  if ((n == 3 && (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF))) ||
+      (n == 4 && (v < 0x10000 || v > 0x10FFFF)))
+    return 0;
+  return n;
+}
+
+/* string validates the string at s->p (a quote) and records its raw span. */
+static int string(scan_t *s, span_t *sp) {
+  const unsigned char *p = s->p + 1, *e = s->end;
+  sp->s = p;
+  sp->plain = true;
+  while (p < e) {
+    unsigned c = *p;
+    if (c == '"') {
+      sp->n = (size_t)(p - sp->s);
+      s->p = p + 1;
+      return 0;
+    }
+    if (c < 0x20)
+      return -1;
+    if (c == '\\') {
+      sp->plain = false;
+      if (++p >= e)
+        return -1;
+      c = *p;
+      if (c == 'u') {
+        unsigned v, w;
+        if (hex4(p + 1, e, &v) || v == 0 || (v >= 0xDC00 && v <= 0xDFFF))
+          return -1;
+        p += 5;
+        if (v >= 0xD800 && v <= 0xDBFF) {
+          if (e - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, e, &w) || w < 0xDC00 ||
+              w > 0xDFFF)
+            return -1;
+          p += 6;
+        }
+        continue;
+      }
+      if (c != '"' && c != '\\' && c != '/' && c != 'b' && c != 'f' && c != 'n' && c != 'r' &&
+          c != 't')
+        return -1;
+      p++;
+      continue;
+    }
+    if (c < 0x80) {
+      p++;
+      continue;
+    }
+    {
+      size_t n = utf8(p, e);
+      if (!n)
+        return -1;
+      p += n;
+    }
+  }
+  return -1;
+}
+
+static bool is_digit(const unsigned char *p, const unsigned char *e) {
+  return p < e && *p >= '0' && *p <= '9';
+}
+
+/* number copies an RFC 8259 number that jansson stores without range trouble. */
+static int number(scan_t *s) {
+  const unsigned char *p = s->p, *e = s->end, *start = p, *digits;
+  if (p < e && *p == '-')
+    p++;
+  digits = p;
+  if (p < e && *p == '0')
+    p++;
+  else if (is_digit(p, e))
+    while (is_digit(p, e))
+      p++;
+  else
+    return -1;
+  if (p - digits > 18)
+    return -1; /* may not fit json_int_t (or a double, far beyond): jansson decides */
+  if (p < e && *p == '.') {
+    p++;
+    if (!is_digit(p, e))
+      return -1;
+    while (is_digit(p, e))
+      p++;
+  }
+  if (p < e && (*p == 'e' || *p == 'E'))
+    return -1; /* an exponent may overflow a double: jansson decides */
+  s->p = p;
+  return put(s, start, (size_t)(p - start));
+}
+
+static int literal(scan_t *s, const char *word, size_t n) {
+  if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
+    return -1;
+  s->p += n;
+  return put(s, word, n);
+}
+
+static bool span_is(const span_t *sp, const char *lit) {
+  size_t n = strlen(lit);
+  return sp->n == n && memcmp(sp->s, lit, n) == 0;
+}
+
+static int value(scan_t *s, int role);
+
+static int object(scan_t *s, int role) {
+  size_t emitted = 0;
+  if (++s->depth > MAX_DEPTH)
+    return -1;
+  s->p++;
+  if (putc1(s, '{'))
+    return -1;
+  ws(s);
+  if (s->p < s->end && *s->p == '}') {
+    s->p++;
+    s->depth--;
+    return putc1(s, '}');
+  }
+  for (;;) {
+    span_t key;
+    int skip = 0, child = ROLE_PLAIN, save = s->emit;
+    span_t *grab = NULL;
+    bool *have = NULL;
+
+    ws(s);
+    if (s->p >= s->end || *s->p != '"' || string(s, &key) || !key.plain)
+      return -1;
+    ws(s);
+    if (s->p >= s->end || *s->p != ':')
+      return -1;
+    s->p++;
+    ws(s);
+    if (role == ROLE_TOP) {
+      if (span_is(&key, "metadata")) {
+        /* jansson keeps the last of duplicate members: so does the metadata */
+        s->have_name = s->have_ns = s->have_rv = false;
+        child = ROLE_META;
+      } else if (span_is(&key, "kind")) {
+        s->has_kind = true;
+      } else if (span_is(&key, "apiVersion")) {
+        s->has_api_version = true;
+      }
+    } else if (role == ROLE_META) {
+      if (span_is(&key, "managedFields"))
+        skip = 1;
+      else if (span_is(&key, "name"))
+        grab = &s->name, have = &s->have_name;
+      else if (span_is(&key, "namespace"))
+        grab = &s->ns, have = &s->have_ns;
+      else if (span_is(&key, "resourceVersion"))
+        grab = &s->rv, have = &s->have_rv;
+    }
+    if (!skip) {
+      if ((emitted && putc1(s, ',')) || putc1(s, '"') || put(s, key.s, key.n) || put(s, "\":", 2))
+        return -1;
+      emitted++;
+    } else {
+      s->emit = 0;
+    }
+    if (grab) {
+      *have = false;
+      if (s->p < s->end && *s->p == '"') {
+        if (string(s, grab) || !grab->plain || put(s, grab->s - 1, grab->n + 2))
+          return -1;
+        *have = true;
+      } else if (value(s, ROLE_PLAIN)) {
+        return -1;
+      }
+    } else if (value(s, child)) {
+      return -1;
+    }
+    s->emit = save;
+    ws(s);
+    if (s->p < s->end && *s->p == ',') {
+      s->p++;
+      continue;
+    }
+    if (s->p < s->end && *s->p == '}') {
+      s->p++;
+      s->depth--;
+      return putc1(s, '}');
+    }
+    return -1;
+  }
+}
+
+static int array(scan_t *s) {
+  if (++s->depth > MAX_DEPTH)
+    return -1;
+  s->p++;
+  if (putc1(s, '['))
+    return -1;
+  ws(s);
+  if (s->p < s->end && *s->p == ']') {
+    s->p++;
+    s->depth--;
+    return putc1(s, ']');
+  }
+  for (;;) {
+    ws(s);
+    if (value(s, ROLE_PLAIN))
+      return -1;
+    ws(s);
+    if (s->p < s->end && *s->p == ',') {
+      s->p++;
+      if (putc1(s, ','))
+        return -1;
+      continue;
+    }
+    if (s->p < s->end && *s->p == ']') {
+      s->p++;
+      s->depth--;
+      return putc1(s, ']');
+    }
+    return -1;
+  }
+}
+
+static int value(scan_t *s, int role) {
+  span_t sp;
+  if (s->p >= s->end)
+    return -1;
+  switch (*s->p) {
+  case '{':
+    return object(s, role);
+  case '[':
+    return array(s);
+  case '"': {
+    const unsigned char *q = s->p;
+    if (string(s, &sp))
+      return -1;
+    return put(s, q, (size_t)(s->p - q));
+  }
+  case 't':
+    return literal(s, "true", 4);
+  case 'f':
+    return literal(s, "false", 5);
+  case 'n':
+    return literal(s, "null", 4);
+  default:
+    return number(s);
+  }
+}
+
+/* copy_span copies a plain span into buf (size bytes); -1 if it does not fit. */
+static int copy_span(const span_t *sp, char *buf, size_t size) {
+  if (sp->n >= size)
+    return -1;
+  memcpy(buf, sp->s, sp->n);
+  buf[sp->n] = '\0';
+  return 0;
+}
+
+/* finish_meta fills meta from the scan; -1 when a value does not fit. */
+static int finish_meta(const scan_t *s, kcr__scan_meta_t *meta) {
+  memset(meta, 0, sizeof(*meta));
+  meta->has_kind = s->has_kind;
+  meta->has_api_version = s->has_api_version;
+  if (s->have_rv && copy_span(&s->rv, meta->rv, sizeof(meta->rv)))
+    return -1;
+  if (s->have_ns && copy_span(&s->ns, meta->ns, sizeof(meta->ns)))
+    return -1;
+  if (s->have_name && copy_span(&s->name, meta->name, sizeof(meta->name)))
+    return -1;
+  /* kcr_meta_key's bound: a key that would not fit goes to jansson's path */
+  if (strlen(meta->ns) + strlen(meta->name) + 2 > KCR_META_KEY_MAX)
+    return -1;
+  return 0;
+}
+
+static void scan_init(scan_t *s, const char *in, size_t len, kcr_buf_t *out) {
+  memset(s, 0, sizeof(*s));
+  s->p = (const unsigned char *)in;
+  s->end = s->p + len;
+  s->out = out;
+  s->emit = 1;
+}
+
+/* refused maps a failed scan to its code, dropping what it appended. */
+static int refused(scan_t *s, size_t base) {
+  if (s->rc)
+    return s->rc; /* kcr_buf_append freed out */
+  s->out->len = base;
+  if (s->out->data)
+    s->out->data[base] = '\0';
+  return KCR_EPARSE;
+}
+
+int kcr__scan_object(const char *in, size_t len, kcr_buf_t *out, kcr__scan_meta_t *meta) {
+  scan_t s;
+  size_t base = out->len;
+  scan_init(&s, in, len, out);
+  ws(&s);
+  if (s.p >= s.end || *s.p != '{' || object(&s, ROLE_TOP))
+    return refused(&s, base);
+  ws(&s);
+  if (s.p != s.end || finish_meta(&s, meta))
+    return refused(&s, base);
+  return 0;
+}
+
+int kcr__scan_event(const char *in, size_t len, char *type, size_t size, kcr_buf_t *out,
+                    kcr__scan_meta_t *meta) {
+  scan_t s, obj;
+  size_t base = out->len;
+  bool have_obj = false;
+
+  type[0] = '\0';
+  scan_init(&s, in, len, out);
+  s.emit = 0;
+  ws(&s);
+  if (s.p >= s.end || *s.p != '{')
+    return refused(&s, base);
+  s.p++;
+  s.depth = 1;
+  ws(&s);
+  if (s.p < s.end && *s.p == '}')
+    return refused(&s, base); /* no type, no object */
+  for (;;) {
+    span_t key;
+    ws(&s);
+    if (s.p >= s.end || *s.p != '"' || string(&s, &key) || !key.plain)
+      return refused(&s, base);
+    ws(&s);
+    if (s.p >= s.end || *s.p != ':')
+      return refused(&s, base);
+    s.p++;
+    ws(&s);
+    if (span_is(&key, "object")) {
+      /* the last "object" wins, as in jansson */
+      out->len = base;
+      have_obj = false;
+      if (s.p < s.end && *s.p == '{') {
+        scan_init(&obj, (const char *)s.p, (size_t)(s.end - s.p), out);
+        obj.depth = 1;
+        if (object(&obj, ROLE_TOP)) {
+          s.rc = obj.rc;
+          return refused(&s, base);
+        }
+        s.p = obj.p;
+        if (finish_meta(&obj, meta))
+          return refused(&s, base);
+        have_obj = true;
+      } else if (value(&s, ROLE_PLAIN)) {
+        return refused(&s, base);
+      }
+    } else if (span_is(&key, "type")) {
+      span_t t;
+      type[0] = '\0';
+      if (s.p < s.end && *s.p == '"') {
+        if (string(&s, &t))
+          return refused(&s, base);
+        if (!t.plain || copy_span(&t, type, size))
+          type[0] = '\0';
+      } else if (value(&s, ROLE_PLAIN)) {
+        return refused(&s, base);
+      }
+    } else if (value(&s, ROLE_PLAIN)) {
+      return refused(&s, base);
+    }
+    ws(&s);
+    if (s.p < s.end && *s.p == ',') {
+      s.p++;
+      continue;
+    }
+    if (s.p < s.end && *s.p == '}') {
+      s.p++;
+      break;
+    }
+    return refused(&s, base);
+  }
+  ws(&s);
+  if (s.p != s.end || !have_obj || !type[0])
+    return refused(&s, base);
+  return 0;
+}
+
+/* --- compact objects ----------------------------------------------------- */
+
+int kcr__cobj_from_buf(kcr_buf_t *b, size_t base, const char *rv, const char *ns, const char *name,
+                       json_t **out) {
+  int rc;
+  *out = NULL;
+  if ((rc = kcr_buf_appendc(b, '\0')) || (rc = kcr_buf_appends(b, rv)) ||
+      (rc = kcr_buf_appendc(b, '\0')) || (rc = kcr_buf_appends(b, ns)) ||
+      (rc = kcr_buf_appendc(b, '\0')) || (rc = kcr_buf_appends(b, name)))
+    return rc; /* b was freed */
+  if (!(*out = json_stringn_nocheck(b->data + base, b->len - base)))
+    rc = KCR_ENOMEM;
+  b->len = base;
+  if (b->data)
+    b->data[base] = '\0';
+  return rc;
+}
+
+/* dump_ctx: where json_dump_callback writes, and why it stopped. */
+typedef struct dump_ctx {
+  kcr_buf_t *b;
+  int rc;
+} dump_ctx_t;
+
+/* dump_cb appends jansson's output to a bounded buffer. */
+static int dump_cb(const char *p, size_t n, void *data) {
+  dump_ctx_t *c = data;
+  if (c->rc == 0)
+    c->rc = kcr_buf_append(c->b, p, n);
+  return c->rc ? -1 : 0;
+}
+
+int kcr__cobj_from_tree(const json_t *obj, kcr_buf_t *scratch, json_t **out) {
+  dump_ctx_t c = {scratch, 0};
+  *out = NULL;
+  kcr_buf_reset(scratch);
+  if (json_dump_callback(obj, dump_cb, &c, JSON_COMPACT) != 0 || scratch->len == 0) {
+    kcr_buf_reset(scratch);
+    return c.rc ? c.rc : KCR_ENOMEM;
+  }
+  return kcr__cobj_from_buf(scratch, 0, kcr_meta_resource_version(obj), kcr_meta_namespace(obj),
+                            kcr_meta_name(obj), out);
+}
+
+const char *kcr__cobj_json(const json_t *c, size_t *len) {
+  const char *v = json_string_value(c);
+  if (len)
+    *len = strlen(v);
+  return v;
+}
+
+const char *kcr__cobj_rv(const json_t *c) {
+  const char *v = json_string_value(c);
+  return v + strlen(v) + 1;
+}
+
+const char *kcr__cobj_ns(const json_t *c) {
+  const char *rv = kcr__cobj_rv(c);
+  return rv + strlen(rv) + 1;
+}
+
+const char *kcr__cobj_name(const json_t *c) {
+  const char *ns = kcr__cobj_ns(c);
+  return ns + strlen(ns) + 1;
+}
+
+int kcr__cobj_parse(const json_t *c, json_t **out) {
+  json_error_t jerr;
+  size_t len;
+  const char *text = kcr__cobj_json(c, &len);
+  *out = json_loadb(text, len, 0, &jerr);
+  return *out ? 0 : KCR_ENOMEM;
+}
+
+int kcr__cobj_key_fn(const json_t *obj, char *buf, size_t size, void *data) {
+  const char *ns, *name;
+  size_t nl, ml, need;
+  (void)data;
+  assert(buf && size > 0);
+  buf[0] = '\0';
+  if (!kcr__cobj_is(obj))
+    return kcr_meta_key(obj, buf, size);
+  ns = kcr__cobj_ns(obj);
+  name = kcr__cobj_name(obj);
+  nl = strlen(ns);
+  ml = strlen(name);
+  if (ml == 0)
+    return KCR_EINVAL;
+  need = (nl ? nl + 1 : 0) + ml + 1;
+  if (need > size)
+    return KCR_ETOOBIG;
+  if (nl) {
+    memcpy(buf, ns, nl);
+    buf[nl] = '/';
+  }
+  memcpy(buf + (nl ? nl + 1 : 0), name, ml + 1);
+  return 0;
+}
