@@ -9,8 +9,11 @@
  * Usage: cache_sync -k KUBECONFIG -n NAMESPACE [-s] [-H] [-t SETTLE_S]
  *   -s  streaming list (sendInitialEvents) instead of paged lists
  *   -H  register a handler that counts adds (as a controller's For would)
+ *   -T  call malloc_trim(0) once synced and print the RSS after it too (how much
+ *       of the RSS is heap glibc keeps but the cache does not use)
  */
 #define _GNU_SOURCE
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +66,8 @@ static long status_kb(const char *field) {
 int main(int argc, char **argv) {
   const char *kubeconfig = getenv("KUBECONFIG"), *ns = "default";
   double settle = 2, t0, t_sync, cpu;
-  int stream = 0, handler = 0, c;
+  int stream = 0, handler = 0, trim = 0, c;
+  long rss_trimmed = -1;
   long rss_synced;
   kcr_rest_config_t *cfg = NULL;
   kcr_client_t *client = NULL;
@@ -72,7 +76,7 @@ int main(int argc, char **argv) {
   kcr_informer_options io;
   kcr_error_t err;
 
-  while ((c = getopt(argc, argv, "k:n:sHt:")) != -1) {
+  while ((c = getopt(argc, argv, "k:n:sHTt:")) != -1) {
     switch (c) {
     case 'k':
       kubeconfig = optarg;
@@ -85,6 +89,9 @@ int main(int argc, char **argv) {
       break;
     case 'H':
       handler = 1;
+      break;
+    case 'T':
+      trim = 1;
       break;
     case 't':
       settle = atof(optarg);
@@ -134,9 +141,15 @@ int main(int argc, char **argv) {
   rss_synced = status_kb("VmRSS");
   usleep((useconds_t)(settle * 1e6));
   printf("impl=kcr objects=%zu sync_s=%.3f cpu_s=%.3f rss_synced_kb=%ld rss_kb=%ld hwm_kb=%ld"
-         " handler_adds=%ld\n",
+         " handler_adds=%ld",
          kcr_store_len(kcr_informer_store(inf)), t_sync, cpu, rss_synced, status_kb("VmRSS"),
          status_kb("VmHWM"), atomic_load(&adds));
+  if (trim) {
+    malloc_trim(0);
+    rss_trimmed = status_kb("VmRSS");
+    printf(" rss_trimmed_kb=%ld", rss_trimmed);
+  }
+  printf("\n");
   fflush(stdout);
   kcr_informer_destroy(inf);
   kcr_client_destroy(client);
