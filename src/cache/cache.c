@@ -430,7 +430,10 @@ static int get_fresh(kcr_cache_t *c, entry_t *e, const kcr_gvk *gvk, const char 
     rkey[0] = '\0';
   for (;;) {
     json_t *obj = NULL;
-    uint64_t want, have;
+    uint64_t want, have, done;
+    /* processed_rv first: read after the store, it may cover a change that the
+     * object read just before missed (the list path reads in this order too). */
+    done = processed_rv(e->inf);
     rc = kcr_store_get_by_key(kcr_informer_store(e->inf), skey, &obj);
     if (rc && rc != KCR_ENOENT)
       return kcr_error_set(err, rc, "cache: %s %s: out of memory", e->kind, skey);
@@ -440,7 +443,7 @@ static int get_fresh(kcr_cache_t *c, entry_t *e, const kcr_gvk *gvk, const char 
       return 0;
     }
     have = obj ? parse_rv(kcr_meta_resource_version(obj)) : 0;
-    if (have >= want || processed_rv(e->inf) >= want) {
+    if (have >= want || done >= want) {
       ryow_done(c, rkey, want);
       *out = obj;
       return 0;
