@@ -793,8 +793,8 @@ static void distribute(kcr_informer_t *inf, note_type type, bool initial, json_t
 
 /* process applies one key's deltas (compact objects) to the store and tells
  * the handlers. The FIFO lock is held; nothing is parsed here. */
-static int process(const char *key, const kcr_delta *deltas, size_t n, bool initial,
-                   bool *requeue, void *data) {
+static int process(const char *key, const kcr_delta *deltas, size_t n, bool initial, bool *requeue,
+                   void *data) {
   kcr_informer_t *inf = data;
   int rc = 0;
   (void)requeue;

@@ -187,8 +187,7 @@ static int deliver(kcr_watch_decoder_t *dec, const kcr_watch_event *ev, kcr_erro
 
 /* scan_line offers a line to the scanner (compact mode): 1 with *ev holding a
  * compact object, 0 when the line goes jansson's way, KCR_ENOMEM. */
-static int scan_line(kcr_watch_decoder_t *dec, const char *line, size_t len,
-                     kcr_watch_event *ev) {
+static int scan_line(kcr_watch_decoder_t *dec, const char *line, size_t len, kcr_watch_event *ev) {
   char type[16];
   kcr__scan_meta_t meta;
   kcr_watch_event_type t;
