@@ -30,6 +30,7 @@
 #include "kcr/config.h"
 #include "kcr/error.h"
 #include "kcr/loop.h"
+#include "kcr/metrics.h"
 #include "kcr/watch.h"
 
 #ifdef __cplusplus
@@ -40,13 +41,15 @@ extern "C" {
 typedef struct kcr_client kcr_client_t;
 
 /*
- * kcr_request_observer_cb: called once per HTTP attempt when it ends, on the loop
- * thread, for metrics (rest_client_requests_total{code,method,host} and the
- * request duration). code is the HTTP status, or 0 when no answer came. Must not
- * block.
+ * The series a client registers on kcr_client_options.metrics, client-go's
+ * names and labels: rest_client_requests_total{code,method,host} (counter; code
+ * is "<error>" when no answer came) and rest_client_request_duration_seconds{verb,
+ * host} (histogram, client-go's buckets 0.005 ... 60 s). Each HTTP attempt counts
+ * once when it ends (a watch as method "WATCH"), on the loop thread: one label
+ * lookup under the family's lock, then atomics.
  */
-typedef void (*kcr_request_observer_cb)(const char *method, const char *host, long code,
-                                        double seconds, void *data);
+#define KCR_CLIENT_METRIC_REQUESTS "rest_client_requests_total"
+#define KCR_CLIENT_METRIC_DURATION "rest_client_request_duration_seconds"
 
 /*
  * kcr_client_options: zero-initialise, then set what you need.
@@ -58,7 +61,8 @@ typedef void (*kcr_request_observer_cb)(const char *method, const char *host, lo
  *   timeout_ns   default timeout of a request; 0: none (as client-go).
  *   max_retries  Retry-After retries; 0: 10; negative: none.
  *   user_agent   NULL: "kcr/<version> (linux)".
- *   observer, observer_data  metrics hook (may be NULL).
+ *   metrics      borrowed, must outlive the client; NULL: no metrics. The client
+ *                registers the series above on it (several clients share them).
  */
 typedef struct kcr_client_options {
   kcr_rest_config_t *config;
@@ -69,13 +73,13 @@ typedef struct kcr_client_options {
   int64_t timeout_ns;
   int max_retries;
   const char *user_agent;
-  kcr_request_observer_cb observer;
-  void *observer_data;
+  kcr_metrics_registry_t *metrics;
 } kcr_client_options;
 
 /*
  * kcr_client_create makes a client. *out: new client, NULL on failure. Errors:
- * KCR_EINVAL (no config), KCR_ENOMEM, KCR_ESYS. Any thread.
+ * KCR_EINVAL (no config), KCR_EEXIST (opts->metrics holds a clashing family of
+ * one of the client's names), KCR_ENOMEM, KCR_ESYS. Any thread.
  */
 KCR_EXTERN int kcr_client_create(const kcr_client_options *opts, kcr_client_t **out,
                                  kcr_error_t *err);

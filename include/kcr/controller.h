@@ -37,6 +37,7 @@
 #include "kcr/error.h"
 #include "kcr/informer.h"
 #include "kcr/log.h"
+#include "kcr/metrics.h"
 #include "kcr/ratelimiter.h"
 #include "kcr/workqueue.h"
 
@@ -211,6 +212,10 @@ typedef struct kcr_controller_source {
  *   clock           borrowed; NULL: the system clock (queue delays, metrics).
  *   source          required to start (the manager sets it).
  *   client          the object client reconcilers get (ops NULL: none).
+ *   metrics         borrowed, must outlive the controller; NULL: no metrics. The
+ *                   controller registers the controller_runtime_* series below
+ *                   on it, and its queue the workqueue_* series (the manager
+ *                   hands down its registry).
  */
 typedef struct kcr_controller_options {
   const char *name;
@@ -222,11 +227,13 @@ typedef struct kcr_controller_options {
   kcr_clock_t *clock;
   kcr_controller_source source;
   kcr_objclient client;
+  kcr_metrics_registry_t *metrics;
 } kcr_controller_options;
 
 /*
  * kcr_controller_create makes a stopped controller. *out: new, NULL on failure.
- * Errors: KCR_EINVAL (no name or reconcile), KCR_ENOMEM, KCR_ESYS.
+ * Errors: KCR_EINVAL (no name or reconcile), KCR_EEXIST (o->metrics holds a
+ * clashing family of one of the controller's names), KCR_ENOMEM, KCR_ESYS.
  */
 KCR_EXTERN int kcr_controller_create(const kcr_controller_options *o, kcr_controller_t **out,
                                      kcr_error_t *err);
@@ -314,6 +321,21 @@ KCR_EXTERN kcr_workqueue_t *kcr_controller_queue(kcr_controller_t *c);
 
 /* ---- metrics ---- */
 
+/*
+ * The series a controller registers on kcr_controller_options.metrics, with
+ * controller-runtime's names, HELP and labels, all at zero from create on (as
+ * controller-runtime initialises them):
+ *   controller_runtime_reconcile_total{controller,result}  counter; result is
+ *       kcr_reconcile_outcome_name (success, error, requeue, requeue_after).
+ *   controller_runtime_reconcile_errors_total{controller}  counter.
+ *   controller_runtime_terminal_reconcile_errors_total{controller}  counter.
+ *   controller_runtime_reconcile_time_seconds{controller}  histogram,
+ *       controller-runtime's 40 buckets 0.005 .. 60 s.
+ *   controller_runtime_active_workers{controller}  gauge.
+ *   controller_runtime_max_concurrent_reconciles{controller}  gauge.
+ * Workers update them with atomics (no lock). The series stay in the registry
+ * after destroy.
+ */
 #define KCR_CONTROLLER_METRIC_RECONCILE_TOTAL "controller_runtime_reconcile_total"
 #define KCR_CONTROLLER_METRIC_RECONCILE_ERRORS "controller_runtime_reconcile_errors_total"
 #define KCR_CONTROLLER_METRIC_TERMINAL_ERRORS "controller_runtime_terminal_reconcile_errors_total"
@@ -340,33 +362,6 @@ typedef enum kcr_reconcile_outcome {
 
 /* kcr_reconcile_outcome_name returns the label value of o. Static storage. */
 KCR_EXTERN const char *kcr_reconcile_outcome_name(kcr_reconcile_outcome o);
-
-/*
- * KCR_CONTROLLER_TIME_BUCKETS: controller-runtime's reconcile time buckets
- * (0.005 .. 60 s, 40 bounds; kcr_controller_time_bound(i)), plus +Inf.
- */
-#define KCR_CONTROLLER_TIME_BUCKETS 40
-KCR_EXTERN double kcr_controller_time_bound(int i);
-
-/*
- * kcr_controller_metrics: one consistent reading. reconcile_time.buckets[i] is
- * cumulative (observations <= bound i); count includes those above the last.
- */
-typedef struct kcr_controller_metrics {
-  uint64_t reconcile_total[KCR_RECONCILE_OUTCOMES];
-  uint64_t reconcile_errors_total;
-  uint64_t terminal_reconcile_errors_total;
-  struct {
-    uint64_t buckets[KCR_CONTROLLER_TIME_BUCKETS];
-    uint64_t count;
-    double sum_seconds;
-  } reconcile_time;
-  int64_t active_workers;
-  int64_t max_concurrent_reconciles;
-} kcr_controller_metrics;
-
-/* kcr_controller_metrics_snapshot fills *out. Any thread. */
-KCR_EXTERN void kcr_controller_metrics_snapshot(kcr_controller_t *c, kcr_controller_metrics *out);
 
 #ifdef __cplusplus
 }

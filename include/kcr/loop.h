@@ -11,7 +11,7 @@
  * which its consumer decodes (kcr_watch_run); the HTTP server's sockets are read
  * and written here, its answers computed elsewhere. What runs on the loop thread
  * is libuv's and libcurl's callbacks, closures posted with kcr_loop_post (which
- * must not block), and a client's request observer (a counter update, see
+ * must not block), and a client's request metrics (a counter update, see
  * kcr_client_options). It never waits for a lock held around user code: no
  * handler, transform, predicate, reconciler, probe check or metric collector
  * runs here or under a lock the loop takes. test_client_watch and the

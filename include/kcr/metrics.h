@@ -4,11 +4,15 @@
  * with label sets (client_golang's *Vec types), collectors that produce samples
  * at scrape time, and the text exposition format 0.0.4 that /metrics serves.
  *
- * Names match controller-runtime's, so existing dashboards and alerts work:
- * rest_client_requests_total{code,method,host} (fed by kcr_metrics_observe_request
- * as a kcr_client_options.observer), the process_* metrics, the workqueue_*
- * metrics (kcr_metrics_register_workqueue) and leader_election_master_status
- * (kcr/leaderelection.h).
+ * This is the metrics layer: it depends on util only, and every other layer
+ * registers its own series on a registry it is handed (an options field named
+ * metrics; NULL means no metrics), under controller-runtime's names, so existing
+ * dashboards and alerts work: rest_client_* (kcr_client_options.metrics),
+ * workqueue_* (kcr_workqueue_options.metrics), controller_runtime_*
+ * (kcr_controller_options.metrics), leader_election_master_status
+ * (kcr_leader_election_options.metrics) and the process_* metrics here
+ * (kcr_metrics_register_process). A manager creates one registry and hands it
+ * to all of them (kcr_manager_metrics).
  *
  * Threads: everything here may be called from any thread. The hot path
  * (kcr_metric_add / _set / _observe on a child the caller looked up once) is a
@@ -25,7 +29,6 @@
 #include "kcr/buf.h"
 #include "kcr/common.h"
 #include "kcr/error.h"
-#include "kcr/workqueue.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -96,6 +99,15 @@ KCR_EXTERN int kcr_metrics_histogram(kcr_metrics_registry_t *r, const char *name
                                      size_t nbounds, kcr_metric_t **out, kcr_error_t *err);
 
 /*
+ * kcr_metrics_find returns the family registered under name (borrowed, lives as
+ * long as r), or NULL; what collectors emit is not found here. For tests and
+ * tools that read a value: kcr_metric_value(kcr_metric_withv(kcr_metrics_find(r,
+ * "workqueue_adds_total"), "q", "q", NULL)). Any thread; takes the registry's
+ * lock, so not from inside a collector.
+ */
+KCR_EXTERN kcr_metric_t *kcr_metrics_find(kcr_metrics_registry_t *r, const char *name);
+
+/*
  * kcr_metric_with returns the child for the label values (nvalues must equal the
  * family's label count; values are copied; NULL reads as ""), creating it at
  * zero on first use. Borrowed: lives as long as the registry. Returns NULL on
@@ -139,8 +151,12 @@ typedef struct kcr_metrics_emitter kcr_metrics_emitter_t;
  * (the server's worker when /metrics is scraped, never the I/O loop; it should
  * be quick, as probes on the same server wait behind it),
  * with the registry's lock held: it must not call kcr_metrics_* functions other
- * than the emit functions below. Samples of the same name from several
- * collectors (or from a registered family) are merged under one HELP/TYPE.
+ * than the emit functions below, and kcr_metric_set / _add / _inc / _observe on
+ * children it looked up beforehand. Collectors run before the registered
+ * families are written, so a collector may refresh gauges it owns (a value
+ * computed at scrape time) and the same render shows them. Samples of the same
+ * name from several collectors (or from a registered family) are merged under
+ * one HELP/TYPE.
  */
 typedef void (*kcr_metrics_collect_cb)(kcr_metrics_emitter_t *e, void *data);
 
@@ -186,17 +202,6 @@ KCR_EXTERN void kcr_metrics_unregister_collector(kcr_metrics_registry_t *r,
                                                  kcr_metrics_collector_t *c);
 
 /*
- * kcr_metrics_register_workqueue registers a collector that reads
- * kcr_workqueue_metrics_snapshot(q) at scrape time and emits the workqueue_*
- * families under controller-runtime's names, help and labels (name, controller
- * = the queue's name; workqueue_depth also priority=""). q is borrowed: unregister
- * before destroying it. Unnamed queues emit nothing. Returns as
- * kcr_metrics_register_collector.
- */
-KCR_EXTERN int kcr_metrics_register_workqueue(kcr_metrics_registry_t *r, kcr_workqueue_t *q,
-                                              kcr_metrics_collector_t **out);
-
-/*
  * kcr_metrics_register_process registers the process collector: from /proc/self
  * at scrape time, process_cpu_seconds_total, process_open_fds, process_max_fds,
  * process_virtual_memory_bytes, process_resident_memory_bytes and
@@ -205,30 +210,6 @@ KCR_EXTERN int kcr_metrics_register_workqueue(kcr_metrics_registry_t *r, kcr_wor
  */
 KCR_EXTERN int kcr_metrics_register_process(kcr_metrics_registry_t *r,
                                             kcr_metrics_collector_t **out);
-
-/* ---- the REST client's metrics ---- */
-
-#define KCR_METRICS_REST_REQUESTS "rest_client_requests_total"
-#define KCR_METRICS_REST_DURATION "rest_client_request_duration_seconds"
-
-/*
- * kcr_metrics_register_rest_client registers rest_client_requests_total{code,
- * method,host} (counter) and rest_client_request_duration_seconds{verb,host}
- * (histogram, client-go's buckets 0.005 ... 60 s) in r. Call it once before
- * handing r to clients as observer_data. Returns 0, KCR_EEXIST (a clashing
- * family of the same name), or KCR_ENOMEM. Any thread.
- */
-KCR_EXTERN int kcr_metrics_register_rest_client(kcr_metrics_registry_t *r, kcr_error_t *err);
-
-/*
- * kcr_metrics_observe_request is a ready-made kcr_request_observer_cb: set
- * kcr_client_options.observer to it and observer_data to a registry on which
- * kcr_metrics_register_rest_client succeeded. code 0 (no answer) is recorded as
- * "<error>", as client-go does. Runs on the loop thread: one family lookup
- * (lock) and atomics.
- */
-KCR_EXTERN void kcr_metrics_observe_request(const char *method, const char *host, long code,
-                                            double seconds, void *data);
 
 /* ---- exposition ---- */
 

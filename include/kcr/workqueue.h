@@ -29,6 +29,7 @@
 #include "kcr/clock.h"
 #include "kcr/common.h"
 #include "kcr/error.h"
+#include "kcr/metrics.h"
 #include "kcr/ratelimiter.h"
 
 #ifdef __cplusplus
@@ -43,24 +44,28 @@ typedef struct kcr_workqueue kcr_workqueue_t;
  * unnamed queue on the system clock with the default controller rate limiter.
  *   name          copied. Labels the metrics (both `name` and `controller`, as
  *                 controller-runtime sets them); NULL or "" keeps no metrics,
- *                 like client-go's unnamed queues, and skips the clock reads
- *                 they cost.
+ *                 like client-go's unnamed queues.
  *   clock         borrowed, must outlive the queue; NULL: the system clock. Ready
  *                 times and metrics use it, so tests drive the queue with a fake
  *                 clock.
  *   rate_limiter  stolen on every path (destroyed with the queue, or at once if
  *                 create fails); NULL: kcr_ratelimiter_default_create(clock).
+ *   metrics       borrowed, must outlive the queue; NULL: no metrics (and none
+ *                 of the clock reads they cost). A named queue registers the
+ *                 workqueue_* series below on it.
  */
 typedef struct kcr_workqueue_options {
   const char *name;
   kcr_clock_t *clock;
   kcr_ratelimiter_t *rate_limiter;
+  kcr_metrics_registry_t *metrics;
 } kcr_workqueue_options;
 
 /*
  * kcr_workqueue_create makes a queue. opts is borrowed for the call (its
  * rate_limiter stolen, see above). *out receives a new queue, NULL on failure.
- * Returns 0, KCR_ENOMEM or KCR_ESYS; err (may be NULL) says which.
+ * Returns 0, KCR_ENOMEM, KCR_ESYS, or KCR_EEXIST (opts->metrics holds a
+ * clashing family of a workqueue_* name); err (may be NULL) says which.
  */
 KCR_EXTERN int kcr_workqueue_create(const kcr_workqueue_options *opts, kcr_workqueue_t **out,
                                     kcr_error_t *err);
@@ -159,11 +164,24 @@ KCR_EXTERN const char *kcr_workqueue_name(kcr_workqueue_t *q);
 /* ---- metrics ---- */
 
 /*
- * The metrics a named queue keeps, under controller-runtime's names (all with
- * labels name and controller, both the queue's name; workqueue_depth also has
- * priority, "" for this queue). The queue keeps the numbers itself, under its
- * lock, with no callback on the hot path; the metrics registry reads them with
- * kcr_workqueue_metrics_snapshot at scrape time.
+ * The series a named queue registers on kcr_workqueue_options.metrics, under
+ * controller-runtime's names and HELP, all with labels name and controller
+ * (both the queue's name); workqueue_depth also has priority ("" here). The two
+ * duration histograms have controller-runtime's buckets,
+ * ExponentialBuckets(10e-9, 10, 12): 1e-8, 1e-7, ... 1e3 seconds, plus +Inf.
+ *   workqueue_depth          keys dirty (queued, or added again while processing).
+ *   workqueue_adds_total     keys that became dirty.
+ *   workqueue_retries_total  add_after and add_rate_limited calls accepted.
+ *   workqueue_queue_duration_seconds  from becoming dirty to being handed out.
+ *   workqueue_work_duration_seconds   from get to done.
+ *   workqueue_unfinished_work_seconds sum of the ages of keys being processed.
+ *   workqueue_longest_running_processor_seconds  the oldest of those ages.
+ * The series exist (at zero) from create on. Counters, histograms and depth are
+ * updated under the queue's lock with atomics; the last two gauges are computed
+ * at scrape time by a collector the queue registers (client-go refreshes them
+ * every 500 ms), which also moves due delayed keys first, so depth never counts
+ * a due key as waiting. The series stay in the registry after destroy; a queue
+ * created again with the same name continues them.
  */
 #define KCR_WORKQUEUE_METRIC_DEPTH "workqueue_depth"
 #define KCR_WORKQUEUE_METRIC_ADDS "workqueue_adds_total"
@@ -187,58 +205,6 @@ KCR_EXTERN const char *kcr_workqueue_name(kcr_workqueue_t *q);
 #define KCR_WORKQUEUE_HELP_LONGEST_RUNNING                                                         \
   "How many seconds has the longest running processor for workqueue been running."
 #define KCR_WORKQUEUE_HELP_RETRIES "Total number of retries handled by workqueue"
-
-/*
- * KCR_WORKQUEUE_HISTOGRAM_BUCKETS: the two duration histograms have
- * controller-runtime's buckets, ExponentialBuckets(10e-9, 10, 12): upper bounds
- * 1e-8, 1e-7, ... 1e3 seconds (kcr_workqueue_histogram_bound), plus +Inf.
- */
-#define KCR_WORKQUEUE_HISTOGRAM_BUCKETS 12
-
-/*
- * kcr_workqueue_histogram: a Prometheus histogram. buckets[i] is cumulative: the
- * observations <= kcr_workqueue_histogram_bound(i); count includes those above
- * the last bound (+Inf).
- */
-typedef struct kcr_workqueue_histogram {
-  uint64_t buckets[KCR_WORKQUEUE_HISTOGRAM_BUCKETS];
-  uint64_t count;
-  double sum_seconds;
-} kcr_workqueue_histogram;
-
-/*
- * kcr_workqueue_metrics: one consistent reading of a queue's metrics.
- *   depth                   keys dirty (queued, or added again while processing):
- *                           client-go's depth gauge.
- *   adds_total              keys that became dirty.
- *   retries_total           add_after and add_rate_limited calls accepted.
- *   queue_duration          from becoming dirty to being handed out by get.
- *   work_duration           from get to done.
- *   unfinished_work_seconds sum of the ages of keys being processed now.
- *   longest_running_processor_seconds  the oldest of those ages.
- * client-go refreshes the last two every 500 ms; here they are computed at the
- * moment of the snapshot.
- */
-typedef struct kcr_workqueue_metrics {
-  int64_t depth;
-  uint64_t adds_total;
-  uint64_t retries_total;
-  kcr_workqueue_histogram queue_duration;
-  kcr_workqueue_histogram work_duration;
-  double unfinished_work_seconds;
-  double longest_running_processor_seconds;
-} kcr_workqueue_metrics;
-
-/* kcr_workqueue_histogram_bound returns the upper bound of bucket i, in seconds. */
-KCR_EXTERN double kcr_workqueue_histogram_bound(int i);
-
-/*
- * kcr_workqueue_metrics_snapshot fills *out (caller's storage). Returns 0, or
- * KCR_ENOTSUP for an unnamed queue (which keeps no metrics; *out is zeroed). Any
- * thread; holds the queue's lock for a time proportional to the number of keys
- * being processed.
- */
-KCR_EXTERN int kcr_workqueue_metrics_snapshot(kcr_workqueue_t *q, kcr_workqueue_metrics *out);
 
 #ifdef __cplusplus
 }

@@ -42,7 +42,8 @@ void kcr__client_credentials_rejected(kcr_client_t *c);
  */
 int kcr__client_on_curl_debug(CURL *easy, curl_infotype type, char *data, size_t size, void *userp);
 
-/* kcr__client_observe reports one finished attempt to the observer, if any. */
+/* kcr__client_observe counts one finished attempt in the client's metrics, if any
+ * (loop thread). */
 void kcr__client_observe(kcr_client_t *c, const char *method, long code, double seconds);
 
 /*

@@ -57,9 +57,9 @@ struct kcr_client {
   int64_t timeout_ns;
   int max_retries;
   char *user_agent;
-  kcr_request_observer_cb observer;
-  void *observer_data;
-  char *host; /* for metrics: host[:port] of the server */
+  kcr_metric_t *m_requests; /* rest_client_requests_total; NULL: no metrics */
+  kcr_metric_t *m_duration; /* rest_client_request_duration_seconds */
+  char *host;               /* for metrics: host[:port] of the server */
 
   /* Where to send: base URL (server, possibly rewritten to tls-server-name) and
    * the CONNECT_TO mapping that keeps the real address. */
@@ -205,6 +205,26 @@ static int setup_target(kcr_client_t *c, kcr_error_t *err) {
   return 0;
 }
 
+/* register_metrics registers the client's two families (shared with any other
+ * client on the same registry). */
+static int register_metrics(kcr_client_t *c, kcr_metrics_registry_t *r, kcr_error_t *err) {
+  static const char *const req_labels[] = {"code", "method", "host", NULL};
+  static const char *const dur_labels[] = {"verb", "host", NULL};
+  static const double buckets[] = {0.005, 0.025, 0.1, 0.25, 0.5,  1.0,
+                                   2.0,   4.0,   8.0, 15.0, 30.0, 60.0};
+  int rc =
+      kcr_metrics_counter(r, KCR_CLIENT_METRIC_REQUESTS,
+                          "Number of HTTP requests, partitioned by status code, method, and host.",
+                          req_labels, &c->m_requests, err);
+  if (rc == 0)
+    rc = kcr_metrics_histogram(
+        r, KCR_CLIENT_METRIC_DURATION, "Request latency in seconds. Broken down by verb, and host.",
+        dur_labels, buckets, sizeof(buckets) / sizeof(buckets[0]), &c->m_duration, err);
+  if (rc != 0)
+    c->m_requests = c->m_duration = NULL;
+  return rc;
+}
+
 int kcr_client_create(const kcr_client_options *opts, kcr_client_t **out, kcr_error_t *err) {
   kcr_client_t *c;
   char ua[128];
@@ -222,8 +242,6 @@ int kcr_client_create(const kcr_client_options *opts, kcr_client_t **out, kcr_er
   c->max_retries = opts->max_retries == 0  ? DEFAULT_MAX_RETRIES
                    : opts->max_retries < 0 ? 0
                                            : opts->max_retries;
-  c->observer = opts->observer;
-  c->observer_data = opts->observer_data;
   c->qps = opts->qps > 0 ? opts->qps : 0;
   c->burst = opts->burst > 0 ? opts->burst : ceil(c->qps);
   if (c->burst < 1)
@@ -239,6 +257,8 @@ int kcr_client_create(const kcr_client_options *opts, kcr_client_t **out, kcr_er
     goto fail;
   }
   if ((rc = setup_target(c, err)) != 0)
+    goto fail;
+  if (opts->metrics && (rc = register_metrics(c, opts->metrics, err)) != 0)
     goto fail;
   if (opts->loop) {
     c->loop = opts->loop;
@@ -282,8 +302,18 @@ kcr_rest_config_t *kcr_client_config(kcr_client_t *c) {
 }
 
 void kcr__client_observe(kcr_client_t *c, const char *method, long code, double seconds) {
-  if (c->observer)
-    c->observer(method, c->host, code, seconds, c->observer_data);
+  char codes[24];
+  if (!c->m_requests)
+    return;
+  if (code > 0)
+    snprintf(codes, sizeof(codes), "%ld", code);
+  else
+    snprintf(codes, sizeof(codes), "<error>"); /* client-go's label for no answer */
+  if (!method)
+    method = "";
+  kcr_metric_inc(kcr_metric_withv(c->m_requests, codes, method, c->host ? c->host : "", NULL));
+  kcr_metric_observe(kcr_metric_withv(c->m_duration, method, c->host ? c->host : "", NULL),
+                     seconds);
 }
 
 void kcr__client_credentials_rejected(kcr_client_t *c) {

@@ -24,9 +24,10 @@
  * reconcile it; the key goes back to the queue after GATE_RETRY, so nothing is
  * lost if the gate opens again and no worker spins while it stays closed.
  *
- * Locks: mu guards the lifecycle fields and the running count; mmu guards the
- * metrics. Neither is held while calling the reconciler, the queue or an
- * informer. Handlers take mmu never and mu never.
+ * Locks: mu guards the lifecycle fields and the running count; it is not held
+ * while calling the reconciler, the queue or an informer, and handlers never
+ * take it. Metrics are children of the registry's families, looked up at
+ * create; workers update them with atomics, no lock.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -47,14 +48,11 @@
 #define NS_MAX 256
 #define GATE_RETRY KCR_NSEC_PER_SEC
 
-static const double time_bounds[KCR_CONTROLLER_TIME_BUCKETS] = {
-    0.005, 0.01, 0.025, 0.05, 0.1,  0.15, 0.2,  0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
-    0.7,   0.8,  0.9,   1.0,  1.25, 1.5,  1.75, 2.0,  2.5, 3.0,  3.5, 4.0,  4.5, 5,
-    6,     7,    8,     9,    10,   15,   20,   25,   30,  40,   50,  60};
-
-double kcr_controller_time_bound(int i) {
-  return i >= 0 && i < KCR_CONTROLLER_TIME_BUCKETS ? time_bounds[i] : 0;
-}
+/* controller-runtime's reconcile time buckets. */
+static const double time_bounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3,  0.35,
+                                     0.4,   0.45, 0.5,   0.6,  0.7, 0.8,  0.9, 1.0,  1.25, 1.5,
+                                     1.75,  2.0,  2.5,   3.0,  3.5, 4.0,  4.5, 5,    6,    7,
+                                     8,     9,    10,    15,   20,  25,   30,  40,   50,   60};
 
 const char *kcr_reconcile_outcome_name(kcr_reconcile_outcome o) {
   switch (o) {
@@ -119,8 +117,10 @@ struct kcr_controller {
   bool started, stop_done; /* protected by mu */
   bool finished_logged;    /* protected by mu */
 
-  pthread_mutex_t mmu;
-  kcr_controller_metrics m; /* protected by mmu */
+  /* metrics: children of the registry's families (NULL without a registry,
+   * which the kcr_metric_* calls ignore); immutable pointers to atomics */
+  kcr_metric_child_t *m_total[KCR_RECONCILE_OUTCOMES];
+  kcr_metric_child_t *m_errors, *m_terminal, *m_time, *m_active, *m_max;
 };
 
 struct kcr_reconcile_ctx {
@@ -223,6 +223,45 @@ void kcr_reconcile_log(kcr_reconcile_ctx_t *ctx, kcr_log_level level, const char
 
 /* ---- create, set-up ---- */
 
+/* register_metrics registers the controller_runtime_* families on r and creates
+ * this controller's series at zero, as controller-runtime's initMetrics does. */
+static int register_metrics(kcr_controller_t *c, kcr_metrics_registry_t *r, kcr_error_t *err) {
+  static const char *const l1[] = {"controller", NULL};
+  static const char *const l2[] = {"controller", "result", NULL};
+  kcr_metric_t *total, *errors, *terminal, *time, *active, *max;
+  int rc;
+  bool ok;
+  if ((rc = kcr_metrics_counter(r, KCR_CONTROLLER_METRIC_RECONCILE_TOTAL,
+                                KCR_CONTROLLER_HELP_RECONCILE_TOTAL, l2, &total, err)) != 0 ||
+      (rc = kcr_metrics_counter(r, KCR_CONTROLLER_METRIC_RECONCILE_ERRORS,
+                                KCR_CONTROLLER_HELP_RECONCILE_ERRORS, l1, &errors, err)) != 0 ||
+      (rc = kcr_metrics_counter(r, KCR_CONTROLLER_METRIC_TERMINAL_ERRORS,
+                                KCR_CONTROLLER_HELP_TERMINAL_ERRORS, l1, &terminal, err)) != 0 ||
+      (rc = kcr_metrics_histogram(r, KCR_CONTROLLER_METRIC_RECONCILE_TIME,
+                                  KCR_CONTROLLER_HELP_RECONCILE_TIME, l1, time_bounds,
+                                  sizeof(time_bounds) / sizeof(time_bounds[0]), &time, err)) != 0 ||
+      (rc = kcr_metrics_gauge(r, KCR_CONTROLLER_METRIC_ACTIVE_WORKERS,
+                              KCR_CONTROLLER_HELP_ACTIVE_WORKERS, l1, &active, err)) != 0 ||
+      (rc = kcr_metrics_gauge(r, KCR_CONTROLLER_METRIC_MAX_CONCURRENT,
+                              KCR_CONTROLLER_HELP_MAX_CONCURRENT, l1, &max, err)) != 0)
+    return rc;
+  ok = true;
+  for (int o = 0; o < KCR_RECONCILE_OUTCOMES; o++) {
+    c->m_total[o] = kcr_metric_withv(total, c->name, kcr_reconcile_outcome_name(o), NULL);
+    ok = ok && c->m_total[o];
+  }
+  c->m_errors = kcr_metric_withv(errors, c->name, NULL);
+  c->m_terminal = kcr_metric_withv(terminal, c->name, NULL);
+  c->m_time = kcr_metric_withv(time, c->name, NULL);
+  c->m_active = kcr_metric_withv(active, c->name, NULL);
+  c->m_max = kcr_metric_withv(max, c->name, NULL);
+  if (!ok || !c->m_errors || !c->m_terminal || !c->m_time || !c->m_active || !c->m_max)
+    return kcr_error_set(err, KCR_ENOMEM, "controller %s: out of memory for its metrics", c->name);
+  kcr_metric_set(c->m_active, 0);
+  kcr_metric_set(c->m_max, c->workers);
+  return 0;
+}
+
 int kcr_controller_create(const kcr_controller_options *o, kcr_controller_t **out,
                           kcr_error_t *err) {
   kcr_controller_t *c = NULL;
@@ -249,20 +288,12 @@ int kcr_controller_create(const kcr_controller_options *o, kcr_controller_t **ou
   c->client = o->client;
   c->primary_namespaced = true;
   atomic_init(&c->stopping, false);
-  c->m.max_concurrent_reconciles = c->workers;
   if (pthread_mutex_init(&c->mu, NULL) != 0) {
     kcr__free(c);
     kcr_ratelimiter_destroy(rl);
     return kcr_error_set(err, KCR_ESYS, "controller: mutex");
   }
-  if (pthread_mutex_init(&c->mmu, NULL) != 0) {
-    pthread_mutex_destroy(&c->mu);
-    kcr__free(c);
-    kcr_ratelimiter_destroy(rl);
-    return kcr_error_set(err, KCR_ESYS, "controller: mutex");
-  }
   if (kcr_clock_cond_init(&c->cond) != 0) {
-    pthread_mutex_destroy(&c->mmu);
     pthread_mutex_destroy(&c->mu);
     kcr__free(c);
     kcr_ratelimiter_destroy(rl);
@@ -272,10 +303,13 @@ int kcr_controller_create(const kcr_controller_options *o, kcr_controller_t **ou
   qo.name = o->name;
   qo.clock = o->clock;
   qo.rate_limiter = rl; /* stolen by the queue on every path */
+  qo.metrics = o->metrics;
   c->name = kcr__strdup(o->name);
   rc = c->name ? kcr_workqueue_create(&qo, &c->q, err) : (kcr_ratelimiter_destroy(rl), KCR_ENOMEM);
   if (rc == 0)
     rc = kcr_cancel_create(&c->cancel);
+  if (rc == 0 && o->metrics)
+    rc = register_metrics(c, o->metrics, err);
   if (rc) {
     kcr_error_set(err, rc, "controller %s: %s", o->name, kcr_strerror(rc));
     kcr_controller_destroy(c);
@@ -529,25 +563,16 @@ bool kcr__controller_handler(kcr_controller_t *c, size_t i, kcr_event_handler *o
 
 static void observe(kcr_controller_t *c, int64_t ns, kcr_reconcile_outcome o, bool error,
                     bool terminal) {
-  double s = (double)ns / 1e9;
-  pthread_mutex_lock(&c->mmu);
-  c->m.reconcile_total[o]++;
+  kcr_metric_inc(c->m_total[o]);
   if (error)
-    c->m.reconcile_errors_total++;
+    kcr_metric_inc(c->m_errors);
   if (terminal)
-    c->m.terminal_reconcile_errors_total++;
-  for (int i = 0; i < KCR_CONTROLLER_TIME_BUCKETS; i++)
-    if (s <= time_bounds[i])
-      c->m.reconcile_time.buckets[i]++;
-  c->m.reconcile_time.count++;
-  c->m.reconcile_time.sum_seconds += s;
-  pthread_mutex_unlock(&c->mmu);
+    kcr_metric_inc(c->m_terminal);
+  kcr_metric_observe(c->m_time, (double)ns / 1e9);
 }
 
 static void active(kcr_controller_t *c, int d) {
-  pthread_mutex_lock(&c->mmu);
-  c->m.active_workers += d;
-  pthread_mutex_unlock(&c->mmu);
+  kcr_metric_add(c->m_active, d);
 }
 
 static void reconcile_key(kcr_controller_t *c, const char *key) {
@@ -823,13 +848,6 @@ void kcr_controller_destroy(kcr_controller_t *c) {
   kcr__free(c->primary_kind);
   kcr__free(c->name);
   pthread_cond_destroy(&c->cond);
-  pthread_mutex_destroy(&c->mmu);
   pthread_mutex_destroy(&c->mu);
   kcr__free(c);
-}
-
-void kcr_controller_metrics_snapshot(kcr_controller_t *c, kcr_controller_metrics *out) {
-  pthread_mutex_lock(&c->mmu);
-  *out = c->m;
-  pthread_mutex_unlock(&c->mmu);
 }

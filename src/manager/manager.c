@@ -68,8 +68,8 @@ struct kcr_manager {
   size_t nruns;
   kcr_leader_elector le;
   bool has_le;
-  kcr_metrics_registry_t *metrics; /* owned: rest_client and process metrics, and what
-                                      kcr_manager_serve adds */
+  kcr_metrics_registry_t *metrics; /* owned; handed down to the client, the controllers
+                                      and the elector, which register their series */
   void *serving;                   /* owned by serving.c (kcr__manager_serving_free) */
 
   pthread_mutex_t mu;
@@ -322,12 +322,10 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
   co.qps = o->qps;
   co.burst = o->burst;
   co.user_agent = o->user_agent;
-  /* Every manager keeps a metrics registry: the REST client reports each request
-   * into it (rest_client_requests_total and its duration), and kcr_manager_serve
-   * exposes it on /metrics. */
+  /* Every manager keeps a metrics registry and hands it down: the REST client,
+   * each controller and its queue, and the elector register their own series on
+   * it; kcr_manager_serve exposes it on /metrics. */
   rc = kcr_metrics_registry_create(&m->metrics);
-  if (rc == 0)
-    rc = kcr_metrics_register_rest_client(m->metrics, err);
   if (rc == 0)
     rc = kcr_metrics_register_process(m->metrics, NULL);
   if (rc) {
@@ -337,8 +335,7 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
     kcr__free(m);
     return kcr_error_set(err, rc, "manager: cannot create its metrics registry");
   }
-  co.observer = kcr_metrics_observe_request;
-  co.observer_data = m->metrics;
+  co.metrics = m->metrics;
   memset(&cao, 0, sizeof(cao));
   cao.default_ns = o->default_namespace;
   cao.sync_timeout_ns = m->sync_ns;
@@ -431,6 +428,8 @@ int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o
   co.source.is_namespaced = src_is_namespaced;
   co.source.data = m;
   co.client = m->objclient;
+  if (!co.metrics)
+    co.metrics = m->metrics;
   if (co.cache_sync_timeout_ns <= 0)
     co.cache_sync_timeout_ns = m->sync_ns;
   if ((rc = kcr_controller_create(&co, out, err)) != 0)

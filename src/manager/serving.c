@@ -4,10 +4,10 @@
  * its users: a metrics server, a probes server and a Lease elector, plugged into
  * the manager through its public seams (runnables and the leader-elector hook).
  *
- * - The servers are one SERVER runnable (started first, stopped last). Starting it
- *   also registers, per controller, a collector for controller_runtime_* and the
- *   workqueue_* collector of the controller's queue: by then every controller has
- *   been set up.
+ * - The servers are one SERVER runnable (started first, stopped last). /metrics
+ *   serves the manager's registry, on which the client, the controllers, their
+ *   queues and the elector registered their own series; nothing here converts
+ *   anything into metrics.
  * - "informer-sync" on /readyz is a flag check that a BACKGROUND runnable sets:
  *   background runnables start after the caches have synced.
  * - The elector's fence (kcr_leader_election_fence_remaining) is the manager's
@@ -39,52 +39,10 @@ typedef struct serving {
   _Atomic(kcr_leader_election_t *) le_live; /* le, for the probe on the server's worker */
   kcr_server_t *metrics, *probes;           /* between server start and stop */
   kcr_server_check_t *synced;               /* on the probes server */
-  kcr_metrics_collector_t **collectors;
-  size_t ncollectors;
 } serving_t;
 
 static bool off(const char *addr) {
   return !addr || !*addr || strcmp(addr, "0") == 0;
-}
-
-/* ---- controller metrics ---- */
-
-static const char *const outcome_names[KCR_RECONCILE_OUTCOMES] = {"success", "error", "requeue",
-                                                                  "requeue_after"};
-
-static void on_collect_controllers(kcr_metrics_emitter_t *e, void *data) {
-  kcr_manager_t *m = data;
-  static const char *const l1[] = {"controller"};
-  static const char *const l2[] = {"controller", "result"};
-  double bounds[KCR_CONTROLLER_TIME_BUCKETS];
-  for (int i = 0; i < KCR_CONTROLLER_TIME_BUCKETS; i++)
-    bounds[i] = kcr_controller_time_bound(i);
-  for (size_t i = 0; i < kcr_manager_controller_count(m); i++) {
-    kcr_controller_t *c = kcr_manager_controller_at(m, i);
-    const char *name = kcr_controller_name(c);
-    const char *v1[] = {name};
-    kcr_controller_metrics s;
-    kcr_controller_metrics_snapshot(c, &s);
-    for (int o = 0; o < KCR_RECONCILE_OUTCOMES; o++) {
-      const char *v2[] = {name, outcome_names[o]};
-      kcr_metrics_emit(e, KCR_CONTROLLER_METRIC_RECONCILE_TOTAL,
-                       KCR_CONTROLLER_HELP_RECONCILE_TOTAL, KCR_METRIC_COUNTER, l2, v2, 2,
-                       (double)s.reconcile_total[o]);
-    }
-    kcr_metrics_emit(e, KCR_CONTROLLER_METRIC_RECONCILE_ERRORS,
-                     KCR_CONTROLLER_HELP_RECONCILE_ERRORS, KCR_METRIC_COUNTER, l1, v1, 1,
-                     (double)s.reconcile_errors_total);
-    kcr_metrics_emit(e, KCR_CONTROLLER_METRIC_TERMINAL_ERRORS, KCR_CONTROLLER_HELP_TERMINAL_ERRORS,
-                     KCR_METRIC_COUNTER, l1, v1, 1, (double)s.terminal_reconcile_errors_total);
-    kcr_metrics_emit_histogram(e, KCR_CONTROLLER_METRIC_RECONCILE_TIME,
-                               KCR_CONTROLLER_HELP_RECONCILE_TIME, l1, v1, 1, bounds,
-                               s.reconcile_time.buckets, KCR_CONTROLLER_TIME_BUCKETS,
-                               s.reconcile_time.count, s.reconcile_time.sum_seconds);
-    kcr_metrics_emit(e, KCR_CONTROLLER_METRIC_ACTIVE_WORKERS, KCR_CONTROLLER_HELP_ACTIVE_WORKERS,
-                     KCR_METRIC_GAUGE, l1, v1, 1, (double)s.active_workers);
-    kcr_metrics_emit(e, KCR_CONTROLLER_METRIC_MAX_CONCURRENT, KCR_CONTROLLER_HELP_MAX_CONCURRENT,
-                     KCR_METRIC_GAUGE, l1, v1, 1, (double)s.max_concurrent_reconciles);
-  }
 }
 
 /* on_leader_check: /healthz's leader-election check (the server's worker thread). */
@@ -96,40 +54,13 @@ static int on_leader_check(void *data) {
 
 /* ---- the servers runnable ---- */
 
-static void unregister_collectors(serving_t *s) {
-  for (size_t i = 0; i < s->ncollectors; i++)
-    kcr_metrics_unregister_collector(kcr_manager_metrics(s->m), s->collectors[i]);
-  kcr__free(s->collectors);
-  s->collectors = NULL;
-  s->ncollectors = 0;
-}
-
 static int on_servers_start(void *data, kcr_error_t *err) {
   serving_t *s = data;
   kcr_metrics_registry_t *reg = kcr_manager_metrics(s->m);
   kcr_loop_t *loop = kcr_client_loop(kcr_manager_rest_client(s->m));
-  size_t n = kcr_manager_controller_count(s->m);
   kcr_server_options so;
   int rc;
 
-  s->collectors = kcr__calloc(n + 1, sizeof(kcr_metrics_collector_t *));
-  if (!s->collectors)
-    return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
-  rc = kcr_metrics_register_collector(reg, on_collect_controllers, s->m,
-                                      &s->collectors[s->ncollectors]);
-  if (rc == 0)
-    s->ncollectors++;
-  for (size_t i = 0; rc == 0 && i < n; i++) {
-    rc = kcr_metrics_register_workqueue(reg,
-                                        kcr_controller_queue(kcr_manager_controller_at(s->m, i)),
-                                        &s->collectors[s->ncollectors]);
-    if (rc == 0)
-      s->ncollectors++;
-  }
-  if (rc) {
-    unregister_collectors(s);
-    return kcr_error_set(err, rc, "manager: cannot register the controllers' metrics");
-  }
   if (!off(s->metrics_addr)) {
     memset(&so, 0, sizeof(so));
     so.loop = loop;
@@ -164,7 +95,6 @@ fail:
   kcr_server_destroy(s->probes);
   s->metrics = s->probes = NULL;
   s->synced = NULL;
-  unregister_collectors(s);
   return rc;
 }
 
@@ -174,7 +104,6 @@ static void on_servers_stop(void *data) {
   kcr_server_destroy(s->metrics);
   s->probes = s->metrics = NULL;
   s->synced = NULL;
-  unregister_collectors(s);
 }
 
 /* on_synced_start: background runnables start once the caches have synced. */
@@ -269,7 +198,6 @@ static char *dup_opt(const char *v, int *oom) {
 }
 
 int kcr_manager_serve(kcr_manager_t *m, const kcr_manager_serving_options *o, kcr_error_t *err) {
-  void **slot = kcr__manager_serving_slot(m);
   kcr_runnable servers = {"servers", on_servers_start, on_servers_stop, NULL, KCR_RUNNABLE_SERVER};
   kcr_runnable synced = {"informer-sync-probe", on_synced_start, NULL, NULL,
                          KCR_RUNNABLE_BACKGROUND};
@@ -278,7 +206,7 @@ int kcr_manager_serve(kcr_manager_t *m, const kcr_manager_serving_options *o, kc
 
   if (!o)
     return kcr_error_set(err, KCR_EINVAL, "manager: serving options are required");
-  if (*slot)
+  if (*kcr__manager_serving_slot(m))
     return kcr_error_set(err, KCR_EINVAL, "manager: kcr_manager_serve was called already");
   if (o->leader_elect && (!o->leader_election_id || !*o->leader_election_id))
     return kcr_error_set(err, KCR_EINVAL, "manager: leader election needs an id (the Lease name)");
@@ -295,7 +223,7 @@ int kcr_manager_serve(kcr_manager_t *m, const kcr_manager_serving_options *o, kc
     return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
   }
   s->leader_elect = o->leader_elect;
-  *slot = s;
+  *kcr__manager_serving_slot(m) = s;
   servers.data = s;
   synced.data = s;
   if ((rc = kcr_manager_add_runnable(m, &servers, err)) != 0 ||

@@ -59,6 +59,7 @@
 #include <strings.h>
 #include <uv.h>
 
+#include "kcr/clock.h"
 #include "kcr/log.h"
 #include "kcr/server.h"
 #include "loop/loop_internal.h"

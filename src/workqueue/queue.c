@@ -25,8 +25,13 @@
  * would have added it. Once shutdown begins nothing more leaves the heap, as in
  * client-go, where the waiting loop stops.
  *
- * Metrics are plain counters and two fixed-bucket histograms under the same
- * lock, kept only for a named queue; unnamed queues skip the clock reads.
+ * Metrics live on the registry the queue is given (kcr/metrics.h): create
+ * registers the workqueue_* families and looks the queue's children up once, so
+ * the hot path under the queue's lock is a few atomic updates and no other lock.
+ * The two unfinished-work gauges depend on the time of the scrape: a collector
+ * takes the lock, moves due keys (so depth is current) and sets them. Lock
+ * order: the registry's lock, then the queue's. Only a named queue with a
+ * registry keeps metrics; the others skip the clock reads.
  *
  * Contention: keys are hashed before the lock is taken, and a getter that finds
  * the queue empty first polls an atomic copy of the length for a few
@@ -65,12 +70,6 @@ typedef struct entry {
   char key[];
 } entry;
 
-typedef struct histogram {
-  uint64_t buckets[KCR_WORKQUEUE_HISTOGRAM_BUCKETS]; /* not cumulative */
-  uint64_t count;
-  double sum_seconds;
-} histogram;
-
 struct kcr_workqueue {
   pthread_mutex_t mu;
   pthread_cond_t cond;       /* getters wait here */
@@ -78,7 +77,7 @@ struct kcr_workqueue {
   kcr_clock_t *clock;        /* borrowed */
   kcr_ratelimiter_t *limiter;
   char *name;      /* "" when unnamed */
-  int metrics_on;  /* name is not "" */
+  int metrics_on;  /* named, with a registry; immutable */
   kcr__strset set; /* of entry; protected by mu */
   entry *head;     /* FIFO of queued keys; protected by mu */
   entry *tail;
@@ -96,48 +95,99 @@ struct kcr_workqueue {
    * the lock for a moment before it sleeps; written under mu, read anywhere. */
   atomic_size_t hint;
   int spin; /* spin iterations before sleeping: 0 on a single CPU; immutable */
-  /* metrics, protected by mu */
-  int64_t depth;
-  uint64_t adds;
-  uint64_t retries;
-  histogram queue_duration;
-  histogram work_duration;
+  /* metrics (metrics_on): children of the registry's families, immutable
+   * pointers to atomics; updated under mu so they move with the queue's state */
+  kcr_metrics_registry_t *registry;   /* borrowed */
+  kcr_metrics_collector_t *collector; /* the unfinished-work gauges */
+  kcr_metric_child_t *m_depth, *m_adds, *m_retries;
+  kcr_metric_child_t *m_queue_duration, *m_work_duration;
+  kcr_metric_child_t *m_unfinished, *m_longest;
 };
 
 /* ---- metrics ---- */
 
+#define HISTOGRAM_BUCKETS 12
+
 /* Upper bounds in ns: 10 ns, 100 ns, ... 1000 s (ExponentialBuckets(1e-8, 10, 12)). */
-static const int64_t bounds_ns[KCR_WORKQUEUE_HISTOGRAM_BUCKETS] = {
+static const int64_t bounds_ns[HISTOGRAM_BUCKETS] = {
     INT64_C(10),         INT64_C(100),         INT64_C(1000),         INT64_C(10000),
     INT64_C(100000),     INT64_C(1000000),     INT64_C(10000000),     INT64_C(100000000),
     INT64_C(1000000000), INT64_C(10000000000), INT64_C(100000000000), INT64_C(1000000000000)};
 
-double kcr_workqueue_histogram_bound(int i) {
-  assert(i >= 0 && i < KCR_WORKQUEUE_HISTOGRAM_BUCKETS);
-  return (double)bounds_ns[i] / 1e9;
+/* seconds converts as the bounds are converted, so an observation equal to a
+ * bound lands in that bound's bucket. */
+static double seconds(int64_t ns) {
+  return (double)(ns < 0 ? 0 : ns) / 1e9;
 }
 
-static void observe(histogram *h, int64_t ns) {
-  int i;
-  if (ns < 0)
-    ns = 0;
-  for (i = 0; i < KCR_WORKQUEUE_HISTOGRAM_BUCKETS && ns > bounds_ns[i]; i++)
-    ;
-  if (i < KCR_WORKQUEUE_HISTOGRAM_BUCKETS)
-    h->buckets[i]++;
-  h->count++;
-  h->sum_seconds += (double)ns / 1e9;
+static void observe(kcr_metric_child_t *h, int64_t ns) {
+  kcr_metric_observe(h, seconds(ns));
 }
 
-static void export_histogram(const histogram *h, kcr_workqueue_histogram *out) {
-  uint64_t acc = 0;
-  int i;
-  for (i = 0; i < KCR_WORKQUEUE_HISTOGRAM_BUCKETS; i++) {
-    acc += h->buckets[i];
-    out->buckets[i] = acc;
+/* promote is below; the collector needs it. */
+static void promote(kcr_workqueue_t *q);
+
+/* on_collect sets the two gauges that depend on the time of the scrape (the
+ * rendering thread, with the registry's lock held). */
+static void on_collect(kcr_metrics_emitter_t *e, void *data) {
+  kcr_workqueue_t *q = data;
+  int64_t now, age, total = 0, oldest = 0;
+  (void)e;
+  pthread_mutex_lock(&q->mu);
+  promote(q);
+  now = kcr_clock_now(q->clock);
+  for (const entry *p = q->proc; p; p = p->proc_next) {
+    age = now - p->start_ns;
+    total += age;
+    if (age > oldest)
+      oldest = age;
   }
-  out->count = h->count;
-  out->sum_seconds = h->sum_seconds;
+  kcr_metric_set(q->m_unfinished, seconds(total));
+  kcr_metric_set(q->m_longest, seconds(oldest));
+  pthread_mutex_unlock(&q->mu);
+}
+
+/* register_metrics registers the workqueue_* families on r, creates the queue's
+ * series at zero and adds the collector. */
+static int register_metrics(kcr_workqueue_t *q, kcr_metrics_registry_t *r, kcr_error_t *err) {
+  static const char *const l2[] = {"name", "controller", NULL};
+  static const char *const l3[] = {"name", "controller", "priority", NULL};
+  double bounds[HISTOGRAM_BUCKETS];
+  kcr_metric_t *depth, *adds, *retries, *qd, *wd, *unf, *lng;
+  int rc;
+
+  for (int i = 0; i < HISTOGRAM_BUCKETS; i++)
+    bounds[i] = seconds(bounds_ns[i]);
+  if ((rc = kcr_metrics_gauge(r, KCR_WORKQUEUE_METRIC_DEPTH, KCR_WORKQUEUE_HELP_DEPTH, l3, &depth,
+                              err)) != 0 ||
+      (rc = kcr_metrics_counter(r, KCR_WORKQUEUE_METRIC_ADDS, KCR_WORKQUEUE_HELP_ADDS, l2, &adds,
+                                err)) != 0 ||
+      (rc = kcr_metrics_counter(r, KCR_WORKQUEUE_METRIC_RETRIES, KCR_WORKQUEUE_HELP_RETRIES, l2,
+                                &retries, err)) != 0 ||
+      (rc = kcr_metrics_histogram(r, KCR_WORKQUEUE_METRIC_QUEUE_DURATION,
+                                  KCR_WORKQUEUE_HELP_QUEUE_DURATION, l2, bounds, HISTOGRAM_BUCKETS,
+                                  &qd, err)) != 0 ||
+      (rc = kcr_metrics_histogram(r, KCR_WORKQUEUE_METRIC_WORK_DURATION,
+                                  KCR_WORKQUEUE_HELP_WORK_DURATION, l2, bounds, HISTOGRAM_BUCKETS,
+                                  &wd, err)) != 0 ||
+      (rc = kcr_metrics_gauge(r, KCR_WORKQUEUE_METRIC_UNFINISHED_WORK,
+                              KCR_WORKQUEUE_HELP_UNFINISHED_WORK, l2, &unf, err)) != 0 ||
+      (rc = kcr_metrics_gauge(r, KCR_WORKQUEUE_METRIC_LONGEST_RUNNING,
+                              KCR_WORKQUEUE_HELP_LONGEST_RUNNING, l2, &lng, err)) != 0)
+    return rc;
+  q->m_depth = kcr_metric_withv(depth, q->name, q->name, "", NULL);
+  q->m_adds = kcr_metric_withv(adds, q->name, q->name, NULL);
+  q->m_retries = kcr_metric_withv(retries, q->name, q->name, NULL);
+  q->m_queue_duration = kcr_metric_withv(qd, q->name, q->name, NULL);
+  q->m_work_duration = kcr_metric_withv(wd, q->name, q->name, NULL);
+  q->m_unfinished = kcr_metric_withv(unf, q->name, q->name, NULL);
+  q->m_longest = kcr_metric_withv(lng, q->name, q->name, NULL);
+  if (!q->m_depth || !q->m_adds || !q->m_retries || !q->m_queue_duration || !q->m_work_duration ||
+      !q->m_unfinished || !q->m_longest ||
+      kcr_metrics_register_collector(r, on_collect, q, &q->collector) != 0)
+    return kcr_error_set(err, KCR_ENOMEM, "workqueue %s: out of memory for its metrics", q->name);
+  q->registry = r;
+  return 0;
 }
 
 /* ---- the waiting heap: min by (ready_ns, seq) ---- */
@@ -275,8 +325,8 @@ static void make_dirty(kcr_workqueue_t *q, entry *e, int64_t now_ns) {
   if (e->dirty)
     return;
   if (q->metrics_on) {
-    q->adds++;
-    q->depth++;
+    kcr_metric_inc(q->m_adds);
+    kcr_metric_add(q->m_depth, 1);
     if (e->add_ns < 0)
       e->add_ns = now_ns >= 0 ? now_ns : kcr_clock_now(q->clock);
   }
@@ -345,7 +395,7 @@ static int init_mutex(pthread_mutex_t *mu) {
 
 int kcr_workqueue_create(const kcr_workqueue_options *opts, kcr_workqueue_t **out,
                          kcr_error_t *err) {
-  static const kcr_workqueue_options defaults = {NULL, NULL, NULL};
+  static const kcr_workqueue_options defaults = {NULL, NULL, NULL, NULL};
   kcr_workqueue_t *q;
   int rc, have_mu = 0, have_cond = 0;
 
@@ -364,7 +414,7 @@ int kcr_workqueue_create(const kcr_workqueue_options *opts, kcr_workqueue_t **ou
   q->name = kcr__strdup(opts->name ? opts->name : "");
   if (!q->name)
     goto fail;
-  q->metrics_on = q->name[0] != '\0';
+  q->metrics_on = q->name[0] != '\0' && opts->metrics;
   q->spin = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? SPIN_ITERATIONS : 0;
   atomic_init(&q->hint, 0);
   if (!q->limiter && (rc = kcr_ratelimiter_default_create(q->clock, &q->limiter)))
@@ -379,6 +429,10 @@ int kcr_workqueue_create(const kcr_workqueue_options *opts, kcr_workqueue_t **ou
   if (pthread_cond_init(&q->drain_cond, NULL))
     goto fail;
   kcr__strset_init(&q->set, offsetof(entry, key), kcr_rand_seed());
+  if (q->metrics_on && (rc = register_metrics(q, opts->metrics, err)) != 0) {
+    kcr_workqueue_destroy(q);
+    return rc;
+  }
   *out = q;
   return 0;
 
@@ -398,6 +452,7 @@ void kcr_workqueue_destroy(kcr_workqueue_t *q) {
   void *e;
   if (!q)
     return;
+  kcr_metrics_unregister_collector(q->registry, q->collector);
   while ((e = kcr__strset_next(&q->set, &pos)))
     kcr__free(e);
   kcr__strset_fini(&q->set);
@@ -423,7 +478,7 @@ static int add_now(kcr_workqueue_t *q, const char *key, int count_retry) {
     return KCR_ECLOSED;
   }
   if (count_retry && q->metrics_on)
-    q->retries++;
+    kcr_metric_inc(q->m_retries);
   promote(q);
   rc = lookup_or_make(q, &k, &e);
   if (!rc)
@@ -459,7 +514,7 @@ int kcr_workqueue_add_after(kcr_workqueue_t *q, const char *key, int64_t delay_n
     return rc;
   }
   if (q->metrics_on)
-    q->retries++;
+    kcr_metric_inc(q->m_retries);
   if (e->heap_idx != NOT_WAITING) {
     int64_t ready = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;
     /* Already waiting: keep the earlier ready time. */
@@ -556,9 +611,9 @@ int kcr_workqueue_get(kcr_workqueue_t *q, char **key_out) {
   q->n_processing++;
   if (q->metrics_on) {
     int64_t now = kcr_clock_now(q->clock);
-    q->depth--;
+    kcr_metric_add(q->m_depth, -1);
     if (e->add_ns >= 0)
-      observe(&q->queue_duration, now - e->add_ns);
+      observe(q->m_queue_duration, now - e->add_ns);
     e->add_ns = -1;
     e->start_ns = now;
   }
@@ -579,7 +634,7 @@ void kcr_workqueue_done(kcr_workqueue_t *q, const char *key) {
     return;
   }
   if (q->metrics_on)
-    observe(&q->work_duration, kcr_clock_now(q->clock) - e->start_ns);
+    observe(q->m_work_duration, kcr_clock_now(q->clock) - e->start_ns);
   e->processing = 0;
   if (e->proc_prev)
     e->proc_prev->proc_next = e->proc_next;
@@ -644,31 +699,4 @@ int kcr_workqueue_shutting_down(kcr_workqueue_t *q) {
 const char *kcr_workqueue_name(kcr_workqueue_t *q) {
   assert(q);
   return q->name;
-}
-
-int kcr_workqueue_metrics_snapshot(kcr_workqueue_t *q, kcr_workqueue_metrics *out) {
-  const entry *e;
-  int64_t now, age, total = 0, oldest = 0;
-  assert(q && out);
-  memset(out, 0, sizeof(*out));
-  if (!q->metrics_on)
-    return KCR_ENOTSUP;
-  pthread_mutex_lock(&q->mu);
-  promote(q);
-  now = kcr_clock_now(q->clock);
-  out->depth = q->depth;
-  out->adds_total = q->adds;
-  out->retries_total = q->retries;
-  export_histogram(&q->queue_duration, &out->queue_duration);
-  export_histogram(&q->work_duration, &out->work_duration);
-  for (e = q->proc; e; e = e->proc_next) {
-    age = now - e->start_ns;
-    total += age;
-    if (age > oldest)
-      oldest = age;
-  }
-  pthread_mutex_unlock(&q->mu);
-  out->unfinished_work_seconds = (double)total / 1e9;
-  out->longest_running_processor_seconds = (double)oldest / 1e9;
-  return 0;
 }

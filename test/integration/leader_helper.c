@@ -81,14 +81,12 @@ int main(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
 
-  if (kcr_metrics_registry_create(&reg) != 0 || kcr_metrics_register_process(reg, NULL) != 0 ||
-      kcr_metrics_register_rest_client(reg, &err) != 0)
+  if (kcr_metrics_registry_create(&reg) != 0 || kcr_metrics_register_process(reg, NULL) != 0)
     goto fail;
   if (kcr_rest_config_from_kubeconfig(argv[1], NULL, NULL, &cfg, &err) != 0)
     goto fail;
   co.config = cfg;
-  co.observer = kcr_metrics_observe_request;
-  co.observer_data = reg;
+  co.metrics = reg;
   if (kcr_client_create(&co, &client, &err) != 0)
     goto fail;
   so.loop = kcr_client_loop(client);

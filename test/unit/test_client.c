@@ -465,6 +465,61 @@ static void test_client_concurrent_requests_from_threads(void **state) {
   assert_int_equal(total, 104);
 }
 
+/* The client registers rest_client_* on the registry it is given and counts each
+ * attempt: retries separately, by code, method and host; no answer as <error>. */
+static void test_client_metrics_count_attempts(void **state) {
+  fixture f;
+  kcr_client_options o;
+  kcr_metrics_registry_t *r;
+  kcr_metric_t *req, *dur;
+  kcr_error_t err;
+  char host[64];
+  (void)state;
+  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  memset(&o, 0, sizeof(o));
+  o.metrics = r;
+  assert_int_equal(make_fixture(&f, &o), 0);
+  snprintf(host, sizeof(host), "127.0.0.1:%d", kcr_test_http_port(f.server));
+  req = kcr_metrics_find(r, KCR_CLIENT_METRIC_REQUESTS);
+  dur = kcr_metrics_find(r, KCR_CLIENT_METRIC_DURATION);
+  assert_non_null(req);
+  assert_non_null(dur);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_client_get(f.client, &configmaps, "default", "flaky429", NULL, NULL, &err),
+                   0);
+  assert_int_equal(kcr_client_get(f.client, &configmaps, "default", "nope", NULL, NULL, &err),
+                   KCR_EAPI);
+  assert_true(kcr_metric_value(kcr_metric_withv(req, "429", "GET", host, NULL)) == 2);
+  assert_true(kcr_metric_value(kcr_metric_withv(req, "200", "GET", host, NULL)) == 1);
+  assert_true(kcr_metric_value(kcr_metric_withv(req, "404", "GET", host, NULL)) == 1);
+  assert_int_equal(kcr_metric_count(kcr_metric_withv(dur, "GET", host, NULL)), 4);
+  kcr_test_http_stop(f.server);
+  f.server = NULL;
+  assert_int_equal(kcr_client_get(f.client, &configmaps, "default", "ok", NULL, NULL, &err),
+                   KCR_ECONN);
+  assert_true(kcr_metric_value(kcr_metric_withv(req, "<error>", "GET", host, NULL)) >= 1);
+  free_fixture(&f);
+  kcr_metrics_registry_destroy(r);
+}
+
+/* Without a registry the client keeps no metrics; a clashing family refuses. */
+static void test_client_metrics_clash(void **state) {
+  fixture f;
+  kcr_client_options o;
+  kcr_metrics_registry_t *r;
+  kcr_metric_t *m;
+  static const char *const l[] = {"code", NULL};
+  (void)state;
+  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_counter(r, KCR_CLIENT_METRIC_REQUESTS, "x", l, &m, NULL), 0);
+  memset(&o, 0, sizeof(o));
+  o.metrics = r;
+  assert_int_not_equal(make_fixture(&f, &o), 0);
+  assert_null(f.client);
+  free_fixture(&f);
+  kcr_metrics_registry_destroy(r);
+}
+
 static void test_client_connection_refused(void **state) {
   fixture f;
   kcr_error_t err;
@@ -623,6 +678,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_client_concurrent_requests_from_threads, setup,
                                       teardown),
       cmocka_unit_test(test_client_connection_refused),
+      cmocka_unit_test(test_client_metrics_count_attempts),
+      cmocka_unit_test(test_client_metrics_clash),
       cmocka_unit_test(test_client_rate_limit_spaces_requests),
       cmocka_unit_test(test_client_verbose_redacts_credentials),
       cmocka_unit_test(test_client_verbose_debug_function),

@@ -41,6 +41,7 @@ static int reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
 
 typedef struct fixture {
   kcr_clock_t *clock;
+  kcr_metrics_registry_t *reg;
   kcr_controller_t *c;
   fake_t f;
 } fixture_t;
@@ -54,12 +55,15 @@ static int setup(void **state) {
   /* exponential only (5 ms doubling), so delays are exact */
   if (kcr_ratelimiter_exponential_create(5 * KCR_NSEC_PER_MSEC, 1000 * KCR_NSEC_PER_SEC, &rl))
     return -1;
+  if (kcr_metrics_registry_create(&fx->reg))
+    return -1;
   memset(&o, 0, sizeof(o));
   o.name = "test";
   o.reconcile = reconcile;
   o.data = &fx->f;
   o.clock = fx->clock;
   o.rate_limiter = rl;
+  o.metrics = fx->reg;
   if (kcr_controller_create(&o, &fx->c, NULL))
     return -1;
   *state = fx;
@@ -69,9 +73,29 @@ static int setup(void **state) {
 static int teardown(void **state) {
   fixture_t *fx = *state;
   kcr_controller_destroy(fx->c);
+  kcr_metrics_registry_destroy(fx->reg);
   kcr_clock_destroy(fx->clock);
   free(fx);
   return 0;
+}
+
+/* series returns the "test" controller's child of the family name on the
+ * fixture's registry (the controller registered it; NULL if it did not). */
+static kcr_metric_child_t *series(fixture_t *fx, const char *name) {
+  return kcr_metric_withv(kcr_metrics_find(fx->reg, name), "test", NULL);
+}
+
+/* total reads controller_runtime_reconcile_total{controller="test",result=o}. */
+static double total(fixture_t *fx, kcr_reconcile_outcome o) {
+  kcr_metric_t *m = kcr_metrics_find(fx->reg, KCR_CONTROLLER_METRIC_RECONCILE_TOTAL);
+  assert_non_null(m);
+  return kcr_metric_value(kcr_metric_withv(m, "test", kcr_reconcile_outcome_name(o), NULL));
+}
+
+static double value(fixture_t *fx, const char *name) {
+  kcr_metric_child_t *c = series(fx, name);
+  assert_non_null(c);
+  return kcr_metric_value(c);
 }
 
 /* wait_len polls (real time, bounded) until the queue holds n ready keys. */
@@ -91,7 +115,6 @@ static void run_once(fixture_t *fx, const char *key) {
 static void test_controller_success_forgets(void **state) {
   fixture_t *fx = *state;
   kcr_workqueue_t *q = kcr_controller_queue(fx->c);
-  kcr_controller_metrics m;
   run_once(fx, "ns/a");
   assert_int_equal(fx->f.calls, 1);
   assert_string_equal(fx->f.last_ns, "ns");
@@ -104,17 +127,15 @@ static void test_controller_success_forgets(void **state) {
   run_once(fx, "node-1");
   assert_string_equal(fx->f.last_ns, "");
   assert_string_equal(fx->f.last_name, "node-1");
-  kcr_controller_metrics_snapshot(fx->c, &m);
-  assert_int_equal(m.reconcile_total[KCR_RECONCILE_SUCCESS], 2);
-  assert_int_equal(m.reconcile_time.count, 2);
-  assert_int_equal(m.max_concurrent_reconciles, 1);
-  assert_int_equal(m.active_workers, 0);
+  assert_int_equal(total(fx, KCR_RECONCILE_SUCCESS), 2);
+  assert_int_equal(kcr_metric_count(series(fx, KCR_CONTROLLER_METRIC_RECONCILE_TIME)), 2);
+  assert_int_equal(value(fx, KCR_CONTROLLER_METRIC_MAX_CONCURRENT), 1);
+  assert_int_equal(value(fx, KCR_CONTROLLER_METRIC_ACTIVE_WORKERS), 0);
 }
 
 static void test_controller_error_rate_limited(void **state) {
   fixture_t *fx = *state;
   kcr_workqueue_t *q = kcr_controller_queue(fx->c);
-  kcr_controller_metrics m;
   fx->f.rc = KCR_EIO;
   run_once(fx, "ns/a");
   assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 1);
@@ -131,11 +152,10 @@ static void test_controller_error_rate_limited(void **state) {
   fx->f.rc = 0;
   assert_int_equal(kcr__controller_process_next(fx->c), 0);
   assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 0);
-  kcr_controller_metrics_snapshot(fx->c, &m);
-  assert_int_equal(m.reconcile_total[KCR_RECONCILE_ERROR], 2);
-  assert_int_equal(m.reconcile_errors_total, 2);
-  assert_int_equal(m.terminal_reconcile_errors_total, 0);
-  assert_int_equal(m.reconcile_total[KCR_RECONCILE_SUCCESS], 1);
+  assert_int_equal(total(fx, KCR_RECONCILE_ERROR), 2);
+  assert_int_equal(value(fx, KCR_CONTROLLER_METRIC_RECONCILE_ERRORS), 2);
+  assert_int_equal(value(fx, KCR_CONTROLLER_METRIC_TERMINAL_ERRORS), 0);
+  assert_int_equal(total(fx, KCR_RECONCILE_SUCCESS), 1);
 }
 
 /* captured: the fields of the last line the controller logged, as key=value text. */
@@ -171,7 +191,6 @@ static void test_controller_reconcile_log_fields(void **state) {
 static void test_controller_terminal_error(void **state) {
   fixture_t *fx = *state;
   kcr_workqueue_t *q = kcr_controller_queue(fx->c);
-  kcr_controller_metrics m;
   fx->f.rc = KCR_EIO;
   run_once(fx, "ns/a"); /* one ordinary failure first: backoff 1 */
   assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 1);
@@ -182,16 +201,14 @@ static void test_controller_terminal_error(void **state) {
   assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 0); /* forgotten */
   kcr_fake_clock_step(fx->clock, 10 * KCR_NSEC_PER_SEC);
   wait_len(fx->c, 0);
-  kcr_controller_metrics_snapshot(fx->c, &m);
-  assert_int_equal(m.terminal_reconcile_errors_total, 1);
-  assert_int_equal(m.reconcile_errors_total, 2);
-  assert_int_equal(m.reconcile_total[KCR_RECONCILE_ERROR], 2);
+  assert_int_equal(value(fx, KCR_CONTROLLER_METRIC_TERMINAL_ERRORS), 1);
+  assert_int_equal(value(fx, KCR_CONTROLLER_METRIC_RECONCILE_ERRORS), 2);
+  assert_int_equal(total(fx, KCR_RECONCILE_ERROR), 2);
 }
 
 static void test_controller_requeue_after(void **state) {
   fixture_t *fx = *state;
   kcr_workqueue_t *q = kcr_controller_queue(fx->c);
-  kcr_controller_metrics m;
   fx->f.rc = KCR_EIO;
   run_once(fx, "ns/a");
   kcr_fake_clock_step(fx->clock, 5 * KCR_NSEC_PER_MSEC);
@@ -204,14 +221,12 @@ static void test_controller_requeue_after(void **state) {
   assert_int_equal(kcr_workqueue_len(q), 0);
   kcr_fake_clock_step(fx->clock, 1 * KCR_NSEC_PER_SEC);
   wait_len(fx->c, 1);
-  kcr_controller_metrics_snapshot(fx->c, &m);
-  assert_int_equal(m.reconcile_total[KCR_RECONCILE_REQUEUE_AFTER], 1);
+  assert_int_equal(total(fx, KCR_RECONCILE_REQUEUE_AFTER), 1);
 }
 
 static void test_controller_requeue(void **state) {
   fixture_t *fx = *state;
   kcr_workqueue_t *q = kcr_controller_queue(fx->c);
-  kcr_controller_metrics m;
   fx->f.res.requeue = true;
   run_once(fx, "ns/a");
   assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 1);
@@ -219,23 +234,20 @@ static void test_controller_requeue(void **state) {
   wait_len(fx->c, 1);
   assert_int_equal(kcr__controller_process_next(fx->c), 0);
   assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 2);
-  kcr_controller_metrics_snapshot(fx->c, &m);
-  assert_int_equal(m.reconcile_total[KCR_RECONCILE_REQUEUE], 2);
+  assert_int_equal(total(fx, KCR_RECONCILE_REQUEUE), 2);
 }
 
 static void test_controller_error_wins_over_requeue_after(void **state) {
   fixture_t *fx = *state;
   kcr_workqueue_t *q = kcr_controller_queue(fx->c);
-  kcr_controller_metrics m;
   fx->f.rc = KCR_EIO;
   fx->f.res.requeue_after_ns = 3600 * KCR_NSEC_PER_SEC;
   run_once(fx, "ns/a");
   assert_int_equal(kcr_workqueue_num_requeues(q, "ns/a"), 1);
   kcr_fake_clock_step(fx->clock, 5 * KCR_NSEC_PER_MSEC);
   wait_len(fx->c, 1); /* the rate-limited retry, not the hour */
-  kcr_controller_metrics_snapshot(fx->c, &m);
-  assert_int_equal(m.reconcile_total[KCR_RECONCILE_ERROR], 1);
-  assert_int_equal(m.reconcile_total[KCR_RECONCILE_REQUEUE_AFTER], 0);
+  assert_int_equal(total(fx, KCR_RECONCILE_ERROR), 1);
+  assert_int_equal(total(fx, KCR_RECONCILE_REQUEUE_AFTER), 0);
 }
 
 static void test_controller_stop_drops_queued(void **state) {
@@ -415,6 +427,112 @@ static void test_controller_create_alloc(void **state) {
   KCR_TEST_ALLOC_LOOP(kcr_controller_create(&o, &c, NULL), (kcr_controller_destroy(c), c = NULL));
 }
 
+static char *render(kcr_metrics_registry_t *r) {
+  kcr_buf_t b;
+  kcr_buf_init(&b, 1u << 24);
+  assert_int_equal(kcr_metrics_render(r, &b), 0);
+  return kcr_buf_take(&b, NULL);
+}
+
+/* The controller's series and its queue's, as /metrics shows them: every result
+ * at zero from create on, then one success and one error counted. */
+static void test_controller_metrics_exposition(void **state) {
+  fixture_t *fx = *state;
+  char *text = render(fx->reg);
+  assert_non_null(strstr(text, "# TYPE controller_runtime_reconcile_total counter\n"
+                               "controller_runtime_reconcile_total{controller=\"test\",result="
+                               "\"success\"} 0\n"
+                               "controller_runtime_reconcile_total{controller=\"test\",result="
+                               "\"error\"} 0\n"
+                               "controller_runtime_reconcile_total{controller=\"test\",result="
+                               "\"requeue\"} 0\n"
+                               "controller_runtime_reconcile_total{controller=\"test\",result="
+                               "\"requeue_after\"} 0\n"));
+  assert_non_null(strstr(text, "\ncontroller_runtime_max_concurrent_reconciles{controller="
+                               "\"test\"} 1\n"));
+  assert_non_null(strstr(text, "\ncontroller_runtime_active_workers{controller=\"test\"} 0\n"));
+  assert_non_null(strstr(text, "\ncontroller_runtime_reconcile_time_seconds_count{controller="
+                               "\"test\"} 0\n"));
+  assert_non_null(strstr(text, "\nworkqueue_adds_total{name=\"test\",controller=\"test\"} 0\n"));
+  kcr_free(text);
+
+  run_once(fx, "ns/a");
+  fx->f.rc = KCR_EIO;
+  run_once(fx, "ns/b");
+  text = render(fx->reg);
+  assert_non_null(strstr(text, "\ncontroller_runtime_reconcile_total{controller=\"test\",result="
+                               "\"success\"} 1\n"));
+  assert_non_null(strstr(text, "\ncontroller_runtime_reconcile_total{controller=\"test\",result="
+                               "\"error\"} 1\n"));
+  assert_non_null(strstr(text, "\ncontroller_runtime_reconcile_errors_total{controller=\"test\"} "
+                               "1\n"));
+  assert_non_null(strstr(text, "\ncontroller_runtime_terminal_reconcile_errors_total{controller="
+                               "\"test\"} 0\n"));
+  /* the fake clock does not move during a reconcile: both took 0 s */
+  assert_non_null(strstr(text, "\ncontroller_runtime_reconcile_time_seconds_bucket{controller="
+                               "\"test\",le=\"0.005\"} 2\n"));
+  assert_non_null(strstr(text, "\ncontroller_runtime_reconcile_time_seconds_bucket{controller="
+                               "\"test\",le=\"60\"} 2\n"));
+  assert_non_null(strstr(text, "\nworkqueue_adds_total{name=\"test\",controller=\"test\"} 2\n"));
+  assert_non_null(strstr(text, "\nworkqueue_retries_total{name=\"test\",controller=\"test\"} "
+                               "1\n"));
+  kcr_free(text);
+}
+
+/* Without a registry a controller keeps no metrics and works the same. */
+static void test_controller_no_metrics(void **state) {
+  kcr_controller_options o;
+  kcr_controller_t *c = NULL;
+  fake_t f;
+  (void)state;
+  memset(&f, 0, sizeof(f));
+  memset(&o, 0, sizeof(o));
+  o.name = "bare";
+  o.reconcile = reconcile;
+  o.data = &f;
+  assert_int_equal(kcr_controller_create(&o, &c, NULL), 0);
+  assert_int_equal(kcr_workqueue_add(kcr_controller_queue(c), "ns/a"), 0);
+  assert_int_equal(kcr__controller_process_next(c), 0);
+  assert_int_equal(f.calls, 1);
+  kcr_controller_destroy(c);
+}
+
+/* A registry that already holds one of the names with other labels refuses. */
+static void test_controller_metrics_clash(void **state) {
+  kcr_metrics_registry_t *r;
+  kcr_metric_t *m;
+  kcr_controller_options o;
+  kcr_controller_t *c = NULL;
+  kcr_error_t err = {0};
+  static const char *const l[] = {"other", NULL};
+  (void)state;
+  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_counter(r, KCR_CONTROLLER_METRIC_RECONCILE_ERRORS, "x", l, &m, NULL),
+                   0);
+  memset(&o, 0, sizeof(o));
+  o.name = "clash";
+  o.reconcile = reconcile;
+  o.metrics = r;
+  assert_int_equal(kcr_controller_create(&o, &c, &err), KCR_EEXIST);
+  assert_null(c);
+  assert_non_null(strstr(err.message, KCR_CONTROLLER_METRIC_RECONCILE_ERRORS));
+  kcr_metrics_registry_destroy(r);
+}
+
+static void test_controller_create_alloc_metrics(void **state) {
+  kcr_metrics_registry_t *r;
+  kcr_controller_options o;
+  kcr_controller_t *c = NULL;
+  (void)state;
+  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  memset(&o, 0, sizeof(o));
+  o.name = "alloc";
+  o.reconcile = reconcile;
+  o.metrics = r;
+  KCR_TEST_ALLOC_LOOP(kcr_controller_create(&o, &c, NULL), (kcr_controller_destroy(c), c = NULL));
+  kcr_metrics_registry_destroy(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_controller_success_forgets, setup, teardown),
@@ -430,6 +548,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_controller_event_filter, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_setup_errors, setup, teardown),
       cmocka_unit_test(test_controller_create_alloc),
+      cmocka_unit_test_setup_teardown(test_controller_metrics_exposition, setup, teardown),
+      cmocka_unit_test(test_controller_no_metrics),
+      cmocka_unit_test(test_controller_metrics_clash),
+      cmocka_unit_test(test_controller_create_alloc_metrics),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -555,14 +555,28 @@ static void test_workqueue_destroy_with_keys_in_every_state(void **state) {
 
 static void test_workqueue_alloc_failure_create(void **state) {
   kcr_workqueue_t *q = NULL;
-  kcr_workqueue_options opts = {"ctrl", NULL, NULL};
+  kcr_workqueue_options opts = {"ctrl", NULL, NULL, NULL};
   (void)state;
   KCR_TEST_ALLOC_LOOP(kcr_workqueue_create(&opts, &q, NULL), (kcr_workqueue_destroy(q), q = NULL));
 }
 
+/* With a registry, create also registers the families and the queue's series:
+ * each failure there is KCR_ENOMEM too, and leaks nothing (the families and
+ * series made before it stay in the registry, which frees them). */
+static void test_workqueue_alloc_failure_create_with_metrics(void **state) {
+  kcr_workqueue_t *q = NULL;
+  kcr_metrics_registry_t *r;
+  kcr_workqueue_options opts = {"ctrl", NULL, NULL, NULL};
+  (void)state;
+  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  opts.metrics = r;
+  KCR_TEST_ALLOC_LOOP(kcr_workqueue_create(&opts, &q, NULL), (kcr_workqueue_destroy(q), q = NULL));
+  kcr_metrics_registry_destroy(r);
+}
+
 static void test_workqueue_alloc_failure_create_steals_limiter(void **state) {
   kcr_workqueue_t *q = NULL;
-  kcr_workqueue_options opts = {"ctrl", NULL, NULL};
+  kcr_workqueue_options opts = {"ctrl", NULL, NULL, NULL};
   kcr_error_t err = {0};
   (void)state;
   /* The limiter is made outside the failing allocator; create must free it on
@@ -655,6 +669,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_workqueue_many_distinct_keys, check_threads),
       cmocka_unit_test_teardown(test_workqueue_destroy_with_keys_in_every_state, check_threads),
       cmocka_unit_test_teardown(test_workqueue_alloc_failure_create, check_threads),
+      cmocka_unit_test_teardown(test_workqueue_alloc_failure_create_with_metrics, check_threads),
       cmocka_unit_test_teardown(test_workqueue_alloc_failure_create_steals_limiter, check_threads),
       cmocka_unit_test_teardown(test_workqueue_alloc_failure_add_and_get, check_threads),
   };

@@ -24,18 +24,24 @@ static void sleep_ms(long ms) {
 
 struct fixture {
   kcr_clock_t *clock;
+  kcr_metrics_registry_t *reg; /* named queues only */
   kcr_workqueue_t *q;
 };
 
+/* setup_named makes a queue on a fake clock; a named one gets a registry. */
 static int setup_named(struct fixture *f, const char *name, kcr_ratelimiter_t *rl) {
   kcr_time_t wall = {1700000000, 0};
   kcr_workqueue_options opts;
   memset(f, 0, sizeof(*f));
+  memset(&opts, 0, sizeof(opts));
   if (kcr_fake_clock_create(1000 * SEC, wall, &f->clock))
+    return -1;
+  if (name && kcr_metrics_registry_create(&f->reg))
     return -1;
   opts.name = name;
   opts.clock = f->clock;
   opts.rate_limiter = rl;
+  opts.metrics = f->reg;
   return kcr_workqueue_create(&opts, &f->q, NULL) ? -1 : 0;
 }
 
@@ -54,6 +60,7 @@ static int setup_metrics(void **state) {
 static int teardown(void **state) {
   struct fixture *f = *state;
   kcr_workqueue_destroy(f->q);
+  kcr_metrics_registry_destroy(f->reg);
   kcr_clock_destroy(f->clock);
   test_free(f);
   return 0;
@@ -412,48 +419,93 @@ static void test_workqueue_rate_limited_limiter_failure_adds_nothing(void **stat
 
 /* ---- metrics ---- */
 
+/* series returns the "ctrl" queue's child of family on the fixture's registry. */
+static kcr_metric_child_t *series(struct fixture *f, const char *family) {
+  kcr_metric_t *m = kcr_metrics_find(f->reg, family);
+  assert_non_null(m);
+  if (strcmp(family, KCR_WORKQUEUE_METRIC_DEPTH) == 0)
+    return kcr_metric_withv(m, "ctrl", "ctrl", "", NULL);
+  return kcr_metric_withv(m, "ctrl", "ctrl", NULL);
+}
+
+static double value(struct fixture *f, const char *family) {
+  return kcr_metric_value(series(f, family));
+}
+
+/* scrape renders the registry as /metrics does (running the queue's collector,
+ * which computes the unfinished-work gauges). The text is the caller's. */
+static char *scrape(struct fixture *f) {
+  kcr_buf_t b;
+  kcr_buf_init(&b, 1u << 24);
+  assert_int_equal(kcr_metrics_render(f->reg, &b), 0);
+  return kcr_buf_take(&b, NULL);
+}
+
+static void scrape_discard(struct fixture *f) {
+  kcr_free(scrape(f));
+}
+
 static void test_workqueue_metrics_follow_client_go(void **state) {
   struct fixture *f = *state;
-  kcr_workqueue_metrics m;
-  char *key;
+  char *key, *text;
 
   assert_string_equal(kcr_workqueue_name(f->q), "ctrl");
-  assert_int_equal(kcr_workqueue_metrics_snapshot(f->q, &m), 0);
-  assert_int_equal(m.depth, 0);
-  assert_int_equal(m.adds_total, 0);
+  /* The series exist at zero from create on. */
+  text = scrape(f);
+  assert_non_null(
+      strstr(text, "\nworkqueue_depth{name=\"ctrl\",controller=\"ctrl\",priority=\"\"} 0\n"));
+  assert_non_null(strstr(text, "\nworkqueue_adds_total{name=\"ctrl\",controller=\"ctrl\"} 0\n"));
+  assert_non_null(strstr(text, "\nworkqueue_retries_total{name=\"ctrl\",controller=\"ctrl\"} 0\n"));
+  assert_non_null(strstr(text, "\nworkqueue_queue_duration_seconds_count{name=\"ctrl\","
+                               "controller=\"ctrl\"} 0\n"));
+  assert_non_null(strstr(text, "\nworkqueue_work_duration_seconds_count{name=\"ctrl\","
+                               "controller=\"ctrl\"} 0\n"));
+  assert_non_null(strstr(text, "\nworkqueue_unfinished_work_seconds{name=\"ctrl\","
+                               "controller=\"ctrl\"} 0\n"));
+  assert_non_null(strstr(text, "\nworkqueue_longest_running_processor_seconds{name=\"ctrl\","
+                               "controller=\"ctrl\"} 0\n"));
+  kcr_free(text);
 
   assert_int_equal(kcr_workqueue_add(f->q, "a"), 0);
   assert_int_equal(kcr_workqueue_add(f->q, "a"), 0); /* dirty: not an add */
   assert_int_equal(kcr_workqueue_add(f->q, "b"), 0);
-  assert_int_equal(kcr_workqueue_metrics_snapshot(f->q, &m), 0);
-  assert_int_equal(m.depth, 2);
-  assert_int_equal(m.adds_total, 2);
+  assert_true(value(f, KCR_WORKQUEUE_METRIC_DEPTH) == 2);
+  assert_true(value(f, KCR_WORKQUEUE_METRIC_ADDS) == 2);
 
   kcr_fake_clock_step(f->clock, 50 * MS);
   assert_int_equal(kcr_workqueue_get(f->q, &key), 0); /* "a", waited 50 ms */
   kcr_fake_clock_step(f->clock, 3 * SEC);
   assert_int_equal(kcr_workqueue_add(f->q, key), 0); /* dirty while processing */
-  assert_int_equal(kcr_workqueue_metrics_snapshot(f->q, &m), 0);
-  assert_int_equal(m.depth, 2); /* b queued, a dirty again */
-  assert_int_equal(m.adds_total, 3);
-  assert_int_equal(m.queue_duration.count, 1);
-  assert_true(fabs(m.queue_duration.sum_seconds - 0.05) < 1e-9);
-  /* 50 ms falls in the le=0.1 bucket (index 7), not in le=0.01 (index 6). */
-  assert_int_equal(m.queue_duration.buckets[6], 0);
-  assert_int_equal(m.queue_duration.buckets[7], 1);
-  assert_int_equal(m.queue_duration.buckets[11], 1);
-  assert_true(fabs(m.unfinished_work_seconds - 3.0) < 1e-9);
-  assert_true(fabs(m.longest_running_processor_seconds - 3.0) < 1e-9);
+  text = scrape(f);
+  assert_true(value(f, KCR_WORKQUEUE_METRIC_DEPTH) == 2); /* b queued, a dirty again */
+  assert_true(value(f, KCR_WORKQUEUE_METRIC_ADDS) == 3);
+  assert_int_equal(kcr_metric_count(series(f, KCR_WORKQUEUE_METRIC_QUEUE_DURATION)), 1);
+  assert_true(fabs(value(f, KCR_WORKQUEUE_METRIC_QUEUE_DURATION) - 0.05) < 1e-9);
+  /* 50 ms falls in the le=0.1 bucket, not in le=0.01; the bounds run 1e-08 .. 1000. */
+  assert_non_null(strstr(text, "\nworkqueue_queue_duration_seconds_bucket{name=\"ctrl\","
+                               "controller=\"ctrl\",le=\"1e-08\"} 0\n"));
+  assert_non_null(strstr(text, "\nworkqueue_queue_duration_seconds_bucket{name=\"ctrl\","
+                               "controller=\"ctrl\",le=\"0.01\"} 0\n"));
+  assert_non_null(strstr(text, "\nworkqueue_queue_duration_seconds_bucket{name=\"ctrl\","
+                               "controller=\"ctrl\",le=\"0.1\"} 1\n"));
+  assert_non_null(strstr(text, "\nworkqueue_queue_duration_seconds_bucket{name=\"ctrl\","
+                               "controller=\"ctrl\",le=\"1000\"} 1\n"));
+  kcr_free(text);
+  assert_true(fabs(value(f, KCR_WORKQUEUE_METRIC_UNFINISHED_WORK) - 3.0) < 1e-9);
+  assert_true(fabs(value(f, KCR_WORKQUEUE_METRIC_LONGEST_RUNNING) - 3.0) < 1e-9);
 
   kcr_workqueue_done(f->q, key); /* worked 3 s */
   kcr_free(key);
-  assert_int_equal(kcr_workqueue_metrics_snapshot(f->q, &m), 0);
-  assert_int_equal(m.work_duration.count, 1);
-  assert_true(fabs(m.work_duration.sum_seconds - 3.0) < 1e-9);
-  assert_int_equal(m.work_duration.buckets[8], 0); /* le=1 */
-  assert_int_equal(m.work_duration.buckets[9], 1); /* le=10 */
-  assert_true(m.unfinished_work_seconds == 0.0);
-  assert_true(m.longest_running_processor_seconds == 0.0);
+  text = scrape(f);
+  assert_int_equal(kcr_metric_count(series(f, KCR_WORKQUEUE_METRIC_WORK_DURATION)), 1);
+  assert_true(fabs(value(f, KCR_WORKQUEUE_METRIC_WORK_DURATION) - 3.0) < 1e-9);
+  assert_non_null(strstr(text, "\nworkqueue_work_duration_seconds_bucket{name=\"ctrl\","
+                               "controller=\"ctrl\",le=\"1\"} 0\n"));
+  assert_non_null(strstr(text, "\nworkqueue_work_duration_seconds_bucket{name=\"ctrl\","
+                               "controller=\"ctrl\",le=\"10\"} 1\n"));
+  kcr_free(text);
+  assert_true(value(f, KCR_WORKQUEUE_METRIC_UNFINISHED_WORK) == 0.0);
+  assert_true(value(f, KCR_WORKQUEUE_METRIC_LONGEST_RUNNING) == 0.0);
 
   /* Two in flight: unfinished is the sum of ages, longest the oldest. */
   assert_int_equal(kcr_workqueue_get(f->q, &key), 0); /* "b" */
@@ -462,10 +514,10 @@ static void test_workqueue_metrics_follow_client_go(void **state) {
   assert_int_equal(kcr_workqueue_get(f->q, &key), 0); /* "a" */
   kcr_free(key);
   kcr_fake_clock_step(f->clock, 1 * SEC);
-  assert_int_equal(kcr_workqueue_metrics_snapshot(f->q, &m), 0);
-  assert_int_equal(m.depth, 0);
-  assert_true(fabs(m.unfinished_work_seconds - 3.0) < 1e-9);
-  assert_true(fabs(m.longest_running_processor_seconds - 2.0) < 1e-9);
+  scrape_discard(f);
+  assert_true(value(f, KCR_WORKQUEUE_METRIC_DEPTH) == 0);
+  assert_true(fabs(value(f, KCR_WORKQUEUE_METRIC_UNFINISHED_WORK) - 3.0) < 1e-9);
+  assert_true(fabs(value(f, KCR_WORKQUEUE_METRIC_LONGEST_RUNNING) - 2.0) < 1e-9);
   kcr_workqueue_done(f->q, "a");
   kcr_workqueue_done(f->q, "b");
 
@@ -473,36 +525,88 @@ static void test_workqueue_metrics_follow_client_go(void **state) {
   assert_int_equal(kcr_workqueue_add_after(f->q, "c", 0), 0);
   assert_int_equal(kcr_workqueue_add_after(f->q, "d", 10 * MS), 0);
   assert_int_equal(kcr_workqueue_add_rate_limited(f->q, "e"), 0);
-  assert_int_equal(kcr_workqueue_metrics_snapshot(f->q, &m), 0);
-  assert_int_equal(m.retries_total, 3);
-  assert_int_equal(m.depth, 1); /* only c is ready */
-  /* A delayed key's queue time starts when it is due. */
+  assert_true(value(f, KCR_WORKQUEUE_METRIC_RETRIES) == 3);
+  assert_true(value(f, KCR_WORKQUEUE_METRIC_DEPTH) == 1); /* only c is ready */
+  /* A scrape moves due keys first, so depth never counts a due key as waiting. */
   kcr_fake_clock_step(f->clock, 30 * MS);
+  assert_true(value(f, KCR_WORKQUEUE_METRIC_DEPTH) == 1); /* no queue call since */
+  text = scrape(f);
+  assert_non_null(
+      strstr(text, "\nworkqueue_depth{name=\"ctrl\",controller=\"ctrl\",priority=\"\"} 3\n"));
+  kcr_free(text);
+  /* A delayed key's queue time starts when it is due. */
   get_expect(f->q, "c");
   get_expect(f->q, "e");
   get_expect(f->q, "d");
-  assert_int_equal(kcr_workqueue_metrics_snapshot(f->q, &m), 0);
-  assert_int_equal(m.adds_total, 6);
-  assert_int_equal(m.queue_duration.count, 6);
+  assert_true(value(f, KCR_WORKQUEUE_METRIC_ADDS) == 6);
+  assert_int_equal(kcr_metric_count(series(f, KCR_WORKQUEUE_METRIC_QUEUE_DURATION)), 6);
   /* a 50 ms, b 3.05 s, a 1 s, c 30 ms, e 25 ms, d 20 ms. */
-  assert_true(fabs(m.queue_duration.sum_seconds - 4.175) < 1e-9);
+  assert_true(fabs(value(f, KCR_WORKQUEUE_METRIC_QUEUE_DURATION) - 4.175) < 1e-9);
 }
 
-static void test_workqueue_metrics_histogram_bounds(void **state) {
+/* An observation equal to a bound lands in that bound's bucket (le is <=). */
+static void test_workqueue_metrics_bound_is_inclusive(void **state) {
+  struct fixture *f = *state;
+  char *key, *text;
+  assert_int_equal(kcr_workqueue_add(f->q, "a"), 0);
+  kcr_fake_clock_step(f->clock, 10); /* 10 ns: the first bound */
+  assert_int_equal(kcr_workqueue_get(f->q, &key), 0);
+  kcr_fake_clock_step(f->clock, 1000 * SEC); /* the last bound */
+  kcr_workqueue_done(f->q, key);
+  kcr_free(key);
+  text = scrape(f);
+  assert_non_null(strstr(text, "\nworkqueue_queue_duration_seconds_bucket{name=\"ctrl\","
+                               "controller=\"ctrl\",le=\"1e-08\"} 1\n"));
+  assert_non_null(strstr(text, "\nworkqueue_work_duration_seconds_bucket{name=\"ctrl\","
+                               "controller=\"ctrl\",le=\"100\"} 0\n"));
+  assert_non_null(strstr(text, "\nworkqueue_work_duration_seconds_bucket{name=\"ctrl\","
+                               "controller=\"ctrl\",le=\"1000\"} 1\n"));
+  kcr_free(text);
+}
+
+/* Two queues on one registry share the families, one series each; an unnamed
+ * queue or one without a registry keeps none. */
+static void test_workqueue_metrics_per_queue_series(void **state) {
+  kcr_metrics_registry_t *r;
+  kcr_workqueue_t *a, *b, *unnamed;
+  kcr_workqueue_options o;
+  kcr_metric_t *adds;
   (void)state;
-  assert_true(fabs(kcr_workqueue_histogram_bound(0) - 1e-8) < 1e-20);
-  assert_true(fabs(kcr_workqueue_histogram_bound(11) - 1e3) < 1e-9);
+  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  memset(&o, 0, sizeof(o));
+  o.metrics = r;
+  o.name = "qa";
+  assert_int_equal(kcr_workqueue_create(&o, &a, NULL), 0);
+  o.name = "qb";
+  assert_int_equal(kcr_workqueue_create(&o, &b, NULL), 0);
+  o.name = NULL;
+  assert_int_equal(kcr_workqueue_create(&o, &unnamed, NULL), 0);
+  assert_int_equal(kcr_workqueue_add(a, "k1"), 0);
+  assert_int_equal(kcr_workqueue_add(a, "k2"), 0);
+  assert_int_equal(kcr_workqueue_add(b, "k1"), 0);
+  assert_int_equal(kcr_workqueue_add(unnamed, "k1"), 0);
+  adds = kcr_metrics_find(r, KCR_WORKQUEUE_METRIC_ADDS);
+  assert_non_null(adds);
+  assert_true(kcr_metric_value(kcr_metric_withv(adds, "qa", "qa", NULL)) == 2);
+  assert_true(kcr_metric_value(kcr_metric_withv(adds, "qb", "qb", NULL)) == 1);
+  assert_true(kcr_metric_value(kcr_metric_withv(adds, "", "", NULL)) == 0);
+  kcr_workqueue_destroy(unnamed);
+  kcr_workqueue_destroy(b);
+  kcr_workqueue_destroy(a);
+  /* The collectors are gone with the queues: a scrape touches no freed queue. */
+  {
+    kcr_buf_t buf;
+    kcr_buf_init(&buf, 1u << 24);
+    assert_int_equal(kcr_metrics_render(r, &buf), 0);
+    kcr_buf_free(&buf);
+  }
+  kcr_metrics_registry_destroy(r);
+}
+
+static void test_workqueue_metrics_names(void **state) {
+  (void)state;
   assert_string_equal(KCR_WORKQUEUE_METRIC_LONGEST_RUNNING,
                       "workqueue_longest_running_processor_seconds");
-}
-
-static void test_workqueue_metrics_unnamed_queue_keeps_none(void **state) {
-  struct fixture *f = *state;
-  kcr_workqueue_metrics m;
-  assert_int_equal(kcr_workqueue_add(f->q, "a"), 0);
-  m.depth = 42;
-  assert_int_equal(kcr_workqueue_metrics_snapshot(f->q, &m), KCR_ENOTSUP);
-  assert_int_equal(m.depth, 0);
 }
 
 /* ---- allocation failures ---- */
@@ -558,9 +662,10 @@ int main(void) {
       cmocka_unit_test(test_workqueue_rate_limited_limiter_failure_adds_nothing),
       cmocka_unit_test_setup_teardown(test_workqueue_metrics_follow_client_go, setup_metrics,
                                       teardown),
-      cmocka_unit_test(test_workqueue_metrics_histogram_bounds),
-      cmocka_unit_test_setup_teardown(test_workqueue_metrics_unnamed_queue_keeps_none, setup,
+      cmocka_unit_test_setup_teardown(test_workqueue_metrics_bound_is_inclusive, setup_metrics,
                                       teardown),
+      cmocka_unit_test(test_workqueue_metrics_per_queue_series),
+      cmocka_unit_test(test_workqueue_metrics_names),
       cmocka_unit_test_setup_teardown(test_workqueue_delaying_alloc_failure, setup_metrics,
                                       teardown),
   };

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * metrics.c: the Prometheus registry (kcr/metrics.h).
+ * metrics.c: the Prometheus registry (kcr/metrics.h), the metrics layer. It sits
+ * right above util and below everything else, so each layer registers its own
+ * series on the registry it is handed (the client its rest_client_*, the
+ * workqueue its workqueue_*, the controller its controller_runtime_*, the
+ * elector leader_election_master_status); nothing here knows those layers.
  *
  * DESIGN. A registry is a list of families plus a list of collectors under one
  * mutex. A family owns its children (one per label-value tuple) in a chained
@@ -14,9 +18,12 @@
  * Rendering builds one text body per metric name (registered families and
  * collector output go through the same emit path, so a name that several
  * collectors produce, like workqueue_depth for many queues, gets one HELP/TYPE
- * block), sorts the names and writes the blocks. Lock order: registry mutex,
- * then a family's mutex. Collectors run with the registry mutex held, which is
- * also what makes kcr_metrics_unregister_collector a barrier.
+ * block), sorts the names and writes the blocks. Collectors run first, so a
+ * collector may refresh gauges it registered (the workqueue's unfinished-work
+ * gauges are computed at scrape time) and the families then show the fresh
+ * values. Lock order: registry mutex, then a family's mutex (or a lock a
+ * collector takes). Collectors run with the registry mutex held, which is also
+ * what makes kcr_metrics_unregister_collector a barrier.
  */
 #include <assert.h>
 #include <dirent.h>
@@ -71,8 +78,6 @@ struct kcr_metrics_registry {
   pthread_mutex_t mu;
   kcr_metric_t *families;              /* protected by mu */
   kcr_metrics_collector_t *collectors; /* protected by mu */
-  _Atomic(kcr_metric_t *) rest_requests;
-  _Atomic(kcr_metric_t *) rest_duration;
 };
 
 /* ---- atomics on doubles ---- */
@@ -132,8 +137,6 @@ int kcr_metrics_registry_create(kcr_metrics_registry_t **out) {
   if (!r)
     return KCR_ENOMEM;
   pthread_mutex_init(&r->mu, NULL);
-  atomic_init(&r->rest_requests, NULL);
-  atomic_init(&r->rest_duration, NULL);
   *out = r;
   return 0;
 }
@@ -301,6 +304,18 @@ int kcr_metrics_histogram(kcr_metrics_registry_t *r, const char *name, const cha
                           kcr_metric_t **out, kcr_error_t *err) {
   return register_family(r, KCR_METRIC_HISTOGRAM, name, help, label_names, bounds, nbounds, out,
                          err);
+}
+
+kcr_metric_t *kcr_metrics_find(kcr_metrics_registry_t *r, const char *name) {
+  kcr_metric_t *m;
+  if (!r || !name)
+    return NULL;
+  pthread_mutex_lock(&r->mu);
+  for (m = r->families; m; m = m->next)
+    if (strcmp(m->name, name) == 0)
+      break;
+  pthread_mutex_unlock(&r->mu);
+  return m;
 }
 
 /* ---- children ---- */
@@ -734,10 +749,10 @@ int kcr_metrics_render(kcr_metrics_registry_t *r, kcr_buf_t *out) {
   int rc = 0;
 
   pthread_mutex_lock(&r->mu);
-  for (kcr_metric_t *m = r->families; m && !e.error; m = m->next)
-    emit_family(&e, m);
   for (kcr_metrics_collector_t *c = r->collectors; c && !e.error; c = c->next)
     c->cb(&e, c->data);
+  for (kcr_metric_t *m = r->families; m && !e.error; m = m->next)
+    emit_family(&e, m);
   pthread_mutex_unlock(&r->mu);
 
   rc = e.error;
@@ -762,47 +777,6 @@ int kcr_metrics_render(kcr_metrics_registry_t *r, kcr_buf_t *out) {
   if (rc != 0)
     kcr_buf_free(out);
   return rc;
-}
-
-/* ---- the workqueue collector ---- */
-
-static void emit_wq_histogram(kcr_metrics_emitter_t *e, const char *name, const char *help,
-                              const char *const *ln, const char *const *lv,
-                              const kcr_workqueue_histogram *h) {
-  double bounds[KCR_WORKQUEUE_HISTOGRAM_BUCKETS];
-  for (int i = 0; i < KCR_WORKQUEUE_HISTOGRAM_BUCKETS; i++)
-    bounds[i] = kcr_workqueue_histogram_bound(i);
-  kcr_metrics_emit_histogram(e, name, help, ln, lv, 2, bounds, h->buckets,
-                             KCR_WORKQUEUE_HISTOGRAM_BUCKETS, h->count, h->sum_seconds);
-}
-
-static void on_collect_workqueue(kcr_metrics_emitter_t *e, void *data) {
-  kcr_workqueue_t *q = data;
-  kcr_workqueue_metrics s;
-  const char *name = kcr_workqueue_name(q);
-  const char *ln[] = {"name", "controller", "priority"};
-  const char *lv[] = {name, name, ""};
-  if (kcr_workqueue_metrics_snapshot(q, &s) != 0)
-    return;
-  kcr_metrics_emit(e, KCR_WORKQUEUE_METRIC_DEPTH, KCR_WORKQUEUE_HELP_DEPTH, KCR_METRIC_GAUGE, ln,
-                   lv, 3, (double)s.depth);
-  kcr_metrics_emit(e, KCR_WORKQUEUE_METRIC_ADDS, KCR_WORKQUEUE_HELP_ADDS, KCR_METRIC_COUNTER, ln,
-                   lv, 2, (double)s.adds_total);
-  kcr_metrics_emit(e, KCR_WORKQUEUE_METRIC_RETRIES, KCR_WORKQUEUE_HELP_RETRIES, KCR_METRIC_COUNTER,
-                   ln, lv, 2, (double)s.retries_total);
-  emit_wq_histogram(e, KCR_WORKQUEUE_METRIC_QUEUE_DURATION, KCR_WORKQUEUE_HELP_QUEUE_DURATION, ln,
-                    lv, &s.queue_duration);
-  emit_wq_histogram(e, KCR_WORKQUEUE_METRIC_WORK_DURATION, KCR_WORKQUEUE_HELP_WORK_DURATION, ln, lv,
-                    &s.work_duration);
-  kcr_metrics_emit(e, KCR_WORKQUEUE_METRIC_UNFINISHED_WORK, KCR_WORKQUEUE_HELP_UNFINISHED_WORK,
-                   KCR_METRIC_GAUGE, ln, lv, 2, s.unfinished_work_seconds);
-  kcr_metrics_emit(e, KCR_WORKQUEUE_METRIC_LONGEST_RUNNING, KCR_WORKQUEUE_HELP_LONGEST_RUNNING,
-                   KCR_METRIC_GAUGE, ln, lv, 2, s.longest_running_processor_seconds);
-}
-
-int kcr_metrics_register_workqueue(kcr_metrics_registry_t *r, kcr_workqueue_t *q,
-                                   kcr_metrics_collector_t **out) {
-  return kcr_metrics_register_collector(r, on_collect_workqueue, q, out);
 }
 
 /* ---- the process collector ---- */
@@ -874,47 +848,4 @@ static void on_collect_process(kcr_metrics_emitter_t *e, void *data) {
 
 int kcr_metrics_register_process(kcr_metrics_registry_t *r, kcr_metrics_collector_t **out) {
   return kcr_metrics_register_collector(r, on_collect_process, NULL, out);
-}
-
-/* ---- the REST client ---- */
-
-int kcr_metrics_register_rest_client(kcr_metrics_registry_t *r, kcr_error_t *err) {
-  static const char *const req_labels[] = {"code", "method", "host", NULL};
-  static const char *const dur_labels[] = {"verb", "host", NULL};
-  static const double buckets[] = {0.005, 0.025, 0.1, 0.25, 0.5,  1.0,
-                                   2.0,   4.0,   8.0, 15.0, 30.0, 60.0};
-  kcr_metric_t *req, *dur;
-  int rc = kcr_metrics_counter(r, KCR_METRICS_REST_REQUESTS,
-                               "Number of HTTP requests, partitioned by status code, method, and "
-                               "host.",
-                               req_labels, &req, err);
-  if (rc == 0)
-    rc = kcr_metrics_histogram(
-        r, KCR_METRICS_REST_DURATION, "Request latency in seconds. Broken down by verb, and host.",
-        dur_labels, buckets, sizeof(buckets) / sizeof(buckets[0]), &dur, err);
-  if (rc != 0)
-    return rc;
-  atomic_store(&r->rest_requests, req);
-  atomic_store(&r->rest_duration, dur);
-  return 0;
-}
-
-void kcr_metrics_observe_request(const char *method, const char *host, long code, double seconds,
-                                 void *data) {
-  kcr_metrics_registry_t *r = data;
-  kcr_metric_t *req, *dur;
-  char codes[24];
-  if (!r)
-    return;
-  req = atomic_load(&r->rest_requests);
-  dur = atomic_load(&r->rest_duration);
-  if (code > 0)
-    snprintf(codes, sizeof(codes), "%ld", code);
-  else
-    snprintf(codes, sizeof(codes), "<error>");
-  if (req)
-    kcr_metric_inc(kcr_metric_withv(req, codes, method ? method : "", host ? host : "", NULL));
-  if (dur)
-    kcr_metric_observe(kcr_metric_withv(dur, method ? method : "", host ? host : "", NULL),
-                       seconds);
 }
