@@ -70,7 +70,8 @@ struct kcr_manager {
   bool has_le;
   kcr_metrics_registry_t *metrics; /* owned; handed down to the client, the controllers
                                       and the elector, which register their series */
-  void *serving;                   /* owned by serving.c (kcr__manager_serving_free) */
+  void *serving;                   /* owned: freed with serving_free */
+  kcr__manager_free_fn serving_free;
 
   pthread_mutex_t mu;
   pthread_cond_t cond;
@@ -464,8 +465,16 @@ kcr_metrics_registry_t *kcr_manager_metrics(kcr_manager_t *m) {
   return m->metrics;
 }
 
-void **kcr__manager_serving_slot(kcr_manager_t *m) {
-  return &m->serving;
+int kcr__manager_set_serving(kcr_manager_t *m, void *state, kcr__manager_free_fn free_fn) {
+  if (m->serving)
+    return KCR_EEXIST;
+  m->serving = state;
+  m->serving_free = free_fn;
+  return 0;
+}
+
+void *kcr__manager_serving(kcr_manager_t *m) {
+  return m->serving;
 }
 
 void kcr_manager_set_leader_elector(kcr_manager_t *m, const kcr_leader_elector *le) {
@@ -716,7 +725,8 @@ void kcr_manager_destroy(kcr_manager_t *m) {
   for (size_t i = 0; i < m->nruns; i++)
     kcr__free(m->runs[i].name);
   kcr__free(m->runs);
-  kcr__manager_serving_free(m->serving);
+  if (m->serving_free)
+    m->serving_free(m->serving);
   kcr_cache_destroy(m->cache);
   kcr_rest_mapper_destroy(m->mapper);
   kcr_client_destroy(m->client);

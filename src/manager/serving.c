@@ -8,6 +8,8 @@
  *   serves the manager's registry, on which the client, the controllers, their
  *   queues and the elector registered their own series; nothing here converts
  *   anything into metrics.
+ * - The state hangs off the manager through kcr__manager_set_serving, which
+ *   frees it with serving_free; manager.c calls nothing here.
  * - "informer-sync" on /readyz is a flag check that a BACKGROUND runnable sets:
  *   background runnables start after the caches have synced.
  * - The elector's fence (kcr_leader_election_fence_remaining) is the manager's
@@ -172,7 +174,9 @@ static void on_elector_stop(void *data) {
 
 /* ---- public ---- */
 
-void kcr__manager_serving_free(void *serving) {
+/* serving_free releases the state (the manager's destroy, through the function
+ * handed to kcr__manager_set_serving). */
+static void serving_free(void *serving) {
   serving_t *s = serving;
   if (!s)
     return;
@@ -206,7 +210,7 @@ int kcr_manager_serve(kcr_manager_t *m, const kcr_manager_serving_options *o, kc
 
   if (!o)
     return kcr_error_set(err, KCR_EINVAL, "manager: serving options are required");
-  if (*kcr__manager_serving_slot(m))
+  if (kcr__manager_serving(m))
     return kcr_error_set(err, KCR_EINVAL, "manager: kcr_manager_serve was called already");
   if (o->leader_elect && (!o->leader_election_id || !*o->leader_election_id))
     return kcr_error_set(err, KCR_EINVAL, "manager: leader election needs an id (the Lease name)");
@@ -219,11 +223,14 @@ int kcr_manager_serve(kcr_manager_t *m, const kcr_manager_serving_options *o, kc
   s->lease_name = dup_opt(o->leader_election_id, &oom);
   s->lease_ns = dup_opt(o->leader_election_namespace, &oom);
   if (oom) {
-    kcr__manager_serving_free(s);
+    serving_free(s);
     return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
   }
   s->leader_elect = o->leader_elect;
-  *kcr__manager_serving_slot(m) = s;
+  if (kcr__manager_set_serving(m, s, serving_free) != 0) {
+    serving_free(s);
+    return kcr_error_set(err, KCR_EINVAL, "manager: kcr_manager_serve was called already");
+  }
   servers.data = s;
   synced.data = s;
   if ((rc = kcr_manager_add_runnable(m, &servers, err)) != 0 ||
@@ -256,11 +263,11 @@ int kcr_manager_serve(kcr_manager_t *m, const kcr_manager_serving_options *o, kc
 }
 
 int kcr_manager_metrics_port(kcr_manager_t *m) {
-  serving_t *s = *kcr__manager_serving_slot(m);
+  serving_t *s = kcr__manager_serving(m);
   return s && s->metrics ? kcr_server_port(s->metrics) : 0;
 }
 
 int kcr_manager_probe_port(kcr_manager_t *m) {
-  serving_t *s = *kcr__manager_serving_slot(m);
+  serving_t *s = kcr__manager_serving(m);
   return s && s->probes ? kcr_server_port(s->probes) : 0;
 }
