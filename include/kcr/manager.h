@@ -125,7 +125,8 @@ KCR_EXTERN int kcr_manager_get_informer(kcr_manager_t *m, const kcr_gvk *gvk, kc
 /*
  * kcr_manager_add_controller makes a controller the manager owns, starts and
  * stops (builder.ControllerManagedBy): o->source and o->client are filled in by
- * the manager (what the caller put there is ignored). *out (borrowed, lives as
+ * the manager (what the caller put there is ignored), and o->metrics, when NULL,
+ * by the manager's registry (kcr_manager_metrics). *out (borrowed, lives as
  * long as m) is ready for kcr_controller_for / owns / watches. Errors: KCR_EEXIST
  * when a controller of that name exists, KCR_EINVAL after run started, and
  * kcr_controller_create's errors (o->rate_limiter is stolen on every path).
@@ -133,7 +134,7 @@ KCR_EXTERN int kcr_manager_get_informer(kcr_manager_t *m, const kcr_gvk *gvk, kc
 KCR_EXTERN int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o,
                                           kcr_controller_t **out, kcr_error_t *err);
 
-/* kcr_manager_controller_count / _at enumerate the controllers (for metrics). */
+/* kcr_manager_controller_count / _at enumerate the controllers. */
 KCR_EXTERN size_t kcr_manager_controller_count(kcr_manager_t *m);
 KCR_EXTERN kcr_controller_t *kcr_manager_controller_at(kcr_manager_t *m, size_t i);
 
@@ -223,9 +224,10 @@ KCR_EXTERN bool kcr_manager_started(kcr_manager_t *m);
 
 /*
  * kcr_manager_metrics returns the manager's metrics registry (borrowed; lives as
- * long as m). It already holds rest_client_requests_total /
- * rest_client_request_duration_seconds (every request of the manager's client)
- * and the process_* metrics; register your own metrics in it too.
+ * long as m). The manager hands it down: its client registers rest_client_*,
+ * each controller controller_runtime_* and its queue workqueue_*, the elector
+ * of kcr_manager_serve leader_election_master_status; the process_* collector
+ * is on it too. Register your own metrics in it as well.
  */
 KCR_EXTERN kcr_metrics_registry_t *kcr_manager_metrics(kcr_manager_t *m);
 
