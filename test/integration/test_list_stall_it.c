@@ -11,8 +11,8 @@
  *
  * Also a driver for hunting the stall by hand: KCR_STALL_STARTS (default 20),
  * KCR_STALL_OBJECTS (default 10000), KCR_STALL_STREAMING=1 (streaming list instead
- * of paged LISTs), KCR_STALL_BOUND_S (default 15), KCR_STALL_VERBOSE=1 (every
- * request's duration on stderr), KCR_STALL_NS=name (use that namespace, creating
+ * of paged LISTs), KCR_STALL_BOUND_S (default 15), KCR_STALL_NS=name (use that
+ * namespace, creating
  * the objects only when it has fewer) and KCR_STALL_KEEP=1 (leave the namespace).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -52,7 +52,6 @@ static char ns[64];
 static int objects = 10000;
 static int starts = 20;
 static int streaming;
-static int verbose;
 static double bound_s = 15;
 static int keep;
 static const char *fixed_ns; /* KCR_STALL_NS */
@@ -121,7 +120,6 @@ static int group_setup(void **state) {
   objects = env_int("KCR_STALL_OBJECTS", objects);
   starts = env_int("KCR_STALL_STARTS", starts);
   streaming = env_int("KCR_STALL_STREAMING", 0);
-  verbose = env_int("KCR_STALL_VERBOSE", 0);
   bound_s = env_int("KCR_STALL_BOUND_S", (int)bound_s);
   keep = env_int("KCR_STALL_KEEP", 0);
   fixed_ns = getenv("KCR_STALL_NS");
@@ -163,24 +161,6 @@ static int group_teardown(void **state) {
 
 /* ---- one start ---- */
 
-typedef struct observed {
-  double t0;
-  atomic_int requests;
-  atomic_int slow; /* requests that took over a second */
-} observed_t;
-
-static void on_request(const char *method, const char *host, long code, double seconds,
-                       void *data) {
-  observed_t *o = data;
-  (void)host;
-  atomic_fetch_add(&o->requests, 1);
-  if (seconds > 1.0)
-    atomic_fetch_add(&o->slow, 1);
-  if (verbose || seconds > 1.0)
-    fprintf(stderr, "stall:   +%.3f s %s -> %ld in %.3f s\n", now_s() - o->t0, method, code,
-            seconds);
-}
-
 static kcr_informer_t *informer(kcr_client_t *c, const kcr_gvr *r, const char *kind,
                                 const char *in_ns) {
   kcr_informer_options o;
@@ -207,15 +187,11 @@ static double one_start(int n) {
   kcr_informer_t *cms, *other[OTHERS];
   kcr_loop_stats ls;
   kcr_error_t err;
-  observed_t obs;
   double t0, dt;
   int rc;
 
-  memset(&obs, 0, sizeof(obs));
   memset(&co, 0, sizeof(co));
   co.config = config;
-  co.observer = on_request;
-  co.observer_data = &obs;
   kcr_error_clear(&err);
   if (kcr_client_create(&co, &c, &err) != 0)
     fail_msg("client: %s", err.message);
@@ -224,7 +200,7 @@ static double one_start(int n) {
   other[2] = informer(c, &namespaces_gvr, "Namespace", NULL);
   cms = informer(c, &configmaps, "ConfigMap", ns);
 
-  t0 = obs.t0 = now_s();
+  t0 = now_s();
   for (int i = 0; i < OTHERS; i++)
     assert_int_equal(kcr_informer_start(other[i], &err), 0);
   assert_int_equal(kcr_informer_start(cms, &err), 0);
@@ -232,11 +208,10 @@ static double one_start(int n) {
   dt = now_s() - t0;
   kcr_loop_get_stats(kcr_client_loop(c), &ls);
   fprintf(stderr,
-          "stall: start %2d: %s in %.3f s (%zu objects, %d requests, %d slow, %llu "
+          "stall: start %2d: %s in %.3f s (%zu objects, %llu requests, %llu "
           "connections, %llu nudges)\n",
           n, rc == 0 ? "synced" : "NOT synced", dt, kcr_store_len(kcr_informer_store(cms)),
-          atomic_load(&obs.requests), atomic_load(&obs.slow),
-          (unsigned long long)ls.connections_opened,
+          (unsigned long long)ls.transfers_done, (unsigned long long)ls.connections_opened,
           (unsigned long long)kcr__loop_nudges(kcr_client_loop(c)));
   if (rc == 0)
     assert_int_equal(kcr_store_len(kcr_informer_store(cms)), (size_t)objects);
