@@ -9,7 +9,8 @@
 #   3. the unit tests again under ASan+UBSan (a Debug build: -O0, so that a
 #      dependency only -O2 hides, like libm behind inlined floor(), fails to link
 #      here rather than in a user's Debug build), then under TSan;
-#   4. the unit tests under valgrind memcheck, leaks as errors.
+#   4. the unit tests under valgrind memcheck, leaks as errors;
+#   5. make lint (clang-format, clang-tidy), counted as one more check.
 # Each phase prints CTest's own summary; the last line adds them up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -79,6 +80,15 @@ configure_build "$build/tsan" -DKCR_SANITIZER=thread
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_ctest tsan "$build/tsan" -L '^unit$'
 
 run_ctest valgrind "$build/release" -L '^valgrind$'
+
+# make lint: clang-format and clang-tidy (and the include checks), as a phase.
+echo "==> lint: scripts/lint.sh"
+if KCR_LINT_BUILD_DIR="$build/lint" bash scripts/lint.sh; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  failures+=("lint")
+fi
 
 echo
 echo "kcr test suite took $(($(date +%s) - start)) s"

@@ -56,7 +56,7 @@ int mirror_reconcile(const mirror_t *m, const kcr_objclient *c, kcr_reconcile_ct
         c, &namespace, &(kcr_list_options){.label_selector = TARGET_LABEL "=true"}, &targets, err);
   json_array_foreach(kcr_list_items(targets), i, ns) {
     json_t *copy;
-    kcr_op_result op;
+    kcr_op_result op = KCR_OP_UNCHANGED;
     if (rc || strcmp(kcr_meta_name(ns), req->ns) == 0 || kcr_meta_is_deleting(ns))
       continue;
     copy = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}}", "apiVersion", "v1", "kind", "ConfigMap",

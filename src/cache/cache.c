@@ -987,7 +987,9 @@ static int cmp_by_key(const void *a, const void *b) {
 static int make_list(entry_t *e, const kcr_gvk *gvk, json_t *items, const fsel_t *f,
                      const kcr_list_options *o, json_t **out, kcr_error_t *err) {
   size_t n = json_array_size(items), kept = 0;
-  json_t **v = n ? kcr__calloc(n, sizeof(*v)) : NULL, *dst = json_array(), *meta = json_object();
+  /* An array of pointers to sort: the elements are json_t *, on purpose. */
+  json_t **v = n ? kcr__calloc(n, sizeof(json_t *)) : NULL; // NOLINT(bugprone-sizeof-expression)
+  json_t *dst = json_array(), *meta = json_object();
   char av[KCR_MAPPING_NAME_MAX * 2 + 2], kind[KCR_MAPPING_NAME_MAX + 8], rv[64] = "";
   char last[KCR_META_KEY_MAX] = "";
   int rc = 0, cut = 0;
@@ -1000,7 +1002,7 @@ static int make_list(entry_t *e, const kcr_gvk *gvk, json_t *items, const fsel_t
   for (size_t i = 0; i < n; i++)
     v[i] = json_array_get(items, i);
   if (n > 1)
-    qsort(v, n, sizeof(*v), cmp_by_key);
+    qsort(v, n, sizeof(json_t *), cmp_by_key); // NOLINT(bugprone-sizeof-expression)
   for (size_t i = 0; i < n && rc == 0; i++) {
     char key[KCR_META_KEY_MAX];
     if (!fsel_keeps(f, v[i]))

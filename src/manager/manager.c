@@ -266,7 +266,7 @@ static int oc_del(const kcr_objclient *c, const json_t *obj, const kcr_delete_op
   t.ro.precondition_uid = o->precondition_uid;
   t.ro.precondition_resource_version = o->precondition_resource_version;
   rc = kcr_client_delete(((kcr_manager_t *)c->data)->client, &t.r, t.ns, t.name, &t.ro, &got, err);
-  if (rc == 0 && got && strcmp(kcr_meta_kind(got), t.gvk.kind) == 0)
+  if (rc == 0 && got && t.gvk.kind && strcmp(kcr_meta_kind(got), t.gvk.kind) == 0)
     note(c->data, &t.gvk, got); /* the object as finalizers hold it */
   json_decref(got);
   return rc;

@@ -286,7 +286,7 @@ static void test_crd_invalid_refused(void **state) {
   }
   /* Config past what a ConfigMap holds: two files of 600 KiB. */
   {
-    size_t big = 600 * 1024, len = big * 2 + 512;
+    size_t big = (size_t)600 * 1024, len = big * 2 + 512;
     char *manifest = malloc(len), *p, *out = NULL;
     int rc;
     assert_non_null(manifest);

@@ -385,7 +385,7 @@ static void test_cache_list_shape_fields_and_pages(void **state) {
 
   /* Pages of two: a/one a/r, then a/two b/three, then nothing left. */
   token[0] = '\0';
-  for (int p = 0; p < 2; p++) {
+  for (size_t p = 0; p < 2; p++) {
     kcr_error_clear(&err);
     assert_int_equal(kcr_cache_list(f->cache, &cm_gvk,
                                     &(kcr_list_options){.limit = 2, .continue_token = token}, &page,

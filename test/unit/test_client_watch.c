@@ -375,7 +375,7 @@ static void test_client_watch_consumer_past_max_buffered_loses_the_watch(void **
   kcr_watch_options o;
   kcr_watch_t *w;
   memset(&o, 0, sizeof(o));
-  o.max_buffered = 16 * 1024; /* the stream is about 210 KiB */
+  o.max_buffered = (size_t)16 * 1024; /* the stream is about 210 KiB */
   f->seen.sleep_ms = 300;
   assert_int_equal(start_watch(f->client, "many", &o, &f->seen, &w, NULL), 0);
   wait_end(&f->seen);
