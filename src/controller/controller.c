@@ -54,18 +54,17 @@ static const double time_bounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0
                                      1.75,  2.0,  2.5,   3.0,  3.5, 4.0,  4.5, 5,    6,    7,
                                      8,     9,    10,    15,   20,  25,   30,  40,   50,   60};
 
+/* The `result` label values, indexed by kcr_reconcile_outcome: the one table of
+ * these names (the manager's collector reads it through the accessor below). */
+static const char *const outcome_names[KCR_RECONCILE_OUTCOMES] = {
+    [KCR_RECONCILE_SUCCESS] = "success",
+    [KCR_RECONCILE_ERROR] = "error",
+    [KCR_RECONCILE_REQUEUE] = "requeue",
+    [KCR_RECONCILE_REQUEUE_AFTER] = "requeue_after",
+};
+
 const char *kcr_reconcile_outcome_name(kcr_reconcile_outcome o) {
-  switch (o) {
-  case KCR_RECONCILE_ERROR:
-    return "error";
-  case KCR_RECONCILE_REQUEUE:
-    return "requeue";
-  case KCR_RECONCILE_REQUEUE_AFTER:
-    return "requeue_after";
-  case KCR_RECONCILE_SUCCESS:
-  default:
-    return "success";
-  }
+  return (unsigned)o < KCR_RECONCILE_OUTCOMES ? outcome_names[o] : outcome_names[0];
 }
 
 typedef enum wkind { W_FOR, W_OWNS, W_MAP } wkind;

@@ -531,6 +531,15 @@ static void test_controller_create_alloc_metrics(void **state) {
   o.metrics = r;
   KCR_TEST_ALLOC_LOOP(kcr_controller_create(&o, &c, NULL), (kcr_controller_destroy(c), c = NULL));
   kcr_metrics_registry_destroy(r);
+
+/* The reconcile-result label values come from one table, in enum order. */
+static void test_controller_outcome_names(void **state) {
+  (void)state;
+  assert_string_equal(kcr_reconcile_outcome_name(KCR_RECONCILE_SUCCESS), "success");
+  assert_string_equal(kcr_reconcile_outcome_name(KCR_RECONCILE_ERROR), "error");
+  assert_string_equal(kcr_reconcile_outcome_name(KCR_RECONCILE_REQUEUE), "requeue");
+  assert_string_equal(kcr_reconcile_outcome_name(KCR_RECONCILE_REQUEUE_AFTER), "requeue_after");
+  assert_string_equal(kcr_reconcile_outcome_name(KCR_RECONCILE_OUTCOMES), "success");
 }
 
 int main(void) {
@@ -552,6 +561,8 @@ int main(void) {
       cmocka_unit_test(test_controller_no_metrics),
       cmocka_unit_test(test_controller_metrics_clash),
       cmocka_unit_test(test_controller_create_alloc_metrics),
+
+      cmocka_unit_test(test_controller_outcome_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
