@@ -21,6 +21,8 @@
 #include "kcr/config.h"
 #include "kcr/error.h"
 #include "kcr/time.h"
+#include "util/alloc.h"
+#include "util/file.h"
 
 /* Limits. Every growable input of the config layer has one. */
 #define KCR__KUBECONFIG_MAX_BYTES ((size_t)16 << 20) /* one kubeconfig file */
@@ -143,21 +145,6 @@ int kcr__kubeconfig_merge_text(kcr__kubeconfig_t *kc, const char *name, const ch
 kcr__kc_cluster_t *kcr__kubeconfig_find_cluster(const kcr__kubeconfig_t *kc, const char *name);
 kcr__kc_user_t *kcr__kubeconfig_find_user(const kcr__kubeconfig_t *kc, const char *name);
 kcr__kc_context_t *kcr__kubeconfig_find_context(const kcr__kubeconfig_t *kc, const char *name);
-
-/*
- * kcr__read_file reads a whole file of at most max bytes into a new
- * NUL-terminated buffer (*out, *len). what names the file's role in messages
- * ("certificate-authority"). Returns 0, KCR_ENOENT, KCR_EIO, KCR_ETOOBIG or
- * KCR_ENOMEM; messages name the path, never the contents.
- */
-int kcr__read_file(const char *path, size_t max, const char *what, char **out, size_t *len,
-                   kcr_error_t *err);
-
-/* kcr__wipe_free zeroes n bytes of p (a secret) and frees it. NULL ok. */
-void kcr__wipe_free(void *p, size_t n);
-
-/* kcr__wipe_free_str is kcr__wipe_free for a C string. NULL ok. */
-void kcr__wipe_free_str(char *s);
 
 /* kcr__strv_free frees a NULL-terminated array of strings. NULL ok. */
 void kcr__strv_free(char **v);

@@ -58,6 +58,18 @@ void kcr_free(void *ptr) {
   kcr__free(ptr);
 }
 
+void kcr__wipe_free(void *p, size_t n) {
+  if (!p)
+    return;
+  explicit_bzero(p, n);
+  kcr__free(p);
+}
+
+void kcr__wipe_free_str(char *s) {
+  if (s)
+    kcr__wipe_free(s, strlen(s));
+}
+
 char *kcr__strndup(const char *s, size_t n) {
   char *p = kcr__malloc(n + 1);
   if (!p)

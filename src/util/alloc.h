@@ -28,4 +28,10 @@ char *kcr__strdup(const char *s);
 /* kcr__strndup copies n bytes and adds a NUL; NULL on failure. */
 char *kcr__strndup(const char *s, size_t n);
 
+/* kcr__wipe_free zeroes n bytes of p (a secret) and frees it. NULL is ignored. */
+void kcr__wipe_free(void *p, size_t n);
+
+/* kcr__wipe_free_str is kcr__wipe_free for a C string. NULL is ignored. */
+void kcr__wipe_free_str(char *s);
+
 #endif /* KCR_UTIL_ALLOC_H */
