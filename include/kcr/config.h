@@ -34,7 +34,7 @@ typedef struct kcr_rest_config kcr_rest_config_t;
  *   env         the environment to read (KUBECONFIG, HOME, KUBERNETES_SERVICE_*);
  *               NULL means the process's environment. Tests pass their own.
  *   sa_dir      the service-account directory for in-cluster config; NULL means
- *               /var/run/secrets/kubernetes.io/serviceaccount.
+ *               KCR_SERVICE_ACCOUNT_DIR.
  */
 typedef struct kcr_config_options {
   const char *kubeconfig;
@@ -79,6 +79,22 @@ KCR_EXTERN int kcr_rest_config_from_kubeconfig(const char *path, const char *con
  */
 KCR_EXTERN int kcr_rest_config_in_cluster(const kcr_config_options *opts, kcr_rest_config_t **out,
                                           kcr_error_t *err);
+
+/* KCR_SERVICE_ACCOUNT_DIR: where Kubernetes mounts a Pod's service-account files. */
+#define KCR_SERVICE_ACCOUNT_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+
+/*
+ * kcr_service_account_namespace reads the namespace a Pod runs in: the
+ * "namespace" file of the service-account directory dir (NULL:
+ * KCR_SERVICE_ACCOUNT_DIR), white space trimmed, copied into buf (size bytes).
+ * This is the one reader of that file: in-cluster config, leader election and
+ * the operator all ask it. Returns 0; KCR_ENOENT (no file: not in a Pod),
+ * KCR_ECONFIG (the file is blank), KCR_ETOOBIG (the name does not fit in buf, or
+ * the file is over 64 KiB), KCR_EIO, KCR_ENOMEM. buf is "" on failure. Any
+ * thread; blocks on the file system.
+ */
+KCR_EXTERN int kcr_service_account_namespace(const char *dir, char *buf, size_t size,
+                                             kcr_error_t *err);
 
 /* kcr_rest_config_ref takes another reference; returns cfg. Any thread. */
 KCR_EXTERN kcr_rest_config_t *kcr_rest_config_ref(kcr_rest_config_t *cfg);

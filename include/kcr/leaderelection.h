@@ -67,7 +67,7 @@ typedef struct kcr_leader_election kcr_leader_election_t;
 #define KCR_LEADER_JITTER_FACTOR 1.2
 
 /* Where kcr_leader_election_create looks for the namespace in a Pod. */
-#define KCR_SERVICE_ACCOUNT_NAMESPACE_FILE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+#define KCR_SERVICE_ACCOUNT_NAMESPACE_FILE KCR_SERVICE_ACCOUNT_DIR "/namespace"
 
 /*
  * Callbacks, each run on the elector's thread (never with a lock held), with the

@@ -29,7 +29,6 @@
 #include "kcr/log.h"
 #include "util/alloc.h"
 
-#define DEFAULT_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define EXEC_API_V1 "client.authentication.k8s.io/v1"
 #define EXEC_API_V1BETA1 "client.authentication.k8s.io/v1beta1"
 
@@ -709,15 +708,43 @@ static int join_path(const char *dir, const char *name, char **out) {
   return 0;
 }
 
+int kcr_service_account_namespace(const char *dir, char *buf, size_t size, kcr_error_t *err) {
+  char *path = NULL, *text = NULL;
+  size_t n;
+  int rc;
+
+  if (size)
+    buf[0] = '\0';
+  if (join_path(dir ? dir : KCR_SERVICE_ACCOUNT_DIR, "namespace", &path) < 0)
+    return kcr_error_set(err, KCR_ENOMEM, "out of memory reading the service-account namespace");
+  rc = kcr__read_file(path, KCR__SMALL_FILE_MAX_BYTES, "service-account namespace", &text, NULL,
+                      err);
+  if (rc < 0)
+    goto out;
+  trim_space(text);
+  n = strlen(text);
+  if (n == 0)
+    rc = kcr_error_set(err, KCR_ECONFIG, "service-account namespace %s: the file is blank", path);
+  else if (n >= size)
+    rc = kcr_error_set(err, KCR_ETOOBIG, "service-account namespace %s: longer than %zu bytes",
+                       path, size ? size - 1 : 0);
+  else
+    memcpy(buf, text, n + 1);
+out:
+  kcr__free(text);
+  kcr__free(path);
+  return rc;
+}
+
 int kcr_rest_config_in_cluster(const kcr_config_options *opts, kcr_rest_config_t **out,
                                kcr_error_t *err) {
   char *const *env = opts ? opts->env : NULL;
-  const char *sa_dir = opts && opts->sa_dir ? opts->sa_dir : DEFAULT_SA_DIR;
+  const char *sa_dir = opts && opts->sa_dir ? opts->sa_dir : KCR_SERVICE_ACCOUNT_DIR;
   const char *host = kcr__env_get(env, "KUBERNETES_SERVICE_HOST");
   const char *port = kcr__env_get(env, "KUBERNETES_SERVICE_PORT");
   const char *pod_ns = kcr__env_get(env, "POD_NAMESPACE");
   kcr_rest_config_t *cfg = NULL;
-  char *ca_path = NULL, *ns_path = NULL, *ns = NULL;
+  char *ca_path = NULL;
   int rc, v6;
   size_t need;
 
@@ -741,7 +768,7 @@ int kcr_rest_config_in_cluster(const kcr_config_options *opts, kcr_rest_config_t
       !(cfg->imp_extra = kcr__calloc(1, sizeof(char *))))
     goto oom;
   if (join_path(sa_dir, "token", &cfg->creds.token_file) < 0 ||
-      join_path(sa_dir, "ca.crt", &ca_path) < 0 || join_path(sa_dir, "namespace", &ns_path) < 0)
+      join_path(sa_dir, "ca.crt", &ca_path) < 0)
     goto oom;
 
   rc = kcr__creds_prime(&cfg->creds, err);
@@ -768,33 +795,24 @@ int kcr_rest_config_in_cluster(const kcr_config_options *opts, kcr_rest_config_t
     if (dup_opt(pod_ns, &cfg->namespace) < 0)
       goto oom;
   } else {
-    kcr_error_t e = {0};
-    rc = kcr__read_file(ns_path, KCR__SMALL_FILE_MAX_BYTES, "service-account namespace", &ns, NULL,
-                        &e);
+    char nsbuf[KCR__NAMESPACE_BUFSIZE];
+    /* rest.InClusterConfig: a missing or blank file means "default". */
+    rc = kcr_service_account_namespace(sa_dir, nsbuf, sizeof(nsbuf), NULL);
     if (rc == KCR_ENOMEM)
       goto oom;
-    if (rc == 0) {
-      trim_space(ns);
-      if (*ns) {
-        cfg->namespace = ns;
-        ns = NULL;
-      }
-    }
+    if (rc == 0 && dup_opt(nsbuf, &cfg->namespace) < 0)
+      goto oom;
   }
   if (!cfg->namespace && dup_opt("default", &cfg->namespace) < 0)
     goto oom;
-  kcr__free(ns);
   kcr__free(ca_path);
-  kcr__free(ns_path);
   *out = cfg;
   return 0;
 
 oom:
   rc = kcr_error_set(err, KCR_ENOMEM, "out of memory loading in-cluster config");
 fail:
-  kcr__free(ns);
   kcr__free(ca_path);
-  kcr__free(ns_path);
   kcr_rest_config_unref(cfg);
   return rc;
 }

@@ -30,6 +30,7 @@
 #define KCR__PEM_FILE_MAX_BYTES ((size_t)4 << 20)    /* CA bundle, client cert or key */
 #define KCR__TOKEN_FILE_MAX_BYTES ((size_t)1 << 20)  /* token files */
 #define KCR__SMALL_FILE_MAX_BYTES ((size_t)64 << 10) /* namespace file */
+#define KCR__NAMESPACE_BUFSIZE 256                   /* a namespace name (63) fits */
 #define KCR__EXEC_MAX_STDOUT ((size_t)1 << 20)       /* exec plugin stdout */
 #define KCR__EXEC_STDERR_KEEP ((size_t)4096)         /* stderr kept for messages */
 #define KCR__EXEC_TIMEOUT_NS (30 * KCR_NSEC_PER_SEC) /* exec plugin run time */

@@ -99,19 +99,6 @@ struct kcr_leader_election {
 
 /* ---- options ---- */
 
-static int read_namespace_file(char *buf, size_t size) {
-  FILE *f = fopen(KCR_SERVICE_ACCOUNT_NAMESPACE_FILE, "re");
-  size_t n;
-  if (!f)
-    return -1;
-  n = fread(buf, 1, size - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\r'))
-    buf[--n] = '\0';
-  return n > 0 ? 0 : -1;
-}
-
 static void le_free(kcr_leader_election_t *le) {
   kcr__free(le->name);
   kcr__free(le->ns);
@@ -150,7 +137,7 @@ int kcr_leader_election_create(const kcr_leader_election_options *o, kcr_leader_
     return kcr_error_set(err, KCR_EINVAL, "leader election: leaseDuration below one second");
   ns = o->lease_namespace;
   if (!ns || !*ns) {
-    if (read_namespace_file(nsbuf, sizeof(nsbuf)) != 0)
+    if (kcr_service_account_namespace(NULL, nsbuf, sizeof(nsbuf), NULL) != 0)
       return kcr_error_set(err, KCR_ECONFIG,
                            "leader election: no lease namespace given and not running in a "
                            "cluster (%s is missing); set the leader election namespace",

@@ -755,6 +755,29 @@ static char *make_sa_dir(const char *token, const char *ns) {
   return dir;
 }
 
+/* The one reader of the service-account namespace: trimmed, and clear errors. */
+static void test_config_service_account_namespace(void **state) {
+  char *sa = make_sa_dir("t", "  kube-system \n"), *p, buf[64];
+  kcr_error_t err = {0};
+  (void)state;
+  assert_int_equal(kcr_service_account_namespace(sa, buf, sizeof(buf), NULL), 0);
+  assert_string_equal(buf, "kube-system");
+  /* A name that does not fit the caller's buffer is an error, never truncated. */
+  assert_int_equal(kcr_service_account_namespace(sa, buf, 5, &err), KCR_ETOOBIG);
+  assert_string_equal(buf, "");
+  p = fmt("%s/namespace", sa);
+  write_file(p, " \n");
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_service_account_namespace(sa, buf, sizeof(buf), &err), KCR_ECONFIG);
+  assert_non_null(strstr(err.message, "blank"));
+  unlink(p);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_service_account_namespace(sa, buf, sizeof(buf), &err), KCR_ENOENT);
+  assert_non_null(strstr(err.message, p));
+  free(p);
+  rm_tmpdir(sa);
+}
+
 static void test_config_in_cluster(void **state) {
   char *sa = make_sa_dir("sa-token-1\n", "operators\n");
   char **env = mkenv("KUBERNETES_SERVICE_HOST=10.96.0.1", "KUBERNETES_SERVICE_PORT=443", NULL);
@@ -973,6 +996,7 @@ int main(void) {
       cmocka_unit_test(test_config_file_limits_and_shapes),
       cmocka_unit_test(test_config_validation_errors),
       cmocka_unit_test(test_config_insecure_is_warned_and_scheme_defaults),
+      cmocka_unit_test(test_config_service_account_namespace),
       cmocka_unit_test(test_config_in_cluster),
       cmocka_unit_test(test_config_precedence),
       cmocka_unit_test(test_config_alloc_failure_loop),
