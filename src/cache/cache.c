@@ -41,13 +41,13 @@
 #include <string.h>
 
 #include "cache/cache_internal.h"
-#include "cache/hmap.h"
 #include "kcr/apierror.h"
 #include "kcr/cache.h"
 #include "kcr/clock.h"
 #include "kcr/log.h"
 #include "kcr/meta.h"
 #include "util/alloc.h"
+#include "util/hmap.h"
 
 #define DEFAULT_SYNC_TIMEOUT_NS (120 * KCR_NSEC_PER_SEC)
 #define DEFAULT_RYOW_TIMEOUT_NS (10 * KCR_NSEC_PER_SEC)

@@ -25,9 +25,9 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "cache/hmap.h"
 #include "kcr/delta_fifo.h"
 #include "util/alloc.h"
+#include "util/hmap.h"
 
 /* fitem: one queued key. */
 typedef struct fitem {

@@ -34,11 +34,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cache/hmap.h"
 #include "cache/store_internal.h"
 #include "kcr/buf.h"
 #include "kcr/store.h"
 #include "util/alloc.h"
+#include "util/hmap.h"
 #include "util/jscan.h"
 
 /* item: one stored key. obj and ivals are protected by the store lock. */

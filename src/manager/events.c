@@ -4,7 +4,8 @@
  *
  * DESIGN. Recording and sending are split by one mutex. kcr_event_record builds
  * the correlation key (regarding object, type, reason, action, note), looks it
- * up in a fixed-size chained hash table of entries, and either counts the call
+ * up in a hash map of entries (util/hmap.h, randomly seeded: the keys carry
+ * object names), and either counts the call
  * into the entry's series or, after the per-object token bucket (client-go's
  * spam filter) allows it, adds a new entry; either way the entry joins the
  * pending FIFO if it is not there yet. Nothing is allocated for a call that
@@ -33,19 +34,18 @@
 #include "kcr/apierror.h"
 #include "kcr/events.h"
 #include "kcr/log.h"
+#include "kcr/rand.h"
 #include "kcr/time.h"
 #include "util/alloc.h"
+#include "util/hmap.h"
 
-#define NBUCKETS 1024
 #define MAX_ENTRIES 4096
 #define MAX_SPAM 4096
 
 static const kcr_gvr events_gvr = {"events.k8s.io", "v1", "events"};
 
 typedef struct entry {
-  char *key;
-  uint64_t hash;
-  struct entry *hnext;              /* protected by mu */
+  char *key;                        /* immutable; the entries map's key */
   struct entry *qnext;              /* protected by mu: the pending FIFO */
   int queued, busy;                 /* protected by mu */
   int created;                      /* protected by mu: POSTed successfully */
@@ -62,9 +62,7 @@ typedef struct entry {
 } entry_t;
 
 typedef struct spam {
-  char *key;
-  uint64_t hash;
-  struct spam *next;
+  char *key; /* immutable; the spam map's key */
   double tokens;
   int64_t last;
 } spam_t;
@@ -80,9 +78,8 @@ struct kcr_event_recorder {
   pthread_mutex_t mu;
   pthread_cond_t cond;            /* wakes the sender */
   pthread_cond_t done_cond;       /* wakes flushers */
-  entry_t *table[NBUCKETS];       /* protected by mu */
-  spam_t *spam[NBUCKETS];         /* protected by mu */
-  int nentries, nspam;            /* protected by mu */
+  kcr__hmap_t entries;            /* key -> entry_t; protected by mu */
+  kcr__hmap_t spam;               /* object key -> spam_t; protected by mu */
   entry_t *qhead, *qtail;         /* protected by mu */
   int nqueued;                    /* protected by mu */
   int flushing;                   /* protected by mu */
@@ -90,15 +87,6 @@ struct kcr_event_recorder {
   kcr_event_recorder_stats stats; /* protected by mu */
   pthread_t thread;
 };
-
-static uint64_t fnv(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) {
-    h ^= (unsigned char)*s;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 static void entry_free(entry_t *e) {
   if (!e)
@@ -125,53 +113,43 @@ static void enqueue(kcr_event_recorder_t *r, entry_t *e) {
 
 /* evict_expired drops entries whose window passed (not queued nor busy). */
 static void evict_expired(kcr_event_recorder_t *r, int64_t now) {
-  for (int b = 0; b < NBUCKETS; b++) {
-    entry_t **p = &r->table[b];
-    while (*p) {
-      entry_t *e = *p;
-      if (!e->queued && !e->busy && now - e->last_mono > r->window_ns) {
-        *p = e->hnext;
-        entry_free(e);
-        r->nentries--;
-      } else {
-        p = &e->hnext;
-      }
+  size_t i = 0;
+  while (i < r->entries.cap) {
+    entry_t *e = r->entries.slots[i].val;
+    if (r->entries.slots[i].key && !e->queued && !e->busy && now - e->last_mono > r->window_ns) {
+      /* Backward-shift deletion may move another entry into slot i: look again. */
+      (void)kcr__hmap_del(&r->entries, e->key);
+      entry_free(e);
+      continue;
     }
+    i++;
   }
+}
+
+static void spam_free_all(kcr_event_recorder_t *r) {
+  KCR__HMAP_FOREACH(&r->spam, sl) {
+    spam_t *x = sl->val;
+    kcr__free(x->key);
+    kcr__free(x);
+  }
+  kcr__hmap_free(&r->spam);
 }
 
 /* spam_allow: client-go's EventSourceObjectSpamFilter, a token bucket per object. */
 static int spam_allow(kcr_event_recorder_t *r, const char *objkey, int64_t now) {
-  uint64_t h = fnv(objkey);
-  spam_t *s;
-  for (s = r->spam[h % NBUCKETS]; s; s = s->next)
-    if (s->hash == h && strcmp(s->key, objkey) == 0)
-      break;
+  spam_t *s = kcr__hmap_get(&r->spam, objkey);
   if (!s) {
-    if (r->nspam >= MAX_SPAM) {
-      /* Full: forget every bucket (they refill in refill_ns anyway). */
-      for (int b = 0; b < NBUCKETS; b++) {
-        spam_t *n;
-        for (spam_t *x = r->spam[b]; x; x = n) {
-          n = x->next;
-          kcr__free(x->key);
-          kcr__free(x);
-        }
-        r->spam[b] = NULL;
-      }
-      r->nspam = 0;
-    }
+    if (r->spam.len >= MAX_SPAM)
+      spam_free_all(r); /* full: forget every bucket (they refill in refill_ns anyway) */
     s = kcr__calloc(1, sizeof(*s));
-    if (!s || !(s->key = kcr__strdup(objkey))) {
+    if (!s || !(s->key = kcr__strdup(objkey)) || kcr__hmap_put(&r->spam, s->key, s)) {
+      if (s)
+        kcr__free(s->key);
       kcr__free(s);
       return 0;
     }
-    s->hash = h;
     s->tokens = r->burst;
     s->last = now;
-    s->next = r->spam[h % NBUCKETS];
-    r->spam[h % NBUCKETS] = s;
-    r->nspam++;
   }
   s->tokens += (double)(now - s->last) / (double)r->refill_ns;
   if (s->tokens > r->burst)
@@ -195,7 +173,6 @@ static int record_note(kcr_event_recorder_t *r, const kcr_object_ref *ref, const
                        const char *reason, const char *action, const char *note) {
   char objkey[1024], key[2560];
   entry_t *e;
-  uint64_t h;
   int64_t now;
   kcr_time_t wall;
 
@@ -206,14 +183,11 @@ static int record_note(kcr_event_recorder_t *r, const kcr_object_ref *ref, const
   snprintf(objkey, sizeof(objkey), "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", r->controller,
            nz(ref->api_version), ref->kind, nz(ref->namespace_), ref->name, nz(ref->uid));
   snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%s\x1f%s", objkey, type, reason, action, note);
-  h = fnv(key);
 
   pthread_mutex_lock(&r->mu);
   now = kcr_clock_now(r->clock);
   wall = kcr_clock_wall(r->clock);
-  for (e = r->table[h % NBUCKETS]; e; e = e->hnext)
-    if (e->hash == h && strcmp(e->key, key) == 0)
-      break;
+  e = kcr__hmap_get(&r->entries, key);
   if (e && (now - e->last_mono <= r->window_ns || e->busy || e->queued)) {
     e->count++;
     e->last_mono = now;
@@ -225,16 +199,12 @@ static int record_note(kcr_event_recorder_t *r, const kcr_object_ref *ref, const
     return 0;
   }
   if (e) { /* the series ended: unlink it, a new Event starts */
-    entry_t **p = &r->table[h % NBUCKETS];
-    while (*p != e)
-      p = &(*p)->hnext;
-    *p = e->hnext;
+    (void)kcr__hmap_del(&r->entries, e->key);
     entry_free(e);
-    r->nentries--;
   }
-  if (r->nentries >= MAX_ENTRIES)
+  if (r->entries.len >= MAX_ENTRIES)
     evict_expired(r, now);
-  if (r->nentries >= MAX_ENTRIES || r->nqueued >= r->max_queue || !spam_allow(r, objkey, now)) {
+  if (r->entries.len >= MAX_ENTRIES || r->nqueued >= r->max_queue || !spam_allow(r, objkey, now)) {
     r->stats.dropped++;
     pthread_mutex_unlock(&r->mu);
     return KCR_EAGAIN;
@@ -244,13 +214,13 @@ static int record_note(kcr_event_recorder_t *r, const kcr_object_ref *ref, const
       !(e->regarding =
             json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "apiVersion", nz(ref->api_version), "kind",
                       ref->kind, "namespace", nz(ref->namespace_), "name", ref->name, "uid",
-                      nz(ref->uid), "resourceVersion", nz(ref->resource_version)))) {
+                      nz(ref->uid), "resourceVersion", nz(ref->resource_version))) ||
+      kcr__hmap_put(&r->entries, e->key, e)) {
     entry_free(e);
     r->stats.dropped++;
     pthread_mutex_unlock(&r->mu);
     return KCR_ENOMEM;
   }
-  e->hash = h;
   e->count = 1;
   e->last_mono = now;
   e->first_wall = e->last_wall = wall;
@@ -262,9 +232,6 @@ static int record_note(kcr_event_recorder_t *r, const kcr_object_ref *ref, const
   /* client-go names an Event "<object>.<unix nanoseconds in hex>" */
   snprintf(e->name, sizeof(e->name), "%.200s.%" PRIx64, ref->name,
            (uint64_t)wall.sec * 1000000000u + (uint64_t)wall.nsec);
-  e->hnext = r->table[h % NBUCKETS];
-  r->table[h % NBUCKETS] = e;
-  r->nentries++;
   r->stats.recorded++;
   enqueue(r, e);
   pthread_mutex_unlock(&r->mu);
@@ -450,6 +417,8 @@ int kcr_event_recorder_create(const kcr_event_recorder_options *o, kcr_event_rec
   r = kcr__calloc(1, sizeof(*r));
   if (!r)
     return kcr_error_set(err, KCR_ENOMEM, "events: out of memory");
+  kcr__hmap_init(&r->entries, kcr_rand_seed());
+  kcr__hmap_init(&r->spam, kcr_rand_seed());
   if (o->reporting_instance && *o->reporting_instance) {
     snprintf(inst, sizeof(inst), "%s", o->reporting_instance);
   } else {
@@ -492,10 +461,10 @@ int kcr_event_recorder_create(const kcr_event_recorder_options *o, kcr_event_rec
 }
 
 static int busy_any(kcr_event_recorder_t *r) {
-  for (int b = 0; b < NBUCKETS; b++)
-    for (entry_t *e = r->table[b]; e; e = e->hnext)
-      if (e->busy)
-        return 1;
+  KCR__HMAP_FOREACH(&r->entries, sl) {
+    if (((entry_t *)sl->val)->busy)
+      return 1;
+  }
   return 0;
 }
 
@@ -539,19 +508,11 @@ void kcr_event_recorder_destroy(kcr_event_recorder_t *r) {
   pthread_cond_signal(&r->cond);
   pthread_mutex_unlock(&r->mu);
   pthread_join(r->thread, NULL);
-  for (int b = 0; b < NBUCKETS; b++) {
-    entry_t *n;
-    spam_t *sn;
-    for (entry_t *e = r->table[b]; e; e = n) {
-      n = e->hnext;
-      entry_free(e);
-    }
-    for (spam_t *s = r->spam[b]; s; s = sn) {
-      sn = s->next;
-      kcr__free(s->key);
-      kcr__free(s);
-    }
+  KCR__HMAP_FOREACH(&r->entries, sl) {
+    entry_free(sl->val);
   }
+  kcr__hmap_free(&r->entries);
+  spam_free_all(r);
   pthread_mutex_destroy(&r->mu);
   pthread_cond_destroy(&r->cond);
   pthread_cond_destroy(&r->done_cond);

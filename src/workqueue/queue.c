@@ -5,7 +5,7 @@
  *
  * DESIGN: one mutex guards everything; one condition variable wakes getters and a
  * second wakes shutdown_with_drain. Each key the queue knows has exactly one
- * entry, found through a string hash set (strset.h), holding the key inline and
+ * entry, found through the string hash map (util/hmap.h), holding the key inline and
  * three memberships: dirty (and then, unless processing, linked into the FIFO),
  * processing (linked into a list, for the unfinished-work metrics), and waiting
  * (an index in a min-heap ordered by ready time, then by arrival). An entry is
@@ -50,7 +50,7 @@
 
 #include "kcr/rand.h"
 #include "util/alloc.h"
-#include "workqueue/strset.h"
+#include "util/hmap.h"
 
 #define NOT_WAITING SIZE_MAX
 
@@ -78,7 +78,7 @@ struct kcr_workqueue {
   kcr_ratelimiter_t *limiter;
   char *name;      /* "" when unnamed */
   int metrics_on;  /* named, with a registry; immutable */
-  kcr__strset set; /* of entry; protected by mu */
+  kcr__hmap_t set; /* key -> entry; protected by mu */
   entry *head;     /* FIFO of queued keys; protected by mu */
   entry *tail;
   size_t len;
@@ -261,7 +261,8 @@ static entry *heap_pop(kcr_workqueue_t *q) {
 static void maybe_free(kcr_workqueue_t *q, entry *e) {
   if (e->dirty || e->processing || e->heap_idx != NOT_WAITING)
     return;
-  kcr__strset_remove(&q->set, e, e->hash);
+  (void)kcr__hmap_del_hashed(&q->set, e->key, e->hash);
+  kcr__hmap_shrink(&q->set);
   kcr__free(e);
 }
 
@@ -276,7 +277,7 @@ typedef struct keyref {
 static keyref make_keyref(kcr_workqueue_t *q, const char *key) {
   keyref k;
   k.key = key;
-  k.hash = kcr__strset_hash(&q->set, key, &k.len);
+  k.hash = kcr__hmap_hash(&q->set, key, &k.len);
   return k;
 }
 
@@ -284,12 +285,12 @@ static keyref make_keyref(kcr_workqueue_t *q, const char *key) {
 static int lookup_or_make(kcr_workqueue_t *q, const keyref *k, entry **out) {
   size_t len = k->len;
   uint64_t h = k->hash;
-  entry *e = kcr__strset_find(&q->set, k->key, h);
+  entry *e = kcr__hmap_get_hashed(&q->set, k->key, h);
   if (e) {
     *out = e;
     return 0;
   }
-  if (kcr__strset_reserve(&q->set))
+  if (kcr__hmap_reserve(&q->set, 1))
     return KCR_ENOMEM;
   if (len > SIZE_MAX - sizeof(*e) - 1)
     return KCR_ENOMEM;
@@ -302,7 +303,7 @@ static int lookup_or_make(kcr_workqueue_t *q, const keyref *k, entry **out) {
   e->add_ns = -1;
   e->heap_idx = NOT_WAITING;
   memcpy(e->key, k->key, len + 1);
-  kcr__strset_insert(&q->set, e, h);
+  kcr__hmap_insert_hashed(&q->set, e->key, h, e);
   *out = e;
   return 0;
 }
@@ -428,7 +429,7 @@ int kcr_workqueue_create(const kcr_workqueue_options *opts, kcr_workqueue_t **ou
   have_cond = 1;
   if (pthread_cond_init(&q->drain_cond, NULL))
     goto fail;
-  kcr__strset_init(&q->set, offsetof(entry, key), kcr_rand_seed());
+  kcr__hmap_init(&q->set, kcr_rand_seed());
   if (q->metrics_on && (rc = register_metrics(q, opts->metrics, err)) != 0) {
     kcr_workqueue_destroy(q);
     return rc;
@@ -448,14 +449,13 @@ fail:
 }
 
 void kcr_workqueue_destroy(kcr_workqueue_t *q) {
-  size_t pos = 0;
-  void *e;
   if (!q)
     return;
   kcr_metrics_unregister_collector(q->registry, q->collector);
-  while ((e = kcr__strset_next(&q->set, &pos)))
-    kcr__free(e);
-  kcr__strset_fini(&q->set);
+  KCR__HMAP_FOREACH(&q->set, sl) {
+    kcr__free(sl->val);
+  }
+  kcr__hmap_free(&q->set);
   kcr__free(q->heap);
   kcr_ratelimiter_destroy(q->limiter);
   pthread_cond_destroy(&q->drain_cond);
@@ -628,7 +628,7 @@ void kcr_workqueue_done(kcr_workqueue_t *q, const char *key) {
   assert(q && key);
   k = make_keyref(q, key);
   pthread_mutex_lock(&q->mu);
-  e = kcr__strset_find(&q->set, key, k.hash);
+  e = kcr__hmap_get_hashed(&q->set, key, k.hash);
   if (!e || !e->processing) {
     pthread_mutex_unlock(&q->mu);
     return;

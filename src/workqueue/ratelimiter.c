@@ -8,7 +8,7 @@
  * max-of can hold either. Each built-in limiter has its own mutex, held only for
  * a hash lookup or a few arithmetic operations, so limiters can be called from
  * any worker thread; max-of takes no lock of its own, it only asks its members in
- * order. Per-item counts live in a kcr__strset of small {count, key} records: the
+ * order. Per-item counts live in a kcr__hmap_t of small {count, key} records: the
  * first failure of a key allocates one record, later failures and forget of an
  * unknown key allocate nothing. The token bucket reproduces golang.org/x/time/rate
  * Reserve().Delay(): tokens refill continuously up to burst, each reservation
@@ -26,7 +26,7 @@
 #include "kcr/error.h"
 #include "kcr/rand.h"
 #include "util/alloc.h"
-#include "workqueue/strset.h"
+#include "util/hmap.h"
 
 struct kcr_ratelimiter {
   const kcr_ratelimiter_ops *ops;
@@ -94,7 +94,7 @@ typedef struct item_count {
 typedef struct per_item {
   kcr_ratelimiter_t base; /* first: data == the limiter itself */
   pthread_mutex_t mu;
-  kcr__strset counts; /* of item_count, protected by mu */
+  kcr__hmap_t counts; /* key -> item_count, protected by mu */
   int64_t a_ns;       /* exponential: base; fast-slow: fast */
   int64_t b_ns;       /* exponential: max; fast-slow: slow */
   int max_fast;       /* fast-slow only */
@@ -103,10 +103,10 @@ typedef struct per_item {
 /* count_failure bumps key's count under mu and returns the count before it. */
 static int count_failure(per_item *p, const char *key, int *before) {
   size_t len;
-  uint64_t h = kcr__strset_hash(&p->counts, key, &len);
-  item_count *c = kcr__strset_find(&p->counts, key, h);
+  uint64_t h = kcr__hmap_hash(&p->counts, key, &len);
+  item_count *c = kcr__hmap_get_hashed(&p->counts, key, h);
   if (!c) {
-    if (kcr__strset_reserve(&p->counts))
+    if (kcr__hmap_reserve(&p->counts, 1))
       return KCR_ENOMEM;
     c = kcr__malloc(sizeof(*c) + len + 1);
     if (!c)
@@ -114,7 +114,7 @@ static int count_failure(per_item *p, const char *key, int *before) {
     c->hash = h;
     c->failures = 0;
     memcpy(c->key, key, len + 1);
-    kcr__strset_insert(&p->counts, c, h);
+    kcr__hmap_insert_hashed(&p->counts, c->key, h, c);
   }
   *before = c->failures;
   if (c->failures < INT_MAX)
@@ -127,10 +127,11 @@ static void per_item_forget(void *data, const char *key) {
   uint64_t h;
   item_count *c;
   pthread_mutex_lock(&p->mu);
-  h = kcr__strset_hash(&p->counts, key, NULL);
-  c = kcr__strset_find(&p->counts, key, h);
+  h = kcr__hmap_hash(&p->counts, key, NULL);
+  c = kcr__hmap_get_hashed(&p->counts, key, h);
   if (c) {
-    kcr__strset_remove(&p->counts, c, h);
+    (void)kcr__hmap_del_hashed(&p->counts, c->key, h);
+    kcr__hmap_shrink(&p->counts);
     kcr__free(c);
   }
   pthread_mutex_unlock(&p->mu);
@@ -141,7 +142,7 @@ static int per_item_num_requeues(void *data, const char *key) {
   item_count *c;
   int n;
   pthread_mutex_lock(&p->mu);
-  c = kcr__strset_find(&p->counts, key, kcr__strset_hash(&p->counts, key, NULL));
+  c = kcr__hmap_get(&p->counts, key);
   n = c ? c->failures : 0;
   pthread_mutex_unlock(&p->mu);
   return n;
@@ -149,11 +150,10 @@ static int per_item_num_requeues(void *data, const char *key) {
 
 static void per_item_destroy(void *data) {
   per_item *p = data;
-  size_t pos = 0;
-  void *c;
-  while ((c = kcr__strset_next(&p->counts, &pos)))
-    kcr__free(c);
-  kcr__strset_fini(&p->counts);
+  KCR__HMAP_FOREACH(&p->counts, sl) {
+    kcr__free(sl->val);
+  }
+  kcr__hmap_free(&p->counts);
   pthread_mutex_destroy(&p->mu);
   kcr__free(p);
 }
@@ -202,7 +202,7 @@ static int per_item_create(const kcr_ratelimiter_ops *ops, int64_t a_ns, int64_t
     kcr__free(p);
     return KCR_ESYS;
   }
-  kcr__strset_init(&p->counts, offsetof(item_count, key), kcr_rand_seed());
+  kcr__hmap_init(&p->counts, kcr_rand_seed());
   p->base.ops = ops;
   p->base.data = p;
   p->a_ns = a_ns;
