@@ -7,8 +7,8 @@
  * elector leader_election_master_status); nothing here knows those layers.
  *
  * DESIGN. A registry is a list of families plus a list of collectors under one
- * mutex. A family owns its children (one per label-value tuple) in a chained
- * hash table under the family's own mutex, and also links them in creation
+ * mutex. A family owns its children (one per label-value tuple) in a hash map
+ * (util/hmap.h) under the family's own mutex, and also links them in creation
  * order for rendering. A child's numbers are atomics: a counter or gauge keeps
  * the bits of a double (updated by compare-and-swap), a histogram keeps one
  * non-cumulative atomic count per bucket plus count and sum, so an update on the
@@ -40,12 +40,12 @@
 
 #include "kcr/metrics.h"
 #include "util/alloc.h"
+#include "util/hmap.h"
 
 struct kcr_metric_child {
   kcr_metric_t *family;
-  kcr_metric_child_t *hnext; /* protected by family->mu */
-  kcr_metric_child_t *onext; /* protected by family->mu */
-  uint64_t hash;
+  kcr_metric_child_t *onext;   /* protected by family->mu */
+  char *key;                   /* the family map's key (child_key), immutable */
   char **values;               /* nlabels strings, immutable */
   _Atomic uint64_t value_bits; /* counter/gauge value, or histogram sum */
   _Atomic uint64_t count;      /* histogram observations */
@@ -61,8 +61,7 @@ struct kcr_metric {
   size_t nbounds;
   double *bounds;
   pthread_mutex_t mu;
-  kcr_metric_child_t **table;       /* protected by mu */
-  size_t tsize;                     /* protected by mu */
+  kcr__hmap_t children;             /* child_key -> child; protected by mu */
   size_t nchildren;                 /* protected by mu */
   kcr_metric_child_t *first, *last; /* protected by mu */
   kcr_metric_t *next;               /* protected by the registry's mu */
@@ -151,6 +150,7 @@ static void free_strv(char **v, size_t n) {
 
 static void child_free(kcr_metric_child_t *c, size_t nlabels) {
   free_strv(c->values, nlabels);
+  kcr__free(c->key);
   kcr__free((void *)c->buckets);
   kcr__free(c);
 }
@@ -163,7 +163,7 @@ static void family_free(kcr_metric_t *m) {
     next = c->onext;
     child_free(c, m->nlabels);
   }
-  kcr__free(m->table);
+  kcr__hmap_free(&m->children);
   kcr__free(m->name);
   kcr__free(m->help);
   free_strv(m->labels, m->nlabels);
@@ -320,65 +320,60 @@ kcr_metric_t *kcr_metrics_find(kcr_metrics_registry_t *r, const char *name) {
 
 /* ---- children ---- */
 
-static uint64_t hash_values(const char *const *values, size_t n) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+/*
+ * child_key encodes a label-value tuple as one string key: each value with its
+ * 0x01 bytes written as 0x01 0x02, then 0x01 0x01, so distinct tuples never
+ * share a key (("a","b") and ("ab","") differ). The key goes into buf when it
+ * fits, else into a new allocation (*heap set). NULL: out of memory.
+ */
+static char *child_key(const char *const *values, size_t n, char *buf, size_t size, int *heap) {
+  size_t need = 1;
+  char *k, *p;
+  *heap = 0;
   for (size_t i = 0; i < n; i++) {
-    const char *s = values[i] ? values[i] : "";
-    for (; *s; s++) {
-      h ^= (unsigned char)*s;
-      h *= 1099511628211ull;
+    for (const char *v = values[i] ? values[i] : ""; *v; v++)
+      need += *v == '\x01' ? 2 : 1;
+    need += 2;
+  }
+  k = need <= size ? buf : kcr__malloc(need);
+  if (!k)
+    return NULL;
+  *heap = k != buf;
+  p = k;
+  for (size_t i = 0; i < n; i++) {
+    for (const char *v = values[i] ? values[i] : ""; *v; v++) {
+      *p++ = *v;
+      if (*v == '\x01')
+        *p++ = '\x02';
     }
-    h ^= 0xff; /* separator: ("a","b") differs from ("ab","") */
-    h *= 1099511628211ull;
+    *p++ = '\x01';
+    *p++ = '\x01';
   }
-  return h;
-}
-
-static int values_equal(const kcr_metric_child_t *c, const char *const *values, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (strcmp(c->values[i], values[i] ? values[i] : "") != 0)
-      return 0;
-  return 1;
-}
-
-static int grow_table(kcr_metric_t *m) {
-  size_t nsize = m->tsize ? m->tsize * 2 : 16;
-  kcr_metric_child_t **nt = kcr__calloc(nsize, sizeof(kcr_metric_child_t *));
-  if (!nt)
-    return KCR_ENOMEM;
-  for (kcr_metric_child_t *c = m->first; c; c = c->onext) {
-    size_t b = c->hash & (nsize - 1);
-    c->hnext = nt[b];
-    nt[b] = c;
-  }
-  kcr__free(m->table);
-  m->table = nt;
-  m->tsize = nsize;
-  return 0;
+  *p = '\0';
+  return k;
 }
 
 kcr_metric_child_t *kcr_metric_with(kcr_metric_t *m, const char *const *values, size_t nvalues) {
   kcr_metric_child_t *c = NULL;
-  uint64_t h;
+  char kbuf[256], *key;
+  int heap;
 
   if (!m || nvalues != m->nlabels)
     return NULL;
-  h = hash_values(values, nvalues);
+  if (!(key = child_key(values, nvalues, kbuf, sizeof(kbuf), &heap)))
+    return NULL;
   pthread_mutex_lock(&m->mu);
-  if (m->tsize) {
-    for (c = m->table[h & (m->tsize - 1)]; c; c = c->hnext)
-      if (c->hash == h && values_equal(c, values, nvalues))
-        goto out;
-  }
-  if (m->nchildren >= KCR_METRICS_MAX_CHILDREN)
-    goto out; /* c is NULL */
-  if ((m->nchildren + 1) * 4 > m->tsize * 3 && grow_table(m) != 0)
+  if ((c = kcr__hmap_get(&m->children, key)) != NULL)
     goto out;
+  if (m->nchildren >= KCR_METRICS_MAX_CHILDREN || kcr__hmap_reserve(&m->children, 1) != 0)
+    goto out; /* c is NULL */
   c = kcr__calloc(1, sizeof(*c));
   if (!c)
     goto out;
   c->family = m;
-  c->hash = h;
+  if (!(c->key = heap ? key : kcr__strdup(key)))
+    goto fail;
+  heap = 0; /* the child owns it now */
   if (nvalues) {
     c->values = kcr__calloc(nvalues, sizeof(char *));
     if (!c->values)
@@ -394,8 +389,7 @@ kcr_metric_child_t *kcr_metric_with(kcr_metric_t *m, const char *const *values, 
   }
   atomic_init(&c->value_bits, dbits(0.0));
   atomic_init(&c->count, 0);
-  c->hnext = m->table[h & (m->tsize - 1)];
-  m->table[h & (m->tsize - 1)] = c;
+  kcr__hmap_insert(&m->children, c->key, c);
   if (m->last)
     m->last->onext = c;
   else
@@ -404,10 +398,14 @@ kcr_metric_child_t *kcr_metric_with(kcr_metric_t *m, const char *const *values, 
   m->nchildren++;
 out:
   pthread_mutex_unlock(&m->mu);
+  if (heap)
+    kcr__free(key);
   return c;
 fail:
   child_free(c, nvalues);
   pthread_mutex_unlock(&m->mu);
+  if (heap)
+    kcr__free(key);
   return NULL;
 }
 

@@ -238,6 +238,43 @@ static void test_metrics_concurrent_updates(void **state) {
   kcr_metrics_registry_destroy(r);
 }
 
+/* Children are found by their whole tuple: boundaries and the key encoding's
+ * escape byte never make two tuples one child; a long tuple works too. */
+static void test_metrics_child_tuples_are_distinct(void **state) {
+  kcr_metrics_registry_t *r;
+  kcr_metric_t *c;
+  static const char *const l[] = {"a", "b", NULL};
+  char big[600];
+  kcr_metric_child_t *x[6];
+  (void)state;
+  memset(big, 'v', sizeof(big) - 1);
+  big[sizeof(big) - 1] = '\0';
+  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_counter(r, "t_total", "h", l, &c, NULL), 0);
+  x[0] = kcr_metric_withv(c, "a", "b", NULL);
+  x[1] = kcr_metric_withv(c, "ab", "", NULL);
+  x[2] = kcr_metric_withv(c, "a\x01", "b", NULL);
+  x[3] = kcr_metric_withv(c, "a",
+                          "\x01"
+                          "b",
+                          NULL);
+  x[4] = kcr_metric_withv(c, big, "b", NULL);
+  x[5] = kcr_metric_withv(c, "a\x01\x01", "", NULL);
+  for (int i = 0; i < 6; i++) {
+    assert_non_null(x[i]);
+    for (int j = 0; j < i; j++)
+      assert_ptr_not_equal(x[i], x[j]);
+  }
+  assert_ptr_equal(kcr_metric_withv(c, "a", "b", NULL), x[0]);
+  assert_ptr_equal(kcr_metric_withv(c, big, "b", NULL), x[4]);
+  assert_ptr_equal(kcr_metric_withv(c, "a",
+                                    "\x01"
+                                    "b",
+                                    NULL),
+                   x[3]);
+  kcr_metrics_registry_destroy(r);
+}
+
 static kcr_metrics_registry_t *alloc_r;
 
 static int alloc_build(void) {
@@ -287,6 +324,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_metrics_counter_gauge_exact_text),
       cmocka_unit_test(test_metrics_histogram),
+      cmocka_unit_test(test_metrics_child_tuples_are_distinct),
       cmocka_unit_test(test_metrics_register_rules),
       cmocka_unit_test(test_metrics_collectors_merge),
       cmocka_unit_test(test_metrics_process),
