@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "config/config_internal.h"
+#include "config/cfgutil.h"
 #include "util/alloc.h"
 
 extern char **environ;

@@ -855,6 +855,33 @@ int kcr_rest_config_load(const kcr_config_options *opts, kcr_rest_config_t **out
 
 /* ---- test hooks ---- */
 
+int kcr_rest_config_credentials(kcr_rest_config_t *cfg, kcr_credentials *out, kcr_error_t *err) {
+  if (!out)
+    return kcr_error_set(err, KCR_EINVAL, "out is NULL");
+  memset(out, 0, sizeof(*out));
+  if (!cfg)
+    return kcr_error_set(err, KCR_EINVAL, "cfg is NULL");
+  return kcr__creds_get(&cfg->creds, out, err);
+}
+
+int kcr_rest_config_credentials_fresh(kcr_rest_config_t *cfg, uint64_t generation) {
+  return kcr__creds_fresh(&cfg->creds, generation);
+}
+
+void kcr_rest_config_credentials_rejected(kcr_rest_config_t *cfg, uint64_t generation) {
+  kcr__creds_rejected(&cfg->creds, generation);
+}
+
+/* ---- test hooks ---- */
+
+void kcr__rest_config_set_clock(kcr_rest_config_t *cfg, kcr_clock_t *clock) {
+  kcr__creds_set_clock(&cfg->creds, clock);
+}
+
+void kcr__rest_config_set_token_period(kcr_rest_config_t *cfg, int64_t ns) {
+  kcr__creds_set_token_period(&cfg->creds, ns);
+}
+
 void kcr__rest_config_set_exec_limits(kcr_rest_config_t *cfg, int64_t timeout_ns,
                                       size_t max_stdout) {
   if (!cfg->creds.exec)

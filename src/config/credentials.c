@@ -20,9 +20,10 @@
  */
 #include <string.h>
 
-#include "config/config_internal.h"
+#include "config/credentials.h"
 #include "kcr/log.h"
 #include "util/alloc.h"
+#include "util/file.h"
 
 #define MAX_LEEWAY_NS (10 * KCR_NSEC_PER_SEC)
 #define RETRY_AFTER_FAILED_READ_NS (10 * KCR_NSEC_PER_SEC)
@@ -238,7 +239,7 @@ static int refresh(kcr__creds_t *c, char **tok, kcr__exec_result_t *res, kcr_err
   return read_token(c->token_file, tok, err);
 }
 
-static int get(kcr__creds_t *c, kcr_credentials *out, kcr_error_t *err) {
+int kcr__creds_get(kcr__creds_t *c, kcr_credentials *out, kcr_error_t *err) {
   int rc;
   pthread_mutex_lock(&c->mu);
   for (;;) {
@@ -299,17 +300,7 @@ static int get(kcr__creds_t *c, kcr_credentials *out, kcr_error_t *err) {
   return rc;
 }
 
-int kcr_rest_config_credentials(kcr_rest_config_t *cfg, kcr_credentials *out, kcr_error_t *err) {
-  if (!out)
-    return kcr_error_set(err, KCR_EINVAL, "out is NULL");
-  memset(out, 0, sizeof(*out));
-  if (!cfg)
-    return kcr_error_set(err, KCR_EINVAL, "cfg is NULL");
-  return get(kcr__rest_config_creds(cfg), out, err);
-}
-
-int kcr_rest_config_credentials_fresh(kcr_rest_config_t *cfg, uint64_t generation) {
-  kcr__creds_t *c = kcr__rest_config_creds(cfg);
+int kcr__creds_fresh(kcr__creds_t *c, uint64_t generation) {
   int fresh;
   pthread_mutex_lock(&c->mu);
   fresh = generation == c->generation && !needs_refresh_locked(c);
@@ -317,8 +308,7 @@ int kcr_rest_config_credentials_fresh(kcr_rest_config_t *cfg, uint64_t generatio
   return fresh;
 }
 
-void kcr_rest_config_credentials_rejected(kcr_rest_config_t *cfg, uint64_t generation) {
-  kcr__creds_t *c = kcr__rest_config_creds(cfg);
+void kcr__creds_rejected(kcr__creds_t *c, uint64_t generation) {
   pthread_mutex_lock(&c->mu);
   if (generation == c->generation && dynamic(c) && c->have)
     c->rejected = 1;
@@ -336,17 +326,9 @@ void kcr_credentials_free(kcr_credentials *c) {
   memset(c, 0, sizeof(*c));
 }
 
-void kcr__exec_result_free(kcr__exec_result_t *r) {
-  kcr__wipe_free_str(r->token);
-  kcr__wipe_free(r->cert, r->cert_len);
-  kcr__wipe_free(r->key, r->key_len);
-  memset(r, 0, sizeof(*r));
-}
-
 /* ---- test hooks ---- */
 
-void kcr__rest_config_set_clock(kcr_rest_config_t *cfg, kcr_clock_t *clock) {
-  kcr__creds_t *c = kcr__rest_config_creds(cfg);
+void kcr__creds_set_clock(kcr__creds_t *c, kcr_clock_t *clock) {
   pthread_mutex_lock(&c->mu);
   c->clock = clock ? clock : kcr_clock_system();
   if (c->token_file)
@@ -354,8 +336,7 @@ void kcr__rest_config_set_clock(kcr_rest_config_t *cfg, kcr_clock_t *clock) {
   pthread_mutex_unlock(&c->mu);
 }
 
-void kcr__rest_config_set_token_period(kcr_rest_config_t *cfg, int64_t ns) {
-  kcr__creds_t *c = kcr__rest_config_creds(cfg);
+void kcr__creds_set_token_period(kcr__creds_t *c, int64_t ns) {
   pthread_mutex_lock(&c->mu);
   c->token_period_ns = ns;
   if (c->token_file)

@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -29,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config/config_internal.h"
+#include "config/exec.h"
 #include "util/alloc.h"
 
 extern char **environ;
@@ -47,6 +48,13 @@ void kcr__exec_spec_free(kcr__exec_spec_t *spec) {
   kcr__free(spec->install_hint);
   kcr__free(spec->exec_info);
   kcr__free(spec);
+}
+
+void kcr__exec_result_free(kcr__exec_result_t *r) {
+  kcr__wipe_free_str(r->token);
+  kcr__wipe_free(r->cert, r->cert_len);
+  kcr__wipe_free(r->key, r->key_len);
+  memset(r, 0, sizeof(*r));
 }
 
 static int64_t mono_now(void) {

@@ -26,9 +26,10 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "config/config_internal.h"
+#include "config/kubeconfig.h"
 #include "kcr/base64.h"
 #include "util/alloc.h"
+#include "util/file.h"
 
 #define MAX_JSON_DEPTH 32
 #define MAX_JSON_NODES 10000
