@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # lint.sh: the checks `make lint` runs. 1) every tracked .c/.h is formatted by the
 # committed .clang-format; 2) clang-tidy (the clang static analyzer plus the curated
-# checks in .clang-tidy) over the library and test sources, with warnings as errors.
+# checks in .clang-tidy) over the library and test sources, with warnings as errors;
+# 3) scripts/check-includes.sh: no include or dependency circle, layers point down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,11 @@ mapfile -t files < <(git ls-files '*.c' '*.h')
 echo "lint: clang-format on ${#files[@]} files"
 if ! clang-format --dry-run -Werror "${files[@]}"; then
   echo "lint: files above are not formatted; run 'make format'" >&2
+  status=1
+fi
+
+echo "lint: include graph and layers"
+if ! scripts/check-includes.sh; then
   status=1
 fi
 
