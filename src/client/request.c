@@ -859,9 +859,16 @@ static int attempt(kcr_client_t *c, const kcr_request *req, long *status, kcr_bu
   r.started_ns = kcr_clock_now(kcr_clock_system());
 
   if ((rc = cancel_attach(&r)) == 0) {
-    r.refs = 1;
-    if ((rc = kcr_loop_post(c->loop, on_loop_start, &r)) != 0)
-      r.refs = 0;
+    /* Attached, r is visible to kcr_cancel_fire, whose post_cancel may already
+     * hold a reference: count the loop's under r.mu, never overwrite. */
+    pthread_mutex_lock(&r.mu);
+    r.refs++;
+    pthread_mutex_unlock(&r.mu);
+    if ((rc = kcr_loop_post(c->loop, on_loop_start, &r)) != 0) {
+      pthread_mutex_lock(&r.mu);
+      r.refs--;
+      pthread_mutex_unlock(&r.mu);
+    }
   }
   if (rc == 0) {
     pthread_mutex_lock(&r.mu);
