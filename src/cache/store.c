@@ -1006,3 +1006,30 @@ void kcr_store_known_objects(kcr_store_t *s, kcr_known_objects *out) {
   out->contains = known_contains;
   out->data = s;
 }
+
+/* Here rather than in util/jscan.c: a tree falls back to kcr_meta_key (api
+ * layer), and util must not call up. */
+int kcr__cobj_key_fn(const json_t *obj, char *buf, size_t size, void *data) {
+  const char *ns, *name;
+  size_t nl, ml, need;
+  (void)data;
+  assert(buf && size > 0);
+  buf[0] = '\0';
+  if (!kcr__cobj_is(obj))
+    return kcr_meta_key(obj, buf, size);
+  ns = kcr__cobj_ns(obj);
+  name = kcr__cobj_name(obj);
+  nl = strlen(ns);
+  ml = strlen(name);
+  if (ml == 0)
+    return KCR_EINVAL;
+  need = (nl ? nl + 1 : 0) + ml + 1;
+  if (need > size)
+    return KCR_ETOOBIG;
+  if (nl) {
+    memcpy(buf, ns, nl);
+    buf[nl] = '/';
+  }
+  memcpy(buf + (nl ? nl + 1 : 0), name, ml + 1);
+  return 0;
+}

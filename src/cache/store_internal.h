@@ -34,4 +34,11 @@ int kcr__store_get_compact(kcr_store_t *s, const char *key, json_t **out);
  */
 int kcr__store_list_compact(kcr_store_t *s, json_t ***out, size_t *n);
 
+/*
+ * kcr__cobj_key_fn is a kcr_key_fn for compact objects (the DeltaFIFO's): the
+ * key kcr_meta_key gives the object, KCR_EINVAL without a name. A tree is
+ * handed to kcr_meta_key.
+ */
+int kcr__cobj_key_fn(const json_t *obj, char *buf, size_t size, void *data);
+
 #endif /* KCR_CACHE_STORE_INTERNAL_H */

@@ -521,6 +521,13 @@ static int dump_cb(const char *p, size_t n, void *data) {
   return c->rc ? -1 : 0;
 }
 
+/* meta_str reads metadata.<field> as a string, "" when absent (util cannot use
+ * kcr/meta.h's accessors: they live in the api layer above). */
+static const char *meta_str(const json_t *obj, const char *field) {
+  const char *v = json_string_value(json_object_get(json_object_get(obj, "metadata"), field));
+  return v ? v : "";
+}
+
 int kcr__cobj_from_tree(const json_t *obj, kcr_buf_t *scratch, json_t **out) {
   dump_ctx_t c = {scratch, 0};
   *out = NULL;
@@ -529,8 +536,8 @@ int kcr__cobj_from_tree(const json_t *obj, kcr_buf_t *scratch, json_t **out) {
     kcr_buf_reset(scratch);
     return c.rc ? c.rc : KCR_ENOMEM;
   }
-  return kcr__cobj_from_buf(scratch, 0, kcr_meta_resource_version(obj), kcr_meta_namespace(obj),
-                            kcr_meta_name(obj), out);
+  return kcr__cobj_from_buf(scratch, 0, meta_str(obj, "resourceVersion"),
+                            meta_str(obj, "namespace"), meta_str(obj, "name"), out);
 }
 
 const char *kcr__cobj_json(const json_t *c, size_t *len) {
@@ -561,29 +568,4 @@ int kcr__cobj_parse(const json_t *c, json_t **out) {
   const char *text = kcr__cobj_json(c, &len);
   *out = json_loadb(text, len, 0, &jerr);
   return *out ? 0 : KCR_ENOMEM;
-}
-
-int kcr__cobj_key_fn(const json_t *obj, char *buf, size_t size, void *data) {
-  const char *ns, *name;
-  size_t nl, ml, need;
-  (void)data;
-  assert(buf && size > 0);
-  buf[0] = '\0';
-  if (!kcr__cobj_is(obj))
-    return kcr_meta_key(obj, buf, size);
-  ns = kcr__cobj_ns(obj);
-  name = kcr__cobj_name(obj);
-  nl = strlen(ns);
-  ml = strlen(name);
-  if (ml == 0)
-    return KCR_EINVAL;
-  need = (nl ? nl + 1 : 0) + ml + 1;
-  if (need > size)
-    return KCR_ETOOBIG;
-  if (nl) {
-    memcpy(buf, ns, nl);
-    buf[nl] = '/';
-  }
-  memcpy(buf + (nl ? nl + 1 : 0), name, ml + 1);
-  return 0;
 }

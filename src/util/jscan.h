@@ -99,11 +99,4 @@ const char *kcr__cobj_name(const json_t *c);
 /* kcr__cobj_parse parses the object's text into a new tree. Returns 0 or KCR_ENOMEM. */
 int kcr__cobj_parse(const json_t *c, json_t **out);
 
-/*
- * kcr__cobj_key_fn is a kcr_key_fn for compact objects (the DeltaFIFO's): the
- * key kcr_meta_key gives the object, KCR_EINVAL without a name. A tree is
- * handed to kcr_meta_key.
- */
-int kcr__cobj_key_fn(const json_t *obj, char *buf, size_t size, void *data);
-
 #endif /* KCR_UTIL_JSCAN_H */

@@ -531,6 +531,7 @@ static void test_controller_create_alloc_metrics(void **state) {
   o.metrics = r;
   KCR_TEST_ALLOC_LOOP(kcr_controller_create(&o, &c, NULL), (kcr_controller_destroy(c), c = NULL));
   kcr_metrics_registry_destroy(r);
+}
 
 /* The reconcile-result label values come from one table, in enum order. */
 static void test_controller_outcome_names(void **state) {

@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "cache/store_internal.h"
 #include "client/watch_internal.h"
 #include "kcr/watch.h"
 #include "testutil.h"
