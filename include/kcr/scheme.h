@@ -22,6 +22,7 @@
 #include "kcr/client.h"
 #include "kcr/common.h"
 #include "kcr/error.h"
+#include "kcr/objclient.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -123,6 +124,38 @@ KCR_EXTERN int kcr_scheme_encode(const kcr_kind_info *k, const void *typed, json
 
 /* kcr_scheme_free_typed releases a typed value of kind k. NULL is ignored. */
 KCR_EXTERN void kcr_scheme_free_typed(const kcr_kind_info *k, void *typed);
+
+/* ---- typed objects through an object client ---- */
+
+/*
+ * The object client's verbs on typed values: each encodes or decodes with the
+ * kind's codec in s (registered with kcr_scheme_register; KCR_ENOENT when the
+ * kind is not, KCR_ENOTSUP when it has no codec) around the kcr_objclient_*
+ * call of the same name, so a reconciler can read and write its own C structs.
+ * Typed values going in are borrowed; *out receives a new typed value (release
+ * with kcr_scheme_free_typed), NULL on failure. A codec that keeps the fields it
+ * does not know (as kcr-gen's does) makes an update through an old type leave
+ * them as they are. Blocking; any thread but a client's loop thread.
+ *   kcr_typed_get      one object of gvk.
+ *   kcr_typed_list     *items: a new array of *n typed values (release with
+ *                      kcr_typed_list_free); o as kcr_objclient_list.
+ *   kcr_typed_create   create typed (a value of kind gvk).
+ *   kcr_typed_update   update typed or its subresource ("status"; NULL: the object).
+ */
+KCR_EXTERN int kcr_typed_get(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *gvk,
+                             const char *ns, const char *name, void **out, kcr_error_t *err);
+KCR_EXTERN int kcr_typed_list(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *gvk,
+                              const kcr_list_options *o, void ***items, size_t *n,
+                              kcr_error_t *err);
+KCR_EXTERN int kcr_typed_create(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *gvk,
+                                const void *typed, void **out, kcr_error_t *err);
+KCR_EXTERN int kcr_typed_update(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *gvk,
+                                const void *typed, const char *subresource, void **out,
+                                kcr_error_t *err);
+
+/* kcr_typed_list_free releases what kcr_typed_list returned (kind gvk). NULL ignored. */
+KCR_EXTERN void kcr_typed_list_free(const kcr_scheme_t *s, const kcr_gvk *gvk, void **items,
+                                    size_t n);
 
 #ifdef __cplusplus
 }

@@ -234,3 +234,113 @@ void kcr_scheme_free_typed(const kcr_kind_info *k, void *typed) {
   if (typed && k->free_typed)
     k->free_typed(typed, k->codec_data);
 }
+
+/* ---- typed objects through an object client ---- */
+
+/* codec_of finds gvk's entry with a codec (*k), or says why not. */
+static int codec_of(const kcr_scheme_t *s, const kcr_gvk *gvk, const kcr_kind_info **k,
+                    kcr_error_t *err) {
+  *k = gvk ? kcr_scheme_lookup(s, gvk->group ? gvk->group : "", gvk->version, gvk->kind) : NULL;
+  if (!*k)
+    return kcr_error_set(err, KCR_ENOENT, "scheme: kind %s is not registered",
+                         gvk && gvk->kind ? gvk->kind : "(none)");
+  if (!(*k)->decode)
+    return kcr_error_set(err, KCR_ENOTSUP, "scheme: kind %s has no typed codec", (*k)->kind);
+  return 0;
+}
+
+/* decoded turns obj (stolen) into a typed value of k in *out. */
+static int decoded(const kcr_kind_info *k, json_t *obj, void **out, kcr_error_t *err) {
+  int rc = k->decode(obj, out, err, k->codec_data);
+  json_decref(obj);
+  if (rc)
+    *out = NULL;
+  return rc;
+}
+
+int kcr_typed_get(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *gvk, const char *ns,
+                  const char *name, void **out, kcr_error_t *err) {
+  const kcr_kind_info *k;
+  json_t *obj = NULL;
+  int rc;
+  *out = NULL;
+  if ((rc = codec_of(s, gvk, &k, err)) != 0)
+    return rc;
+  if ((rc = kcr_objclient_get(c, gvk, ns, name, &obj, err)) != 0)
+    return rc;
+  return decoded(k, obj, out, err);
+}
+
+void kcr_typed_list_free(const kcr_scheme_t *s, const kcr_gvk *gvk, void **items, size_t n) {
+  const kcr_kind_info *k;
+  if (!items)
+    return;
+  k = kcr_scheme_lookup(s, gvk->group ? gvk->group : "", gvk->version, gvk->kind);
+  for (size_t i = 0; i < n && k; i++)
+    kcr_scheme_free_typed(k, items[i]);
+  kcr__free(items);
+}
+
+int kcr_typed_list(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *gvk,
+                   const kcr_list_options *o, void ***items, size_t *n, kcr_error_t *err) {
+  const kcr_kind_info *k;
+  json_t *list = NULL, *item;
+  void **v = NULL;
+  size_t i, count;
+  int rc = 0;
+  *items = NULL;
+  *n = 0;
+  if ((rc = codec_of(s, gvk, &k, err)) != 0)
+    return rc;
+  if ((rc = kcr_objclient_list(c, gvk, o, &list, err)) != 0)
+    return rc;
+  count = json_array_size(kcr_list_items(list));
+  if (count && !(v = kcr__calloc(count, sizeof(*v)))) {
+    json_decref(list);
+    return kcr_error_set(err, KCR_ENOMEM, "scheme: out of memory");
+  }
+  json_array_foreach(kcr_list_items(list), i, item) {
+    if ((rc = k->decode(item, &v[i], err, k->codec_data)) != 0) {
+      v[i] = NULL;
+      break;
+    }
+  }
+  json_decref(list);
+  if (rc) {
+    kcr_typed_list_free(s, gvk, v, i);
+    return rc;
+  }
+  *items = v;
+  *n = count;
+  return 0;
+}
+
+int kcr_typed_create(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *gvk,
+                     const void *typed, void **out, kcr_error_t *err) {
+  const kcr_kind_info *k;
+  json_t *obj = NULL, *got = NULL;
+  int rc;
+  *out = NULL;
+  if ((rc = codec_of(s, gvk, &k, err)) != 0)
+    return rc;
+  if ((rc = kcr_scheme_encode(k, typed, &obj, err)) != 0)
+    return rc;
+  rc = kcr_objclient_create(c, obj, &got, err);
+  json_decref(obj);
+  return rc ? rc : decoded(k, got, out, err);
+}
+
+int kcr_typed_update(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *gvk,
+                     const void *typed, const char *subresource, void **out, kcr_error_t *err) {
+  const kcr_kind_info *k;
+  json_t *obj = NULL, *got = NULL;
+  int rc;
+  *out = NULL;
+  if ((rc = codec_of(s, gvk, &k, err)) != 0)
+    return rc;
+  if ((rc = kcr_scheme_encode(k, typed, &obj, err)) != 0)
+    return rc;
+  rc = kcr_objclient_update(c, obj, subresource, &got, err);
+  json_decref(obj);
+  return rc ? rc : decoded(k, got, out, err);
+}

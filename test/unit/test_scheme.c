@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* test_scheme.c: the kind registry: registration rules, lookups, built-ins, typed codecs. */
+/* test_scheme.c: the kind registry: registration rules, lookups, built-ins, typed
+ * codecs, and typed objects through an object client (kcr_typed_*), where a codec
+ * that keeps what it does not know leaves newer fields alone on an update. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kcr/meta.h"
 #include "kcr/scheme.h"
 #include "testutil.h"
 
@@ -147,6 +151,174 @@ static void test_scheme_typed_codec_round_trip(void **state) {
   kcr_scheme_destroy(s);
 }
 
+/* ---- typed objects through an object client ---- */
+
+/* note_t: a typed object that knows two fields and keeps the rest as it came. */
+typedef struct note {
+  char name[64];
+  char text[64];
+  json_t *rest; /* the whole object as read: unknown fields survive an update */
+} note_t;
+
+static int decode_note(const json_t *obj, void **out, kcr_error_t *err, void *data) {
+  const char *name = kcr_meta_name(obj);
+  const char *text = json_string_value(json_object_get(json_object_get(obj, "data"), "text"));
+  note_t *n;
+  (void)data;
+  if (!*name)
+    return kcr_error_set(err, KCR_EPARSE, "Note: metadata.name is required");
+  if (!(n = calloc(1, sizeof(*n))) || !(n->rest = json_deep_copy(obj))) {
+    free(n);
+    return KCR_ENOMEM;
+  }
+  snprintf(n->name, sizeof(n->name), "%s", name);
+  snprintf(n->text, sizeof(n->text), "%s", text ? text : "");
+  *out = n;
+  return 0;
+}
+
+static int encode_note(const void *typed, json_t **out, kcr_error_t *err, void *data) {
+  const note_t *n = typed;
+  json_t *o = n->rest ? json_deep_copy(n->rest) : json_pack("{s:{}, s:{}}", "metadata", "data");
+  (void)err;
+  (void)data;
+  if (!o)
+    return KCR_ENOMEM;
+  json_object_set_new(json_object_get(o, "metadata"), "name", json_string(n->name));
+  json_object_set_new(json_object_get(o, "metadata"), "namespace", json_string("ns"));
+  if (!json_object_get(o, "data"))
+    json_object_set_new(o, "data", json_object());
+  json_object_set_new(json_object_get(o, "data"), "text", json_string(n->text));
+  *out = o;
+  return 0;
+}
+
+static void free_note(void *typed, void *data) {
+  note_t *n = typed;
+  (void)data;
+  json_decref(n->rest);
+  free(n);
+}
+
+/* One stored ConfigMap; list returns it twice. */
+typedef struct store1 {
+  json_t *obj;
+  int writes;
+} store1_t;
+
+static int s_get(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns, const char *name,
+                 json_t **out, kcr_error_t *err) {
+  store1_t *st = c->data;
+  (void)gvk;
+  (void)ns;
+  (void)name;
+  (void)err;
+  *out = json_deep_copy(st->obj);
+  return 0;
+}
+
+static int s_list(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_options *o,
+                  json_t **out, kcr_error_t *err) {
+  store1_t *st = c->data;
+  (void)gvk;
+  (void)o;
+  (void)err;
+  *out = json_pack("{s:s, s:s, s:{}, s:[O, O]}", "apiVersion", "v1", "kind", "ConfigMapList",
+                   "metadata", "items", st->obj, st->obj);
+  return 0;
+}
+
+static int s_write(const kcr_objclient *c, const json_t *obj, json_t **out, kcr_error_t *err) {
+  store1_t *st = c->data;
+  (void)err;
+  json_decref(st->obj);
+  st->obj = json_deep_copy(obj);
+  st->writes++;
+  *out = json_deep_copy(obj);
+  return 0;
+}
+
+static int s_update(const kcr_objclient *c, const json_t *obj, const char *sub, json_t **out,
+                    kcr_error_t *err) {
+  (void)sub;
+  return s_write(c, obj, out, err);
+}
+
+static int s_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type type,
+                   const char *patch, size_t len, const char *sub, json_t **out, kcr_error_t *err) {
+  (void)c;
+  (void)obj;
+  (void)type;
+  (void)patch;
+  (void)len;
+  (void)sub;
+  *out = NULL;
+  return kcr_error_set(err, KCR_ENOTSUP, "not in this test");
+}
+
+static const kcr_objclient_ops store1_ops = {s_get, s_list, s_write, s_update, s_patch, NULL, NULL};
+
+static void test_scheme_typed_objects_through_a_client(void **state) {
+  static const kcr_gvk cm = {"", "v1", "ConfigMap"}, secret = {"", "v1", "Secret"},
+                       ghost = {"x.dev", "v1", "Ghost"};
+  kcr_kind_info k = {"",   "v1",        "ConfigMap", "configmaps", NULL,
+                     true, decode_note, encode_note, free_note,    NULL};
+  store1_t st = {NULL, 0};
+  kcr_objclient c = {&store1_ops, &st, NULL, NULL};
+  kcr_scheme_t *s;
+  kcr_error_t err;
+  note_t *n = NULL, *back = NULL, fresh = {"new", "hello", NULL};
+  void **items = NULL;
+  size_t count = 0;
+  (void)state;
+
+  assert_int_equal(kcr_scheme_create(&s), 0);
+  assert_int_equal(kcr_scheme_register(s, &k, NULL), 0);
+  assert_int_equal(kcr_scheme_register(s,
+                                       &(kcr_kind_info){"", "v1", "Secret", "secrets", NULL, true,
+                                                        NULL, NULL, NULL, NULL},
+                                       NULL),
+                   0);
+  /* An object from a newer server, with a field the type does not know. */
+  st.obj = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s}, s:{s:b}}", "apiVersion", "v1", "kind",
+                     "ConfigMap", "metadata", "name", "n1", "namespace", "ns", "resourceVersion",
+                     "7", "data", "text", "old", "futureField", "kept", true);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_typed_get(&c, s, &cm, "ns", "n1", (void **)&n, &err), 0);
+  assert_string_equal(n->name, "n1");
+  assert_string_equal(n->text, "old");
+  snprintf(n->text, sizeof(n->text), "new text");
+  assert_int_equal(kcr_typed_update(&c, s, &cm, n, NULL, (void **)&back, &err), 0);
+  assert_string_equal(back->text, "new text");
+  /* What went to the server still carries the field the type does not know. */
+  assert_true(json_is_true(json_object_get(json_object_get(st.obj, "futureField"), "kept")));
+  assert_string_equal(kcr_meta_resource_version(st.obj), "7");
+  assert_string_equal(kcr_meta_api_version(st.obj), "v1"); /* set by the scheme */
+  kcr_scheme_free_typed(kcr_scheme_lookup(s, "", "v1", "ConfigMap"), back);
+  kcr_scheme_free_typed(kcr_scheme_lookup(s, "", "v1", "ConfigMap"), n);
+
+  assert_int_equal(kcr_typed_list(&c, s, &cm, NULL, &items, &count, &err), 0);
+  assert_int_equal(count, 2);
+  assert_string_equal(((note_t *)items[1])->text, "new text");
+  kcr_typed_list_free(s, &cm, items, count);
+
+  assert_int_equal(kcr_typed_create(&c, s, &cm, &fresh, (void **)&back, &err), 0);
+  assert_string_equal(back->name, "new");
+  assert_string_equal(kcr_meta_kind(st.obj), "ConfigMap");
+  assert_int_equal(st.writes, 2);
+  kcr_scheme_free_typed(kcr_scheme_lookup(s, "", "v1", "ConfigMap"), back);
+
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_typed_get(&c, s, &ghost, "ns", "x", (void **)&n, &err), KCR_ENOENT);
+  assert_null(n);
+  assert_non_null(strstr(err.message, "Ghost is not registered"));
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_typed_get(&c, s, &secret, "ns", "x", (void **)&n, &err), KCR_ENOTSUP);
+  assert_non_null(strstr(err.message, "no typed codec"));
+  json_decref(st.obj);
+  kcr_scheme_destroy(s);
+}
+
 static kcr_scheme_t *made;
 
 static int build(void) {
@@ -167,6 +339,7 @@ int main(void) {
       cmocka_unit_test(test_scheme_rejects_incomplete_kinds),
       cmocka_unit_test(test_scheme_builtins_and_kind_of),
       cmocka_unit_test(test_scheme_typed_codec_round_trip),
+      cmocka_unit_test(test_scheme_typed_objects_through_a_client),
       cmocka_unit_test(test_scheme_allocation_failure),
   };
   return cmocka_run_group_tests_name("scheme", tests, NULL, NULL);
