@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "client/status.h"
+#include "client/apierror_internal.h"
 #include "client/watch_internal.h"
 #include "kcr/buf.h"
 #include "kcr/watch.h"
@@ -145,7 +145,7 @@ static int too_big(kcr_watch_decoder_t *dec, kcr_error_t *err) {
 }
 
 /* parse_error reports a line json_loadb refused, as KCR_ENOMEM when it ran out of
- * memory (see status.c: jansson does not always say so). */
+ * memory (see apierror.c: jansson does not always say so). */
 static int parse_error(kcr_watch_decoder_t *dec, const json_error_t *jerr, size_t len,
                        kcr_error_t *err) {
   char text[JSON_ERROR_TEXT_LENGTH + 64];

@@ -6,7 +6,7 @@
  * failure is the precise one, and outer layers add context with kcr_error_prefix.
  * The fields an API server's answer fills (http_status, reason,
  * retry_after_seconds, causes) are written by the client layer
- * (src/client/status.c); here they are only cleared, never set.
+ * (src/client/apierror.c); here they are only cleared, never set.
  */
 #include <stdio.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "client/status.h"
+#include "client/apierror_internal.h"
 #include "fuzz.h"
 #include "kcr/apierror.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_status.c: metav1.Status bodies as real API servers send them, and what is
+ * test_apierror.c: metav1.Status bodies as real API servers send them, and what is
  * synthesized when a body is not a Status; the apierror.h predicates; Retry-After;
  * allocation failure while parsing.
  */
@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "client/status.h"
+#include "client/apierror_internal.h"
 #include "kcr/apierror.h"
 #include "testutil.h"
 
@@ -84,7 +84,7 @@ static int from(kcr_error_t *err, long status, const char *ctype, const char *bo
 
 #define FROM(err, status, body) from(err, status, "application/json", body, strlen(body))
 
-static void test_status_not_found(void **state) {
+static void test_apierror_not_found(void **state) {
   kcr_error_t err;
   (void)state;
   assert_int_equal(FROM(&err, 404, body_404), KCR_EAPI);
@@ -99,7 +99,7 @@ static void test_status_not_found(void **state) {
   assert_false(kcr_error_is_gone(&err));
 }
 
-static void test_status_conflict_and_already_exists(void **state) {
+static void test_apierror_conflict_and_already_exists(void **state) {
   kcr_error_t err;
   (void)state;
   assert_int_equal(FROM(&err, 409, body_409_conflict), KCR_EAPI);
@@ -115,7 +115,7 @@ static void test_status_conflict_and_already_exists(void **state) {
   assert_false(kcr_error_is_conflict(&err));
 }
 
-static void test_status_invalid_with_causes(void **state) {
+static void test_apierror_invalid_with_causes(void **state) {
   kcr_error_t err;
   (void)state;
   assert_int_equal(FROM(&err, 422, body_422), KCR_EAPI);
@@ -130,7 +130,7 @@ static void test_status_invalid_with_causes(void **state) {
                       "'_' or '.'");
 }
 
-static void test_status_too_many_requests_retry_after(void **state) {
+static void test_apierror_too_many_requests_retry_after(void **state) {
   kcr_error_t err;
   kcr__error_response_t r = {429, "application/json", "3", "GET", NULL, "pods", NULL};
   (void)state;
@@ -153,7 +153,7 @@ static void test_status_too_many_requests_retry_after(void **state) {
                                    "to try again later (get pods)");
 }
 
-static void test_status_expired_is_gone(void **state) {
+static void test_apierror_expired_is_gone(void **state) {
   kcr_error_t err;
   (void)state;
   assert_int_equal(FROM(&err, 410, body_410), KCR_EAPI);
@@ -169,7 +169,7 @@ static void test_status_expired_is_gone(void **state) {
                                    "return more information (get configmaps foo)");
 }
 
-static void test_status_forbidden_and_unauthorized(void **state) {
+static void test_apierror_forbidden_and_unauthorized(void **state) {
   kcr_error_t err;
   (void)state;
   assert_int_equal(FROM(&err, 403, body_403), KCR_EAPI);
@@ -184,7 +184,7 @@ static void test_status_forbidden_and_unauthorized(void **state) {
   assert_true(kcr_error_is_forbidden(&err));
 }
 
-static void test_status_html_500(void **state) {
+static void test_apierror_html_500(void **state) {
   kcr_error_t err;
   (void)state;
   assert_int_equal(from(&err, 500, "text/html", body_500_html, strlen(body_500_html)), KCR_EAPI);
@@ -203,7 +203,7 @@ static void test_status_html_500(void **state) {
   assert_string_equal(err.reason, "InternalError");
 }
 
-static void test_status_empty_body(void **state) {
+static void test_apierror_empty_body(void **state) {
   kcr_error_t err;
   kcr__error_response_t r = {503, NULL, "5", "DELETE", "apps", "deployments", "web"};
   (void)state;
@@ -222,7 +222,7 @@ static void test_status_empty_body(void **state) {
   assert_true(kcr_error_is_service_unavailable(&err));
 }
 
-static void test_status_generic_messages(void **state) {
+static void test_apierror_generic_messages(void **state) {
   static const struct {
     long status;
     const char *verb, *reason, *message;
@@ -256,7 +256,7 @@ static void test_status_generic_messages(void **state) {
   }
 }
 
-static void test_status_not_a_status(void **state) {
+static void test_apierror_not_a_status(void **state) {
   kcr_error_t err;
   kcr__error_response_t r = {409, "application/json", NULL, "POST", NULL, NULL, NULL};
   const char *truncated = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Fail";
@@ -289,7 +289,7 @@ static void test_status_not_a_status(void **state) {
   assert_int_equal(from(&err, 201, NULL, NULL, 0), 0);
 }
 
-static void test_status_excerpt_is_escaped_and_bounded(void **state) {
+static void test_apierror_excerpt_is_escaped_and_bounded(void **state) {
   kcr_error_t err;
   char big[8192];
   const char bin[] = "\x00\xff\x01ok\"\\\n\xc3\xa9";
@@ -315,7 +315,7 @@ static int valid_utf8(const char *s) {
   return ok;
 }
 
-static void test_status_cut_keeps_utf8(void **state) {
+static void test_apierror_cut_keeps_utf8(void **state) {
   kcr_error_t err;
   char body[4096], *p;
   (void)state;
@@ -343,7 +343,7 @@ static void test_status_cut_keeps_utf8(void **state) {
   }
 }
 
-static void test_status_first_error_wins(void **state) {
+static void test_apierror_first_error_wins(void **state) {
   kcr_error_t err;
   kcr__error_response_t r = {404, NULL, NULL, "GET", NULL, "pods", "p"};
   (void)state;
@@ -357,7 +357,7 @@ static void test_status_first_error_wins(void **state) {
   assert_int_equal(kcr__error_from_response(NULL, &r, NULL, 0), KCR_EAPI);
 }
 
-static void test_status_from_status_object(void **state) {
+static void test_apierror_from_status_object(void **state) {
   kcr_error_t err;
   json_t *st = json_pack("{s:s, s:s, s:s, s:i}", "kind", "Status", "reason", "Expired", "message",
                          "too old resource version: 1 (2)", "code", 410);
@@ -388,7 +388,7 @@ static void test_status_from_status_object(void **state) {
   json_decref(arr);
 }
 
-static void test_status_predicate_table(void **state) {
+static void test_apierror_predicate_table(void **state) {
   enum { NF, AE, CF, IV, GN, TM, FB, UA, ST, TO, BR, IE, SU, NPRED };
   static int (*const preds[NPRED])(const kcr_error_t *) = {kcr_error_is_not_found,
                                                            kcr_error_is_already_exists,
@@ -458,7 +458,7 @@ static void test_status_predicate_table(void **state) {
   }
 }
 
-static void test_status_retry_after_header(void **state) {
+static void test_apierror_retry_after_header(void **state) {
   (void)state;
   assert_int_equal(kcr__retry_after_seconds("5"), 5);
   assert_int_equal(kcr__retry_after_seconds(" 10\r\n"), 10);
@@ -483,7 +483,7 @@ static int parse_ok(kcr_error_t *err, long status, const char *body) {
   return rc;
 }
 
-static void test_status_alloc_failure(void **state) {
+static void test_apierror_alloc_failure(void **state) {
   kcr_error_t err;
   (void)state;
   KCR_TEST_ALLOC_LOOP(parse_ok(&err, 404, body_404), (void)0);
@@ -495,23 +495,23 @@ static void test_status_alloc_failure(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_status_not_found),
-      cmocka_unit_test(test_status_conflict_and_already_exists),
-      cmocka_unit_test(test_status_invalid_with_causes),
-      cmocka_unit_test(test_status_too_many_requests_retry_after),
-      cmocka_unit_test(test_status_expired_is_gone),
-      cmocka_unit_test(test_status_forbidden_and_unauthorized),
-      cmocka_unit_test(test_status_html_500),
-      cmocka_unit_test(test_status_empty_body),
-      cmocka_unit_test(test_status_generic_messages),
-      cmocka_unit_test(test_status_not_a_status),
-      cmocka_unit_test(test_status_excerpt_is_escaped_and_bounded),
-      cmocka_unit_test(test_status_cut_keeps_utf8),
-      cmocka_unit_test(test_status_first_error_wins),
-      cmocka_unit_test(test_status_from_status_object),
-      cmocka_unit_test(test_status_predicate_table),
-      cmocka_unit_test(test_status_retry_after_header),
-      cmocka_unit_test(test_status_alloc_failure),
+      cmocka_unit_test(test_apierror_not_found),
+      cmocka_unit_test(test_apierror_conflict_and_already_exists),
+      cmocka_unit_test(test_apierror_invalid_with_causes),
+      cmocka_unit_test(test_apierror_too_many_requests_retry_after),
+      cmocka_unit_test(test_apierror_expired_is_gone),
+      cmocka_unit_test(test_apierror_forbidden_and_unauthorized),
+      cmocka_unit_test(test_apierror_html_500),
+      cmocka_unit_test(test_apierror_empty_body),
+      cmocka_unit_test(test_apierror_generic_messages),
+      cmocka_unit_test(test_apierror_not_a_status),
+      cmocka_unit_test(test_apierror_excerpt_is_escaped_and_bounded),
+      cmocka_unit_test(test_apierror_cut_keeps_utf8),
+      cmocka_unit_test(test_apierror_first_error_wins),
+      cmocka_unit_test(test_apierror_from_status_object),
+      cmocka_unit_test(test_apierror_predicate_table),
+      cmocka_unit_test(test_apierror_retry_after_header),
+      cmocka_unit_test(test_apierror_alloc_failure),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

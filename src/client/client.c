@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * request.c: the client object and synchronous requests.
+ * client.c: the client object and synchronous requests.
  *
  * A request is built on the calling thread (URL, headers, TLS and credentials
  * applied to a fresh curl easy handle: credentials may need an exec plugin run,
@@ -33,7 +33,7 @@
 #include <time.h>
 
 #include "client/client_internal.h"
-#include "client/status.h"
+#include "client/apierror_internal.h"
 #include "kcr/clock.h"
 #include "kcr/log.h"
 #include "util/alloc.h"

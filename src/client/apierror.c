@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * status.c: the API server's failures as kcr_error_t, and the apierror.h
+ * apierror.c: the API server's failures as kcr_error_t, and the apierror.h
  * predicates over them.
  *
  * DESIGN. A failed request's body is normally a metav1.Status: its code, reason,
@@ -30,7 +30,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "client/status.h"
+#include "client/apierror_internal.h"
 #include "kcr/apierror.h"
 #include "util/alloc.h"
 

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * status.h: turning what the API server said about a failure into a kcr_error_t.
+ * apierror_internal.h: turning what the API server said about a failure into a kcr_error_t.
  * The request code calls kcr__error_from_response on every response outside
  * 200..206; the watch decoder calls kcr__error_from_status on an ERROR event's
  * object. Both write only into an empty kcr_error_t (first error wins) and never
  * allocate on the way out, except for parsing the body.
  */
-#ifndef KCR_CLIENT_STATUS_H
-#define KCR_CLIENT_STATUS_H
+#ifndef KCR_CLIENT_APIERROR_INTERNAL_H
+#define KCR_CLIENT_APIERROR_INTERNAL_H
 
 #include <stddef.h>
 
@@ -84,4 +84,4 @@ void kcr__escape_text(char *dst, size_t cap, const char *src, size_t len);
  */
 int kcr__retry_after_seconds(const char *value);
 
-#endif /* KCR_CLIENT_STATUS_H */
+#endif /* KCR_CLIENT_APIERROR_INTERNAL_H */

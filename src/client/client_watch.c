@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * watch_stream.c: a watch is a long-lived GET whose body is a stream of events.
+ * client_watch.c: a watch is a long-lived GET whose body is a stream of events.
  *
  * Who does what: the loop thread only moves bytes. Its write callback copies each
  * piece libcurl delivers into the watch's inbox (a list of chunks under the
@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "client/client_internal.h"
-#include "client/status.h"
+#include "client/apierror_internal.h"
 #include "kcr/clock.h"
 #include "kcr/log.h"
 #include "util/alloc.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * verbs.c: controller-runtime's client verbs over kcr_client_do: build the path
+ * client_verbs.c: controller-runtime's client verbs over kcr_client_do: build the path
  * and query from a kcr_gvr and kcr_request_options, serialise the object, parse
  * the answer. Every path segment and query value is percent-encoded, so names
  * and selectors cannot smuggle in path or query syntax; the URL is built in a
