@@ -118,7 +118,7 @@ static kcr_store_t *measure_store(gen_fn gen, int n, double *heap_per, double *r
   malloc_trim(0);
   h0 = heap_in_use();
   r0 = rss_bytes();
-  kcr_store_create(NULL, NULL, &s);
+  kcr_store_create(NULL, NULL, &s, NULL);
   for (int i = 0; i < n; i++) {
     json_t *o = gen(i);
     kcr_meta_strip_managed_fields(o);

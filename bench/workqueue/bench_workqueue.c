@@ -151,7 +151,7 @@ static double bench_add_after(const char *name) {
   uint64_t r = 88172645463325252ull;
   int64_t t0;
   int i;
-  kcr_fake_clock_create(0, wall, &clock);
+  kcr_fake_clock_create(0, wall, &clock, NULL);
   q = make_queue(name, clock);
   for (i = 0; i < N; i++)
     snprintf(k[i], sizeof(k[i]), "%d", i);

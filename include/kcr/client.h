@@ -102,7 +102,7 @@ KCR_EXTERN kcr_rest_config_t *kcr_client_config(kcr_client_t *c);
 typedef struct kcr_cancel kcr_cancel_t;
 
 /* kcr_cancel_create makes a token that is not cancelled. Returns 0 or KCR_ENOMEM. */
-KCR_EXTERN int kcr_cancel_create(kcr_cancel_t **out);
+KCR_EXTERN int kcr_cancel_create(kcr_cancel_t **out, kcr_error_t *err);
 
 /*
  * kcr_cancel_fire cancels every request using the token, now and later: they

@@ -60,7 +60,7 @@ KCR_EXTERN int kcr_clock_cond_init(pthread_cond_t *cond);
  * clock, NULL on failure. Returns 0 or KCR_ENOMEM.
  */
 KCR_EXTERN int kcr_fake_clock_create(int64_t mono_start_ns, kcr_time_t wall_start,
-                                     kcr_clock_t **out);
+                                     kcr_clock_t **out, kcr_error_t *err);
 
 /*
  * kcr_fake_clock_step moves both readings of a fake clock forward by ns >= 0.

@@ -116,7 +116,8 @@ typedef int (*kcr_delta_fifo_process_cb)(const char *key, const kcr_delta *delta
  * new FIFO (release with kcr_delta_fifo_destroy), NULL on failure. Returns 0,
  * KCR_ENOMEM or KCR_ESYS.
  */
-KCR_EXTERN int kcr_delta_fifo_create(const kcr_delta_fifo_options *opts, kcr_delta_fifo_t **out);
+KCR_EXTERN int kcr_delta_fifo_create(const kcr_delta_fifo_options *opts, kcr_delta_fifo_t **out,
+                                     kcr_error_t *err);
 
 /*
  * kcr_delta_fifo_destroy releases f and what is queued. No thread may be using

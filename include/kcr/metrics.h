@@ -66,7 +66,7 @@ typedef enum kcr_metric_type {
  * kcr_metrics_registry_create makes an empty registry. *out: new, NULL on
  * failure. Returns 0 or KCR_ENOMEM. Any thread.
  */
-KCR_EXTERN int kcr_metrics_registry_create(kcr_metrics_registry_t **out);
+KCR_EXTERN int kcr_metrics_registry_create(kcr_metrics_registry_t **out, kcr_error_t *err);
 
 /*
  * kcr_metrics_registry_destroy frees the registry, its families and children, and

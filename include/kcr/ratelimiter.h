@@ -57,7 +57,7 @@ typedef struct kcr_ratelimiter_ops {
  * limiter, NULL on failure. Returns 0 or KCR_ENOMEM.
  */
 KCR_EXTERN int kcr_ratelimiter_create(const kcr_ratelimiter_ops *ops, void *data,
-                                      kcr_ratelimiter_t **out);
+                                      kcr_ratelimiter_t **out, kcr_error_t *err);
 
 /*
  * kcr_ratelimiter_exponential_create: client-go's ItemExponentialFailureRateLimiter.
@@ -66,7 +66,7 @@ KCR_EXTERN int kcr_ratelimiter_create(const kcr_ratelimiter_ops *ops, void *data
  * *out receives a new limiter, NULL on failure. Returns 0, KCR_EINVAL or KCR_ENOMEM.
  */
 KCR_EXTERN int kcr_ratelimiter_exponential_create(int64_t base_ns, int64_t max_ns,
-                                                  kcr_ratelimiter_t **out);
+                                                  kcr_ratelimiter_t **out, kcr_error_t *err);
 
 /*
  * kcr_ratelimiter_bucket_create: client-go's BucketRateLimiter over
@@ -81,7 +81,7 @@ KCR_EXTERN int kcr_ratelimiter_exponential_create(int64_t base_ns, int64_t max_n
  * Returns 0, KCR_EINVAL or KCR_ENOMEM.
  */
 KCR_EXTERN int kcr_ratelimiter_bucket_create(double qps, int burst, kcr_clock_t *clock,
-                                             kcr_ratelimiter_t **out);
+                                             kcr_ratelimiter_t **out, kcr_error_t *err);
 
 /*
  * kcr_ratelimiter_fast_slow_create: client-go's ItemFastSlowRateLimiter. The first
@@ -90,7 +90,8 @@ KCR_EXTERN int kcr_ratelimiter_bucket_create(double qps, int burst, kcr_clock_t 
  * limiter, NULL on failure. Returns 0, KCR_EINVAL or KCR_ENOMEM.
  */
 KCR_EXTERN int kcr_ratelimiter_fast_slow_create(int64_t fast_ns, int64_t slow_ns,
-                                                int max_fast_attempts, kcr_ratelimiter_t **out);
+                                                int max_fast_attempts, kcr_ratelimiter_t **out,
+                                                kcr_error_t *err);
 
 /*
  * kcr_ratelimiter_max_of_create: client-go's MaxOfRateLimiter. when asks every
@@ -101,7 +102,7 @@ KCR_EXTERN int kcr_ratelimiter_fast_slow_create(int64_t fast_ns, int64_t slow_ns
  * KCR_EINVAL or KCR_ENOMEM.
  */
 KCR_EXTERN int kcr_ratelimiter_max_of_create(kcr_ratelimiter_t *const *limiters, size_t n,
-                                             kcr_ratelimiter_t **out);
+                                             kcr_ratelimiter_t **out, kcr_error_t *err);
 
 /*
  * kcr_ratelimiter_default_create: controller-runtime's default controller rate
@@ -109,7 +110,8 @@ KCR_EXTERN int kcr_ratelimiter_max_of_create(kcr_ratelimiter_t *const *limiters,
  * borrowed as for the bucket. *out receives a new limiter, NULL on failure.
  * Returns 0 or KCR_ENOMEM.
  */
-KCR_EXTERN int kcr_ratelimiter_default_create(kcr_clock_t *clock, kcr_ratelimiter_t **out);
+KCR_EXTERN int kcr_ratelimiter_default_create(kcr_clock_t *clock, kcr_ratelimiter_t **out,
+                                              kcr_error_t *err);
 
 /*
  * kcr_ratelimiter_when stores in *delay_ns how long key should wait before its

@@ -66,7 +66,7 @@ typedef struct kcr_kind_info {
 typedef struct kcr_scheme kcr_scheme_t;
 
 /* kcr_scheme_create makes an empty scheme. Returns 0 or KCR_ENOMEM. */
-KCR_EXTERN int kcr_scheme_create(kcr_scheme_t **out);
+KCR_EXTERN int kcr_scheme_create(kcr_scheme_t **out, kcr_error_t *err);
 
 /* kcr_scheme_destroy frees the scheme. NULL is ignored. */
 KCR_EXTERN void kcr_scheme_destroy(kcr_scheme_t *s);

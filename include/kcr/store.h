@@ -83,7 +83,8 @@ typedef int (*kcr_store_foreach_cb)(const char *key, const char *json, size_t js
  * key_data compute keys. *out receives a new store (release with
  * kcr_store_destroy), NULL on failure. Returns 0 or KCR_ENOMEM.
  */
-KCR_EXTERN int kcr_store_create(kcr_key_fn key_fn, void *key_data, kcr_store_t **out);
+KCR_EXTERN int kcr_store_create(kcr_key_fn key_fn, void *key_data, kcr_store_t **out,
+                                kcr_error_t *err);
 
 /* kcr_store_destroy releases s and everything in it. NULL is ignored. */
 KCR_EXTERN void kcr_store_destroy(kcr_store_t *s);

@@ -157,7 +157,7 @@ static fitem_t *ring_pop(kcr_delta_fifo_t *f) {
 
 /* --- lifecycle ----------------------------------------------------------- */
 
-int kcr_delta_fifo_create(const kcr_delta_fifo_options *opts, kcr_delta_fifo_t **out) {
+static int make_delta_fifo(const kcr_delta_fifo_options *opts, kcr_delta_fifo_t **out) {
   kcr_delta_fifo_t *f;
   assert(out);
   *out = NULL;
@@ -188,6 +188,15 @@ int kcr_delta_fifo_create(const kcr_delta_fifo_options *opts, kcr_delta_fifo_t *
   }
   *out = f;
   return 0;
+}
+
+int kcr_delta_fifo_create(const kcr_delta_fifo_options *opts, kcr_delta_fifo_t **out,
+                          kcr_error_t *err) {
+  int rc = make_delta_fifo(opts, out);
+  if (rc)
+    kcr_error_set(err, rc, "delta fifo: %s",
+                  rc == KCR_EINVAL ? "invalid arguments" : kcr_strerror(rc));
+  return rc;
 }
 
 void kcr_delta_fifo_destroy(kcr_delta_fifo_t *f) {

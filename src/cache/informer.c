@@ -922,8 +922,8 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
     rc = kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
     goto fail;
   }
-  if ((rc = kcr_store_create(NULL, NULL, &inf->store)) != 0 ||
-      (rc = kcr_cancel_create(&inf->cancel)) != 0) {
+  if ((rc = kcr_store_create(NULL, NULL, &inf->store, NULL)) != 0 ||
+      (rc = kcr_cancel_create(&inf->cancel, NULL)) != 0) {
     kcr_error_set(err, rc, "informer: cannot create its store");
     goto fail;
   }
@@ -934,7 +934,7 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
   memset(&fo, 0, sizeof(fo));
   fo.known = &known;
   fo.key_fn = kcr__cobj_key_fn;
-  if ((rc = kcr_delta_fifo_create(&fo, &inf->fifo)) != 0) {
+  if ((rc = kcr_delta_fifo_create(&fo, &inf->fifo, NULL)) != 0) {
     kcr_error_set(err, rc, "informer: cannot create its queue");
     goto fail;
   }

@@ -337,7 +337,7 @@ static void set_rv_str(kcr_store_t *s, char *str) {
 
 /* --- lifecycle ----------------------------------------------------------- */
 
-int kcr_store_create(kcr_key_fn key_fn, void *key_data, kcr_store_t **out) {
+static int make_store(kcr_key_fn key_fn, void *key_data, kcr_store_t **out) {
   kcr_store_t *s;
   assert(out);
   *out = NULL;
@@ -362,6 +362,13 @@ int kcr_store_create(kcr_key_fn key_fn, void *key_data, kcr_store_t **out) {
   }
   *out = s;
   return 0;
+}
+
+int kcr_store_create(kcr_key_fn key_fn, void *key_data, kcr_store_t **out, kcr_error_t *err) {
+  int rc = make_store(key_fn, key_data, out);
+  if (rc)
+    kcr_error_set(err, rc, "store: %s", rc == KCR_EINVAL ? "invalid arguments" : kcr_strerror(rc));
+  return rc;
 }
 
 void kcr_store_destroy(kcr_store_t *s) {

@@ -32,8 +32,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "client/client_internal.h"
 #include "client/apierror_internal.h"
+#include "client/client_internal.h"
 #include "kcr/clock.h"
 #include "kcr/log.h"
 #include "util/alloc.h"
@@ -329,7 +329,7 @@ void kcr__client_credentials_rejected(kcr_client_t *c) {
 
 /* ---- cancellation tokens ---- */
 
-int kcr_cancel_create(kcr_cancel_t **out) {
+static int make_cancel(kcr_cancel_t **out) {
   kcr_cancel_t *t = kcr__calloc(1, sizeof(*t));
   *out = NULL;
   if (!t)
@@ -337,6 +337,14 @@ int kcr_cancel_create(kcr_cancel_t **out) {
   pthread_mutex_init(&t->mu, NULL);
   *out = t;
   return 0;
+}
+
+int kcr_cancel_create(kcr_cancel_t **out, kcr_error_t *err) {
+  int rc = make_cancel(out);
+  if (rc)
+    kcr_error_set(err, rc, "cancel token: %s",
+                  rc == KCR_EINVAL ? "invalid arguments" : kcr_strerror(rc));
+  return rc;
 }
 
 int kcr_cancel_fired(kcr_cancel_t *t) {

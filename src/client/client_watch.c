@@ -31,8 +31,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/client_internal.h"
 #include "client/apierror_internal.h"
+#include "client/client_internal.h"
 #include "kcr/clock.h"
 #include "kcr/log.h"
 #include "util/alloc.h"

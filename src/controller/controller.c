@@ -306,7 +306,7 @@ int kcr_controller_create(const kcr_controller_options *o, kcr_controller_t **ou
   c->name = kcr__strdup(o->name);
   rc = c->name ? kcr_workqueue_create(&qo, &c->q, err) : (kcr_ratelimiter_destroy(rl), KCR_ENOMEM);
   if (rc == 0)
-    rc = kcr_cancel_create(&c->cancel);
+    rc = kcr_cancel_create(&c->cancel, NULL);
   if (rc == 0 && o->metrics)
     rc = register_metrics(c, o->metrics, err);
   if (rc) {

@@ -172,7 +172,7 @@ int kcr_leader_election_create(const kcr_leader_election_options *o, kcr_leader_
   le->identity = kcr__strdup(id);
   le->describe = kcr__malloc(strlen(ns) + strlen(o->lease_name) + 2);
   if (!le->name || !le->ns || !le->identity || !le->describe ||
-      kcr_cancel_create(&le->cancel) != 0) {
+      kcr_cancel_create(&le->cancel, NULL) != 0) {
     le_free(le);
     return kcr_error_set(err, KCR_ENOMEM, "leader election: out of memory");
   }

@@ -326,7 +326,7 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
   /* Every manager keeps a metrics registry and hands it down: the REST client,
    * each controller and its queue, and the elector register their own series on
    * it; kcr_manager_serve exposes it on /metrics. */
-  rc = kcr_metrics_registry_create(&m->metrics);
+  rc = kcr_metrics_registry_create(&m->metrics, NULL);
   if (rc == 0)
     rc = kcr_metrics_register_process(m->metrics, NULL);
   if (rc) {

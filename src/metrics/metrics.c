@@ -130,7 +130,7 @@ static int valid_label_name(const char *s) {
 
 /* ---- registry ---- */
 
-int kcr_metrics_registry_create(kcr_metrics_registry_t **out) {
+static int make_metrics_registry(kcr_metrics_registry_t **out) {
   kcr_metrics_registry_t *r = kcr__calloc(1, sizeof(*r));
   *out = NULL;
   if (!r)
@@ -138,6 +138,14 @@ int kcr_metrics_registry_create(kcr_metrics_registry_t **out) {
   pthread_mutex_init(&r->mu, NULL);
   *out = r;
   return 0;
+}
+
+int kcr_metrics_registry_create(kcr_metrics_registry_t **out, kcr_error_t *err) {
+  int rc = make_metrics_registry(out);
+  if (rc)
+    kcr_error_set(err, rc, "metrics registry: %s",
+                  rc == KCR_EINVAL ? "invalid arguments" : kcr_strerror(rc));
+  return rc;
 }
 
 static void free_strv(char **v, size_t n) {

@@ -22,9 +22,16 @@ struct kcr_scheme {
   size_t n, cap;
 };
 
-int kcr_scheme_create(kcr_scheme_t **out) {
+static int make_scheme(kcr_scheme_t **out) {
   *out = kcr__calloc(1, sizeof(**out));
   return *out ? 0 : KCR_ENOMEM;
+}
+
+int kcr_scheme_create(kcr_scheme_t **out, kcr_error_t *err) {
+  int rc = make_scheme(out);
+  if (rc)
+    kcr_error_set(err, rc, "scheme: %s", rc == KCR_EINVAL ? "invalid arguments" : kcr_strerror(rc));
+  return rc;
 }
 
 void kcr_scheme_destroy(kcr_scheme_t *s) {

@@ -90,7 +90,7 @@ int kcr_clock_timedwait(kcr_clock_t *c, pthread_cond_t *cond, pthread_mutex_t *m
   return 0;
 }
 
-int kcr_fake_clock_create(int64_t mono_start_ns, kcr_time_t wall_start, kcr_clock_t **out) {
+static int make_fake_clock(int64_t mono_start_ns, kcr_time_t wall_start, kcr_clock_t **out) {
   kcr_clock_t *c = kcr__calloc(1, sizeof(*c));
   *out = NULL;
   if (!c)
@@ -104,6 +104,15 @@ int kcr_fake_clock_create(int64_t mono_start_ns, kcr_time_t wall_start, kcr_cloc
   c->wall = wall_start;
   *out = c;
   return 0;
+}
+
+int kcr_fake_clock_create(int64_t mono_start_ns, kcr_time_t wall_start, kcr_clock_t **out,
+                          kcr_error_t *err) {
+  int rc = make_fake_clock(mono_start_ns, wall_start, out);
+  if (rc)
+    kcr_error_set(err, rc, "fake clock: %s",
+                  rc == KCR_EINVAL ? "invalid arguments" : kcr_strerror(rc));
+  return rc;
 }
 
 void kcr_fake_clock_step(kcr_clock_t *c, int64_t ns) {

@@ -418,7 +418,7 @@ int kcr_workqueue_create(const kcr_workqueue_options *opts, kcr_workqueue_t **ou
   q->metrics_on = q->name[0] != '\0' && opts->metrics;
   q->spin = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? SPIN_ITERATIONS : 0;
   atomic_init(&q->hint, 0);
-  if (!q->limiter && (rc = kcr_ratelimiter_default_create(q->clock, &q->limiter)))
+  if (!q->limiter && (rc = kcr_ratelimiter_default_create(q->clock, &q->limiter, NULL)))
     goto fail;
   rc = KCR_ESYS;
   if (init_mutex(&q->mu))

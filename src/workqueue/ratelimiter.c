@@ -33,7 +33,7 @@ struct kcr_ratelimiter {
   void *data;
 };
 
-int kcr_ratelimiter_create(const kcr_ratelimiter_ops *ops, void *data, kcr_ratelimiter_t **out) {
+static int make_ratelimiter(const kcr_ratelimiter_ops *ops, void *data, kcr_ratelimiter_t **out) {
   kcr_ratelimiter_t *rl;
   assert(ops && ops->when && out);
   *out = NULL;
@@ -47,6 +47,15 @@ int kcr_ratelimiter_create(const kcr_ratelimiter_ops *ops, void *data, kcr_ratel
   rl->data = data;
   *out = rl;
   return 0;
+}
+
+int kcr_ratelimiter_create(const kcr_ratelimiter_ops *ops, void *data, kcr_ratelimiter_t **out,
+                           kcr_error_t *err) {
+  int rc = make_ratelimiter(ops, data, out);
+  if (rc)
+    kcr_error_set(err, rc, "rate limiter: %s",
+                  rc == KCR_EINVAL ? "invalid arguments" : kcr_strerror(rc));
+  return rc;
 }
 
 int kcr_ratelimiter_when(kcr_ratelimiter_t *rl, const char *key, int64_t *delay_ns) {
@@ -212,7 +221,7 @@ static int per_item_create(const kcr_ratelimiter_ops *ops, int64_t a_ns, int64_t
   return 0;
 }
 
-int kcr_ratelimiter_exponential_create(int64_t base_ns, int64_t max_ns, kcr_ratelimiter_t **out) {
+static int make_ratelimiter_exponential(int64_t base_ns, int64_t max_ns, kcr_ratelimiter_t **out) {
   assert(out);
   *out = NULL;
   if (base_ns < 0 || max_ns < 0)
@@ -220,13 +229,31 @@ int kcr_ratelimiter_exponential_create(int64_t base_ns, int64_t max_ns, kcr_rate
   return per_item_create(&exponential_ops, base_ns, max_ns, 0, out);
 }
 
-int kcr_ratelimiter_fast_slow_create(int64_t fast_ns, int64_t slow_ns, int max_fast_attempts,
-                                     kcr_ratelimiter_t **out) {
+int kcr_ratelimiter_exponential_create(int64_t base_ns, int64_t max_ns, kcr_ratelimiter_t **out,
+                                       kcr_error_t *err) {
+  int rc = make_ratelimiter_exponential(base_ns, max_ns, out);
+  if (rc)
+    kcr_error_set(err, rc, "exponential rate limiter: %s",
+                  rc == KCR_EINVAL ? "invalid arguments" : kcr_strerror(rc));
+  return rc;
+}
+
+static int make_ratelimiter_fast_slow(int64_t fast_ns, int64_t slow_ns, int max_fast_attempts,
+                                      kcr_ratelimiter_t **out) {
   assert(out);
   *out = NULL;
   if (fast_ns < 0 || slow_ns < 0 || max_fast_attempts < 0)
     return KCR_EINVAL;
   return per_item_create(&fast_slow_ops, fast_ns, slow_ns, max_fast_attempts, out);
+}
+
+int kcr_ratelimiter_fast_slow_create(int64_t fast_ns, int64_t slow_ns, int max_fast_attempts,
+                                     kcr_ratelimiter_t **out, kcr_error_t *err) {
+  int rc = make_ratelimiter_fast_slow(fast_ns, slow_ns, max_fast_attempts, out);
+  if (rc)
+    kcr_error_set(err, rc, "fast-slow rate limiter: %s",
+                  rc == KCR_EINVAL ? "invalid arguments" : kcr_strerror(rc));
+  return rc;
 }
 
 /* ---- token bucket ---- */
@@ -283,8 +310,8 @@ static void bucket_destroy(void *data) {
 
 static const kcr_ratelimiter_ops bucket_ops = {bucket_when, NULL, NULL, bucket_destroy};
 
-int kcr_ratelimiter_bucket_create(double qps, int burst, kcr_clock_t *clock,
-                                  kcr_ratelimiter_t **out) {
+static int make_ratelimiter_bucket(double qps, int burst, kcr_clock_t *clock,
+                                   kcr_ratelimiter_t **out) {
   bucket *b;
   assert(out);
   *out = NULL;
@@ -306,6 +333,15 @@ int kcr_ratelimiter_bucket_create(double qps, int burst, kcr_clock_t *clock,
   b->last = kcr_clock_now(b->clock);
   *out = &b->base;
   return 0;
+}
+
+int kcr_ratelimiter_bucket_create(double qps, int burst, kcr_clock_t *clock,
+                                  kcr_ratelimiter_t **out, kcr_error_t *err) {
+  int rc = make_ratelimiter_bucket(qps, burst, clock, out);
+  if (rc)
+    kcr_error_set(err, rc, "bucket rate limiter: %s",
+                  rc == KCR_EINVAL ? "invalid arguments" : kcr_strerror(rc));
+  return rc;
 }
 
 /* ---- max-of ---- */
@@ -365,8 +401,8 @@ static void max_of_destroy(void *data) {
 static const kcr_ratelimiter_ops max_of_ops = {max_of_when, max_of_forget, max_of_num_requeues,
                                                max_of_destroy};
 
-int kcr_ratelimiter_max_of_create(kcr_ratelimiter_t *const *limiters, size_t n,
-                                  kcr_ratelimiter_t **out) {
+static int make_ratelimiter_max_of(kcr_ratelimiter_t *const *limiters, size_t n,
+                                   kcr_ratelimiter_t **out) {
   max_of *m = NULL;
   size_t i;
   int rc = KCR_EINVAL;
@@ -397,19 +433,36 @@ fail:
   return rc;
 }
 
-int kcr_ratelimiter_default_create(kcr_clock_t *clock, kcr_ratelimiter_t **out) {
+int kcr_ratelimiter_max_of_create(kcr_ratelimiter_t *const *limiters, size_t n,
+                                  kcr_ratelimiter_t **out, kcr_error_t *err) {
+  int rc = make_ratelimiter_max_of(limiters, n, out);
+  if (rc)
+    kcr_error_set(err, rc, "max-of rate limiter: %s",
+                  rc == KCR_EINVAL ? "invalid arguments" : kcr_strerror(rc));
+  return rc;
+}
+
+static int make_ratelimiter_default(kcr_clock_t *clock, kcr_ratelimiter_t **out) {
   kcr_ratelimiter_t *parts[2] = {NULL, NULL};
   int rc;
   assert(out);
   *out = NULL;
-  rc =
-      kcr_ratelimiter_exponential_create(5 * KCR_NSEC_PER_MSEC, 1000 * KCR_NSEC_PER_SEC, &parts[0]);
+  rc = kcr_ratelimiter_exponential_create(5 * KCR_NSEC_PER_MSEC, 1000 * KCR_NSEC_PER_SEC, &parts[0],
+                                          NULL);
   if (rc)
     return rc;
-  rc = kcr_ratelimiter_bucket_create(10.0, 100, clock, &parts[1]);
+  rc = kcr_ratelimiter_bucket_create(10.0, 100, clock, &parts[1], NULL);
   if (rc) {
     kcr_ratelimiter_destroy(parts[0]);
     return rc;
   }
-  return kcr_ratelimiter_max_of_create(parts, 2, out);
+  return kcr_ratelimiter_max_of_create(parts, 2, out, NULL);
+}
+
+int kcr_ratelimiter_default_create(kcr_clock_t *clock, kcr_ratelimiter_t **out, kcr_error_t *err) {
+  int rc = make_ratelimiter_default(clock, out);
+  if (rc)
+    kcr_error_set(err, rc, "default rate limiter: %s",
+                  rc == KCR_EINVAL ? "invalid arguments" : kcr_strerror(rc));
+  return rc;
 }

@@ -81,7 +81,7 @@ int main(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
 
-  if (kcr_metrics_registry_create(&reg) != 0 || kcr_metrics_register_process(reg, NULL) != 0)
+  if (kcr_metrics_registry_create(&reg, NULL) != 0 || kcr_metrics_register_process(reg, NULL) != 0)
     goto fail;
   if (kcr_rest_config_from_kubeconfig(argv[1], NULL, NULL, &cfg, &err) != 0)
     goto fail;

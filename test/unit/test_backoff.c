@@ -8,7 +8,7 @@ static kcr_clock_t *clk;
 static int setup(void **state) {
   kcr_time_t wall = {1700000000, 0};
   (void)state;
-  return kcr_fake_clock_create(0, wall, &clk);
+  return kcr_fake_clock_create(0, wall, &clk, NULL);
 }
 
 static int teardown(void **state) {

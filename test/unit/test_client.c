@@ -408,7 +408,7 @@ static void test_client_cancel(void **state) {
   struct firer fr;
   pthread_t th;
   memset(&o, 0, sizeof(o));
-  assert_int_equal(kcr_cancel_create(&fr.token), 0);
+  assert_int_equal(kcr_cancel_create(&fr.token, NULL), 0);
   o.cancel = fr.token;
   pthread_create(&th, NULL, fire_soon, &fr);
   kcr_error_clear(&err);
@@ -475,7 +475,7 @@ static void test_client_metrics_count_attempts(void **state) {
   kcr_error_t err;
   char host[64];
   (void)state;
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   memset(&o, 0, sizeof(o));
   o.metrics = r;
   assert_int_equal(make_fixture(&f, &o), 0);
@@ -510,7 +510,7 @@ static void test_client_metrics_clash(void **state) {
   kcr_metric_t *m;
   static const char *const l[] = {"code", NULL};
   (void)state;
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   assert_int_equal(kcr_metrics_counter(r, KCR_CLIENT_METRIC_REQUESTS, "x", l, &m, NULL), 0);
   memset(&o, 0, sizeof(o));
   o.metrics = r;

@@ -26,7 +26,7 @@ static void test_clock_fake_moves_only_when_stepped(void **state) {
   kcr_clock_t *c;
   kcr_time_t start = {1000, 999999999}, w;
   (void)state;
-  assert_int_equal(kcr_fake_clock_create(5, start, &c), 0);
+  assert_int_equal(kcr_fake_clock_create(5, start, &c, NULL), 0);
   assert_int_equal(kcr_clock_now(c), 5);
   assert_int_equal(kcr_clock_now(c), 5);
   kcr_fake_clock_step(c, 2);
@@ -74,7 +74,7 @@ static void test_clock_fake_timedwait_ends_when_stepped_past_deadline(void **sta
   pthread_t th;
   int rc;
   (void)state;
-  assert_int_equal(kcr_fake_clock_create(0, start, &s.clock), 0);
+  assert_int_equal(kcr_fake_clock_create(0, start, &s.clock, NULL), 0);
   assert_int_equal(kcr_clock_cond_init(&cond), 0);
   /* The deadline is ten fake seconds away: only stepping can reach it. */
   assert_int_equal(pthread_create(&th, NULL, step_later, &s), 0);
@@ -93,7 +93,7 @@ static void test_clock_fake_create_allocation_failure(void **state) {
   kcr_clock_t *c = NULL;
   kcr_time_t start = {0, 0};
   (void)state;
-  KCR_TEST_ALLOC_LOOP(kcr_fake_clock_create(0, start, &c), (kcr_clock_destroy(c), c = NULL));
+  KCR_TEST_ALLOC_LOOP(kcr_fake_clock_create(0, start, &c, NULL), (kcr_clock_destroy(c), c = NULL));
 }
 
 static void test_rand_double_in_unit_interval(void **state) {

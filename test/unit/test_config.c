@@ -314,7 +314,7 @@ static void test_config_token_file_rotation(void **state) {
                              "contexts: [{name: c, context: {cluster: c, user: u}}]\n",
                              NULL, &cfg, &err),
                    0);
-  assert_int_equal(kcr_fake_clock_create(0, (kcr_time_t){1893456000, 0}, &clock), 0);
+  assert_int_equal(kcr_fake_clock_create(0, (kcr_time_t){1893456000, 0}, &clock, NULL), 0);
   kcr__rest_config_set_clock(cfg, clock);
 
   assert_int_equal(kcr_rest_config_credentials(cfg, &cr, &err), 0);
@@ -801,7 +801,7 @@ static void test_config_in_cluster(void **state) {
   ca = kcr_rest_config_ca(cfg, &len);
   assert_bytes_equal_file(ca, len, p);
   free(p);
-  assert_int_equal(kcr_fake_clock_create(0, (kcr_time_t){1893456000, 0}, &clock), 0);
+  assert_int_equal(kcr_fake_clock_create(0, (kcr_time_t){1893456000, 0}, &clock, NULL), 0);
   kcr__rest_config_set_clock(cfg, clock);
   assert_int_equal(kcr_rest_config_credentials(cfg, &cr, &err), 0);
   assert_string_equal(cr.bearer_token, "sa-token-1");

@@ -275,7 +275,7 @@ static void test_config_exec_refreshes_before_expiry(void **state) {
                      "\"status\":{\"token\":\"tok-%d\",\"expirationTimestamp\":"
                      "\"2030-01-01T00:00:%02dZ\"}}' $n $((2 + 10 * (n - 1)))\n");
   assert_int_equal(load(fx, NULL, V1, NULL, NULL, &err), 0);
-  assert_int_equal(kcr_fake_clock_create(0, (kcr_time_t){1893456000, 0}, &clock), 0);
+  assert_int_equal(kcr_fake_clock_create(0, (kcr_time_t){1893456000, 0}, &clock, NULL), 0);
   kcr__rest_config_set_clock(fx->cfg, clock);
 
   assert_int_equal(runs(fx), 0); /* nothing runs at load */

@@ -50,12 +50,12 @@ static int setup(void **state) {
   fixture_t *fx = calloc(1, sizeof(*fx));
   kcr_controller_options o;
   kcr_ratelimiter_t *rl;
-  if (kcr_fake_clock_create(0, (kcr_time_t){1700000000, 0}, &fx->clock))
+  if (kcr_fake_clock_create(0, (kcr_time_t){1700000000, 0}, &fx->clock, NULL))
     return -1;
   /* exponential only (5 ms doubling), so delays are exact */
-  if (kcr_ratelimiter_exponential_create(5 * KCR_NSEC_PER_MSEC, 1000 * KCR_NSEC_PER_SEC, &rl))
+  if (kcr_ratelimiter_exponential_create(5 * KCR_NSEC_PER_MSEC, 1000 * KCR_NSEC_PER_SEC, &rl, NULL))
     return -1;
-  if (kcr_metrics_registry_create(&fx->reg))
+  if (kcr_metrics_registry_create(&fx->reg, NULL))
     return -1;
   memset(&o, 0, sizeof(o));
   o.name = "test";
@@ -506,7 +506,7 @@ static void test_controller_metrics_clash(void **state) {
   kcr_error_t err = {0};
   static const char *const l[] = {"other", NULL};
   (void)state;
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   assert_int_equal(kcr_metrics_counter(r, KCR_CONTROLLER_METRIC_RECONCILE_ERRORS, "x", l, &m, NULL),
                    0);
   memset(&o, 0, sizeof(o));
@@ -524,7 +524,7 @@ static void test_controller_create_alloc_metrics(void **state) {
   kcr_controller_options o;
   kcr_controller_t *c = NULL;
   (void)state;
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   memset(&o, 0, sizeof(o));
   o.name = "alloc";
   o.reconcile = reconcile;

@@ -141,7 +141,7 @@ static void test_controllerutil_conditions(void **state) {
   bool ch;
   kcr_condition ready = {"Ready", "False", "Creating", "starting up", 3, {0, 0}};
   (void)state;
-  assert_int_equal(kcr_fake_clock_create(0, (kcr_time_t){1700000000, 0}, &clk), 0);
+  assert_int_equal(kcr_fake_clock_create(0, (kcr_time_t){1700000000, 0}, &clk, NULL), 0);
   assert_null(kcr_conditions_get(o, false));
   conds = kcr_conditions_get(o, true);
   assert_non_null(conds);

@@ -193,7 +193,7 @@ static kcr_delta_fifo_t *new_fifo(lister_t *l, kcr_known_objects *k) {
     k->data = l;
     o.known = k;
   }
-  assert_int_equal(kcr_delta_fifo_create(&o, &f), 0);
+  assert_int_equal(kcr_delta_fifo_create(&o, &f, NULL), 0);
   return f;
 }
 
@@ -396,7 +396,7 @@ static void test_delta_fifo_transformer(void **state) {
   (void)state;
   o.transform = count_transform;
   o.transform_data = &calls;
-  assert_int_equal(kcr_delta_fifo_create(&o, &f), 0);
+  assert_int_equal(kcr_delta_fifo_create(&o, &f, NULL), 0);
   add(f, mk("foo", 10));
   add(f, mk("bar", 11));
   update(f, mk("foo", 12));
@@ -768,7 +768,7 @@ static void test_delta_fifo_tombstone_without_object(void **state) {
   json_t *list = NULL;
   (void)state;
   o.known = &k;
-  assert_int_equal(kcr_delta_fifo_create(&o, &f), 0);
+  assert_int_equal(kcr_delta_fifo_create(&o, &f, NULL), 0);
   replace(f, json_array());
   assert_int_equal(kcr_delta_fifo_list(f, &list), 0);
   assert_int_equal(json_array_size(list), 0); /* no object to list */
@@ -863,10 +863,10 @@ static void test_delta_fifo_with_store(void **state) {
   kcr_delta_fifo_options o = {0};
   kcr_delta_fifo_t *f = NULL;
   (void)state;
-  assert_int_equal(kcr_store_create(NULL, NULL, &s), 0);
+  assert_int_equal(kcr_store_create(NULL, NULL, &s, NULL), 0);
   kcr_store_known_objects(s, &k);
   o.known = &k;
-  assert_int_equal(kcr_delta_fifo_create(&o, &f), 0);
+  assert_int_equal(kcr_delta_fifo_create(&o, &f, NULL), 0);
   replace(f, json_pack("[o,o,o]", mk("a", 1), mk("b", 1), mk("c", 1)));
   while (kcr_delta_fifo_len(f))
     assert_int_equal(kcr_delta_fifo_pop(f, apply_to_store, s), 0);
@@ -916,7 +916,7 @@ static void test_delta_fifo_add_alloc_failure(void **state) {
   json_t *fresh = mk("new", 1), *again = mk("old", 2);
   char buf[128];
   (void)state;
-  assert_int_equal(kcr_delta_fifo_create(NULL, &af), 0);
+  assert_int_equal(kcr_delta_fifo_create(NULL, &af, NULL), 0);
   add(af, mk("old", 1));
   KCR_TEST_ALLOC_LOOP(try_add(fresh), check_invariant());
   KCR_TEST_ALLOC_LOOP(try_add(again), check_invariant());

@@ -79,7 +79,7 @@ static fixture_t *setup_fixture(void) {
   assert_int_equal(kcr_rest_config_from_kubeconfig(f->kubeconfig, NULL, NULL, &f->config, NULL), 0);
   co.config = f->config;
   assert_int_equal(kcr_client_create(&co, &f->client, NULL), 0);
-  assert_int_equal(kcr_fake_clock_create(0, wall, &f->clock), 0);
+  assert_int_equal(kcr_fake_clock_create(0, wall, &f->clock, NULL), 0);
   eo.client = f->client;
   eo.reporting_controller = "kcr.dev/test";
   eo.reporting_instance = "test-1";

@@ -184,8 +184,8 @@ static fixture_t *setup_fixture(void) {
   assert_int_equal(kcr_rest_config_from_kubeconfig(f->kubeconfig, NULL, NULL, &f->config, NULL), 0);
   co.config = f->config;
   assert_int_equal(kcr_client_create(&co, &f->client, NULL), 0);
-  assert_int_equal(kcr_fake_clock_create(1000 * KCR_NSEC_PER_SEC, wall, &f->clock), 0);
-  assert_int_equal(kcr_metrics_registry_create(&f->reg), 0);
+  assert_int_equal(kcr_fake_clock_create(1000 * KCR_NSEC_PER_SEC, wall, &f->clock, NULL), 0);
+  assert_int_equal(kcr_metrics_registry_create(&f->reg, NULL), 0);
   return f;
 }
 

@@ -238,7 +238,7 @@ static void test_log_sink_and_kcr_log(void **state) {
   kcr_clock_t *clock;
   kcr_log_options o = {0};
   (void)state;
-  assert_int_equal(kcr_fake_clock_create(0, ts, &clock), 0);
+  assert_int_equal(kcr_fake_clock_create(0, ts, &clock, NULL), 0);
   o.format = KCR_LOG_FORMAT_JSON;
   o.level = KCR_LOG_INFO;
   o.write = on_write;
@@ -263,7 +263,7 @@ static void test_log_stacktrace_at_level(void **state) {
   kcr_clock_t *clock;
   kcr_log_options o = {0};
   (void)state;
-  assert_int_equal(kcr_fake_clock_create(0, ts, &clock), 0);
+  assert_int_equal(kcr_fake_clock_create(0, ts, &clock, NULL), 0);
   o.format = KCR_LOG_FORMAT_JSON;
   o.level = KCR_LOG_INFO;
   o.stacktrace = true;

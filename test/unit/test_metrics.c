@@ -22,7 +22,7 @@ static void test_metrics_counter_gauge_exact_text(void **state) {
   static const char *const labels[] = {"code", "method", NULL};
   char *text;
   (void)state;
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   assert_int_equal(
       kcr_metrics_counter(r, "requests_total", "Number of requests.", labels, &c, NULL), 0);
   assert_int_equal(
@@ -58,7 +58,7 @@ static void test_metrics_histogram(void **state) {
   static const double b[] = {0.1, 1, 10};
   char *text;
   (void)state;
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   assert_int_equal(kcr_metrics_histogram(r, "lat_seconds", "Latency.", labels, b, 3, &h, NULL), 0);
   c = kcr_metric_withv(h, "GET", NULL);
   kcr_metric_observe(c, 0.05);
@@ -89,7 +89,7 @@ static void test_metrics_register_rules(void **state) {
   static const double unsorted[] = {1, 0.5};
   kcr_error_t err = {0};
   (void)state;
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   assert_int_equal(kcr_metrics_counter(r, "c_total", "h", l1, &a, NULL), 0);
   assert_int_equal(kcr_metrics_counter(r, "c_total", "h", l1, &b, NULL), 0);
   assert_ptr_equal(a, b);
@@ -116,7 +116,7 @@ static void test_metrics_collectors_merge(void **state) {
   static char a[] = "a", b[] = "b";
   char *text;
   (void)state;
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   assert_int_equal(kcr_metrics_register_collector(r, on_collect_twice, a, &c1), 0);
   assert_int_equal(kcr_metrics_register_collector(r, on_collect_twice, b, &c2), 0);
   text = render(r);
@@ -137,7 +137,7 @@ static void test_metrics_process(void **state) {
   kcr_metrics_registry_t *r;
   char *text;
   (void)state;
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   assert_int_equal(kcr_metrics_register_process(r, NULL), 0);
   text = render(r);
   assert_non_null(strstr(text, "# TYPE process_cpu_seconds_total counter\n"));
@@ -166,7 +166,7 @@ static void test_metrics_collector_refreshes_gauge(void **state) {
   kcr_metrics_collector_t *h;
   char *text;
   (void)state;
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   assert_int_equal(kcr_metrics_gauge(r, "scraped", "Scrapes seen.", NULL, &g, NULL), 0);
   c = kcr_metric_with(g, NULL, 0);
   assert_non_null(c);
@@ -189,7 +189,7 @@ static void test_metrics_find(void **state) {
   kcr_metric_t *m;
   static const char *const l[] = {"q", NULL};
   (void)state;
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   assert_null(kcr_metrics_find(r, "x_total"));
   assert_int_equal(kcr_metrics_counter(r, "x_total", "X.", l, &m, NULL), 0);
   assert_ptr_equal(kcr_metrics_find(r, "x_total"), m);
@@ -221,7 +221,7 @@ static void test_metrics_concurrent_updates(void **state) {
   pthread_t t[4];
   char *text;
   (void)state;
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   assert_int_equal(kcr_metrics_counter(r, "hot_total", "h", l, &h.c, NULL), 0);
   assert_int_equal(kcr_metrics_histogram(r, "hot_seconds", "h", l, NULL, 0, &h.h, NULL), 0);
   for (int i = 0; i < 4; i++)
@@ -249,7 +249,7 @@ static void test_metrics_child_tuples_are_distinct(void **state) {
   (void)state;
   memset(big, 'v', sizeof(big) - 1);
   big[sizeof(big) - 1] = '\0';
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   assert_int_equal(kcr_metrics_counter(r, "t_total", "h", l, &c, NULL), 0);
   x[0] = kcr_metric_withv(c, "a", "b", NULL);
   x[1] = kcr_metric_withv(c, "ab", "", NULL);
@@ -281,7 +281,7 @@ static int alloc_build(void) {
   static const char *const l[] = {"a", "b", NULL};
   kcr_metric_t *m;
   kcr_buf_t b;
-  int rc = kcr_metrics_registry_create(&alloc_r);
+  int rc = kcr_metrics_registry_create(&alloc_r, NULL);
   if (rc == 0)
     rc = kcr_metrics_counter(alloc_r, "x_total", "h", l, &m, NULL);
   if (rc == 0)
@@ -308,7 +308,7 @@ static void test_metrics_render_limit(void **state) {
   kcr_buf_t b;
   char v[16];
   (void)state;
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   assert_int_equal(kcr_metrics_gauge(r, "g", "h", l, &m, NULL), 0);
   for (int i = 0; i < 100; i++) {
     snprintf(v, sizeof(v), "%d", i);

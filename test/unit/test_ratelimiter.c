@@ -26,7 +26,7 @@ static int64_t when(kcr_ratelimiter_t *rl, const char *key) {
 static void test_ratelimiter_exponential(void **state) {
   kcr_ratelimiter_t *rl;
   (void)state;
-  assert_int_equal(kcr_ratelimiter_exponential_create(1 * MS, 1 * SEC, &rl), 0);
+  assert_int_equal(kcr_ratelimiter_exponential_create(1 * MS, 1 * SEC, &rl, NULL), 0);
   assert_int_equal(when(rl, "one"), 1 * MS);
   assert_int_equal(when(rl, "one"), 2 * MS);
   assert_int_equal(when(rl, "one"), 4 * MS);
@@ -50,7 +50,7 @@ static void test_ratelimiter_exponential_overflow(void **state) {
   kcr_ratelimiter_t *rl;
   int i;
   (void)state;
-  assert_int_equal(kcr_ratelimiter_exponential_create(1 * MS, 1000 * SEC, &rl), 0);
+  assert_int_equal(kcr_ratelimiter_exponential_create(1 * MS, 1000 * SEC, &rl, NULL), 0);
   for (i = 0; i < 5; i++)
     (void)when(rl, "one");
   assert_int_equal(when(rl, "one"), 32 * MS);
@@ -59,7 +59,7 @@ static void test_ratelimiter_exponential_overflow(void **state) {
   assert_int_equal(when(rl, "overflow1"), 1000 * SEC);
   kcr_ratelimiter_destroy(rl);
 
-  assert_int_equal(kcr_ratelimiter_exponential_create(60 * SEC, SEC * 1000 * 3600, &rl), 0);
+  assert_int_equal(kcr_ratelimiter_exponential_create(60 * SEC, SEC * 1000 * 3600, &rl, NULL), 0);
   for (i = 0; i < 2; i++)
     (void)when(rl, "two");
   assert_int_equal(when(rl, "two"), SEC * 4 * 60);
@@ -69,7 +69,7 @@ static void test_ratelimiter_exponential_overflow(void **state) {
 static void test_ratelimiter_fast_slow(void **state) {
   kcr_ratelimiter_t *rl;
   (void)state;
-  assert_int_equal(kcr_ratelimiter_fast_slow_create(5 * MS, 10 * SEC, 3, &rl), 0);
+  assert_int_equal(kcr_ratelimiter_fast_slow_create(5 * MS, 10 * SEC, 3, &rl, NULL), 0);
   assert_int_equal(when(rl, "one"), 5 * MS);
   assert_int_equal(when(rl, "one"), 5 * MS);
   assert_int_equal(when(rl, "one"), 5 * MS);
@@ -90,9 +90,9 @@ static void test_ratelimiter_fast_slow(void **state) {
 static void test_ratelimiter_max_of(void **state) {
   kcr_ratelimiter_t *parts[2], *rl;
   (void)state;
-  assert_int_equal(kcr_ratelimiter_fast_slow_create(5 * MS, 3 * SEC, 3, &parts[0]), 0);
-  assert_int_equal(kcr_ratelimiter_exponential_create(1 * MS, 1 * SEC, &parts[1]), 0);
-  assert_int_equal(kcr_ratelimiter_max_of_create(parts, 2, &rl), 0);
+  assert_int_equal(kcr_ratelimiter_fast_slow_create(5 * MS, 3 * SEC, 3, &parts[0], NULL), 0);
+  assert_int_equal(kcr_ratelimiter_exponential_create(1 * MS, 1 * SEC, &parts[1], NULL), 0);
+  assert_int_equal(kcr_ratelimiter_max_of_create(parts, 2, &rl, NULL), 0);
   assert_int_equal(when(rl, "one"), 5 * MS);
   assert_int_equal(when(rl, "one"), 5 * MS);
   assert_int_equal(when(rl, "one"), 5 * MS);
@@ -115,8 +115,8 @@ static void test_ratelimiter_bucket_reserves_into_debt(void **state) {
   kcr_ratelimiter_t *rl;
   kcr_time_t wall = {0, 0};
   (void)state;
-  assert_int_equal(kcr_fake_clock_create(0, wall, &c), 0);
-  assert_int_equal(kcr_ratelimiter_bucket_create(10.0, 3, c, &rl), 0);
+  assert_int_equal(kcr_fake_clock_create(0, wall, &c, NULL), 0);
+  assert_int_equal(kcr_ratelimiter_bucket_create(10.0, 3, c, &rl, NULL), 0);
   /* Full at the start: burst tokens for free. */
   assert_int_equal(when(rl, "a"), 0);
   assert_int_equal(when(rl, "b"), 0);
@@ -147,17 +147,17 @@ static void test_ratelimiter_bucket_edges(void **state) {
   kcr_ratelimiter_t *rl = (kcr_ratelimiter_t *)&rl;
   int i;
   (void)state;
-  assert_int_equal(kcr_ratelimiter_bucket_create(0.0, 1, NULL, &rl), KCR_EINVAL);
+  assert_int_equal(kcr_ratelimiter_bucket_create(0.0, 1, NULL, &rl, NULL), KCR_EINVAL);
   assert_null(rl);
-  assert_int_equal(kcr_ratelimiter_bucket_create(-1.0, 1, NULL, &rl), KCR_EINVAL);
-  assert_int_equal(kcr_ratelimiter_bucket_create(NAN, 1, NULL, &rl), KCR_EINVAL);
-  assert_int_equal(kcr_ratelimiter_bucket_create(1.0, -1, NULL, &rl), KCR_EINVAL);
+  assert_int_equal(kcr_ratelimiter_bucket_create(-1.0, 1, NULL, &rl, NULL), KCR_EINVAL);
+  assert_int_equal(kcr_ratelimiter_bucket_create(NAN, 1, NULL, &rl, NULL), KCR_EINVAL);
+  assert_int_equal(kcr_ratelimiter_bucket_create(1.0, -1, NULL, &rl, NULL), KCR_EINVAL);
   /* Burst 0: a token can never be granted. */
-  assert_int_equal(kcr_ratelimiter_bucket_create(10.0, 0, NULL, &rl), 0);
+  assert_int_equal(kcr_ratelimiter_bucket_create(10.0, 0, NULL, &rl, NULL), 0);
   assert_true(when(rl, "a") == KCR_RATELIMITER_NEVER);
   kcr_ratelimiter_destroy(rl);
   /* Infinite rate: never waits. */
-  assert_int_equal(kcr_ratelimiter_bucket_create(INFINITY, 0, NULL, &rl), 0);
+  assert_int_equal(kcr_ratelimiter_bucket_create(INFINITY, 0, NULL, &rl, NULL), 0);
   for (i = 0; i < 10; i++)
     assert_int_equal(when(rl, "a"), 0);
   kcr_ratelimiter_destroy(rl);
@@ -170,8 +170,8 @@ static void test_ratelimiter_default_controller(void **state) {
   char key[16];
   int i;
   (void)state;
-  assert_int_equal(kcr_fake_clock_create(0, wall, &c), 0);
-  assert_int_equal(kcr_ratelimiter_default_create(c, &rl), 0);
+  assert_int_equal(kcr_fake_clock_create(0, wall, &c, NULL), 0);
+  assert_int_equal(kcr_ratelimiter_default_create(c, &rl, NULL), 0);
   assert_int_equal(when(rl, "k"), 5 * MS);
   assert_int_equal(when(rl, "k"), 10 * MS);
   assert_int_equal(kcr_ratelimiter_num_requeues(rl, "k"), 2);
@@ -229,7 +229,7 @@ static void test_ratelimiter_custom(void **state) {
   kcr_ratelimiter_t *rl, *parts[2];
   (void)state;
   cu.destroyed = &destroyed;
-  assert_int_equal(kcr_ratelimiter_create(&ops, &cu, &rl), 0);
+  assert_int_equal(kcr_ratelimiter_create(&ops, &cu, &rl, NULL), 0);
   assert_int_equal(when(rl, "a"), 42);
   assert_int_equal(when(rl, "neg"), 0); /* a negative delay means now */
   kcr_ratelimiter_forget(rl, "a");
@@ -239,8 +239,8 @@ static void test_ratelimiter_custom(void **state) {
 
   /* Inside max-of, next to a built-in one. */
   parts[0] = rl;
-  assert_int_equal(kcr_ratelimiter_exponential_create(100, 1000, &parts[1]), 0);
-  assert_int_equal(kcr_ratelimiter_max_of_create(parts, 2, &rl), 0);
+  assert_int_equal(kcr_ratelimiter_exponential_create(100, 1000, &parts[1], NULL), 0);
+  assert_int_equal(kcr_ratelimiter_max_of_create(parts, 2, &rl, NULL), 0);
   assert_int_equal(when(rl, "a"), 100);
   assert_int_equal(when(rl, "a"), 200);
   assert_int_equal(when(rl, "b"), 100);
@@ -254,17 +254,17 @@ static void test_ratelimiter_custom(void **state) {
 static void test_ratelimiter_invalid_arguments(void **state) {
   kcr_ratelimiter_t *rl = (kcr_ratelimiter_t *)&rl, *parts[3];
   (void)state;
-  assert_int_equal(kcr_ratelimiter_exponential_create(-1, 1, &rl), KCR_EINVAL);
+  assert_int_equal(kcr_ratelimiter_exponential_create(-1, 1, &rl, NULL), KCR_EINVAL);
   assert_null(rl);
-  assert_int_equal(kcr_ratelimiter_exponential_create(1, -1, &rl), KCR_EINVAL);
-  assert_int_equal(kcr_ratelimiter_fast_slow_create(-1, 1, 1, &rl), KCR_EINVAL);
-  assert_int_equal(kcr_ratelimiter_fast_slow_create(1, 1, -1, &rl), KCR_EINVAL);
-  assert_int_equal(kcr_ratelimiter_max_of_create(parts, 0, &rl), KCR_EINVAL);
+  assert_int_equal(kcr_ratelimiter_exponential_create(1, -1, &rl, NULL), KCR_EINVAL);
+  assert_int_equal(kcr_ratelimiter_fast_slow_create(-1, 1, 1, &rl, NULL), KCR_EINVAL);
+  assert_int_equal(kcr_ratelimiter_fast_slow_create(1, 1, -1, &rl, NULL), KCR_EINVAL);
+  assert_int_equal(kcr_ratelimiter_max_of_create(parts, 0, &rl, NULL), KCR_EINVAL);
   /* max-of steals its members even when it refuses them (leaks would show). */
-  assert_int_equal(kcr_ratelimiter_exponential_create(1, 2, &parts[0]), 0);
+  assert_int_equal(kcr_ratelimiter_exponential_create(1, 2, &parts[0], NULL), 0);
   parts[1] = NULL;
-  assert_int_equal(kcr_ratelimiter_fast_slow_create(1, 2, 3, &parts[2]), 0);
-  assert_int_equal(kcr_ratelimiter_max_of_create(parts, 3, &rl), KCR_EINVAL);
+  assert_int_equal(kcr_ratelimiter_fast_slow_create(1, 2, 3, &parts[2], NULL), 0);
+  assert_int_equal(kcr_ratelimiter_max_of_create(parts, 3, &rl, NULL), KCR_EINVAL);
   assert_null(rl);
 }
 
@@ -279,15 +279,15 @@ static void count_destroy(void *data) {
 
 static int make_max_of(kcr_ratelimiter_t **out) {
   kcr_ratelimiter_t *parts[2] = {NULL, NULL};
-  int rc = kcr_ratelimiter_fast_slow_create(1, 2, 3, &parts[0]);
+  int rc = kcr_ratelimiter_fast_slow_create(1, 2, 3, &parts[0], NULL);
   if (rc)
     return rc;
-  rc = kcr_ratelimiter_exponential_create(1, 2, &parts[1]);
+  rc = kcr_ratelimiter_exponential_create(1, 2, &parts[1], NULL);
   if (rc) {
     kcr_ratelimiter_destroy(parts[0]);
     return rc;
   }
-  return kcr_ratelimiter_max_of_create(parts, 2, out);
+  return kcr_ratelimiter_max_of_create(parts, 2, out, NULL);
 }
 
 static void test_ratelimiter_alloc_failure(void **state) {
@@ -297,23 +297,23 @@ static void test_ratelimiter_alloc_failure(void **state) {
   char key[16];
   int i, runs = 0;
   (void)state;
-  KCR_TEST_ALLOC_LOOP(kcr_ratelimiter_exponential_create(1, 2, &rl),
+  KCR_TEST_ALLOC_LOOP(kcr_ratelimiter_exponential_create(1, 2, &rl, NULL),
                       (kcr_ratelimiter_destroy(rl), rl = NULL));
-  KCR_TEST_ALLOC_LOOP(kcr_ratelimiter_fast_slow_create(1, 2, 3, &rl),
+  KCR_TEST_ALLOC_LOOP(kcr_ratelimiter_fast_slow_create(1, 2, 3, &rl, NULL),
                       (kcr_ratelimiter_destroy(rl), rl = NULL));
-  KCR_TEST_ALLOC_LOOP(kcr_ratelimiter_bucket_create(1.0, 2, NULL, &rl),
+  KCR_TEST_ALLOC_LOOP(kcr_ratelimiter_bucket_create(1.0, 2, NULL, &rl, NULL),
                       (kcr_ratelimiter_destroy(rl), rl = NULL));
-  KCR_TEST_ALLOC_LOOP(kcr_ratelimiter_default_create(NULL, &rl),
+  KCR_TEST_ALLOC_LOOP(kcr_ratelimiter_default_create(NULL, &rl, NULL),
                       (kcr_ratelimiter_destroy(rl), rl = NULL));
   KCR_TEST_ALLOC_LOOP(make_max_of(&rl), (kcr_ratelimiter_destroy(rl), rl = NULL));
   /* A custom limiter's data is released on every path. */
   custom_destroy_count = 0;
-  KCR_TEST_ALLOC_LOOP((runs++, kcr_ratelimiter_create(&ops, NULL, &rl)),
+  KCR_TEST_ALLOC_LOOP((runs++, kcr_ratelimiter_create(&ops, NULL, &rl, NULL)),
                       (kcr_ratelimiter_destroy(rl), rl = NULL));
   assert_int_equal(custom_destroy_count, runs);
 
   /* when on new keys, through growth of the per-item table. */
-  assert_int_equal(kcr_ratelimiter_default_create(NULL, &rl), 0);
+  assert_int_equal(kcr_ratelimiter_default_create(NULL, &rl, NULL), 0);
   for (i = 0; i < 40; i++) {
     snprintf(key, sizeof(key), "k%d", i);
     KCR_TEST_ALLOC_LOOP(kcr_ratelimiter_when(rl, key, &d), (void)0);
@@ -365,7 +365,7 @@ static void test_ratelimiter_concurrent_use(void **state) {
   kcr_ratelimiter_t *rl;
   int i;
   (void)state;
-  assert_int_equal(kcr_ratelimiter_default_create(NULL, &rl), 0);
+  assert_int_equal(kcr_ratelimiter_default_create(NULL, &rl, NULL), 0);
   for (i = 0; i < THREADS; i++) {
     h[i].rl = rl;
     h[i].id = i;

@@ -53,7 +53,7 @@ static void test_scheme_register_and_lookup(void **state) {
   kcr_gvr r = {"kcr.dev", "v1alpha1", "apps"};
   kcr_error_t err;
   (void)state;
-  assert_int_equal(kcr_scheme_create(&s), 0);
+  assert_int_equal(kcr_scheme_create(&s, NULL), 0);
   assert_int_equal(kcr_scheme_register(s, &app_kind, NULL), 0);
   k = kcr_scheme_lookup(s, "kcr.dev", "v1alpha1", "App");
   assert_non_null(k);
@@ -77,7 +77,7 @@ static void test_scheme_rejects_incomplete_kinds(void **state) {
   kcr_scheme_t *s;
   kcr_kind_info k = app_kind;
   (void)state;
-  assert_int_equal(kcr_scheme_create(&s), 0);
+  assert_int_equal(kcr_scheme_create(&s, NULL), 0);
   k.resource = NULL;
   assert_int_equal(kcr_scheme_register(s, &k, NULL), KCR_EINVAL);
   k = app_kind;
@@ -96,7 +96,7 @@ static void test_scheme_builtins_and_kind_of(void **state) {
   json_t *odd = json_pack("{s:s}", "kind", "ConfigMap");
   const kcr_kind_info *k;
   (void)state;
-  assert_int_equal(kcr_scheme_create(&s), 0);
+  assert_int_equal(kcr_scheme_create(&s, NULL), 0);
   assert_int_equal(kcr_scheme_add_builtins(s, NULL), 0);
   k = kcr_scheme_kind_of(s, cm);
   assert_non_null(k);
@@ -127,7 +127,7 @@ static void test_scheme_typed_codec_round_trip(void **state) {
   void *typed = NULL;
   kcr_error_t err;
   (void)state;
-  assert_int_equal(kcr_scheme_create(&s), 0);
+  assert_int_equal(kcr_scheme_create(&s, NULL), 0);
   assert_int_equal(kcr_scheme_register(s, &app_kind, NULL), 0);
   assert_int_equal(kcr_scheme_add_builtins(s, NULL), 0);
   assert_int_equal(kcr_scheme_decode(s, obj, &typed, NULL), 0);
@@ -272,7 +272,7 @@ static void test_scheme_typed_objects_through_a_client(void **state) {
   size_t count = 0;
   (void)state;
 
-  assert_int_equal(kcr_scheme_create(&s), 0);
+  assert_int_equal(kcr_scheme_create(&s, NULL), 0);
   assert_int_equal(kcr_scheme_register(s, &k, NULL), 0);
   assert_int_equal(kcr_scheme_register(s,
                                        &(kcr_kind_info){"", "v1", "Secret", "secrets", NULL, true,
@@ -322,7 +322,7 @@ static void test_scheme_typed_objects_through_a_client(void **state) {
 static kcr_scheme_t *made;
 
 static int build(void) {
-  int rc = kcr_scheme_create(&made);
+  int rc = kcr_scheme_create(&made, NULL);
   if (rc == 0)
     rc = kcr_scheme_add_builtins(made, NULL);
   return rc;

@@ -133,7 +133,7 @@ static fixture_t *start(kcr_server_options *o) {
   kcr_error_t err = {0};
   assert_int_equal(kcr_loop_create(&f->loop, NULL), 0);
   assert_int_equal(kcr_loop_start(f->loop, NULL), 0);
-  assert_int_equal(kcr_metrics_registry_create(&f->reg), 0);
+  assert_int_equal(kcr_metrics_registry_create(&f->reg, NULL), 0);
   o->loop = f->loop;
   o->metrics = f->reg;
   o->probes = 1;

@@ -104,7 +104,7 @@ static void test_store_crud(void **state) {
   json_t *got = NULL, *list = NULL;
   char buf[512], rv[32];
   (void)state;
-  assert_int_equal(kcr_store_create(NULL, NULL, &s), 0);
+  assert_int_equal(kcr_store_create(NULL, NULL, &s, NULL), 0);
   assert_int_equal(kcr_store_resource_version(s, rv, sizeof(rv)), 0);
   assert_string_equal(rv, "");
   add(s, mk("ns1", "a", "1", NULL));
@@ -164,7 +164,7 @@ static void test_store_compact_text(void **state) {
   kcr_store_t *s = NULL;
   json_t *got = NULL;
   (void)state;
-  assert_int_equal(kcr_store_create(NULL, NULL, &s), 0);
+  assert_int_equal(kcr_store_create(NULL, NULL, &s, NULL), 0);
   add(s, json_loads("{ \"metadata\" : { \"name\" : \"x\", \"resourceVersion\": \"5\" },"
                     "  \"data\": {\"k\": \"v\", \"n\": 1.5, \"u\": \"\\u00e9\"} }",
                     0, NULL));
@@ -184,7 +184,7 @@ static void test_store_namespace_index(void **state) {
   json_t *got = NULL;
   char buf[512];
   (void)state;
-  assert_int_equal(kcr_store_create(NULL, NULL, &s), 0);
+  assert_int_equal(kcr_store_create(NULL, NULL, &s, NULL), 0);
   add(s, mk("ns1", "a", "1", NULL));
   add(s, mk("ns1", "b", "1", NULL));
   add(s, mk("ns2", "a", "1", NULL));
@@ -215,7 +215,7 @@ static void test_store_update_moves_index_values(void **state) {
   kcr_store_t *s = NULL;
   char buf[512];
   (void)state;
-  assert_int_equal(kcr_store_create(NULL, NULL, &s), 0);
+  assert_int_equal(kcr_store_create(NULL, NULL, &s, NULL), 0);
   assert_int_equal(kcr_store_add_indexer(s, "vals", by_label, NULL, NULL), 0);
   add(s, mk(NULL, "a", "1", "{\"vals\":\"x\"}"));
   add(s, mk(NULL, "b", "1", "{\"vals\":\"x,y\"}"));
@@ -248,7 +248,7 @@ static void test_store_add_indexer_reindexes(void **state) {
   kcr_error_t err = {0};
   char buf[512];
   (void)state;
-  assert_int_equal(kcr_store_create(NULL, NULL, &s), 0);
+  assert_int_equal(kcr_store_create(NULL, NULL, &s, NULL), 0);
   add(s, mk("ns", "a", "1", "{\"app\":\"web\"}"));
   add(s, mk("ns", "b", "1", "{\"app\":\"db\"}"));
   add(s, mk("ns", "c", "1", "{\"app\":\"web,db\"}"));
@@ -284,7 +284,7 @@ static void test_store_index_and_by_index(void **state) {
   kcr_store_t *s = NULL;
   json_t *got = NULL, *probe;
   (void)state;
-  assert_int_equal(kcr_store_create(NULL, NULL, &s), 0);
+  assert_int_equal(kcr_store_create(NULL, NULL, &s, NULL), 0);
   assert_int_equal(kcr_store_add_indexer(s, "vals", by_label, NULL, NULL), 0);
   add(s, mk(NULL, "a", "1", "{\"vals\":\"x\"}"));
   add(s, mk(NULL, "b", "1", "{\"vals\":\"x,y\"}"));
@@ -312,7 +312,7 @@ static void test_store_replace(void **state) {
   kcr_error_t err = {0};
   char buf[512], rv[16];
   (void)state;
-  assert_int_equal(kcr_store_create(NULL, NULL, &s), 0);
+  assert_int_equal(kcr_store_create(NULL, NULL, &s, NULL), 0);
   assert_int_equal(kcr_store_add_indexer(s, "vals", by_label, NULL, NULL), 0);
   add(s, mk("ns", "old", "1", "{\"vals\":\"x\"}"));
   add(s, mk("ns", "keep", "1", "{\"vals\":\"x\"}"));
@@ -367,7 +367,7 @@ static void test_store_foreach(void **state) {
   kcr_store_t *s = NULL;
   count_ctx_t c = {0, 0, 0};
   (void)state;
-  assert_int_equal(kcr_store_create(NULL, NULL, &s), 0);
+  assert_int_equal(kcr_store_create(NULL, NULL, &s, NULL), 0);
   add(s, mk("ns", "a", "1", NULL));
   add(s, mk("ns", "b", "1", NULL));
   add(s, mk("ns2", "c", "1", NULL));
@@ -392,7 +392,7 @@ static void test_store_custom_key(void **state) {
   kcr_store_t *s = NULL;
   json_t *got = NULL;
   (void)state;
-  assert_int_equal(kcr_store_create(by_name_key, NULL, &s), 0);
+  assert_int_equal(kcr_store_create(by_name_key, NULL, &s, NULL), 0);
   add(s, mk("ns", "a", "1", NULL));
   assert_int_equal(kcr_store_get_by_key(s, "k-a", &got), 0);
   json_decref(got);
@@ -406,7 +406,7 @@ static void test_store_index_value_too_long(void **state) {
   (void)state;
   memset(big, 'a', KCR_STORE_INDEX_VALUE_MAX);
   big[KCR_STORE_INDEX_VALUE_MAX] = '\0';
-  assert_int_equal(kcr_store_create(NULL, NULL, &s), 0);
+  assert_int_equal(kcr_store_create(NULL, NULL, &s, NULL), 0);
   o = json_pack("{s:{s:s,s:s}}", "metadata", "name", "a", "namespace", big);
   assert_int_equal(kcr_store_add(s, o, NULL), KCR_ETOOBIG);
   assert_int_equal(kcr_store_len(s), 0);
@@ -456,7 +456,7 @@ static void test_store_add_alloc_failure(void **state) {
   json_t *moved = mk("ns2", "o2", "2", "{\"vals\":\"v2,m1,m2\"}");
   int rc = 0;
   (void)state;
-  assert_int_equal(kcr_store_create(NULL, NULL, &fs), 0);
+  assert_int_equal(kcr_store_create(NULL, NULL, &fs, NULL), 0);
   fill(fs);
   /* A new key with new index values. */
   KCR_TEST_ALLOC_LOOP(rc = try_add(fresh), after_add("n1,n2,v0,v1,v2,w0,w1", "v0,v1,v2,w0,w1", rc));
@@ -482,7 +482,7 @@ static void test_store_replace_alloc_failure(void **state) {
   int rc = 0;
   char buf[512];
   (void)state;
-  assert_int_equal(kcr_store_create(NULL, NULL, &fs), 0);
+  assert_int_equal(kcr_store_create(NULL, NULL, &fs, NULL), 0);
   fill(fs);
   KCR_TEST_ALLOC_LOOP(rc = try_replace(items), after_replace(rc));
   assert_string_equal(all_keys(fs, buf), "a/x,b/y");
@@ -507,7 +507,7 @@ static void test_store_add_indexer_alloc_failure(void **state) {
   int rc = 0;
   char buf[512];
   (void)state;
-  assert_int_equal(kcr_store_create(NULL, NULL, &fs), 0);
+  assert_int_equal(kcr_store_create(NULL, NULL, &fs, NULL), 0);
   fill(fs);
   KCR_TEST_ALLOC_LOOP(rc = try_add_indexer(), after_add_indexer(rc));
   assert_string_equal(index_values(fs, "app", buf), "v0,v1,v2,w0,w1");
@@ -517,7 +517,7 @@ static void test_store_add_indexer_alloc_failure(void **state) {
 
 static int create_and_destroy(void) {
   kcr_store_t *s = NULL;
-  int rc = kcr_store_create(NULL, NULL, &s);
+  int rc = kcr_store_create(NULL, NULL, &s, NULL);
   kcr_store_destroy(s);
   return rc;
 }
@@ -585,7 +585,7 @@ static void test_store_concurrent(void **state) {
   json_t *all = NULL;
   char buf[512];
   (void)state;
-  assert_int_equal(kcr_store_create(NULL, NULL, &s), 0);
+  assert_int_equal(kcr_store_create(NULL, NULL, &s, NULL), 0);
   assert_int_equal(kcr_store_add_indexer(s, "vals", by_label, NULL, NULL), 0);
   for (int i = 0; i < 2; i++) {
     assert_int_equal(pthread_create(&w[i], NULL, writer, s), 0);

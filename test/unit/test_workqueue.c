@@ -568,7 +568,7 @@ static void test_workqueue_alloc_failure_create_with_metrics(void **state) {
   kcr_metrics_registry_t *r;
   kcr_workqueue_options opts = {"ctrl", NULL, NULL, NULL};
   (void)state;
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   opts.metrics = r;
   KCR_TEST_ALLOC_LOOP(kcr_workqueue_create(&opts, &q, NULL), (kcr_workqueue_destroy(q), q = NULL));
   kcr_metrics_registry_destroy(r);
@@ -585,7 +585,7 @@ static void test_workqueue_alloc_failure_create_steals_limiter(void **state) {
   for (long n = 1;; n++) {
     int rc;
     kcr_test_alloc_fail_at(0);
-    assert_int_equal(kcr_ratelimiter_exponential_create(1, 2, &opts.rate_limiter), 0);
+    assert_int_equal(kcr_ratelimiter_exponential_create(1, 2, &opts.rate_limiter, NULL), 0);
     kcr_test_alloc_fail_at(n);
     kcr_error_clear(&err);
     rc = kcr_workqueue_create(&opts, &q, &err);

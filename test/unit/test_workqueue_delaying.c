@@ -34,9 +34,9 @@ static int setup_named(struct fixture *f, const char *name, kcr_ratelimiter_t *r
   kcr_workqueue_options opts;
   memset(f, 0, sizeof(*f));
   memset(&opts, 0, sizeof(opts));
-  if (kcr_fake_clock_create(1000 * SEC, wall, &f->clock))
+  if (kcr_fake_clock_create(1000 * SEC, wall, &f->clock, NULL))
     return -1;
-  if (name && kcr_metrics_registry_create(&f->reg))
+  if (name && kcr_metrics_registry_create(&f->reg, NULL))
     return -1;
   opts.name = name;
   opts.clock = f->clock;
@@ -340,7 +340,7 @@ static void test_workqueue_rate_limited_uses_the_limiter(void **state) {
   struct fixture f;
   kcr_ratelimiter_t *rl;
   (void)state;
-  assert_int_equal(kcr_ratelimiter_exponential_create(1 * MS, 1 * SEC, &rl), 0);
+  assert_int_equal(kcr_ratelimiter_exponential_create(1 * MS, 1 * SEC, &rl, NULL), 0);
   assert_int_equal(setup_named(&f, NULL, rl), 0);
 
   assert_int_equal(kcr_workqueue_add_rate_limited(f.q, "one"), 0);
@@ -406,7 +406,7 @@ static void test_workqueue_rate_limited_limiter_failure_adds_nothing(void **stat
   struct fixture f;
   kcr_ratelimiter_t *rl;
   (void)state;
-  assert_int_equal(kcr_ratelimiter_create(&ops, NULL, &rl), 0);
+  assert_int_equal(kcr_ratelimiter_create(&ops, NULL, &rl, NULL), 0);
   assert_int_equal(setup_named(&f, NULL, rl), 0);
   assert_int_equal(kcr_workqueue_add_rate_limited(f.q, "k"), KCR_ENOMEM);
   kcr_fake_clock_step(f.clock, 1000 * SEC);
@@ -572,7 +572,7 @@ static void test_workqueue_metrics_per_queue_series(void **state) {
   kcr_workqueue_options o;
   kcr_metric_t *adds;
   (void)state;
-  assert_int_equal(kcr_metrics_registry_create(&r), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   memset(&o, 0, sizeof(o));
   o.metrics = r;
   o.name = "qa";
