@@ -501,9 +501,8 @@ static next_t watch_once(kcr_informer_t *inf, int stream, int *streamed) {
     kcr_watch_stop(w); /* kcr_informer_stop ran before it could see the watch */
   pthread_mutex_unlock(&inf->mu);
   kcr_error_clear(&err);
-  kcr__watch_set_compact(inf->compact_watch);
+  kcr__watch_set_compact(w, inf->compact_watch);
   code = kcr_watch_run(w, on_watch_event, inf, &err); /* decodes here, on this thread */
-  kcr__watch_set_compact(false);
   pthread_mutex_lock(&inf->mu);
   inf->watch = NULL;
   pthread_mutex_unlock(&inf->mu);

@@ -33,6 +33,7 @@
 
 #include "client/apierror_internal.h"
 #include "client/client_internal.h"
+#include "client/watch_internal.h"
 #include "kcr/clock.h"
 #include "kcr/log.h"
 #include "util/alloc.h"
@@ -266,6 +267,10 @@ static int end_code(kcr_watch_t *w, int overflow, int nomem, kcr_error_t *err) {
   if (w->result != CURLE_OK)
     return kcr__client_transport_error(w->result, "watch", w->path, w->errbuf, err);
   return kcr_watch_decoder_finish(w->decoder, err);
+}
+
+void kcr__watch_set_compact(kcr_watch_t *w, bool on) {
+  kcr__watch_decoder_set_compact(w->decoder, on); /* before run: the decoder is idle */
 }
 
 int kcr_watch_run(kcr_watch_t *w, kcr_watch_cb on_event, void *data, kcr_error_t *err) {

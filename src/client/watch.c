@@ -54,13 +54,11 @@ struct kcr_watch_decoder {
   int failed;          /* the sticky error code, 0 while healthy */
   int finished;        /* finish was called */
   int in_callback;     /* guards against the callback re-entering */
+  bool compact;        /* kcr__watch_decoder_set_compact */
 };
 
-/* compact: the calling thread's mode (kcr__watch_set_compact). */
-static _Thread_local bool compact;
-
-void kcr__watch_set_compact(bool on) {
-  compact = on;
+void kcr__watch_decoder_set_compact(kcr_watch_decoder_t *dec, bool on) {
+  dec->compact = on;
 }
 
 static const char *const type_names[] = {NULL, "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
@@ -229,7 +227,7 @@ static int decode_line(kcr_watch_decoder_t *dec, const char *line, size_t len, k
   if (i == len)
     return 0; /* an empty line is not an event */
 
-  if (compact) {
+  if (dec->compact) {
     rc = scan_line(dec, line, len, &ev);
     if (rc < 0)
       return fail(dec, kcr_error_set(err, rc, "out of memory decoding watch stream line %" PRIu64,

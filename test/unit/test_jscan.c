@@ -253,9 +253,8 @@ static void test_jscan_decoder_compact_mode(void **state) {
   size_t len;
   (void)state;
   assert_int_equal(kcr_watch_decoder_create(0, on_event, &s, &dec, NULL), 0);
-  kcr__watch_set_compact(true);
+  kcr__watch_decoder_set_compact(dec, true);
   assert_int_equal(kcr_watch_decoder_feed(dec, stream, strlen(stream), NULL), 0);
-  kcr__watch_set_compact(false);
   assert_int_equal(s.n, 4);
   assert_int_equal(s.type[0], KCR_WATCH_ADDED);
   assert_true(kcr__cobj_is(s.obj[0])); /* scanned */
@@ -279,9 +278,8 @@ static void test_jscan_decoder_compact_mode_keeps_errors(void **state) {
   (void)state;
   kcr_error_clear(&err);
   assert_int_equal(kcr_watch_decoder_create(0, on_event, &s, &dec, NULL), 0);
-  kcr__watch_set_compact(true);
+  kcr__watch_decoder_set_compact(dec, true);
   assert_int_equal(kcr_watch_decoder_feed(dec, stream, strlen(stream), &err), KCR_EPARSE);
-  kcr__watch_set_compact(false);
   assert_non_null(strstr(err.message, "invalid JSON"));
   assert_int_equal(s.n, 0);
   kcr_watch_decoder_destroy(dec);
