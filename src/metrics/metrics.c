@@ -40,6 +40,7 @@
 
 #include "kcr/metrics.h"
 #include "util/alloc.h"
+#include "util/file.h"
 #include "util/hmap.h"
 
 struct kcr_metric_child {
@@ -787,25 +788,20 @@ int kcr_metrics_render(kcr_metrics_registry_t *r, kcr_buf_t *out) {
 
 /* ---- the process collector ---- */
 
-static int read_small_file(const char *path, char *buf, size_t size) {
-  FILE *f = fopen(path, "re");
-  size_t n;
-  if (!f)
-    return -1;
-  n = fread(buf, 1, size - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  return (int)n;
-}
+/* PROC_FILE_MAX bounds a /proc file the process collector reads. */
+#define PROC_FILE_MAX ((size_t)1 << 20)
 
 static void on_collect_process(kcr_metrics_emitter_t *e, void *data) {
-  char stat[1024], pstat[8192];
+  char *stat = NULL, *pstat = NULL;
   long ticks = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
   struct rlimit rl;
   DIR *d;
   (void)data;
 
-  if (read_small_file("/proc/self/stat", stat, sizeof(stat)) > 0 && ticks > 0) {
+  /* /proc files through util's one reader: /proc/stat outgrows any fixed buffer
+   * on a machine with many CPUs, and btime comes after the per-CPU lines. */
+  if (kcr__read_file("/proc/self/stat", PROC_FILE_MAX, "process stat", &stat, NULL, NULL) == 0 &&
+      ticks > 0) {
     /* Fields after the command (which may hold spaces) start at field 3. */
     char *p = strrchr(stat, ')');
     unsigned long long f[22] = {0};
@@ -825,7 +821,7 @@ static void on_collect_process(kcr_metrics_emitter_t *e, void *data) {
                        KCR_METRIC_GAUGE, NULL, NULL, 0, (double)f[20]);
       kcr_metrics_emit(e, "process_resident_memory_bytes", "Resident memory size in bytes.",
                        KCR_METRIC_GAUGE, NULL, NULL, 0, (double)f[21] * (double)page);
-      if (read_small_file("/proc/stat", pstat, sizeof(pstat)) > 0) {
+      if (kcr__read_file("/proc/stat", PROC_FILE_MAX, "system stat", &pstat, NULL, NULL) == 0) {
         char *bt = strstr(pstat, "\nbtime ");
         if (bt)
           btime = strtod(bt + 7, NULL);
@@ -850,6 +846,8 @@ static void on_collect_process(kcr_metrics_emitter_t *e, void *data) {
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
     kcr_metrics_emit(e, "process_max_fds", "Maximum number of open file descriptors.",
                      KCR_METRIC_GAUGE, NULL, NULL, 0, (double)rl.rlim_cur);
+  kcr__free(stat);
+  kcr__free(pstat);
 }
 
 int kcr_metrics_register_process(kcr_metrics_registry_t *r, kcr_metrics_collector_t **out) {
