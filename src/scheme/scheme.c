@@ -248,11 +248,15 @@ void kcr_scheme_free_typed(const kcr_kind_info *k, void *typed) {
 static int codec_of(const kcr_scheme_t *s, const kcr_gvk *gvk, const kcr_kind_info **k,
                     kcr_error_t *err) {
   *k = gvk ? kcr_scheme_lookup(s, gvk->group ? gvk->group : "", gvk->version, gvk->kind) : NULL;
-  if (!*k)
-    return kcr_error_set(err, KCR_ENOENT, "scheme: kind %s is not registered",
-                         gvk && gvk->kind ? gvk->kind : "(none)");
-  if (!(*k)->decode)
-    return kcr_error_set(err, KCR_ENOTSUP, "scheme: kind %s has no typed codec", (*k)->kind);
+  if (!*k) {
+    kcr_error_set(err, KCR_ENOENT, "scheme: kind %s is not registered",
+                  gvk && gvk->kind ? gvk->kind : "(none)");
+    return KCR_ENOENT;
+  }
+  if (!(*k)->decode) {
+    kcr_error_set(err, KCR_ENOTSUP, "scheme: kind %s has no typed codec", (*k)->kind);
+    return KCR_ENOTSUP;
+  }
   return 0;
 }
 
@@ -302,7 +306,11 @@ int kcr_typed_list(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk 
   if ((rc = kcr_objclient_list(c, gvk, o, &list, err)) != 0)
     return rc;
   count = json_array_size(kcr_list_items(list));
-  if (count && !(v = kcr__calloc(count, sizeof(*v)))) {
+  if (count == 0) {
+    json_decref(list);
+    return 0;
+  }
+  if (!(v = kcr__calloc(count, sizeof(*v)))) {
     json_decref(list);
     return kcr_error_set(err, KCR_ENOMEM, "scheme: out of memory");
   }
