@@ -178,7 +178,8 @@ KCR_EXTERN int kcr_manager_add_runnable(kcr_manager_t *m, const kcr_runnable *r,
  *          reconcile (a key taken meanwhile waits 1 s in the queue); otherwise a
  *          write's timeout is cut to it. Called on worker threads before every
  *          write and reconcile: quick and thread-safe. Reads are not fenced, nor
- *          is the direct client (kcr_manager_rest_client).
+ *          is the direct client (kcr_manager_rest_client): its writers ask
+ *          kcr_manager_fence_remaining.
  */
 typedef struct kcr_leader_elector {
   int (*start)(void *data, kcr_manager_t *m, kcr_error_t *err);
@@ -186,6 +187,16 @@ typedef struct kcr_leader_elector {
   void *data;
   int64_t (*fence)(void *data);
 } kcr_leader_elector;
+
+/*
+ * kcr_manager_fence_remaining returns how long, in ns, this process may still
+ * write as the leader: the installed elector's fence, INT64_MAX when there is
+ * no elector or it has no fence, <= 0 when writes are refused. It is what the
+ * manager's object client checks before every write; writers that bypass that
+ * client (kcr_manager_rest_client, an event recorder: its options' fence) check
+ * it themselves. Any thread, once the elector is installed (before run); quick.
+ */
+KCR_EXTERN int64_t kcr_manager_fence_remaining(kcr_manager_t *m);
 
 /* kcr_manager_set_leader_elector installs le (copied). Before run. */
 KCR_EXTERN void kcr_manager_set_leader_elector(kcr_manager_t *m, const kcr_leader_elector *le);

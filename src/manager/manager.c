@@ -154,6 +154,10 @@ static int64_t fence_left(kcr_manager_t *m) {
   return m->le.fence(m->le.data);
 }
 
+int64_t kcr_manager_fence_remaining(kcr_manager_t *m) {
+  return fence_left(m);
+}
+
 /* on_gate: the controllers' worker gate (worker threads). */
 static bool on_gate(void *data) {
   return fence_left(data) > 0;

@@ -633,6 +633,7 @@ static void test_leaderelection_manager_fenced(void **state) {
   mo.config = f->config;
   mo.no_signal_handlers = true;
   assert_int_equal(kcr_manager_create(&mo, &m, NULL), 0);
+  assert_true(kcr_manager_fence_remaining(m) == INT64_MAX); /* no elector: never fenced */
   seam = (kcr_leader_elector){on_le_start, on_le_stop, le, on_le_fence};
   kcr_manager_set_leader_elector(m, &seam);
   co.name = "gated";
@@ -642,6 +643,7 @@ static void test_leaderelection_manager_fenced(void **state) {
   assert_int_equal(kcr_manager_add_controller(m, &co, &c, NULL), 0);
 
   /* not leading: writes refused, workers do not reconcile */
+  assert_true(kcr_manager_fence_remaining(m) <= 0);
   assert_writes_fenced(kcr_manager_client(m));
   assert_int_equal(kcr_workqueue_add(kcr_controller_queue(c), "ns/a"), 0);
   assert_int_equal(kcr__controller_process_next(c), 0);
@@ -657,10 +659,13 @@ static void test_leaderelection_manager_fenced(void **state) {
     sleep_ms(1);
   assert_int_equal(kcr__controller_process_next(c), 0);
   assert_int_equal(atomic_load(&g.calls), 1);
+  assert_true(kcr_manager_fence_remaining(m) > 0);
+  assert_true(kcr_manager_fence_remaining(m) <= 10 * KCR_NSEC_PER_SEC);
 
   /* paused past the renew deadline: fenced before the elector wakes */
   sleep_ms(50);
   kcr_fake_clock_step(f->clock, 25 * KCR_NSEC_PER_SEC);
+  assert_true(kcr_manager_fence_remaining(m) <= 0);
   assert_writes_fenced(kcr_manager_client(m));
   assert_int_equal(kcr_workqueue_add(kcr_controller_queue(c), "ns/b"), 0);
   assert_int_equal(kcr__controller_process_next(c), 0);
