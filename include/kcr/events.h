@@ -53,6 +53,15 @@ typedef struct kcr_event_recorder kcr_event_recorder_t;
  *   series_window_ns      0: 6 minutes (client-go's finishTime).
  *   patch_interval_ns     0: 30 s. Series updates coalesce within it.
  *   max_queue             events waiting to be sent; 0: 1000.
+ *   fence, fence_data     NULL: every event may be sent. Else how long, in ns,
+ *                         this process may still write (<= 0: not now), as the
+ *                         manager's write fence (kcr_manager_fence_remaining):
+ *                         the sender asks it before each write, drops the write
+ *                         while it is <= 0 (counted in stats.fenced; the event
+ *                         is sent if it is recorded again once writes are
+ *                         allowed), and cuts each write's timeout to it. Called
+ *                         on the sender thread with the recorder's lock held:
+ *                         quick, thread-safe, and no recorder calls.
  */
 typedef struct kcr_event_recorder_options {
   kcr_client_t *client;
@@ -64,6 +73,8 @@ typedef struct kcr_event_recorder_options {
   int64_t series_window_ns;
   int64_t patch_interval_ns;
   int max_queue;
+  int64_t (*fence)(void *data);
+  void *fence_data;
 } kcr_event_recorder_options;
 
 /*
@@ -125,10 +136,11 @@ KCR_EXTERN int kcr_event_recorder_flush(kcr_event_recorder_t *r, int64_t timeout
  * kcr_event_recorder_stats: counters. recorded (calls accepted), created (POSTs
  * that succeeded), patched (series PATCHes that succeeded), aggregated (calls
  * counted into an existing series), dropped (spam filter or full queue),
- * failed (API writes that failed).
+ * failed (API writes that failed), fenced (writes not made because the fence
+ * said this process may not write).
  */
 typedef struct kcr_event_recorder_stats {
-  uint64_t recorded, created, patched, aggregated, dropped, failed;
+  uint64_t recorded, created, patched, aggregated, dropped, failed, fenced;
 } kcr_event_recorder_stats;
 
 /* kcr_event_recorder_get_stats copies the counters. Any thread. */

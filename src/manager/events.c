@@ -20,6 +20,9 @@
  * PATCH answered 404 (the Event expired or was deleted) re-creates it. Entries
  * whose series window has passed are evicted lazily when the table is full.
  * Waits use kcr_clock_timedwait, so tests drive windows with a fake clock.
+ * With a fence (a leader's write deadline), the sender asks it before each
+ * write and drops the write while it says no: a paused leader that lost its
+ * Lease sends no Event after its deadline, as its object writes do not.
  */
 #include <assert.h>
 #include <errno.h>
@@ -74,6 +77,8 @@ struct kcr_event_recorder {
   int burst;
   int64_t refill_ns, window_ns, patch_ns;
   int max_queue;
+  int64_t (*fence)(void *data);
+  void *fence_data;
 
   pthread_mutex_t mu;
   pthread_cond_t cond;            /* wakes the sender */
@@ -332,16 +337,23 @@ static void send_entry(kcr_event_recorder_t *r, entry_t *e) {
   char *patch = NULL;
   int create = !e->created, rc;
   long long count = e->count;
+  int64_t left = r->fence ? r->fence(r->fence_data) : INT64_MAX;
 
+  if (!create && e->count == e->sent_count)
+    return; /* nothing new */
+  if (left <= 0) {
+    /* Not allowed to write: drop this write; a later record sends it again. */
+    e->sent_count = e->count;
+    r->stats.fenced++;
+    return;
+  }
   if (create) {
     body = build_event(r, e);
-  } else if (e->count != e->sent_count) {
+  } else {
     json_t *p = json_pack("{s:o}", "series", series_json(e));
     patch = p ? json_dumps(p, JSON_COMPACT) : NULL;
     if (p)
       json_decref(p);
-  } else {
-    return; /* nothing new */
   }
   e->busy = 1;
   e->last_patch = kcr_clock_now(r->clock);
@@ -350,6 +362,8 @@ static void send_entry(kcr_event_recorder_t *r, entry_t *e) {
   memset(&ro, 0, sizeof(ro));
   ro.grace_period_seconds = -1;
   ro.timeout_ns = 30 * KCR_NSEC_PER_SEC;
+  if (left < ro.timeout_ns)
+    ro.timeout_ns = left > KCR_NSEC_PER_MSEC ? left : KCR_NSEC_PER_MSEC;
   if (create)
     rc = body ? kcr_client_create_object(r->client, &events_gvr, e->ns, body, &ro, NULL, &err)
               : kcr_error_set(&err, KCR_ENOMEM, "out of memory");
@@ -444,6 +458,8 @@ int kcr_event_recorder_create(const kcr_event_recorder_options *o, kcr_event_rec
   r->window_ns = o->series_window_ns > 0 ? o->series_window_ns : 360 * KCR_NSEC_PER_SEC;
   r->patch_ns = o->patch_interval_ns > 0 ? o->patch_interval_ns : 30 * KCR_NSEC_PER_SEC;
   r->max_queue = o->max_queue > 0 ? o->max_queue : 1000;
+  r->fence = o->fence;
+  r->fence_data = o->fence_data;
   pthread_mutex_init(&r->mu, NULL);
   kcr_clock_cond_init(&r->cond);
   pthread_cond_init(&r->done_cond, NULL);

@@ -5,6 +5,8 @@
  */
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +64,15 @@ typedef struct fixture {
   char kubeconfig[128];
 } fixture_t;
 
-static fixture_t *setup_fixture(void) {
+/* The fence of the fenced fixture: how long writes are allowed (ns). */
+static _Atomic int64_t fence_ns;
+
+static int64_t on_fence(void *data) {
+  (void)data;
+  return atomic_load(&fence_ns);
+}
+
+static fixture_t *setup_fixture_fenced(bool fenced) {
   fixture_t *f = calloc(1, sizeof(*f));
   kcr_client_options co = {0};
   kcr_event_recorder_options eo = {0};
@@ -84,8 +94,14 @@ static fixture_t *setup_fixture(void) {
   eo.reporting_controller = "kcr.dev/test";
   eo.reporting_instance = "test-1";
   eo.clock = f->clock;
+  if (fenced)
+    eo.fence = on_fence;
   assert_int_equal(kcr_event_recorder_create(&eo, &f->rec, NULL), 0);
   return f;
+}
+
+static fixture_t *setup_fixture(void) {
+  return setup_fixture_fenced(false);
 }
 
 static void teardown_fixture(fixture_t *f) {
@@ -239,12 +255,58 @@ static void test_events_window_and_recreate(void **state) {
   teardown_fixture(f);
 }
 
+/* A recorder with a fence sends nothing while the fence says no, and counts it. */
+static void test_events_fence_drops_writes(void **state) {
+  fixture_t *f;
+  kcr_event_recorder_stats st;
+  (void)state;
+  atomic_store(&fence_ns, 0);
+  f = setup_fixture_fenced(true);
+  assert_int_equal(kcr_event_record(f->rec, &pod, KCR_EVENT_NORMAL, "Created", "Create", "a"), 0);
+  assert_int_equal(kcr_event_record(f->rec, &pod, KCR_EVENT_WARNING, "Failed", "Reconcile", "b"),
+                   0);
+  assert_int_equal(kcr_event_recorder_flush(f->rec, 5 * KCR_NSEC_PER_SEC), 0);
+  kcr_event_recorder_get_stats(f->rec, &st);
+  assert_int_equal(st.recorded, 2);
+  assert_int_equal(st.fenced, 2);
+  assert_int_equal(st.created, 0);
+  pthread_mutex_lock(&mu);
+  assert_int_equal(posts, 0);
+  assert_int_equal(patches, 0);
+  pthread_mutex_unlock(&mu);
+  /* Writes allowed again: the event recorded again is sent, with its count. */
+  atomic_store(&fence_ns, 10 * KCR_NSEC_PER_SEC);
+  assert_int_equal(kcr_event_record(f->rec, &pod, KCR_EVENT_NORMAL, "Created", "Create", "a"), 0);
+  assert_int_equal(kcr_event_recorder_flush(f->rec, 5 * KCR_NSEC_PER_SEC), 0);
+  kcr_event_recorder_get_stats(f->rec, &st);
+  assert_int_equal(st.fenced, 2);
+  assert_int_equal(st.created, 1);
+  pthread_mutex_lock(&mu);
+  assert_int_equal(posts, 1);
+  assert_string_equal(json_string_value(json_object_get(last_post, "note")), "a");
+  assert_int_equal(
+      json_integer_value(json_object_get(json_object_get(last_post, "series"), "count")), 2);
+  pthread_mutex_unlock(&mu);
+  /* Fenced again: the series PATCH is dropped too. */
+  atomic_store(&fence_ns, -1);
+  kcr_event_record(f->rec, &pod, KCR_EVENT_NORMAL, "Created", "Create", "a");
+  assert_int_equal(kcr_event_recorder_flush(f->rec, 5 * KCR_NSEC_PER_SEC), 0);
+  kcr_event_recorder_get_stats(f->rec, &st);
+  assert_int_equal(st.fenced, 3);
+  pthread_mutex_lock(&mu);
+  assert_int_equal(posts, 1);
+  assert_int_equal(patches, 0);
+  pthread_mutex_unlock(&mu);
+  teardown_fixture(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_events_body),
       cmocka_unit_test(test_events_hot_loop_aggregates),
       cmocka_unit_test(test_events_spam_filter),
       cmocka_unit_test(test_events_window_and_recreate),
+      cmocka_unit_test(test_events_fence_drops_writes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
