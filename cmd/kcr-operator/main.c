@@ -12,9 +12,12 @@
  * kubebuilder main builds: a manager (cache restricted to --namespace when given),
  * the App controller (For App with the generation predicate; Owns Deployment,
  * Service and ConfigMap), and kcr_manager_serve for metrics, probes and leader
- * election. Exit codes: 0 after a graceful stop (SIGTERM/SIGINT), 1 on a failure
- * or a lost lease (never a graceful stop then: two leaders must not act at once),
- * 2 on bad flags or environment.
+ * election. The cache holds only the children the operator labels (a label
+ * selector on app.kubernetes.io/managed-by=kcr-operator per child kind, the
+ * cache's by-object options, controller-runtime's ByObject): its memory does
+ * not grow with the ConfigMaps, Deployments and Services of others. Exit codes: 0 after a
+ * graceful stop (SIGTERM/SIGINT), 1 on a failure or a lost lease (never a graceful stop then: two
+ * leaders must not act at once), 2 on bad flags or environment.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,14 +66,29 @@ static void operator_namespace(const kop_flags *flags, kcr_rest_config_t *cfg, c
                : kcr_rest_config_namespace(cfg));
 }
 
+/*
+ * scope_children restricts the cache of each child kind to the objects the
+ * operator labels, before the controller's Owns makes their informers. The list
+ * and watch carry the selector, so the API server filters: nothing else is
+ * transferred or stored.
+ */
+static int scope_children(kcr_manager_t *m, const kcr_gvk *kinds, size_t n, kcr_error_t *err) {
+  kcr_cache_by_object bo;
+  int rc = 0;
+  memset(&bo, 0, sizeof(bo));
+  bo.label_selector = KOP_APP_LABEL_MANAGED_BY "=" KOP_APP_MANAGED_BY;
+  for (size_t i = 0; i < n && rc == 0; i++)
+    rc = kcr_cache_set_by_object(kcr_manager_cache(m), &kinds[i], &bo, err);
+  return rc;
+}
+
 /* run builds the manager and the App controller and runs them. Returns the exit code. */
 static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
   static kop_app_reconciler rec;
   static char dir_ns[256];
   const kcr_gvk app = {KOP_APP_GROUP, KOP_APP_VERSION, KOP_APP_KIND};
-  const kcr_gvk deployment = {"apps", "v1", "Deployment"};
-  const kcr_gvk service = {"", "v1", "Service"};
-  const kcr_gvk configmap = {"", "v1", "ConfigMap"};
+  const kcr_gvk children[] = {
+      {"apps", "v1", "Deployment"}, {"", "v1", "Service"}, {"", "v1", "ConfigMap"}};
   kcr_manager_options mo;
   kcr_manager_serving_options so;
   kcr_controller_options co;
@@ -108,6 +126,8 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
     rec.events = events;
     rec.direct = kcr_manager_rest_client(m);
   }
+  if (rc == 0)
+    rc = scope_children(m, children, sizeof(children) / sizeof(children[0]), &err);
   if (rc == 0) {
     memset(&co, 0, sizeof(co));
     co.name = "app";
@@ -118,12 +138,8 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
   }
   if (rc == 0)
     rc = kcr_controller_for(c, &app, kcr_predicate_generation_changed(), &err);
-  if (rc == 0)
-    rc = kcr_controller_owns(c, &deployment, NULL, &err);
-  if (rc == 0)
-    rc = kcr_controller_owns(c, &service, NULL, &err);
-  if (rc == 0)
-    rc = kcr_controller_owns(c, &configmap, NULL, &err);
+  for (size_t i = 0; i < sizeof(children) / sizeof(children[0]) && rc == 0; i++)
+    rc = kcr_controller_owns(c, &children[i], NULL, &err);
   if (rc == 0) {
     memset(&so, 0, sizeof(so));
     so.metrics_bind_address = flags->metrics_bind_address;

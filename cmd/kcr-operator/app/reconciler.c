@@ -18,6 +18,13 @@
  *   5. Status, written only when it changed (no hot loops).
  * A failed write returns its error: the controller requeues with backoff, and the
  * next pass starts from what the cache then says.
+ *
+ * The cache holds only the children the operator labels (main.c: a label
+ * selector per child kind), so a same-named child someone else made is not in
+ * it: the create answers AlreadyExists, and an uncached read of the object
+ * (the direct client) says whose it is. Not ours: NameConflict, never a
+ * takeover. Ours but unlabelled (someone removed the label): updated back into
+ * shape, which labels it again.
  */
 #include <stdio.h>
 #include <string.h>
@@ -35,14 +42,18 @@
 /* child_kind describes one kind of child. */
 typedef struct child_kind {
   kcr_gvk gvk;
+  kcr_gvr gvr; /* for uncached reads through the direct client */
   const char *kind;
   int (*desired)(const json_t *app, json_t **out, kcr_error_t *err);
 } child_kind;
 
 static const child_kind children[] = {
-    {{"apps", "v1", "Deployment"}, "Deployment", kop_app_desired_deployment},
-    {{"", "v1", "Service"}, "Service", kop_app_desired_service},
-    {{"", "v1", "ConfigMap"}, "ConfigMap", kop_app_desired_configmap},
+    {{"apps", "v1", "Deployment"},
+     {"apps", "v1", "deployments"},
+     "Deployment",
+     kop_app_desired_deployment},
+    {{"", "v1", "Service"}, {"", "v1", "services"}, "Service", kop_app_desired_service},
+    {{"", "v1", "ConfigMap"}, {"", "v1", "configmaps"}, "ConfigMap", kop_app_desired_configmap},
 };
 static const kcr_gvk app_gvk = {KOP_APP_GROUP, KOP_APP_VERSION, KOP_APP_KIND};
 
@@ -55,10 +66,28 @@ static void record(const kop_app_reconciler *r, json_t *app, const char *type, c
 }
 
 /*
+ * read_direct reads one child from the API server, not the cache (*out new,
+ * managedFields dropped as the cache drops them): the cache holds only what
+ * the operator labels, so an object a create was refused for is not in it.
+ */
+static int read_direct(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, const child_kind *k,
+                       const char *ns, const char *name, json_t **out, kcr_error_t *err) {
+  kcr_request_options ro;
+  int rc;
+  memset(&ro, 0, sizeof(ro));
+  ro.cancel = kcr_reconcile_cancel(ctx);
+  rc = kcr_client_get(r->direct, &k->gvr, ns, name, &ro, out, err);
+  if (rc == 0)
+    json_object_del(kcr_meta_metadata(*out), "managedFields");
+  return rc;
+}
+
+/*
  * sync_child brings one child in line. *observed (may be NULL) receives the
  * child as it now is when the App controls it (new reference). *conflict is set
- * when a same-named child exists that the App does not control. Its log lines
- * carry the reconcile's fields (kcr_reconcile_log).
+ * when the App wants the child and a same-named one exists that the App does
+ * not control; a child the spec does not ask for is no conflict, whoever owns
+ * it. Its log lines carry the reconcile's fields (kcr_reconcile_log).
  */
 static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, const kcr_objclient *c,
                       json_t *app, const child_kind *k, json_t **observed, bool *conflict,
@@ -79,16 +108,9 @@ static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, con
   rc = kcr_ignore_not_found(kcr_objclient_get(c, &k->gvk, ns, name, &existing, err), err);
   if (rc)
     goto out;
-  if (existing && !kop_app_owns(app, existing)) {
-    /* Never take over what another owner (or nobody) controls. */
-    *conflict = true;
-    snprintf(conflict_msg, msg_size, "%s %s/%s exists and is not controlled by this App", k->kind,
-             ns, name);
-    goto out;
-  }
   if (!desired) {
-    /* The spec no longer asks for this child: delete ours. */
-    if (existing) {
+    /* The spec no longer asks for this child: delete ours, leave anyone else's. */
+    if (existing && kop_app_owns(app, existing)) {
       rc = kcr_ignore_not_found(kcr_objclient_del(c, existing, NULL, err), err);
       if (rc == 0)
         kcr_reconcile_log(ctx, KCR_LOG_INFO, "deleted %s %s/%s (no longer in the spec)", k->kind,
@@ -101,8 +123,23 @@ static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, con
     if (rc == 0) {
       kcr_reconcile_log(ctx, KCR_LOG_INFO, "created %s %s/%s", k->kind, ns, name);
       record(r, app, "Normal", "Created", "Create", k->kind, ns, name);
+      goto done;
     }
-  } else if (!kop_app_child_up_to_date(existing, desired)) {
+    if (rc != KCR_EAPI || !kcr_error_is_already_exists(err))
+      goto out;
+    /* On the server but not in the cache: not labelled by us. Ask the server whose. */
+    kcr_error_clear(err);
+    if ((rc = read_direct(ctx, r, k, ns, name, &existing, err)) != 0)
+      goto out; /* gone meanwhile (NotFound) or unreadable: the backoff retries */
+  }
+  if (!kop_app_owns(app, existing)) {
+    /* Never take over what another owner (or nobody) controls. */
+    *conflict = true;
+    snprintf(conflict_msg, msg_size, "%s %s/%s exists and is not controlled by this App", k->kind,
+             ns, name);
+    goto out;
+  }
+  if (!kop_app_child_up_to_date(existing, desired)) {
     rc = kop_app_merge_child(existing, desired, &merged, err);
     if (rc == 0)
       rc = kcr_objclient_update(c, merged, NULL, &out, err);
@@ -113,6 +150,7 @@ static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, con
   } else {
     out = json_incref(existing);
   }
+done:
   if (rc == 0 && observed)
     *observed = json_incref(out);
 

@@ -17,7 +17,10 @@
  *                        refused, as Events regarding the App (NULL: none).
  *   direct               a client that talks to the API server directly: the
  *                        directory lives in the operator's namespace, which a
- *                        cache limited to --namespace does not watch.
+ *                        cache limited to --namespace does not watch; and a
+ *                        child a create was refused for (AlreadyExists) is read
+ *                        through it, as the cache, holding only labelled
+ *                        children, does not have it.
  */
 typedef struct kop_app_reconciler {
   const char *directory_namespace;
