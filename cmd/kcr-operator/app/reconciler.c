@@ -24,7 +24,9 @@
  * it: the create answers AlreadyExists, and an uncached read of the object
  * (the direct client) says whose it is. Not ours: NameConflict, never a
  * takeover. Ours but unlabelled (someone removed the label): updated back into
- * shape, which labels it again.
+ * shape, which labels it again. A pass that ends in NameConflict asks to run
+ * again after KOP_APP_CONFLICT_RECHECK_NS: nothing else would tell it that the
+ * other object went away, since the cache never sees that object (docs/design.md).
  */
 #include <stdio.h>
 #include <string.h>
@@ -215,7 +217,6 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
   char conflict_msg[512] = "";
   bool conflict = false;
   int rc, sync_rc = 0;
-  (void)res;
 
   rc = kcr_ignore_not_found(kcr_objclient_get(c, &app_gvk, req->ns, req->name, &app, err), err);
   if (rc || !app)
@@ -279,6 +280,8 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
     if (r->events)
       kcr_event_record_object(r->events, app, "Warning", KOP_APP_REASON_NAME_CONFLICT, "Reconcile",
                               "%s; it is left alone", conflict_msg);
+    /* Look again later: the other object is not cached, so no event says it went. */
+    res->requeue_after_ns = KOP_APP_CONFLICT_RECHECK_NS;
   } else if (sync_rc) {
     obs.degraded_reason = "ReconcileFailed";
     obs.degraded_message = err->message;

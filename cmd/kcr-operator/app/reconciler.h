@@ -10,6 +10,14 @@
 #include "kcr/events.h"
 
 /*
+ * KOP_APP_CONFLICT_RECHECK_NS: how soon an App in NameConflict is reconciled
+ * again (15 s). The object in the way is not the operator's, so it is not in the
+ * cache and no event tells the App that it went; this requeue does. Why 15 s:
+ * docs/design.md ("NameConflict is re-checked by time").
+ */
+#define KOP_APP_CONFLICT_RECHECK_NS (15 * KCR_NSEC_PER_SEC)
+
+/*
  * kop_app_reconciler: the reconciler's data (borrowed for the controller's life).
  *   directory_namespace  where the ConfigMap app-directory lives: the operator's
  *                        own namespace.
@@ -32,7 +40,8 @@ typedef struct kop_app_reconciler {
  * kop_app_reconcile reconciles one App (data: a kop_app_reconciler). Returns 0,
  * or the error of a failed read or write (the controller then requeues with
  * backoff). A same-named child the App does not control is never touched: the
- * App reports Degraded with reason NameConflict and the pass succeeds.
+ * App reports Degraded with reason NameConflict, the pass succeeds and asks to
+ * run again after KOP_APP_CONFLICT_RECHECK_NS.
  */
 int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
                       void *data);
