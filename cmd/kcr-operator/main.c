@@ -15,7 +15,9 @@
  * election. The cache holds only the children the operator labels (a label
  * selector on app.kubernetes.io/managed-by=kcr-operator per child kind, the
  * cache's by-object options, controller-runtime's ByObject): its memory does
- * not grow with the ConfigMaps, Deployments and Services of others. Exit codes: 0 after a
+ * not grow with the ConfigMaps, Deployments and Services of others. The event
+ * recorder asks the manager's write fence before each write, as the object
+ * client does, so that a leader past its renew deadline sends no Event. Exit codes: 0 after a
  * graceful stop (SIGTERM/SIGINT), 1 on a failure or a lost lease (never a graceful stop then: two
  * leaders must not act at once), 2 on bad flags or environment.
  */
@@ -64,6 +66,11 @@ static void operator_namespace(const kop_flags *flags, kcr_rest_config_t *cfg, c
            flags->leader_election_namespace && *flags->leader_election_namespace
                ? flags->leader_election_namespace
                : kcr_rest_config_namespace(cfg));
+}
+
+/* on_events_fence: the event recorder's fence, the manager's (sender thread). */
+static int64_t on_events_fence(void *data) {
+  return kcr_manager_fence_remaining(data);
 }
 
 /*
@@ -122,6 +129,8 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
     eo.client = kcr_manager_rest_client(m);
     eo.reporting_controller = "kcr.dev/kcr-operator";
     eo.reporting_instance = host;
+    eo.fence = on_events_fence;
+    eo.fence_data = m;
     rc = kcr_event_recorder_create(&eo, &events, &err);
     rec.events = events;
     rec.direct = kcr_manager_rest_client(m);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * reconciler.c: the App controller's reconcile function: it reads the App and
- * its children through the manager's client (cache reads, direct writes), asks
+ * its children through the manager's client (cache reads, fenced writes), asks
  * the pure functions of app_desired.c / app_status.c what the world should look
  * like, and writes only the difference.
  *
@@ -27,6 +27,10 @@
  * shape, which labels it again. A pass that ends in NameConflict asks to run
  * again after KOP_APP_CONFLICT_RECHECK_NS: nothing else would tell it that the
  * other object went away, since the cache never sees that object (docs/design.md).
+ *
+ * Every write, the directory ConfigMap's included, goes through the reconcile's
+ * object client, which the manager fences: a leader past its renew deadline
+ * writes nothing. Only reads use the direct client.
  */
 #include <stdio.h>
 #include <string.h>
@@ -166,19 +170,25 @@ out:
 
 /*
  * sync_directory sets or removes the App's entry in the directory ConfigMap. It
- * reads and writes through the direct client, not the cache: the directory is one
- * object in the operator's namespace, which a cache limited to --namespace does
- * not watch. A conflicting write (another App's pass) fails and is retried.
+ * reads through the direct client, not the cache: the directory is one object
+ * in the operator's namespace, which a cache limited to --namespace does not
+ * watch. It writes through the reconcile's object client c, so that the
+ * manager's fence holds for it as for every other write. A conflicting write
+ * (another App's pass) fails and is retried.
  */
-static int sync_directory(const kop_app_reconciler *r, const json_t *app, bool remove,
+static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
+                          const kcr_objclient *c, const json_t *app, bool remove,
                           kcr_error_t *err) {
   static const kcr_gvr configmaps = {"", "v1", "configmaps"};
   const char *dir_ns = r->directory_namespace;
+  kcr_request_options ro;
   json_t *dir = NULL, *data;
   bool changed = false;
   int rc;
 
-  rc = kcr_client_get(r->direct, &configmaps, dir_ns, KOP_APP_DIRECTORY_NAME, NULL, &dir, err);
+  memset(&ro, 0, sizeof(ro));
+  ro.cancel = kcr_reconcile_cancel(ctx);
+  rc = kcr_client_get(r->direct, &configmaps, dir_ns, KOP_APP_DIRECTORY_NAME, &ro, &dir, err);
   if (rc == KCR_EAPI && kcr_error_is_not_found(err)) {
     kcr_error_clear(err);
     if (remove)
@@ -189,12 +199,13 @@ static int sync_directory(const kop_app_reconciler *r, const json_t *app, bool r
     data = json_object_get(dir, "data");
     rc = kop_app_directory_update(data, app, false, &changed, err);
     if (rc == 0 && changed)
-      rc = kcr_client_create_object(r->direct, &configmaps, dir_ns, dir, NULL, NULL, err);
+      rc = kcr_objclient_create(c, dir, NULL, err);
     json_decref(dir);
     return rc;
   }
   if (rc)
     return rc;
+  json_object_del(kcr_meta_metadata(dir), "managedFields");
   data = json_object_get(dir, "data");
   if (!json_is_object(data)) {
     data = json_object();
@@ -202,7 +213,7 @@ static int sync_directory(const kop_app_reconciler *r, const json_t *app, bool r
   }
   rc = kop_app_directory_update(data, app, remove, &changed, err);
   if (rc == 0 && changed)
-    rc = kcr_client_update(r->direct, &configmaps, dir_ns, dir, NULL, NULL, err);
+    rc = kcr_objclient_update(c, dir, NULL, NULL, err);
   json_decref(dir);
   return rc;
 }
@@ -224,7 +235,7 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
 
   if (kcr_meta_is_deleting(app)) {
     if (kcr_finalizer_contains(app, KOP_APP_FINALIZER)) {
-      rc = sync_directory(r, app, true, err);
+      rc = sync_directory(ctx, r, c, app, true, err);
       if (rc == 0)
         rc = kcr_finalizer_remove_remote(c, app, KOP_APP_FINALIZER, err);
       if (rc == 0)
@@ -262,7 +273,7 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
       conflict = conflict || child_conflict;
     }
     if (sync_rc == 0)
-      sync_rc = sync_directory(r, app, false, err);
+      sync_rc = sync_directory(ctx, r, c, app, false, err);
   } else {
     /* Paused: change nothing, but still report what the Deployment does. */
     json_t *existing = NULL;

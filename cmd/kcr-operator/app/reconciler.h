@@ -23,12 +23,13 @@
  *                        own namespace.
  *   events               where to record what was created, updated, deleted or
  *                        refused, as Events regarding the App (NULL: none).
- *   direct               a client that talks to the API server directly: the
- *                        directory lives in the operator's namespace, which a
- *                        cache limited to --namespace does not watch; and a
- *                        child a create was refused for (AlreadyExists) is read
- *                        through it, as the cache, holding only labelled
- *                        children, does not have it.
+ *   direct               a client that talks to the API server directly, for
+ *                        uncached reads only (writes go through the reconcile's
+ *                        fenced object client): the directory, which lives in
+ *                        the operator's namespace (a cache limited to --namespace
+ *                        does not watch it), and a child a create was refused
+ *                        for (AlreadyExists), which the cache, holding only
+ *                        labelled children, does not have.
  */
 typedef struct kop_app_reconciler {
   const char *directory_namespace;
