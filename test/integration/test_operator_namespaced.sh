@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test_operator_namespaced.sh OPERATOR_BIN: the namespaced RBAC variant
+# (config/rbac-namespaced, issue 16, bug 11) is sufficient and tight.
+#   - A ServiceAccount holds Roles only: config/rbac-namespaced (the manager Role
+#     in the watched namespace, the directory Role in its own) and config/rbac's
+#     leader-election Role; the operator runs with a kubeconfig holding nothing but
+#     that ServiceAccount's token, WATCH_NAMESPACE set to the watched namespace,
+#     leader election on.
+#   - Sufficient: the sample App gets its children, status, finalizer and directory
+#     entry; deleting it runs the finalizer; the operator logs no Forbidden.
+#   - Scoped: an App in another namespace is not touched.
+#   - Tight: the token cannot create Deployments elsewhere or list them across the
+#     cluster, and config/rbac-namespaced/role.yaml grants exactly the rules of
+#     config/rbac/role.yaml (the two cannot drift apart).
+# SIGTERM -> exit 0.
+set -euo pipefail
+op=$1
+kubeconfig=${KCR_TEST_KUBECONFIG:?the controlplane fixture sets KCR_TEST_KUBECONFIG}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cluster=$(cd "$(dirname "$kubeconfig")" && pwd)
+# shellcheck disable=SC2012 # one version directory
+kubectl_bin=$(ls "${KCR_CACHE:-$HOME/.cache/kcr}"/k8s/*/bin/kubectl | tail -n 1)
+port=$(sed -n 's/^kube-apiserver=//p' "$cluster/run/ports")
+sa=kcr-controller-manager
+ns=kcr-nsd-$$       # the watched namespace (kcr-apps in the manifests)
+opns=kcr-nsd-op-$$  # the operator's namespace (kcr-system in the manifests)
+other=kcr-nsd-x-$$  # a namespace it must not touch
+work=$(mktemp -d)
+pid=
+k() { "$kubectl_bin" --kubeconfig "$kubeconfig" "$@"; }
+ksa() { "$kubectl_bin" --kubeconfig "$work/sa.kubeconfig" "$@"; }
+cleanup() {
+  if [ -n "$pid" ]; then
+    k -n "$ns" delete app --all --timeout=30s >/dev/null 2>&1 || true
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  k delete ns "$ns" "$opns" "$other" --wait=false >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  echo "--- operator log (tail)" >&2
+  tail -n 30 "$work/operator.log" >&2 || true
+  exit 1
+}
+# wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds.
+wait_for() {
+  local secs=$1 what=$2
+  shift 2
+  for _ in $(seq 1 $((secs * 4))); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.25
+  done
+  fail "timed out after ${secs}s waiting for $what"
+}
+jp() { k -n "$ns" get "$1" -o "jsonpath=$2" 2>/dev/null; }
+eq() { [ "$(jp "$1" "$2")" = "$3" ]; }
+# place FILE: the manifest with the test's namespaces in place of the manifests'.
+place() { sed -e "s/namespace: kcr-apps\$/namespace: $ns/" -e "s/namespace: kcr-system\$/namespace: $opns/" "$1"; }
+rules() { k create --dry-run=client -o json -f "$1" | jq -S .rules; }
+
+[ -n "$port" ] || fail "no kube-apiserver port in $cluster/run/ports"
+[ "$(rules "$root/config/rbac-namespaced/role.yaml")" = "$(rules "$root/config/rbac/role.yaml")" ] ||
+  fail "config/rbac-namespaced/role.yaml and config/rbac/role.yaml grant different rules"
+
+k apply -f "$root/config/crd/bases/kcr.dev_apps.yaml" >/dev/null
+k wait --for=condition=Established crd/apps.kcr.dev --timeout=60s >/dev/null
+for n in "$ns" "$opns" "$other"; do k create ns "$n" >/dev/null; done
+k -n "$opns" create serviceaccount "$sa" >/dev/null
+# Roles only: config/rbac-namespaced, and config/rbac's leader-election Role.
+for f in "$root"/config/rbac-namespaced/*role*.yaml "$root"/config/rbac/leader_election_role.yaml \
+  "$root"/config/rbac/leader_election_role_binding.yaml; do
+  place "$f" | k apply -f - >/dev/null
+done
+[ -z "$(k get clusterrolebinding -o json | jq -r --arg ns "$opns" \
+  '.items[] | select(.subjects[]? | .kind == "ServiceAccount" and .namespace == $ns) | .metadata.name')" ] ||
+  fail "a ClusterRoleBinding names the ServiceAccount"
+
+# A kubeconfig with nothing but the ServiceAccount's token.
+token=$(k -n "$opns" create token "$sa" --duration=1h)
+ksa config set-cluster c --server="https://127.0.0.1:$port" \
+  --certificate-authority="$cluster/pki/ca.crt" --embed-certs=true >/dev/null
+ksa config set-credentials sa --token="$token" >/dev/null
+ksa config set-context c --cluster=c --user=sa >/dev/null
+ksa config use-context c >/dev/null
+
+WATCH_NAMESPACE=$ns POD_NAMESPACE=$opns "$op" --kubeconfig "$work/sa.kubeconfig" \
+  --leader-elect --leader-election-namespace "$opns" --health-probe-bind-address=127.0.0.1:0 \
+  --log-format=console >"$work/operator.log" 2>&1 &
+pid=$!
+wait_for 30 "the watch namespace from WATCH_NAMESPACE" grep -q "watch namespace $ns," "$work/operator.log"
+
+# Sufficient.
+k -n "$ns" apply -f "$root/config/samples/kcr_v1alpha1_app.yaml" >/dev/null
+uid=$(jp app/app-sample '{.metadata.uid}')
+for obj in deploy/app-sample svc/app-sample cm/app-sample-config; do
+  wait_for 60 "$obj" eq "$obj" '{.metadata.ownerReferences[0].uid}' "$uid"
+done
+entry() { k -n "$opns" get cm app-directory -o jsonpath='{.data}' 2>/dev/null | grep -q "$ns.app-sample"; }
+wait_for 30 "the directory entry in $opns" entry
+eq app/app-sample '{.metadata.finalizers[0]}' kcr.dev/directory || fail "finalizer"
+gen=$(jp app/app-sample '{.metadata.generation}')
+wait_for 30 "status.observedGeneration $gen" eq app/app-sample '{.status.observedGeneration}' "$gen"
+[ -n "$(k -n "$opns" get lease kcr-operator.kcr.dev -o 'jsonpath={.spec.holderIdentity}')" ] ||
+  fail "no Lease holder in $opns"
+
+# Scoped: an App elsewhere is not the operator's business.
+k -n "$other" apply -f "$root/config/samples/kcr_v1alpha1_app.yaml" >/dev/null
+sleep 3
+! k -n "$other" get deploy app-sample >/dev/null 2>&1 || fail "an App outside $ns was reconciled"
+[ -z "$(k -n "$other" get app app-sample -o 'jsonpath={.metadata.finalizers}')" ] ||
+  fail "an App outside $ns got the finalizer"
+
+k -n "$ns" delete app app-sample --timeout=60s >/dev/null || fail "the App was not deleted within 60s"
+! entry || fail "the directory entry survived the App"
+if grep -q 'forbidden: User ' "$work/operator.log"; then
+  grep 'forbidden: User ' "$work/operator.log" | head -n 5 >&2
+  fail "the operator was refused something: the namespaced RBAC is not sufficient"
+fi
+echo "sufficient: reconciled with Roles only, directory entry and finalizer in $opns"
+
+# Tight.
+cani() { ksa auth can-i "$@" 2>/dev/null || true; }
+[ "$(cani create deployments -n "$ns")" = yes ] || fail "cannot create deployments in $ns"
+for q in "create deployments -n $other" "list deployments -A" "create deployments -n $opns" \
+  "get configmaps -n $opns" "update configmaps/other -n $opns" "list apps.kcr.dev -A"; do
+  # shellcheck disable=SC2086 # the words of the query
+  [ "$(cani $q)" = no ] || fail "auth can-i $q: not no"
+done
+[ "$(cani update configmaps/app-directory -n "$opns")" = yes ] || fail "cannot update the directory"
+echo "tight: nothing outside $ns but the directory and the Lease"
+
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+pid=
+[ "$rc" -eq 0 ] || fail "operator exited $rc after SIGTERM"
+k -n "$other" delete app app-sample --wait=false >/dev/null 2>&1 || true
+echo "operator namespaced: ok"
