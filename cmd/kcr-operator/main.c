@@ -48,20 +48,13 @@ extern char **environ;
 static void operator_namespace(const kop_flags *flags, kcr_rest_config_t *cfg, char *buf,
                                size_t size) {
   const char *env = getenv("POD_NAMESPACE");
-  FILE *f;
   buf[0] = '\0';
   if (env && *env) {
     snprintf(buf, size, "%s", env);
     return;
   }
-  f = fopen("/var/run/secrets/kubernetes.io/serviceaccount/namespace", "r");
-  if (f) {
-    if (fgets(buf, (int)size, f))
-      buf[strcspn(buf, "\r\n")] = '\0';
-    fclose(f);
-    if (buf[0])
-      return;
-  }
+  if (kcr_service_account_namespace(NULL, buf, size, NULL) == 0)
+    return; /* in a Pod: libkcr's one reader of the service-account file */
   snprintf(buf, size, "%s",
            flags->leader_election_namespace && *flags->leader_election_namespace
                ? flags->leader_election_namespace
