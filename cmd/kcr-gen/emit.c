@@ -1,0 +1,868 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * emit.c: kcr-gen's model written as C. For one served version it writes a
+ * header (the structs, their functions, the scheme hooks) and a source: the
+ * runtime (runtime.inc, embedded at build time as kcr_gen_runtime[]) and, for
+ * every type, five static element operations (kg_dec_/kg_enc_/kg_clear_/
+ * kg_copy_/kg_eq_t_<type>) with the same shape as the runtime's scalar ones, so
+ * that a field, a list element and a map value of any kind are handled by the
+ * same few templates below. The public functions wrap those.
+ *
+ * Files are written to a temporary name and renamed, so a failed run leaves the
+ * previous output whole (a build never sees half a file).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen.h"
+#include "kcr_gen_runtime.h"
+
+typedef struct out {
+  FILE *f;
+  int indent;
+} out;
+
+static void put(out *o, const char *fmt, ...) KCR_GEN_PRINTF(2, 3);
+
+/* put writes one line at the current indentation (fmt has no newline). */
+static void put(out *o, const char *fmt, ...) {
+  va_list ap;
+  if (fmt[0])
+    for (int i = 0; i < o->indent; i++)
+      fputs("  ", o->f);
+  va_start(ap, fmt);
+  vfprintf(o->f, fmt, ap);
+  va_end(ap);
+  fputc('\n', o->f);
+}
+
+static void blank(out *o) {
+  fputc('\n', o->f);
+}
+
+/* ---- element kinds ---- */
+
+static const char *ctype(const gen_shape *sh, char *buf, size_t size) {
+  switch (sh->kind) {
+  case GEN_STRING:
+    return "char *";
+  case GEN_INT32:
+    return "int32_t ";
+  case GEN_INT64:
+    return "int64_t ";
+  case GEN_NUMBER:
+    return "double ";
+  case GEN_BOOL:
+    return "bool ";
+  case GEN_INTSTR:
+    return "kcrgen_int_or_string_t ";
+  case GEN_QUANTITY:
+    return "kcrgen_quantity_t ";
+  case GEN_OBJECT:
+    snprintf(buf, size, "%s_t ", sh->obj->base);
+    return buf;
+  case GEN_JSON:
+  default:
+    return "json_t *";
+  }
+}
+
+/* op is the suffix of an element's operations: kg_dec_<op>. */
+static const char *op(const gen_shape *sh, char *buf, size_t size) {
+  static const char *const names[] = {"string", "int32",    "int64", "number", "bool",
+                                      "intstr", "quantity", "",      "json"};
+  if (sh->kind == GEN_OBJECT) {
+    snprintf(buf, size, "t_%s", sh->obj->base);
+    return buf;
+  }
+  return names[sh->kind];
+}
+
+static bool by_value(gen_kind k) {
+  return k == GEN_INT32 || k == GEN_INT64 || k == GEN_NUMBER || k == GEN_BOOL || k == GEN_INTSTR ||
+         k == GEN_QUANTITY;
+}
+
+static bool has_flag(const gen_field *f) {
+  return !f->required &&
+         (by_value(f->shape.kind) || f->shape.kind == GEN_LIST || f->shape.kind == GEN_MAP);
+}
+
+static const char *kind_word(gen_kind k) {
+  static const char *const w[] = {"string",  "int32",         "int64",    "number",
+                                  "boolean", "int-or-string", "quantity", "object",
+                                  "JSON",    "list",          "map"};
+  return w[k];
+}
+
+/* ---- comments ---- */
+
+/* comment writes text as a wrapped C comment; "*" "/" inside becomes "* /". */
+static void comment(out *o, const char *lead, const char *text) {
+  char line[120];
+  size_t width = 96 - (size_t)o->indent * 2, n;
+  const char *s = text;
+  char *buf = malloc(strlen(lead) + strlen(text ? text : "") + 2), *w;
+  if (!buf)
+    return;
+  snprintf(buf, strlen(lead) + strlen(text ? text : "") + 2, "%s%s", lead, text ? text : "");
+  for (w = buf; *w; w++) {
+    if (*w == '\n' || *w == '\t' || *w == '\r')
+      *w = ' ';
+    if (w > buf && w[-1] == '*' && *w == '/')
+      *w = '|';
+  }
+  s = buf;
+  while (*s == ' ')
+    s++;
+  if (strlen(s) + 6 <= width + 3) {
+    put(o, "/* %s */", s);
+    free(buf);
+    return;
+  }
+  put(o, "/*");
+  while (*s) {
+    while (*s == ' ')
+      s++;
+    n = strlen(s);
+    if (n > width) {
+      n = width;
+      while (n > 0 && s[n] != ' ')
+        n--;
+      if (n == 0)
+        n = width;
+    }
+    if (n == 0)
+      break;
+    snprintf(line, sizeof(line), "%.*s", (int)n, s);
+    put(o, " * %s", line);
+    s += n;
+  }
+  put(o, " */");
+  free(buf);
+}
+
+/* ---- the header ---- */
+
+static void upper(char *dst, const char *src, size_t size) {
+  size_t i;
+  for (i = 0; src[i] && i + 1 < size; i++)
+    dst[i] = (char)toupper((unsigned char)src[i]);
+  dst[i] = '\0';
+}
+
+static void emit_struct(out *o, const gen_type *t) {
+  char buf[300];
+  for (size_t i = 0; i < t->nfields; i++) {
+    const gen_field *f = &t->fields[i];
+    if (f->shape.kind == GEN_MAP) {
+      put(o, "/* %s_t: one entry of %s.%s. */", f->shape.entry, t->path, f->json_name);
+      put(o, "struct %s {", f->shape.entry);
+      put(o, "  char *key;");
+      put(o, "  %svalue;", ctype(f->shape.elem, buf, sizeof(buf)));
+      put(o, "};");
+      blank(o);
+    }
+  }
+  comment(o, "", t->desc ? t->desc : t->path);
+  put(o, "struct %s {", t->base);
+  o->indent++;
+  for (size_t i = 0; i < t->nfields; i++) {
+    const gen_field *f = &t->fields[i];
+    char lead[200];
+    snprintf(lead, sizeof(lead), "%s (%s%s%s%s%s): ", f->json_name, f->required ? "required " : "",
+             f->nullable ? "nullable " : "", kind_word(f->shape.kind), f->shape.elem ? " of " : "",
+             f->shape.elem ? kind_word(f->shape.elem->kind) : "");
+    comment(o, lead, f->desc ? f->desc : "");
+    switch (f->shape.kind) {
+    case GEN_LIST:
+      put(o, "%s*%s;", ctype(f->shape.elem, buf, sizeof(buf)), f->c_name);
+      put(o, "size_t %s_len;", f->c_name);
+      break;
+    case GEN_MAP:
+      put(o, "%s_t *%s;", f->shape.entry, f->c_name);
+      put(o, "size_t %s_len;", f->c_name);
+      break;
+    case GEN_OBJECT:
+      put(o, "%s_t *%s;", f->shape.obj->base, f->c_name);
+      break;
+    default:
+      put(o, "%s%s;", ctype(&f->shape, buf, sizeof(buf)), f->c_name);
+      break;
+    }
+    if (has_flag(f))
+      put(o, "bool has_%s;", f->c_name);
+    if (f->nullable)
+      put(o, "bool %s_null;", f->c_name);
+  }
+  put(o, "/* kcr_unknown: the members this type does not know (an object, or NULL), written");
+  put(o, " * back unchanged by the encoder. */");
+  put(o, "json_t *kcr_unknown;");
+  o->indent--;
+  put(o, "};");
+  blank(o);
+}
+
+static void emit_header(out *o, const gen_crd *crd, const gen_version *v) {
+  char guard[320], up[300];
+  const char *p = v->prefix;
+  upper(up, p, sizeof(up));
+  snprintf(guard, sizeof(guard), "%s_H", up);
+  put(o, "/* Generated by kcr-gen from %s: %s %s/%s. Do not edit. */", crd->source, crd->kind,
+      crd->group, v->name);
+  put(o, "#ifndef %s", guard);
+  put(o, "#define %s", guard);
+  blank(o);
+  put(o, "#include <jansson.h>");
+  put(o, "#include <stdbool.h>");
+  put(o, "#include <stddef.h>");
+  put(o, "#include <stdint.h>");
+  blank(o);
+  put(o, "#include \"kcr/error.h\"");
+  put(o, "#include \"kcr/meta.h\"");
+  put(o, "#include \"kcr/scheme.h\"");
+  blank(o);
+  put(o, "#ifdef __cplusplus");
+  put(o, "extern \"C\" {");
+  put(o, "#endif");
+  blank(o);
+  put(o, "#ifndef KCRGEN_SMALL_TYPES");
+  put(o, "#define KCRGEN_SMALL_TYPES");
+  put(o, "/*");
+  put(o, " * kcrgen_int_or_string_t: an x-kubernetes-int-or-string value (intstr.IntOrString):");
+  put(o, " * int_value when !is_string, else str_value (owned; NULL only when unset).");
+  put(o, " */");
+  put(o, "typedef struct kcrgen_int_or_string {");
+  put(o, "  bool is_string;");
+  put(o, "  int64_t int_value;");
+  put(o, "  char *str_value;");
+  put(o, "} kcrgen_int_or_string_t;");
+  blank(o);
+  put(o, "/*");
+  put(o, " * kcrgen_quantity_t: a resource quantity (\"100m\", \"64Mi\", 2) as its text (owned);");
+  put(o, " * is_int: it was, and is written back as, a JSON integer.");
+  put(o, " */");
+  put(o, "typedef struct kcrgen_quantity {");
+  put(o, "  char *text;");
+  put(o, "  bool is_int;");
+  put(o, "} kcrgen_quantity_t;");
+  put(o, "#endif");
+  blank(o);
+  put(o, "#define %s_GROUP \"%s\"", up, crd->group);
+  put(o, "#define %s_VERSION \"%s\"", up, v->name);
+  put(o, "#define %s_KIND \"%s\"", up, crd->kind);
+  put(o, "#define %s_RESOURCE \"%s\"", up, crd->plural);
+  blank(o);
+  for (size_t i = 0; i < v->ntypes; i++) {
+    const gen_type *t = v->types[i];
+    put(o, "typedef struct %s %s_t;", t->base, t->base);
+    for (size_t j = 0; j < t->nfields; j++)
+      if (t->fields[j].shape.kind == GEN_MAP)
+        put(o, "typedef struct %s %s_t;", t->fields[j].shape.entry, t->fields[j].shape.entry);
+  }
+  blank(o);
+  /* children before parents: a map entry holds its value type by value */
+  for (size_t i = v->ntypes; i-- > 0;)
+    emit_struct(o, v->types[i]);
+  put(o, "/*");
+  put(o, " * For each type T above (T_t), in this order:");
+  put(o, " *   T_create  a new zeroed T (*out; release with T_free). 0 or KCR_ENOMEM.");
+  put(o, " *   T_decode  a new T from json (borrowed). KCR_EPARSE names the field and the");
+  put(o, " *             expected type (\"spec.replicas: expected an integer, got a string\");");
+  put(o, " *             members T does not know are kept in kcr_unknown, at every level.");
+  put(o, " *   T_encode  a new json_t from v (borrowed), unknown members included. KCR_EINVAL");
+  put(o, " *             when a required field is unset.");
+  put(o, " *   T_copy    a new deep copy of v.");
+  put(o, " *   T_equal   whether a and b hold the same values (unknown members compared as");
+  put(o, " *             JSON, maps regardless of order). NULL equals only NULL.");
+  put(o, " *   T_free    releases v and everything it owns. NULL is ignored.");
+  put(o, " * Every string, array and struct a T owns is allocated with jansson's allocator");
+  put(o, " * (%s_mem_calloc, %s_mem_strdup); set fields with those. On failure *out is", p, p);
+  put(o, " * NULL and err (optional) says why; nothing aborts. Any thread, one value at a time.");
+  put(o, " */");
+  for (size_t i = 0; i < v->ntypes; i++) {
+    const char *b = v->types[i]->base;
+    put(o, "int %s_create(%s_t **out, kcr_error_t *err);", b, b);
+    put(o, "int %s_decode(const json_t *json, %s_t **out, kcr_error_t *err);", b, b);
+    put(o, "int %s_encode(const %s_t *v, json_t **out, kcr_error_t *err);", b, b);
+    put(o, "int %s_copy(const %s_t *v, %s_t **out, kcr_error_t *err);", b, b, b);
+    put(o, "bool %s_equal(const %s_t *a, const %s_t *b);", b, b, b);
+    put(o, "void %s_free(%s_t *v);", b, b);
+    blank(o);
+  }
+  put(o, "/* %s_mem_calloc, _mem_strdup, _mem_free: the allocator the types use (new; NULL", p);
+  put(o, " * when out of memory). */");
+  put(o, "void *%s_mem_calloc(size_t n, size_t size);", p);
+  put(o, "char *%s_mem_strdup(const char *s);", p);
+  put(o, "void %s_mem_free(void *ptr);", p);
+  blank(o);
+  put(o, "/* %s_gvk returns the kind's group, version and kind (static strings). */", p);
+  put(o, "kcr_gvk %s_gvk(void);", p);
+  blank(o);
+  put(o, "/*");
+  put(o, " * %s_scheme_decode, _scheme_encode, _scheme_free: the kind's typed codec", p);
+  put(o, " * (kcr_decode_fn, kcr_encode_fn, kcr_free_typed_fn of kcr/scheme.h) over %s_t.", p);
+  put(o, " */");
+  put(o, "int %s_scheme_decode(const json_t *obj, void **out, kcr_error_t *err, void *data);", p);
+  put(o, "int %s_scheme_encode(const void *typed, json_t **out, kcr_error_t *err, void *data);", p);
+  put(o, "void %s_scheme_free(void *typed, void *data);", p);
+  blank(o);
+  put(o, "/*");
+  put(o, " * %s_register adds %s %s/%s (resource %s, %s) to s with the codec above, so", p,
+      crd->kind, crd->group, v->name, crd->plural, crd->namespaced ? "namespaced" : "cluster");
+  put(o, " * kcr_typed_get/list/create/update work on %s_t. 0 or kcr_scheme_register's error.", p);
+  put(o, " */");
+  put(o, "int %s_register(kcr_scheme_t *s, kcr_error_t *err);", p);
+  blank(o);
+  put(o, "#ifdef __cplusplus");
+  put(o, "}");
+  put(o, "#endif");
+  blank(o);
+  put(o, "#endif /* %s */", guard);
+}
+
+/* ---- the source: per-field templates ---- */
+
+/* lv is the field's lvalue ("v->spec"); the json member is m. */
+static void emit_decode_field(out *o, const gen_field *f) {
+  char b1[300], b2[300];
+  const gen_shape *sh = &f->shape;
+  const char *c = f->c_name;
+  switch (sh->kind) {
+  case GEN_OBJECT:
+    put(o, "if (!(v->%s = kg_calloc(1, sizeof(*v->%s))))", c, c);
+    put(o, "  rc = kg_nomem(p, err);");
+    put(o, "else");
+    put(o, "  rc = kg_dec_%s(m, v->%s, p, err);", op(sh, b1, sizeof(b1)), c);
+    break;
+  case GEN_LIST:
+    put(o, "if (!json_is_array(m)) {");
+    put(o, "  rc = kg_expected(p, \"an array\", m, err);");
+    put(o, "} else {");
+    put(o, "  size_t n = json_array_size(m);");
+    put(o, "  rc = 0;");
+    put(o, "  if (n && !(v->%s = kg_calloc(n, sizeof(*v->%s))))", c, c);
+    put(o, "    rc = kg_nomem(p, err);");
+    put(o, "  for (size_t i = 0; rc == 0 && i < n; i++) {");
+    put(o, "    size_t at2 = kg_push_index(p, i);");
+    put(o, "    v->%s_len = i + 1;", c);
+    put(o, "    rc = kg_dec_%s(json_array_get(m, i), &v->%s[i], p, err);",
+        op(sh->elem, b1, sizeof(b1)), c);
+    put(o, "    kg_pop(p, at2);");
+    put(o, "  }");
+    put(o, "}");
+    break;
+  case GEN_MAP:
+    put(o, "if (!json_is_object(m)) {");
+    put(o, "  rc = kg_expected(p, \"an object\", m, err);");
+    put(o, "} else {");
+    put(o, "  size_t n = json_object_size(m), i = 0, klen;");
+    put(o, "  const char *k;");
+    put(o, "  json_t *m2;");
+    put(o, "  rc = 0;");
+    put(o, "  if (n && !(v->%s = kg_calloc(n, sizeof(*v->%s))))", c, c);
+    put(o, "    rc = kg_nomem(p, err);");
+    put(o, "  json_object_keylen_foreach((json_t *)m, k, klen, m2) {");
+    put(o, "    size_t at2;");
+    put(o, "    if (rc)");
+    put(o, "      break;");
+    put(o, "    at2 = kg_push_key(p, k);");
+    put(o, "    v->%s_len = i + 1;", c);
+    put(o, "    if (klen != strlen(k))");
+    put(o, "      rc = kcr_error_set(err, KCR_EPARSE, \"%%s: a key holds a NUL character\", "
+           "kg_where(p));");
+    put(o, "    else if (!(v->%s[i].key = kg_strdup(k)))", c);
+    put(o, "      rc = kg_nomem(p, err);");
+    put(o, "    else");
+    put(o, "      rc = kg_dec_%s(m2, &v->%s[i].value, p, err);", op(sh->elem, b1, sizeof(b1)), c);
+    put(o, "    kg_pop(p, at2);");
+    put(o, "    i++;");
+    put(o, "  }");
+    put(o, "}");
+    break;
+  default:
+    put(o, "rc = kg_dec_%s(m, &v->%s, p, err);", op(sh, b1, sizeof(b1)), c);
+    break;
+  }
+  (void)b2;
+  if (has_flag(f))
+    put(o, "v->has_%s = rc == 0;", c);
+}
+
+/* emit_present writes the condition under which the field is written. */
+static void present(const gen_field *f, char *buf, size_t size) {
+  const char *c = f->c_name;
+  if (has_flag(f))
+    snprintf(buf, size, "v->has_%s", c);
+  else if (f->shape.kind == GEN_STRING || f->shape.kind == GEN_OBJECT || f->shape.kind == GEN_JSON)
+    snprintf(buf, size, "v->%s", c);
+  else
+    snprintf(buf, size, "1");
+}
+
+static void emit_encode_field(out *o, const gen_field *f) {
+  char b1[300], cond[300];
+  const gen_shape *sh = &f->shape;
+  const char *c = f->c_name;
+  present(f, cond, sizeof(cond));
+  put(o, "at = kg_push(p, \"%s\");", f->json_lit);
+  if (f->nullable) {
+    put(o, "if (v->%s_null) {", c);
+    put(o, "  rc = kg_set(o, \"%s\", json_null(), p, err);", f->json_lit);
+    put(o, "} else");
+  }
+  put(o, "if (%s) {", cond);
+  o->indent++;
+  put(o, "json_t *m = NULL;");
+  switch (sh->kind) {
+  case GEN_OBJECT:
+    put(o, "rc = kg_enc_%s(v->%s, &m, p, err);", op(sh, b1, sizeof(b1)), c);
+    break;
+  case GEN_LIST:
+    put(o, "rc = (m = json_array()) ? 0 : kg_nomem(p, err);");
+    put(o, "for (size_t i = 0; rc == 0 && i < v->%s_len; i++) {", c);
+    put(o, "  size_t at2 = kg_push_index(p, i);");
+    put(o, "  json_t *e = NULL;");
+    put(o, "  rc = kg_enc_%s(&v->%s[i], &e, p, err);", op(sh->elem, b1, sizeof(b1)), c);
+    put(o, "  if (rc == 0 && json_array_append_new(m, e))");
+    put(o, "    rc = kg_nomem(p, err);");
+    put(o, "  kg_pop(p, at2);");
+    put(o, "}");
+    break;
+  case GEN_MAP:
+    put(o, "rc = (m = json_object()) ? 0 : kg_nomem(p, err);");
+    put(o, "for (size_t i = 0; rc == 0 && i < v->%s_len; i++) {", c);
+    put(o, "  size_t at2 = kg_push_key(p, v->%s[i].key ? v->%s[i].key : \"(NULL)\");", c, c);
+    put(o, "  json_t *e = NULL;");
+    put(o, "  if (!v->%s[i].key || !kg_utf8_ok(v->%s[i].key))", c, c);
+    put(o, "    rc = kcr_error_set(err, KCR_EINVAL, \"%%s: the key is NULL or not UTF-8\", "
+           "kg_where(p));");
+    put(o, "  else");
+    put(o, "    rc = kg_enc_%s(&v->%s[i].value, &e, p, err);", op(sh->elem, b1, sizeof(b1)), c);
+    put(o, "  if (rc == 0 && json_object_set_new_nocheck(m, v->%s[i].key, e))", c);
+    put(o, "    rc = kg_nomem(p, err);");
+    put(o, "  kg_pop(p, at2);");
+    put(o, "}");
+    break;
+  default:
+    put(o, "rc = kg_enc_%s(&v->%s, &m, p, err);", op(sh, b1, sizeof(b1)), c);
+    break;
+  }
+  put(o, "if (rc == 0)");
+  put(o, "  rc = kg_set(o, \"%s\", m, p, err);", f->json_lit);
+  put(o, "else");
+  put(o, "  json_decref(m);");
+  o->indent--;
+  if (f->required) {
+    put(o, "} else {");
+    put(o, "  rc = kg_unset(p, err);");
+  }
+  put(o, "}");
+  put(o, "kg_pop(p, at);");
+  put(o, "if (rc)");
+  put(o, "  goto fail;");
+}
+
+static void emit_clear_field(out *o, const gen_field *f) {
+  char b1[300];
+  const gen_shape *sh = &f->shape;
+  const char *c = f->c_name;
+  switch (sh->kind) {
+  case GEN_OBJECT:
+    put(o, "if (v->%s) {", c);
+    put(o, "  kg_clear_%s(v->%s);", op(sh, b1, sizeof(b1)), c);
+    put(o, "  kg_free(v->%s);", c);
+    put(o, "}");
+    break;
+  case GEN_LIST:
+    put(o, "for (size_t i = 0; i < v->%s_len; i++)", c);
+    put(o, "  kg_clear_%s(&v->%s[i]);", op(sh->elem, b1, sizeof(b1)), c);
+    put(o, "kg_free(v->%s);", c);
+    break;
+  case GEN_MAP:
+    put(o, "for (size_t i = 0; i < v->%s_len; i++) {", c);
+    put(o, "  kg_free(v->%s[i].key);", c);
+    put(o, "  kg_clear_%s(&v->%s[i].value);", op(sh->elem, b1, sizeof(b1)), c);
+    put(o, "}");
+    put(o, "kg_free(v->%s);", c);
+    break;
+  default:
+    if (!by_value(sh->kind) || sh->kind == GEN_INTSTR || sh->kind == GEN_QUANTITY)
+      put(o, "kg_clear_%s(&v->%s);", op(sh, b1, sizeof(b1)), c);
+    break;
+  }
+}
+
+static void emit_copy_field(out *o, const gen_field *f) {
+  char b1[300];
+  const gen_shape *sh = &f->shape;
+  const char *c = f->c_name;
+  if (has_flag(f))
+    put(o, "d->has_%s = s->has_%s;", c, c);
+  if (f->nullable)
+    put(o, "d->%s_null = s->%s_null;", c, c);
+  switch (sh->kind) {
+  case GEN_OBJECT:
+    put(o, "if (s->%s && !(d->%s = kg_calloc(1, sizeof(*d->%s))))", c, c, c);
+    put(o, "  return KCR_ENOMEM;");
+    put(o, "if (s->%s && kg_copy_%s(s->%s, d->%s))", c, op(sh, b1, sizeof(b1)), c, c);
+    put(o, "  return KCR_ENOMEM;");
+    break;
+  case GEN_LIST:
+  case GEN_MAP:
+    put(o, "if (s->%s_len && !(d->%s = kg_calloc(s->%s_len, sizeof(*d->%s))))", c, c, c, c);
+    put(o, "  return KCR_ENOMEM;");
+    put(o, "for (size_t i = 0; i < s->%s_len; i++) {", c);
+    put(o, "  d->%s_len = i + 1;", c);
+    if (sh->kind == GEN_LIST) {
+      put(o, "  if (kg_copy_%s(&s->%s[i], &d->%s[i]))", op(sh->elem, b1, sizeof(b1)), c, c);
+    } else {
+      put(o, "  if (kg_copy_string(&s->%s[i].key, &d->%s[i].key) ||", c, c);
+      put(o, "      kg_copy_%s(&s->%s[i].value, &d->%s[i].value))", op(sh->elem, b1, sizeof(b1)), c,
+          c);
+    }
+    put(o, "    return KCR_ENOMEM;");
+    put(o, "}");
+    break;
+  default:
+    put(o, "if (kg_copy_%s(&s->%s, &d->%s))", op(sh, b1, sizeof(b1)), c, c);
+    put(o, "  return KCR_ENOMEM;");
+    break;
+  }
+}
+
+static void emit_equal_field(out *o, const gen_field *f) {
+  char b1[300];
+  const gen_shape *sh = &f->shape;
+  const char *c = f->c_name;
+  if (f->nullable) {
+    put(o, "if (a->%s_null != b->%s_null)", c, c);
+    put(o, "  return false;");
+  }
+  if (has_flag(f)) {
+    put(o, "if (a->has_%s != b->has_%s)", c, c);
+    put(o, "  return false;");
+  }
+  switch (sh->kind) {
+  case GEN_OBJECT:
+    put(o, "if (!a->%s != !b->%s || (a->%s && !kg_eq_%s(a->%s, b->%s)))", c, c, c,
+        op(sh, b1, sizeof(b1)), c, c);
+    put(o, "  return false;");
+    break;
+  case GEN_LIST:
+    put(o, "if (a->%s_len != b->%s_len)", c, c);
+    put(o, "  return false;");
+    put(o, "for (size_t i = 0; i < a->%s_len; i++)", c);
+    put(o, "  if (!kg_eq_%s(&a->%s[i], &b->%s[i]))", op(sh->elem, b1, sizeof(b1)), c, c);
+    put(o, "    return false;");
+    break;
+  case GEN_MAP:
+    put(o, "if (a->%s_len != b->%s_len)", c, c);
+    put(o, "  return false;");
+    put(o, "for (size_t i = 0; i < a->%s_len; i++) {", c);
+    put(o, "  size_t j = 0;");
+    put(o, "  while (j < b->%s_len && !kg_eq_string(&a->%s[i].key, &b->%s[j].key))", c, c, c);
+    put(o, "    j++;");
+    put(o, "  if (j == b->%s_len || !kg_eq_%s(&a->%s[i].value, &b->%s[j].value))", c,
+        op(sh->elem, b1, sizeof(b1)), c, c);
+    put(o, "    return false;");
+    put(o, "}");
+    break;
+  default:
+    if (has_flag(f))
+      put(o, "if (a->has_%s && !kg_eq_%s(&a->%s, &b->%s))", c, op(sh, b1, sizeof(b1)), c, c);
+    else
+      put(o, "if (!kg_eq_%s(&a->%s, &b->%s))", op(sh, b1, sizeof(b1)), c, c);
+    put(o, "  return false;");
+    break;
+  }
+}
+
+/* ---- the source: per-type functions ---- */
+
+static void emit_type_ops(out *o, const gen_type *t) {
+  const char *b = t->base;
+  size_t nreq = 0;
+  put(o, "/* ---- %s_t: %s ---- */", b, t->path);
+  blank(o);
+  /* decode */
+  put(o, "static int kg_dec_t_%s(const json_t *j, %s_t *v, kg_path *p, kcr_error_t *err) {", b, b);
+  o->indent++;
+  put(o, "const char *key;");
+  put(o, "size_t key_len;");
+  put(o, "json_t *m;");
+  for (size_t i = 0; i < t->nfields; i++)
+    if (t->fields[i].required) {
+      put(o, "bool seen_%s = false;", t->fields[i].c_name);
+      nreq++;
+    }
+  put(o, "if (!json_is_object(j))");
+  put(o, "  return kg_expected(p, \"an object\", j, err);");
+  put(o, "json_object_keylen_foreach((json_t *)j, key, key_len, m) {");
+  o->indent++;
+  put(o, "size_t at = kg_push(p, key);");
+  put(o, "int rc = 0;");
+  for (size_t i = 0; i < t->nfields; i++) {
+    const gen_field *f = &t->fields[i];
+    put(o, "%sif (kg_key_is(key, key_len, \"%s\", %zu)) {", i ? "} else " : "", f->json_lit,
+        strlen(f->json_name));
+    o->indent++;
+    if (f->shape.kind != GEN_JSON) {
+      put(o, "if (json_is_null(m)) {");
+      if (f->nullable)
+        put(o, "  v->%s_null = true;", f->c_name);
+      if (f->required && f->nullable)
+        put(o, "  seen_%s = true;", f->c_name);
+      put(o, "} else {");
+      o->indent++;
+    }
+    emit_decode_field(o, f);
+    if (f->required)
+      put(o, "seen_%s = rc == 0;", f->c_name);
+    if (f->shape.kind != GEN_JSON) {
+      o->indent--;
+      put(o, "}");
+    }
+    o->indent--;
+  }
+  put(o, "%s{", t->nfields ? "} else " : "");
+  put(o, "  rc = kg_keep(&v->kcr_unknown, key, key_len, m, p, err);");
+  put(o, "}");
+  put(o, "kg_pop(p, at);");
+  put(o, "if (rc)");
+  put(o, "  return rc;");
+  o->indent--;
+  put(o, "}");
+  for (size_t i = 0; i < t->nfields && nreq; i++)
+    if (t->fields[i].required) {
+      put(o, "if (!seen_%s)", t->fields[i].c_name);
+      put(o, "  return kg_missing(p, \"%s\", err);", t->fields[i].json_lit);
+    }
+  put(o, "return 0;");
+  o->indent--;
+  put(o, "}");
+  blank(o);
+  /* encode */
+  put(o, "static int kg_enc_t_%s(const %s_t *v, json_t **out, kg_path *p, kcr_error_t *err) {", b,
+      b);
+  o->indent++;
+  put(o, "json_t *o = NULL;");
+  put(o, "size_t at;");
+  put(o, "int rc;");
+  put(o, "*out = NULL;");
+  put(o, "if ((rc = kg_start(v->kcr_unknown, &o, p, err)) != 0)");
+  put(o, "  return rc;");
+  put(o, "(void)at;");
+  for (size_t i = 0; i < t->nfields; i++)
+    emit_encode_field(o, &t->fields[i]);
+  put(o, "*out = o;");
+  put(o, "return 0;");
+  if (t->nfields) {
+    put(o, "fail:");
+    put(o, "json_decref(o);");
+    put(o, "return rc;");
+  }
+  o->indent--;
+  put(o, "}");
+  blank(o);
+  /* clear */
+  put(o, "static void kg_clear_t_%s(%s_t *v) {", b, b);
+  o->indent++;
+  for (size_t i = 0; i < t->nfields; i++)
+    emit_clear_field(o, &t->fields[i]);
+  put(o, "json_decref(v->kcr_unknown);");
+  put(o, "memset(v, 0, sizeof(*v));");
+  o->indent--;
+  put(o, "}");
+  blank(o);
+  /* copy: d is zeroed; on failure the caller clears it */
+  put(o, "static int kg_copy_t_%s(const %s_t *s, %s_t *d) {", b, b, b);
+  o->indent++;
+  for (size_t i = 0; i < t->nfields; i++)
+    emit_copy_field(o, &t->fields[i]);
+  put(o, "return kg_copy_json(&s->kcr_unknown, &d->kcr_unknown);");
+  o->indent--;
+  put(o, "}");
+  blank(o);
+  /* equal */
+  put(o, "static bool kg_eq_t_%s(const %s_t *a, const %s_t *b) {", b, b, b);
+  o->indent++;
+  for (size_t i = 0; i < t->nfields; i++)
+    emit_equal_field(o, &t->fields[i]);
+  put(o, "return kg_eq_unknown(a->kcr_unknown, b->kcr_unknown);");
+  o->indent--;
+  put(o, "}");
+  blank(o);
+}
+
+static void emit_public(out *o, const gen_type *t) {
+  const char *b = t->base;
+  put(o, "int %s_create(%s_t **out, kcr_error_t *err) {", b, b);
+  put(o, "  if (!(*out = kg_calloc(1, sizeof(**out))))");
+  put(o, "    return kcr_error_set(err, KCR_ENOMEM, \"%s: out of memory\");", b);
+  put(o, "  return 0;");
+  put(o, "}");
+  blank(o);
+  put(o, "int %s_decode(const json_t *json, %s_t **out, kcr_error_t *err) {", b, b);
+  put(o, "  kg_path p = {{0}, 0};");
+  put(o, "  %s_t *v;", b);
+  put(o, "  int rc;");
+  put(o, "  *out = NULL;");
+  put(o, "  if ((rc = %s_create(&v, err)) != 0)", b);
+  put(o, "    return rc;");
+  put(o, "  if ((rc = kg_dec_t_%s(json, v, &p, err)) != 0) {", b);
+  put(o, "    %s_free(v);", b);
+  put(o, "    return rc;");
+  put(o, "  }");
+  put(o, "  *out = v;");
+  put(o, "  return 0;");
+  put(o, "}");
+  blank(o);
+  put(o, "int %s_encode(const %s_t *v, json_t **out, kcr_error_t *err) {", b, b);
+  put(o, "  kg_path p = {{0}, 0};");
+  put(o, "  return kg_enc_t_%s(v, out, &p, err);", b);
+  put(o, "}");
+  blank(o);
+  put(o, "int %s_copy(const %s_t *v, %s_t **out, kcr_error_t *err) {", b, b, b);
+  put(o, "  int rc;");
+  put(o, "  if ((rc = %s_create(out, err)) != 0)", b);
+  put(o, "    return rc;");
+  put(o, "  if (kg_copy_t_%s(v, *out)) {", b);
+  put(o, "    %s_free(*out);", b);
+  put(o, "    *out = NULL;");
+  put(o, "    return kcr_error_set(err, KCR_ENOMEM, \"%s: out of memory\");", b);
+  put(o, "  }");
+  put(o, "  return 0;");
+  put(o, "}");
+  blank(o);
+  put(o, "bool %s_equal(const %s_t *a, const %s_t *b) {", b, b, b);
+  put(o, "  if (!a || !b)");
+  put(o, "    return a == b;");
+  put(o, "  return a == b || kg_eq_t_%s(a, b);", b);
+  put(o, "}");
+  blank(o);
+  put(o, "void %s_free(%s_t *v) {", b, b);
+  put(o, "  if (!v)");
+  put(o, "    return;");
+  put(o, "  kg_clear_t_%s(v);", b);
+  put(o, "  kg_free(v);");
+  put(o, "}");
+  blank(o);
+}
+
+static void emit_source(out *o, const gen_crd *crd, const gen_version *v, const char *header) {
+  const char *p = v->prefix;
+  put(o, "/* Generated by kcr-gen from %s: %s %s/%s. Do not edit. */", crd->source, crd->kind,
+      crd->group, v->name);
+  put(o, "#include \"%s\"", header);
+  blank(o);
+  fwrite(kcr_gen_runtime, 1, sizeof(kcr_gen_runtime) - 1, o->f);
+  blank(o);
+  for (size_t i = 0; i < v->ntypes; i++) {
+    const char *b = v->types[i]->base;
+    put(o, "static int kg_dec_t_%s(const json_t *j, %s_t *v, kg_path *p, kcr_error_t *err);", b, b);
+    put(o, "static int kg_enc_t_%s(const %s_t *v, json_t **out, kg_path *p, kcr_error_t *err);", b,
+        b);
+    put(o, "static void kg_clear_t_%s(%s_t *v);", b, b);
+    put(o, "static int kg_copy_t_%s(const %s_t *s, %s_t *d);", b, b, b);
+    put(o, "static bool kg_eq_t_%s(const %s_t *a, const %s_t *b);", b, b, b);
+  }
+  blank(o);
+  for (size_t i = 0; i < v->ntypes; i++)
+    emit_type_ops(o, v->types[i]);
+  for (size_t i = 0; i < v->ntypes; i++)
+    emit_public(o, v->types[i]);
+  put(o, "void *%s_mem_calloc(size_t n, size_t size) {", p);
+  put(o, "  return kg_calloc(n, size);");
+  put(o, "}");
+  blank(o);
+  put(o, "char *%s_mem_strdup(const char *s) {", p);
+  put(o, "  return s ? kg_strdup(s) : NULL;");
+  put(o, "}");
+  blank(o);
+  put(o, "void %s_mem_free(void *ptr) {", p);
+  put(o, "  kg_free(ptr);");
+  put(o, "}");
+  blank(o);
+  put(o, "kcr_gvk %s_gvk(void) {", p);
+  put(o, "  kcr_gvk g = {\"%s\", \"%s\", \"%s\"};", crd->group, v->name, crd->kind);
+  put(o, "  return g;");
+  put(o, "}");
+  blank(o);
+  put(o, "int %s_scheme_decode(const json_t *obj, void **out, kcr_error_t *err, void *data) {", p);
+  put(o, "  %s_t *v = NULL;", p);
+  put(o, "  int rc = %s_decode(obj, &v, err);", p);
+  put(o, "  (void)data;");
+  put(o, "  *out = v;");
+  put(o, "  return rc;");
+  put(o, "}");
+  blank(o);
+  put(o, "int %s_scheme_encode(const void *typed, json_t **out, kcr_error_t *err, void *data) {",
+      p);
+  put(o, "  (void)data;");
+  put(o, "  return %s_encode(typed, out, err);", p);
+  put(o, "}");
+  blank(o);
+  put(o, "void %s_scheme_free(void *typed, void *data) {", p);
+  put(o, "  (void)data;");
+  put(o, "  %s_free(typed);", p);
+  put(o, "}");
+  blank(o);
+  put(o, "int %s_register(kcr_scheme_t *s, kcr_error_t *err) {", p);
+  put(o, "  kcr_kind_info k;");
+  put(o, "  memset(&k, 0, sizeof(k));");
+  put(o, "  k.group = \"%s\";", crd->group);
+  put(o, "  k.version = \"%s\";", v->name);
+  put(o, "  k.kind = \"%s\";", crd->kind);
+  put(o, "  k.resource = \"%s\";", crd->plural);
+  put(o, "  k.list_kind = \"%s\";", crd->list_kind);
+  put(o, "  k.namespaced = %s;", crd->namespaced ? "true" : "false");
+  put(o, "  k.decode = %s_scheme_decode;", p);
+  put(o, "  k.encode = %s_scheme_encode;", p);
+  put(o, "  k.free_typed = %s_scheme_free;", p);
+  put(o, "  return kcr_scheme_register(s, &k, err);");
+  put(o, "}");
+}
+
+/* ---- files ---- */
+
+static int write_file(const char *dir, const char *name, const gen_crd *crd, const gen_version *v,
+                      bool header, char *msg, size_t size) {
+  char path[4096], tmp[4200], hname[512];
+  out o = {NULL, 0};
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  snprintf(hname, sizeof(hname), "%s.h", v->prefix);
+  if (!(o.f = fopen(tmp, "w"))) {
+    snprintf(msg, size, "%s: %s", tmp, strerror(errno));
+    return -1;
+  }
+  if (header)
+    emit_header(&o, crd, v);
+  else
+    emit_source(&o, crd, v, hname);
+  if (ferror(o.f) | fclose(o.f)) {
+    snprintf(msg, size, "%s: write failed", tmp);
+    remove(tmp);
+    return -1;
+  }
+  if (rename(tmp, path)) {
+    snprintf(msg, size, "%s: %s", path, strerror(errno));
+    remove(tmp);
+    return -1;
+  }
+  return 0;
+}
+
+int gen_emit(const gen_crd *crd, const gen_version *v, const char *dir, char *msg, size_t size) {
+  char name[512];
+  snprintf(name, sizeof(name), "%s.h", v->prefix);
+  if (write_file(dir, name, crd, v, true, msg, size))
+    return -1;
+  snprintf(name, sizeof(name), "%s.c", v->prefix);
+  return write_file(dir, name, crd, v, false, msg, size);
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gen.h: kcr-gen's internals, shared by its three steps: yaml.c reads a YAML
+ * file into jansson values, model.c turns a CRD's openAPIV3Schema into a model
+ * of C types (gen_type, gen_field, gen_shape), and emit.c writes that model as
+ * a C header and source. kcr-gen is a build tool: it links libyaml and jansson
+ * only, and reports every error as one line on stderr.
+ */
+#ifndef KCR_GEN_H
+#define KCR_GEN_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* KCR_GEN_PRINTF(fmt, args) asks the compiler to check a printf-style format. */
+#if defined(__GNUC__)
+#define KCR_GEN_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define KCR_GEN_PRINTF(f, a)
+#endif
+
+/* gen_kind: what a schema becomes in C. */
+typedef enum gen_kind {
+  GEN_STRING,   /* char *, NULL when absent */
+  GEN_INT32,    /* int32_t, format int32 */
+  GEN_INT64,    /* int64_t, any other integer */
+  GEN_NUMBER,   /* double */
+  GEN_BOOL,     /* bool */
+  GEN_INTSTR,   /* kcrgen_int_or_string_t (x-kubernetes-int-or-string) */
+  GEN_QUANTITY, /* kcrgen_quantity_t (int-or-string with the quantity pattern) */
+  GEN_OBJECT,   /* a generated struct (properties) */
+  GEN_JSON,     /* json_t *: anything else, kept whole */
+  GEN_LIST,     /* counted array of elem */
+  GEN_MAP       /* counted array of key/value entries (additionalProperties) */
+} gen_kind;
+
+typedef struct gen_type gen_type;
+
+/* gen_shape: one schema's C form. elem (list and map) is never a list or map. */
+typedef struct gen_shape {
+  gen_kind kind;
+  gen_type *obj;          /* GEN_OBJECT, or the element's type */
+  struct gen_shape *elem; /* GEN_LIST, GEN_MAP: new, owned */
+  char *entry;            /* GEN_MAP: base name of the entry type (new) */
+} gen_shape;
+
+/* gen_field: one property of an object. Names are new strings. */
+typedef struct gen_field {
+  char *json_name;
+  char *json_lit; /* json_name as the inside of a C string literal */
+  char *c_name;
+  char *desc;
+  gen_shape shape;
+  bool required;
+  bool nullable;
+} gen_field;
+
+/* gen_type: one struct: base is the C name without _t ("app_v1alpha1_spec"). */
+struct gen_type {
+  char *base;
+  char *path; /* where in the kind it sits ("spec.env[]"), for comments */
+  char *desc;
+  gen_field *fields;
+  size_t nfields;
+};
+
+/* gen_version: one served version of the CRD, and the types of its schema. */
+typedef struct gen_version {
+  char *name;       /* "v1alpha1" */
+  char *prefix;     /* "app_v1alpha1": the kind's type and every function name */
+  gen_type **types; /* types[0] is the kind itself; children follow parents */
+  size_t ntypes;
+} gen_version;
+
+/* gen_crd: what kcr-gen needs of a CustomResourceDefinition. */
+typedef struct gen_crd {
+  char *group, *kind, *list_kind, *plural;
+  bool namespaced;
+  gen_version *versions;
+  size_t nversions;
+  char *source; /* the file it came from, for the generated comment */
+} gen_crd;
+
+/*
+ * gen_yaml_load reads every document of the YAML file path into a new JSON array
+ * (one element per document) in *out. Returns 0, or -1 with a message in msg.
+ */
+int gen_yaml_load(const char *path, json_t **out, char *msg, size_t size);
+
+/*
+ * gen_crd_build finds the CustomResourceDefinition among docs (borrowed) and
+ * models each served version; prefix_base NULL means the kind in lowercase.
+ * Returns 0, or -1 with a message in msg. Release with gen_crd_free.
+ */
+int gen_crd_build(const json_t *docs, const char *prefix_base, const char *source, gen_crd *crd,
+                  char *msg, size_t size);
+
+/* gen_crd_free releases what gen_crd_build made. */
+void gen_crd_free(gen_crd *crd);
+
+/*
+ * gen_emit writes <dir>/<prefix>.h and <dir>/<prefix>.c for version v of crd.
+ * Returns 0, or -1 with a message in msg.
+ */
+int gen_emit(const gen_crd *crd, const gen_version *v, const char *dir, char *msg, size_t size);
+
+#endif /* KCR_GEN_H */
