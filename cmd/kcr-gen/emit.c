@@ -26,10 +26,8 @@ typedef struct out {
   int indent;
 } out;
 
-static void put(out *o, const char *fmt, ...) KCR_GEN_PRINTF(2, 3);
-
 /* put writes one line at the current indentation (fmt has no newline). */
-static void put(out *o, const char *fmt, ...) {
+KCR_GEN_PRINTF(2, 3) static void put(out *o, const char *fmt, ...) {
   va_list ap;
   if (fmt[0])
     for (int i = 0; i < o->indent; i++)
@@ -47,6 +45,8 @@ static void blank(out *o) {
 /* ---- element kinds ---- */
 
 static const char *ctype(const gen_shape *sh, char *buf, size_t size) {
+  if (!sh)
+    return "json_t *";
   switch (sh->kind) {
   case GEN_STRING:
     return "char *";

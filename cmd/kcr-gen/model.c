@@ -36,9 +36,7 @@ static char *xstrdup(const char *s) {
   return memcpy(xcalloc(n, 1), s, n);
 }
 
-static char *xprintf(const char *fmt, ...) KCR_GEN_PRINTF(1, 2);
-
-static char *xprintf(const char *fmt, ...) {
+KCR_GEN_PRINTF(1, 2) static char *xprintf(const char *fmt, ...) {
   va_list ap;
   int n;
   char *s;
@@ -170,7 +168,7 @@ static char *snake(const char *name) {
     o--;
   *o = '\0';
   if (out[0] == '\0' || (out[0] == '_' && out[1] == '\0'))
-    strcpy(out, "field");
+    memcpy(out, "field", sizeof("field"));
   return out;
 }
 
@@ -358,7 +356,9 @@ static gen_type *new_type(walk *w, const char *base_want, const char *path, cons
   t->desc = str_of(schema, "description") ? xstrdup(str_of(schema, "description")) : NULL;
   t->fields = xcalloc(json_object_size(props), sizeof(*t->fields));
   /* children follow their parent: register t before walking its fields */
-  if (!(nt = realloc(w->v->types, (w->v->ntypes + 1) * sizeof(*nt)))) {
+  nt = realloc(w->v->types,
+               (w->v->ntypes + 1) * sizeof(gen_type *)); // NOLINT(bugprone-sizeof-expression)
+  if (!nt) {
     fputs("kcr-gen: out of memory\n", stderr);
     exit(2);
   }
