@@ -115,6 +115,8 @@ static void comment(out *o, const char *lead, const char *text) {
       *w = ' ';
     if (w > buf && w[-1] == '*' && *w == '/')
       *w = '|';
+    if (w > buf && w[-1] == '?' && *w == '?')
+      *w = '.'; /* no trigraph in a comment */
   }
   s = buf;
   while (*s == ' ')
