@@ -7,7 +7,7 @@ PREFIX ?= /usr/local
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: help all build test test-unit lint format install uninstall run demo \
+.PHONY: help all build test test-unit lint format install uninstall run demo bench \
 	deploy undeploy build-installer cluster-up cluster-down clean deps install-lib operator \
 	static docker-build
 
@@ -29,6 +29,9 @@ test: ## The whole suite as CI runs it: deps, -Werror build, unit, integration, 
 
 test-unit: build ## Only the unit tests of the dev build (fast).
 	ctest --test-dir $(BUILD_DIR) -L '^unit$$' --output-on-failure -j $(JOBS)
+
+bench: ## Cache sync against the client-go peer at 1k and 10k ConfigMaps, 3 A/B pairs (docs/benchmarks.md; a few minutes, not part of test).
+	bash bench/cache_sync/run.sh 1000 10000
 
 lint: ## clang-format check and clang-tidy static analysis.
 	bash scripts/lint.sh

@@ -28,7 +28,7 @@ sizes=("$@")
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCR_BUILD_TESTS=OFF \
   -DKCR_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$build" --target kcr_static >/dev/null
-libs=$(pkg-config --libs jansson libcurl libuv yaml-0.1 openssl)
+libs="$(pkg-config --libs jansson libcurl libuv yaml-0.1 openssl) -lm"
 for p in cache_sync create; do
   # shellcheck disable=SC2086
   cc -std=c11 -O2 -g -Wall -Wextra -Iinclude "bench/cache_sync/$p.c" \
