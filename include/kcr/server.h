@@ -27,8 +27,14 @@
  * Every probe kind has the built-in check "ping": the answer itself shows that
  * the loop and the worker are alive and not blocked.
  *
- * Secure serving (--metrics-secure: HTTPS with TokenReview/SubjectAccessReview)
- * is not implemented yet; see docs/observability.md.
+ * TLS (options.tls): HTTPS with TLS 1.2 or 1.3 and HTTP/1.1 (ALPN "http/1.1";
+ * HTTP/2 is not served: a client offering only h2 gets no ALPN answer and
+ * speaks HTTP/1.1). OpenSSL runs on the loop thread over memory BIOs, so a
+ * handshake never blocks the loop; the certificate comes from a directory,
+ * watched and reloaded as controller-runtime's certwatcher does, or is a
+ * self-signed one made in memory. /metrics may be guarded by an authorization
+ * callback (options.metrics_auth; kcr/auth.h provides TokenReview and
+ * SubjectAccessReview), run on the worker thread.
  */
 #ifndef KCR_SERVER_H
 #define KCR_SERVER_H
@@ -47,6 +53,18 @@ extern "C" {
 
 /* kcr_server_t: opaque. */
 typedef struct kcr_server kcr_server_t;
+
+/*
+ * kcr_server_auth_cb decides whether a request may be answered: token is the
+ * request's bearer token (borrowed for the call; NULL when the request has no
+ * "Authorization: Bearer" header), verb the Kubernetes verb ("get" for GET and
+ * HEAD), path the URL path. Returns the HTTP status: 200 to answer, 401 (no or
+ * a bad token), 403 (not allowed) or 500 (the decision could not be made).
+ * Runs on the server's worker thread, never the loop's; it may block (it
+ * delays the requests queued behind it).
+ */
+typedef int (*kcr_server_auth_cb)(void *data, const char *token, const char *verb,
+                                  const char *path);
 
 /*
  * kcr_server_options: zero-initialise, then set what you need.
@@ -72,6 +90,25 @@ typedef struct kcr_server kcr_server_t;
  *                      check or a render is the new one closed at once. So
  *                      idle connections cannot starve the probes.
  *   max_buffered_bytes the memory budget for clients; 0: 16 MiB. See below.
+ *   tls                non-zero: serve HTTPS only (TLS 1.2 and 1.3).
+ *   cert_dir           with tls: the directory holding cert_name and key_name
+ *                      (PEM; the certificate file may hold a chain). They are
+ *                      read at create (a failure fails create) and then
+ *                      polled every cert_poll_interval_ns on the worker
+ *                      thread: a change (inode, size or mtime of either) is
+ *                      re-read and used by the next handshake; a file that
+ *                      does not load is logged and counted, and the old
+ *                      certificate is kept. NULL: a self-signed EC P-256
+ *                      certificate made in memory (SANs localhost, 127.0.0.1,
+ *                      ::1 and the host name), as controller-runtime does.
+ *   cert_name, key_name  file names in cert_dir; NULL: "tls.crt", "tls.key".
+ *   cert_poll_interval_ns  0: 10 s.
+ *   cert_metrics       registry for certwatcher_read_certificate_total and
+ *                      certwatcher_read_certificate_errors_total (borrowed);
+ *                      NULL: metrics (and none without it).
+ *   metrics_auth       called for every /metrics request before it is
+ *                      answered (see kcr_server_auth_cb); NULL: no check.
+ *   metrics_auth_data  its data (borrowed).
  *
  * Memory. A connection answers one request at a time and stops reading while
  * its reply is unsent, so a client that pipelines requests without reading the
@@ -83,8 +120,10 @@ typedef struct kcr_server kcr_server_t;
  * So the memory a server holds for its clients never exceeds
  * max_buffered_bytes (16 MiB by default; kcr_manager_serve runs two servers),
  * one connection holds at most its own size plus one reply, and a /metrics
- * body may be at most half the budget (larger: 500). The stats show the
- * figure (bytes_held, bytes_held_peak).
+ * body may be at most half the budget (larger: 500). With TLS a connection is
+ * charged 57 KiB more (a ciphertext buffer and an estimate of OpenSSL's own),
+ * and the encrypted reply in flight (at most 64 KiB of plaintext at a time).
+ * The stats show the figure (bytes_held, bytes_held_peak).
  */
 typedef struct kcr_server_options {
   kcr_loop_t *loop;
@@ -96,14 +135,22 @@ typedef struct kcr_server_options {
   int64_t idle_timeout_ns;
   int max_connections;
   size_t max_buffered_bytes;
+  int tls;
+  const char *cert_dir;
+  const char *cert_name;
+  const char *key_name;
+  int64_t cert_poll_interval_ns;
+  kcr_metrics_registry_t *cert_metrics;
+  kcr_server_auth_cb metrics_auth;
+  void *metrics_auth_data;
 } kcr_server_options;
 
 /*
  * kcr_server_create binds and starts listening (on the loop thread; this call
  * waits for the outcome). *out: new server, NULL on failure. Errors: KCR_EINVAL
  * (bad options or address), KCR_ESYS (bind/listen failed: the message names the
- * address and the reason), KCR_ECLOSED (the loop is stopping), KCR_ENOMEM. Any
- * thread except the loop's.
+ * address and the reason), KCR_ECONFIG (the certificate or key cannot be read), KCR_ECLOSED (the
+ * loop is stopping), KCR_ENOMEM. Any thread except the loop's.
  */
 KCR_EXTERN int kcr_server_create(const kcr_server_options *opts, kcr_server_t **out,
                                  kcr_error_t *err);
@@ -177,6 +224,8 @@ KCR_EXTERN void kcr_server_remove_check(kcr_server_t *s, kcr_server_check_t *c);
  *   header_timeouts     closed because a head did not complete in time.
  *   too_large           answered 431.
  *   busy                answered 503: the memory budget was spent.
+ *   tls_errors          TLS handshakes that failed (bad records, a refused
+ *                       protocol version, no shared cipher).
  *   bytes_held          bytes now charged to the memory budget.
  *   bytes_held_peak     the most ever charged (never above max_buffered_bytes).
  */
@@ -188,6 +237,7 @@ typedef struct kcr_server_stats {
   uint64_t too_large;
   uint64_t busy;
   uint64_t shed;
+  uint64_t tls_errors;
   size_t bytes_held;
   size_t bytes_held_peak;
 } kcr_server_stats;

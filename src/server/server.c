@@ -42,6 +42,25 @@
  * therefore delays only the probes queued behind it, never the loop
  * (test_server_slow_check_does_not_block_loop).
  *
+ * TLS (options.tls) runs on the loop thread too, with OpenSSL over two memory
+ * BIOs: uv_read hands ciphertext to the read BIO (conn->cbuf, one record's
+ * worth, is what libuv reads into), SSL_read decrypts into the same head buffer
+ * plain HTTP uses, and whatever OpenSSL writes (handshake messages, alerts,
+ * encrypted replies) is drained from the write BIO into a chunk handed to
+ * uv_write. OpenSSL never touches the socket, so no call can block and no
+ * WANT_WRITE exists: the loop stays the only I/O thread, with the same timers,
+ * shedding and budget (the header timeout covers the handshake, so a client
+ * that stalls it is cut like a slowloris). A reply is encrypted TLS_SEGMENT
+ * bytes at a time, the next piece once the last is written, so a big /metrics
+ * body is not held twice. Per connection OpenSSL holds its SSL object, charged
+ * to the budget as TLS_SSL_COST. The context (certificate) is swapped by the
+ * worker when the watched files change (tls.c); a connection keeps the context
+ * it was accepted with.
+ *
+ * /metrics may carry an auth hook (options.metrics_auth): the loop copies the
+ * bearer token into the job, and the worker calls the hook before rendering,
+ * so the TokenReview and SubjectAccessReview it may post never run on the loop.
+ *
  * A connection frees itself when both of its handles' close callbacks have run
  * (libuv's rule: memory is reused only after close_cb). Checks live in a list
  * under checks_mu; the worker runs them with that lock held, which makes
@@ -51,6 +70,9 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -73,6 +95,16 @@
 #define POST_OVERHEAD ((size_t)64)
 #define DEFAULT_MAX_BUFFERED ((size_t)16 * 1024 * 1024)
 #define TEXT_PLAIN "text/plain; charset=utf-8"
+/* A TLS connection reads ciphertext into a buffer of its own: one record. */
+#define TLS_CBUF ((size_t)17 * 1024)
+/* What OpenSSL holds for one connection (the SSL object, its record buffers
+ * while in use), charged to the budget as an estimate: OpenSSL's allocations
+ * do not go through ours. */
+#define TLS_SSL_COST ((size_t)40 * 1024)
+/* A reply is encrypted this many plaintext bytes at a time, each piece written
+ * before the next is made, so a large /metrics body is not held twice. */
+#define TLS_SEGMENT ((size_t)64 * 1024)
+#define DEFAULT_CERT_POLL_NS (10 * KCR_NSEC_PER_SEC)
 
 struct kcr_server_check {
   char *name;
@@ -105,8 +137,31 @@ typedef struct conn {
   char *body;       /* the reply's owned body, charged body_cap bytes; NULL: static */
   size_t body_cap;
   char reply_head[384];
-  char buf[]; /* max_header + 1 bytes */
+  /* TLS (NULL ssl: plain HTTP). The reply being encrypted: out_ptr/out_len
+   * are its head and body, out_idx/out_off how far SSL_write has got. */
+  SSL *ssl;
+  BIO *rbio, *wbio; /* memory BIOs, owned by ssl: ciphertext in and out */
+  char *cbuf;       /* TLS_CBUF bytes after buf: what uv_read delivers */
+  const char *out_ptr[2];
+  size_t out_len[2];
+  int out_idx;
+  size_t out_off;
+  char buf[]; /* max_header + 1 bytes, then TLS_CBUF with TLS */
 } conn_t;
+
+/* What a TLS write completes: handshake or alert bytes (PLAIN), a piece of a
+ * reply with more to come (MORE), its last piece (DONE), or the last bytes
+ * before closing (CLOSE: a fatal alert). */
+enum { CHUNK_PLAIN, CHUNK_MORE, CHUNK_DONE, CHUNK_CLOSE };
+
+/* tls_chunk: ciphertext drained from a connection's write BIO, in flight. */
+typedef struct tls_chunk {
+  uv_write_t req;
+  conn_t *c;
+  int kind;
+  size_t charged;
+  char data[];
+} tls_chunk;
 
 enum { JOB_PROBE, JOB_METRICS };
 
@@ -125,6 +180,7 @@ struct job {
   const char *kindname; /* static */
   const char *sub;      /* into text, or NULL: one check by name */
   const char *query;    /* into text, or NULL */
+  const char *token;    /* into text, or NULL: the bearer token */
   int head_only;
   /* The answer: the worker's, then the loop's after the post. */
   int status;
@@ -133,7 +189,7 @@ struct job {
   size_t body_len;
   char *owned; /* body when allocated, charged owned_cap */
   size_t owned_cap;
-  char text[]; /* sub NUL query NUL */
+  char text[]; /* sub NUL query NUL token NUL */
 };
 
 struct kcr_server {
@@ -141,7 +197,8 @@ struct kcr_server {
   kcr_metrics_registry_t *metrics;
   int probes;
   size_t max_header;
-  size_t conn_size; /* what one connection costs */
+  size_t conn_size;  /* what one connection is charged */
+  size_t conn_alloc; /* what one connection allocates */
   size_t max_buffered;
   size_t max_reply; /* largest reply body */
   uint64_t header_timeout_ms;
@@ -175,9 +232,21 @@ struct kcr_server {
   job_t *orphans;               /* protected by jobs_mu: answered, never sent */
   int jobs_stop;                /* protected by jobs_mu */
 
+  /* TLS. ctx is swapped by the worker's reload, read by the loop at accept. */
+  int tls;
+  pthread_mutex_t ctx_mu;
+  SSL_CTX *ctx;               /* protected by ctx_mu */
+  char *cert_path, *key_path; /* NULL: self-signed, not watched */
+  int64_t cert_poll_ns;
+  int64_t next_poll;      /* worker thread */
+  kcr__tls_stamp_t stamp; /* worker thread (create, before it starts) */
+  kcr_metric_child_t *m_cert_reads, *m_cert_errors;
+  kcr_server_auth_cb auth;
+  void *auth_data;
+
   atomic_size_t held, held_peak; /* the budget: bytes allocated for clients */
   atomic_uint_fast64_t st_connections, st_rejected, st_requests, st_timeouts, st_too_large, st_busy,
-      st_shed;
+      st_shed, st_tls_errors;
 };
 
 /* ---- the memory budget ---- */
@@ -224,6 +293,7 @@ static void maybe_stop_done(kcr_server_t *s) {
 
 static void conn_free(conn_t *c) {
   kcr_server_t *s = c->srv;
+  SSL_free(c->ssl); /* frees its BIOs */
   if (c->body) {
     kcr__free(c->body);
     uncharge(s, c->body_cap);
@@ -304,6 +374,10 @@ static const char *reason_phrase(int status) {
     return "OK";
   case 400:
     return "Bad Request";
+  case 401:
+    return "Unauthorized";
+  case 403:
+    return "Forbidden";
   case 404:
     return "Not Found";
   case 405:
@@ -321,8 +395,11 @@ static const char *reason_phrase(int status) {
   }
 }
 
-static void on_write(uv_write_t *req, int status) {
-  conn_t *c = req->data;
+static void tls_pump(conn_t *c);
+static int tls_send_more(conn_t *c);
+
+/* reply_done: a reply has been written (status 0) or could not be. */
+static void reply_done(conn_t *c, int status) {
   kcr_server_t *s = c->srv;
   if (c->body) {
     kcr__free(c->body);
@@ -343,8 +420,15 @@ static void on_write(uv_write_t *req, int status) {
   c->since = uv_now(c->tcp.loop);
   arm_timer(c, c->reading_head ? s->header_timeout_ms : s->idle_timeout_ms);
   process(c);
+  /* With TLS, records already received may hold the next request. */
+  if (!c->busy && c->ssl)
+    tls_pump(c);
   if (!c->busy)
     read_start(c);
+}
+
+static void on_write(uv_write_t *req, int status) {
+  reply_done(req->data, status);
 }
 
 /*
@@ -373,6 +457,20 @@ static void send_reply(conn_t *c, int status, const char *content_type, const ch
                status, reason_phrase(status), content_type, body_len, extra ? extra : "",
                close_after ? "Connection: close\r\n" : "");
   assert(n > 0 && (size_t)n < sizeof(c->reply_head));
+  if (c->ssl) {
+    c->out_ptr[0] = c->reply_head;
+    c->out_len[0] = (size_t)n;
+    c->out_ptr[1] = body;
+    c->out_len[1] = head_only ? 0 : body_len;
+    c->out_idx = 0;
+    c->out_off = 0;
+    if (tls_send_more(c) != 0) {
+      conn_close(c);
+      return;
+    }
+    arm_timer(c, s->idle_timeout_ms);
+    return;
+  }
   bufs[0] = uv_buf_init(c->reply_head, (unsigned)n);
   bufs[1] = uv_buf_init((char *)body, (unsigned)body_len);
   c->wreq.data = c;
@@ -395,6 +493,134 @@ static void respond_text(conn_t *c, int status, const char *text, int head_only,
 }
 
 static const char busy_text[] = "503 server busy\n";
+
+/* ---- TLS on the loop: memory BIOs around the TCP stream ---- */
+
+static void got_plain(conn_t *c, size_t n);
+
+static void on_tls_written(uv_write_t *req, int status) {
+  tls_chunk *ch = req->data;
+  conn_t *c = ch->c;
+  int kind = ch->kind;
+  uncharge(c->srv, ch->charged);
+  kcr__free(ch);
+  if (kind == CHUNK_CLOSE) {
+    conn_close(c);
+  } else if (status < 0) {
+    if (kind == CHUNK_PLAIN)
+      conn_close(c);
+    else
+      reply_done(c, status);
+  } else if (kind == CHUNK_MORE) {
+    if (!c->closing && tls_send_more(c) != 0)
+      reply_done(c, KCR_ENOMEM);
+  } else if (kind == CHUNK_DONE) {
+    reply_done(c, 0);
+  }
+}
+
+/*
+ * tls_flush writes out what OpenSSL has put in the write BIO, as one chunk of
+ * the given kind (charged to the budget while in flight). uv_write keeps the
+ * order, and the BIO is always drained whole, so the bytes reach the peer in
+ * the order OpenSSL made them. Returns 0, or -1 (the caller closes). Loop thread.
+ */
+static int tls_flush(conn_t *c, int kind) {
+  kcr_server_t *s = c->srv;
+  size_t n = BIO_ctrl_pending(c->wbio), size;
+  tls_chunk *ch;
+  uv_buf_t b;
+  if (n == 0 && kind == CHUNK_PLAIN)
+    return 0;
+  if (n == 0 && kind == CHUNK_CLOSE) {
+    conn_close(c);
+    return 0;
+  }
+  size = sizeof(*ch) + n;
+  if (!charge(s, size))
+    return -1;
+  ch = kcr__malloc(size);
+  if (!ch) {
+    uncharge(s, size);
+    return -1;
+  }
+  ch->c = c;
+  ch->kind = kind;
+  ch->charged = size;
+  ch->req.data = ch;
+  if (n > 0 && BIO_read(c->wbio, ch->data, (int)n) != (int)n) {
+    kcr__free(ch);
+    uncharge(s, size);
+    return -1;
+  }
+  b = uv_buf_init(ch->data, (unsigned)n);
+  if (uv_write(&ch->req, (uv_stream_t *)&c->tcp, &b, 1, on_tls_written) != 0) {
+    kcr__free(ch);
+    uncharge(s, size);
+    return -1;
+  }
+  return 0;
+}
+
+/* tls_send_more encrypts the next TLS_SEGMENT bytes of the reply and writes
+ * them; the chunk's completion asks for more. 0 or -1. Loop thread. */
+static int tls_send_more(conn_t *c) {
+  size_t budget = TLS_SEGMENT;
+  while (c->out_idx < 2 && budget > 0) {
+    size_t left = c->out_len[c->out_idx] - c->out_off, n;
+    int r;
+    if (left == 0) {
+      c->out_idx++;
+      c->out_off = 0;
+      continue;
+    }
+    n = left < budget ? left : budget;
+    r = SSL_write(c->ssl, c->out_ptr[c->out_idx] + c->out_off, (int)n);
+    if (r <= 0) {
+      ERR_clear_error();
+      return -1;
+    }
+    c->out_off += (size_t)r;
+    budget -= (size_t)r;
+  }
+  while (c->out_idx < 2 && c->out_off == c->out_len[c->out_idx]) {
+    c->out_idx++;
+    c->out_off = 0;
+  }
+  return tls_flush(c, c->out_idx >= 2 ? CHUNK_DONE : CHUNK_MORE);
+}
+
+/*
+ * tls_pump decrypts what the read BIO holds into the head buffer and hands it
+ * to the parser, until OpenSSL wants more ciphertext or the connection is
+ * answering a request (what is left stays in the BIO; reading has stopped, so
+ * it holds at most one read's worth). SSL_read also runs the handshake; its
+ * messages, and a fatal alert before closing, are flushed here. Loop thread.
+ */
+static void tls_pump(conn_t *c) {
+  kcr_server_t *s = c->srv;
+  while (!c->closing && !c->busy) {
+    size_t room = s->max_header + 1 - c->len;
+    int r = SSL_read(c->ssl, c->buf + c->len, (int)room);
+    int e;
+    if (r > 0) {
+      got_plain(c, (size_t)r);
+      continue;
+    }
+    e = SSL_get_error(c->ssl, r);
+    ERR_clear_error();
+    if (e == SSL_ERROR_WANT_READ)
+      break;
+    /* SSL_ERROR_ZERO_RETURN is the peer's close_notify; anything else is fatal. */
+    if (e != SSL_ERROR_ZERO_RETURN && !SSL_is_init_finished(c->ssl))
+      atomic_fetch_add(&s->st_tls_errors, 1);
+    if (tls_flush(c, CHUNK_CLOSE) != 0)
+      conn_close(c);
+    return;
+  }
+  if (!c->closing && tls_flush(c, CHUNK_PLAIN) != 0)
+    conn_close(c);
+}
 
 /* ---- probes (the worker thread) ---- */
 
@@ -578,6 +804,16 @@ static void serve_metrics(job_t *j) {
   kcr_server_t *s = j->srv;
   kcr_buf_t b;
   int rc;
+  if (s->auth) {
+    int st = s->auth(s->auth_data, j->token, "get", "/metrics");
+    if (st != 200) {
+      job_text(j, st == 401 || st == 403 ? st : 500,
+               st == 401   ? "Unauthorized\n"
+               : st == 403 ? "Forbidden\n"
+                           : "Authorization failed\n");
+      return;
+    }
+  }
   /* The body's largest size is charged before rendering, so a scrape never
    * takes the server past its budget; the unused part is given back after. */
   if (!charge(s, s->max_reply)) {
@@ -627,17 +863,64 @@ static void on_job_done(kcr_loop_t *loop, void *data) {
   job_free(j);
 }
 
+/* load_certs reads the certificate files into a new context and swaps it
+ * in; on failure the old one stays. Counted as certwatcher counts. The worker
+ * thread (or create, before the worker starts). */
+static int load_certs(kcr_server_t *s, char *msg, size_t size) {
+  SSL_CTX *ctx, *old;
+  kcr_metric_inc(s->m_cert_reads);
+  ctx = kcr__tls_ctx_from_files(s->cert_path, s->key_path, msg, size);
+  if (!ctx) {
+    kcr_metric_inc(s->m_cert_errors);
+    return KCR_ECONFIG;
+  }
+  pthread_mutex_lock(&s->ctx_mu);
+  old = s->ctx;
+  s->ctx = ctx;
+  pthread_mutex_unlock(&s->ctx_mu);
+  SSL_CTX_free(old); /* connections using it hold their own reference */
+  return 0;
+}
+
+/* poll_certs re-reads the certificate when its files have moved. Worker. */
+static void poll_certs(kcr_server_t *s) {
+  kcr__tls_stamp_t now;
+  char msg[400];
+  kcr__tls_stamp(s->cert_path, s->key_path, &now);
+  if (kcr__tls_stamp_equal(&now, &s->stamp))
+    return;
+  s->stamp = now;
+  if (load_certs(s, msg, sizeof(msg)) != 0)
+    kcr_log(KCR_LOG_ERROR, "server", "certificate reload failed, keeping the old one: %s", msg);
+  else
+    kcr_log(KCR_LOG_INFO, "server", "certificate reloaded from %s", s->cert_path);
+}
+
 static void *worker_main(void *arg) {
   kcr_server_t *s = arg;
+  kcr_clock_t *clk = kcr_clock_system();
   for (;;) {
     job_t *j;
+    if (s->cert_path && kcr_clock_now(clk) >= s->next_poll) {
+      poll_certs(s);
+      s->next_poll = kcr_clock_now(clk) + s->cert_poll_ns;
+    }
     pthread_mutex_lock(&s->jobs_mu);
-    while (!s->jobs_head && !s->jobs_stop)
-      pthread_cond_wait(&s->jobs_cond, &s->jobs_mu);
+    while (!s->jobs_head && !s->jobs_stop) {
+      if (!s->cert_path) {
+        pthread_cond_wait(&s->jobs_cond, &s->jobs_mu);
+      } else if (kcr_clock_timedwait(clk, &s->jobs_cond, &s->jobs_mu, s->next_poll) ==
+                 KCR_ETIMEDOUT) {
+        break;
+      }
+    }
     j = s->jobs_head;
     if (!j) {
+      int stop = s->jobs_stop;
       pthread_mutex_unlock(&s->jobs_mu);
-      return NULL;
+      if (stop)
+        return NULL;
+      continue; /* time to poll the certificate */
     }
     s->jobs_head = j->next;
     if (!s->jobs_head)
@@ -663,10 +946,12 @@ static void *worker_main(void *arg) {
  * until the answer is back and written. 0, or KCR_ENOMEM when the budget or
  * malloc refuses. Loop thread. */
 static int submit(conn_t *c, int what, kcr_probe_kind kind, const char *kindname, const char *sub,
-                  const char *query, int head_only, int close_after) {
+                  const char *query, const char *token, size_t token_len, int head_only,
+                  int close_after) {
   kcr_server_t *s = c->srv;
   size_t sl = sub ? strlen(sub) + 1 : 0, ql = query ? strlen(query) + 1 : 0;
-  size_t size = sizeof(job_t) + sl + ql;
+  size_t tl = token ? token_len + 1 : 0;
+  size_t size = sizeof(job_t) + sl + ql + tl;
   job_t *j;
   if (!charge(s, size + POST_OVERHEAD))
     return KCR_ENOMEM;
@@ -689,6 +974,11 @@ static int submit(conn_t *c, int what, kcr_probe_kind kind, const char *kindname
   if (query) {
     memcpy(j->text + sl, query, ql);
     j->query = j->text + sl;
+  }
+  if (token) {
+    memcpy(j->text + sl + ql, token, token_len);
+    j->text[sl + ql + token_len] = '\0';
+    j->token = j->text + sl + ql;
   }
   c->job = j;
   c->busy = 1;
@@ -806,6 +1096,31 @@ int kcr__http_parse_head(const char *head, size_t len, kcr__http_head *out) {
   return 0;
 }
 
+/*
+ * bearer_token finds the token of "Authorization: Bearer <token>" in the head
+ * (the scheme case-insensitive, the token up to white space, as the API
+ * server's bearer-token authenticator reads it). Returns it (into head) with
+ * its length, or NULL when there is none or it is empty.
+ */
+static const char *bearer_token(const char *head, size_t head_len, size_t *len) {
+  const char *line_end = memchr(head, '\n', head_len), *v, *t;
+  size_t vlen = 0, n = 0;
+  if (!line_end)
+    return NULL;
+  v = header_value(line_end + 1, head + head_len, "Authorization", &vlen);
+  if (!v || vlen < 7 || strncasecmp(v, "Bearer ", 7) != 0)
+    return NULL;
+  t = v + 7;
+  while (t < v + vlen && *t == ' ')
+    t++;
+  while (t + n < v + vlen && t[n] != ' ' && t[n] != '\t')
+    n++;
+  if (n == 0)
+    return NULL;
+  *len = n;
+  return t;
+}
+
 /* handle_head answers the request whose head is buf[0..head_len) (the blank line
  * included), or hands it to the worker; either way the connection is busy
  * afterwards, until on_write. */
@@ -839,18 +1154,22 @@ static void handle_head(conn_t *c, size_t head_len) {
                  0, 0, close_after);
       return;
     }
-    if (is_metrics)
-      rc = submit(c, JOB_METRICS, 0, NULL, NULL, NULL, head_only, close_after);
-    else if (is_healthz)
-      rc = submit(c, JOB_PROBE, KCR_PROBE_HEALTHZ, "healthz", NULL, query, head_only, close_after);
+    if (is_metrics) {
+      size_t tl = 0;
+      const char *token = s->auth ? bearer_token(c->buf, head_len, &tl) : NULL;
+      rc = submit(c, JOB_METRICS, 0, NULL, NULL, NULL, token, tl, head_only, close_after);
+    } else if (is_healthz)
+      rc = submit(c, JOB_PROBE, KCR_PROBE_HEALTHZ, "healthz", NULL, query, NULL, 0, head_only,
+                  close_after);
     else if (is_readyz)
-      rc = submit(c, JOB_PROBE, KCR_PROBE_READYZ, "readyz", NULL, query, head_only, close_after);
+      rc = submit(c, JOB_PROBE, KCR_PROBE_READYZ, "readyz", NULL, query, NULL, 0, head_only,
+                  close_after);
     else if (path[1] == 'h')
-      rc = submit(c, JOB_PROBE, KCR_PROBE_HEALTHZ, "healthz", path + 9, query, head_only,
+      rc = submit(c, JOB_PROBE, KCR_PROBE_HEALTHZ, "healthz", path + 9, query, NULL, 0, head_only,
                   close_after);
     else
-      rc =
-          submit(c, JOB_PROBE, KCR_PROBE_READYZ, "readyz", path + 8, query, head_only, close_after);
+      rc = submit(c, JOB_PROBE, KCR_PROBE_READYZ, "readyz", path + 8, query, NULL, 0, head_only,
+                  close_after);
     if (rc != 0) {
       atomic_fetch_add(&s->st_busy, 1);
       respond_text(c, 503, busy_text, head_only, close_after);
@@ -881,6 +1200,10 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out) {
   conn_t *c = h->data;
   size_t room = c->srv->max_header - c->len;
   (void)suggested;
+  if (c->ssl) {
+    *out = uv_buf_init(c->cbuf, (unsigned)TLS_CBUF);
+    return;
+  }
   /* The buffer is one byte larger than max_header, so room is never zero. */
   *out = uv_buf_init(c->buf + c->len, (unsigned)(room + 1));
 }
@@ -894,12 +1217,26 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
   }
   if (n == 0 || c->closing)
     return;
+  if (c->ssl) {
+    if (BIO_write(c->rbio, c->cbuf, (int)n) != (int)n) {
+      ERR_clear_error();
+      conn_close(c);
+      return;
+    }
+    tls_pump(c);
+    return;
+  }
+  got_plain(c, (size_t)n);
+}
+
+/* got_plain: n bytes of request arrived at buf + len. */
+static void got_plain(conn_t *c, size_t n) {
   if (!c->reading_head) {
     c->reading_head = 1;
     c->since = uv_now(c->tcp.loop);
     arm_timer(c, c->srv->header_timeout_ms);
   }
-  c->len += (size_t)n;
+  c->len += n;
   process(c);
 }
 
@@ -965,13 +1302,34 @@ static void on_connection(uv_stream_t *l, int status) {
     refuse(s, l);
     return;
   }
-  c = kcr__calloc(1, s->conn_size);
+  c = kcr__calloc(1, s->conn_alloc);
   if (!c) {
     uncharge(s, s->conn_size);
     refuse(s, l);
     return;
   }
   c->srv = s;
+  if (s->tls) {
+    pthread_mutex_lock(&s->ctx_mu);
+    c->ssl = SSL_new(s->ctx); /* takes its own reference to the context */
+    pthread_mutex_unlock(&s->ctx_mu);
+    c->rbio = BIO_new(BIO_s_mem());
+    c->wbio = BIO_new(BIO_s_mem());
+    if (!c->ssl || !c->rbio || !c->wbio) {
+      BIO_free(c->rbio);
+      BIO_free(c->wbio);
+      c->rbio = c->wbio = NULL;
+      ERR_clear_error();
+      conn_free(c);
+      refuse(s, l);
+      return;
+    }
+    /* An empty read BIO means "wait for more", not end of file. */
+    BIO_set_mem_eof_return(c->rbio, -1);
+    SSL_set_bio(c->ssl, c->rbio, c->wbio);
+    SSL_set_accept_state(c->ssl);
+    c->cbuf = c->buf + s->max_header + 1;
+  }
   if (uv_tcp_init(l->loop, &c->tcp) != 0) {
     conn_free(c);
     refuse(s, l);
@@ -1132,12 +1490,55 @@ static void server_free(kcr_server_t *s) {
     kcr__free(k->name);
     kcr__free(k);
   }
+  SSL_CTX_free(s->ctx);
+  kcr__free(s->cert_path);
+  kcr__free(s->key_path);
+  pthread_mutex_destroy(&s->ctx_mu);
   pthread_mutex_destroy(&s->mu);
   pthread_mutex_destroy(&s->checks_mu);
   pthread_mutex_destroy(&s->jobs_mu);
   pthread_cond_destroy(&s->cond);
   pthread_cond_destroy(&s->jobs_cond);
   kcr__free(s);
+}
+
+/* tls_setup loads (or makes) the certificate and registers the certwatcher
+ * counters. The creating thread, before the worker starts. */
+static int tls_setup(kcr_server_t *s, const kcr_server_options *o, kcr_error_t *err) {
+  kcr_metrics_registry_t *reg = o->cert_metrics ? o->cert_metrics : o->metrics;
+  char msg[400];
+  s->tls = 1;
+  s->cert_poll_ns = o->cert_poll_interval_ns > 0 ? o->cert_poll_interval_ns : DEFAULT_CERT_POLL_NS;
+  if (reg) {
+    kcr_metric_t *m = NULL;
+    if (kcr_metrics_counter(reg, "certwatcher_read_certificate_total",
+                            "Total number of certificate reads", NULL, &m, NULL) == 0)
+      s->m_cert_reads = kcr_metric_with(m, NULL, 0);
+    if (kcr_metrics_counter(reg, "certwatcher_read_certificate_errors_total",
+                            "Total number of certificate read errors", NULL, &m, NULL) == 0)
+      s->m_cert_errors = kcr_metric_with(m, NULL, 0);
+  }
+  if (!o->cert_dir || !*o->cert_dir) {
+    s->ctx = kcr__tls_ctx_self_signed(msg, sizeof(msg));
+    if (!s->ctx)
+      return kcr_error_set(err, KCR_ECONFIG, "server: %s", msg);
+    return 0;
+  }
+  {
+    const char *cn = o->cert_name && *o->cert_name ? o->cert_name : "tls.crt";
+    const char *kn = o->key_name && *o->key_name ? o->key_name : "tls.key";
+    size_t dl = strlen(o->cert_dir), cl = dl + strlen(cn) + 2, kl = dl + strlen(kn) + 2;
+    s->cert_path = kcr__malloc(cl);
+    s->key_path = kcr__malloc(kl);
+    if (!s->cert_path || !s->key_path)
+      return kcr_error_set(err, KCR_ENOMEM, "server: out of memory");
+    snprintf(s->cert_path, cl, "%s/%s", o->cert_dir, cn);
+    snprintf(s->key_path, kl, "%s/%s", o->cert_dir, kn);
+  }
+  kcr__tls_stamp(s->cert_path, s->key_path, &s->stamp);
+  if (load_certs(s, msg, sizeof(msg)) != 0)
+    return kcr_error_set(err, KCR_ECONFIG, "server: %s", msg);
+  return 0;
 }
 
 int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error_t *err) {
@@ -1154,8 +1555,9 @@ int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->checks_mu, NULL);
   pthread_mutex_init(&s->jobs_mu, NULL);
+  pthread_mutex_init(&s->ctx_mu, NULL);
   pthread_cond_init(&s->cond, NULL);
-  pthread_cond_init(&s->jobs_cond, NULL);
+  kcr_clock_cond_init(&s->jobs_cond); /* the worker's waits time out on the monotonic clock */
   if (parse_address(o->bind_address, &s->addr) != 0) {
     server_free(s);
     return kcr_error_set(err, KCR_EINVAL, "server: bad bind address \"%s\"", o->bind_address);
@@ -1175,7 +1577,8 @@ int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error
   if (s->idle_timeout_ms == 0)
     s->idle_timeout_ms = 1;
   s->max_conns = o->max_connections > 0 ? o->max_connections : 64;
-  s->conn_size = sizeof(conn_t) + s->max_header + 1;
+  s->conn_alloc = sizeof(conn_t) + s->max_header + 1 + (o->tls ? TLS_CBUF : 0);
+  s->conn_size = s->conn_alloc + (o->tls ? TLS_SSL_COST : 0);
   s->max_buffered = o->max_buffered_bytes ? o->max_buffered_bytes : DEFAULT_MAX_BUFFERED;
   s->max_reply = s->max_buffered / 2;
   if (s->max_reply > KCR_METRICS_MAX_OUTPUT + 1)
@@ -1184,6 +1587,12 @@ int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error
     server_free(s);
     return kcr_error_set(err, KCR_EINVAL, "server: max_buffered_bytes %zu is too small",
                          s->max_buffered);
+  }
+  s->auth = o->metrics_auth;
+  s->auth_data = o->metrics_auth_data;
+  if (o->tls && (rc = tls_setup(s, o, err)) != 0) {
+    server_free(s);
+    return rc;
   }
 
   if (pthread_create(&s->worker, NULL, worker_main, s) != 0) {
@@ -1208,8 +1617,8 @@ int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error
     server_free(s);
     return rc;
   }
-  kcr_log(KCR_LOG_INFO, "server", "serving on %s (port %d)", o->bind_address,
-          atomic_load(&s->port));
+  kcr_log(KCR_LOG_INFO, "server", "serving %s on %s (port %d)", s->tls ? "HTTPS" : "HTTP",
+          o->bind_address, atomic_load(&s->port));
   *out = s;
   return 0;
 }
@@ -1329,6 +1738,7 @@ void kcr_server_get_stats(kcr_server_t *s, kcr_server_stats *out) {
   out->too_large = atomic_load(&s->st_too_large);
   out->busy = atomic_load(&s->st_busy);
   out->shed = atomic_load(&s->st_shed);
+  out->tls_errors = atomic_load(&s->st_tls_errors);
   out->bytes_held = atomic_load(&s->held);
   out->bytes_held_peak = atomic_load(&s->held_peak);
 }

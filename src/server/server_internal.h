@@ -8,7 +8,9 @@
 #ifndef KCR_SERVER_INTERNAL_H
 #define KCR_SERVER_INTERNAL_H
 
+#include <openssl/ssl.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* KCR__HTTP_TARGET_MAX: the longest request target accepted, NUL included. */
 #define KCR__HTTP_TARGET_MAX 4096
@@ -58,5 +60,43 @@ int kcr__http_query_has(const char *q, const char *key);
  * by that limit matches nothing.
  */
 int kcr__http_query_excludes(const char *q, const char *name);
+
+/* ---- tls.c: certificates (never on the loop thread: they read files) ---- */
+
+/*
+ * kcr__tls_ctx_from_files builds a server context (TLS 1.2-1.3, ALPN
+ * http/1.1) from a PEM certificate chain and a PEM key. Returns a new context,
+ * or NULL with the reason in msg (paths named, no key material).
+ */
+SSL_CTX *kcr__tls_ctx_from_files(const char *cert_path, const char *key_path, char *msg,
+                                 size_t size);
+
+/* kcr__tls_ctx_self_signed builds a context around a new in-memory EC P-256
+ * certificate for localhost, 127.0.0.1, ::1 and this host's name. New, or NULL
+ * with msg. */
+SSL_CTX *kcr__tls_ctx_self_signed(char *msg, size_t size);
+
+/*
+ * kcr__tls_self_signed makes a P-256 key and a self-signed certificate (one
+ * year, serverAuth) with subject CN cn and SANs localhost, 127.0.0.1, ::1 plus
+ * the ndns names in dns. *key_out and *cert_out are new. 0 or -1. Tests use it
+ * to write certificate files.
+ */
+int kcr__tls_self_signed(const char *cn, const char *const *dns, size_t ndns, EVP_PKEY **key_out,
+                         X509 **cert_out);
+
+/* kcr__tls_stamp_t: what a poll compares, for the certificate and the key. */
+typedef struct kcr__tls_stamp {
+  uint64_t ino[2];
+  int64_t size[2];
+  int64_t mtime_ns[2];
+  int64_t missing;
+} kcr__tls_stamp_t;
+
+/* kcr__tls_stamp stats both files into *out. */
+void kcr__tls_stamp(const char *cert_path, const char *key_path, kcr__tls_stamp_t *out);
+
+/* kcr__tls_stamp_equal tells whether nothing moved between a and b. */
+int kcr__tls_stamp_equal(const kcr__tls_stamp_t *a, const kcr__tls_stamp_t *b);
 
 #endif /* KCR_SERVER_INTERNAL_H */

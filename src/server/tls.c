@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tls.c: the server's certificates, as controller-runtime's certwatcher keeps
+ * them: an OpenSSL server context built from a certificate directory (tls.crt,
+ * tls.key) or from a self-signed certificate made in memory, and the watcher
+ * that rebuilds the context when the files change.
+ *
+ * DESIGN. A context is immutable once built; the server swaps the pointer
+ * under a mutex and every new connection takes its own reference (SSL_new), so
+ * a reload never disturbs a handshake in progress, and a connection keeps the
+ * certificate it started with. The watcher polls: each poll stat()s both files
+ * (stat follows symlinks, so a Kubernetes Secret volume's "..data" swap shows
+ * as a new inode) and rebuilds only when inode, size or mtime moved. A rebuild
+ * that fails (a half-written file, a key that does not match) is counted in
+ * certwatcher_read_certificate_errors_total and the old context stays; the
+ * fingerprint of what was seen is kept, so the next change is tried again.
+ * Polling, not inotify: a Secret volume update is a rename of a directory the
+ * watch does not cover, and a 10 s poll is what upstream falls back to anyway.
+ *
+ * These functions read files and generate keys: never call them on the loop
+ * thread (the server calls them at create and on its worker thread).
+ */
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kcr/log.h"
+#include "server/server_internal.h"
+
+/* on_alpn selects http/1.1 when the client offers it; a client offering only
+ * h2 gets no ALPN answer and falls back to HTTP/1.1 (HTTP/2 is not served). */
+static int on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                   const unsigned char *in, unsigned int inlen, void *arg) {
+  (void)ssl;
+  (void)arg;
+  for (unsigned int i = 0; i < inlen;) {
+    unsigned int n = in[i];
+    if (i + 1 + n > inlen)
+      break;
+    if (n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
+      *out = in + i + 1;
+      *outlen = (unsigned char)n;
+      return SSL_TLSEXT_ERR_OK;
+    }
+    i += 1 + n;
+  }
+  return SSL_TLSEXT_ERR_NOACK;
+}
+
+/* new_ctx makes a server context with kcr's protocol settings. */
+static SSL_CTX *new_ctx(void) {
+  SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+  if (!ctx)
+    return NULL;
+  /* TLS 1.2 and 1.3 (Go's crypto/tls default minimum is 1.2 for servers). */
+  if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+      SSL_CTX_set_cipher_list(ctx, "ECDHE+AESGCM:ECDHE+CHACHA20") != 1) {
+    SSL_CTX_free(ctx);
+    return NULL;
+  }
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE |
+                               SSL_OP_NO_COMPRESSION | SSL_OP_NO_TICKET);
+  /* No session cache and no tickets: nothing per client outlives its
+   * connection, and a reloaded certificate is used by the very next handshake. */
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_num_tickets(ctx, 0);
+  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  SSL_CTX_set_alpn_select_cb(ctx, on_alpn, NULL);
+  return ctx;
+}
+
+static void ssl_error_text(char *msg, size_t size) {
+  unsigned long e = ERR_get_error();
+  if (e)
+    ERR_error_string_n(e, msg, size);
+  else
+    snprintf(msg, size, "unknown error");
+  ERR_clear_error();
+}
+
+SSL_CTX *kcr__tls_ctx_from_files(const char *cert_path, const char *key_path, char *msg,
+                                 size_t size) {
+  SSL_CTX *ctx = new_ctx();
+  char why[200];
+  if (!ctx) {
+    snprintf(msg, size, "cannot make a TLS context");
+    return NULL;
+  }
+  if (SSL_CTX_use_certificate_chain_file(ctx, cert_path) != 1) {
+    ssl_error_text(why, sizeof(why));
+    snprintf(msg, size, "reading certificate %s: %s", cert_path, why);
+    goto fail;
+  }
+  if (SSL_CTX_use_PrivateKey_file(ctx, key_path, SSL_FILETYPE_PEM) != 1) {
+    ssl_error_text(why, sizeof(why));
+    snprintf(msg, size, "reading key %s: %s", key_path, why);
+    goto fail;
+  }
+  if (SSL_CTX_check_private_key(ctx) != 1) {
+    ERR_clear_error();
+    snprintf(msg, size, "the key in %s does not match the certificate in %s", key_path, cert_path);
+    goto fail;
+  }
+  return ctx;
+fail:
+  SSL_CTX_free(ctx);
+  return NULL;
+}
+
+int kcr__tls_self_signed(const char *cn, const char *const *dns, size_t ndns, EVP_PKEY **key_out,
+                         X509 **cert_out) {
+  EVP_PKEY *key = EVP_EC_gen("P-256");
+  X509 *x = X509_new();
+  X509V3_CTX v3;
+  X509_EXTENSION *ext = NULL;
+  char san[1024];
+  size_t off;
+  unsigned char serial[16];
+  BIGNUM *bn = NULL;
+  int ok = 0;
+
+  *key_out = NULL;
+  *cert_out = NULL;
+  if (!key || !x)
+    goto done;
+  off = (size_t)snprintf(san, sizeof(san), "DNS:localhost,IP:127.0.0.1,IP:::1");
+  for (size_t i = 0; i < ndns && off < sizeof(san); i++)
+    if (dns[i] && *dns[i] && strcmp(dns[i], "localhost") != 0)
+      off += (size_t)snprintf(san + off, sizeof(san) - off, ",DNS:%s", dns[i]);
+  if (off >= sizeof(san))
+    goto done;
+  if (RAND_bytes(serial, sizeof(serial)) != 1)
+    goto done;
+  serial[0] &= 0x7f; /* a positive serial */
+  if (!(bn = BN_bin2bn(serial, sizeof(serial), NULL)) ||
+      !BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) || X509_set_version(x, 2) != 1 ||
+      !X509_gmtime_adj(X509_getm_notBefore(x), -3600) ||
+      !X509_gmtime_adj(X509_getm_notAfter(x), 365L * 24 * 3600) || X509_set_pubkey(x, key) != 1 ||
+      X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_UTF8,
+                                 (const unsigned char *)(cn ? cn : "localhost"), -1, -1, 0) != 1 ||
+      X509_set_issuer_name(x, X509_get_subject_name(x)) != 1)
+    goto done;
+  X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+  if (!(ext = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, san)) ||
+      X509_add_ext(x, ext, -1) != 1)
+    goto done;
+  X509_EXTENSION_free(ext);
+  if (!(ext = X509V3_EXT_conf_nid(NULL, &v3, NID_ext_key_usage, "serverAuth")) ||
+      X509_add_ext(x, ext, -1) != 1)
+    goto done;
+  X509_EXTENSION_free(ext);
+  ext = NULL;
+  if (X509_sign(x, key, EVP_sha256()) <= 0)
+    goto done;
+  ok = 1;
+done:
+  X509_EXTENSION_free(ext);
+  BN_free(bn);
+  ERR_clear_error();
+  if (!ok) {
+    EVP_PKEY_free(key);
+    X509_free(x);
+    return -1;
+  }
+  *key_out = key;
+  *cert_out = x;
+  return 0;
+}
+
+SSL_CTX *kcr__tls_ctx_self_signed(char *msg, size_t size) {
+  char host[256];
+  const char *dns[1] = {host};
+  EVP_PKEY *key;
+  X509 *cert;
+  SSL_CTX *ctx;
+  if (gethostname(host, sizeof(host)) != 0)
+    host[0] = '\0';
+  host[sizeof(host) - 1] = '\0';
+  if (kcr__tls_self_signed(host[0] ? host : "localhost", dns, 1, &key, &cert) != 0) {
+    snprintf(msg, size, "cannot generate a self-signed certificate");
+    return NULL;
+  }
+  ctx = new_ctx();
+  if (!ctx || SSL_CTX_use_certificate(ctx, cert) != 1 || SSL_CTX_use_PrivateKey(ctx, key) != 1) {
+    SSL_CTX_free(ctx);
+    ctx = NULL;
+    ERR_clear_error();
+    snprintf(msg, size, "cannot use the self-signed certificate");
+  }
+  EVP_PKEY_free(key);
+  X509_free(cert);
+  return ctx;
+}
+
+void kcr__tls_stamp(const char *cert_path, const char *key_path, kcr__tls_stamp_t *out) {
+  struct stat st;
+  const char *paths[2] = {cert_path, key_path};
+  memset(out, 0, sizeof(*out));
+  for (int i = 0; i < 2; i++) {
+    if (stat(paths[i], &st) != 0) {
+      out->missing = 1;
+      continue;
+    }
+    out->ino[i] = (uint64_t)st.st_ino;
+    out->size[i] = (int64_t)st.st_size;
+    out->mtime_ns[i] = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  }
+}
+
+int kcr__tls_stamp_equal(const kcr__tls_stamp_t *a, const kcr__tls_stamp_t *b) {
+  return memcmp(a, b, sizeof(*a)) == 0;
+}
