@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * auth.c: delegated authentication and authorization (kcr/auth.h), the
+ * TokenReview and SubjectAccessReview a secure metrics endpoint asks the API
+ * server for, with the caches that keep a scrape storm from becoming an API
+ * storm.
+ *
+ * DESIGN. Two caches of fixed size (cache_size entries each, allocated once),
+ * keyed by SHA-256 digests: the authentication cache by the token's digest
+ * (the token itself is never stored), the authorization cache by the digest of
+ * the user's identity as the TokenReview returned it (serialized with sorted
+ * keys) plus verb and path. A lookup scans the array (1024 entries of 32-byte
+ * keys: microseconds, next to a review's milliseconds); an insert takes the
+ * same key's slot, an expired slot, or the entry closest to expiry. One mutex
+ * guards both caches; it is never held across a review, so two concurrent
+ * misses for one token may both post (upstream does the same without its
+ * request coalescing; the server has one worker, so in kcr they do not race).
+ */
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "kcr/auth.h"
+#include "kcr/log.h"
+#include "util/alloc.h"
+
+#define DEFAULT_CACHE 1024
+
+typedef struct entry {
+  unsigned char key[32];
+  int64_t expires; /* 0: empty */
+  int ok;          /* authenticated / allowed */
+  char *user;      /* authentication: the user object, compact JSON; owned */
+} entry_t;
+
+struct kcr_auth {
+  kcr_client_t *client;
+  kcr_clock_t *clock;
+  int64_t authn_ttl, allow_ttl, deny_ttl, timeout;
+  size_t n;
+  pthread_mutex_t mu;
+  entry_t *authn; /* protected by mu */
+  entry_t *authz; /* protected by mu */
+  atomic_uint_fast64_t st_tr, st_sar, st_authn_hits, st_authz_hits, st_errors;
+};
+
+static void digest(const void *data, size_t len, unsigned char out[32]) {
+  unsigned int n = 32;
+  if (EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) != 1)
+    memset(out, 0, 32); /* cannot happen with the built-in provider */
+}
+
+/* lookup returns the live entry for key, or NULL. mu held. */
+static entry_t *lookup(kcr_auth_t *a, entry_t *tab, const unsigned char key[32], int64_t now) {
+  for (size_t i = 0; i < a->n; i++)
+    if (tab[i].expires > now && memcmp(tab[i].key, key, 32) == 0)
+      return &tab[i];
+  return NULL;
+}
+
+/* slot picks where key goes: its own slot, an expired one, or the one that
+ * expires first. mu held. */
+static entry_t *slot(kcr_auth_t *a, entry_t *tab, const unsigned char key[32], int64_t now) {
+  entry_t *best = &tab[0];
+  for (size_t i = 0; i < a->n; i++) {
+    if (memcmp(tab[i].key, key, 32) == 0 || tab[i].expires <= now)
+      return &tab[i];
+    if (tab[i].expires < best->expires)
+      best = &tab[i];
+  }
+  return best;
+}
+
+static void put(kcr_auth_t *a, entry_t *tab, const unsigned char key[32], int ok, char *user,
+                int64_t ttl) {
+  int64_t now = kcr_clock_now(a->clock);
+  entry_t *e;
+  pthread_mutex_lock(&a->mu);
+  e = slot(a, tab, key, now);
+  kcr__free(e->user);
+  memcpy(e->key, key, 32);
+  e->ok = ok;
+  e->user = user;
+  e->expires = now + ttl;
+  pthread_mutex_unlock(&a->mu);
+}
+
+static const kcr_gvr token_reviews = {"authentication.k8s.io", "v1", "tokenreviews"};
+static const kcr_gvr access_reviews = {"authorization.k8s.io", "v1", "subjectaccessreviews"};
+
+/*
+ * authenticate posts a TokenReview. Returns 1 authenticated (*user: new
+ * compact JSON of status.user), 0 not, or a negative kcr_err.
+ */
+static int authenticate(kcr_auth_t *a, const char *token, char **user) {
+  kcr_request_options ro;
+  json_t *rev, *res = NULL, *u;
+  kcr_error_t err;
+  int rc;
+  *user = NULL;
+  rev = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "authentication.k8s.io/v1", "kind",
+                  "TokenReview", "spec", "token", token);
+  if (!rev)
+    return KCR_ENOMEM;
+  memset(&ro, 0, sizeof(ro));
+  ro.timeout_ns = a->timeout;
+  kcr_error_clear(&err);
+  atomic_fetch_add(&a->st_tr, 1);
+  rc = kcr_client_create_object(a->client, &token_reviews, NULL, rev, &ro, &res, &err);
+  json_decref(rev); /* held the token: gone now */
+  if (rc != 0) {
+    atomic_fetch_add(&a->st_errors, 1);
+    kcr_log(KCR_LOG_ERROR, "auth", "TokenReview failed: %s", err.message);
+    return rc;
+  }
+  if (!json_is_true(json_object_get(json_object_get(res, "status"), "authenticated"))) {
+    json_decref(res);
+    return 0;
+  }
+  u = json_object_get(json_object_get(res, "status"), "user");
+  *user = json_dumps(json_is_object(u) ? u : json_object(), JSON_COMPACT | JSON_SORT_KEYS);
+  json_decref(res);
+  return *user ? 1 : KCR_ENOMEM;
+}
+
+/* authorize posts a SubjectAccessReview for user (compact JSON of a
+ * TokenReview's status.user). 1 allowed, 0 not, or a negative kcr_err. */
+static int authorize(kcr_auth_t *a, const char *user_json, const char *verb, const char *path,
+                     char *name, size_t name_size) {
+  kcr_request_options ro;
+  json_t *u = json_loads(user_json, 0, NULL), *spec, *rev, *res = NULL, *v;
+  kcr_error_t err;
+  int rc, allowed;
+  if (!u)
+    return KCR_ENOMEM;
+  v = json_object_get(u, "username");
+  snprintf(name, name_size, "%s", json_is_string(v) ? json_string_value(v) : "");
+  spec = json_pack("{s:{s:s, s:s}}", "nonResourceAttributes", "path", path, "verb", verb);
+  if (!spec) {
+    json_decref(u);
+    return KCR_ENOMEM;
+  }
+  if ((v = json_object_get(u, "username")))
+    json_object_set(spec, "user", v);
+  if ((v = json_object_get(u, "uid")))
+    json_object_set(spec, "uid", v);
+  if ((v = json_object_get(u, "groups")))
+    json_object_set(spec, "groups", v);
+  if ((v = json_object_get(u, "extra")))
+    json_object_set(spec, "extra", v);
+  json_decref(u);
+  rev = json_pack("{s:s, s:s, s:o}", "apiVersion", "authorization.k8s.io/v1", "kind",
+                  "SubjectAccessReview", "spec", spec);
+  if (!rev)
+    return KCR_ENOMEM;
+  memset(&ro, 0, sizeof(ro));
+  ro.timeout_ns = a->timeout;
+  kcr_error_clear(&err);
+  atomic_fetch_add(&a->st_sar, 1);
+  rc = kcr_client_create_object(a->client, &access_reviews, NULL, rev, &ro, &res, &err);
+  json_decref(rev);
+  if (rc != 0) {
+    atomic_fetch_add(&a->st_errors, 1);
+    kcr_log(KCR_LOG_ERROR, "auth", "SubjectAccessReview for user %s failed: %s", name, err.message);
+    return rc;
+  }
+  allowed = json_is_true(json_object_get(json_object_get(res, "status"), "allowed"));
+  json_decref(res);
+  return allowed;
+}
+
+int kcr_auth_check(void *auth, const char *token, const char *verb, const char *path) {
+  kcr_auth_t *a = auth;
+  unsigned char tkey[32], zkey[32];
+  char *user = NULL, name[256];
+  int ok, rc, hit = 0;
+  entry_t *e;
+  EVP_MD_CTX *md;
+  unsigned int mdlen = 32;
+
+  if (!token || !*token)
+    return 401;
+  digest(token, strlen(token), tkey);
+  pthread_mutex_lock(&a->mu);
+  e = lookup(a, a->authn, tkey, kcr_clock_now(a->clock));
+  if (e) {
+    hit = 1;
+    ok = e->ok;
+    user = ok ? kcr__strdup(e->user) : NULL;
+  }
+  pthread_mutex_unlock(&a->mu);
+  if (hit) {
+    atomic_fetch_add(&a->st_authn_hits, 1);
+    if (!ok)
+      return 401;
+    if (!user)
+      return 500;
+  } else {
+    rc = authenticate(a, token, &user);
+    if (rc < 0)
+      return 401; /* as upstream: a failed review is "Authentication failed" */
+    put(a, a->authn, tkey, rc, rc ? kcr__strdup(user) : NULL, a->authn_ttl);
+    if (rc == 0)
+      return 401;
+  }
+
+  /* The authorization key: the identity, the verb and the path. */
+  md = EVP_MD_CTX_new();
+  if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 ||
+      EVP_DigestUpdate(md, user, strlen(user) + 1) != 1 ||
+      EVP_DigestUpdate(md, verb, strlen(verb) + 1) != 1 ||
+      EVP_DigestUpdate(md, path, strlen(path) + 1) != 1 ||
+      EVP_DigestFinal_ex(md, zkey, &mdlen) != 1) {
+    EVP_MD_CTX_free(md);
+    kcr__free(user);
+    return 500;
+  }
+  EVP_MD_CTX_free(md);
+  pthread_mutex_lock(&a->mu);
+  e = lookup(a, a->authz, zkey, kcr_clock_now(a->clock));
+  hit = e != NULL;
+  ok = e ? e->ok : 0;
+  pthread_mutex_unlock(&a->mu);
+  if (hit) {
+    atomic_fetch_add(&a->st_authz_hits, 1);
+    kcr__free(user);
+    return ok ? 200 : 403;
+  }
+  rc = authorize(a, user, verb, path, name, sizeof(name));
+  kcr__free(user);
+  if (rc < 0)
+    return 500;
+  put(a, a->authz, zkey, rc, NULL, rc ? a->allow_ttl : a->deny_ttl);
+  if (!rc)
+    kcr_log(KCR_LOG_DEBUG, "auth", "authorization denied for user %s (%s %s)", name, verb, path);
+  return rc ? 200 : 403;
+}
+
+int kcr_auth_create(const kcr_auth_options *o, kcr_auth_t **out, kcr_error_t *err) {
+  kcr_auth_t *a;
+  *out = NULL;
+  if (!o || !o->client)
+    return kcr_error_set(err, KCR_EINVAL, "auth: a client is required");
+  a = kcr__calloc(1, sizeof(*a));
+  if (!a)
+    return kcr_error_set(err, KCR_ENOMEM, "auth: out of memory");
+  a->client = o->client;
+  a->clock = o->clock ? o->clock : kcr_clock_system();
+  a->authn_ttl = o->authn_ttl_ns > 0 ? o->authn_ttl_ns : 60 * KCR_NSEC_PER_SEC;
+  a->allow_ttl = o->allow_ttl_ns > 0 ? o->allow_ttl_ns : 300 * KCR_NSEC_PER_SEC;
+  a->deny_ttl = o->deny_ttl_ns > 0 ? o->deny_ttl_ns : 30 * KCR_NSEC_PER_SEC;
+  a->timeout = o->timeout_ns > 0 ? o->timeout_ns : 10 * KCR_NSEC_PER_SEC;
+  a->n = o->cache_size ? o->cache_size : DEFAULT_CACHE;
+  a->authn = kcr__calloc(a->n, sizeof(entry_t));
+  a->authz = kcr__calloc(a->n, sizeof(entry_t));
+  if (!a->authn || !a->authz) {
+    kcr__free(a->authn);
+    kcr__free(a->authz);
+    kcr__free(a);
+    return kcr_error_set(err, KCR_ENOMEM, "auth: out of memory");
+  }
+  pthread_mutex_init(&a->mu, NULL);
+  *out = a;
+  return 0;
+}
+
+void kcr_auth_destroy(kcr_auth_t *a) {
+  if (!a)
+    return;
+  for (size_t i = 0; i < a->n; i++)
+    kcr__free(a->authn[i].user);
+  kcr__free(a->authn);
+  kcr__free(a->authz);
+  pthread_mutex_destroy(&a->mu);
+  kcr__free(a);
+}
+
+void kcr_auth_get_stats(kcr_auth_t *a, kcr_auth_stats *out) {
+  out->token_reviews = atomic_load(&a->st_tr);
+  out->access_reviews = atomic_load(&a->st_sar);
+  out->authn_hits = atomic_load(&a->st_authn_hits);
+  out->authz_hits = atomic_load(&a->st_authz_hits);
+  out->errors = atomic_load(&a->st_errors);
+}
