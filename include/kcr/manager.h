@@ -256,6 +256,22 @@ KCR_EXTERN kcr_metrics_registry_t *kcr_manager_metrics(kcr_manager_t *m);
  *                              required out of cluster.
  *   leader_election_release_on_cancel  release the Lease on a graceful stop.
  *   lease_duration_ns, renew_deadline_ns, retry_period_ns  0: 15 s, 10 s, 2 s.
+ *   metrics_secure             serve /metrics over HTTPS (TLS 1.2/1.3) and let
+ *                              only requests whose bearer token a TokenReview
+ *                              authenticates and a SubjectAccessReview allows
+ *                              ("get" on the nonResourceURL /metrics) through:
+ *                              401 otherwise, 403 when not allowed. The reviews
+ *                              go through the manager's REST client (its
+ *                              identity needs "create" on tokenreviews and
+ *                              subjectaccessreviews) and are cached (kcr/auth.h).
+ *                              This is kubebuilder's --metrics-secure with
+ *                              filters.WithAuthenticationAndAuthorization.
+ *   metrics_cert_dir           with metrics_secure: the certificate directory,
+ *                              watched and reloaded (kubebuilder's
+ *                              --metrics-cert-path); NULL or "": a self-signed
+ *                              certificate made in memory.
+ *   metrics_cert_name, metrics_cert_key  file names in it; NULL: "tls.crt",
+ *                              "tls.key".
  */
 typedef struct kcr_manager_serving_options {
   const char *metrics_bind_address;
@@ -267,6 +283,10 @@ typedef struct kcr_manager_serving_options {
   int64_t lease_duration_ns;
   int64_t renew_deadline_ns;
   int64_t retry_period_ns;
+  bool metrics_secure;
+  const char *metrics_cert_dir;
+  const char *metrics_cert_name;
+  const char *metrics_cert_key;
 } kcr_manager_serving_options;
 
 /*

@@ -8,6 +8,10 @@
  *   serves the manager's registry, on which the client, the controllers, their
  *   queues and the elector registered their own series; nothing here converts
  *   anything into metrics.
+ * - Secure metrics (metrics_secure): the metrics server speaks HTTPS and its
+ *   auth hook is a kcr_auth_t over the manager's REST client, made when the
+ *   servers start and freed after the metrics server is gone (the hook runs on
+ *   the server's worker thread until then).
  * - The state hangs off the manager through kcr__manager_set_serving, which
  *   frees it with serving_free; manager.c calls nothing here.
  * - "informer-sync" on /readyz is a flag check that a BACKGROUND runnable sets:
@@ -23,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kcr/auth.h"
 #include "kcr/leaderelection.h"
 #include "kcr/log.h"
 #include "kcr/manager.h"
@@ -33,6 +38,9 @@
 typedef struct serving {
   kcr_manager_t *m;
   char *metrics_addr, *probe_addr;
+  bool metrics_secure;
+  char *cert_dir, *cert_name, *cert_key;
+  kcr_auth_t *auth; /* between server start and stop, with metrics_secure */
   kcr_leader_election_options le_opts;
   char *lease_name, *lease_ns;
   bool leader_elect;
@@ -68,9 +76,23 @@ static int on_servers_start(void *data, kcr_error_t *err) {
     so.loop = loop;
     so.bind_address = s->metrics_addr;
     so.metrics = reg;
+    if (s->metrics_secure) {
+      kcr_auth_options ao;
+      memset(&ao, 0, sizeof(ao));
+      ao.client = kcr_manager_rest_client(s->m);
+      if ((rc = kcr_auth_create(&ao, &s->auth, err)) != 0)
+        goto fail;
+      so.tls = 1;
+      so.cert_dir = s->cert_dir;
+      so.cert_name = s->cert_name;
+      so.key_name = s->cert_key;
+      so.metrics_auth = kcr_auth_check;
+      so.metrics_auth_data = s->auth;
+    }
     if ((rc = kcr_server_create(&so, &s->metrics, err)) != 0)
       goto fail;
-    kcr_log(KCR_LOG_INFO, "manager", "serving metrics on port %d", kcr_server_port(s->metrics));
+    kcr_log(KCR_LOG_INFO, "manager", "serving metrics over %s on port %d",
+            s->metrics_secure ? "HTTPS (authenticated)" : "HTTP", kcr_server_port(s->metrics));
   }
   if (!off(s->probe_addr)) {
     memset(&so, 0, sizeof(so));
@@ -95,6 +117,8 @@ static int on_servers_start(void *data, kcr_error_t *err) {
 fail:
   kcr_server_destroy(s->metrics);
   kcr_server_destroy(s->probes);
+  kcr_auth_destroy(s->auth);
+  s->auth = NULL;
   s->metrics = s->probes = NULL;
   s->synced = NULL;
   return rc;
@@ -104,6 +128,8 @@ static void on_servers_stop(void *data) {
   serving_t *s = data;
   kcr_server_destroy(s->probes);
   kcr_server_destroy(s->metrics);
+  kcr_auth_destroy(s->auth); /* its hook ran on the metrics server's worker */
+  s->auth = NULL;
   s->probes = s->metrics = NULL;
   s->synced = NULL;
 }
@@ -186,6 +212,9 @@ static void serving_free(void *serving) {
   kcr_leader_election_destroy(s->le);
   kcr__free(s->metrics_addr);
   kcr__free(s->probe_addr);
+  kcr__free(s->cert_dir);
+  kcr__free(s->cert_name);
+  kcr__free(s->cert_key);
   kcr__free(s->lease_name);
   kcr__free(s->lease_ns);
   kcr__free(s);
@@ -222,6 +251,10 @@ int kcr_manager_serve(kcr_manager_t *m, const kcr_manager_serving_options *o, kc
   s->probe_addr = dup_opt(o->health_probe_bind_address, &oom);
   s->lease_name = dup_opt(o->leader_election_id, &oom);
   s->lease_ns = dup_opt(o->leader_election_namespace, &oom);
+  s->cert_dir = dup_opt(o->metrics_cert_dir, &oom);
+  s->cert_name = dup_opt(o->metrics_cert_name, &oom);
+  s->cert_key = dup_opt(o->metrics_cert_key, &oom);
+  s->metrics_secure = o->metrics_secure;
   if (oom) {
     serving_free(s);
     return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
