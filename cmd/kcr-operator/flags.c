@@ -57,6 +57,13 @@ static const flag_def flag_defs[] = {
      "Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it."},
     {"metrics-secure", K_BOOL, F(metrics_secure), "true",
      "Serve metrics over HTTPS with authentication and authorization; false for plain HTTP."},
+    {"metrics-cert-path", K_STRING, F(metrics_cert_path), "",
+     "Directory holding the metrics server's certificate and key, watched and reloaded; "
+     "default: a self-signed certificate made at start."},
+    {"metrics-cert-name", K_STRING, F(metrics_cert_name), "tls.crt",
+     "Name of the metrics server's certificate file in --metrics-cert-path."},
+    {"metrics-cert-key", K_STRING, F(metrics_cert_key), "tls.key",
+     "Name of the metrics server's key file in --metrics-cert-path."},
     {"health-probe-bind-address", K_ADDR, F(health_probe_bind_address), KOP_DEFAULT_PROBE_ADDR,
      "Address the /healthz and /readyz probe endpoint binds to; 0 disables it."},
     {"namespace", K_LABEL, F(watch_namespace), "",

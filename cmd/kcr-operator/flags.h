@@ -41,6 +41,10 @@
  *   metrics_bind_address       --metrics-bind-address: "0" turns metrics off.
  *   metrics_secure             --metrics-secure (default true): HTTPS with
  *                              authentication and authorization.
+ *   metrics_cert_path          --metrics-cert-path: the certificate directory;
+ *                              NULL: a self-signed certificate.
+ *   metrics_cert_name, metrics_cert_key  --metrics-cert-name, --metrics-cert-key
+ *                              (defaults tls.crt, tls.key).
  *   health_probe_bind_address  --health-probe-bind-address ("0" turns it off).
  *   watch_namespace            --namespace, else WATCH_NAMESPACE: NULL (or the
  *                              environment's "") watches every namespace.
@@ -71,6 +75,9 @@ typedef struct kop_flags {
   const char *leader_election_namespace;
   const char *metrics_bind_address;
   bool metrics_secure;
+  const char *metrics_cert_path;
+  const char *metrics_cert_name;
+  const char *metrics_cert_key;
   const char *health_probe_bind_address;
   const char *watch_namespace;
   int max_concurrent_reconciles;

@@ -100,15 +100,6 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
   kcr_error_t err;
   int rc;
 
-  if (flags->metrics_secure && flags->metrics_bind_address &&
-      strcmp(flags->metrics_bind_address, "0") != 0) {
-    kcr_log(KCR_LOG_ERROR, "setup",
-            "--metrics-secure (HTTPS with TokenReview/SubjectAccessReview) is not supported yet; "
-            "pass --metrics-secure=false (and protect /metrics by other means) or leave "
-            "--metrics-bind-address at 0");
-    kcr_rest_config_unref(cfg);
-    return 2;
-  }
   operator_namespace(flags, cfg, dir_ns, sizeof(dir_ns));
   rec.directory_namespace = dir_ns;
   memset(&mo, 0, sizeof(mo));
@@ -145,6 +136,10 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
   if (rc == 0) {
     memset(&so, 0, sizeof(so));
     so.metrics_bind_address = flags->metrics_bind_address;
+    so.metrics_secure = flags->metrics_secure;
+    so.metrics_cert_dir = flags->metrics_cert_path;
+    so.metrics_cert_name = flags->metrics_cert_name;
+    so.metrics_cert_key = flags->metrics_cert_key;
     so.health_probe_bind_address = flags->health_probe_bind_address;
     so.leader_elect = flags->leader_elect;
     so.leader_election_id = flags->leader_election_id;

@@ -38,6 +38,9 @@ static void test_flags_defaults(void **state) {
   assert_null(f.leader_election_namespace);
   assert_string_equal(f.metrics_bind_address, "0");
   assert_true(f.metrics_secure);
+  assert_null(f.metrics_cert_path);
+  assert_string_equal(f.metrics_cert_name, "tls.crt");
+  assert_string_equal(f.metrics_cert_key, "tls.key");
   assert_string_equal(f.health_probe_bind_address, ":8081");
   assert_null(f.watch_namespace);
   assert_int_equal(f.max_concurrent_reconciles, 1);
@@ -60,6 +63,10 @@ static void test_flags_both_spellings(void **state) {
                                   "--metrics-bind-address",
                                   ":8443",
                                   "--metrics-secure=false",
+                                  "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs",
+                                  "--metrics-cert-name",
+                                  "cert.pem",
+                                  "--metrics-cert-key=key.pem",
                                   "-health-probe-bind-address=127.0.0.1:9000",
                                   "--namespace",
                                   "team-a",
@@ -78,6 +85,9 @@ static void test_flags_both_spellings(void **state) {
   assert_string_equal(f.leader_election_namespace, "ops");
   assert_string_equal(f.metrics_bind_address, ":8443");
   assert_false(f.metrics_secure);
+  assert_string_equal(f.metrics_cert_path, "/tmp/k8s-metrics-server/metrics-certs");
+  assert_string_equal(f.metrics_cert_name, "cert.pem");
+  assert_string_equal(f.metrics_cert_key, "key.pem");
   assert_string_equal(f.health_probe_bind_address, "127.0.0.1:9000");
   assert_string_equal(f.watch_namespace, "team-a");
   assert_int_equal(f.max_concurrent_reconciles, 8);
