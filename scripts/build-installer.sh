@@ -6,6 +6,8 @@
 # fixed order, namespace first, with `---` between documents. Plain
 # concatenation rather than `kubectl kustomize`, so that it needs no kubectl:
 # the manifests under config/ already carry their final names and namespace.
+# The one patch config/default applies (manager_metrics_patch.yaml: JSON
+# patches adding args at the head of the manager's) is applied here too.
 # IMAGE=name:tag replaces the manager's image (default: as in config/manager).
 # test/integration/test_install_yaml.sh fails when the committed file is stale.
 set -euo pipefail
@@ -42,8 +44,25 @@ generate() {
     fi
     echo "---"
     echo "# Source: $f"
-    sed '1,/^---$/d' "$f"
+    if [ "$f" = config/manager/manager.yaml ]; then
+      manager_with_patch "$f"
+    else
+      sed '1,/^---$/d' "$f"
+    fi
   done
+}
+
+# manager_with_patch prints the Deployment with the values of
+# config/default/manager_metrics_patch.yaml inserted first under its args:.
+manager_with_patch() {
+  local patch=config/default/manager_metrics_patch.yaml
+  if ! grep -q '^  path: /spec/template/spec/containers/0/args/0$' "$patch"; then
+    echo "build-installer: $patch patches something other than args/0" >&2
+    return 1
+  fi
+  sed '1,/^---$/d' "$1" | awk -v vals="$(sed -n 's/^  value: //p' "$patch")" '
+    { print }
+    /^          args:$/ { n = split(vals, v, "\n"); for (i = 1; i <= n; i++) print "            - " v[i] }'
 }
 
 content=$(generate)
