@@ -42,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kcr/buf.h"
 #include "kcr/common.h"
 #include "kcr/error.h"
 #include "kcr/loop.h"
@@ -65,6 +66,39 @@ typedef struct kcr_server kcr_server_t;
  */
 typedef int (*kcr_server_auth_cb)(void *data, const char *token, const char *verb,
                                   const char *path);
+
+/*
+ * kcr_server_request: a request for the handler (options.handler); everything
+ * is borrowed for the call. body is NUL-terminated ("" without one).
+ */
+typedef struct kcr_server_request {
+  const char *method;
+  const char *path;
+  const char *query; /* after '?', or NULL */
+  const char *body;
+  size_t body_len;
+} kcr_server_request;
+
+/*
+ * kcr_server_response: what the handler answers. status 0 is 200;
+ * content_type must be static (NULL: application/json); body is initialised by
+ * the server with its bound (at most half the memory budget): append to it.
+ */
+typedef struct kcr_server_response {
+  int status;
+  const char *content_type;
+  kcr_buf_t body;
+} kcr_server_response;
+
+/*
+ * kcr_server_handler_cb answers every request that is not a probe or /metrics
+ * (it answers 404 itself for paths it does not know). Runs on the server's
+ * worker thread, one request at a time; a request body has been read whole
+ * (Content-Length; a chunked body is refused with 411, one over
+ * max_body_bytes with 413) before it is called.
+ */
+typedef void (*kcr_server_handler_cb)(void *data, const kcr_server_request *req,
+                                      kcr_server_response *resp);
 
 /*
  * kcr_server_options: zero-initialise, then set what you need.
@@ -109,6 +143,13 @@ typedef int (*kcr_server_auth_cb)(void *data, const char *token, const char *ver
  *   metrics_auth       called for every /metrics request before it is
  *                      answered (see kcr_server_auth_cb); NULL: no check.
  *   metrics_auth_data  its data (borrowed).
+ *   handler            answers other paths, with request bodies (webhooks);
+ *                      NULL: 404 for them.
+ *   handler_data       its data (borrowed).
+ *   max_body_bytes     largest request body the handler accepts; 0: 7 MiB
+ *                      (controller-runtime's admission limit), at most a
+ *                      quarter of max_buffered_bytes. A body is charged to the
+ *                      budget while it is held.
  *
  * Memory. A connection answers one request at a time and stops reading while
  * its reply is unsent, so a client that pipelines requests without reading the
@@ -143,6 +184,9 @@ typedef struct kcr_server_options {
   kcr_metrics_registry_t *cert_metrics;
   kcr_server_auth_cb metrics_auth;
   void *metrics_auth_data;
+  kcr_server_handler_cb handler;
+  void *handler_data;
+  size_t max_body_bytes;
 } kcr_server_options;
 
 /*

@@ -134,6 +134,7 @@ typedef struct conn {
   int close_after;  /* the reply in flight ends the connection */
   uint64_t since;   /* loop time its current state (idle, head, reply) began */
   job_t *job;       /* the request the worker is answering, or NULL */
+  job_t *pending;   /* a handler request whose body is still being read, or NULL */
   char *body;       /* the reply's owned body, charged body_cap bytes; NULL: static */
   size_t body_cap;
   char reply_head[384];
@@ -163,7 +164,7 @@ typedef struct tls_chunk {
   char data[];
 } tls_chunk;
 
-enum { JOB_PROBE, JOB_METRICS };
+enum { JOB_PROBE, JOB_METRICS, JOB_HANDLER };
 
 /*
  * job: one request for the worker, with copies of what the answer needs. The
@@ -181,6 +182,10 @@ struct job {
   const char *sub;      /* into text, or NULL: one check by name */
   const char *query;    /* into text, or NULL */
   const char *token;    /* into text, or NULL: the bearer token */
+  const char *method;   /* into text (JOB_HANDLER) */
+  const char *path;     /* into text (JOB_HANDLER) */
+  char *req_body;       /* JOB_HANDLER: req_len bytes and a NUL, charged req_charged */
+  size_t req_len, req_got, req_charged;
   int head_only;
   /* The answer: the worker's, then the loop's after the post. */
   int status;
@@ -189,7 +194,7 @@ struct job {
   size_t body_len;
   char *owned; /* body when allocated, charged owned_cap */
   size_t owned_cap;
-  char text[]; /* sub NUL query NUL token NUL */
+  char text[]; /* sub NUL query NUL token NUL, or method NUL path NUL query NUL */
 };
 
 struct kcr_server {
@@ -243,6 +248,9 @@ struct kcr_server {
   kcr_metric_child_t *m_cert_reads, *m_cert_errors;
   kcr_server_auth_cb auth;
   void *auth_data;
+  kcr_server_handler_cb handler;
+  void *handler_data;
+  size_t max_body;
 
   atomic_size_t held, held_peak; /* the budget: bytes allocated for clients */
   atomic_uint_fast64_t st_connections, st_rejected, st_requests, st_timeouts, st_too_large, st_busy,
@@ -291,9 +299,13 @@ static void maybe_stop_done(kcr_server_t *s) {
   }
 }
 
+static void job_free(job_t *j);
+
 static void conn_free(conn_t *c) {
   kcr_server_t *s = c->srv;
   SSL_free(c->ssl); /* frees its BIOs */
+  if (c->pending)
+    job_free(c->pending);
   if (c->body) {
     kcr__free(c->body);
     uncharge(s, c->body_cap);
@@ -382,6 +394,10 @@ static const char *reason_phrase(int status) {
     return "Not Found";
   case 405:
     return "Method Not Allowed";
+  case 411:
+    return "Length Required";
+  case 413:
+    return "Content Too Large";
   case 431:
     return "Request Header Fields Too Large";
   case 500:
@@ -497,6 +513,7 @@ static const char busy_text[] = "503 server busy\n";
 /* ---- TLS on the loop: memory BIOs around the TCP stream ---- */
 
 static void got_plain(conn_t *c, size_t n);
+static void got_body(conn_t *c, size_t n);
 
 static void on_tls_written(uv_write_t *req, int status) {
   tls_chunk *ch = req->data;
@@ -600,11 +617,15 @@ static int tls_send_more(conn_t *c) {
 static void tls_pump(conn_t *c) {
   kcr_server_t *s = c->srv;
   while (!c->closing && !c->busy) {
-    size_t room = s->max_header + 1 - c->len;
-    int r = SSL_read(c->ssl, c->buf + c->len, (int)room);
+    job_t *pj = c->pending;
+    size_t room = pj ? pj->req_len - pj->req_got : s->max_header + 1 - c->len;
+    int r = SSL_read(c->ssl, pj ? pj->req_body + pj->req_got : c->buf + c->len, (int)room);
     int e;
     if (r > 0) {
-      got_plain(c, (size_t)r);
+      if (pj)
+        got_body(c, (size_t)r);
+      else
+        got_plain(c, (size_t)r);
       continue;
     }
     e = SSL_get_error(c->ssl, r);
@@ -833,10 +854,41 @@ static void serve_metrics(job_t *j) {
   job_take_body(j, 200, KCR_METRICS_CONTENT_TYPE, &b, s->max_reply);
 }
 
+/* serve_handler answers a request for options.handler: the worker thread. */
+static void serve_handler(job_t *j) {
+  kcr_server_t *s = j->srv;
+  kcr_server_request rq;
+  kcr_server_response rs;
+  memset(&rs, 0, sizeof(rs));
+  if (!charge(s, s->max_reply)) {
+    atomic_fetch_add(&s->st_busy, 1);
+    job_text(j, 503, busy_text);
+    return;
+  }
+  rq.method = j->method;
+  rq.path = j->path;
+  rq.query = j->query;
+  rq.body = j->req_body ? j->req_body : "";
+  rq.body_len = j->req_len;
+  kcr_buf_init(&rs.body, s->max_reply - 1);
+  s->handler(s->handler_data, &rq, &rs);
+  if (j->req_body) { /* read: give its memory back before the reply is sent */
+    kcr__free(j->req_body);
+    uncharge(s, j->req_charged);
+    j->req_body = NULL;
+  }
+  job_take_body(j, rs.status > 0 ? rs.status : 200,
+                rs.content_type ? rs.content_type : "application/json", &rs.body, s->max_reply);
+}
+
 /* ---- the worker ---- */
 
 static void job_free(job_t *j) {
   kcr_server_t *s = j->srv;
+  if (j->req_body) {
+    kcr__free(j->req_body);
+    uncharge(s, j->req_charged);
+  }
   if (j->owned) {
     kcr__free(j->owned);
     uncharge(s, j->owned_cap);
@@ -928,6 +980,8 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&s->jobs_mu);
     if (j->what == JOB_METRICS)
       serve_metrics(j);
+    else if (j->what == JOB_HANDLER)
+      serve_handler(j);
     else
       serve_probe(j);
     /* A failed post means the loop is stopping: nobody will send this reply.
@@ -945,41 +999,71 @@ static void *worker_main(void *arg) {
 /* submit hands a probe or metrics request to the worker; the connection is busy
  * until the answer is back and written. 0, or KCR_ENOMEM when the budget or
  * malloc refuses. Loop thread. */
-static int submit(conn_t *c, int what, kcr_probe_kind kind, const char *kindname, const char *sub,
-                  const char *query, const char *token, size_t token_len, int head_only,
-                  int close_after) {
+/* make_job allocates a job (charged) holding copies of a, b and t[0..tl) (each
+ * NUL-terminated, NULL kept as NULL) at *pa, *pb, *pt. NULL when the budget or
+ * malloc refuses. Loop thread. */
+static job_t *make_job(conn_t *c, int what, const char *a, const char *b, const char *t, size_t tl,
+                       const char **pa, const char **pb, const char **pt) {
   kcr_server_t *s = c->srv;
-  size_t sl = sub ? strlen(sub) + 1 : 0, ql = query ? strlen(query) + 1 : 0;
-  size_t tl = token ? token_len + 1 : 0;
-  size_t size = sizeof(job_t) + sl + ql + tl;
+  size_t al = a ? strlen(a) + 1 : 0, bl = b ? strlen(b) + 1 : 0, tn = t ? tl + 1 : 0;
+  size_t size = sizeof(job_t) + al + bl + tn;
   job_t *j;
   if (!charge(s, size + POST_OVERHEAD))
-    return KCR_ENOMEM;
+    return NULL;
   j = kcr__calloc(1, size);
   if (!j) {
     uncharge(s, size + POST_OVERHEAD);
-    return KCR_ENOMEM;
+    return NULL;
   }
   j->srv = s;
   j->conn = c;
   j->charged = size + POST_OVERHEAD;
   j->what = what;
+  if (a) {
+    memcpy(j->text, a, al);
+    *pa = j->text;
+  }
+  if (b) {
+    memcpy(j->text + al, b, bl);
+    *pb = j->text + al;
+  }
+  if (t) {
+    memcpy(j->text + al + bl, t, tl);
+    j->text[al + bl + tl] = '\0';
+    *pt = j->text + al + bl;
+  }
+  return j;
+}
+
+static void queue_job(conn_t *c, job_t *j, int close_after);
+
+static int submit(conn_t *c, int what, kcr_probe_kind kind, const char *kindname, const char *sub,
+                  const char *query, const char *token, size_t token_len, int head_only,
+                  int close_after) {
+  job_t *j;
+  const char *unused = NULL;
+  j = what == JOB_METRICS
+          ? make_job(c, what, NULL, NULL, token, token_len, &unused, &unused, &unused)
+          : make_job(c, what, sub, query, NULL, 0, &unused, &unused, &unused);
+  if (!j)
+    return KCR_ENOMEM;
   j->kind = kind;
   j->kindname = kindname;
   j->head_only = head_only;
-  if (sub) {
-    memcpy(j->text, sub, sl);
-    j->sub = j->text;
+  if (what == JOB_METRICS) {
+    j->token = unused;
+  } else {
+    size_t sl = sub ? strlen(sub) + 1 : 0;
+    j->sub = sub ? j->text : NULL;
+    j->query = query ? j->text + sl : NULL;
   }
-  if (query) {
-    memcpy(j->text + sl, query, ql);
-    j->query = j->text + sl;
-  }
-  if (token) {
-    memcpy(j->text + sl + ql, token, token_len);
-    j->text[sl + ql + token_len] = '\0';
-    j->token = j->text + sl + ql;
-  }
+  queue_job(c, j, close_after);
+  return 0;
+}
+
+/* queue_job hands j to the worker; c is busy until the answer is written. */
+static void queue_job(conn_t *c, job_t *j, int close_after) {
+  kcr_server_t *s = c->srv;
   c->job = j;
   c->busy = 1;
   c->close_after = close_after;
@@ -995,7 +1079,85 @@ static int submit(conn_t *c, int what, kcr_probe_kind kind, const char *kindname
   s->jobs_tail = j;
   pthread_cond_signal(&s->jobs_cond);
   pthread_mutex_unlock(&s->jobs_mu);
-  return 0;
+}
+
+/* got_body: n more bytes of the pending handler request's body arrived. */
+static void got_body(conn_t *c, size_t n) {
+  job_t *j = c->pending;
+  j->req_got += n;
+  if (j->req_got == j->req_len) {
+    c->pending = NULL;
+    j->req_body[j->req_len] = '\0';
+    queue_job(c, j, c->close_after);
+  }
+}
+
+/*
+ * start_handler begins a request for options.handler: refuses a body it cannot
+ * take, else makes the job, takes what of the body is already buffered behind
+ * the head and reads the rest into the job's own buffer (the connection is not
+ * busy meanwhile, so the timer, shedding and close work as for a head). Loop
+ * thread.
+ */
+static void start_handler(conn_t *c, const kcr__http_head *h, size_t head_len) {
+  kcr_server_t *s = c->srv;
+  const char *m = NULL, *p = NULL, *q = NULL;
+  size_t cl, take;
+  job_t *j;
+  if (h->chunked) {
+    respond_text(c, 411, "411 Length Required\n", h->head_only, 1);
+    return;
+  }
+  if (h->content_length == -2) {
+    respond_text(c, 400, "400 Bad Request\n", 0, 1);
+    return;
+  }
+  cl = h->content_length > 0 ? (size_t)h->content_length : 0;
+  if (cl > s->max_body) {
+    respond_text(c, 413, "413 Content Too Large\n", h->head_only, 1);
+    return;
+  }
+  j = make_job(c, JOB_HANDLER, h->method, h->target, h->query, h->query ? strlen(h->query) : 0, &m,
+               &p, &q);
+  if (j && cl > 0) {
+    if (charge(s, cl + 1)) {
+      j->req_body = kcr__malloc(cl + 1);
+      if (!j->req_body)
+        uncharge(s, cl + 1);
+      else
+        j->req_charged = cl + 1;
+    }
+    if (!j->req_body) {
+      job_free(j);
+      j = NULL;
+    }
+  }
+  if (!j) {
+    atomic_fetch_add(&s->st_busy, 1);
+    respond_text(c, 503, busy_text, h->head_only, 1);
+    return;
+  }
+  j->method = m;
+  j->path = p;
+  j->query = q;
+  j->head_only = h->head_only;
+  j->req_len = cl;
+  take = c->len - head_len < cl ? c->len - head_len : cl;
+  if (take)
+    memcpy(j->req_body, c->buf + head_len, take);
+  c->head_len = head_len + take; /* consumed with the reply */
+  c->close_after = !h->keep_alive;
+  j->req_got = take;
+  if (take == cl) {
+    if (j->req_body)
+      j->req_body[cl] = '\0';
+    queue_job(c, j, c->close_after);
+    return;
+  }
+  /* The rest of the body comes in within the idle timeout, trickled or not. */
+  c->pending = j;
+  c->reading_head = 0;
+  arm_timer(c, s->idle_timeout_ms);
 }
 
 /* ---- request parsing ---- */
@@ -1082,10 +1244,18 @@ int kcr__http_parse_head(const char *head, size_t len, kcr__http_head *out) {
   v = header_value(line_end + 1, end, "Connection", &vlen);
   if (http10 ? !value_has_token(v, vlen, "keep-alive") : value_has_token(v, vlen, "close"))
     out->close_after = 1;
-  /* No endpoint takes a body: answer, then close rather than read one. */
-  if (((v = header_value(line_end + 1, end, "Content-Length", &vlen)) &&
-       !(vlen == 1 && *v == '0')) ||
-      header_value(line_end + 1, end, "Transfer-Encoding", &vlen))
+  out->keep_alive = !out->close_after;
+  out->content_length = -1;
+  if ((v = header_value(line_end + 1, end, "Content-Length", &vlen))) {
+    long long n = 0;
+    size_t i;
+    for (i = 0; i < vlen && v[i] >= '0' && v[i] <= '9' && n < (1LL << 40); i++)
+      n = n * 10 + (v[i] - '0');
+    out->content_length = i == vlen && vlen > 0 && n < (1LL << 40) ? n : -2;
+  }
+  out->chunked = header_value(line_end + 1, end, "Transfer-Encoding", &vlen) != NULL;
+  /* The built-in endpoints take no body: answer, then close rather than read one. */
+  if ((out->content_length != -1 && out->content_length != 0) || out->chunked)
     out->close_after = 1;
   q = strchr(out->target, '?');
   if (q) {
@@ -1146,7 +1316,10 @@ static void handle_head(conn_t *c, size_t head_len) {
     int is_metrics = s->metrics && strcmp(path, "/metrics") == 0;
     int rc;
     if (!is_healthz && !is_readyz && !is_sub && !is_metrics) {
-      respond_text(c, 404, "404 page not found\n", head_only, close_after);
+      if (s->handler)
+        start_handler(c, &h, head_len);
+      else
+        respond_text(c, 404, "404 page not found\n", head_only, close_after);
       return;
     }
     if (!head_only && strcmp(method, "GET") != 0) {
@@ -1204,6 +1377,11 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out) {
     *out = uv_buf_init(c->cbuf, (unsigned)TLS_CBUF);
     return;
   }
+  if (c->pending) {
+    job_t *j = c->pending;
+    *out = uv_buf_init(j->req_body + j->req_got, (unsigned)(j->req_len - j->req_got));
+    return;
+  }
   /* The buffer is one byte larger than max_header, so room is never zero. */
   *out = uv_buf_init(c->buf + c->len, (unsigned)(room + 1));
 }
@@ -1226,7 +1404,10 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
     tls_pump(c);
     return;
   }
-  got_plain(c, (size_t)n);
+  if (c->pending)
+    got_body(c, (size_t)n);
+  else
+    got_plain(c, (size_t)n);
 }
 
 /* got_plain: n bytes of request arrived at buf + len. */
@@ -1278,7 +1459,7 @@ static int shed_one(kcr_server_t *s) {
     int rank;
     if (c->closing || c->job)
       continue;
-    rank = c->busy ? 2 : c->len > 0 ? 1 : 0;
+    rank = c->busy ? 2 : c->len > 0 || c->pending ? 1 : 0;
     if (rank < victim_rank || (rank == victim_rank && c->since < victim->since)) {
       victim = c;
       victim_rank = rank;
@@ -1590,6 +1771,11 @@ int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error
   }
   s->auth = o->metrics_auth;
   s->auth_data = o->metrics_auth_data;
+  s->handler = o->handler;
+  s->handler_data = o->handler_data;
+  s->max_body = o->max_body_bytes ? o->max_body_bytes : (size_t)7 * 1024 * 1024;
+  if (s->max_body > s->max_buffered / 4)
+    s->max_body = s->max_buffered / 4;
   if (o->tls && (rc = tls_setup(s, o, err)) != 0) {
     server_free(s);
     return rc;

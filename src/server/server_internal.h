@@ -23,8 +23,13 @@
  *   head_only     the method is HEAD.
  *   close_after   the connection ends with this answer: HTTP/1.0 without
  *                 keep-alive, "Connection: close", or a request body announced
- *                 (Content-Length other than 0, or Transfer-Encoding), since no
- *                 endpoint reads one.
+ *                 (Content-Length other than 0, or Transfer-Encoding), since the
+ *                 built-in endpoints read none.
+ *   keep_alive    the connection may go on after this request if its body is
+ *                 read (close_after without the body rule).
+ *   content_length  the Content-Length value, -1 when absent, -2 when it is not
+ *                 a plain decimal number (or more than one is given).
+ *   chunked       Transfer-Encoding is present (a body of unknown length).
  */
 typedef struct kcr__http_head {
   char method[16];
@@ -32,6 +37,9 @@ typedef struct kcr__http_head {
   const char *query;
   int head_only;
   int close_after;
+  int keep_alive;
+  long long content_length;
+  int chunked;
 } kcr__http_head;
 
 /*
