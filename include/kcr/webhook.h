@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcr/webhook.h: admission webhooks (src/server/webhook.c), as
+ * controller-runtime's pkg/webhook/admission serves them: an HTTPS server
+ * (kcr/server.h with TLS) whose paths are validating or mutating (defaulting)
+ * handlers. Each POST carries an AdmissionReview (admission.k8s.io/v1); the
+ * handler gets the decoded request (operation, object, old object, user info)
+ * and answers allowed or denied with a message and warnings; a mutating
+ * handler changes the object in place and the answer carries the JSON Patch
+ * (RFC 6902) from the object it got to the one it left. A handler that fails
+ * (returns an error) is answered as a denial with code 500 and its message,
+ * never a dropped connection; so is a review that does not parse (code 400).
+ *
+ * Metrics, on the registry given (controller-runtime's names and labels):
+ *   controller_runtime_webhook_requests_total{webhook, code}  (code: HTTP status)
+ *   controller_runtime_webhook_requests_in_flight{webhook}
+ *   controller_runtime_webhook_latency_seconds{webhook}       (histogram)
+ * where webhook is the path.
+ *
+ * ConversionReview (conversion webhooks) is not served yet.
+ */
+#ifndef KCR_WEBHOOK_H
+#define KCR_WEBHOOK_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kcr/common.h"
+#include "kcr/error.h"
+#include "kcr/loop.h"
+#include "kcr/metrics.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * kcr_admission_request: one AdmissionReview's request, borrowed for the
+ * handler's call. object is the object to admit (NULL for DELETE); a mutating
+ * handler may change it in place (it is the handler's copy). old_object is
+ * set for UPDATE and DELETE. kind and resource are
+ * {"group","version","kind"|"resource"} objects; user_info is
+ * {"username","uid","groups","extra"}; raw is the whole request object.
+ */
+typedef struct kcr_admission_request {
+  const char *uid;
+  const char *operation; /* "CREATE", "UPDATE", "DELETE", "CONNECT" */
+  const char *name;      /* may be "" (generateName) */
+  const char *namespace_name;
+  const char *sub_resource; /* "" without one */
+  bool dry_run;
+  json_t *kind;
+  json_t *resource;
+  json_t *object;
+  json_t *old_object;
+  json_t *user_info;
+  json_t *raw;
+} kcr_admission_request;
+
+/* kcr_admission_response: the handler's answer; starts allowed, no message. */
+typedef struct kcr_admission_response kcr_admission_response;
+
+/* kcr_admission_deny makes the answer a denial (code 403, reason Forbidden)
+ * with a message (printf-style; cut at 1 KiB). */
+KCR_EXTERN void kcr_admission_deny(kcr_admission_response *r, const char *fmt, ...)
+    KCR_PRINTF(2, 3);
+
+/* kcr_admission_warn adds a warning (shown by kubectl; at most 16 kept, each
+ * cut at 256 bytes), allowed or not. */
+KCR_EXTERN void kcr_admission_warn(kcr_admission_response *r, const char *fmt, ...)
+    KCR_PRINTF(2, 3);
+
+/*
+ * kcr_admission_cb: a handler. Returns 0 with its answer in resp, or a negative
+ * kcr_err (err may carry the message): answered as a denial with code 500.
+ * Runs on the webhook server's worker thread, one review at a time.
+ */
+typedef int (*kcr_admission_cb)(void *data, const kcr_admission_request *req,
+                                kcr_admission_response *resp, kcr_error_t *err);
+
+/* kcr_webhook_server_t: opaque. */
+typedef struct kcr_webhook_server kcr_webhook_server_t;
+
+/*
+ * kcr_webhook_server_options: zero-initialise.
+ *   bind_address   e.g. ":9443" (controller-runtime's default port); required.
+ *   cert_dir       the certificate directory, watched (kcr/server.h);
+ *                  NULL: a self-signed in-memory certificate.
+ *   cert_name, key_name  NULL: "tls.crt", "tls.key".
+ *   cert_poll_interval_ns  0: 10 s.
+ *   metrics        registry for the webhook and certwatcher series (borrowed).
+ */
+typedef struct kcr_webhook_server_options {
+  const char *bind_address;
+  const char *cert_dir;
+  const char *cert_name;
+  const char *key_name;
+  int64_t cert_poll_interval_ns;
+  kcr_metrics_registry_t *metrics;
+} kcr_webhook_server_options;
+
+/* kcr_webhook_server_create makes a server that is not listening yet; options
+ * are copied. *out new. Errors: KCR_EINVAL, KCR_ENOMEM. Any thread. */
+KCR_EXTERN int kcr_webhook_server_create(const kcr_webhook_server_options *o,
+                                         kcr_webhook_server_t **out, kcr_error_t *err);
+
+/*
+ * kcr_webhook_server_register_validating / _mutating registers cb(data) for
+ * path (copied; starts with '/', unique), as mgr.GetWebhookServer().Register
+ * does. Only before kcr_webhook_server_start. Errors: KCR_EINVAL (bad path or
+ * started), KCR_EEXIST, KCR_ENOMEM.
+ */
+KCR_EXTERN int kcr_webhook_server_register_validating(kcr_webhook_server_t *ws, const char *path,
+                                                      kcr_admission_cb cb, void *data);
+KCR_EXTERN int kcr_webhook_server_register_mutating(kcr_webhook_server_t *ws, const char *path,
+                                                    kcr_admission_cb cb, void *data);
+
+/* kcr_webhook_server_start binds and serves on loop (borrowed). Errors as
+ * kcr_server_create. Not on the loop thread. */
+KCR_EXTERN int kcr_webhook_server_start(kcr_webhook_server_t *ws, kcr_loop_t *loop,
+                                        kcr_error_t *err);
+
+/* kcr_webhook_server_stop stops serving (no handler runs once it returns). */
+KCR_EXTERN void kcr_webhook_server_stop(kcr_webhook_server_t *ws);
+
+/* kcr_webhook_server_port returns the bound port while serving, else 0. */
+KCR_EXTERN int kcr_webhook_server_port(kcr_webhook_server_t *ws);
+
+/* kcr_webhook_server_destroy stops and frees. NULL is ignored. */
+KCR_EXTERN void kcr_webhook_server_destroy(kcr_webhook_server_t *ws);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KCR_WEBHOOK_H */

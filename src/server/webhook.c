@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * webhook.c: admission webhooks (kcr/webhook.h): AdmissionReview in, the
+ * handler's answer out, with the JSON Patch of a mutating handler and
+ * controller-runtime's webhook metrics.
+ *
+ * DESIGN. The webhook server is a kcr_server with TLS and a handler
+ * (kcr_server_handler_cb), so connections, bodies, timeouts, shedding and the
+ * memory budget are the server's; this file only decodes, dispatches and
+ * encodes, on the server's worker thread. Paths are registered before start in
+ * a fixed table that the worker then only reads. A mutating handler works on
+ * a deep copy of the object; the patch is the difference between the request's
+ * object and that copy (kcr__json_patch_diff): objects key by key (remove,
+ * add, or recurse), anything else replaced whole (an array included: a valid
+ * patch, if not the shortest). Every failure after the path is known becomes
+ * an AdmissionReview answer (allowed false, code 400 for a review that does
+ * not parse, 500 for a handler error), never a dropped connection or an HTTP
+ * error the API server would turn into its own failurePolicy message.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "kcr/base64.h"
+#include "kcr/log.h"
+#include "kcr/server.h"
+#include "kcr/webhook.h"
+#include "server/webhook_internal.h"
+#include "util/alloc.h"
+
+#define MAX_HOOKS 64
+#define MAX_WARNINGS 16
+#define PTR_MAX 4096
+
+struct kcr_admission_response {
+  bool allowed;
+  int code;
+  char message[1024];
+  int nwarn;
+  char warnings[MAX_WARNINGS][256];
+};
+
+typedef struct hook {
+  char *path;
+  int mutating;
+  kcr_admission_cb cb;
+  void *data;
+  kcr_metric_child_t *m_in_flight, *m_latency;
+  kcr_metric_t *m_requests;
+} hook_t;
+
+struct kcr_webhook_server {
+  kcr_webhook_server_options o; /* strings owned */
+  hook_t hooks[MAX_HOOKS];      /* written before start, read by the worker */
+  int nhooks;
+  kcr_server_t *srv;
+};
+
+void kcr_admission_deny(kcr_admission_response *r, const char *fmt, ...) {
+  va_list ap;
+  r->allowed = false;
+  r->code = 403;
+  va_start(ap, fmt);
+  vsnprintf(r->message, sizeof(r->message), fmt, ap);
+  va_end(ap);
+}
+
+void kcr_admission_warn(kcr_admission_response *r, const char *fmt, ...) {
+  va_list ap;
+  if (r->nwarn >= MAX_WARNINGS)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(r->warnings[r->nwarn++], sizeof(r->warnings[0]), fmt, ap);
+  va_end(ap);
+}
+
+/* ---- JSON Patch ---- */
+
+/* ptr_push appends "/" and key (escaped: ~ as ~0, / as ~1) to path[0..*len). */
+static int ptr_push(char *path, size_t *len, const char *key) {
+  size_t n = *len;
+  if (n + 1 >= PTR_MAX)
+    return KCR_ETOOBIG;
+  path[n++] = '/';
+  for (const char *k = key; *k; k++) {
+    if (n + 3 >= PTR_MAX)
+      return KCR_ETOOBIG;
+    if (*k == '~' || *k == '/') {
+      path[n++] = '~';
+      path[n++] = *k == '~' ? '0' : '1';
+    } else {
+      path[n++] = *k;
+    }
+  }
+  path[n] = '\0';
+  *len = n;
+  return 0;
+}
+
+static int add_op(json_t *ops, const char *op, const char *path, json_t *value) {
+  json_t *o = value ? json_pack("{s:s, s:s, s:O}", "op", op, "path", path, "value", value)
+                    : json_pack("{s:s, s:s}", "op", op, "path", path);
+  return o && json_array_append_new(ops, o) == 0 ? 0 : KCR_ENOMEM;
+}
+
+static int diff(json_t *from, json_t *to, char *path, size_t len, json_t *ops) {
+  const char *k;
+  json_t *v;
+  int rc;
+  if (json_equal(from, to))
+    return 0;
+  if (!json_is_object(from) || !json_is_object(to))
+    return add_op(ops, "replace", path, to);
+  json_object_foreach(from, k, v) {
+    size_t l = len;
+    if (json_object_get(to, k))
+      continue;
+    if ((rc = ptr_push(path, &l, k)) != 0 || (rc = add_op(ops, "remove", path, NULL)) != 0)
+      return rc;
+    path[len] = '\0';
+  }
+  json_object_foreach(to, k, v) {
+    json_t *f = json_object_get(from, k);
+    size_t l = len;
+    if ((rc = ptr_push(path, &l, k)) != 0)
+      return rc;
+    rc = f ? diff(f, v, path, l, ops) : add_op(ops, "add", path, v);
+    path[len] = '\0';
+    if (rc != 0)
+      return rc;
+  }
+  return 0;
+}
+
+int kcr__json_patch_diff(json_t *from, json_t *to, json_t **out) {
+  char path[PTR_MAX] = "";
+  json_t *ops = json_array();
+  int rc;
+  *out = NULL;
+  if (!ops)
+    return KCR_ENOMEM;
+  if ((rc = diff(from, to, path, 0, ops)) != 0) {
+    json_decref(ops);
+    return rc;
+  }
+  *out = ops;
+  return 0;
+}
+
+/* ---- the review ---- */
+
+static const char *str_of(json_t *o, const char *key) {
+  const char *s = json_string_value(json_object_get(o, key));
+  return s ? s : "";
+}
+
+/* answer builds the AdmissionReview answer for uid from r (and the patch). */
+static json_t *answer(const char *api_version, const char *uid, const kcr_admission_response *r,
+                      const char *patch_b64) {
+  json_t *resp = json_pack("{s:s, s:b}", "uid", uid, "allowed", r->allowed);
+  json_t *rev;
+  if (!resp)
+    return NULL;
+  if (!r->allowed)
+    json_object_set_new(resp, "status",
+                        json_pack("{s:i, s:s, s:s}", "code", r->code, "message", r->message,
+                                  "reason",
+                                  r->code == 403   ? "Forbidden"
+                                  : r->code == 400 ? "BadRequest"
+                                                   : "InternalError"));
+  if (r->nwarn > 0) {
+    json_t *w = json_array();
+    for (int i = 0; w && i < r->nwarn; i++)
+      json_array_append_new(w, json_string(r->warnings[i]));
+    json_object_set_new(resp, "warnings", w);
+  }
+  if (patch_b64) {
+    json_object_set_new(resp, "patchType", json_string("JSONPatch"));
+    json_object_set_new(resp, "patch", json_string(patch_b64));
+  }
+  rev = json_pack("{s:s, s:s, s:o}", "apiVersion", api_version, "kind", "AdmissionReview",
+                  "response", resp);
+  return rev;
+}
+
+static void errored(kcr_admission_response *r, int code, const char *msg) {
+  r->allowed = false;
+  r->code = code;
+  snprintf(r->message, sizeof(r->message), "%s", msg);
+}
+
+/* review decodes body, runs h and returns the answer (new), or NULL on OOM. */
+static json_t *review(hook_t *h, const char *body, size_t len) {
+  kcr_admission_response r;
+  kcr_admission_request q;
+  json_error_t jerr;
+  json_t *rev = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr), *req, *out, *obj;
+  const char *api = "admission.k8s.io/v1";
+  char *patch_b64 = NULL;
+  kcr_error_t err;
+  int rc;
+
+  memset(&r, 0, sizeof(r));
+  r.allowed = true;
+  req = json_object_get(rev, "request");
+  if (json_is_string(json_object_get(rev, "apiVersion")) &&
+      strcmp(str_of(rev, "apiVersion"), "admission.k8s.io/v1beta1") == 0)
+    api = "admission.k8s.io/v1beta1";
+  if (!rev || !json_is_object(req) || strcmp(str_of(rev, "kind"), "AdmissionReview") != 0 ||
+      !*str_of(req, "uid")) {
+    errored(&r, 400, len == 0 ? "request body is empty" : "the body is not an AdmissionReview");
+    out = answer(api, json_is_object(req) ? str_of(req, "uid") : "", &r, NULL);
+    json_decref(rev);
+    return out;
+  }
+  memset(&q, 0, sizeof(q));
+  q.uid = str_of(req, "uid");
+  q.operation = str_of(req, "operation");
+  q.name = str_of(req, "name");
+  q.namespace_name = str_of(req, "namespace");
+  q.sub_resource = str_of(req, "subResource");
+  q.dry_run = json_is_true(json_object_get(req, "dryRun"));
+  q.kind = json_object_get(req, "kind");
+  q.resource = json_object_get(req, "resource");
+  q.user_info = json_object_get(req, "userInfo");
+  q.raw = req;
+  obj = json_object_get(req, "object");
+  q.object = json_is_object(obj) ? json_deep_copy(obj) : NULL;
+  q.old_object =
+      json_is_object(json_object_get(req, "oldObject")) ? json_object_get(req, "oldObject") : NULL;
+  if (json_is_object(obj) && !q.object) {
+    json_decref(rev);
+    return NULL;
+  }
+  kcr_error_clear(&err);
+  rc = h->cb(h->data, &q, &r, &err);
+  if (rc != 0) {
+    errored(&r, 500, err.message[0] ? err.message : kcr_strerror(rc));
+    kcr_log(KCR_LOG_ERROR, "webhook", "%s: handler failed for %s %s/%s: %s", h->path, q.operation,
+            q.namespace_name, q.name, r.message);
+  } else if (h->mutating && r.allowed && q.object) {
+    json_t *ops = NULL;
+    char *dump = NULL;
+    if ((rc = kcr__json_patch_diff(obj, q.object, &ops)) != 0 ||
+        (json_array_size(ops) > 0 &&
+         (!(dump = json_dumps(ops, JSON_COMPACT)) ||
+          kcr_base64_encode(dump, strlen(dump), &patch_b64, NULL) != 0)))
+      errored(&r, 500, "cannot encode the patch");
+    kcr__free(dump);
+    json_decref(ops);
+  }
+  out = answer(api, q.uid, &r, patch_b64);
+  kcr__free(patch_b64);
+  json_decref(q.object);
+  json_decref(rev);
+  return out;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* on_request: the server's handler (its worker thread). */
+static void on_request(void *data, const kcr_server_request *rq, kcr_server_response *rs) {
+  kcr_webhook_server_t *ws = data;
+  hook_t *h = NULL;
+  json_t *out;
+  char *dump;
+  double t0;
+  for (int i = 0; i < ws->nhooks && !h; i++)
+    if (strcmp(ws->hooks[i].path, rq->path) == 0)
+      h = &ws->hooks[i];
+  if (!h) {
+    rs->status = 404;
+    rs->content_type = "text/plain; charset=utf-8";
+    kcr_buf_appends(&rs->body, "404 page not found\n");
+    return;
+  }
+  if (strcmp(rq->method, "POST") != 0) {
+    rs->status = 405;
+    rs->content_type = "text/plain; charset=utf-8";
+    kcr_buf_appends(&rs->body, "405 method not allowed\n");
+    kcr_metric_inc(kcr_metric_withv(h->m_requests, h->path, "405", NULL));
+    return;
+  }
+  kcr_metric_add(h->m_in_flight, 1);
+  t0 = now_s();
+  out = review(h, rq->body, rq->body_len);
+  dump = out ? json_dumps(out, JSON_COMPACT) : NULL;
+  json_decref(out);
+  if (!dump || kcr_buf_appends(&rs->body, dump) != 0) {
+    kcr_buf_reset(&rs->body);
+    rs->status = 500;
+    rs->content_type = "text/plain; charset=utf-8";
+    kcr_buf_appends(&rs->body, "500 out of memory\n");
+  } else {
+    rs->status = 200;
+  }
+  kcr__free(dump);
+  kcr_metric_observe(h->m_latency, now_s() - t0);
+  kcr_metric_add(h->m_in_flight, -1);
+  kcr_metric_inc(kcr_metric_withv(h->m_requests, h->path, rs->status == 200 ? "200" : "500", NULL));
+}
+
+/* ---- lifecycle ---- */
+
+static char *dup_or_null(const char *s, int *oom) {
+  char *d;
+  if (!s)
+    return NULL;
+  if (!(d = kcr__strdup(s)))
+    *oom = 1;
+  return d;
+}
+
+int kcr_webhook_server_create(const kcr_webhook_server_options *o, kcr_webhook_server_t **out,
+                              kcr_error_t *err) {
+  kcr_webhook_server_t *ws;
+  int oom = 0;
+  *out = NULL;
+  if (!o || !o->bind_address)
+    return kcr_error_set(err, KCR_EINVAL, "webhook: bind_address is required");
+  ws = kcr__calloc(1, sizeof(*ws));
+  if (!ws)
+    return kcr_error_set(err, KCR_ENOMEM, "webhook: out of memory");
+  ws->o = *o;
+  ws->o.bind_address = dup_or_null(o->bind_address, &oom);
+  ws->o.cert_dir = dup_or_null(o->cert_dir, &oom);
+  ws->o.cert_name = dup_or_null(o->cert_name, &oom);
+  ws->o.key_name = dup_or_null(o->key_name, &oom);
+  if (oom) {
+    kcr_webhook_server_destroy(ws);
+    return kcr_error_set(err, KCR_ENOMEM, "webhook: out of memory");
+  }
+  *out = ws;
+  return 0;
+}
+
+static int reg(kcr_webhook_server_t *ws, const char *path, kcr_admission_cb cb, void *data,
+               int mutating) {
+  static const char *const req_labels[] = {"webhook", "code", NULL};
+  static const char *const hook_labels[] = {"webhook", NULL};
+  hook_t *h;
+  kcr_metric_t *m = NULL;
+  if (!ws || !cb || !path || path[0] != '/' || strlen(path) >= 1024 || ws->srv)
+    return KCR_EINVAL;
+  for (int i = 0; i < ws->nhooks; i++)
+    if (strcmp(ws->hooks[i].path, path) == 0)
+      return KCR_EEXIST;
+  if (ws->nhooks >= MAX_HOOKS)
+    return KCR_ETOOBIG;
+  h = &ws->hooks[ws->nhooks];
+  memset(h, 0, sizeof(*h));
+  if (!(h->path = kcr__strdup(path)))
+    return KCR_ENOMEM;
+  h->cb = cb;
+  h->data = data;
+  h->mutating = mutating;
+  if (ws->o.metrics) {
+    if (kcr_metrics_counter(ws->o.metrics, "controller_runtime_webhook_requests_total",
+                            "Total number of admission requests by HTTP status code.", req_labels,
+                            &h->m_requests, NULL) != 0)
+      h->m_requests = NULL;
+    if (kcr_metrics_gauge(ws->o.metrics, "controller_runtime_webhook_requests_in_flight",
+                          "Current number of admission requests being served.", hook_labels, &m,
+                          NULL) == 0)
+      h->m_in_flight = kcr_metric_withv(m, path, NULL);
+    if (kcr_metrics_histogram(ws->o.metrics, "controller_runtime_webhook_latency_seconds",
+                              "Histogram of the latency of processing admission requests",
+                              hook_labels, NULL, 0, &m, NULL) == 0)
+      h->m_latency = kcr_metric_withv(m, path, NULL);
+  }
+  ws->nhooks++;
+  return 0;
+}
+
+int kcr_webhook_server_register_validating(kcr_webhook_server_t *ws, const char *path,
+                                           kcr_admission_cb cb, void *data) {
+  return reg(ws, path, cb, data, 0);
+}
+
+int kcr_webhook_server_register_mutating(kcr_webhook_server_t *ws, const char *path,
+                                         kcr_admission_cb cb, void *data) {
+  return reg(ws, path, cb, data, 1);
+}
+
+int kcr_webhook_server_start(kcr_webhook_server_t *ws, kcr_loop_t *loop, kcr_error_t *err) {
+  kcr_server_options so;
+  if (ws->srv)
+    return kcr_error_set(err, KCR_EINVAL, "webhook: already serving");
+  memset(&so, 0, sizeof(so));
+  so.loop = loop;
+  so.bind_address = ws->o.bind_address;
+  so.tls = 1;
+  so.cert_dir = ws->o.cert_dir;
+  so.cert_name = ws->o.cert_name;
+  so.key_name = ws->o.key_name;
+  so.cert_poll_interval_ns = ws->o.cert_poll_interval_ns;
+  so.cert_metrics = ws->o.metrics;
+  so.handler = on_request;
+  so.handler_data = ws;
+  return kcr_server_create(&so, &ws->srv, err);
+}
+
+void kcr_webhook_server_stop(kcr_webhook_server_t *ws) {
+  if (!ws)
+    return;
+  kcr_server_destroy(ws->srv);
+  ws->srv = NULL;
+}
+
+int kcr_webhook_server_port(kcr_webhook_server_t *ws) {
+  return ws && ws->srv ? kcr_server_port(ws->srv) : 0;
+}
+
+void kcr_webhook_server_destroy(kcr_webhook_server_t *ws) {
+  if (!ws)
+    return;
+  kcr_webhook_server_stop(ws);
+  for (int i = 0; i < ws->nhooks; i++)
+    kcr__free(ws->hooks[i].path);
+  kcr__free((char *)ws->o.bind_address);
+  kcr__free((char *)ws->o.cert_dir);
+  kcr__free((char *)ws->o.cert_name);
+  kcr__free((char *)ws->o.key_name);
+  kcr__free(ws);
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * webhook_internal.h: the webhook layer's JSON Patch diff, exposed for its
+ * tests. A pure function of its arguments, safe on any thread.
+ */
+#ifndef KCR_WEBHOOK_INTERNAL_H
+#define KCR_WEBHOOK_INTERNAL_H
+
+#include <jansson.h>
+
+/*
+ * kcr__json_patch_diff computes an RFC 6902 patch that turns from into to
+ * (both borrowed): for objects, "remove" for keys gone, "add" for new keys and
+ * the patch of each changed value; any other changed value (arrays included)
+ * one "replace". *out: a new array (empty when equal). 0, KCR_ENOMEM, or
+ * KCR_ETOOBIG for a JSON pointer over 4 KiB.
+ */
+int kcr__json_patch_diff(json_t *from, json_t *to, json_t **out);
+
+#endif /* KCR_WEBHOOK_INTERNAL_H */
