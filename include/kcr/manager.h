@@ -40,6 +40,7 @@
 #include "kcr/discovery.h"
 #include "kcr/error.h"
 #include "kcr/metrics.h"
+#include "kcr/webhook.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -272,6 +273,13 @@ KCR_EXTERN kcr_metrics_registry_t *kcr_manager_metrics(kcr_manager_t *m);
  *                              certificate made in memory.
  *   metrics_cert_name, metrics_cert_key  file names in it; NULL: "tls.crt",
  *                              "tls.key".
+ *   webhook_bind_address       the admission webhook server (HTTPS; kcr/webhook.h),
+ *                              e.g. ":9443" (controller-runtime's port); NULL, ""
+ *                              or "0": none. Register handlers on
+ *                              kcr_manager_webhook_server before kcr_manager_run.
+ *   webhook_cert_dir, webhook_cert_name, webhook_cert_key  as for metrics
+ *                              (kubebuilder's --webhook-cert-path/-name/-key);
+ *                              NULL dir: a self-signed certificate.
  */
 typedef struct kcr_manager_serving_options {
   const char *metrics_bind_address;
@@ -287,6 +295,10 @@ typedef struct kcr_manager_serving_options {
   const char *metrics_cert_dir;
   const char *metrics_cert_name;
   const char *metrics_cert_key;
+  const char *webhook_bind_address;
+  const char *webhook_cert_dir;
+  const char *webhook_cert_name;
+  const char *webhook_cert_key;
 } kcr_manager_serving_options;
 
 /*
@@ -310,6 +322,17 @@ KCR_EXTERN int kcr_manager_serve(kcr_manager_t *m, const kcr_manager_serving_opt
  */
 KCR_EXTERN int kcr_manager_metrics_port(kcr_manager_t *m);
 KCR_EXTERN int kcr_manager_probe_port(kcr_manager_t *m);
+
+/*
+ * kcr_manager_webhook_server returns the manager's webhook server (borrowed,
+ * lives as long as m), as mgr.GetWebhookServer(): register handlers on it
+ * before kcr_manager_run; it serves with the metrics and probes servers, its
+ * series on the manager's registry. NULL unless kcr_manager_serve was given a
+ * webhook_bind_address. kcr_manager_webhook_port: its bound port once serving,
+ * else 0. Any thread.
+ */
+KCR_EXTERN kcr_webhook_server_t *kcr_manager_webhook_server(kcr_manager_t *m);
+KCR_EXTERN int kcr_manager_webhook_port(kcr_manager_t *m);
 
 #ifdef __cplusplus
 }

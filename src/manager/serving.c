@@ -8,6 +8,9 @@
  *   serves the manager's registry, on which the client, the controllers, their
  *   queues and the elector registered their own series; nothing here converts
  *   anything into metrics.
+ * - Webhooks (webhook_bind_address): the kcr_webhook_server_t exists from
+ *   kcr_manager_serve on, so handlers can be registered before run; it starts
+ *   and stops with the other servers and is freed with the state.
  * - Secure metrics (metrics_secure): the metrics server speaks HTTPS and its
  *   auth hook is a kcr_auth_t over the manager's REST client, made when the
  *   servers start and freed after the metrics server is gone (the hook runs on
@@ -32,6 +35,7 @@
 #include "kcr/log.h"
 #include "kcr/manager.h"
 #include "kcr/server.h"
+#include "kcr/webhook.h"
 #include "manager/manager_internal.h"
 #include "util/alloc.h"
 
@@ -40,7 +44,8 @@ typedef struct serving {
   char *metrics_addr, *probe_addr;
   bool metrics_secure;
   char *cert_dir, *cert_name, *cert_key;
-  kcr_auth_t *auth; /* between server start and stop, with metrics_secure */
+  kcr_auth_t *auth;               /* between server start and stop, with metrics_secure */
+  kcr_webhook_server_t *webhooks; /* from kcr_manager_serve, with a webhook address */
   kcr_leader_election_options le_opts;
   char *lease_name, *lease_ns;
   bool leader_elect;
@@ -112,9 +117,16 @@ static int on_servers_start(void *data, kcr_error_t *err) {
     kcr_log(KCR_LOG_INFO, "manager", "serving health probes on port %d",
             kcr_server_port(s->probes));
   }
+  if (s->webhooks) {
+    if ((rc = kcr_webhook_server_start(s->webhooks, loop, err)) != 0)
+      goto fail;
+    kcr_log(KCR_LOG_INFO, "manager", "serving webhooks on port %d",
+            kcr_webhook_server_port(s->webhooks));
+  }
   return 0;
 
 fail:
+  kcr_webhook_server_stop(s->webhooks);
   kcr_server_destroy(s->metrics);
   kcr_server_destroy(s->probes);
   kcr_auth_destroy(s->auth);
@@ -126,6 +138,7 @@ fail:
 
 static void on_servers_stop(void *data) {
   serving_t *s = data;
+  kcr_webhook_server_stop(s->webhooks);
   kcr_server_destroy(s->probes);
   kcr_server_destroy(s->metrics);
   kcr_auth_destroy(s->auth); /* its hook ran on the metrics server's worker */
@@ -207,6 +220,7 @@ static void serving_free(void *serving) {
   if (!s)
     return;
   on_servers_stop(s);
+  kcr_webhook_server_destroy(s->webhooks);
   on_elector_stop(s);
   atomic_store(&s->le_live, NULL);
   kcr_leader_election_destroy(s->le);
@@ -255,6 +269,19 @@ int kcr_manager_serve(kcr_manager_t *m, const kcr_manager_serving_options *o, kc
   s->cert_name = dup_opt(o->metrics_cert_name, &oom);
   s->cert_key = dup_opt(o->metrics_cert_key, &oom);
   s->metrics_secure = o->metrics_secure;
+  if (!oom && !off(o->webhook_bind_address)) {
+    kcr_webhook_server_options wo;
+    memset(&wo, 0, sizeof(wo));
+    wo.bind_address = o->webhook_bind_address;
+    wo.cert_dir = o->webhook_cert_dir;
+    wo.cert_name = o->webhook_cert_name;
+    wo.key_name = o->webhook_cert_key;
+    wo.metrics = kcr_manager_metrics(m);
+    if ((rc = kcr_webhook_server_create(&wo, &s->webhooks, err)) != 0) {
+      serving_free(s);
+      return rc;
+    }
+  }
   if (oom) {
     serving_free(s);
     return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
@@ -298,6 +325,16 @@ int kcr_manager_serve(kcr_manager_t *m, const kcr_manager_serving_options *o, kc
 int kcr_manager_metrics_port(kcr_manager_t *m) {
   serving_t *s = kcr__manager_serving(m);
   return s && s->metrics ? kcr_server_port(s->metrics) : 0;
+}
+
+kcr_webhook_server_t *kcr_manager_webhook_server(kcr_manager_t *m) {
+  serving_t *s = kcr__manager_serving(m);
+  return s ? s->webhooks : NULL;
+}
+
+int kcr_manager_webhook_port(kcr_manager_t *m) {
+  serving_t *s = kcr__manager_serving(m);
+  return s ? kcr_webhook_server_port(s->webhooks) : 0;
 }
 
 int kcr_manager_probe_port(kcr_manager_t *m) {

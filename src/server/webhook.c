@@ -18,6 +18,7 @@
  * error the API server would turn into its own failurePolicy message.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -54,7 +55,7 @@ struct kcr_webhook_server {
   kcr_webhook_server_options o; /* strings owned */
   hook_t hooks[MAX_HOOKS];      /* written before start, read by the worker */
   int nhooks;
-  kcr_server_t *srv;
+  _Atomic(kcr_server_t *) srv; /* set by start, cleared by stop; read by any thread */
 };
 
 void kcr_admission_deny(kcr_admission_response *r, const char *fmt, ...) {
@@ -345,7 +346,7 @@ static int reg(kcr_webhook_server_t *ws, const char *path, kcr_admission_cb cb, 
   static const char *const hook_labels[] = {"webhook", NULL};
   hook_t *h;
   kcr_metric_t *m = NULL;
-  if (!ws || !cb || !path || path[0] != '/' || strlen(path) >= 1024 || ws->srv)
+  if (!ws || !cb || !path || path[0] != '/' || strlen(path) >= 1024 || atomic_load(&ws->srv))
     return KCR_EINVAL;
   for (int i = 0; i < ws->nhooks; i++)
     if (strcmp(ws->hooks[i].path, path) == 0)
@@ -389,7 +390,9 @@ int kcr_webhook_server_register_mutating(kcr_webhook_server_t *ws, const char *p
 
 int kcr_webhook_server_start(kcr_webhook_server_t *ws, kcr_loop_t *loop, kcr_error_t *err) {
   kcr_server_options so;
-  if (ws->srv)
+  kcr_server_t *srv = NULL;
+  int rc;
+  if (atomic_load(&ws->srv))
     return kcr_error_set(err, KCR_EINVAL, "webhook: already serving");
   memset(&so, 0, sizeof(so));
   so.loop = loop;
@@ -402,18 +405,20 @@ int kcr_webhook_server_start(kcr_webhook_server_t *ws, kcr_loop_t *loop, kcr_err
   so.cert_metrics = ws->o.metrics;
   so.handler = on_request;
   so.handler_data = ws;
-  return kcr_server_create(&so, &ws->srv, err);
+  rc = kcr_server_create(&so, &srv, err);
+  atomic_store(&ws->srv, srv);
+  return rc;
 }
 
 void kcr_webhook_server_stop(kcr_webhook_server_t *ws) {
   if (!ws)
     return;
-  kcr_server_destroy(ws->srv);
-  ws->srv = NULL;
+  kcr_server_destroy(atomic_exchange(&ws->srv, NULL));
 }
 
 int kcr_webhook_server_port(kcr_webhook_server_t *ws) {
-  return ws && ws->srv ? kcr_server_port(ws->srv) : 0;
+  kcr_server_t *srv = ws ? atomic_load(&ws->srv) : NULL;
+  return srv ? kcr_server_port(srv) : 0;
 }
 
 void kcr_webhook_server_destroy(kcr_webhook_server_t *ws) {
