@@ -191,8 +191,8 @@ static void errored(kcr_admission_response *r, int code, const char *msg) {
   snprintf(r->message, sizeof(r->message), "%s", msg);
 }
 
-/* review decodes body, runs h and returns the answer (new), or NULL on OOM. */
-static json_t *review(hook_t *h, const char *body, size_t len) {
+json_t *kcr__admission_review(const char *body, size_t len, kcr_admission_cb cb, void *data,
+                              int mutating, const char *name) {
   kcr_admission_response r;
   kcr_admission_request q;
   json_error_t jerr;
@@ -235,12 +235,12 @@ static json_t *review(hook_t *h, const char *body, size_t len) {
     return NULL;
   }
   kcr_error_clear(&err);
-  rc = h->cb(h->data, &q, &r, &err);
+  rc = cb(data, &q, &r, &err);
   if (rc != 0) {
     errored(&r, 500, err.message[0] ? err.message : kcr_strerror(rc));
-    kcr_log(KCR_LOG_ERROR, "webhook", "%s: handler failed for %s %s/%s: %s", h->path, q.operation,
+    kcr_log(KCR_LOG_ERROR, "webhook", "%s: handler failed for %s %s/%s: %s", name, q.operation,
             q.namespace_name, q.name, r.message);
-  } else if (h->mutating && r.allowed && q.object) {
+  } else if (mutating && r.allowed && q.object) {
     json_t *ops = NULL;
     char *dump = NULL;
     if ((rc = kcr__json_patch_diff(obj, q.object, &ops)) != 0 ||
@@ -289,7 +289,7 @@ static void on_request(void *data, const kcr_server_request *rq, kcr_server_resp
   }
   kcr_metric_add(h->m_in_flight, 1);
   t0 = now_s();
-  out = review(h, rq->body, rq->body_len);
+  out = kcr__admission_review(rq->body, rq->body_len, h->cb, h->data, h->mutating, h->path);
   dump = out ? json_dumps(out, JSON_COMPACT) : NULL;
   json_decref(out);
   if (!dump || kcr_buf_appends(&rs->body, dump) != 0) {

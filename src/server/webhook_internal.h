@@ -8,6 +8,8 @@
 
 #include <jansson.h>
 
+#include "kcr/webhook.h"
+
 /*
  * kcr__json_patch_diff computes an RFC 6902 patch that turns from into to
  * (both borrowed): for objects, "remove" for keys gone, "add" for new keys and
@@ -16,5 +18,15 @@
  * KCR_ETOOBIG for a JSON pointer over 4 KiB.
  */
 int kcr__json_patch_diff(json_t *from, json_t *to, json_t **out);
+
+/*
+ * kcr__admission_review decodes an AdmissionReview from body[0..len), runs cb
+ * (a mutating one when mutating: the answer then carries the JSON Patch) and
+ * returns the AdmissionReview answer (new; a denial with code 400 for a body
+ * that is not a review), or NULL when memory ran out. name is for logs. On
+ * the calling thread (the server's worker); the fuzz target calls it directly.
+ */
+json_t *kcr__admission_review(const char *body, size_t len, kcr_admission_cb cb, void *data,
+                              int mutating, const char *name);
 
 #endif /* KCR_WEBHOOK_INTERNAL_H */
