@@ -243,7 +243,7 @@ json_t *kcr__admission_review(const char *body, size_t len, kcr_admission_cb cb,
   } else if (mutating && r.allowed && q.object) {
     json_t *ops = NULL;
     char *dump = NULL;
-    if ((rc = kcr__json_patch_diff(obj, q.object, &ops)) != 0 ||
+    if (kcr__json_patch_diff(obj, q.object, &ops) != 0 ||
         (json_array_size(ops) > 0 &&
          (!(dump = json_dumps(ops, JSON_COMPACT)) ||
           kcr_base64_encode(dump, strlen(dump), &patch_b64, NULL) != 0)))

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kcr/clock.h"
 #include "kcr/loop.h"
 #include "kcr/server.h"
 #include "server/server_internal.h"
@@ -292,7 +293,7 @@ static void test_server_tls_reload(void **state) {
   assert_non_null(mkdtemp(dir));
   write_pair(dir, "first");
   o.cert_dir = dir;
-  o.cert_poll_interval_ns = 50 * 1000 * 1000;
+  o.cert_poll_interval_ns = 50 * KCR_NSEC_PER_MSEC;
   f = start(&o);
   assert_true(counter(f->reg, "certwatcher_read_certificate_total") == 1);
   assert_true(counter(f->reg, "certwatcher_read_certificate_errors_total") == 0);
@@ -388,7 +389,7 @@ static void test_server_tls_large_reply_keep_alive(void **state) {
     assert_non_null(cl);
     assert_int_equal(strlen(body), strtoul(cl + 16, NULL, 10));
     if (i != 1) {
-      assert_true(strlen(body) > 150 * 1024); /* several TLS segments */
+      assert_true(strlen(body) > (size_t)150 * 1024); /* several TLS segments */
       assert_non_null(strstr(body, "series-with-a-rather-long-label-value-002999"));
     } else {
       assert_string_equal(body, "ok");
@@ -410,7 +411,7 @@ static void test_server_tls_garbage_and_stalled_handshake(void **state) {
   ssize_t n;
   int64_t t0;
   (void)state;
-  o.header_timeout_ns = 300 * 1000 * 1000;
+  o.header_timeout_ns = 300 * KCR_NSEC_PER_MSEC;
   f = start(&o);
   fd = dial(f->port);
   memset(buf, 0x16, sizeof(buf)); /* looks like a handshake record, is not */

@@ -149,7 +149,7 @@ static char *tcli_response(tcli *t, int *status) {
     len += (size_t)n;
   }
   buf[len] = '\0';
-  *status = strncmp(buf, "HTTP/1.1 ", 9) == 0 ? atoi(buf + 9) : 0;
+  *status = strncmp(buf, "HTTP/1.1 ", 9) == 0 ? (int)strtol(buf + 9, NULL, 10) : 0;
   he = strstr(buf, "\r\n\r\n");
   body = strdup(he ? he + 4 : "");
   free(buf);
