@@ -447,6 +447,36 @@ static void test_server_tls_garbage_and_stalled_handshake(void **state) {
   stop(f);
 }
 
+/* 1000 connections that never finish a handshake (half of them send a
+ * partial ClientHello): the server sheds them to stay within its connection
+ * cap and memory budget, and a real client is still served. */
+static void test_server_tls_connection_flood(void **state) {
+  enum { N = 1000 };
+  kcr_server_options o = {0};
+  fixture_t *f;
+  kcr_server_stats st;
+  static int fds[N];
+  char *r;
+  (void)state;
+  f = start(&o);
+  for (int i = 0; i < N; i++) {
+    fds[i] = dial(f->port);
+    if (i % 2) /* a record header promising more than is sent */
+      (void)write(fds[i], "\x16\x03\x01\x02\x00\x01", 6);
+  }
+  r = tls_get(f->port, "/healthz", NULL, NULL, 0);
+  assert_non_null(strstr(r, "200 OK"));
+  free(r);
+  kcr_server_get_stats(f->srv, &st);
+  assert_true(st.shed + st.rejected >= N - 64);
+  assert_true(st.bytes_held_peak <= 16 * 1024 * 1024);
+  print_message("flood: shed %llu, rejected %llu, peak held %zu bytes\n",
+                (unsigned long long)st.shed, (unsigned long long)st.rejected, st.bytes_held_peak);
+  for (int i = 0; i < N; i++)
+    close(fds[i]);
+  stop(f);
+}
+
 /* The auth hook: its answers become the status; it runs off the loop. */
 typedef struct authrec {
   kcr_loop_t *loop;
@@ -526,6 +556,7 @@ int main(void) {
       cmocka_unit_test(test_server_tls_large_reply_keep_alive),
       cmocka_unit_test(test_server_tls_garbage_and_stalled_handshake),
       cmocka_unit_test(test_server_tls_metrics_auth),
+      cmocka_unit_test(test_server_tls_connection_flood),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
