@@ -450,7 +450,10 @@ static void test_server_tls_garbage_and_stalled_handshake(void **state) {
 
 /* 1000 connections that never finish a handshake (half of them send a
  * partial ClientHello): the server sheds them to stay within its connection
- * cap and memory budget, and a real client is still served. */
+ * cap and memory budget, and a real client is still served. While a burst is
+ * being shed, the closing connections stay charged until their close
+ * callbacks run, so a client arriving in that moment may be refused (counted
+ * in rejected); like any client it tries again, and is served. */
 static void test_server_tls_connection_flood(void **state) {
   enum { N = 1000 };
   kcr_server_options o = {0};
@@ -465,7 +468,14 @@ static void test_server_tls_connection_flood(void **state) {
     if (i % 2) /* a record header promising more than is sent */
       (void)write(fds[i], "\x16\x03\x01\x02\x00\x01", 6);
   }
-  r = tls_get(f->port, "/healthz", NULL, NULL, 0);
+  r = NULL;
+  for (int attempt = 0; attempt < 20; attempt++) {
+    free(r);
+    r = tls_get(f->port, "/healthz", NULL, NULL, 0);
+    if (strstr(r, "200 OK"))
+      break;
+    usleep(50 * 1000);
+  }
   assert_non_null(strstr(r, "200 OK"));
   free(r);
   kcr_server_get_stats(f->srv, &st);
