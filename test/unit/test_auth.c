@@ -99,7 +99,7 @@ static fixture *start(size_t cache_size) {
   assert_int_equal(kcr_rest_config_from_kubeconfig(f->kubeconfig, NULL, NULL, &f->config, &err), 0);
   co.config = f->config;
   assert_int_equal(kcr_client_create(&co, &f->client, &err), 0);
-  assert_int_equal(kcr_fake_clock_create(1000 * KCR_NSEC_PER_SEC, wall, &f->clock), 0);
+  assert_int_equal(kcr_fake_clock_create(1000 * KCR_NSEC_PER_SEC, wall, &f->clock, NULL), 0);
   ao.client = f->client;
   ao.clock = f->clock;
   ao.cache_size = cache_size;

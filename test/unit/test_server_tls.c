@@ -162,7 +162,7 @@ static fixture_t *start(kcr_server_options *o) {
   kcr_error_t err = {0};
   assert_int_equal(kcr_loop_create(&f->loop, NULL), 0);
   assert_int_equal(kcr_loop_start(f->loop, NULL), 0);
-  assert_int_equal(kcr_metrics_registry_create(&f->reg), 0);
+  assert_int_equal(kcr_metrics_registry_create(&f->reg, NULL), 0);
   o->loop = f->loop;
   o->metrics = f->reg;
   o->probes = 1;
@@ -358,7 +358,7 @@ static void test_server_tls_bad_dir_fails_create(void **state) {
   (void)state;
   assert_int_equal(kcr_loop_create(&loop, NULL), 0);
   assert_int_equal(kcr_loop_start(loop, NULL), 0);
-  assert_int_equal(kcr_metrics_registry_create(&reg), 0);
+  assert_int_equal(kcr_metrics_registry_create(&reg, NULL), 0);
   o.loop = loop;
   o.metrics = reg;
   o.bind_address = "127.0.0.1:0";

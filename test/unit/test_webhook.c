@@ -216,7 +216,7 @@ static fixture_t *start(void) {
   kcr_error_t err = {0};
   assert_int_equal(kcr_loop_create(&f->loop, NULL), 0);
   assert_int_equal(kcr_loop_start(f->loop, NULL), 0);
-  assert_int_equal(kcr_metrics_registry_create(&f->reg), 0);
+  assert_int_equal(kcr_metrics_registry_create(&f->reg, NULL), 0);
   o.bind_address = "127.0.0.1:0";
   o.metrics = f->reg;
   assert_int_equal(kcr_webhook_server_create(&o, &f->ws, &err), 0);
