@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # run.sh BUILD_DIR: install the kcr build in BUILD_DIR into a fresh prefix, check
-# the installed files, then build and run test/consumer against that copy through
-# pkg-config and through find_package(kcr), with the shared and static library.
+# the installed files, then build and run two programs against that copy, each
+# four ways (pkg-config and find_package(kcr), shared and static library):
+#   - test/consumer/main.c, a small program over the public headers;
+#   - examples/configmap-mirror (main.c + mirror.c), a real operator that calls
+#     json_* itself, so it links only when the package carries jansson.
+# run.sh --prefix PREFIX: the same checks on a tree already installed there
+# (test/deb/run.sh uses it on the Debian packages unpacked into a temporary root).
 set -euo pipefail
-build=$1
 here=$(cd "$(dirname "$0")" && pwd)
+example=$(cd "$here/../../examples/configmap-mirror" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-prefix=$work/prefix
+if [ "$1" = "--prefix" ]; then
+  prefix=$2
+else
+  prefix=$work/prefix
+  cmake --install "$1" --prefix "$prefix" >/dev/null
+fi
 
-cmake --install "$build" --prefix "$prefix" >/dev/null
 libdir=$(find "$prefix" -name 'libkcr.a' -printf '%h\n' | head -n 1)
+[ -n "$libdir" ] || { echo "no libkcr.a under $prefix"; exit 1; }
 for f in include/kcr/kcr.h include/kcr/error.h; do
   [ -f "$prefix/$f" ] || { echo "missing $f"; exit 1; }
 done
@@ -19,21 +29,60 @@ for f in libkcr.a libkcr.so pkgconfig/kcr.pc cmake/kcr/kcrConfig.cmake cmake/kcr
   [ -e "$libdir/$f" ] || { echo "missing $libdir/$f"; exit 1; }
 done
 
+# check_consumer BIN: the small consumer prints the version and a parsed time.
+check_consumer() {
+  "$@" | grep -q '^kcr 0\.1\.0: 2024-05-06T07:08:09\.500000Z$'
+}
+# check_mirror BIN: the operator starts, loads its configuration and, with no
+# cluster (a kubeconfig that does not exist), stops with a clear error and exit 1.
+check_mirror() {
+  local out rc=0
+  out=$("$@" --kubeconfig "$work/no-such-kubeconfig" 2>&1) || rc=$?
+  [ "$rc" -eq 1 ] || { echo "configmap-mirror exited $rc: $out"; exit 1; }
+  case $out in
+    configmap-mirror:*no-such-kubeconfig*) ;;
+    *) echo "configmap-mirror said: $out"; exit 1 ;;
+  esac
+}
+# not_dynamic BIN: a static build must not need libkcr.so.
+not_dynamic() {
+  if ldd "$1" | grep -q libkcr; then echo "$1 links libkcr.so"; exit 1; fi
+}
+
 export PKG_CONFIG_PATH=$libdir/pkgconfig
+# The documented recipe, unchanged: Requires: jansson brings -ljansson.
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Werror -o "$work/pc_shared" "$here/main.c" $(pkg-config --cflags --libs kcr)
-LD_LIBRARY_PATH=$libdir "$work/pc_shared" | grep -q '^kcr 0\.1\.0: 2024-05-06T07:08:09\.500000Z$'
 # shellcheck disable=SC2046
-# libkcr.a with its dependencies' shared libraries (pkg-config --static would ask
-# for static libcurl and all of its optional dependencies).
+cc -std=c11 -Wall -Werror -o "$work/pc_mirror_shared" -I"$example" "$example/main.c" \
+  "$example/mirror.c" $(pkg-config --cflags --libs kcr)
+LD_LIBRARY_PATH=$libdir check_consumer "$work/pc_shared"
+LD_LIBRARY_PATH=$libdir check_mirror "$work/pc_mirror_shared"
+# Static: libkcr.a, then its public and private dependencies as shared
+# libraries (`pkg-config --static` would ask for static libcurl and all of its
+# optional dependencies), without -lkcr (which would pick libkcr.so).
+# shellcheck disable=SC2046
+static_libs="$(pkg-config --libs-only-l $(pkg-config --print-requires kcr) \
+  $(pkg-config --print-requires-private kcr)) -lpthread -lm"
+# shellcheck disable=SC2046,SC2086
 cc -std=c11 -Wall -Werror -o "$work/pc_static" "$here/main.c" $(pkg-config --cflags kcr) \
-  "$libdir/libkcr.a" $(pkg-config --libs $(pkg-config --print-requires-private kcr)) -lpthread
-"$work/pc_static" | grep -q '2024-05-06T07:08:09\.500000Z'
-if ldd "$work/pc_static" | grep -q libkcr; then echo "static consumer links libkcr.so"; exit 1; fi
-echo "pkg-config consumers: ok"
+  "$libdir/libkcr.a" $static_libs
+# shellcheck disable=SC2046,SC2086
+cc -std=c11 -Wall -Werror -o "$work/pc_mirror_static" -I"$example" "$example/main.c" \
+  "$example/mirror.c" $(pkg-config --cflags kcr) "$libdir/libkcr.a" $static_libs
+check_consumer "$work/pc_static"
+check_mirror "$work/pc_mirror_static"
+not_dynamic "$work/pc_static"
+not_dynamic "$work/pc_mirror_static"
+echo "pkg-config consumers (shared, static): ok"
 
-cmake -S "$here" -B "$work/cm" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake -S "$here" -B "$work/cm" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+  -DKCR_EXAMPLE_DIR="$example" >/dev/null
 cmake --build "$work/cm" >/dev/null
-LD_LIBRARY_PATH=$libdir "$work/cm/consumer_shared" | grep -q '2024-05-06T07:08:09\.500000Z'
-"$work/cm/consumer_static" | grep -q '2024-05-06T07:08:09\.500000Z'
-echo "find_package consumers: ok"
+LD_LIBRARY_PATH=$libdir check_consumer "$work/cm/consumer_shared"
+LD_LIBRARY_PATH=$libdir check_mirror "$work/cm/mirror_shared"
+check_consumer "$work/cm/consumer_static"
+check_mirror "$work/cm/mirror_static"
+not_dynamic "$work/cm/consumer_static"
+not_dynamic "$work/cm/mirror_static"
+echo "find_package consumers (shared, static): ok"
