@@ -574,6 +574,41 @@ static void active(kcr_controller_t *c, int d) {
   kcr_metric_add(c->m_active, d);
 }
 
+/* ctx_init makes ctx a fresh context of c for ns/name (borrowed). */
+static void ctx_init(kcr_reconcile_ctx_t *ctx, kcr_controller_t *c, const char *ns,
+                     const char *name) {
+  memset(ctx, 0, sizeof(*ctx));
+  ctx->c = c;
+  ctx->ns = ns;
+  ctx->name = name;
+  ctx->client = c->client;
+  ctx->client.cancel = c->cancel;
+  if (!ctx->client.field_manager)
+    ctx->client.field_manager = c->name; /* as controller-runtime's manager names its applies */
+  if (kcr_uuid_v4(ctx->id) != 0)
+    snprintf(ctx->id, sizeof(ctx->id), "%s", "00000000-0000-0000-0000-000000000000");
+}
+
+kcr_reconcile_ctx_t *kcr__reconcile_ctx_create(kcr_controller_t *c, const char *ns,
+                                               const char *name) {
+  kcr_reconcile_ctx_t *ctx = kcr__malloc(sizeof(*ctx));
+  if (ctx)
+    ctx_init(ctx, c, ns, name);
+  return ctx;
+}
+
+void kcr__reconcile_ctx_reset(kcr_reconcile_ctx_t *ctx) {
+  ctx_init(ctx, ctx->c, ctx->ns, ctx->name);
+}
+
+bool kcr__reconcile_ctx_terminal(const kcr_reconcile_ctx_t *ctx) {
+  return ctx->terminal;
+}
+
+void kcr__reconcile_ctx_destroy(kcr_reconcile_ctx_t *ctx) {
+  kcr__free(ctx);
+}
+
 static void reconcile_key(kcr_controller_t *c, const char *key) {
   kcr_reconcile_ctx_t ctx;
   kcr_reconcile_request req;
@@ -590,16 +625,7 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
   }
   memcpy(ns, key, nslen);
   ns[nslen] = '\0';
-  memset(&ctx, 0, sizeof(ctx));
-  ctx.c = c;
-  ctx.ns = ns;
-  ctx.name = name;
-  ctx.client = c->client;
-  ctx.client.cancel = c->cancel;
-  if (!ctx.client.field_manager)
-    ctx.client.field_manager = c->name; /* as controller-runtime's manager names its applies */
-  if (kcr_uuid_v4(ctx.id) != 0)
-    snprintf(ctx.id, sizeof(ctx.id), "%s", "00000000-0000-0000-0000-000000000000");
+  ctx_init(&ctx, c, ns, name);
   req.ns = ns;
   req.name = name;
   memset(&res, 0, sizeof(res));

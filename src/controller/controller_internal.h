@@ -46,4 +46,22 @@ typedef bool (*kcr__controller_gate_fn)(void *data);
  */
 void kcr__controller_set_gate(kcr_controller_t *c, kcr__controller_gate_fn gate, void *data);
 
+/*
+ * kcr__reconcile_ctx_create makes a reconcile context of c for ns/name (both
+ * borrowed: they must outlive the context), as a worker makes one for a key:
+ * c's client with c's cancellation token and field manager, a fresh id. For the
+ * testing kit (kcr/testing.h). NULL when out of memory.
+ */
+kcr_reconcile_ctx_t *kcr__reconcile_ctx_create(kcr_controller_t *c, const char *ns,
+                                               const char *name);
+
+/* kcr__reconcile_ctx_reset clears ctx's error record and terminal mark, with a new id. */
+void kcr__reconcile_ctx_reset(kcr_reconcile_ctx_t *ctx);
+
+/* kcr__reconcile_ctx_terminal tells whether the reconciler called kcr_reconcile_terminal. */
+bool kcr__reconcile_ctx_terminal(const kcr_reconcile_ctx_t *ctx);
+
+/* kcr__reconcile_ctx_destroy frees a context made by kcr__reconcile_ctx_create. */
+void kcr__reconcile_ctx_destroy(kcr_reconcile_ctx_t *ctx);
+
 #endif /* KCR_CONTROLLER_INTERNAL_H */

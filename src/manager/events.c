@@ -29,6 +29,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -39,6 +40,7 @@
 #include "kcr/log.h"
 #include "kcr/rand.h"
 #include "kcr/time.h"
+#include "manager/events_internal.h"
 #include "util/alloc.h"
 #include "util/hmap.h"
 
@@ -91,6 +93,12 @@ struct kcr_event_recorder {
   int stop;                       /* protected by mu */
   kcr_event_recorder_stats stats; /* protected by mu */
   pthread_t thread;
+  bool has_thread; /* immutable: false for a sink recorder */
+
+  /* immutable; set: every valid call goes to sink, nothing is sent (testing kit) */
+  kcr__event_sink_fn sink;
+  void (*sink_free)(void *data);
+  void *sink_data;
 };
 
 static void entry_free(entry_t *e) {
@@ -185,6 +193,12 @@ static int record_note(kcr_event_recorder_t *r, const kcr_object_ref *ref, const
       (strcmp(type, KCR_EVENT_NORMAL) != 0 && strcmp(type, KCR_EVENT_WARNING) != 0) || !reason ||
       !*reason || !action || !*action)
     return KCR_EINVAL;
+  if (r->sink) {
+    pthread_mutex_lock(&r->mu);
+    r->stats.recorded++;
+    pthread_mutex_unlock(&r->mu);
+    return r->sink(r->sink_data, ref, type, reason, action, note);
+  }
   snprintf(objkey, sizeof(objkey), "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", r->controller,
            nz(ref->api_version), ref->kind, nz(ref->namespace_), ref->name, nz(ref->uid));
   snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%s\x1f%s", objkey, type, reason, action, note);
@@ -472,8 +486,38 @@ int kcr_event_recorder_create(const kcr_event_recorder_options *o, kcr_event_rec
     kcr__free(r);
     return kcr_error_set(err, KCR_ESYS, "events: cannot start the sender thread");
   }
+  r->has_thread = true;
   *out = r;
   return 0;
+}
+
+int kcr__event_recorder_create_sink(kcr__event_sink_fn sink, void (*free_fn)(void *data),
+                                    void *data, kcr_event_recorder_t **out) {
+  kcr_event_recorder_t *r;
+  *out = NULL;
+  r = kcr__calloc(1, sizeof(*r));
+  if (!r)
+    return KCR_ENOMEM;
+  r->controller = kcr__strdup("test");
+  r->instance = kcr__strdup("test");
+  if (!r->controller || !r->instance || pthread_mutex_init(&r->mu, NULL) != 0) {
+    kcr__free(r->controller);
+    kcr__free(r->instance);
+    kcr__free(r);
+    return KCR_ENOMEM;
+  }
+  kcr_clock_cond_init(&r->cond);
+  pthread_cond_init(&r->done_cond, NULL);
+  r->clock = kcr_clock_system();
+  r->sink = sink;
+  r->sink_free = free_fn;
+  r->sink_data = data;
+  *out = r;
+  return 0;
+}
+
+void *kcr__event_recorder_sink_data(kcr_event_recorder_t *r, kcr__event_sink_fn sink) {
+  return r && r->sink == sink ? r->sink_data : NULL;
 }
 
 static int busy_any(kcr_event_recorder_t *r) {
@@ -523,7 +567,10 @@ void kcr_event_recorder_destroy(kcr_event_recorder_t *r) {
   r->qhead = r->qtail = NULL; /* what is left after the flush is dropped */
   pthread_cond_signal(&r->cond);
   pthread_mutex_unlock(&r->mu);
-  pthread_join(r->thread, NULL);
+  if (r->has_thread)
+    pthread_join(r->thread, NULL);
+  if (r->sink_free)
+    r->sink_free(r->sink_data);
   KCR__HMAP_FOREACH(&r->entries, sl) {
     entry_free(sl->val);
   }

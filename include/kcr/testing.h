@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcr/testing.h: the testing kit for operator authors (the testing layer,
+ * src/testing/), as controller-runtime's pkg/client/fake and pkg/envtest:
+ *
+ *  - kcr_fake_client_*: an object tracker behind kcr_objclient_ops, so a
+ *    reconciler runs against it without a cluster (fake.NewClientBuilder);
+ *  - kcr_fake_recorder_*: an event recorder that records instead of sending;
+ *  - kcr_testing_reconcile / kcr_testing_ctx_*: a reconcile context a test
+ *    constructs, to call a kcr_reconcile_fn directly;
+ *  - kcr_testing_log_*: captures the log lines a reconcile writes;
+ *  - kcr_testenv_*: a real local control plane (etcd + kube-apiserver +
+ *    kube-controller-manager) from the cached binaries, or an existing cluster,
+ *    with CRDs installed and a REST config (envtest).
+ *
+ * docs/testing.md walks through a reconciler tested both ways. One header for
+ * the kit, several sources (fake_client.c, testing.c, testenv.c): the kit is one
+ * thing to a user.
+ */
+#ifndef KCR_TESTING_H
+#define KCR_TESTING_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kcr/clock.h"
+#include "kcr/common.h"
+#include "kcr/config.h"
+#include "kcr/controller.h"
+#include "kcr/error.h"
+#include "kcr/events.h"
+#include "kcr/log.h"
+#include "kcr/objclient.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the fake object client ---- */
+
+/*
+ * kcr_fake_client_t: an in-memory object tracker answering the kcr_objclient
+ * verbs the way the API server does. Thread-safe (one mutex): any number of
+ * reconcile workers may share it.
+ *
+ * Objects are keyed by API group, kind, namespace and name (versions of a kind
+ * share storage, as on the server). What it does, like controller-runtime's
+ * fake client:
+ *  - create assigns metadata.uid, metadata.resourceVersion (one counter for the
+ *    whole tracker, as etcd's revision), creationTimestamp and generation 1;
+ *    metadata.generateName with no name gets five random characters appended.
+ *    A create that names a resourceVersion is refused (BadRequest), one without
+ *    name or generateName is Invalid, an existing name is AlreadyExists (409).
+ *  - update (PUT) with a resourceVersion other than the stored one is a Conflict
+ *    (409, the API server's "the object has been modified" message); without a
+ *    resourceVersion it is unconditional. generation grows when anything outside
+ *    metadata and status changed. A missing object is NotFound (404).
+ *  - every kind has the status subresource, as a CRD that declares it: update
+ *    of "status" changes only .status (and the resourceVersion); update or patch
+ *    of the object keeps the stored .status; create drops .status. Seeding with
+ *    kcr_fake_client_add keeps the status given (WithObjects + WithStatusSubresource).
+ *  - patch: merge (RFC 7386) and JSON Patch (RFC 6902, test op included); a
+ *    strategic merge patch is applied as a merge patch (lists are replaced, not
+ *    merged by key: a documented difference).
+ *  - delete of an object with finalizers sets deletionTimestamp (once) and
+ *    keeps it; an update or patch that removes the last finalizer of such an
+ *    object deletes it; adding a finalizer to it is Invalid (422), as the server
+ *    forbids. Delete preconditions (uid, resourceVersion) give 409 Conflict.
+ *    There is no garbage collector: owned objects stay.
+ *  - list filters by namespace, label selector (kcr_selector_parse syntax) and
+ *    field selector (metadata.name, metadata.namespace; =, ==, !=; any other
+ *    field is BadRequest, as the server answers), sorted by namespace and name,
+ *    with limit and continue, and answers in the API server's List shape
+ *    (kcr/objclient.h) with the tracker's current resourceVersion.
+ *  - server-side apply is not supported: apply fails with KCR_ENOTSUP and a
+ *    message saying so (use create, update or patch in code under test).
+ *  - errors are returned as the client returns the server's: KCR_EAPI with
+ *    http_status, reason and message filled the way a metav1.Status fills them
+ *    (kcr_error_is_not_found and friends work).
+ * Objects passed in are copied; objects handed out are new deep copies, so a
+ * test and a reconciler can mutate freely.
+ */
+typedef struct kcr_fake_client kcr_fake_client_t;
+
+/* kcr_fake_verb: the verbs an interceptor sees (kcr_objclient_ops). */
+typedef enum kcr_fake_verb {
+  KCR_FAKE_GET = 0,
+  KCR_FAKE_LIST,
+  KCR_FAKE_CREATE,
+  KCR_FAKE_UPDATE,
+  KCR_FAKE_PATCH,
+  KCR_FAKE_APPLY,
+  KCR_FAKE_DELETE,
+  KCR_FAKE_VERBS /* how many */
+} kcr_fake_verb;
+
+/*
+ * kcr_fake_call: one call as an interceptor sees it; everything borrowed for the
+ * call. gvk: the kind (from the object for writes); ns, name: the object's (name
+ * NULL for list; for a create with generateName, "" until the tracker picks one);
+ * obj: the object written (NULL for get, list, delete: then see ns and name);
+ * subresource: "status" or NULL.
+ */
+typedef struct kcr_fake_call {
+  kcr_fake_verb verb;
+  const kcr_gvk *gvk;
+  const char *ns;
+  const char *name;
+  const json_t *obj;
+  const char *subresource;
+} kcr_fake_call;
+
+/*
+ * kcr_fake_intercept_cb runs before the tracker for every call of its verb
+ * (controller-runtime's interceptor.Funcs). Return 0 to let the tracker do the
+ * call, or a negative kcr_err (with err filled, for instance by kcr_fake_error)
+ * to fail it without touching the tracker. Runs on the caller's thread, without
+ * the tracker's lock held: it may call the client itself.
+ */
+typedef int (*kcr_fake_intercept_cb)(const kcr_fake_call *call, kcr_error_t *err, void *data);
+
+/*
+ * kcr_fake_client_create makes an empty tracker. clock (borrowed; NULL: the
+ * system clock) stamps creationTimestamp and deletionTimestamp. *out: new, NULL
+ * on failure. Errors: KCR_ENOMEM, KCR_ESYS. Any thread.
+ */
+KCR_EXTERN int kcr_fake_client_create(kcr_clock_t *clock, kcr_fake_client_t **out,
+                                      kcr_error_t *err);
+
+/* kcr_fake_client_destroy frees the tracker and every object. NULL is ignored. */
+KCR_EXTERN void kcr_fake_client_destroy(kcr_fake_client_t *f);
+
+/*
+ * kcr_fake_client_add seeds obj (borrowed, copied; apiVersion, kind and
+ * metadata.name required) as it is, status included (WithObjects): uid,
+ * resourceVersion, creationTimestamp and generation are filled only when absent,
+ * and the tracker's counter moves past a numeric resourceVersion given. An
+ * existing object of that key is AlreadyExists. Interceptors are not consulted.
+ */
+KCR_EXTERN int kcr_fake_client_add(kcr_fake_client_t *f, const json_t *obj, kcr_error_t *err);
+
+/* kcr_fake_client_add_json is kcr_fake_client_add of a JSON text (KCR_EPARSE if bad). */
+KCR_EXTERN int kcr_fake_client_add_json(kcr_fake_client_t *f, const char *json, kcr_error_t *err);
+
+/*
+ * kcr_fake_client_objclient returns the object client that reads and writes
+ * the tracker (by value: copy freely; valid while f lives). Its cancel and
+ * field_manager are NULL.
+ */
+KCR_EXTERN kcr_objclient kcr_fake_client_objclient(kcr_fake_client_t *f);
+
+/*
+ * kcr_fake_client_intercept installs cb for verb (replacing the previous one;
+ * cb NULL removes it). Any thread; calls already past the interceptor are not
+ * affected.
+ */
+KCR_EXTERN void kcr_fake_client_intercept(kcr_fake_client_t *f, kcr_fake_verb verb,
+                                          kcr_fake_intercept_cb cb, void *data);
+
+/*
+ * kcr_fake_client_calls returns how many calls of verb reached the client,
+ * intercepted or not (for asserting "wrote nothing"). Any thread.
+ */
+KCR_EXTERN uint64_t kcr_fake_client_calls(kcr_fake_client_t *f, kcr_fake_verb verb);
+
+/* kcr_fake_client_reset_calls sets every call count back to 0. */
+KCR_EXTERN void kcr_fake_client_reset_calls(kcr_fake_client_t *f);
+
+/*
+ * kcr_fake_client_count returns how many objects of gvk the tracker holds in
+ * namespace ns (NULL: all). Any thread.
+ */
+KCR_EXTERN size_t kcr_fake_client_count(kcr_fake_client_t *f, const kcr_gvk *gvk, const char *ns);
+
+/*
+ * kcr_fake_error fills err as the client would for an API server failure:
+ * code KCR_EAPI, the HTTP status, the Status reason ("Conflict",
+ * "InternalError", ...) and a printf message. Returns KCR_EAPI, for
+ * `return kcr_fake_error(err, 500, "InternalError", "etcd is down");` in an
+ * interceptor. First error wins, as kcr_error_set.
+ */
+KCR_EXTERN int kcr_fake_error(kcr_error_t *err, int http_status, const char *reason,
+                              const char *fmt, ...) KCR_PRINTF(4, 5);
+
+/* ---- the recording event recorder ---- */
+
+/*
+ * kcr_fake_recorder_create makes an event recorder (usable wherever a
+ * kcr_event_recorder_t is: kcr_event_record, kcr_event_record_object) that
+ * sends nothing and keeps every call, in order, with no correlation or spam
+ * filter (controller-runtime's record.FakeRecorder). *out: new, release with
+ * kcr_event_recorder_destroy. Errors: KCR_ENOMEM, KCR_ESYS. Any thread.
+ */
+KCR_EXTERN int kcr_fake_recorder_create(kcr_event_recorder_t **out, kcr_error_t *err);
+
+/*
+ * kcr_fake_recorder_events returns a new JSON array of what r recorded, oldest
+ * first: each {"type", "reason", "action", "note", "regarding": {"apiVersion",
+ * "kind", "namespace", "name", "uid"}} (absent fields omitted). NULL when r is
+ * not a fake recorder or memory ran out. Any thread.
+ */
+KCR_EXTERN json_t *kcr_fake_recorder_events(kcr_event_recorder_t *r);
+
+/*
+ * kcr_fake_recorder_count returns how many recorded events have this type and
+ * reason (either NULL: any). Any thread.
+ */
+KCR_EXTERN size_t kcr_fake_recorder_count(kcr_event_recorder_t *r, const char *type,
+                                          const char *reason);
+
+/* ---- a reconcile context for tests ---- */
+
+/*
+ * kcr_testing_ctx_options: zero-initialise.
+ *   controller_name  what kcr_reconcile_controller_name answers and log lines
+ *                    name; NULL: "test". Copied.
+ *   client           the object client kcr_reconcile_client hands out (usually
+ *                    kcr_fake_client_objclient); copied by value. Its cancel is
+ *                    replaced by the context's own token (kcr_testing_ctx_cancel).
+ */
+typedef struct kcr_testing_ctx_options {
+  const char *controller_name;
+  kcr_objclient client;
+} kcr_testing_ctx_options;
+
+/*
+ * kcr_testing_ctx_t: a reconcile context made by a test; it owns a
+ * kcr_reconcile_ctx_t (kcr_testing_ctx_get) that lives until destroy.
+ */
+typedef struct kcr_testing_ctx kcr_testing_ctx_t;
+
+/*
+ * kcr_testing_ctx_create makes a context for request req (strings copied). *out:
+ * new, NULL on failure. Errors: KCR_EINVAL (no name), KCR_ENOMEM, KCR_ESYS.
+ */
+KCR_EXTERN int kcr_testing_ctx_create(const kcr_testing_ctx_options *o,
+                                      const kcr_reconcile_request *req, kcr_testing_ctx_t **out,
+                                      kcr_error_t *err);
+
+/*
+ * kcr_testing_ctx_get returns the reconcile context to pass to a
+ * kcr_reconcile_fn (borrowed; valid until destroy). Its error record
+ * (kcr_reconcile_err) is cleared by each kcr_testing_ctx_reset.
+ */
+KCR_EXTERN kcr_reconcile_ctx_t *kcr_testing_ctx_get(kcr_testing_ctx_t *t);
+
+/* kcr_testing_ctx_request returns the request the context was made for (borrowed). */
+KCR_EXTERN const kcr_reconcile_request *kcr_testing_ctx_request(kcr_testing_ctx_t *t);
+
+/* kcr_testing_ctx_terminal tells whether the reconciler marked its error terminal. */
+KCR_EXTERN bool kcr_testing_ctx_terminal(kcr_testing_ctx_t *t);
+
+/* kcr_testing_ctx_cancel fires the context's cancellation token (controller stop). */
+KCR_EXTERN void kcr_testing_ctx_cancel(kcr_testing_ctx_t *t);
+
+/* kcr_testing_ctx_reset clears the error record, the terminal mark and the id, for another pass. */
+KCR_EXTERN void kcr_testing_ctx_reset(kcr_testing_ctx_t *t);
+
+/* kcr_testing_ctx_destroy frees t. NULL is ignored. */
+KCR_EXTERN void kcr_testing_ctx_destroy(kcr_testing_ctx_t *t);
+
+/*
+ * kcr_testing_reconcile runs fn(ctx, req, res, data) once with a fresh context
+ * over client, as a controller worker would, and returns what fn returned. res
+ * (may be NULL) receives the result; err (may be NULL) receives the context's
+ * error record (kcr_reconcile_err) when fn failed; terminal (may be NULL) says
+ * whether fn marked its error terminal. A context that cannot be made gives its
+ * own error (KCR_ENOMEM...). Blocking; any thread.
+ */
+KCR_EXTERN int kcr_testing_reconcile(kcr_reconcile_fn fn, void *data, const kcr_objclient *client,
+                                     const kcr_reconcile_request *req, kcr_result *res,
+                                     kcr_error_t *err, bool *terminal);
+
+/* ---- captured logs ---- */
+
+/*
+ * kcr_testing_log_t: captures every log line (kcr/log.h, any component) while
+ * it is installed. The log handler is process-wide: one capture at a time.
+ */
+typedef struct kcr_testing_log kcr_testing_log_t;
+
+/*
+ * kcr_testing_log_capture installs a capture at level (lines below it are not
+ * kept, and the process log level is set to it). *out: new. Errors: KCR_ENOMEM,
+ * KCR_ESYS. Release with kcr_testing_log_release, which restores the default
+ * handler (kcr_log_set_handler(NULL, NULL)) and level KCR_LOG_INFO.
+ */
+KCR_EXTERN int kcr_testing_log_capture(kcr_log_level level, kcr_testing_log_t **out,
+                                       kcr_error_t *err);
+
+/*
+ * kcr_testing_log_lines returns a new JSON array of the captured lines, oldest
+ * first: {"level", "component", "msg", and each field as a string}. Any thread.
+ */
+KCR_EXTERN json_t *kcr_testing_log_lines(kcr_testing_log_t *l);
+
+/* kcr_testing_log_contains tells whether a captured message contains text. */
+KCR_EXTERN bool kcr_testing_log_contains(kcr_testing_log_t *l, const char *text);
+
+/* kcr_testing_log_release uninstalls and frees l. NULL is ignored. */
+KCR_EXTERN void kcr_testing_log_release(kcr_testing_log_t *l);
+
+/* ---- the test environment (envtest) ---- */
+
+/*
+ * kcr_testenv_t: a running control plane for integration tests. Two ways in:
+ *  - joined: with use_existing (or the environment variable
+ *    KCR_USE_EXISTING_CLUSTER set to "true" or "1", envtest's
+ *    USE_EXISTING_CLUSTER), the cluster of the kubeconfig named by
+ *    o->kubeconfig, else $KCR_TEST_KUBECONFIG, else $KUBECONFIG, else
+ *    ~/.kube/config. kcr_testenv_stop leaves it running.
+ *  - started: otherwise `cluster.sh up DIR` into a fresh directory (mkdtemp
+ *    under $TMPDIR or /tmp) starts etcd, kube-apiserver and
+ *    kube-controller-manager from the binaries cached in the binary directory
+ *    (kcr-envtest builds them there); kcr_testenv_stop brings it down (nothing
+ *    left running, no fixed port: cluster.sh picks free ones) and removes DIR
+ *    unless $KCR_TESTENV_KEEP is set.
+ * The compatibility case: with $KCR_TEST_KUBECONFIG set (kcr's own CTest
+ * fixture shares one cluster that way), that cluster is joined too.
+ */
+typedef struct kcr_testenv kcr_testenv_t;
+
+/*
+ * kcr_testenv_options: zero-initialise.
+ *   crd_directory     apply every *.yaml / *.yml / *.json in it (not recursive)
+ *                     and wait until each CRD is Established; NULL: none.
+ *   kubeconfig        the cluster to join (with use_existing); NULL: see above.
+ *   use_existing      join instead of starting (also KCR_USE_EXISTING_CLUSTER).
+ *   cluster_script    cluster.sh to start with; NULL: $KCR_CLUSTER_SCRIPT, else
+ *                     the installed one (<prefix>/share/kcr/cluster.sh).
+ *   start_timeout_s   how long starting and joining may take; 0:
+ *                     $KCR_TESTENV_UP_TIMEOUT, else 300.
+ */
+typedef struct kcr_testenv_options {
+  const char *crd_directory;
+  const char *kubeconfig;
+  bool use_existing;
+  const char *cluster_script;
+  int start_timeout_s;
+} kcr_testenv_options;
+
+/*
+ * kcr_testenv_start_with starts or joins a cluster (see kcr_testenv_t), waits
+ * until the API server is ready (/readyz), then installs the CRDs of
+ * o->crd_directory. *out: new, NULL on failure. Errors: KCR_EINVAL,
+ * KCR_ENOENT (no script, binaries or kubeconfig: the message says what to run),
+ * KCR_ETIMEDOUT, KCR_ESYS, KCR_ENOMEM, or what installing the CRDs met. Blocks
+ * for as long as starting takes; any thread. o may be NULL.
+ */
+KCR_EXTERN int kcr_testenv_start_with(const kcr_testenv_options *o, kcr_testenv_t **out,
+                                      kcr_error_t *err);
+
+/*
+ * kcr_testenv_start is kcr_testenv_start_with(NULL, out, &err) that reports a
+ * failure on stderr ("kcr_testenv: ...") and returns -1 (0 on success).
+ */
+KCR_EXTERN int kcr_testenv_start(kcr_testenv_t **out);
+
+/*
+ * kcr_testenv_rest_config loads a REST config for the environment's admin
+ * kubeconfig (kcr_rest_config_load). *out: new reference. Errors as that call.
+ */
+KCR_EXTERN int kcr_testenv_rest_config(const kcr_testenv_t *env, kcr_rest_config_t **out,
+                                       kcr_error_t *err);
+
+/*
+ * kcr_testenv_install_crds applies the CRDs of dir (as crd_directory above) and
+ * waits up to timeout_s (0: 60) for each to be Established. Uses kubectl (the
+ * cluster's own, $KCR_KUBECTL, or kubectl on PATH).
+ */
+KCR_EXTERN int kcr_testenv_install_crds(kcr_testenv_t *env, const char *dir, int timeout_s,
+                                        kcr_error_t *err);
+
+/* kcr_testenv_kubeconfig: the admin kubeconfig's path (borrowed, until stop). */
+KCR_EXTERN const char *kcr_testenv_kubeconfig(const kcr_testenv_t *env);
+
+/* kcr_testenv_dir: the cluster directory, the kubeconfig's (borrowed, until stop). */
+KCR_EXTERN const char *kcr_testenv_dir(const kcr_testenv_t *env);
+
+/* kcr_testenv_kubectl_path: the kubectl the environment uses (borrowed, until stop). */
+KCR_EXTERN const char *kcr_testenv_kubectl_path(const kcr_testenv_t *env);
+
+/* kcr_testenv_owned tells whether kcr_testenv_start started the cluster (stop brings it down). */
+KCR_EXTERN bool kcr_testenv_owned(const kcr_testenv_t *env);
+
+/* kcr_testenv_cluster_script: the cluster.sh in use, NULL when joined (borrowed). */
+KCR_EXTERN const char *kcr_testenv_cluster_script(const kcr_testenv_t *env);
+
+/*
+ * kcr_testenv_stop releases env: a started cluster is brought down and its
+ * directory removed (kept, and its path printed, with $KCR_TESTENV_KEEP); a
+ * joined one is left running. NULL is a no-op. Returns 0, or -1 when bringing
+ * the cluster down failed.
+ */
+KCR_EXTERN int kcr_testenv_stop(kcr_testenv_t *env);
+
+/*
+ * kcr_testenv_binary_dir writes the directory of the cached control-plane
+ * binaries (etcd, kube-apiserver, kube-controller-manager, kubectl) into buf:
+ * $KCR_BIN_DIR when set, else the newest ~/.cache/kcr/envtest/<version> (made
+ * by `kcr-envtest use`), else the newest ~/.cache/kcr/k8s/<version>/bin
+ * ($KCR_CACHE replaces ~/.cache/kcr) that holds kube-apiserver. Returns 0,
+ * KCR_ENOENT when there is none (`kcr-envtest use` builds them), KCR_ETOOBIG.
+ */
+KCR_EXTERN int kcr_testenv_binary_dir(char *buf, size_t size, kcr_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KCR_TESTING_H */

@@ -1,0 +1,782 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_testing.c: the testing kit (kcr/testing.h). The fake client's cases
+ * mirror controller-runtime's fake client tests (pkg/client/fake): object
+ * metadata it assigns, generateName, optimistic concurrency, NotFound and
+ * AlreadyExists worded as the API server words them, label and field
+ * selectors, the status subresource, finalizers and deletionTimestamp, patches,
+ * server-side apply refused, interceptors; then the recording event recorder,
+ * the reconcile context a test builds, log capture, and several threads at once.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kcr/apierror.h"
+#include "kcr/controllerutil.h"
+#include "kcr/meta.h"
+#include "kcr/testing.h"
+#include "testutil.h"
+
+static const kcr_gvk cm_gvk = {"", "v1", "ConfigMap"};
+static const kcr_gvk deploy_gvk = {"apps", "v1", "Deployment"};
+
+typedef struct fixture {
+  kcr_fake_client_t *f;
+  kcr_objclient c;
+  kcr_error_t err;
+} fixture;
+
+static int setup(void **state) {
+  fixture *fx = calloc(1, sizeof(*fx));
+  assert_non_null(fx);
+  assert_int_equal(kcr_fake_client_create(NULL, &fx->f, NULL), 0);
+  fx->c = kcr_fake_client_objclient(fx->f);
+  *state = fx;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *fx = *state;
+  kcr_fake_client_destroy(fx->f);
+  free(fx);
+  return 0;
+}
+
+static json_t *cm(const char *ns, const char *name, const char *labels_json) {
+  json_error_t e;
+  json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s}}", "apiVersion", "v1", "kind",
+                        "ConfigMap", "metadata", "namespace", ns, "name", name, "data", "k", "v");
+  if (labels_json)
+    json_object_set_new(json_object_get(o, "metadata"), "labels", json_loads(labels_json, 0, &e));
+  return o;
+}
+
+static json_t *deployment(const char *ns, const char *name) {
+  return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:i}}", "apiVersion", "apps/v1", "kind",
+                   "Deployment", "metadata", "namespace", ns, "name", name, "spec", "replicas", 1);
+}
+
+static json_t *get(fixture *fx, const kcr_gvk *gvk, const char *ns, const char *name) {
+  json_t *out = NULL;
+  kcr_error_clear(&fx->err);
+  if (kcr_objclient_get(&fx->c, gvk, ns, name, &out, &fx->err) != 0)
+    return NULL;
+  return out;
+}
+
+/* ---- create: metadata it assigns, generateName, the errors ---- */
+
+static void test_testing_create_assigns_metadata(void **state) {
+  fixture *fx = *state;
+  json_t *in = cm("default", "a", NULL), *out = NULL, *again;
+  assert_int_equal(kcr_objclient_create(&fx->c, in, &out, &fx->err), 0);
+  assert_non_null(kcr_meta_uid(out));
+  assert_int_equal(strlen(kcr_meta_uid(out)), 36);
+  assert_non_null(kcr_meta_resource_version(out));
+  assert_non_null(kcr_meta_path_string(out, "metadata.creationTimestamp"));
+  assert_int_equal(kcr_meta_generation(out), 1);
+  again = get(fx, &cm_gvk, "default", "a");
+  assert_non_null(again);
+  assert_true(json_equal(out, again));
+  /* readers own what they get: mutating it does not touch the tracker */
+  json_object_set_new(again, "data", json_object());
+  json_decref(again);
+  again = get(fx, &cm_gvk, "default", "a");
+  assert_string_equal(kcr_meta_path_string(again, "data.k"), "v");
+  json_decref(again);
+  json_decref(out);
+  json_decref(in);
+}
+
+static void test_testing_create_generate_name(void **state) {
+  fixture *fx = *state;
+  json_t *in = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+                         "metadata", "namespace", "default", "generateName", "job-");
+  json_t *a = NULL, *b = NULL;
+  assert_int_equal(kcr_objclient_create(&fx->c, in, &a, &fx->err), 0);
+  assert_int_equal(kcr_objclient_create(&fx->c, in, &b, &fx->err), 0);
+  assert_int_equal(strlen(kcr_meta_name(a)), strlen("job-") + 5);
+  assert_memory_equal(kcr_meta_name(a), "job-", 4);
+  assert_string_not_equal(kcr_meta_name(a), kcr_meta_name(b));
+  assert_int_equal(kcr_fake_client_count(fx->f, &cm_gvk, "default"), 2);
+  json_decref(a);
+  json_decref(b);
+  json_decref(in);
+}
+
+static void test_testing_create_errors(void **state) {
+  fixture *fx = *state;
+  json_t *in = deployment("default", "web"), *noname;
+  assert_int_equal(kcr_objclient_create(&fx->c, in, NULL, &fx->err), 0);
+  /* AlreadyExists, as the server words it */
+  assert_int_equal(kcr_objclient_create(&fx->c, in, NULL, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_already_exists(&fx->err));
+  assert_int_equal(fx->err.http_status, 409);
+  assert_string_equal(fx->err.message, "deployments.apps \"web\" already exists");
+  /* a resourceVersion on create */
+  kcr_error_clear(&fx->err);
+  json_object_set_new(json_object_get(in, "metadata"), "resourceVersion", json_string("7"));
+  json_object_set_new(json_object_get(in, "metadata"), "name", json_string("other"));
+  assert_int_equal(kcr_objclient_create(&fx->c, in, NULL, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_bad_request(&fx->err));
+  /* neither name nor generateName */
+  kcr_error_clear(&fx->err);
+  noname = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap", "metadata",
+                     "namespace", "default");
+  assert_int_equal(kcr_objclient_create(&fx->c, noname, NULL, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_invalid(&fx->err));
+  assert_int_equal(fx->err.http_status, 422);
+  json_decref(noname);
+  json_decref(in);
+}
+
+/* ---- get: NotFound ---- */
+
+static void test_testing_get_not_found(void **state) {
+  fixture *fx = *state;
+  json_t *out = (json_t *)1;
+  int rc = kcr_objclient_get(&fx->c, &deploy_gvk, "default", "nope", &out, &fx->err);
+  assert_int_equal(rc, KCR_EAPI);
+  assert_null(out);
+  assert_true(kcr_error_is_not_found(&fx->err));
+  assert_int_equal(fx->err.http_status, 404);
+  assert_string_equal(fx->err.reason, "NotFound");
+  assert_string_equal(fx->err.message, "deployments.apps \"nope\" not found");
+  assert_int_equal(kcr_ignore_not_found(rc, &fx->err), 0);
+  assert_int_equal(fx->err.code, KCR_OK);
+  /* the namespace is part of the key */
+  assert_int_equal(kcr_fake_client_add_json(fx->f,
+                                            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+                                            "\"metadata\":{\"namespace\":\"a\",\"name\":\"x\"}}",
+                                            NULL),
+                   0);
+  assert_null(get(fx, &cm_gvk, "b", "x"));
+  assert_true(kcr_error_is_not_found(&fx->err));
+}
+
+/* ---- update: optimistic concurrency, no-op writes, generation ---- */
+
+static void test_testing_update_conflict(void **state) {
+  fixture *fx = *state;
+  json_t *in = cm("default", "a", NULL), *v1 = NULL, *v2 = NULL, *v3 = NULL;
+  assert_int_equal(kcr_objclient_create(&fx->c, in, &v1, &fx->err), 0);
+  json_object_set_new(json_object_get(v1, "data"), "k", json_string("v2"));
+  assert_int_equal(kcr_objclient_update(&fx->c, v1, NULL, &v2, &fx->err), 0);
+  assert_string_not_equal(kcr_meta_resource_version(v1), kcr_meta_resource_version(v2));
+  /* v1 is stale now */
+  json_object_set_new(json_object_get(v1, "data"), "k", json_string("v3"));
+  assert_int_equal(kcr_objclient_update(&fx->c, v1, NULL, NULL, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_conflict(&fx->err));
+  assert_int_equal(fx->err.http_status, 409);
+  assert_string_equal(fx->err.message,
+                      "Operation cannot be fulfilled on configmaps \"a\": the object has been "
+                      "modified; please apply your changes to the latest version and try again");
+  /* without a resourceVersion the update is unconditional */
+  kcr_error_clear(&fx->err);
+  json_object_del(json_object_get(v1, "metadata"), "resourceVersion");
+  assert_int_equal(kcr_objclient_update(&fx->c, v1, NULL, &v3, &fx->err), 0);
+  assert_string_equal(kcr_meta_path_string(v3, "data.k"), "v3");
+  /* update of a missing object */
+  json_object_set_new(json_object_get(v1, "metadata"), "name", json_string("gone"));
+  assert_int_equal(kcr_objclient_update(&fx->c, v1, NULL, NULL, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_not_found(&fx->err));
+  json_decref(v1);
+  json_decref(v2);
+  json_decref(v3);
+  json_decref(in);
+}
+
+static void test_testing_update_noop_and_generation(void **state) {
+  fixture *fx = *state;
+  json_t *in = deployment("default", "web"), *v1 = NULL, *v2 = NULL, *v3 = NULL, *v4 = NULL;
+  assert_int_equal(kcr_objclient_create(&fx->c, in, &v1, &fx->err), 0);
+  /* nothing changed: not a write, same resourceVersion (no hot loop) */
+  assert_int_equal(kcr_objclient_update(&fx->c, v1, NULL, &v2, &fx->err), 0);
+  assert_string_equal(kcr_meta_resource_version(v1), kcr_meta_resource_version(v2));
+  /* metadata only: new resourceVersion, same generation */
+  json_object_set_new(json_object_get(v2, "metadata"), "labels", json_pack("{s:s}", "a", "b"));
+  assert_int_equal(kcr_objclient_update(&fx->c, v2, NULL, &v3, &fx->err), 0);
+  assert_string_not_equal(kcr_meta_resource_version(v2), kcr_meta_resource_version(v3));
+  assert_int_equal(kcr_meta_generation(v3), 1);
+  /* spec: generation grows */
+  json_object_set_new(json_object_get(v3, "spec"), "replicas", json_integer(3));
+  assert_int_equal(kcr_objclient_update(&fx->c, v3, NULL, &v4, &fx->err), 0);
+  assert_int_equal(kcr_meta_generation(v4), 2);
+  /* the uid and creationTimestamp cannot be changed */
+  json_object_set_new(json_object_get(v4, "metadata"), "uid", json_string("forged"));
+  json_decref(v1);
+  v1 = NULL;
+  assert_int_equal(kcr_objclient_update(&fx->c, v4, NULL, &v1, &fx->err), 0);
+  assert_string_not_equal(kcr_meta_uid(v1), "forged");
+  json_decref(v1);
+  json_decref(v2);
+  json_decref(v3);
+  json_decref(v4);
+  json_decref(in);
+}
+
+/* ---- the status subresource ---- */
+
+static void test_testing_status_subresource(void **state) {
+  fixture *fx = *state;
+  json_t *in = deployment("default", "web"), *v1 = NULL, *v2 = NULL, *v3 = NULL, *got;
+  json_object_set_new(in, "status", json_pack("{s:i}", "readyReplicas", 9));
+  /* create drops status */
+  assert_int_equal(kcr_objclient_create(&fx->c, in, &v1, &fx->err), 0);
+  assert_null(json_object_get(v1, "status"));
+  /* update of "status" changes only the status */
+  json_object_set_new(v1, "status", json_pack("{s:i}", "readyReplicas", 1));
+  json_object_set_new(json_object_get(v1, "spec"), "replicas", json_integer(5));
+  assert_int_equal(kcr_objclient_update(&fx->c, v1, "status", &v2, &fx->err), 0);
+  assert_int_equal(json_integer_value(kcr_meta_path(v2, "status.readyReplicas")), 1);
+  assert_int_equal(json_integer_value(kcr_meta_path(v2, "spec.replicas")), 1);
+  assert_int_equal(kcr_meta_generation(v2), 1);
+  /* update of the object ignores status */
+  json_object_set_new(v2, "status", json_pack("{s:i}", "readyReplicas", 7));
+  json_object_set_new(json_object_get(v2, "spec"), "replicas", json_integer(2));
+  assert_int_equal(kcr_objclient_update(&fx->c, v2, NULL, &v3, &fx->err), 0);
+  assert_int_equal(json_integer_value(kcr_meta_path(v3, "status.readyReplicas")), 1);
+  assert_int_equal(json_integer_value(kcr_meta_path(v3, "spec.replicas")), 2);
+  got = get(fx, &deploy_gvk, "default", "web");
+  assert_true(json_equal(got, v3));
+  /* seeding keeps the status given (WithObjects + WithStatusSubresource) */
+  json_object_set_new(json_object_get(in, "metadata"), "name", json_string("seeded"));
+  assert_int_equal(kcr_fake_client_add(fx->f, in, &fx->err), 0);
+  json_decref(got);
+  got = get(fx, &deploy_gvk, "default", "seeded");
+  assert_int_equal(json_integer_value(kcr_meta_path(got, "status.readyReplicas")), 9);
+  /* another subresource is not supported */
+  assert_int_equal(kcr_objclient_update(&fx->c, v3, "scale", NULL, &fx->err), KCR_ENOTSUP);
+  json_decref(got);
+  json_decref(v1);
+  json_decref(v2);
+  json_decref(v3);
+  json_decref(in);
+}
+
+/* ---- delete and finalizers ---- */
+
+static void test_testing_finalizers(void **state) {
+  fixture *fx = *state;
+  json_t *in = cm("default", "a", NULL), *v1 = NULL, *d1, *d2, *v2 = NULL;
+  json_object_set_new(json_object_get(in, "metadata"), "finalizers",
+                      json_pack("[s, s]", "kcr.dev/one", "kcr.dev/two"));
+  assert_int_equal(kcr_objclient_create(&fx->c, in, &v1, &fx->err), 0);
+  /* finalizers hold it: deletionTimestamp set, still there */
+  assert_int_equal(kcr_objclient_del(&fx->c, v1, NULL, &fx->err), 0);
+  d1 = get(fx, &cm_gvk, "default", "a");
+  assert_non_null(d1);
+  assert_true(kcr_meta_is_deleting(d1));
+  assert_string_not_equal(kcr_meta_resource_version(d1), kcr_meta_resource_version(v1));
+  /* a second delete changes nothing */
+  assert_int_equal(kcr_objclient_del(&fx->c, v1, NULL, &fx->err), 0);
+  d2 = get(fx, &cm_gvk, "default", "a");
+  assert_true(json_equal(d1, d2));
+  json_decref(d2);
+  /* no new finalizers on a deleting object */
+  kcr_finalizer_add(d1, "kcr.dev/three", NULL);
+  assert_int_equal(kcr_objclient_update(&fx->c, d1, NULL, NULL, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_invalid(&fx->err));
+  assert_non_null(strstr(fx->err.message, "no new finalizers can be added"));
+  kcr_error_clear(&fx->err);
+  json_decref(d1);
+  /* removing one of two: still there; the finalizer helper's JSON Patch (test op) */
+  d1 = get(fx, &cm_gvk, "default", "a");
+  assert_int_equal(kcr_finalizer_remove_remote(&fx->c, d1, "kcr.dev/one", &fx->err), 0);
+  assert_false(kcr_finalizer_contains(d1, "kcr.dev/one"));
+  json_decref(d1);
+  d1 = get(fx, &cm_gvk, "default", "a");
+  assert_non_null(d1);
+  /* removing the last deletes it */
+  kcr_finalizer_remove(d1, "kcr.dev/two", NULL);
+  assert_int_equal(kcr_objclient_update(&fx->c, d1, NULL, &v2, &fx->err), 0);
+  assert_null(get(fx, &cm_gvk, "default", "a"));
+  assert_true(kcr_error_is_not_found(&fx->err));
+  json_decref(d1);
+  json_decref(v1);
+  json_decref(v2);
+  json_decref(in);
+}
+
+static void test_testing_delete(void **state) {
+  fixture *fx = *state;
+  json_t *in = cm("default", "a", NULL), *v1 = NULL;
+  kcr_delete_options o;
+  assert_int_equal(kcr_objclient_create(&fx->c, in, &v1, &fx->err), 0);
+  /* preconditions */
+  memset(&o, 0, sizeof(o));
+  o.precondition_uid = "not-the-uid";
+  assert_int_equal(kcr_objclient_del(&fx->c, v1, &o, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_conflict(&fx->err));
+  assert_non_null(strstr(fx->err.message, "Precondition failed: UID in precondition"));
+  kcr_error_clear(&fx->err);
+  o.precondition_uid = kcr_meta_uid(v1);
+  o.precondition_resource_version = kcr_meta_resource_version(v1);
+  /* no finalizers: gone at once */
+  assert_int_equal(kcr_objclient_del(&fx->c, v1, &o, &fx->err), 0);
+  assert_null(get(fx, &cm_gvk, "default", "a"));
+  assert_int_equal(kcr_objclient_del(&fx->c, v1, NULL, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_not_found(&fx->err));
+  assert_string_equal(fx->err.message, "configmaps \"a\" not found");
+  json_decref(v1);
+  json_decref(in);
+}
+
+/* ---- list: selectors, shape, paging ---- */
+
+static void seed_list(fixture *fx) {
+  static const char *const objs[][3] = {
+      {"ns1", "b", "{\"app\":\"web\",\"env\":\"prod\"}"},
+      {"ns1", "a", "{\"app\":\"web\",\"env\":\"dev\"}"},
+      {"ns2", "c", "{\"app\":\"db\",\"env\":\"prod\"}"},
+      {"ns2", "d", "{\"app\":\"web\",\"canary\":\"yes\"}"},
+  };
+  for (size_t i = 0; i < sizeof(objs) / sizeof(objs[0]); i++) {
+    json_t *o = cm(objs[i][0], objs[i][1], objs[i][2]);
+    assert_int_equal(kcr_objclient_create(&fx->c, o, NULL, &fx->err), 0);
+    json_decref(o);
+  }
+  json_t *d = deployment("ns1", "web"); /* another kind: never in a ConfigMap list */
+  assert_int_equal(kcr_objclient_create(&fx->c, d, NULL, &fx->err), 0);
+  json_decref(d);
+}
+
+/* names lists "ns/name,ns/name" of a list call, or the error's reason. */
+static void names(fixture *fx, const char *ns, const char *labels, const char *fields, char *buf,
+                  size_t size) {
+  kcr_list_options o;
+  json_t *list = NULL, *item;
+  size_t i, n = 0;
+  memset(&o, 0, sizeof(o));
+  o.ns = ns;
+  o.label_selector = labels;
+  o.field_selector = fields;
+  kcr_error_clear(&fx->err);
+  buf[0] = '\0';
+  if (kcr_objclient_list(&fx->c, &cm_gvk, &o, &list, &fx->err) != 0) {
+    snprintf(buf, size, "error:%s", fx->err.reason);
+    return;
+  }
+  json_array_foreach(kcr_list_items(list), i, item) {
+    n += (size_t)snprintf(buf + n, size - n, "%s%s/%s", i ? "," : "", kcr_meta_namespace(item),
+                          kcr_meta_name(item));
+  }
+  json_decref(list);
+}
+
+static void test_testing_list_selectors(void **state) {
+  fixture *fx = *state;
+  static const struct {
+    const char *ns, *labels, *fields, *want;
+  } cases[] = {
+      {NULL, NULL, NULL, "ns1/a,ns1/b,ns2/c,ns2/d"},
+      {"ns1", NULL, NULL, "ns1/a,ns1/b"},
+      {NULL, "app=web", NULL, "ns1/a,ns1/b,ns2/d"},
+      {NULL, "app=web,env in (prod,dev)", NULL, "ns1/a,ns1/b"},
+      {NULL, "env!=prod", NULL, "ns1/a,ns2/d"},
+      {NULL, "canary", NULL, "ns2/d"},
+      {NULL, "!canary,app notin (db)", NULL, "ns1/a,ns1/b"},
+      {NULL, NULL, "metadata.name=c", "ns2/c"},
+      {NULL, NULL, "metadata.namespace==ns2,metadata.name!=c", "ns2/d"},
+      {"ns1", "app=web", "metadata.name!=a", "ns1/b"},
+      {NULL, NULL, "spec.replicas=1", "error:BadRequest"},
+      {NULL, "app in (", NULL, "error:BadRequest"},
+      {"ns3", NULL, NULL, ""},
+  };
+  char got[512];
+  seed_list(fx);
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    names(fx, cases[i].ns, cases[i].labels, cases[i].fields, got, sizeof(got));
+    if (strcmp(got, cases[i].want) != 0)
+      fail_msg("case %zu (%s | %s): got %s, want %s", i, cases[i].labels ? cases[i].labels : "",
+               cases[i].fields ? cases[i].fields : "", got, cases[i].want);
+  }
+}
+
+static void test_testing_list_shape_and_paging(void **state) {
+  fixture *fx = *state;
+  kcr_list_options o;
+  json_t *list = NULL, *page2 = NULL, *item;
+  const char *cont;
+  seed_list(fx);
+  memset(&o, 0, sizeof(o));
+  o.limit = 3;
+  assert_int_equal(kcr_objclient_list(&fx->c, &cm_gvk, &o, &list, &fx->err), 0);
+  assert_string_equal(json_string_value(json_object_get(list, "apiVersion")), "v1");
+  assert_string_equal(json_string_value(json_object_get(list, "kind")), "ConfigMapList");
+  assert_non_null(kcr_meta_path_string(list, "metadata.resourceVersion"));
+  assert_int_equal(json_array_size(kcr_list_items(list)), 3);
+  item = json_array_get(kcr_list_items(list), 0);
+  assert_string_equal(json_string_value(json_object_get(item, "kind")), "ConfigMap");
+  assert_string_equal(json_string_value(json_object_get(item, "apiVersion")), "v1");
+  cont = kcr_meta_path_string(list, "metadata.continue");
+  assert_non_null(cont);
+  o.continue_token = cont;
+  assert_int_equal(kcr_objclient_list(&fx->c, &cm_gvk, &o, &page2, &fx->err), 0);
+  assert_int_equal(json_array_size(kcr_list_items(page2)), 1);
+  assert_string_equal(kcr_meta_name(json_array_get(kcr_list_items(page2), 0)), "d");
+  assert_null(kcr_meta_path_string(page2, "metadata.continue"));
+  /* cache indexes are the cache's, not the fake's */
+  memset(&o, 0, sizeof(o));
+  o.index = "spec.owner";
+  o.index_value = "x";
+  assert_int_equal(kcr_objclient_list(&fx->c, &cm_gvk, &o, NULL, &fx->err), KCR_ENOTSUP);
+  json_decref(list);
+  json_decref(page2);
+}
+
+/* ---- patch ---- */
+
+static void test_testing_patch(void **state) {
+  fixture *fx = *state;
+  json_t *in = deployment("default", "web"), *v1 = NULL, *v2 = NULL, *v3 = NULL;
+  static const char merge[] = "{\"metadata\":{\"labels\":{\"x\":\"y\"}},\"spec\":{\"replicas\":4}}";
+  static const char stale[] = "{\"metadata\":{\"resourceVersion\":\"1\"},\"spec\":{\"a\":1}}";
+  static const char remove[] = "{\"metadata\":{\"labels\":{\"x\":null}}}";
+  static const char jp_bad[] = "[{\"op\":\"test\",\"path\":\"/spec/replicas\",\"value\":99},"
+                               "{\"op\":\"replace\",\"path\":\"/spec/replicas\",\"value\":1}]";
+  static const char jp[] = "[{\"op\":\"test\",\"path\":\"/spec/replicas\",\"value\":4},"
+                           "{\"op\":\"add\",\"path\":\"/spec/paused\",\"value\":true}]";
+  assert_int_equal(kcr_objclient_create(&fx->c, in, &v1, &fx->err), 0);
+  assert_int_equal(
+      kcr_objclient_patch(&fx->c, v1, KCR_PATCH_MERGE, merge, strlen(merge), NULL, &v2, &fx->err),
+      0);
+  assert_string_equal(kcr_meta_label(v2, "x"), "y");
+  assert_int_equal(json_integer_value(kcr_meta_path(v2, "spec.replicas")), 4);
+  assert_int_equal(kcr_meta_generation(v2), 2);
+  /* a patch carrying a stale resourceVersion conflicts */
+  assert_int_equal(
+      kcr_objclient_patch(&fx->c, v1, KCR_PATCH_MERGE, stale, strlen(stale), NULL, NULL, &fx->err),
+      KCR_EAPI);
+  assert_true(kcr_error_is_conflict(&fx->err));
+  kcr_error_clear(&fx->err);
+  /* JSON Patch: a failed test op rejects the whole patch */
+  assert_int_equal(
+      kcr_objclient_patch(&fx->c, v1, KCR_PATCH_JSON, jp_bad, strlen(jp_bad), NULL, NULL, &fx->err),
+      KCR_EAPI);
+  assert_true(kcr_error_is_invalid(&fx->err));
+  kcr_error_clear(&fx->err);
+  assert_int_equal(
+      kcr_objclient_patch(&fx->c, v1, KCR_PATCH_JSON, jp, strlen(jp), NULL, &v3, &fx->err), 0);
+  assert_true(json_is_true(kcr_meta_path(v3, "spec.paused")));
+  json_decref(v3);
+  v3 = NULL;
+  /* null removes; a patch of status through "status" changes only status */
+  assert_int_equal(kcr_objclient_patch(&fx->c, v1, KCR_PATCH_STRATEGIC, remove, strlen(remove),
+                                       NULL, &v3, &fx->err),
+                   0);
+  assert_null(kcr_meta_label(v3, "x"));
+  json_decref(v3);
+  v3 = NULL;
+  {
+    static const char st[] = "{\"status\":{\"readyReplicas\":2},\"spec\":{\"replicas\":0}}";
+    assert_int_equal(
+        kcr_objclient_patch(&fx->c, v1, KCR_PATCH_MERGE, st, strlen(st), "status", &v3, &fx->err),
+        0);
+    assert_int_equal(json_integer_value(kcr_meta_path(v3, "status.readyReplicas")), 2);
+    assert_int_equal(json_integer_value(kcr_meta_path(v3, "spec.replicas")), 4);
+  }
+  /* patch of a missing object */
+  json_object_set_new(json_object_get(v1, "metadata"), "name", json_string("gone"));
+  assert_int_equal(
+      kcr_objclient_patch(&fx->c, v1, KCR_PATCH_MERGE, merge, strlen(merge), NULL, NULL, &fx->err),
+      KCR_EAPI);
+  assert_true(kcr_error_is_not_found(&fx->err));
+  json_decref(v1);
+  json_decref(v2);
+  json_decref(v3);
+  json_decref(in);
+}
+
+static void test_testing_apply_not_supported(void **state) {
+  fixture *fx = *state;
+  json_t *in = cm("default", "a", NULL);
+  assert_int_equal(kcr_objclient_apply(&fx->c, in, NULL, NULL, NULL, &fx->err), KCR_ENOTSUP);
+  assert_non_null(strstr(fx->err.message, "server-side apply is not supported"));
+  assert_int_equal(kcr_fake_client_count(fx->f, &cm_gvk, NULL), 0);
+  json_decref(in);
+}
+
+/* ---- interceptors ---- */
+
+typedef struct icpt {
+  int calls;
+  kcr_fake_client_t *f;
+  const char *seen_name;
+} icpt_t;
+
+static int fail_creates(const kcr_fake_call *call, kcr_error_t *err, void *data) {
+  icpt_t *i = data;
+  i->calls++;
+  assert_int_equal(call->verb, KCR_FAKE_CREATE);
+  assert_string_equal(call->gvk->kind, "ConfigMap");
+  assert_non_null(call->obj);
+  return kcr_fake_error(err, 500, "InternalError", "etcd is down");
+}
+
+/* seed_on_get: an interceptor that uses the client itself (no lock held). */
+static int seed_on_get(const kcr_fake_call *call, kcr_error_t *err, void *data) {
+  icpt_t *i = data;
+  kcr_objclient c = kcr_fake_client_objclient(i->f);
+  json_t *o = cm(call->ns, call->name, NULL);
+  (void)err;
+  i->calls++;
+  kcr_objclient_create(&c, o, NULL, NULL);
+  json_decref(o);
+  return 0;
+}
+
+static void test_testing_interceptors(void **state) {
+  fixture *fx = *state;
+  icpt_t i = {0, fx->f, NULL};
+  json_t *in = cm("default", "a", NULL), *got;
+  kcr_fake_client_intercept(fx->f, KCR_FAKE_CREATE, fail_creates, &i);
+  assert_int_equal(kcr_objclient_create(&fx->c, in, NULL, &fx->err), KCR_EAPI);
+  assert_int_equal(fx->err.http_status, 500);
+  assert_true(kcr_error_is_internal_error(&fx->err));
+  assert_string_equal(fx->err.message, "etcd is down");
+  assert_int_equal(i.calls, 1);
+  assert_int_equal(kcr_fake_client_count(fx->f, &cm_gvk, NULL), 0); /* the tracker never ran */
+  assert_int_equal(kcr_fake_client_calls(fx->f, KCR_FAKE_CREATE), 1);
+  kcr_fake_client_intercept(fx->f, KCR_FAKE_CREATE, NULL, NULL);
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_create(&fx->c, in, NULL, &fx->err), 0);
+  assert_int_equal(i.calls, 1);
+  assert_int_equal(kcr_fake_client_calls(fx->f, KCR_FAKE_CREATE), 2);
+  assert_int_equal(kcr_fake_client_calls(fx->f, KCR_FAKE_UPDATE), 0);
+  /* an interceptor may call the client: no deadlock */
+  kcr_fake_client_intercept(fx->f, KCR_FAKE_GET, seed_on_get, &i);
+  got = get(fx, &cm_gvk, "default", "made-by-interceptor");
+  assert_non_null(got);
+  assert_int_equal(i.calls, 2);
+  kcr_fake_client_reset_calls(fx->f);
+  assert_int_equal(kcr_fake_client_calls(fx->f, KCR_FAKE_CREATE), 0);
+  json_decref(got);
+  json_decref(in);
+}
+
+/* ---- controllerutil over the fake ---- */
+
+static int set_data(json_t *obj, void *data, kcr_error_t *err) {
+  (void)err;
+  return json_object_set_new(obj, "data", json_pack("{s:s}", "k", (const char *)data));
+}
+
+static void test_testing_create_or_update(void **state) {
+  fixture *fx = *state;
+  json_t *obj = cm("default", "a", NULL);
+  kcr_op_result r;
+  assert_int_equal(kcr_create_or_update(&fx->c, obj, set_data, (void *)"one", &r, &fx->err), 0);
+  assert_int_equal(r, KCR_OP_CREATED);
+  assert_int_equal(kcr_create_or_update(&fx->c, obj, set_data, (void *)"one", &r, &fx->err), 0);
+  assert_int_equal(r, KCR_OP_UNCHANGED);
+  assert_int_equal(kcr_create_or_update(&fx->c, obj, set_data, (void *)"two", &r, &fx->err), 0);
+  assert_int_equal(r, KCR_OP_UPDATED);
+  assert_int_equal(kcr_fake_client_calls(fx->f, KCR_FAKE_UPDATE), 1);
+  json_decref(obj);
+}
+
+/* ---- the recording event recorder ---- */
+
+static void test_testing_fake_recorder(void **state) {
+  kcr_event_recorder_t *r = NULL;
+  json_t *obj = cm("default", "a", NULL), *evs;
+  (void)state;
+  assert_int_equal(kcr_fake_recorder_create(&r, NULL), 0);
+  for (int i = 0; i < 30; i++) /* no spam filter, no series: every call kept */
+    assert_int_equal(
+        kcr_event_record_object(r, obj, KCR_EVENT_NORMAL, "Created", "Create", "n %d", i), 0);
+  assert_int_equal(kcr_event_record_object(r, obj, KCR_EVENT_WARNING, "Failed", "Sync", "x"), 0);
+  assert_int_equal(kcr_event_record_object(r, obj, "Bogus", "Failed", "Sync", "x"), KCR_EINVAL);
+  assert_int_equal(kcr_fake_recorder_count(r, NULL, NULL), 31);
+  assert_int_equal(kcr_fake_recorder_count(r, KCR_EVENT_NORMAL, "Created"), 30);
+  assert_int_equal(kcr_fake_recorder_count(r, KCR_EVENT_WARNING, NULL), 1);
+  evs = kcr_fake_recorder_events(r);
+  assert_int_equal(json_array_size(evs), 31);
+  assert_string_equal(kcr_meta_path_string(json_array_get(evs, 3), "note"), "n 3");
+  assert_string_equal(kcr_meta_path_string(json_array_get(evs, 30), "regarding.kind"), "ConfigMap");
+  assert_string_equal(kcr_meta_path_string(json_array_get(evs, 30), "regarding.namespace"),
+                      "default");
+  assert_int_equal(kcr_event_recorder_flush(r, 1000000), 0);
+  json_decref(evs);
+  kcr_event_recorder_destroy(r);
+  json_decref(obj);
+}
+
+/* ---- the reconcile context and log capture ---- */
+
+typedef struct probe {
+  int calls;
+  char controller[64];
+  bool had_cancel;
+} probe_t;
+
+static int probe_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
+                           kcr_result *res, void *data) {
+  probe_t *p = data;
+  const kcr_objclient *c = kcr_reconcile_client(ctx);
+  json_t *obj = NULL;
+  int rc;
+  p->calls++;
+  snprintf(p->controller, sizeof(p->controller), "%s", kcr_reconcile_controller_name(ctx));
+  p->had_cancel = c->cancel != NULL && c->cancel == kcr_reconcile_cancel(ctx);
+  rc = kcr_objclient_get(c, &cm_gvk, req->ns, req->name, &obj, kcr_reconcile_err(ctx));
+  if (rc)
+    return kcr_error_is_not_found(kcr_reconcile_err(ctx)) ? kcr_reconcile_terminal(ctx, rc) : rc;
+  kcr_reconcile_log(ctx, KCR_LOG_INFO, "saw %s", kcr_meta_name(obj));
+  res->requeue_after_ns = 5;
+  json_decref(obj);
+  return 0;
+}
+
+static void test_testing_reconcile_ctx(void **state) {
+  fixture *fx = *state;
+  probe_t p = {0, "", false};
+  kcr_reconcile_request req = {"default", "a"};
+  kcr_testing_log_t *logs = NULL;
+  kcr_testing_ctx_options o;
+  kcr_testing_ctx_t *t = NULL;
+  kcr_result res = {false, 0};
+  kcr_error_t err;
+  json_t *in = cm("default", "a", NULL), *lines;
+  bool terminal = true;
+
+  /* missing object: the reconciler's terminal NotFound comes back */
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_testing_reconcile(probe_reconcile, &p, &fx->c, &req, &res, &err, &terminal),
+                   KCR_EAPI);
+  assert_true(terminal);
+  assert_true(kcr_error_is_not_found(&err));
+  assert_string_equal(p.controller, "test");
+  assert_true(p.had_cancel);
+
+  assert_int_equal(kcr_objclient_create(&fx->c, in, NULL, &fx->err), 0);
+  assert_int_equal(kcr_testing_log_capture(KCR_LOG_INFO, &logs, NULL), 0);
+  memset(&o, 0, sizeof(o));
+  o.controller_name = "mirror";
+  o.client = fx->c;
+  assert_int_equal(kcr_testing_ctx_create(&o, &req, &t, NULL), 0);
+  assert_int_equal(probe_reconcile(kcr_testing_ctx_get(t), kcr_testing_ctx_request(t), &res, &p),
+                   0);
+  assert_false(kcr_testing_ctx_terminal(t));
+  assert_int_equal(res.requeue_after_ns, 5);
+  assert_string_equal(p.controller, "mirror");
+  assert_true(kcr_testing_log_contains(logs, "saw a"));
+  lines = kcr_testing_log_lines(logs);
+  assert_string_equal(kcr_meta_path_string(json_array_get(lines, 0), "controller"), "mirror");
+  assert_string_equal(kcr_meta_path_string(json_array_get(lines, 0), "namespace"), "default");
+  assert_string_equal(kcr_meta_path_string(json_array_get(lines, 0), "name"), "a");
+  json_decref(lines);
+  /* cancel fires the token the client carries */
+  kcr_testing_ctx_cancel(t);
+  assert_true(kcr_cancel_fired(kcr_reconcile_cancel(kcr_testing_ctx_get(t))));
+  kcr_testing_ctx_reset(t);
+  assert_int_equal(kcr_reconcile_err(kcr_testing_ctx_get(t))->code, KCR_OK);
+  kcr_testing_ctx_destroy(t);
+  kcr_testing_log_release(logs);
+  json_decref(in);
+}
+
+/* ---- threads ---- */
+
+typedef struct worker {
+  kcr_objclient c;
+  int id, conflicts, done;
+} worker_t;
+
+static void *bump(void *arg) {
+  worker_t *w = arg;
+  for (int i = 0; i < 50; i++) {
+    kcr_error_t err;
+    json_t *obj = NULL, *n;
+    kcr_error_clear(&err);
+    if (kcr_objclient_get(&w->c, &cm_gvk, "default", "counter", &obj, &err) != 0)
+      continue;
+    n = json_object_get(obj, "data");
+    json_object_set_new(n, "count",
+                        json_integer(json_integer_value(json_object_get(n, "count")) + 1));
+    if (kcr_objclient_update(&w->c, obj, NULL, NULL, &err) == 0)
+      w->done++;
+    else if (kcr_error_is_conflict(&err))
+      w->conflicts++;
+    json_decref(obj);
+  }
+  return NULL;
+}
+
+static void test_testing_threads(void **state) {
+  fixture *fx = *state;
+  pthread_t th[4];
+  worker_t w[4];
+  json_t *counter =
+      json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:i}}", "apiVersion", "v1", "kind", "ConfigMap",
+                "metadata", "namespace", "default", "name", "counter", "data", "count", 0);
+  json_t *got;
+  int done = 0;
+  assert_int_equal(kcr_fake_client_add(fx->f, counter, NULL), 0);
+  for (int i = 0; i < 4; i++) {
+    w[i] = (worker_t){fx->c, i, 0, 0};
+    assert_int_equal(pthread_create(&th[i], NULL, bump, &w[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    done += w[i].done;
+  }
+  got = get(fx, &cm_gvk, "default", "counter");
+  /* optimistic concurrency: exactly the successful updates counted, none lost */
+  assert_int_equal(json_integer_value(kcr_meta_path(got, "data.count")), done);
+  json_decref(got);
+  json_decref(counter);
+}
+
+/* ---- allocation failures ---- */
+
+static int alloc_run(kcr_fake_client_t **f) {
+  json_t *o = cm("default", "a", "{\"x\":\"y\"}");
+  kcr_objclient c;
+  kcr_list_options lo;
+  int rc;
+  memset(&lo, 0, sizeof(lo));
+  lo.label_selector = "x=y";
+  rc = kcr_fake_client_create(NULL, f, NULL);
+  if (rc == 0) {
+    c = kcr_fake_client_objclient(*f);
+    rc = kcr_objclient_create(&c, o, NULL, NULL);
+    if (rc == 0)
+      rc = kcr_objclient_list(&c, &cm_gvk, &lo, NULL, NULL);
+  }
+  json_decref(o);
+  return rc;
+}
+
+static void test_testing_alloc_failures(void **state) {
+  kcr_fake_client_t *f = NULL;
+  (void)state;
+  KCR_TEST_ALLOC_LOOP(alloc_run(&f), (kcr_fake_client_destroy(f), f = NULL));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_testing_create_assigns_metadata, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_create_generate_name, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_create_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_get_not_found, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_update_conflict, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_update_noop_and_generation, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_status_subresource, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_finalizers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_delete, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_list_selectors, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_list_shape_and_paging, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_patch, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_apply_not_supported, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_interceptors, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_create_or_update, setup, teardown),
+      cmocka_unit_test(test_testing_fake_recorder),
+      cmocka_unit_test_setup_teardown(test_testing_reconcile_ctx, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_threads, setup, teardown),
+      cmocka_unit_test(test_testing_alloc_failures),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
