@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kcr_testenv: see kcr_testenv.h.
+ * kcr_testenv: see kcr_testenv.h. kcr's integration tests on top of the
+ * installed test env (kcr/testing.h, src/testing/testenv.c): that one starts,
+ * joins and stops clusters; this file adds the kubectl runners and the fault
+ * helpers, and points the test env at the source tree's cluster.sh.
  *
  * KCR_SOURCE_DIR (the repository root, a string literal) is a compile
  * definition given by test/integration/CMakeLists.txt; scripts/cluster.sh is
@@ -42,13 +45,6 @@
 /* Largest kubeconfig kcr_testenv_write_kubeconfig_for_port() copies. */
 #define KCR_TESTENV_MAX_KUBECONFIG ((size_t)1024 * 1024)
 
-struct kcr_testenv {
-  char *dir;        /* cluster directory */
-  char *kubeconfig; /* DIR/kubeconfig or $KCR_TEST_KUBECONFIG */
-  char *kubectl;    /* kubectl binary */
-  int owned;        /* 1 if started here: stop brings it down */
-};
-
 __attribute__((format(printf, 1, 2))) static void report(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -73,14 +69,6 @@ __attribute__((format(printf, 1, 2))) static char *format(const char *fmt, ...) 
   vsnprintf(s, (size_t)n + 1, fmt, ap);
   va_end(ap);
   return s;
-}
-
-static char *dup_string(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d != NULL)
-    memcpy(d, s, n);
-  return d;
 }
 
 static int env_seconds(const char *name, int fallback) {
@@ -272,54 +260,17 @@ static int run_cluster_script(const char *verb, const char *dir, int timeout_s) 
   return run_cluster_script_out(verb, dir, NULL, timeout_s);
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  if (remove(path) != 0 && errno != ENOENT) {
-    report("cannot remove %s: %s", path, strerror(errno));
-    return -1;
-  }
-  return 0;
-}
-
-static int remove_tree(const char *dir) {
-  return nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void free_env(kcr_testenv_t *env) {
-  if (env == NULL)
-    return;
-  free(env->dir);
-  free(env->kubeconfig);
-  free(env->kubectl);
-  free(env);
-}
-
-/* Fill env->kubectl: $KCR_KUBECTL or DIR/bin/kubectl. */
-static int find_kubectl(kcr_testenv_t *env) {
-  const char *k = getenv("KCR_KUBECTL");
-  env->kubectl = (k != NULL && *k != '\0') ? dup_string(k) : format("%s/bin/kubectl", env->dir);
-  if (env->kubectl == NULL)
-    return -1;
-  if (access(env->kubectl, X_OK) != 0) {
-    report("no kubectl at %s (%s); run scripts/cluster.sh up, or set KCR_KUBECTL", env->kubectl,
-           strerror(errno));
-    return -1;
-  }
-  return 0;
+/*
+ * use_source_scripts: before main, make kcr_testenv_start use this tree's
+ * scripts/cluster.sh (the installed one may be absent or older), unless the
+ * caller chose one.
+ */
+__attribute__((constructor)) static void use_source_scripts(void) {
+  setenv("KCR_CLUSTER_SCRIPT", KCR_SOURCE_DIR "/scripts/cluster.sh", 0);
 }
 
 const char *kcr_testenv_source_dir(void) {
   return KCR_SOURCE_DIR;
-}
-
-const char *kcr_testenv_kubeconfig(const kcr_testenv_t *env) {
-  return env != NULL ? env->kubeconfig : NULL;
-}
-
-const char *kcr_testenv_dir(const kcr_testenv_t *env) {
-  return env != NULL ? env->dir : NULL;
 }
 
 /* kubectl_run: kcr_testenv_kubectl_input, stderr merged into the output if merge_stderr. */
@@ -333,16 +284,16 @@ static int kubectl_run(kcr_testenv_t *env, const char *const argv[], const char 
   while (argv[n] != NULL)
     n++;
   char **full = calloc(n + 4, sizeof *full);
-  char *flag = format("--kubeconfig=%s", env->kubeconfig);
+  char *flag = format("--kubeconfig=%s", kcr_testenv_kubeconfig(env));
   /* Discovery cache per cluster, not the user's ~/.kube/cache. */
-  char *cache = format("--cache-dir=%s/.kube-cache", env->dir);
+  char *cache = format("--cache-dir=%s/.kube-cache", kcr_testenv_dir(env));
   if (full == NULL || flag == NULL || cache == NULL) {
     free(full);
     free(flag);
     free(cache);
     return -1;
   }
-  full[0] = env->kubectl;
+  full[0] = (char *)kcr_testenv_kubectl_path(env);
   full[1] = flag;
   full[2] = cache;
   for (size_t i = 0; i < n; i++)
@@ -382,92 +333,12 @@ int kcr_testenv_wait_ready(kcr_testenv_t *env, int timeout_s) {
     if (ok)
       return 0;
     if (now_seconds() >= deadline) {
-      report("API server not ready after %d s (kubeconfig %s)", timeout_s, env->kubeconfig);
+      report("API server not ready after %d s (kubeconfig %s)", timeout_s,
+             kcr_testenv_kubeconfig(env));
       return -1;
     }
     sleep_ms(250);
   }
-}
-
-static int join(kcr_testenv_t *env, const char *kubeconfig) {
-  char resolved[PATH_MAX];
-  if (realpath(kubeconfig, resolved) == NULL) {
-    report("KCR_TEST_KUBECONFIG=%s: %s", kubeconfig, strerror(errno));
-    return -1;
-  }
-  env->kubeconfig = dup_string(resolved);
-  char *slash = strrchr(resolved, '/');
-  if (slash == resolved)
-    slash[1] = '\0';
-  else
-    *slash = '\0';
-  env->dir = dup_string(resolved);
-  if (env->kubeconfig == NULL || env->dir == NULL)
-    return -1;
-  env->owned = 0;
-  return find_kubectl(env);
-}
-
-static int start_own(kcr_testenv_t *env) {
-  const char *tmp = getenv("TMPDIR");
-  env->dir = format("%s/kcr-testenv-XXXXXX", (tmp != NULL && *tmp != '\0') ? tmp : "/tmp");
-  if (env->dir == NULL)
-    return -1;
-  if (mkdtemp(env->dir) == NULL) {
-    report("mkdtemp %s: %s", env->dir, strerror(errno));
-    return -1;
-  }
-  env->owned = 1;
-  int timeout = env_seconds("KCR_TESTENV_UP_TIMEOUT", KCR_TESTENV_DEFAULT_UP_TIMEOUT);
-  int rc = run_cluster_script("up", env->dir, timeout);
-  if (rc != 0) {
-    report("scripts/cluster.sh up %s failed (status %d); logs kept in %s/logs", env->dir, rc,
-           env->dir);
-    run_cluster_script("down", env->dir, KCR_TESTENV_DOWN_TIMEOUT);
-    env->owned = 0; /* keep the directory for the logs */
-    return -1;
-  }
-  env->kubeconfig = format("%s/kubeconfig", env->dir);
-  if (env->kubeconfig == NULL)
-    return -1;
-  return find_kubectl(env);
-}
-
-int kcr_testenv_start(kcr_testenv_t **out) {
-  if (out == NULL)
-    return -1;
-  *out = NULL;
-  kcr_testenv_t *env = calloc(1, sizeof *env);
-  if (env == NULL)
-    return -1;
-  const char *kubeconfig = getenv("KCR_TEST_KUBECONFIG");
-  int rc = (kubeconfig != NULL && *kubeconfig != '\0') ? join(env, kubeconfig) : start_own(env);
-  if (rc == 0)
-    rc = kcr_testenv_wait_ready(env, 60);
-  if (rc != 0) {
-    kcr_testenv_stop(env);
-    return -1;
-  }
-  *out = env;
-  return 0;
-}
-
-int kcr_testenv_stop(kcr_testenv_t *env) {
-  if (env == NULL)
-    return 0;
-  int rc = 0;
-  if (env->owned) {
-    if (run_cluster_script("down", env->dir, KCR_TESTENV_DOWN_TIMEOUT) != 0) {
-      report("scripts/cluster.sh down %s failed; directory kept", env->dir);
-      rc = -1;
-    } else if (getenv("KCR_TESTENV_KEEP") != NULL) {
-      report("cluster directory kept: %s", env->dir);
-    } else if (remove_tree(env->dir) != 0) {
-      rc = -1;
-    }
-  }
-  free_env(env);
-  return rc;
 }
 
 /* --- fault helpers ---------------------------------------------------------- */
@@ -476,10 +347,10 @@ int kcr_testenv_restart_apiserver(kcr_testenv_t *env) {
   if (env == NULL)
     return -1;
   int timeout = env_seconds("KCR_TESTENV_RESTART_TIMEOUT", KCR_TESTENV_DEFAULT_RESTART_TIMEOUT);
-  int rc = run_cluster_script("restart-apiserver", env->dir, timeout);
+  int rc = run_cluster_script("restart-apiserver", kcr_testenv_dir(env), timeout);
   if (rc != 0) {
-    report("scripts/cluster.sh restart-apiserver %s failed (status %d); see %s/logs", env->dir, rc,
-           env->dir);
+    report("scripts/cluster.sh restart-apiserver %s failed (status %d); see %s/logs",
+           kcr_testenv_dir(env), rc, kcr_testenv_dir(env));
     return -1;
   }
   return 0;
@@ -492,9 +363,10 @@ int kcr_testenv_compact(kcr_testenv_t *env, char *rev_out, size_t size) {
   if (env == NULL)
     return -1;
   char *out = NULL;
-  int rc = run_cluster_script_out("compact", env->dir, &out, KCR_TESTENV_COMPACT_TIMEOUT);
+  int rc =
+      run_cluster_script_out("compact", kcr_testenv_dir(env), &out, KCR_TESTENV_COMPACT_TIMEOUT);
   if (rc != 0 || out == NULL) {
-    report("scripts/cluster.sh compact %s failed (status %d)", env->dir, rc);
+    report("scripts/cluster.sh compact %s failed (status %d)", kcr_testenv_dir(env), rc);
     free(out);
     return -1;
   }
@@ -514,7 +386,7 @@ int kcr_testenv_compact(kcr_testenv_t *env, char *rev_out, size_t size) {
 int kcr_testenv_apiserver_port(const kcr_testenv_t *env) {
   if (env == NULL)
     return -1;
-  char *path = format("%s/run/ports", env->dir);
+  char *path = format("%s/run/ports", kcr_testenv_dir(env));
   if (path == NULL)
     return -1;
   FILE *f = fopen(path, "r");
@@ -570,9 +442,9 @@ int kcr_testenv_write_kubeconfig_for_port(kcr_testenv_t *env, int port, char *pa
   if (env == NULL || port <= 0 || port > 65535)
     return -1;
   int rc = -1;
-  char *text = read_file(env->kubeconfig);
-  char *path = format("%s/kubeconfig.port-%d", env->dir, port);
-  char *tmp = format("%s/kubeconfig.port-%d.tmp.%ld", env->dir, port, (long)getpid());
+  char *text = read_file(kcr_testenv_kubeconfig(env));
+  char *path = format("%s/kubeconfig.port-%d", kcr_testenv_dir(env), port);
+  char *tmp = format("%s/kubeconfig.port-%d.tmp.%ld", kcr_testenv_dir(env), port, (long)getpid());
   FILE *f = NULL;
   if (text == NULL || path == NULL || tmp == NULL)
     goto done;
@@ -586,7 +458,7 @@ int kcr_testenv_write_kubeconfig_for_port(kcr_testenv_t *env, int port, char *pa
   char *scheme = server != NULL ? strstr(server, "://") : NULL;
   char *eol = server != NULL ? strchr(server, '\n') : NULL;
   if (scheme == NULL || (eol != NULL && scheme > eol)) {
-    report("no server URL in %s", env->kubeconfig);
+    report("no server URL in %s", kcr_testenv_kubeconfig(env));
     goto done;
   }
   char *host = scheme + 3;
@@ -601,7 +473,7 @@ int kcr_testenv_write_kubeconfig_for_port(kcr_testenv_t *env, int port, char *pa
   }
   size_t digits = colon != NULL ? strspn(colon + 1, "0123456789") : 0;
   if (digits == 0) {
-    report("the server URL in %s has no port", env->kubeconfig);
+    report("the server URL in %s has no port", kcr_testenv_kubeconfig(env));
     goto done;
   }
 

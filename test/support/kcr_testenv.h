@@ -14,13 +14,15 @@
  *  - Otherwise it runs `scripts/cluster.sh up DIR` into a fresh directory
  *    made with mkdtemp() under $TMPDIR (or /tmp), and kcr_testenv_stop()
  *    runs `scripts/cluster.sh down DIR` and removes DIR.
+ * Both are the installed test env (kcr/testing.h); this file adds kubectl
+ * runners and fault helpers for kcr's own tests.
  *
  * kubectl is the one built by scripts/build-control-plane.sh: DIR/bin/kubectl
  * (a symlink written by cluster.sh), or $KCR_KUBECTL if set.
  *
  * Build: the repository root comes in as the compile definition
  * KCR_SOURCE_DIR (a string literal, set by test/integration/CMakeLists.txt);
- * the scripts are found under it. The code needs only libc and POSIX.
+ * the scripts are found under it.
  *
  * Errors are reported on stderr with a "kcr_testenv:" prefix.
  */
@@ -29,33 +31,19 @@
 
 #include <stddef.h>
 
+#include "kcr/testing.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* An opaque handle on a running cluster. */
-typedef struct kcr_testenv kcr_testenv_t;
-
 /*
- * Join the cluster named by $KCR_TEST_KUBECONFIG, or start a new one (see
- * above). On success stores a new handle in *out and returns 0; on failure
- * stores NULL and returns -1. Starting a cluster waits until it is ready
- * (bounded by $KCR_TESTENV_UP_TIMEOUT seconds, default 300). Either way the
- * API server has answered /readyz before this returns.
+ * kcr_testenv_t, kcr_testenv_start, kcr_testenv_kubeconfig, kcr_testenv_dir and
+ * kcr_testenv_stop are the installed test env's (kcr/testing.h): started with
+ * the source tree's scripts/cluster.sh (this file sets KCR_CLUSTER_SCRIPT
+ * before main unless it is set), joined when KCR_TEST_KUBECONFIG names a
+ * cluster. Starting waits until /readyz answers.
  */
-int kcr_testenv_start(kcr_testenv_t **out);
-
-/*
- * The path of the admin kubeconfig (client certificate in group
- * system:masters). Borrowed: valid until kcr_testenv_stop(env).
- */
-const char *kcr_testenv_kubeconfig(const kcr_testenv_t *env);
-
-/*
- * The cluster directory (the kubeconfig's directory): logs/, pki/, run/.
- * Borrowed: valid until kcr_testenv_stop(env).
- */
-const char *kcr_testenv_dir(const kcr_testenv_t *env);
 
 /*
  * The repository root (KCR_SOURCE_DIR), for finding test data. Static string.
@@ -136,15 +124,6 @@ int kcr_testenv_apiserver_port(const kcr_testenv_t *env);
  */
 int kcr_testenv_write_kubeconfig_for_port(kcr_testenv_t *env, int port, char *path_out,
                                           size_t size);
-
-/*
- * Release the handle. If kcr_testenv_start() started the cluster, bring it
- * down (no process or port left) and remove its directory, unless
- * $KCR_TESTENV_KEEP is set, in which case the directory (with the logs) is
- * kept and its path printed. A joined cluster is left running. NULL is a
- * no-op. Returns 0, or -1 if bringing the cluster down failed.
- */
-int kcr_testenv_stop(kcr_testenv_t *env);
 
 #ifdef __cplusplus
 }
