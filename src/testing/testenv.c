@@ -13,10 +13,11 @@
  * beside them in <datadir>/kcr/tools, so cluster.sh can build the binaries
  * when the cache is cold).
  */
-#ifndef _XOPEN_SOURCE
-#define _XOPEN_SOURCE 700 /* mkdtemp, nftw, realpath */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr, mkdtemp, nftw, realpath */
 #endif
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -24,6 +25,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,7 +318,7 @@ int kcr_testenv_binary_dir(char *buf, size_t size, kcr_error_t *err) {
   if (!*best)
     return kcr_error_set(err, KCR_ENOENT,
                          "testenv: no control-plane binaries under %s (run kcr-envtest use)", root);
-  if (snprintf(buf, size, "%s/%s/bin", root, best) >= (int)size)
+  if (snprintf(buf, size, "%s/%s", root, best) >= (int)size)
     return kcr_error_set(err, KCR_ETOOBIG, "testenv: binary path too long");
   return 0;
 }
@@ -334,6 +336,22 @@ static char *find_script(const kcr_testenv_options *o, kcr_error_t *err) {
       return NULL;
     }
     return kcr__strdup(want);
+  }
+  /* beside the shared library: <prefix>/lib[/<triplet>]/libkcr.so -> <prefix>/share/kcr */
+  {
+    Dl_info info;
+    if (dladdr((void *)(uintptr_t)kcr_testenv_start_with, &info) && info.dli_fname) {
+      char lib[PATH_MAX], *slash, *p;
+      snprintf(lib, sizeof(lib), "%s", info.dli_fname);
+      for (int up = 0; up < 2 && (slash = strrchr(lib, '/')) != NULL; up++) {
+        *slash = '\0';
+        if ((p = format("%s/../share/kcr/scripts/cluster.sh", lib)) != NULL) {
+          if (executable(p))
+            return p;
+          kcr__free(p);
+        }
+      }
+    }
   }
   for (size_t i = 0; i < sizeof(installed) / sizeof(installed[0]); i++)
     if (executable(installed[i]))

@@ -5,7 +5,9 @@
 # four ways (pkg-config and find_package(kcr), shared and static library):
 #   - test/consumer/main.c, a small program over the public headers;
 #   - examples/configmap-mirror (main.c + mirror.c), a real operator that calls
-#     json_* itself, so it links only when the package carries jansson.
+#     json_* itself, so it links only when the package carries jansson;
+#   - mirror_test.c, a unit test of that operator with the installed testing
+#     kit (kcr/testing.h: fake client, reconcile context).
 # run.sh --prefix PREFIX: the same checks on a tree already installed there
 # (test/deb/run.sh uses it on the Debian packages unpacked into a temporary root).
 set -euo pipefail
@@ -44,6 +46,12 @@ check_mirror() {
     *) echo "configmap-mirror said: $out"; exit 1 ;;
   esac
 }
+# check_ok BIN: a test program that prints "ok" and exits 0.
+check_ok() {
+  local out
+  out=$("$@") || { echo "$1 failed: $out"; exit 1; }
+  [ "$out" = ok ] || { echo "$1 said: $out"; exit 1; }
+}
 # not_dynamic BIN: a static build must not need libkcr.so.
 not_dynamic() {
   if ldd "$1" | grep -q libkcr; then echo "$1 links libkcr.so"; exit 1; fi
@@ -57,7 +65,11 @@ cc -std=c11 -Wall -Werror -o "$work/pc_shared" "$here/main.c" $(pkg-config --cfl
 cc -std=c11 -Wall -Werror -o "$work/pc_mirror_shared" -I"$example" "$example/main.c" \
   "$example/mirror.c" $(pkg-config --cflags --libs kcr)
 LD_LIBRARY_PATH=$libdir check_consumer "$work/pc_shared"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Werror -o "$work/pc_mirror_test_shared" -I"$example" "$here/mirror_test.c" \
+  "$example/mirror.c" $(pkg-config --cflags --libs kcr)
 LD_LIBRARY_PATH=$libdir check_mirror "$work/pc_mirror_shared"
+LD_LIBRARY_PATH=$libdir check_ok "$work/pc_mirror_test_shared"
 # Static: libkcr.a, then its public and private dependencies as shared
 # libraries (`pkg-config --static` would ask for static libcurl and all of its
 # optional dependencies), without -lkcr (which would pick libkcr.so).
@@ -70,8 +82,12 @@ cc -std=c11 -Wall -Werror -o "$work/pc_static" "$here/main.c" $(pkg-config --cfl
 # shellcheck disable=SC2046,SC2086
 cc -std=c11 -Wall -Werror -o "$work/pc_mirror_static" -I"$example" "$example/main.c" \
   "$example/mirror.c" $(pkg-config --cflags kcr) "$libdir/libkcr.a" $static_libs
+# shellcheck disable=SC2046,SC2086
+cc -std=c11 -Wall -Werror -o "$work/pc_mirror_test_static" -I"$example" "$here/mirror_test.c" \
+  "$example/mirror.c" $(pkg-config --cflags kcr) "$libdir/libkcr.a" $static_libs
 check_consumer "$work/pc_static"
 check_mirror "$work/pc_mirror_static"
+check_ok "$work/pc_mirror_test_static"
 not_dynamic "$work/pc_static"
 not_dynamic "$work/pc_mirror_static"
 echo "pkg-config consumers (shared, static): ok"
@@ -83,6 +99,8 @@ LD_LIBRARY_PATH=$libdir check_consumer "$work/cm/consumer_shared"
 LD_LIBRARY_PATH=$libdir check_mirror "$work/cm/mirror_shared"
 check_consumer "$work/cm/consumer_static"
 check_mirror "$work/cm/mirror_static"
+LD_LIBRARY_PATH=$libdir check_ok "$work/cm/mirror_test_shared"
+check_ok "$work/cm/mirror_test_static"
 not_dynamic "$work/cm/consumer_static"
 not_dynamic "$work/cm/mirror_static"
 echo "find_package consumers (shared, static): ok"
