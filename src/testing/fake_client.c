@@ -221,6 +221,7 @@ static int obj_id_of(const json_t *obj, obj_id *id, kcr_error_t *err) {
   const char *api_version = kcr_meta_api_version(obj);
   const char *g;
   size_t glen = 0;
+  id->group[0] = '\0';
   id->kind = kcr_meta_kind(obj);
   id->ns = kcr_meta_namespace(obj);
   id->name = kcr_meta_name(obj);
@@ -788,7 +789,7 @@ static int f_list(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_opt
   snprintf(kind, sizeof(kind), "%sList", gvk->kind);
 
   pthread_mutex_lock(&f->mu);
-  selected = kcr__calloc(f->n ? f->n : 1, sizeof(*selected));
+  selected = kcr__calloc(f->n ? f->n : 1, sizeof(json_t *));
   for (size_t i = 0; selected && i < f->n; i++) {
     const json_t *obj = f->items[i].obj;
     const char *ons = kcr_meta_namespace(obj);
@@ -809,7 +810,7 @@ static int f_list(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_opt
   kcr_selector_destroy(sel);
   if (!selected || rc)
     goto nomem;
-  qsort(selected, nsel, sizeof(*selected), cmp_items);
+  qsort(selected, nsel, sizeof(json_t *), cmp_items);
   list = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", api_version, "kind", kind, "metadata",
                    "resourceVersion", rv);
   items = json_array();

@@ -25,7 +25,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,7 +339,8 @@ static char *find_script(const kcr_testenv_options *o, kcr_error_t *err) {
   /* beside the shared library: <prefix>/lib[/<triplet>]/libkcr.so -> <prefix>/share/kcr */
   {
     Dl_info info;
-    if (dladdr((void *)(uintptr_t)kcr_testenv_start_with, &info) && info.dli_fname) {
+    static const char anchor = 0; /* an object of this library, to ask where it lives */
+    if (dladdr(&anchor, &info) && info.dli_fname) {
       char lib[PATH_MAX], *slash, *p;
       snprintf(lib, sizeof(lib), "%s", info.dli_fname);
       for (int up = 0; up < 2 && (slash = strrchr(lib, '/')) != NULL; up++) {

@@ -209,8 +209,8 @@ int kcr_testing_reconcile(kcr_reconcile_fn fn, void *data, const kcr_objclient *
     o.client = *client;
   if (terminal)
     *terminal = false;
-  if ((rc = kcr_testing_ctx_create(&o, req, &t, err)) != 0)
-    return rc;
+  if ((rc = kcr_testing_ctx_create(&o, req, &t, err)) != 0 || !t)
+    return rc ? rc : KCR_EINTERNAL;
   rc = fn(t->ctx, &t->req, &r, data);
   if (res)
     *res = r;
