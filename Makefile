@@ -87,9 +87,9 @@ run: operator ## Run the operator locally against the current kubeconfig (ARGS a
 docker-build: ## Build the image $(IMG) (needs a container engine; same static build script).
 	$(CONTAINER_TOOL) build -t $(IMG) .
 
-demo: deps operator ## Local control plane, CRD, operator, sample App, then `kubectl get apps`.
+demo: deps operator ## Local control plane with kwok fake nodes, CRD, operator, sample App until Available.
 	bash scripts/build-control-plane.sh
-	bash scripts/cluster.sh up $(DEMO_CLUSTER_DIR)
+	bash scripts/cluster.sh up --kwok $(DEMO_CLUSTER_DIR)
 	$(KUBECTL) --kubeconfig $(DEMO_KUBECONFIG) apply -f config/crd/bases/kcr.dev_apps.yaml
 	$(KUBECTL) --kubeconfig $(DEMO_KUBECONFIG) wait --for=condition=Established crd/apps.kcr.dev --timeout=60s
 	$(OPERATOR_BIN) --kubeconfig $(DEMO_KUBECONFIG) --log-format=console \
@@ -97,6 +97,7 @@ demo: deps operator ## Local control plane, CRD, operator, sample App, then `kub
 	$(KUBECTL) --kubeconfig $(DEMO_KUBECONFIG) apply -f config/samples/kcr_v1alpha1_app.yaml
 	$(KUBECTL) --kubeconfig $(DEMO_KUBECONFIG) wait --for=jsonpath='{.status.observedGeneration}'=1 \
 		app/app-sample --timeout=60s
+	$(KUBECTL) --kubeconfig $(DEMO_KUBECONFIG) wait --for=condition=Available app/app-sample --timeout=120s
 	$(KUBECTL) --kubeconfig $(DEMO_KUBECONFIG) get apps,deployments,services,configmaps
 	@echo "operator log: $(DEMO_CLUSTER_DIR)/operator.log; stop: kill \$$(cat $(DEMO_CLUSTER_DIR)/operator.pid); make cluster-down"
 

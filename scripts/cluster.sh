@@ -5,10 +5,17 @@
 # kubeconfigs) in one directory. Several clusters can run at once, each in its
 # own directory.
 #
-# Usage: scripts/cluster.sh up|down|status|env|restart-apiserver|compact [DIR]
+# Usage: scripts/cluster.sh up [--kwok] [DIR]
+#        scripts/cluster.sh down|status|env|restart-apiserver|compact [DIR]
 #   up      generate certificates (first time), start etcd, kube-apiserver and
 #           kube-controller-manager, wait until they are ready, write
 #           DIR/kubeconfig and print the line to export it
+#   up --kwok  (or KCR_KWOK=1) also kube-scheduler and kwok with fake nodes:
+#           Pods of Deployments are scheduled onto the fake nodes and kwok
+#           marks them Running and Ready (no container runs, so there is no
+#           Pod traffic), so Deployments become Available on their own. The
+#           two binaries are built from the Go module proxy into the cache the
+#           first time (tools/k8s, tools/kwok).
 #   down    stop the components (SIGTERM, SIGKILL after a grace period) and
 #           check that no process and no port is left behind
 #   status  report each component (exit 0: all running, 1: some, 3: none)
@@ -32,6 +39,9 @@
 #                         for them to end)
 #   KCR_APISERVER_ARGS    extra kube-apiserver flags (word-split)
 #   KCR_KCM_ARGS          extra kube-controller-manager flags (word-split)
+#   KCR_KWOK              1: as --kwok
+#   KCR_KWOK_NODES        fake nodes with --kwok (default 2), each 32 CPUs,
+#                         256 GiB and 110 Pods
 #
 # Layout of DIR:
 #   kubeconfig            admin kubeconfig (group system:masters)
@@ -48,6 +58,7 @@
 #   run/kube-apiserver.args  kube-apiserver's command line (NUL-separated),
 #                         what restart-apiserver runs again
 #   bin/kubectl           symlink to the cached kubectl
+#   run/kwok              present when the cluster runs with --kwok
 set -euo pipefail
 
 prog=cluster
@@ -65,9 +76,17 @@ usage() {
     exit 2
 }
 
-(($# >= 1 && $# <= 2)) || usage
+(($# >= 1)) || usage
 cmd=$1
-dir=${2:-${KCR_CLUSTER_DIR:-$PWD/.kcr-cluster}}
+shift
+kwok=0
+[[ "${KCR_KWOK:-0}" == 1 ]] && kwok=1
+if [[ "$cmd" == up && "${1:-}" == --kwok ]]; then
+    kwok=1
+    shift
+fi
+(($# <= 1)) || usage
+dir=${1:-${KCR_CLUSTER_DIR:-$PWD/.kcr-cluster}}
 case "$cmd" in
     up | down | status | env) ;;
     restart-apiserver) cmd=restart_apiserver ;;
@@ -85,6 +104,10 @@ fi
 pki=$dir/pki
 run=$dir/run
 logs=$dir/logs
+# A cluster started with --kwok keeps its two extra components for every command.
+[[ "$cmd" != up && -f "$run/kwok" ]] && kwok=1
+((kwok)) && components+=(kube-scheduler kwok)
+kwok_nodes=${KCR_KWOK_NODES:-2}
 
 now_ms() { date +%s%3N; }
 
@@ -227,6 +250,15 @@ subjectAltName=DNS:localhost,IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,
     openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$pki/sa.key" 2>/dev/null
     openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
     touch "$pki/.complete"
+}
+
+# gen_scheduler_cert: kube-scheduler's client certificate (added to a pki/ made
+# before --kwok existed, from the same CA).
+gen_scheduler_cert() {
+    [[ -f "$pki/kube-scheduler.crt" ]] && return 0
+    sign kube-scheduler "/CN=system:kube-scheduler" "basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
 }
 
 # --- kubeconfigs -------------------------------------------------------------
@@ -395,6 +427,11 @@ start_apiserver() {
 
 start_kcm() {
     local ports
+    local kcm_controllers=garbage-collector-controller,namespace-controller,deployment-controller,replicaset-controller,serviceaccount-controller,serviceaccount-token-controller
+    # With fake nodes: the node lifecycle controller lifts the not-ready taint
+    # the API server puts on a new Node once kwok reports it Ready (and taints
+    # it again if kwok stops heartbeating), as on a real cluster.
+    ((kwok)) && kcm_controllers+=,node-lifecycle-controller
     pick_ports 1
     kcm_port=${ports[0]}
     local extra=()
@@ -408,13 +445,137 @@ start_kcm() {
         --secure-port="$kcm_port" \
         --cert-dir="$dir/kube-controller-manager" \
         --leader-elect=false \
-        --controllers=garbage-collector-controller,namespace-controller,deployment-controller,replicaset-controller,serviceaccount-controller,serviceaccount-token-controller \
+        --controllers="$kcm_controllers" \
         --service-account-private-key-file="$pki/sa.key" \
         --root-ca-file="$pki/ca.crt" \
         --use-service-account-credentials=true \
         --profiling=false \
         "${extra[@]}"
     wait_ready kube-controller-manager probe_kcm
+}
+
+probe_scheduler() {
+    curl -fsSk -o /dev/null --max-time 2 "https://127.0.0.1:$scheduler_port/healthz" 2>/dev/null
+}
+
+start_scheduler() {
+    local ports
+    pick_ports 1
+    scheduler_port=${ports[0]}
+    launch kube-scheduler "$bin_scheduler" \
+        --kubeconfig="$dir/kube-scheduler.kubeconfig" \
+        --authentication-kubeconfig="$dir/kube-scheduler.kubeconfig" \
+        --authorization-kubeconfig="$dir/kube-scheduler.kubeconfig" \
+        --bind-address=127.0.0.1 \
+        --secure-port="$scheduler_port" \
+        --cert-dir="$dir/kube-scheduler" \
+        --leader-elect=false \
+        --profiling=false
+    wait_ready kube-scheduler probe_scheduler
+}
+
+probe_kwok() { probe_http "http://127.0.0.1:$kwok_port/healthz"; }
+
+# start_kwok: kwok manages the nodes annotated kwok.x-k8s.io/node=fake (and
+# their Pods) with its built-in stages: nodes become Ready, bound Pods Running
+# and Ready.
+start_kwok() {
+    local ports
+    pick_ports 1
+    kwok_port=${ports[0]}
+    launch kwok "$bin_kwok" \
+        --kubeconfig="$dir/kwok.kubeconfig" \
+        --config="$dir/kwok.yaml" \
+        --manage-all-nodes=false \
+        --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+        --server-address="127.0.0.1:$kwok_port" \
+        --cidr=10.244.0.0/16 \
+        --node-ip=127.0.0.1
+    wait_ready kwok probe_kwok
+}
+
+# add_fake_nodes: KCR_KWOK_NODES nodes for kwok (no taint: ordinary Pods land).
+add_fake_nodes() {
+    local i nodes=""
+    for ((i = 0; i < kwok_nodes; i++)); do
+        nodes+="---
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-$i
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: \"0\"
+  labels:
+    type: kwok
+    kubernetes.io/hostname: kwok-node-$i
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+status:
+  allocatable: {cpu: \"32\", memory: 256Gi, pods: \"110\"}
+  capacity: {cpu: \"32\", memory: 256Gi, pods: \"110\"}
+"
+    done
+    printf '%s' "$nodes" | "$bin_kubectl" --kubeconfig="$dir/kubeconfig" \
+        --cache-dir="$dir/.kube-cache" apply -f - >/dev/null ||
+        die "could not create the fake nodes"
+    "$bin_kubectl" --kubeconfig="$dir/kubeconfig" --cache-dir="$dir/.kube-cache" \
+        wait --for=condition=Ready node -l type=kwok --timeout="${ready_timeout}s" >/dev/null ||
+        die "the fake nodes did not become Ready (see $logs/kwok.log)"
+}
+
+# build_kwok_binaries: kube-scheduler (from tools/k8s, the module the other
+# Kubernetes binaries come from) and kwok (tools/kwok), built once into the
+# cache like build-control-plane.sh's: CACHE/kube-scheduler/<k8s version>/bin
+# and CACHE/kwok/<kwok version>/bin, each with a stamp of its module.
+build_kwok_binaries() {
+    local cache_root=${KCR_CACHE:-${HOME:?HOME is not set}/.cache/kcr}
+    local k8s_v kwok_v
+    command -v go >/dev/null || die "go is not in PATH (needed once, to build kube-scheduler and kwok)"
+    k8s_v=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "$repo_root/tools/k8s/go.mod")
+    kwok_v=$(awk '$1 == "sigs.k8s.io/kwok" && $2 ~ /^v/ { print $2; exit }' "$repo_root/tools/kwok/go.mod")
+    [[ -n "$k8s_v" && -n "$kwok_v" ]] || die "no k8s.io/kubernetes or sigs.k8s.io/kwok version in tools/"
+    bin_scheduler=$cache_root/kube-scheduler/$k8s_v/bin/kube-scheduler
+    bin_kwok=$cache_root/kwok/$kwok_v/bin/kwok
+    mkdir -p "$cache_root"
+    (
+        exec 9>"$cache_root/.build.lock"
+        flock 9
+        go_tool "$repo_root/tools/k8s" k8s.io/kubernetes/cmd/kube-scheduler "$bin_scheduler" \
+            "-s -w -X k8s.io/component-base/version.gitVersion=$k8s_v"
+        go_tool "$repo_root/tools/kwok" sigs.k8s.io/kwok/cmd/kwok "$bin_kwok" \
+            "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$kwok_v"
+        # kwok's own stages (the module's kustomize/stage): nodes initialised and
+        # kept alive by heartbeats, Pods made Ready, completed and deleted.
+        if [[ ! -s "${bin_kwok%/bin/kwok}/stages.yaml" ]]; then
+            local mod f
+            mod=$(cd "$repo_root/tools/kwok" && GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod" \
+                go list -m -f '{{.Dir}}' sigs.k8s.io/kwok) || die "cannot locate the kwok module"
+            for f in node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml \
+                pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+                [[ -f "$mod/kustomize/stage/$f" ]] || die "kwok module lacks kustomize/stage/$f"
+                printf -- '---\n'
+                cat "$mod/kustomize/stage/$f"
+            done > "${bin_kwok%/bin/kwok}/stages.yaml.tmp"
+            mv -f "${bin_kwok%/bin/kwok}/stages.yaml.tmp" "${bin_kwok%/bin/kwok}/stages.yaml"
+        fi
+    ) || exit 1
+    kwok_stages=${bin_kwok%/bin/kwok}/stages.yaml
+}
+
+# go_tool MODULE_DIR PKG OUT LDFLAGS: go build PKG into OUT unless OUT is there
+# and its stamp (Go version, go.mod, go.sum) is current.
+go_tool() {
+    local src=$1 pkg=$2 out=$3 ldflags=$4 stamp
+    stamp=$({ go env GOVERSION; cat "$src/go.mod" "$src/go.sum"; } | sha256sum | cut -d' ' -f1)
+    [[ -x "$out" && -f "$out.stamp" && "$(<"$out.stamp")" == "$stamp" ]] && return 0
+    say "building ${out##*/} from the Go module proxy (first time only; a few minutes)"
+    mkdir -p "${out%/*}"
+    (cd "$src" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod" \
+        go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg") ||
+        die "go build $pkg failed"
+    mv -f "$out.tmp" "$out"
+    printf '%s\n' "$stamp" > "$out.stamp"
 }
 
 # with_retry FN: run a start function again (new ports) after a port clash.
@@ -461,6 +622,7 @@ cmd_up() {
     done
 
     find_binaries
+    ((kwok)) && build_kwok_binaries
     local t0
     t0=$(now_ms)
     mkdir -p "$run" "$logs" "$dir/bin"
@@ -489,6 +651,32 @@ cmd_up() {
     say "kube-controller-manager ready (healthz on 127.0.0.1:$kcm_port)"
 
     write_kubeconfig "$dir/kubeconfig" kcr-admin "$pki/admin.crt" "$pki/admin.key" "$apiserver_port"
+    if ((kwok)); then
+        gen_scheduler_cert
+        write_kubeconfig "$dir/kube-scheduler.kubeconfig" system:kube-scheduler \
+            "$pki/kube-scheduler.crt" "$pki/kube-scheduler.key" "$apiserver_port"
+        with_retry start_scheduler
+        printf 'kube-scheduler=%s\n' "$scheduler_port" >> "$run/ports"
+        say "kube-scheduler ready (healthz on 127.0.0.1:$scheduler_port)"
+        write_kubeconfig "$dir/kwok.kubeconfig" kcr-admin "$pki/admin.crt" "$pki/admin.key" \
+            "$apiserver_port"
+        {
+            # The options' documented defaults: kwok applies them only to a
+            # configuration it generates, not to one given with --config.
+            printf '%s\n' 'apiVersion: config.kwok.x-k8s.io/v1alpha1' 'kind: KwokConfiguration' \
+                'options:' '  podPlayStageParallelism: 4' '  nodePlayStageParallelism: 4' \
+                '  nodeLeaseDurationSeconds: 40' '  nodeLeaseParallelism: 4' \
+                '  podsOnNodeSyncParallelism: 1' '  enableCNI: false'
+            cat "$kwok_stages"
+        } > "$dir/kwok.yaml"
+        with_retry start_kwok
+        printf 'kwok=%s\n' "$kwok_port" >> "$run/ports"
+        add_fake_nodes
+        : > "$run/kwok"
+        say "kwok ready with $kwok_nodes fake nodes (healthz on 127.0.0.1:$kwok_port)"
+    else
+        rm -f "$run/kwok"
+    fi
     local ms=$(($(now_ms) - t0))
     say "up in $((ms / 1000)).$(printf '%03d' $((ms % 1000))) s: $dir"
     cmd_env

@@ -332,6 +332,8 @@ typedef struct kcr_testenv kcr_testenv_t;
  *                     the installed one (<prefix>/share/kcr/cluster.sh).
  *   start_timeout_s   how long starting and joining may take; 0:
  *                     $KCR_TESTENV_UP_TIMEOUT, else 300.
+ *   kwok              start with `cluster.sh up --kwok`: kube-scheduler and kwok
+ *                     with fake nodes too, so Deployments become Available.
  */
 typedef struct kcr_testenv_options {
   const char *crd_directory;
@@ -339,6 +341,7 @@ typedef struct kcr_testenv_options {
   bool use_existing;
   const char *cluster_script;
   int start_timeout_s;
+  bool kwok;
 } kcr_testenv_options;
 
 /*

@@ -461,7 +461,7 @@ static int join(kcr_testenv_t *env, const char *kubeconfig, kcr_error_t *err) {
 static int start_own(kcr_testenv_t *env, const kcr_testenv_options *o, int timeout,
                      kcr_error_t *err) {
   const char *tmp = getenv("TMPDIR");
-  char *argv[4];
+  char *argv[5];
   int rc;
   if (!(env->script = find_script(o, err)))
     return err && err->code ? err->code : KCR_ENOENT;
@@ -473,11 +473,14 @@ static int start_own(kcr_testenv_t *env, const kcr_testenv_options *o, int timeo
   env->owned = true;
   argv[0] = env->script;
   argv[1] = (char *)"up";
-  argv[2] = env->dir;
-  argv[3] = NULL;
+  argv[2] = o && o->kwok ? (char *)"--kwok" : env->dir;
+  argv[3] = o && o->kwok ? env->dir : NULL;
+  argv[4] = NULL;
   rc = run(argv, NULL, NULL, 0, timeout);
   if (rc != 0) {
     argv[1] = (char *)"down";
+    argv[2] = env->dir;
+    argv[3] = NULL;
     run(argv, NULL, NULL, 0, DOWN_TIMEOUT);
     env->owned = false; /* keep the directory for the logs */
     return kcr_error_set(err, KCR_ESYS, "testenv: %s up %s failed (status %d); logs in %s/logs",
