@@ -65,5 +65,9 @@ so=$(find "$root/usr" -name libkcr.so)
 echo "dpkg -i into $root: libkcr0, libkcr-dev, kcr-operator installed"
 
 "$root/usr/bin/kcr-operator" --version | grep -q . || { echo "kcr-operator --version failed"; exit 1; }
+# The test env's tools came along in libkcr-dev, in the layout they expect.
+"$root/usr/bin/kcr-envtest" --help | grep -q 'setup-envtest' || { echo "kcr-envtest --help failed"; exit 1; }
+[ -x "$root/usr/share/kcr/scripts/cluster.sh" ] && [ -f "$root/usr/share/kcr/tools/kwok/go.mod" ] ||
+  { echo "libkcr-dev lacks the test env's scripts"; exit 1; }
 bash "$here/run.sh" --prefix "$root/usr"
 echo "consumer against the installed packages: ok"
