@@ -13,7 +13,7 @@
  * immutable metadata kept, the status subresource kept apart, generation
  * bumped on a spec change, a no-op write left unversioned, the last finalizer
  * of a deleting object releasing it. Errors are built as metav1.Status objects
- * and read back through the client's own decoder (client/status.c), so a test
+ * and read back through the client's own decoder (client/apierror.c), so a test
  * sees exactly the kcr_error_t a real server's answer would give.
  * Interceptors run before the lock is taken, so they may call the client.
  */
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/status.h"
+#include "client/apierror_internal.h"
 #include "kcr/apierror.h"
 #include "kcr/controllerutil.h"
 #include "kcr/meta.h"
