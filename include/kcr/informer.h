@@ -23,6 +23,7 @@
 #include "kcr/common.h"
 #include "kcr/delta_fifo.h"
 #include "kcr/error.h"
+#include "kcr/metrics.h"
 #include "kcr/store.h"
 
 #ifdef __cplusplus
@@ -57,6 +58,9 @@ typedef struct kcr_informer kcr_informer_t;
  *   watch_idle_timeout_ns  a watch that receives no byte for this long is dead
  *                   (half-open connection) and is re-established; 0: the watch's
  *                   timeout + 30 s (kcr_watch_options.idle_timeout_ns).
+ *   metrics         registry for the informer's kcr_informer_* series (borrowed,
+ *                   must outlive the informer); NULL: none. See kcr_informer_stats
+ *                   and docs/observability.md for what each one means.
  */
 typedef struct kcr_informer_options {
   kcr_client_t *client;
@@ -74,6 +78,7 @@ typedef struct kcr_informer_options {
   long max_watch_timeout_s;
   int64_t watch_idle_timeout_ns;
   bool streaming_list;
+  kcr_metrics_registry_t *metrics;
 } kcr_informer_options;
 
 /*
@@ -176,8 +181,20 @@ KCR_EXTERN kcr_store_t *kcr_informer_store(kcr_informer_t *inf);
 KCR_EXTERN int kcr_informer_wait_for_resource_version(kcr_informer_t *inf, const char *rv,
                                                       int64_t timeout_ns, kcr_error_t *err);
 
+/* kcr_informer_relist_reason: why the reflector listed again (indexes
+ * kcr_informer_stats.relists). */
+typedef enum kcr_informer_relist_reason {
+  KCR_INFORMER_RELIST_GONE = 0,    /* 410: the watch's or the list's version was compacted */
+  KCR_INFORMER_RELIST_ERROR = 1,   /* any other failure of a watch or a list */
+  KCR_INFORMER_RELIST_TIMEOUT = 2, /* a list that timed out, tried again */
+  KCR_INFORMER_RELIST_REASONS = 3
+} kcr_informer_relist_reason;
+
+/* kcr_informer_relist_reason_name: "gone", "error" or "timeout". */
+KCR_EXTERN const char *kcr_informer_relist_reason_name(kcr_informer_relist_reason r);
+
 /*
- * kcr_informer_stats: counters for tests and metrics.
+ * kcr_informer_stats: counters for tests, metrics and diagnostics.
  *   lists        complete lists stored (1 after the first sync; more after 410s),
  *                streamed ones included.
  *   streamed_lists  of those, how many came from a streaming list.
@@ -185,6 +202,19 @@ KCR_EXTERN int kcr_informer_wait_for_resource_version(kcr_informer_t *inf, const
  *   watch_errors watches that ended with an error.
  *   events       watch events queued.
  *   processed_rv the highest resource version the store reflects.
+ *   received     watch events received, by type: received[type - 1] for a
+ *                kcr_watch_event_type (ADDED, MODIFIED, DELETED, BOOKMARK, and
+ *                ERROR), those of a streaming list's initial phase included.
+ *   deliveries   handler calls made (each registered handler counts its own).
+ *   relists      lists started after the first one, by reason.
+ *   last_seen_rv the resource version of the latest event received (0: none, or
+ *                not a number).
+ *   queue_depth  keys waiting in the DeltaFIFO.
+ *   listener_backlog  notifications waiting in the handlers' buffers (all
+ *                handlers together).
+ *   handlers     handlers registered.
+ *   seconds_since_last_event  since the latest watch event (bookmarks count),
+ *                or since kcr_informer_start when none came yet; 0 if not started.
  */
 typedef struct kcr_informer_stats {
   uint64_t lists;
@@ -193,10 +223,35 @@ typedef struct kcr_informer_stats {
   uint64_t watch_errors;
   uint64_t events;
   uint64_t processed_rv;
+  uint64_t received[5];
+  uint64_t deliveries;
+  uint64_t relists[KCR_INFORMER_RELIST_REASONS];
+  uint64_t last_seen_rv;
+  uint64_t queue_depth;
+  uint64_t listener_backlog;
+  uint64_t handlers;
+  double seconds_since_last_event;
 } kcr_informer_stats;
 
-/* kcr_informer_get_stats copies the counters. Any thread. */
+/* kcr_informer_get_stats copies the counters. Any thread (takes the FIFO's and
+ * the handlers' locks, so not from inside a FIFO pop). */
 KCR_EXTERN void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *out);
+
+/*
+ * kcr_informer_diagnostics returns the informer's stats as a JSON object (new
+ * reference; NULL without memory), the shape of one entry of /debug/informers:
+ *   {"group":"","version":"v1","resource":"configmaps","kind":"ConfigMap",
+ *    "namespace":"" ,"synced":true,
+ *    "events":{"ADDED":n,"MODIFIED":n,"DELETED":n,"BOOKMARK":n,"ERROR":n},
+ *    "deliveries":n,"relists":{"gone":n,"error":n,"timeout":n},
+ *    "lists":n,"watches":n,"watchErrors":n,
+ *    "lastSeenResourceVersion":"123","lastProcessedResourceVersion":"120",
+ *    "queueDepth":n,"listenerBacklog":n,"handlers":n,
+ *    "secondsSinceLastEvent":1.5,"lastError":"..." (only after a failure)}
+ * Resource versions are strings, as the API writes them. Any thread, as
+ * kcr_informer_get_stats.
+ */
+KCR_EXTERN json_t *kcr_informer_diagnostics(kcr_informer_t *inf);
 
 #ifdef __cplusplus
 }

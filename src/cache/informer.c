@@ -42,7 +42,16 @@
  * order they were first queued, so a popped key may carry a newer version than a
  * key still queued behind it. Waiters for a version sleep on cond.
  *
- * Lock order: FIFO -> handlers_mu -> store -> a listener's mu; mu (reflector
+ * Diagnostics: counters are atomics bumped where things happen (an event
+ * received, a handler called, a relist decided); with a registry they also
+ * bump kcr_informer_* counter series looked up once at create, and a collector
+ * refreshes the gauges (versions, FIFO depth, backlog, time since the last
+ * event) at scrape time. A listener counts a call only while it is still
+ * registered, so a handler removed from inside itself never touches a freed
+ * informer.
+ *
+ * Lock order: the metrics registry (a collector) -> FIFO -> handlers_mu -> store
+ * -> a listener's mu; mu (reflector
  * state) is held only to take a watch's own mutex (kcr_watch_stop), never another.
  */
 #include <inttypes.h>
@@ -100,6 +109,8 @@ typedef struct handler {
   size_t initial_left;  /* protected by mu: initial-list adds not yet handled */
   int stopping;         /* protected by mu */
   int detached;         /* protected by mu: removed from its own thread; it frees itself */
+  atomic_uint_fast64_t *deliveries; /* the informer's counter; touched only while registered */
+  kcr_metric_child_t *m_deliveries; /* immutable; NULL: no metrics */
 } handler_t;
 
 struct kcr_informer {
@@ -144,6 +155,18 @@ struct kcr_informer {
   int synced; /* protected by mu */
 
   atomic_uint_fast64_t lists, watches, watch_errors, events;
+
+  /* diagnostics (kcr_informer_stats) */
+  atomic_uint_fast64_t received[5]; /* by kcr_watch_event_type - 1 */
+  atomic_uint_fast64_t deliveries;
+  atomic_uint_fast64_t relists[KCR_INFORMER_RELIST_REASONS];
+  atomic_uint_fast64_t last_seen_rv;
+  atomic_int_fast64_t last_event_ns; /* informer's clock; 0 until started */
+  /* metrics: children of the registry's families (immutable; NULL without) */
+  kcr_metrics_registry_t *registry;   /* borrowed */
+  kcr_metrics_collector_t *collector; /* refreshes the gauges */
+  kcr_metric_child_t *m_received[5], *m_deliveries, *m_relists[KCR_INFORMER_RELIST_REASONS];
+  kcr_metric_child_t *m_seen_rv, *m_processed_rv, *m_depth, *m_since, *m_backlog;
 };
 
 /* ---- helpers ---- */
@@ -163,6 +186,27 @@ static uint64_t parse_rv(const char *rv) {
 
 static const char *kind_name(kcr_informer_t *inf) {
   return inf->kind ? inf->kind : inf->plural;
+}
+
+static const char *const relist_names[KCR_INFORMER_RELIST_REASONS] = {"gone", "error", "timeout"};
+
+const char *kcr_informer_relist_reason_name(kcr_informer_relist_reason r) {
+  return (unsigned)r < KCR_INFORMER_RELIST_REASONS ? relist_names[r] : "unknown";
+}
+
+/* count_relist notes that the reflector will list again, and why. */
+static void count_relist(kcr_informer_t *inf, kcr_informer_relist_reason r) {
+  atomic_fetch_add(&inf->relists[r], 1);
+  kcr_metric_inc(inf->m_relists[r]);
+}
+
+/* relist_reason classifies the failure that makes the reflector list again. */
+static kcr_informer_relist_reason relist_reason(int code, const kcr_error_t *err) {
+  if (code == KCR_EAPI && kcr_error_is_gone(err))
+    return KCR_INFORMER_RELIST_GONE;
+  if (code == KCR_ETIMEDOUT)
+    return KCR_INFORMER_RELIST_TIMEOUT;
+  return KCR_INFORMER_RELIST_ERROR;
 }
 
 static void raise_processed(kcr_informer_t *inf, uint64_t rv) {
@@ -260,6 +304,7 @@ static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
       kcr_log(KCR_LOG_INFO, "reflector", "%s: list continue token expired, listing again",
               kind_name(inf));
       kcr_error_clear(err);
+      count_relist(inf, KCR_INFORMER_RELIST_GONE);
       json_array_clear(all);
       cont[0] = '\0';
       rv[0] = '\0'; /* the new list has a version of its own */
@@ -390,6 +435,13 @@ static int on_watch_event(const kcr_watch_event *event, void *data) {
   /* The FIFO steals the object (the _new forms), so read its version first. */
   snprintf(rv_copy, sizeof(rv_copy), "%s", rv ? rv : "");
   rv = rv_copy;
+  if (ev->type >= KCR_WATCH_ADDED && ev->type <= KCR_WATCH_ERROR) {
+    atomic_fetch_add(&inf->received[ev->type - 1], 1);
+    kcr_metric_inc(inf->m_received[ev->type - 1]);
+  }
+  if (ev->type != KCR_WATCH_ERROR && parse_rv(rv))
+    atomic_store(&inf->last_seen_rv, parse_rv(rv));
+  atomic_store(&inf->last_event_ns, kcr_clock_now(inf->clock));
   kcr_error_clear(&err);
   pthread_mutex_lock(&inf->mu);
   streaming = inf->streaming;
@@ -529,12 +581,14 @@ static next_t watch_once(kcr_informer_t *inf, int stream, int *streamed) {
   if (gone) {
     kcr_log(KCR_LOG_INFO, "reflector", "%s: watch from resourceVersion %s expired: %s",
             kind_name(inf), rv, err.message);
+    count_relist(inf, KCR_INFORMER_RELIST_GONE);
     return NEXT_RELIST;
   }
   kcr_log(KCR_LOG_WARN, "reflector", "%s: watch ended: %s", kind_name(inf), err.message);
   if (code == KCR_ECONN || code == KCR_ETIMEDOUT || code == KCR_ETLS ||
       kcr_error_is_too_many_requests(&err) || (code == KCR_EAPI && err.http_status >= 500))
     return NEXT_BACKOFF_WATCH;
+  count_relist(inf, relist_reason(code, &err));
   return NEXT_RELIST;
 }
 
@@ -568,6 +622,8 @@ static void *reflector_main(void *arg) {
           inf->stream_enabled = 0;
           continue;
         }
+        if (next != NEXT_RELIST) /* watch_once counted that one */
+          count_relist(inf, relist_reason(last.code, &last));
         if (sleep_or_stop(inf, kcr_backoff_next(&backoff)))
           break;
         continue;
@@ -588,6 +644,7 @@ static void *reflector_main(void *arg) {
           break;
         set_last_error(inf, &err);
         kcr_log(KCR_LOG_WARN, "reflector", "%s: list failed: %s", kind_name(inf), err.message);
+        count_relist(inf, relist_reason(err.code, &err));
         if (sleep_or_stop(inf, kcr_backoff_next(&backoff)))
           break;
         continue;
@@ -708,6 +765,10 @@ static void *listener_main(void *arg) {
     pthread_mutex_lock(&h->mu);
     if (n->initial)
       h->initial_left--;
+    if (!h->detached) { /* still registered: the informer is alive */
+      atomic_fetch_add(h->deliveries, 1);
+      kcr_metric_inc(h->m_deliveries);
+    }
     pthread_mutex_unlock(&h->mu);
     note_free(n);
     pthread_mutex_lock(&h->mu);
@@ -861,6 +922,99 @@ static void *processor_main(void *arg) {
   return NULL;
 }
 
+/* ---- diagnostics ---- */
+
+/* listener_backlog sums the handlers' buffers. handlers_mu not held. */
+static void count_listeners(kcr_informer_t *inf, uint64_t *backlog, uint64_t *handlers) {
+  *backlog = 0;
+  *handlers = 0;
+  pthread_mutex_lock(&inf->handlers_mu);
+  for (handler_t *h = inf->handlers; h; h = h->next) {
+    pthread_mutex_lock(&h->mu);
+    *backlog += h->pending;
+    pthread_mutex_unlock(&h->mu);
+    (*handlers)++;
+  }
+  pthread_mutex_unlock(&inf->handlers_mu);
+}
+
+static double since_last_event(kcr_informer_t *inf) {
+  int64_t last = atomic_load(&inf->last_event_ns), now;
+  if (!last)
+    return 0;
+  now = kcr_clock_now(inf->clock);
+  return now > last ? (double)(now - last) / 1e9 : 0;
+}
+
+/* on_collect refreshes the gauges (the rendering thread, the registry's lock held). */
+static void on_collect(kcr_metrics_emitter_t *e, void *data) {
+  kcr_informer_t *inf = data;
+  uint64_t backlog, handlers, processed;
+  (void)e;
+  pthread_mutex_lock(&inf->mu);
+  processed = inf->processed_rv;
+  pthread_mutex_unlock(&inf->mu);
+  count_listeners(inf, &backlog, &handlers);
+  kcr_metric_set(inf->m_seen_rv, (double)atomic_load(&inf->last_seen_rv));
+  kcr_metric_set(inf->m_processed_rv, (double)processed);
+  kcr_metric_set(inf->m_depth, (double)kcr_delta_fifo_len(inf->fifo));
+  kcr_metric_set(inf->m_backlog, (double)backlog);
+  kcr_metric_set(inf->m_since, since_last_event(inf));
+}
+
+/* register_metrics registers the kcr_informer_* families on r, creates this
+ * informer's series at zero and adds the collector. */
+static int register_metrics(kcr_informer_t *inf, kcr_metrics_registry_t *r, kcr_error_t *err) {
+  static const char *const l3[] = {"group", "version", "kind", NULL};
+  static const char *const l_type[] = {"group", "version", "kind", "type", NULL};
+  static const char *const l_reason[] = {"group", "version", "kind", "reason", NULL};
+  const char *g = inf->group, *v = inf->version, *k = kind_name(inf);
+  kcr_metric_t *events, *deliv, *relists, *seen, *proc, *depth, *since, *backlog;
+  int rc, ok = 1;
+
+  if ((rc = kcr_metrics_counter(r, "kcr_informer_events_total",
+                                "Watch events an informer received, by type.", l_type, &events,
+                                err)) != 0 ||
+      (rc = kcr_metrics_counter(r, "kcr_informer_handler_deliveries_total",
+                                "Calls an informer made to its event handlers.", l3, &deliv,
+                                err)) != 0 ||
+      (rc = kcr_metrics_counter(r, "kcr_informer_relists_total",
+                                "Lists an informer's reflector started after its first, by reason.",
+                                l_reason, &relists, err)) != 0 ||
+      (rc = kcr_metrics_gauge(r, "kcr_informer_last_seen_resource_version",
+                              "Resource version of the latest watch event received.", l3, &seen,
+                              err)) != 0 ||
+      (rc = kcr_metrics_gauge(r, "kcr_informer_last_processed_resource_version",
+                              "Resource version up to which the informer's store is up to date.",
+                              l3, &proc, err)) != 0 ||
+      (rc = kcr_metrics_gauge(r, "kcr_informer_queue_depth",
+                              "Keys waiting in the informer's DeltaFIFO.", l3, &depth, err)) != 0 ||
+      (rc =
+           kcr_metrics_gauge(r, "kcr_informer_seconds_since_last_event",
+                             "Seconds since the informer's latest watch event, bookmarks included.",
+                             l3, &since, err)) != 0 ||
+      (rc = kcr_metrics_gauge(r, "kcr_informer_listener_backlog",
+                              "Notifications waiting in the informer's handler buffers.", l3,
+                              &backlog, err)) != 0)
+    return rc;
+  for (int t = KCR_WATCH_ADDED; t <= KCR_WATCH_ERROR; t++)
+    ok &= (inf->m_received[t - 1] = kcr_metric_withv(
+               events, g, v, k, kcr_watch_event_type_name((kcr_watch_event_type)t), NULL)) != NULL;
+  for (int i = 0; i < KCR_INFORMER_RELIST_REASONS; i++)
+    ok &= (inf->m_relists[i] = kcr_metric_withv(relists, g, v, k, relist_names[i], NULL)) != NULL;
+  ok &= (inf->m_deliveries = kcr_metric_withv(deliv, g, v, k, NULL)) != NULL;
+  ok &= (inf->m_seen_rv = kcr_metric_withv(seen, g, v, k, NULL)) != NULL;
+  ok &= (inf->m_processed_rv = kcr_metric_withv(proc, g, v, k, NULL)) != NULL;
+  ok &= (inf->m_depth = kcr_metric_withv(depth, g, v, k, NULL)) != NULL;
+  ok &= (inf->m_since = kcr_metric_withv(since, g, v, k, NULL)) != NULL;
+  ok &= (inf->m_backlog = kcr_metric_withv(backlog, g, v, k, NULL)) != NULL;
+  if (!ok || kcr_metrics_register_collector(r, on_collect, inf, &inf->collector) != 0)
+    return kcr_error_set(err, KCR_ENOMEM, "informer %s: out of memory for its metrics",
+                         kind_name(inf));
+  inf->registry = r;
+  return 0;
+}
+
 /* ---- lifecycle ---- */
 
 /* The FIFO's known objects: the store, handing out its compact objects. */
@@ -937,6 +1091,8 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
     kcr_error_set(err, rc, "informer: cannot create its queue");
     goto fail;
   }
+  if (o->metrics && (rc = register_metrics(inf, o->metrics, err)) != 0)
+    goto fail;
   *out = inf;
   return 0;
 
@@ -956,6 +1112,8 @@ int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, ui
     return kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
   n->h = *h;
   n->tail = &n->head;
+  n->deliveries = &inf->deliveries;
+  n->m_deliveries = inf->m_deliveries;
   pthread_mutex_init(&n->mu, NULL);
   pthread_cond_init(&n->cond, NULL);
   if (pthread_create(&n->thread, NULL, listener_main, n) != 0) {
@@ -1025,6 +1183,7 @@ bool kcr_informer_handler_has_synced(kcr_informer_t *inf, uint64_t id) {
 int kcr_informer_start(kcr_informer_t *inf, kcr_error_t *err) {
   if (inf->started)
     return kcr_error_set(err, KCR_EINVAL, "informer %s: already started", kind_name(inf));
+  atomic_store(&inf->last_event_ns, kcr_clock_now(inf->clock));
   if (pthread_create(&inf->processor_thread, NULL, processor_main, inf) != 0)
     return kcr_error_set(err, KCR_ESYS, "informer %s: cannot start a thread", kind_name(inf));
   if (pthread_create(&inf->reflector_thread, NULL, reflector_main, inf) != 0) {
@@ -1068,6 +1227,7 @@ void kcr_informer_destroy(kcr_informer_t *inf) {
   if (!inf)
     return;
   kcr_informer_stop(inf);
+  kcr_metrics_unregister_collector(inf->registry, inf->collector);
   while (inf->handlers) { /* never started: the listeners still run */
     handler_t *h = inf->handlers;
     inf->handlers = h->next;
@@ -1172,4 +1332,65 @@ void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *out) {
   pthread_mutex_lock(&inf->mu);
   out->processed_rv = inf->processed_rv;
   pthread_mutex_unlock(&inf->mu);
+  for (int i = 0; i < 5; i++)
+    out->received[i] = atomic_load(&inf->received[i]);
+  out->deliveries = atomic_load(&inf->deliveries);
+  for (int i = 0; i < KCR_INFORMER_RELIST_REASONS; i++)
+    out->relists[i] = atomic_load(&inf->relists[i]);
+  out->last_seen_rv = atomic_load(&inf->last_seen_rv);
+  out->queue_depth = kcr_delta_fifo_len(inf->fifo);
+  count_listeners(inf, &out->listener_backlog, &out->handlers);
+  out->seconds_since_last_event = since_last_event(inf);
+}
+
+/* set_u64 / set_rv add one member to a diagnostics object; return 0 or -1. */
+static int set_u64(json_t *o, const char *name, uint64_t v) {
+  return json_object_set_new(o, name, json_integer((json_int_t)v));
+}
+
+static int set_rv(json_t *o, const char *name, uint64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof(buf), "%" PRIu64, v);
+  return json_object_set_new(o, name, json_string(v ? buf : ""));
+}
+
+json_t *kcr_informer_diagnostics(kcr_informer_t *inf) {
+  kcr_informer_stats st;
+  kcr_error_t last;
+  json_t *o = json_object(), *ev = json_object(), *rl = json_object();
+  int bad = !o || !ev || !rl;
+  bool synced = kcr_informer_has_synced(inf);
+
+  kcr_informer_get_stats(inf, &st);
+  pthread_mutex_lock(&inf->mu);
+  last = inf->last_error;
+  pthread_mutex_unlock(&inf->mu);
+  for (int t = KCR_WATCH_ADDED; t <= KCR_WATCH_ERROR && !bad; t++)
+    bad |= set_u64(ev, kcr_watch_event_type_name((kcr_watch_event_type)t), st.received[t - 1]);
+  for (int i = 0; i < KCR_INFORMER_RELIST_REASONS && !bad; i++)
+    bad |= set_u64(rl, relist_names[i], st.relists[i]);
+  if (!bad)
+    bad = json_object_set_new(o, "group", json_string(inf->group)) ||
+          json_object_set_new(o, "version", json_string(inf->version)) ||
+          json_object_set_new(o, "resource", json_string(inf->plural)) ||
+          json_object_set_new(o, "kind", json_string(inf->kind ? inf->kind : "")) ||
+          json_object_set_new(o, "namespace", json_string(inf->ns ? inf->ns : "")) ||
+          json_object_set_new(o, "synced", json_boolean(synced)) ||
+          json_object_set(o, "events", ev) || json_object_set(o, "relists", rl) ||
+          set_u64(o, "deliveries", st.deliveries) || set_u64(o, "lists", st.lists) ||
+          set_u64(o, "watches", st.watches) || set_u64(o, "watchErrors", st.watch_errors) ||
+          set_rv(o, "lastSeenResourceVersion", st.last_seen_rv) ||
+          set_rv(o, "lastProcessedResourceVersion", st.processed_rv) ||
+          set_u64(o, "queueDepth", st.queue_depth) ||
+          set_u64(o, "listenerBacklog", st.listener_backlog) ||
+          set_u64(o, "handlers", st.handlers) ||
+          json_object_set_new(o, "secondsSinceLastEvent", json_real(st.seconds_since_last_event)) ||
+          (last.code && json_object_set_new(o, "lastError", json_string(last.message)));
+  json_decref(ev);
+  json_decref(rl);
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
 }

@@ -4,7 +4,8 @@
  * watch that ends with 410 relists and turns vanished objects into tombstone
  * deletes; a 429 on a watch backs off and resumes without relisting; a 410 on a
  * list's continue token restarts the list; a normal watch end resumes from the
- * last resource version.
+ * last resource version. The diagnostics (kcr_informer_* metrics and
+ * kcr_informer_diagnostics) follow what the script delivers.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -36,7 +37,15 @@ static const char *watch_rv(script_t *s, int n) {
   return out;
 }
 
-enum { SC_GONE, SC_THROTTLE, SC_CONTINUE_EXPIRED, SC_NORMAL_END, SC_STREAM_REFUSED };
+enum {
+  SC_GONE,
+  SC_THROTTLE,
+  SC_CONTINUE_EXPIRED,
+  SC_NORMAL_END,
+  SC_STREAM_REFUSED,
+  SC_EVERY_TYPE,
+  SC_LIST_FORBIDDEN
+};
 
 static const char list_two[] =
     "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"100\"},"
@@ -62,6 +71,17 @@ static const char one_event[] =
     "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{"
     "\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"120\"}}}\n";
 
+/* every_type: one event of each kind, then the watch stays open. */
+static const char every_type[] =
+    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{"
+    "\"name\":\"d\",\"namespace\":\"ns\",\"resourceVersion\":\"101\"}}}\n"
+    "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{"
+    "\"name\":\"d\",\"namespace\":\"ns\",\"resourceVersion\":\"102\"}}}\n"
+    "{\"type\":\"DELETED\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{"
+    "\"name\":\"d\",\"namespace\":\"ns\",\"resourceVersion\":\"103\"}}}\n"
+    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{"
+    "\"resourceVersion\":\"104\"}}}\n";
+
 static void handler(const kcr_test_http_request *req, kcr_test_http_response *resp, void *data) {
   script_t *s = data;
   if (!strstr(req->path, "watch=true")) {
@@ -73,6 +93,12 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
       return;
     }
     n = atomic_fetch_add(&s->lists, 1);
+    if (s->scenario == SC_LIST_FORBIDDEN && n == 0) {
+      resp->status = 403;
+      resp->body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                   "\"message\":\"configmaps is forbidden\",\"reason\":\"Forbidden\",\"code\":403}";
+      return;
+    }
     if (s->scenario == SC_CONTINUE_EXPIRED)
       resp->body = n == 0 ? page_one : list_one;
     else
@@ -104,6 +130,12 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
       resp->status = 429;
       resp->body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"TooManyRequests\","
                    "\"code\":429,\"message\":\"slow down\"}";
+      return;
+    }
+    if (s->scenario == SC_EVERY_TYPE && n == 0) {
+      resp->body = every_type;
+      resp->chunk_size = 1000;
+      resp->hold_ms = 20000;
       return;
     }
     if (s->scenario == SC_NORMAL_END && n == 0) {
@@ -160,6 +192,7 @@ typedef struct fixture {
   kcr_test_http_t *server;
   kcr_rest_config_t *config;
   kcr_client_t *client;
+  kcr_metrics_registry_t *metrics;
   kcr_informer_t *inf;
   char dir[64], kubeconfig[128];
 } fixture;
@@ -189,7 +222,9 @@ static fixture *start_with(int scenario, bool streaming) {
   memset(&co, 0, sizeof(co));
   co.config = f->config;
   assert_int_equal(kcr_client_create(&co, &f->client, NULL), 0);
+  assert_int_equal(kcr_metrics_registry_create(&f->metrics, NULL), 0);
   memset(&io, 0, sizeof(io));
+  io.metrics = f->metrics;
   io.client = f->client;
   io.resource = configmaps;
   io.kind = "ConfigMap";
@@ -203,6 +238,7 @@ static fixture *start_with(int scenario, bool streaming) {
 
 static void stop(fixture *f) {
   kcr_informer_destroy(f->inf);
+  kcr_metrics_registry_destroy(f->metrics);
   kcr_client_destroy(f->client);
   kcr_rest_config_unref(f->config);
   kcr_test_http_stop(f->server);
@@ -307,6 +343,144 @@ static void test_informer_refused_streaming_list_falls_back_to_paged_list(void *
   stop(f);
 }
 
+/* metric reads one kcr_informer_* series of the ConfigMap informer; extra is
+ * the value of the type or reason label, NULL for the families without one. */
+static double metric(fixture *f, const char *name, const char *extra) {
+  kcr_metric_t *m = kcr_metrics_find(f->metrics, name);
+  assert_non_null(m);
+  return kcr_metric_value(extra ? kcr_metric_withv(m, "", "v1", "ConfigMap", extra, NULL)
+                                : kcr_metric_withv(m, "", "v1", "ConfigMap", NULL));
+}
+
+/* render returns the registry's exposition (the caller frees it). */
+static char *render(fixture *f) {
+  kcr_buf_t b;
+  char *out;
+  kcr_buf_init(&b, 1 << 20);
+  assert_int_equal(kcr_metrics_render(f->metrics, &b), 0);
+  out = strndup(b.data, b.len);
+  kcr_buf_free(&b);
+  assert_non_null(out);
+  return out;
+}
+
+static int handler_calls(fixture *f) {
+  return seen(f, &f->seen.adds) + seen(f, &f->seen.updates) + seen(f, &f->seen.deletes);
+}
+
+static void test_informer_metrics_count_events_by_type(void **state) {
+  fixture *f = start(SC_EVERY_TYPE);
+  kcr_informer_stats st;
+  char *text;
+  (void)state;
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  /* a and b from the list; d added, modified, deleted by the watch */
+  WAIT_FOR(handler_calls(f) == 5);
+  assert_int_equal(kcr_informer_wait_for_resource_version(f->inf, "104", KCR_NSEC_PER_SEC, NULL),
+                   0);
+  WAIT_FOR(metric(f, "kcr_informer_handler_deliveries_total", NULL) == 5);
+  assert_true(metric(f, "kcr_informer_events_total", "ADDED") == 1);
+  assert_true(metric(f, "kcr_informer_events_total", "MODIFIED") == 1);
+  assert_true(metric(f, "kcr_informer_events_total", "DELETED") == 1);
+  assert_true(metric(f, "kcr_informer_events_total", "BOOKMARK") == 1);
+  assert_true(metric(f, "kcr_informer_events_total", "ERROR") == 0);
+  assert_true(metric(f, "kcr_informer_relists_total", "gone") == 0);
+  assert_true(metric(f, "kcr_informer_relists_total", "error") == 0);
+  /* the gauges are refreshed by a scrape */
+  text = render(f);
+  assert_non_null(strstr(text, "kcr_informer_last_seen_resource_version{group=\"\",version=\"v1\","
+                               "kind=\"ConfigMap\"} 104\n"));
+  assert_non_null(strstr(text, "kcr_informer_last_processed_resource_version{group=\"\","
+                               "version=\"v1\",kind=\"ConfigMap\"} 104\n"));
+  assert_non_null(strstr(text, "kcr_informer_queue_depth{group=\"\",version=\"v1\","
+                               "kind=\"ConfigMap\"} 0\n"));
+  assert_non_null(strstr(text, "kcr_informer_listener_backlog{group=\"\",version=\"v1\","
+                               "kind=\"ConfigMap\"} 0\n"));
+  assert_non_null(strstr(text, "kcr_informer_events_total{group=\"\",version=\"v1\","
+                               "kind=\"ConfigMap\",type=\"BOOKMARK\"} 1\n"));
+  free(text);
+  assert_true(metric(f, "kcr_informer_seconds_since_last_event", NULL) >= 0);
+  assert_true(metric(f, "kcr_informer_seconds_since_last_event", NULL) < 20);
+  kcr_informer_get_stats(f->inf, &st);
+  assert_int_equal(st.received[KCR_WATCH_ADDED - 1], 1);
+  assert_int_equal(st.received[KCR_WATCH_BOOKMARK - 1], 1);
+  assert_int_equal(st.last_seen_rv, 104);
+  assert_int_equal(st.deliveries, 5);
+  assert_int_equal(st.handlers, 1);
+  stop(f);
+}
+
+static void test_informer_metrics_count_a_gone_relist(void **state) {
+  fixture *f = start(SC_GONE);
+  (void)state;
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  WAIT_FOR(atomic_load(&f->script.lists) == 2 && store_has(f, "ns/a") && !store_has(f, "ns/c"));
+  WAIT_FOR(seen(f, &f->seen.tombstones) == 2);
+  assert_true(metric(f, "kcr_informer_relists_total", "gone") == 1);
+  assert_true(metric(f, "kcr_informer_relists_total", "error") == 0);
+  assert_true(metric(f, "kcr_informer_events_total", "ADDED") == 1);
+  assert_true(metric(f, "kcr_informer_events_total", "ERROR") == 1);
+  /* adds of a, b and c, the relist's update of a, and two tombstones */
+  WAIT_FOR(handler_calls(f) == 6);
+  WAIT_FOR(metric(f, "kcr_informer_handler_deliveries_total", NULL) == 6);
+  stop(f);
+}
+
+static void test_informer_metrics_count_a_failed_list(void **state) {
+  fixture *f = start(SC_LIST_FORBIDDEN);
+  (void)state;
+  /* the 403 backs off (0.8-1.6 s), then the second list succeeds */
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  assert_int_equal(atomic_load(&f->script.lists), 2);
+  assert_true(metric(f, "kcr_informer_relists_total", "error") == 1);
+  assert_true(metric(f, "kcr_informer_relists_total", "gone") == 0);
+  assert_true(metric(f, "kcr_informer_relists_total", "timeout") == 0);
+  stop(f);
+}
+
+static void test_informer_diagnostics_json(void **state) {
+  fixture *f = start(SC_EVERY_TYPE);
+  json_t *d, *ev, *rl;
+  (void)state;
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  WAIT_FOR(handler_calls(f) == 5);
+  assert_int_equal(kcr_informer_wait_for_resource_version(f->inf, "104", KCR_NSEC_PER_SEC, NULL),
+                   0);
+  WAIT_FOR(metric(f, "kcr_informer_handler_deliveries_total", NULL) == 5);
+  d = kcr_informer_diagnostics(f->inf);
+  assert_non_null(d);
+  assert_string_equal(json_string_value(json_object_get(d, "group")), "");
+  assert_string_equal(json_string_value(json_object_get(d, "version")), "v1");
+  assert_string_equal(json_string_value(json_object_get(d, "resource")), "configmaps");
+  assert_string_equal(json_string_value(json_object_get(d, "kind")), "ConfigMap");
+  assert_string_equal(json_string_value(json_object_get(d, "namespace")), "");
+  assert_true(json_is_true(json_object_get(d, "synced")));
+  ev = json_object_get(d, "events");
+  assert_true(json_is_object(ev));
+  assert_int_equal(json_integer_value(json_object_get(ev, "ADDED")), 1);
+  assert_int_equal(json_integer_value(json_object_get(ev, "MODIFIED")), 1);
+  assert_int_equal(json_integer_value(json_object_get(ev, "DELETED")), 1);
+  assert_int_equal(json_integer_value(json_object_get(ev, "BOOKMARK")), 1);
+  assert_int_equal(json_integer_value(json_object_get(ev, "ERROR")), 0);
+  rl = json_object_get(d, "relists");
+  assert_true(json_is_object(rl));
+  assert_int_equal(json_object_size(rl), 3);
+  assert_int_equal(json_integer_value(json_object_get(rl, "gone")), 0);
+  assert_int_equal(json_integer_value(json_object_get(d, "deliveries")), 5);
+  assert_int_equal(json_integer_value(json_object_get(d, "lists")), 1);
+  assert_int_equal(json_integer_value(json_object_get(d, "watches")), 1);
+  assert_int_equal(json_integer_value(json_object_get(d, "watchErrors")), 0);
+  assert_string_equal(json_string_value(json_object_get(d, "lastSeenResourceVersion")), "104");
+  assert_string_equal(json_string_value(json_object_get(d, "lastProcessedResourceVersion")), "104");
+  assert_int_equal(json_integer_value(json_object_get(d, "queueDepth")), 0);
+  assert_int_equal(json_integer_value(json_object_get(d, "listenerBacklog")), 0);
+  assert_int_equal(json_integer_value(json_object_get(d, "handlers")), 1);
+  assert_true(json_is_real(json_object_get(d, "secondsSinceLastEvent")));
+  assert_null(json_object_get(d, "lastError"));
+  json_decref(d);
+  stop(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_informer_gone_watch_relists_with_tombstones),
@@ -314,6 +488,10 @@ int main(void) {
       cmocka_unit_test(test_informer_expired_continue_restarts_list),
       cmocka_unit_test(test_informer_normal_end_resumes_from_last_version),
       cmocka_unit_test(test_informer_refused_streaming_list_falls_back_to_paged_list),
+      cmocka_unit_test(test_informer_metrics_count_events_by_type),
+      cmocka_unit_test(test_informer_metrics_count_a_gone_relist),
+      cmocka_unit_test(test_informer_metrics_count_a_failed_list),
+      cmocka_unit_test(test_informer_diagnostics_json),
   };
   return cmocka_run_group_tests_name("informer", tests, NULL, NULL);
 }
