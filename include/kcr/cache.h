@@ -75,6 +75,9 @@ typedef struct kcr_cache_by_object {
  *   resync_period_ns  for every informer; 0: none.
  *   sync_timeout_ns   how long a read waits for a new informer to sync (0: 2 min).
  *   ryow_timeout_ns   how long a read waits to see a noted write (0: 10 s).
+ *   metrics         registry for every informer's kcr_informer_* series
+ *                   (kcr_informer_options.metrics); borrowed, must outlive the
+ *                   cache; NULL: none.
  */
 typedef struct kcr_cache_options {
   kcr_client_t *client;
@@ -83,6 +86,7 @@ typedef struct kcr_cache_options {
   int64_t resync_period_ns;
   int64_t sync_timeout_ns;
   int64_t ryow_timeout_ns;
+  kcr_metrics_registry_t *metrics;
 } kcr_cache_options;
 
 /* kcr_cache_t: opaque, thread-safe. */

@@ -86,6 +86,7 @@ struct kcr_cache {
   int own_mapper;
   char *default_ns;
   int64_t resync_ns, sync_timeout_ns, ryow_timeout_ns;
+  kcr_metrics_registry_t *metrics; /* borrowed; handed to each informer */
 
   pthread_mutex_t mu;
   entry_t *entries; /* protected by mu */
@@ -218,6 +219,7 @@ static int create_informer(kcr_cache_t *c, entry_t *e, const kcr_rest_mapping *m
   o.resync_period_ns = c->resync_ns;
   o.transform = entry_transform;
   o.transform_data = e;
+  o.metrics = c->metrics;
   rc = kcr_informer_create(&o, &e->inf, err);
   if (rc == 0)
     kcr_log(KCR_LOG_DEBUG, "cache", "informer for %s (%s/%s %s)%s%s", e->kind,
@@ -601,6 +603,7 @@ int kcr_cache_create(const kcr_cache_options *o, kcr_cache_t **out, kcr_error_t 
   pthread_mutex_init(&c->ryow_mu, NULL);
   c->client = o->client;
   c->resync_ns = o->resync_period_ns;
+  c->metrics = o->metrics;
   c->sync_timeout_ns = o->sync_timeout_ns > 0 ? o->sync_timeout_ns : DEFAULT_SYNC_TIMEOUT_NS;
   c->ryow_timeout_ns = o->ryow_timeout_ns > 0 ? o->ryow_timeout_ns : DEFAULT_RYOW_TIMEOUT_NS;
   c->ryow_sweep = RYOW_SWEEP_AT;

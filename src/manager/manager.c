@@ -345,6 +345,7 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
   cao.default_ns = o->default_namespace;
   cao.sync_timeout_ns = m->sync_ns;
   cao.ryow_timeout_ns = o->ryow_timeout_ns > 0 ? o->ryow_timeout_ns : DEFAULT_RYOW;
+  cao.metrics = m->metrics;
   rc = kcr_client_create(&co, &m->client, err);
   if (rc == 0)
     rc = kcr_rest_mapper_create(m->client, &m->mapper, err);
