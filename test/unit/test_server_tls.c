@@ -480,7 +480,7 @@ static void test_server_tls_connection_flood(void **state) {
   free(r);
   kcr_server_get_stats(f->srv, &st);
   assert_true(st.shed + st.rejected >= N - 64);
-  assert_true(st.bytes_held_peak <= 16 * 1024 * 1024);
+  assert_true(st.bytes_held_peak <= (size_t)16 * 1024 * 1024);
   print_message("flood: shed %llu, rejected %llu, peak held %zu bytes\n",
                 (unsigned long long)st.shed, (unsigned long long)st.rejected, st.bytes_held_peak);
   for (int i = 0; i < N; i++)
