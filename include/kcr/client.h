@@ -58,7 +58,8 @@ typedef struct kcr_client kcr_client_t;
  *   qps, burst   client-side token bucket; qps 0 turns it off (controller-runtime's
  *                default since v0.21). burst defaults to qps rounded up.
  *   max_response_bytes  largest body accepted; 0: 256 MiB.
- *   timeout_ns   default timeout of a request; 0: none (as client-go).
+ *   timeout_ns   timeout of each attempt of a request without its own; 0: none
+ *                (as client-go's rest.Config.Timeout).
  *   max_retries  Retry-After retries; 0: 10; negative: none.
  *   user_agent   NULL: "kcr/<version> (linux)".
  *   metrics      borrowed, must outlive the client; NULL: no metrics. The client
@@ -120,8 +121,9 @@ KCR_EXTERN void kcr_cancel_destroy(kcr_cancel_t *t);
  * kcr_request: a raw HTTP request. path is absolute with its query string
  * ("/api/v1/namespaces/default/configmaps?limit=500"); body/body_len may be empty;
  * content_type describes the body; accept defaults to "application/json";
- * timeout_ns 0 uses the client's; cancel may be NULL. Everything is borrowed for
- * the call.
+ * timeout_ns bounds the whole call, Retry-After retries and their sleeps
+ * included (as client-go's Request.Timeout); 0 uses the client's timeout, which
+ * bounds each attempt. cancel may be NULL. Everything is borrowed for the call.
  */
 typedef struct kcr_request {
   const char *method;

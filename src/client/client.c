@@ -18,8 +18,9 @@
  * Retries (client-go's rules): a 429 or 5xx answer with an integer Retry-After
  * header, at most max_retries times, sleeping the seconds the server asked for
  * (bounded by 60); GETs are also retried, after a second, when the connection
- * broke before an answer. Non-2xx answers become a kcr_error_t from their
- * metav1.Status.
+ * broke before an answer. A request's timeout_ns bounds the whole call: no retry
+ * starts after it, and each attempt gets only what is left. Non-2xx answers
+ * become a kcr_error_t from their metav1.Status.
  */
 #include <assert.h>
 #include <errno.h>
@@ -937,6 +938,12 @@ static int sleep_cancellable(int64_t ns, kcr_cancel_t *cancel) {
   return 0;
 }
 
+/* before_deadline: whether a retry after sleeping ns would still start before
+ * deadline (0: none). */
+static bool before_deadline(int64_t deadline, int64_t ns) {
+  return deadline == 0 || kcr_clock_now(kcr_clock_system()) + ns < deadline;
+}
+
 int kcr_client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp, kcr_error_t *err) {
   return kcr__client_do(c, req, resp, NULL, NULL, NULL, err);
 }
@@ -944,12 +951,20 @@ int kcr_client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp, k
 int kcr__client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp, const char *group,
                    const char *resource, const char *name, kcr_error_t *err) {
   int retries = 0, rc;
+  kcr_request one;
+  int64_t deadline = 0;
 
   if (resp)
     memset(resp, 0, sizeof(*resp));
   if (!req || !req->method || !req->path || req->path[0] != '/')
     return kcr_error_set(err, KCR_EINVAL, "client: a request needs a method and an absolute path");
   assert(!kcr_loop_on_thread(c->loop));
+  /* The request's own timeout bounds the whole call, retries and their sleeps
+   * included (client-go's Request.Timeout is a context over the retry loop): a
+   * leader's write fenced at its renew deadline must not be retried past it. */
+  one = *req;
+  if (req->timeout_ns > 0)
+    deadline = kcr_clock_now(kcr_clock_system()) + req->timeout_ns;
   for (;;) {
     kcr_buf_t body;
     char ct[128] = "", ra[32] = "";
@@ -957,12 +972,17 @@ int kcr__client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp, 
     int delay;
     kcr_error_t attempt_err;
 
+    if (deadline) {
+      int64_t left = deadline - kcr_clock_now(kcr_clock_system());
+      one.timeout_ns = left > KCR_NSEC_PER_MSEC ? left : KCR_NSEC_PER_MSEC;
+    }
     kcr_error_clear(&attempt_err);
     kcr_buf_init(&body, c->max_response);
-    rc = attempt(c, req, &status, &body, ct, sizeof(ct), ra, sizeof(ra), &attempt_err);
+    rc = attempt(c, &one, &status, &body, ct, sizeof(ct), ra, sizeof(ra), &attempt_err);
     if (rc) {
       /* GETs are safe to repeat when the connection broke before an answer. */
-      if ((rc == KCR_ECONN) && strcmp(req->method, "GET") == 0 && retries < c->max_retries) {
+      if ((rc == KCR_ECONN) && strcmp(req->method, "GET") == 0 && retries < c->max_retries &&
+          before_deadline(deadline, KCR_NSEC_PER_SEC)) {
         retries++;
         kcr_log(KCR_LOG_DEBUG, "client", "retrying %s %s after: %s", req->method, req->path,
                 attempt_err.message);
@@ -974,7 +994,8 @@ int kcr__client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp, 
       return rc;
     }
     delay = retry_delay(ra);
-    if ((status == 429 || status >= 500) && delay >= 0 && retries < c->max_retries) {
+    if ((status == 429 || status >= 500) && delay >= 0 && retries < c->max_retries &&
+        before_deadline(deadline, (int64_t)delay * KCR_NSEC_PER_SEC)) {
       retries++;
       kcr_log(KCR_LOG_DEBUG, "client", "%s %s: HTTP %ld, retrying in %d s (attempt %d)",
               req->method, req->path, status, delay, retries + 1);

@@ -17,6 +17,7 @@
 #include "httpserver.h"
 #include "kcr/apierror.h"
 #include "kcr/client.h"
+#include "kcr/clock.h"
 #include "kcr/config.h"
 #include "kcr/log.h"
 #include "testutil.h"
@@ -56,6 +57,12 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
     } else {
       resp->body = "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"flaky429\"}}";
     }
+  } else if (strcmp(p, "/api/v1/namespaces/default/configmaps/always429") == 0) {
+    atomic_fetch_add(&flaky_count, 1);
+    resp->status = 429;
+    snprintf(resp->headers, sizeof(resp->headers), "Retry-After: 1\r\n");
+    resp->body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"TooManyRequests\","
+                 "\"code\":429,\"message\":\"slow down\"}";
   } else if (strcmp(p, "/api/v1/namespaces/default/configmaps/always503") == 0) {
     atomic_fetch_add(&flaky_count, 1);
     resp->status = 503;
@@ -313,6 +320,26 @@ static void test_client_retry_budget_ends(void **state) {
   assert_int_equal(atomic_load(&flaky_count), 4); /* one try and three retries */
   assert_int_equal(err.http_status, 503);
   free_fixture(&f);
+}
+
+/* A request's timeout bounds its retries too (issue 16, found by the chaos suite's 429
+ * storm: a leader's write fenced at its renew deadline was retried 30 s past it). */
+static void test_client_timeout_bounds_retries(void **state) {
+  fixture *f = *state;
+  kcr_request_options ro;
+  kcr_error_t err;
+  int64_t t0, took;
+  memset(&ro, 0, sizeof(ro));
+  ro.timeout_ns = 1500 * KCR_NSEC_PER_MSEC;
+  kcr_error_clear(&err);
+  t0 = kcr_clock_now(kcr_clock_system());
+  assert_int_equal(kcr_client_get(f->client, &configmaps, "default", "always429", &ro, NULL, &err),
+                   KCR_EAPI);
+  took = kcr_clock_now(kcr_clock_system()) - t0;
+  assert_int_equal(err.http_status, 429);
+  /* Retry-After 1 s: the first try and one retry fit in 1.5 s, a third would not. */
+  assert_int_equal(atomic_load(&flaky_count), 2);
+  assert_true(took < 1500 * KCR_NSEC_PER_MSEC);
 }
 
 static void test_client_5xx_without_retry_after_is_not_retried(void **state) {
@@ -664,6 +691,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_client_status_error_is_reported, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_retries_429_with_retry_after, setup, teardown),
       cmocka_unit_test(test_client_retry_budget_ends),
+      cmocka_unit_test_setup_teardown(test_client_timeout_bounds_retries, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_5xx_without_retry_after_is_not_retried, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_client_get_retried_after_dropped_connection, setup,
