@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 
 .PHONY: help all build test test-unit lint format install uninstall run demo bench \
 	deploy undeploy build-installer cluster-up cluster-down clean deps install-lib operator \
-	static docker-build
+	static docker-build chaos chaos-short soak
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -103,3 +103,19 @@ demo: deps operator ## Local control plane with kwok fake nodes, CRD, operator, 
 
 clean: ## Remove build trees.
 	rm -rf build
+
+##@ Reliability (issue 16; docs/reliability.md)
+CHAOS_APPS ?= 500
+CHAOS_ARGS ?=
+SOAK_SECONDS ?= 1800
+
+chaos: operator ## The chaos suite: 2 replicas, 500 Apps (CHAOS_APPS), every fault.
+	python3 test/chaos/chaos.py --operator $(OPERATOR_BIN) --apps $(CHAOS_APPS) \
+		--report $(BUILD_DIR)/chaos-report.json $(CHAOS_ARGS)
+
+chaos-short: operator ## The CI subset of the chaos suite (50 Apps, < 3 min).
+	bash test/chaos/chaos-short.sh $(OPERATOR_BIN)
+
+soak: operator ## 30 minutes of App churn, RSS sampled every 10 s, must stay flat.
+	python3 test/chaos/chaos.py --operator $(OPERATOR_BIN) --apps 200 --soak $(SOAK_SECONDS) \
+		--report $(BUILD_DIR)/soak-report.json $(CHAOS_ARGS)

@@ -16,7 +16,8 @@ has converged again and asserts:
   - no two leaders' writes overlap: from the apiserver's audit log, every write
     of a replica (told apart by its client certificate's user) lands while that
     replica holds the Lease (between its acquiring write and the next
-    replica's);
+    replica's), and within the renew deadline of its last renewal (the
+    self-fence);
   - the operator's RSS (VmRSS of each replica, sampled every second) stays
     under --rss-limit-mib.
 
@@ -51,12 +52,14 @@ Only the Python standard library, kubectl, openssl and a C compiler are used.
 """
 import argparse
 import base64
+import http.client
 import json
 import os
 import random
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -69,7 +72,9 @@ APP_NS = "chaos-apps"
 OP_NS = "chaos-system"
 LEASE = "kcr-operator.kcr.dev"
 GROUP = "kcr-chaos"
-LEASE_DURATION = 15.0  # the operator's default (kcr_manager_serving_options)
+LEASE_DURATION = 15.0  # the operator's defaults (kcr_manager_serving_options)
+RENEW_DEADLINE = 10.0
+FENCE_SLACK = 1.0
 T0 = time.time()
 
 
@@ -419,7 +424,8 @@ def audit_events(cluster, users):
 
 
 def check_leaders(cluster, replicas):
-    """Every write of a replica lands while it holds the Lease. Returns figures.
+    """Every write of a replica lands while it holds the Lease, and within the renew
+    deadline (+ FENCE_SLACK) of its last successful renewal. Returns figures.
 
     A holder's term runs from its first successful Lease write after another
     replica's to the next replica's. A write outside its author's term that the
@@ -432,29 +438,42 @@ def check_leaders(cluster, replicas):
     users = {r.user: r.name for r in replicas}
     events = audit_events(cluster, users)
     acquires = []  # (t, replica): successful Lease writes that changed the writer
-    holder, writes, bad, late = None, 0, [], []
+    renewed = {}  # user -> time of its last successful Lease write
+    holder, writes, bad, late, worst = None, 0, [], [], 0.0
     for e in events:
         ref = e.get("objectRef") or {}
         code = (e.get("responseStatus") or {}).get("code", 0)
         t = ts(e["requestReceivedTimestamp"])
         user = e["user"]["username"]
         if ref.get("resource") == "leases" and ref.get("name") == LEASE:
-            if 200 <= code < 300 and user != holder:
-                holder = user
-                acquires.append((t, users[user]))
+            if 200 <= code < 300:
+                renewed[user] = t
+                if user != holder:
+                    holder = user
+                    acquires.append((t, users[user]))
             continue
         writes += 1
+        what = "%s %s %s/%s at %s (code %d)" % (users[user], e.get("verb"), ref.get("resource"),
+                                              ref.get("name"), e["requestReceivedTimestamp"], code)
         if user != holder:
-            what = "%s %s %s/%s at %s (code %d) while %s held the Lease" % (
-                users[user], e.get("verb"), ref.get("resource"), ref.get("name"),
-                e["requestReceivedTimestamp"], code, users.get(holder, "nobody"))
-            (bad if 200 <= code < 300 else late).append(what)
+            (bad if 200 <= code < 300 else late).append(
+                what + " while %s held the Lease" % users.get(holder, "nobody"))
+            continue
+        # The self-fence: a leader writes only until its last renewal + the renew deadline
+        # (the renewal's audit time is no earlier than the attempt's start, which the
+        # fence counts from; FENCE_SLACK covers a write's way to the apiserver).
+        since = t - renewed[user]
+        worst = max(worst, since)
+        if since > RENEW_DEADLINE + FENCE_SLACK:
+            (bad if 200 <= code < 300 else late).append(
+                what + " %.1f s after its last renewal" % since)
     if bad:
         raise Failure("leaders' writes overlap: %d writes outside their holder's term, first: %s"
                       % (len(bad), "; ".join(bad[:5])))
     for what in late[-3:]:
         log("late write, not carried out: " + what)
-    return {"writes": writes, "acquires": acquires, "late_refused": len(late)}
+    return {"writes": writes, "acquires": acquires, "late_refused": len(late),
+            "max_write_after_renewal_s": round(worst, 1)}
 
 
 def leader(cluster, replicas, timeout=60):
@@ -479,8 +498,8 @@ def leader(cluster, replicas, timeout=60):
 # --- set-up ------------------------------------------------------------------------
 
 
-def make_identity(cluster, work, name, proxy_port):
-    """A client certificate (CN kcr-chaos-NAME, O kcr-chaos) and a kubeconfig via the proxy."""
+def make_cert(cluster, work, name):
+    """A client certificate (CN kcr-chaos-NAME, O kcr-chaos) in WORK/NAME.{crt,key}."""
     pki = os.path.join(cluster.dir, "pki")
     key, csr, crt = (os.path.join(work, "%s.%s" % (name, x)) for x in ("key", "csr", "crt"))
     ext = os.path.join(work, "client.ext")
@@ -493,6 +512,13 @@ def make_identity(cluster, work, name, proxy_port):
     run(["openssl", "x509", "-req", "-in", csr, "-CA", os.path.join(pki, "ca.crt"), "-CAkey",
          os.path.join(pki, "ca.key"), "-CAcreateserial", "-days", "2", "-sha256", "-extfile", ext,
          "-out", crt])
+    return crt, key
+
+
+def make_identity(cluster, work, name, proxy_port):
+    """A client certificate of its own and a kubeconfig via the proxy at proxy_port."""
+    pki = os.path.join(cluster.dir, "pki")
+    crt, key = make_cert(cluster, work, name)
 
     def b64(p):
         with open(p, "rb") as f:
@@ -547,6 +573,43 @@ STORM = [
 ]
 
 
+class Flood:
+    """Threads that keep the storm's priority level busy: GETs as another member of the
+    operator's group, so that APF rejects (nearly) every request of the operator."""
+
+    def __init__(self, work, port, threads=4):
+        self.ctx = ssl.create_default_context(cafile=os.path.join(work, "cluster/pki/ca.crt"))
+        self.ctx.load_cert_chain(os.path.join(work, "flood.crt"), os.path.join(work, "flood.key"))
+        self.port = port
+        self.stop = threading.Event()
+        self.counts = {}
+        self.threads = [threading.Thread(target=self.loop, daemon=True) for _ in range(threads)]
+
+    def loop(self):
+        conn = None
+        while not self.stop.is_set():
+            try:
+                if conn is None:
+                    conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=10)
+                conn.request("GET", "/api/v1/namespaces/%s/configmaps?limit=100" % APP_NS)
+                r = conn.getresponse()
+                r.read()
+                self.counts[r.status] = self.counts.get(r.status, 0) + 1
+            except Exception:
+                conn = None
+                time.sleep(0.05)
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def finish(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=15)
+        return self.counts
+
+
 # --- the suite ---------------------------------------------------------------------
 
 
@@ -562,6 +625,7 @@ class Suite:
         self.rss = None
         self.results = []
         self.rng = random.Random(16)
+        self.during = [None, None]
 
     # set-up / teardown
     def setup(self):
@@ -580,6 +644,7 @@ class Suite:
             self.proxies[name] = Proxy(proxy_bin, c.port)
             kc = make_identity(c, self.work, name, self.proxies[name].port)
             self.replicas.append(Replica(name, self.args.operator, kc, self.work, self.args.concurrency))
+        make_cert(c, self.work, "flood")
         self.rss = RssSampler(self.replicas, 10.0 if self.args.soak else 1.0)
         self.rss.start()
         t = time.time()
@@ -613,8 +678,26 @@ class Suite:
         drift = self.rng.choice(sorted(self.model.apps))
         self.cluster.k("-n", APP_NS, "delete", "deployment", drift, "--wait=false", check=False)
 
+    def hold(self, until):
+        """Waits until `until` while the fault is on, noting when the Apps converge meanwhile
+        (a standby that takes over can converge them before the fault ends)."""
+        while time.time() < until:
+            problems = check_converged(self.cluster, self.model)
+            now = time.time()
+            if self.during[0] is None and all(p.startswith("orphan") for p in problems):
+                self.during[0] = now
+            if self.during[1] is None and not problems:
+                self.during[1] = now
+            time.sleep(max(0, min(0.5, until - time.time())))
+
     def record(self, fault, t_inject, t_heal, extra=None):
         t_op, t_done = wait_converged(self.cluster, self.model, self.args.converge_timeout, fault)
+        t_heal_done = t_done
+        if self.during[1] is not None:
+            t_op, t_done = self.during
+        elif self.during[0] is not None:
+            t_op = self.during[0]
+        self.during = [None, None]
         lead = check_leaders(self.cluster, self.replicas)
         rss = self.rss.window(t_inject, t_done + 1)
         peak = max(s[3] for s in self.rss.samples)
@@ -622,15 +705,18 @@ class Suite:
             raise Failure("%s: RSS %d KiB over the limit %d MiB" % (fault, peak, self.args.rss_limit_mib))
         res = {"fault": fault, "recovery_s": round(t_done - t_inject, 1),
                "operator_recovery_s": round(t_op - t_inject, 1),
-               "after_heal_s": round(t_done - t_heal, 1),
+               "after_heal_s": round(t_heal_done - t_heal, 1),
+               "fault_s": round(t_heal - t_inject, 1),
                "rss_kib_min": min(rss) if rss else None, "rss_kib_max": max(rss) if rss else None,
                "leader_changes": len(lead["acquires"]), "operator_writes": lead["writes"],
-               "late_refused_writes": lead["late_refused"]}
+               "late_refused_writes": lead["late_refused"],
+               "max_write_after_renewal_s": lead["max_write_after_renewal_s"]}
         res.update(extra or {})
         self.results.append(res)
-        log("%-8s recovered in %5.1f s (operator %.1f s, %.1f s after healing); RSS %s-%s KiB; %s" % (
-            fault, res["recovery_s"], res["operator_recovery_s"], res["after_heal_s"], res["rss_kib_min"], res["rss_kib_max"],
-            json.dumps(extra or {})))
+        log("%-10s recovered in %5.1f s (operator's part %.1f s; fault on for %.1f s; %.1f s "
+            "after healing); RSS %s-%s KiB; %s" % (
+                fault, res["recovery_s"], res["operator_recovery_s"], res["fault_s"],
+                res["after_heal_s"], res["rss_kib_min"], res["rss_kib_max"], json.dumps(extra or {})))
 
     # the faults
     def fault_restart(self):
@@ -666,7 +752,7 @@ class Suite:
         pid = lead.signal(signal.SIGSTOP)
         log("SIGSTOP leader %s (pid %s) for %.0f s" % (lead.name, pid, self.args.stop_seconds))
         self.churn()
-        time.sleep(max(0, t + self.args.stop_seconds - time.time()))
+        self.hold(t + self.args.stop_seconds)
         os.kill(pid, signal.SIGCONT)
         t_heal = time.time()
         # The old leader must notice it lost the Lease and exit (the supervisor restarts it).
@@ -683,17 +769,24 @@ class Suite:
 
     def fault_429(self):
         t = time.time()
+        flood = Flood(self.work, self.cluster.port)
         self.cluster.apply(STORM)
+        flood.start()
         self.churn()
-        time.sleep(max(0, t + self.args.storm_seconds - time.time()))
-        rejected = sum(1 for e in audit_events(self.cluster, {r.user for r in self.replicas})
-                       if (e.get("responseStatus") or {}).get("code") == 429 and
-                       ts(e["requestReceivedTimestamp"]) >= t)
+        self.hold(t + self.args.storm_seconds)
+        counts = flood.finish()
+        codes = {}
+        for e in audit_events(self.cluster, {r.user for r in self.replicas}):
+            if ts(e["requestReceivedTimestamp"]) >= t:
+                code = (e.get("responseStatus") or {}).get("code")
+                codes[code] = codes.get(code, 0) + 1
+        rejected = codes.get(429, 0)
         self.cluster.k("delete", "flowschema,prioritylevelconfiguration", "kcr-chaos-storm")
         t_heal = time.time()
         if rejected == 0:
             raise Failure("429: the storm rejected no write of the operator")
-        self.record("429", t, t_heal, {"writes_rejected_429": rejected})
+        self.record("429", t, t_heal, {"operator_writes_by_code": codes,
+                                       "flood_gets_by_code": counts})
 
     def stall(self, fault, seconds):
         lead = leader(self.cluster, self.replicas)
@@ -701,7 +794,7 @@ class Suite:
         self.proxies[lead.name].cmd("stall 1")
         log("stalled %s's connection for %.0f s" % (lead.name, seconds))
         self.churn()
-        time.sleep(max(0, t + seconds - time.time()))
+        self.hold(t + seconds)
         self.proxies[lead.name].cmd("stall 0")
         self.record(fault, t, time.time(), {"stalled": lead.name})
 
