@@ -112,7 +112,14 @@ class Cluster:
                 self.kubectl_bin = line.split("=", 1)[1]
         if not self.kubectl_bin:
             raise Failure("build-control-plane.sh named no kubectl")
-        run(["bash", os.path.join(ROOT, "scripts/cluster.sh"), "up", self.dir], timeout=300)
+        # Every rotated audit file is kept (100 MB each; cluster.sh keeps one): the
+        # leader check reads the whole history, and a 30-minute soak writes ~110 MB.
+        env = dict(os.environ)
+        env["KCR_APISERVER_ARGS"] = (env.get("KCR_APISERVER_ARGS", "") + " --audit-log-maxbackup=100").strip()
+        p = subprocess.run(["bash", os.path.join(ROOT, "scripts/cluster.sh"), "up", self.dir],
+                           capture_output=True, text=True, timeout=300, env=env)
+        if p.returncode != 0:
+            raise Failure("cluster.sh up: exit %d: %s" % (p.returncode, p.stderr.strip()[-2000:]))
         with open(self.kubeconfig) as f:
             self.port = int(re.search(r"server: https://127\.0\.0\.1:(\d+)", f.read()).group(1))
 
@@ -827,7 +834,6 @@ class Suite:
             ops += len(objs) + 5
             time.sleep(2)
         wait_converged(self.cluster, self.model, self.args.converge_timeout, "soak")
-        check_leaders(self.cluster, self.replicas)
         # The peak of the first window after warm-up against the peak of the last one
         # (10 minutes each in a 30-minute soak).
         warm = min(self.args.soak_warmup, dur / 3)
@@ -851,6 +857,9 @@ class Suite:
                 grown.append("%s %d -> %d KiB" % (r.name, max(mid), max(last)))
         self.results.append(res)
         log("soak: %d App operations in %d s" % (ops, dur))
+        lead = check_leaders(self.cluster, self.replicas)
+        res["operator_writes"] = lead["writes"]
+        res["max_write_after_renewal_s"] = lead["max_write_after_renewal_s"]
         if grown:
             raise Failure("soak: RSS grew: " + ", ".join(grown))
 
@@ -896,6 +905,8 @@ def main():
                   "total_s": round(time.time() - T0, 1), "results": s.results,
                   "rss_kib_min": min((x[3] for x in s.rss.samples), default=None) if s.rss else None,
                   "rss_kib_max": max((x[3] for x in s.rss.samples), default=None) if s.rss else None,
+                  "rss_samples": [(round(t - T0, 1), name, kib) for t, name, _, kib in s.rss.samples]
+                  if s.rss and args.soak else None,
                   "replica_exits": {r.name: [(round(a - T0, 1), round(b - T0, 1), rc)
                                              for a, b, _, rc in r.exits] for r in s.replicas}}
         print(json.dumps(report, indent=1))
