@@ -2,6 +2,9 @@
 # CTest fixture `controlplane` (see CMakeLists.txt in this directory).
 #   controlplane_fixture.sh up DIR    build the control plane (cached after the
 #                                     first time), then start a cluster in DIR
+#                                     with kube-scheduler and kwok, so Pods of
+#                                     Deployments are scheduled onto fake nodes
+#                                     and become Ready as with a kubelet
 #   controlplane_fixture.sh down DIR  stop it
 # Tests that require the fixture get KCR_TEST_KUBECONFIG=DIR/kubeconfig.
 set -euo pipefail
@@ -16,7 +19,7 @@ case "$verb" in
         "$repo_root/scripts/build-control-plane.sh"
         # A cluster left over from an interrupted run is replaced.
         "$repo_root/scripts/cluster.sh" down "$dir" >/dev/null 2>&1 || true
-        "$repo_root/scripts/cluster.sh" up "$dir"
+        "$repo_root/scripts/cluster.sh" up --kwok "$dir"
         ;;
     down)
         rc=0

@@ -3,8 +3,8 @@
 # test_operator_e2e.sh OPERATOR_BIN: the App operator end to end against the local
 # control plane, with kubectl as the client (issue 8):
 #   sample applied -> Deployment, Service, ConfigMap with the labels and a
-#   controller ownerReference, directory entry; pods marked Ready (no kubelet
-#   here) -> App Available with readyReplicas; kubectl scale app; a config change
+#   controller ownerReference, directory entry; kwok (the fixture's fake nodes)
+#   runs the pods -> App Available with readyReplicas, nothing patched by hand; kubectl scale app; a config change
 #   changes the pod-template hash; paused stops changes and says so; a deleted
 #   Deployment is recreated; an unowned
 #   same-named Deployment -> Degraded/NameConflict and left alone; unsetting port
@@ -71,19 +71,13 @@ wait_for 30 "the directory entry" \
 eq app/app-sample '{.metadata.finalizers[0]}' kcr.dev/directory || fail "finalizer"
 wait_for 30 "status.url" eq app/app-sample '{.status.url}' "http://app-sample.$ns.svc:80"
 
-# 2. No kubelet runs here: mark the pods Ready; the Deployment follows, then the App.
-mark_ready() {
-  local now pods
-  now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-  pods=$(k -n "$ns" get pods -l app.kubernetes.io/instance=app-sample -o name)
-  for p in $pods; do
-    k -n "$ns" patch "$p" --subresource=status --type=merge -p \
-      "{\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"lastTransitionTime\":\"$now\"}]}}" \
-      >/dev/null 2>&1 || true
-  done
-}
-available() { mark_ready; eq app/app-sample '{.status.conditions[?(@.type=="Available")].status}' True; }
-wait_for 60 "App Available" available
+# 2. The fixture runs kube-scheduler and kwok: the pods are scheduled onto fake
+# nodes and marked Running and Ready there, the Deployment becomes Available,
+# then the App. Nothing here touches a Pod.
+kwok_nodes=$(k get nodes -l type=kwok -o name | wc -l)
+[ "$kwok_nodes" -ge 1 ] || fail "no kwok nodes: the fixture should start the cluster with --kwok"
+wait_for 90 "App Available" eq app/app-sample '{.status.conditions[?(@.type=="Available")].status}' True
+wait_for 30 "Deployment availableReplicas 2" eq deploy/app-sample '{.status.availableReplicas}' 2
 eq app/app-sample '{.status.readyReplicas}' 2 || fail "readyReplicas"
 
 # 3. kubectl scale goes through the scale subresource to the Deployment.
