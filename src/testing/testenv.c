@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "kcr/testing.h"
+#include "testing/testing_internal.h"
 #include "util/alloc.h"
 
 #ifndef KCR_INSTALL_DATADIR
@@ -42,7 +43,7 @@
 #endif
 
 /* Largest child output kept in memory; more is an error. */
-#define MAX_OUTPUT ((size_t)16 * 1024 * 1024)
+#define MAX_OUTPUT ((size_t)64 * 1024 * 1024)
 #define DEFAULT_UP_TIMEOUT 300
 #define KUBECTL_TIMEOUT 120
 #define DOWN_TIMEOUT 120
@@ -110,14 +111,9 @@ static void sleep_ms(long ms) {
   }
 }
 
-/*
- * Run argv[0] with argv (no shell), stdin from `input` (or /dev/null),
- * stdout captured into *out (if out != NULL; else sent to stderr), stderr
- * inherited (or captured with stdout if merge_stderr and out != NULL). The
- * child runs in its own process group, killed as a whole on timeout. Returns
- * the exit status, or -1 on failure, signal or timeout.
- */
-static int run(char *const argv[], const char *input, char **out, int merge_stderr, int timeout_s) {
+/* kcr__run_command: see testing_internal.h. */
+int kcr__run_command(char *const argv[], const char *input, char **out, int merge_stderr,
+                     int timeout_s) {
   int rc = -1;
   int pipefd[2] = {-1, -1};
   FILE *in = NULL;
@@ -390,7 +386,7 @@ static char *find_kubectl(const char *dir) {
   return NULL;
 }
 
-/* kubectl runs kubectl --kubeconfig=... args...; *out (may be NULL) as run(). */
+/* kubectl runs kubectl --kubeconfig=... args...; *out (may be NULL) as kcr__run_command(). */
 static int kubectl(const kcr_testenv_t *env, const char *const *args, char **out, int timeout_s) {
   char *argv[16], *flag = format("--kubeconfig=%s", env->kubeconfig);
   char *cache = format("--cache-dir=%s/.kube-cache", env->dir);
@@ -403,7 +399,7 @@ static int kubectl(const kcr_testenv_t *env, const char *const *args, char **out
     for (; *args && n + 1 < sizeof(argv) / sizeof(argv[0]); args++)
       argv[n++] = (char *)*args;
     argv[n] = NULL;
-    rc = run(argv, NULL, out, 1, timeout_s);
+    rc = kcr__run_command(argv, NULL, out, 1, timeout_s);
   }
   kcr__free(flag);
   kcr__free(cache);
@@ -476,12 +472,12 @@ static int start_own(kcr_testenv_t *env, const kcr_testenv_options *o, int timeo
   argv[2] = o && o->kwok ? (char *)"--kwok" : env->dir;
   argv[3] = o && o->kwok ? env->dir : NULL;
   argv[4] = NULL;
-  rc = run(argv, NULL, NULL, 0, timeout);
+  rc = kcr__run_command(argv, NULL, NULL, 0, timeout);
   if (rc != 0) {
     argv[1] = (char *)"down";
     argv[2] = env->dir;
     argv[3] = NULL;
-    run(argv, NULL, NULL, 0, DOWN_TIMEOUT);
+    kcr__run_command(argv, NULL, NULL, 0, DOWN_TIMEOUT);
     env->owned = false; /* keep the directory for the logs */
     return kcr_error_set(err, KCR_ESYS, "testenv: %s up %s failed (status %d); logs in %s/logs",
                          env->script, env->dir, rc, env->dir);
@@ -635,7 +631,7 @@ int kcr_testenv_stop(kcr_testenv_t *env) {
     return 0;
   if (env->owned) {
     char *argv[] = {env->script, (char *)"down", env->dir, NULL};
-    if (run(argv, NULL, NULL, 0, DOWN_TIMEOUT) != 0) {
+    if (kcr__run_command(argv, NULL, NULL, 0, DOWN_TIMEOUT) != 0) {
       report("%s down %s failed; directory kept", env->script, env->dir);
       rc = -1;
     } else if (getenv("KCR_TESTENV_KEEP")) {

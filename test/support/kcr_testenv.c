@@ -2,7 +2,8 @@
 /*
  * kcr_testenv: see kcr_testenv.h. kcr's integration tests on top of the
  * installed test env (kcr/testing.h, src/testing/testenv.c): that one starts,
- * joins and stops clusters; this file adds the kubectl runners and the fault
+ * joins and stops clusters and runs child processes (kcr__run_command, shared
+ * through src/testing/testing_internal.h); this file adds the kubectl runners and the fault
  * helpers, and points the test env at the source tree's cluster.sh.
  *
  * KCR_SOURCE_DIR (the repository root, a string literal) is a compile
@@ -14,12 +15,12 @@
 #endif
 
 #include "kcr_testenv.h"
+#include "testing/testing_internal.h" /* kcr__run_command */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,8 +36,6 @@
 #error "KCR_SOURCE_DIR must be defined to the repository root (see test/integration/CMakeLists.txt)"
 #endif
 
-/* Largest child output kept in memory; more is an error. */
-#define KCR_TESTENV_MAX_OUTPUT ((size_t)64 * 1024 * 1024)
 #define KCR_TESTENV_DEFAULT_UP_TIMEOUT 300
 #define KCR_TESTENV_DEFAULT_KUBECTL_TIMEOUT 60
 #define KCR_TESTENV_DOWN_TIMEOUT 120
@@ -96,164 +95,11 @@ static void sleep_ms(long ms) {
   }
 }
 
-/*
- * Run argv[0] with argv (no shell), stdin from `input` (or /dev/null),
- * stdout captured into *out (if out != NULL; else sent to stderr), stderr
- * inherited (or captured with stdout if merge_stderr and out != NULL). The
- * child runs in its own process group, killed as a whole on timeout. Returns
- * the exit status, or -1 on failure, signal or timeout.
- */
-static int run(char *const argv[], const char *input, char **out, int merge_stderr, int timeout_s) {
-  int rc = -1;
-  int pipefd[2] = {-1, -1};
-  FILE *in = NULL;
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-
-  if (out != NULL)
-    *out = NULL;
-  if (input != NULL) {
-    in = tmpfile();
-    if (in == NULL || fputs(input, in) == EOF || fflush(in) != 0 || fseek(in, 0, SEEK_SET) != 0) {
-      report("cannot stage stdin for %s: %s", argv[0], strerror(errno));
-      goto done;
-    }
-  }
-  if (out != NULL && pipe(pipefd) != 0) {
-    report("pipe: %s", strerror(errno));
-    goto done;
-  }
-
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid < 0) {
-    report("fork: %s", strerror(errno));
-    goto done;
-  }
-  if (pid == 0) {
-    setpgid(0, 0);
-    int infd = in != NULL ? fileno(in) : open("/dev/null", O_RDONLY);
-    if (infd < 0 || dup2(infd, STDIN_FILENO) < 0)
-      _exit(126);
-    if (out != NULL) {
-      if (dup2(pipefd[1], STDOUT_FILENO) < 0)
-        _exit(126);
-      if (merge_stderr && dup2(pipefd[1], STDERR_FILENO) < 0)
-        _exit(126);
-      close(pipefd[0]);
-      close(pipefd[1]);
-    } else if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
-      _exit(126);
-    }
-    execv(argv[0], argv);
-    fprintf(stderr, "kcr_testenv: cannot execute %s: %s\n", argv[0], strerror(errno));
-    _exit(127);
-  }
-  setpgid(pid, pid); /* also from the parent, so kill(-pid) never misses */
-
-  double deadline = now_seconds() + timeout_s;
-  int timed_out = 0, too_big = 0;
-  if (out != NULL) {
-    close(pipefd[1]);
-    pipefd[1] = -1;
-    for (;;) {
-      double left = deadline - now_seconds();
-      if (left <= 0) {
-        timed_out = 1;
-        break;
-      }
-      struct pollfd pfd = {pipefd[0], POLLIN, 0};
-      int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
-      if (pr < 0 && errno == EINTR)
-        continue;
-      if (pr < 0) {
-        report("poll: %s", strerror(errno));
-        break;
-      }
-      if (pr == 0)
-        continue;
-      if (cap - len < 4096) {
-        size_t ncap = cap ? cap * 2 : 8192;
-        if (ncap > KCR_TESTENV_MAX_OUTPUT + 1) {
-          too_big = 1;
-          break;
-        }
-        char *nbuf = realloc(buf, ncap);
-        if (nbuf == NULL) {
-          too_big = 1;
-          break;
-        }
-        buf = nbuf;
-        cap = ncap;
-      }
-      ssize_t n = read(pipefd[0], buf + len, cap - len - 1);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break; /* EOF (or error: the exit status tells) */
-      len += (size_t)n;
-    }
-  }
-
-  int status = 0;
-  for (;;) {
-    pid_t w = waitpid(pid, &status, timed_out || too_big ? 0 : WNOHANG);
-    if (w == pid)
-      break;
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w < 0) {
-      report("waitpid: %s", strerror(errno));
-      goto done;
-    }
-    if (now_seconds() >= deadline) {
-      timed_out = 1;
-    }
-    if (timed_out || too_big) {
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
-      continue;
-    }
-    sleep_ms(10);
-  }
-  if (timed_out) {
-    report("%s timed out after %d s; killed", argv[0], timeout_s);
-  } else if (too_big) {
-    report("%s wrote more than %zu bytes to stdout", argv[0], (size_t)KCR_TESTENV_MAX_OUTPUT);
-  } else if (WIFEXITED(status)) {
-    rc = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    report("%s killed by signal %d", argv[0], WTERMSIG(status));
-  }
-  if (rc >= 0 && out != NULL) {
-    if (buf == NULL)
-      buf = malloc(1);
-    if (buf == NULL) {
-      rc = -1;
-      goto done;
-    }
-    buf[len] = '\0';
-    *out = buf;
-    buf = NULL;
-  }
-
-done:
-  free(buf);
-  if (pipefd[0] >= 0)
-    close(pipefd[0]);
-  if (pipefd[1] >= 0)
-    close(pipefd[1]);
-  if (in != NULL)
-    fclose(in);
-  return rc;
-}
-
 /* Run `scripts/cluster.sh VERB DIR`; its stdout to *out if out != NULL. */
 static int run_cluster_script_out(const char *verb, const char *dir, char **out, int timeout_s) {
   static const char script[] = KCR_SOURCE_DIR "/scripts/cluster.sh";
   char *argv[] = {(char *)script, (char *)verb, (char *)dir, NULL};
-  return run(argv, NULL, out, 0, timeout_s);
+  return kcr__run_command(argv, NULL, out, 0, timeout_s);
 }
 
 static int run_cluster_script(const char *verb, const char *dir, int timeout_s) {
@@ -300,7 +146,7 @@ static int kubectl_run(kcr_testenv_t *env, const char *const argv[], const char 
     full[i + 3] = (char *)argv[i]; /* execv takes char *const[] */
   full[n + 3] = NULL;
   int timeout = env_seconds("KCR_TESTENV_KUBECTL_TIMEOUT", KCR_TESTENV_DEFAULT_KUBECTL_TIMEOUT);
-  int rc = run(full, input, out_stdout, merge_stderr, timeout);
+  int rc = kcr__run_command(full, input, out_stdout, merge_stderr, timeout);
   free(flag);
   free(cache);
   free(full);
