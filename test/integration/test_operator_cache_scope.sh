@@ -14,47 +14,13 @@
 # RUN_SERIAL (CMakeLists.txt): an operator watching all namespaces would race other
 # tests' operators for their Apps' finalizers and directory entries.
 set -euo pipefail
-op=$1
-kubeconfig=${KCR_TEST_KUBECONFIG:?the controlplane fixture sets KCR_TEST_KUBECONFIG}
-# shellcheck disable=SC2012 # one version directory
-kubectl_bin=$(ls "${KCR_CACHE:-$HOME/.cache/kcr}"/k8s/*/bin/kubectl | tail -n 1)
+. "$(dirname "$0")/operator_lib.sh" "$@"
 count=${KCR_SCOPE_COUNT:-500}
 max_kb=${KCR_SCOPE_MAX_KB:-3072}
 ns=kcr-scope-$$
 opns=kcr-scope-op-$$
 noise=kcr-scope-noise-$$
-work=$(mktemp -d)
-pid=
-k() { "$kubectl_bin" --kubeconfig "$kubeconfig" "$@"; }
-cleanup() {
-  if [ -n "$pid" ]; then
-    # Release the Apps' finalizers first, so that their namespace can go.
-    k -n "$ns" delete app --all --timeout=30s >/dev/null 2>&1 || true
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
-  k delete ns "$ns" "$opns" "$noise" --wait=false >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- operator log (tail)" >&2
-  tail -n 30 "$work/operator.log" >&2 || true
-  exit 1
-}
-# wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds.
-wait_for() {
-  local secs=$1 what=$2
-  shift 2
-  for _ in $(seq 1 $((secs * 4))); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.25
-  done
-  fail "timed out after ${secs}s waiting for $what"
-}
-jp() { k -n "$ns" get "$1" -o "jsonpath=$2" 2>/dev/null; }
-eq() { [ "$(jp "$1" "$2")" = "$3" ]; }
+apps_ns=$ns
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$pid/status"; }
 # max_rss SECONDS: the largest VmRSS seen, sampled every 0.25 s.
 max_rss() {
@@ -83,16 +49,11 @@ reconciled() { # NAME
   eq "app/$1" '{.status.observedGeneration}' "$(jp "app/$1" '{.metadata.generation}')"
 }
 
-k apply -f "$(dirname "$0")/../../config/crd/bases/kcr.dev_apps.yaml" >/dev/null
-k wait --for=condition=Established crd/apps.kcr.dev --timeout=60s >/dev/null
-k create ns "$ns" >/dev/null
-k create ns "$opns" >/dev/null
-k create ns "$noise" >/dev/null
+install_crd
+make_namespaces "$ns" "$opns" "$noise"
 
 # All namespaces: the case where every ConfigMap in the cluster used to be cached.
-POD_NAMESPACE=$opns "$op" --kubeconfig "$kubeconfig" --health-probe-bind-address=127.0.0.1:0 \
-  --log-format=console >"$work/operator.log" 2>&1 &
-pid=$!
+start_operator "" "$opns"
 app scope-a
 wait_for 60 "App scope-a reconciled" reconciled scope-a
 sleep 3 # let start-up allocations settle
@@ -123,9 +84,5 @@ echo "operator VmRSS: ${before} kB before, ${after} kB after (growth ${grow} kB,
 app scope-b
 wait_for 60 "App scope-b reconciled" reconciled scope-b
 k -n "$ns" delete app scope-a scope-b --timeout=60s >/dev/null || fail "the Apps were not deleted"
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
-pid=
-[ "$rc" -eq 0 ] || fail "operator exited $rc after SIGTERM"
+stop_operator
 echo "operator cache scope: ok"

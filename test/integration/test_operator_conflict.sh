@@ -14,54 +14,16 @@
 #     with AlreadyExists, the uncached read shows the App controls it, and it is
 #     labelled again, with no NameConflict.
 set -euo pipefail
-op=$1
-kubeconfig=${KCR_TEST_KUBECONFIG:?the controlplane fixture sets KCR_TEST_KUBECONFIG}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck disable=SC2012 # one version directory
-kubectl_bin=$(ls "${KCR_CACHE:-$HOME/.cache/kcr}"/k8s/*/bin/kubectl | tail -n 1)
+. "$(dirname "$0")/operator_lib.sh" "$@"
 bound=${KCR_CONFLICT_BOUND:-40}
 ns=kcr-conflict-$$
 opns=kcr-conflict-op-$$
-work=$(mktemp -d)
-pid=
-k() { "$kubectl_bin" --kubeconfig "$kubeconfig" "$@"; }
-cleanup() {
-  if [ -n "$pid" ]; then
-    k -n "$ns" delete app --all --timeout=30s >/dev/null 2>&1 || true
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
-  k delete ns "$ns" "$opns" --wait=false >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- operator log (tail)" >&2
-  tail -n 30 "$work/operator.log" >&2 || true
-  exit 1
-}
-# wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds.
-wait_for() {
-  local secs=$1 what=$2
-  shift 2
-  for _ in $(seq 1 $((secs * 4))); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.25
-  done
-  fail "timed out after ${secs}s waiting for $what"
-}
-jp() { k -n "$ns" get "$1" -o "jsonpath=$2" 2>/dev/null; }
-eq() { [ "$(jp "$1" "$2")" = "$3" ]; }
+apps_ns=$ns
 degraded_reason() { jp app/blocked '{.status.conditions[?(@.type=="Degraded")].reason}'; }
 
-k apply -f "$root/config/crd/bases/kcr.dev_apps.yaml" >/dev/null
-k wait --for=condition=Established crd/apps.kcr.dev --timeout=60s >/dev/null
-k create ns "$ns" >/dev/null
-k create ns "$opns" >/dev/null
-POD_NAMESPACE=$opns "$op" --kubeconfig "$kubeconfig" --health-probe-bind-address=127.0.0.1:0 \
-  --namespace "$ns" --log-format=console >"$work/operator.log" 2>&1 &
-pid=$!
+install_crd
+make_namespaces "$ns" "$opns"
+start_operator "$ns" "$opns"
 
 # 1. The name is taken: NameConflict, the rest is made, the intruder left alone.
 k -n "$ns" create deployment blocked --image=busybox >/dev/null
@@ -101,9 +63,5 @@ sleep 1
 grep -q 'updated Deployment '"$ns"'/blocked' "$work/operator.log" || fail "no 'updated Deployment' in the log"
 
 k -n "$ns" delete app blocked --timeout=60s >/dev/null || fail "the App was not deleted"
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
-pid=
-[ "$rc" -eq 0 ] || fail "operator exited $rc after SIGTERM"
+stop_operator
 echo "operator conflict: ok"

@@ -11,49 +11,15 @@
 #   deletes the Service and the directory entry; deleting the App runs the
 #   finalizer and garbage collection removes the children; SIGTERM -> exit 0.
 set -euo pipefail
-op=$1
-kubeconfig=${KCR_TEST_KUBECONFIG:?the controlplane fixture sets KCR_TEST_KUBECONFIG}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-kubectl_bin=$(ls "${KCR_CACHE:-$HOME/.cache/kcr}"/k8s/*/bin/kubectl | tail -n 1)
+. "$(dirname "$0")/operator_lib.sh" "$@"
 ns=kcr-e2e-$$
 opns=kcr-e2e-op-$$
-work=$(mktemp -d)
-pid=
-k() { "$kubectl_bin" --kubeconfig "$kubeconfig" "$@"; }
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
-  k delete ns "$ns" "$opns" --wait=false >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- operator log (tail)" >&2
-  tail -n 30 "$work/operator.log" >&2 || true
-  exit 1
-}
-# wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds.
-wait_for() {
-  local secs=$1 what=$2
-  shift 2
-  for _ in $(seq 1 $((secs * 4))); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.25
-  done
-  fail "timed out after ${secs}s waiting for $what"
-}
-jp() { k -n "$ns" get "$1" -o "jsonpath=$2" 2>/dev/null; }
-eq() { [ "$(jp "$1" "$2")" = "$3" ]; }
 
-k apply -f "$root/config/crd/bases/kcr.dev_apps.yaml" >/dev/null
-k wait --for=condition=Established crd/apps.kcr.dev --timeout=60s >/dev/null
-k create ns "$ns" >/dev/null
-k create ns "$opns" >/dev/null
+install_crd
+make_namespaces "$ns" "$opns"
 # --namespace: this operator acts only on this test's Apps (other tests create Apps
 # too); its directory lives in another namespace, outside the watched one.
-POD_NAMESPACE=$opns "$op" --kubeconfig "$kubeconfig" --health-probe-bind-address=127.0.0.1:0 \
-  --namespace "$ns" --log-format=console >"$work/operator.log" 2>&1 &
-pid=$!
+start_operator "$ns" "$opns"
 
 # 1. The sample: children with labels and a controller ownerReference.
 k -n "$ns" apply -f "$root/config/samples/kcr_v1alpha1_app.yaml" >/dev/null
@@ -145,9 +111,5 @@ wait_for 60 "garbage collection of the children" children_gone
 k -n "$ns" delete app other --timeout=60s >/dev/null
 
 # 9. SIGTERM: graceful stop, exit 0.
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
-pid=
-[ "$rc" -eq 0 ] || fail "operator exited $rc after SIGTERM"
+stop_operator
 echo "operator e2e: ok"

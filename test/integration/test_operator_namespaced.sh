@@ -15,49 +15,14 @@
 #     config/rbac/role.yaml (the two cannot drift apart).
 # SIGTERM -> exit 0.
 set -euo pipefail
-op=$1
-kubeconfig=${KCR_TEST_KUBECONFIG:?the controlplane fixture sets KCR_TEST_KUBECONFIG}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cluster=$(cd "$(dirname "$kubeconfig")" && pwd)
-# shellcheck disable=SC2012 # one version directory
-kubectl_bin=$(ls "${KCR_CACHE:-$HOME/.cache/kcr}"/k8s/*/bin/kubectl | tail -n 1)
+. "$(dirname "$0")/operator_lib.sh" "$@"
 port=$(sed -n 's/^kube-apiserver=//p' "$cluster/run/ports")
 sa=kcr-controller-manager
 ns=kcr-nsd-$$       # the watched namespace (kcr-apps in the manifests)
 opns=kcr-nsd-op-$$  # the operator's namespace (kcr-system in the manifests)
 other=kcr-nsd-x-$$  # a namespace it must not touch
-work=$(mktemp -d)
-pid=
-k() { "$kubectl_bin" --kubeconfig "$kubeconfig" "$@"; }
+apps_ns=$ns
 ksa() { "$kubectl_bin" --kubeconfig "$work/sa.kubeconfig" "$@"; }
-cleanup() {
-  if [ -n "$pid" ]; then
-    k -n "$ns" delete app --all --timeout=30s >/dev/null 2>&1 || true
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
-  k delete ns "$ns" "$opns" "$other" --wait=false >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- operator log (tail)" >&2
-  tail -n 30 "$work/operator.log" >&2 || true
-  exit 1
-}
-# wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds.
-wait_for() {
-  local secs=$1 what=$2
-  shift 2
-  for _ in $(seq 1 $((secs * 4))); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.25
-  done
-  fail "timed out after ${secs}s waiting for $what"
-}
-jp() { k -n "$ns" get "$1" -o "jsonpath=$2" 2>/dev/null; }
-eq() { [ "$(jp "$1" "$2")" = "$3" ]; }
 # place FILE: the manifest with the test's namespaces in place of the manifests'.
 place() { sed -e "s/namespace: kcr-apps\$/namespace: $ns/" -e "s/namespace: kcr-system\$/namespace: $opns/" "$1"; }
 rules() { k create --dry-run=client -o json -f "$1" | jq -S .rules; }
@@ -66,9 +31,8 @@ rules() { k create --dry-run=client -o json -f "$1" | jq -S .rules; }
 [ "$(rules "$root/config/rbac-namespaced/role.yaml")" = "$(rules "$root/config/rbac/role.yaml")" ] ||
   fail "config/rbac-namespaced/role.yaml and config/rbac/role.yaml grant different rules"
 
-k apply -f "$root/config/crd/bases/kcr.dev_apps.yaml" >/dev/null
-k wait --for=condition=Established crd/apps.kcr.dev --timeout=60s >/dev/null
-for n in "$ns" "$opns" "$other"; do k create ns "$n" >/dev/null; done
+install_crd
+make_namespaces "$ns" "$opns" "$other"
 k -n "$opns" create serviceaccount "$sa" >/dev/null
 # Roles only: config/rbac-namespaced, and config/rbac's leader-election Role.
 for f in "$root"/config/rbac-namespaced/*role*.yaml "$root"/config/rbac/leader_election_role.yaml \
@@ -133,10 +97,6 @@ done
 [ "$(cani update configmaps/app-directory -n "$opns")" = yes ] || fail "cannot update the directory"
 echo "tight: nothing outside $ns but the directory and the Lease"
 
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
-pid=
-[ "$rc" -eq 0 ] || fail "operator exited $rc after SIGTERM"
+stop_operator
 k -n "$other" delete app app-sample --wait=false >/dev/null 2>&1 || true
 echo "operator namespaced: ok"
