@@ -14,6 +14,8 @@
 #     file may include another layer's internal header, or use a function
 #     another layer's file defines, only when that layer is lower. Directories
 #     of src/ outside KCR_LAYERS (application code) sit above every layer.
+#  4. The umbrella include/kcr/kcr.h includes every public header except
+#     kcr/testing.h (the test kit, included on its own by tests).
 #
 # Exit 0 when clean; 1 with every violation listed. Python 3, standard library.
 set -euo pipefail
@@ -174,6 +176,22 @@ for f in files:
         rg, gname = layer_of(g)
         if rg is not None and rg > r:
             problems.append("layer %s -> %s points up: %s includes %s" % (name, gname, f, g))
+
+# The umbrella kcr/kcr.h includes every public header but kcr/testing.h (the
+# test kit: a test includes it on its own, as envtest and the fake client are
+# separate packages in controller-runtime).
+umbrella_skip = {"kcr/kcr.h", "kcr/testing.h"}
+try:
+    with open("include/kcr/kcr.h") as fh:
+        umbrella = set(re.findall(r'#include "(kcr/[^"]+)"', fh.read()))
+    for h in sorted(os.listdir("include/kcr")):
+        name = "kcr/" + h
+        if h.endswith(".h") and name not in umbrella_skip and name not in umbrella:
+            problems.append("include/kcr/kcr.h does not include %s (every public header but kcr/testing.h)" % name)
+    for name in sorted(umbrella & umbrella_skip):
+        problems.append("include/kcr/kcr.h includes %s, which it leaves out on purpose" % name)
+except OSError as e:
+    problems.append("include/kcr/kcr.h: %s" % e)
 
 for edge in sorted(ALLOWED - used_allow):
     problems.append("allow-list entry %s -> %s matches nothing: remove it" % edge)

@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* kcr/kcr.h: the umbrella header; includes every public kcr header. */
+/*
+ * kcr/kcr.h: the umbrella header; includes every public kcr header except
+ * kcr/testing.h, the test kit (fake client, test reconcile context, test env),
+ * which a test includes on its own. scripts/check-includes.sh keeps this list
+ * complete.
+ */
 #ifndef KCR_KCR_H
 #define KCR_KCR_H
 
 #include "kcr/apierror.h"
+#include "kcr/auth.h"
 #include "kcr/backoff.h"
 #include "kcr/base64.h"
 #include "kcr/buf.h"
@@ -25,6 +31,7 @@
 #include "kcr/manager.h"
 #include "kcr/meta.h"
 #include "kcr/metrics.h"
+#include "kcr/objclient.h"
 #include "kcr/rand.h"
 #include "kcr/ratelimiter.h"
 #include "kcr/scheme.h"
@@ -32,6 +39,7 @@
 #include "kcr/store.h"
 #include "kcr/time.h"
 #include "kcr/watch.h"
+#include "kcr/webhook.h"
 #include "kcr/workqueue.h"
 
 #endif /* KCR_KCR_H */
