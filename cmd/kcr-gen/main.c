@@ -10,12 +10,18 @@
 #include <string.h>
 
 #include "gen.h"
+#include "scaffold.h"
 
 static void usage(FILE *f) {
   fputs("usage: kcr-gen types [-p NAME] -o DIR CRD.yaml\n"
         "  Writes DIR/NAME_VERSION.h and DIR/NAME_VERSION.c for each served version of the\n"
         "  CustomResourceDefinition in CRD.yaml. NAME defaults to the kind in snake case\n"
         "  (App -> app). See docs/kcr-gen.md.\n"
+        "       kcr-gen init [--domain DOMAIN] [--project-name NAME] [DIR]\n"
+        "  A new operator project in DIR (default .): CMake, Makefile, config/, main.c.\n"
+        "       kcr-gen create api --group GROUP --version VERSION --kind KIND\n"
+        "                          [--plural PLURAL] [--cluster-scoped] [DIR]\n"
+        "  A kind in the project: its CRD, a sample, a controller stub and its test.\n"
         "       kcr-gen --help | --version\n",
         f);
 }
@@ -86,6 +92,10 @@ int main(int argc, char **argv) {
   }
   if (argc >= 2 && strcmp(argv[1], "types") == 0)
     return types(argc - 2, argv + 2);
+  if (argc >= 2 && strcmp(argv[1], "init") == 0)
+    return gen_scaffold_init(argc - 2, argv + 2);
+  if (argc >= 2 && strcmp(argv[1], "create") == 0)
+    return gen_scaffold_create(argc - 2, argv + 2);
   usage(stderr);
   return 2;
 }
