@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kcr/webhook.h: admission webhooks (src/server/webhook.c), as
- * controller-runtime's pkg/webhook/admission serves them: an HTTPS server
+ * kcr/webhook.h: admission and conversion webhooks (src/server/webhook.c),
+ * as controller-runtime's pkg/webhook/admission and pkg/webhook/conversion
+ * serve them: an HTTPS server
  * (kcr/server.h with TLS) whose paths are validating or mutating (defaulting)
  * handlers. Each POST carries an AdmissionReview (admission.k8s.io/v1); the
  * handler gets the decoded request (operation, object, old object, user info)
@@ -17,7 +18,15 @@
  *   controller_runtime_webhook_latency_seconds{webhook}       (histogram)
  * where webhook is the path.
  *
- * ConversionReview (conversion webhooks) is not served yet.
+ * A conversion path takes a ConversionReview (apiextensions.k8s.io/v1, or
+ * v1beta1: the answer has the request's apiVersion) and calls the handler once
+ * per object, in order; the answer's convertedObjects keep that order. Any
+ * failure (a handler error, an answer without the desired apiVersion or with
+ * another kind, a review that does not parse) is answered with HTTP 200 and
+ * result.status "Failure" with a message, so the API server reports the
+ * webhook's reason, never a dropped connection.
+ *
+ * The metrics series are shared by both kinds of path.
  */
 #ifndef KCR_WEBHOOK_H
 #define KCR_WEBHOOK_H
@@ -80,6 +89,20 @@ KCR_EXTERN void kcr_admission_warn(kcr_admission_response *r, const char *fmt, .
 typedef int (*kcr_admission_cb)(void *data, const kcr_admission_request *req,
                                 kcr_admission_response *resp, kcr_error_t *err);
 
+/*
+ * kcr_conversion_cb: a conversion handler. object is one of the review's
+ * objects (borrowed; the handler must not change it), desired_api_version the
+ * review's desiredAPIVersion ("group/version"). Returns 0 with *out the
+ * converted object (new: the server takes it), whose apiVersion is
+ * desired_api_version and whose kind is object's; or a negative kcr_err with
+ * *out NULL (err may carry the message), answered as a Failure naming the
+ * object. Objects already at desired_api_version are copied into the answer
+ * without a call. Runs on the webhook server's worker thread, one review at a
+ * time.
+ */
+typedef int (*kcr_conversion_cb)(void *data, json_t *object, const char *desired_api_version,
+                                 json_t **out, kcr_error_t *err);
+
 /* kcr_webhook_server_t: opaque. */
 typedef struct kcr_webhook_server kcr_webhook_server_t;
 
@@ -116,6 +139,14 @@ KCR_EXTERN int kcr_webhook_server_register_validating(kcr_webhook_server_t *ws, 
                                                       kcr_admission_cb cb, void *data);
 KCR_EXTERN int kcr_webhook_server_register_mutating(kcr_webhook_server_t *ws, const char *path,
                                                     kcr_admission_cb cb, void *data);
+
+/*
+ * kcr_webhook_server_register_conversion registers a conversion handler
+ * cb(data) for path (the CRD's spec.conversion.webhook.clientConfig path, e.g.
+ * "/convert"), with the same rules and errors as _register_validating.
+ */
+KCR_EXTERN int kcr_webhook_server_register_conversion(kcr_webhook_server_t *ws, const char *path,
+                                                      kcr_conversion_cb cb, void *data);
 
 /* kcr_webhook_server_start binds and serves on loop (borrowed). Errors as
  * kcr_server_create. Not on the loop thread. */

@@ -24,6 +24,7 @@
 
 #include "kcr/auth.h"
 #include "kcr/log.h"
+#include "server/auth_internal.h"
 #include "util/alloc.h"
 
 #define DEFAULT_CACHE 1024
@@ -90,13 +91,54 @@ static void put(kcr_auth_t *a, entry_t *tab, const unsigned char key[32], int ok
 static const kcr_gvr token_reviews = {"authentication.k8s.io", "v1", "tokenreviews"};
 static const kcr_gvr access_reviews = {"authorization.k8s.io", "v1", "subjectaccessreviews"};
 
+/* ---- the reviews' bodies and answers (auth_internal.h) ---- */
+
+int kcr__auth_token_review_user(json_t *res, char **user) {
+  json_t *st = json_object_get(res, "status"), *u;
+  *user = NULL;
+  if (!json_is_true(json_object_get(st, "authenticated")))
+    return 0;
+  u = json_object_get(st, "user");
+  if (json_is_object(u))
+    *user = json_dumps(u, JSON_COMPACT | JSON_SORT_KEYS);
+  else
+    *user = kcr__strdup("{}");
+  return *user ? 1 : KCR_ENOMEM;
+}
+
+json_t *kcr__auth_access_review(const char *user_json, const char *verb, const char *path,
+                                char *name, size_t name_size) {
+  static const char *const keys[][2] = {
+      {"username", "user"}, {"uid", "uid"}, {"groups", "groups"}, {"extra", "extra"}};
+  json_t *u = json_loads(user_json, 0, NULL), *spec, *v;
+  v = json_object_get(u, "username");
+  snprintf(name, name_size, "%s", json_is_string(v) ? json_string_value(v) : "");
+  if (!json_is_object(u)) {
+    json_decref(u);
+    return NULL;
+  }
+  spec = json_pack("{s:{s:s, s:s}}", "nonResourceAttributes", "path", path, "verb", verb);
+  for (size_t i = 0; spec && i < sizeof(keys) / sizeof(keys[0]); i++)
+    if ((v = json_object_get(u, keys[i][0])))
+      json_object_set(spec, keys[i][1], v);
+  json_decref(u);
+  if (!spec)
+    return NULL;
+  return json_pack("{s:s, s:s, s:o}", "apiVersion", "authorization.k8s.io/v1", "kind",
+                   "SubjectAccessReview", "spec", spec);
+}
+
+int kcr__auth_access_review_allowed(json_t *res) {
+  return json_is_true(json_object_get(json_object_get(res, "status"), "allowed")) ? 1 : 0;
+}
+
 /*
  * authenticate posts a TokenReview. Returns 1 authenticated (*user: new
  * compact JSON of status.user), 0 not, or a negative kcr_err.
  */
 static int authenticate(kcr_auth_t *a, const char *token, char **user) {
   kcr_request_options ro;
-  json_t *rev, *res = NULL, *u;
+  json_t *rev, *res = NULL;
   kcr_error_t err;
   int rc;
   *user = NULL;
@@ -115,14 +157,9 @@ static int authenticate(kcr_auth_t *a, const char *token, char **user) {
     kcr_log(KCR_LOG_ERROR, "auth", "TokenReview failed: %s", err.message);
     return rc;
   }
-  if (!json_is_true(json_object_get(json_object_get(res, "status"), "authenticated"))) {
-    json_decref(res);
-    return 0;
-  }
-  u = json_object_get(json_object_get(res, "status"), "user");
-  *user = json_dumps(json_is_object(u) ? u : json_object(), JSON_COMPACT | JSON_SORT_KEYS);
+  rc = kcr__auth_token_review_user(res, user);
   json_decref(res);
-  return *user ? 1 : KCR_ENOMEM;
+  return rc;
 }
 
 /* authorize posts a SubjectAccessReview for user (compact JSON of a
@@ -130,29 +167,9 @@ static int authenticate(kcr_auth_t *a, const char *token, char **user) {
 static int authorize(kcr_auth_t *a, const char *user_json, const char *verb, const char *path,
                      char *name, size_t name_size) {
   kcr_request_options ro;
-  json_t *u = json_loads(user_json, 0, NULL), *spec, *rev, *res = NULL, *v;
+  json_t *rev = kcr__auth_access_review(user_json, verb, path, name, name_size), *res = NULL;
   kcr_error_t err;
   int rc, allowed;
-  if (!u)
-    return KCR_ENOMEM;
-  v = json_object_get(u, "username");
-  snprintf(name, name_size, "%s", json_is_string(v) ? json_string_value(v) : "");
-  spec = json_pack("{s:{s:s, s:s}}", "nonResourceAttributes", "path", path, "verb", verb);
-  if (!spec) {
-    json_decref(u);
-    return KCR_ENOMEM;
-  }
-  if ((v = json_object_get(u, "username")))
-    json_object_set(spec, "user", v);
-  if ((v = json_object_get(u, "uid")))
-    json_object_set(spec, "uid", v);
-  if ((v = json_object_get(u, "groups")))
-    json_object_set(spec, "groups", v);
-  if ((v = json_object_get(u, "extra")))
-    json_object_set(spec, "extra", v);
-  json_decref(u);
-  rev = json_pack("{s:s, s:s, s:o}", "apiVersion", "authorization.k8s.io/v1", "kind",
-                  "SubjectAccessReview", "spec", spec);
   if (!rev)
     return KCR_ENOMEM;
   memset(&ro, 0, sizeof(ro));
@@ -166,7 +183,7 @@ static int authorize(kcr_auth_t *a, const char *user_json, const char *verb, con
     kcr_log(KCR_LOG_ERROR, "auth", "SubjectAccessReview for user %s failed: %s", name, err.message);
     return rc;
   }
-  allowed = json_is_true(json_object_get(json_object_get(res, "status"), "allowed"));
+  allowed = kcr__auth_access_review_allowed(res);
   json_decref(res);
   return allowed;
 }

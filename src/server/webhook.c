@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * webhook.c: admission webhooks (kcr/webhook.h): AdmissionReview in, the
- * handler's answer out, with the JSON Patch of a mutating handler and
- * controller-runtime's webhook metrics.
+ * webhook.c: admission and conversion webhooks (kcr/webhook.h):
+ * AdmissionReview or ConversionReview in, the handler's answer out, with the
+ * JSON Patch of a mutating handler and controller-runtime's webhook metrics.
  *
  * DESIGN. The webhook server is a kcr_server with TLS and a handler
  * (kcr_server_handler_cb), so connections, bodies, timeouts, shedding and the
@@ -15,7 +15,9 @@
  * patch, if not the shortest). Every failure after the path is known becomes
  * an AdmissionReview answer (allowed false, code 400 for a review that does
  * not parse, 500 for a handler error), never a dropped connection or an HTTP
- * error the API server would turn into its own failurePolicy message.
+ * error the API server would turn into its own failurePolicy message. A
+ * conversion review is answered the same way: every failure is a
+ * result.status "Failure" with a message, in an HTTP 200.
  */
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -42,10 +44,13 @@ struct kcr_admission_response {
   char warnings[MAX_WARNINGS][256];
 };
 
+enum { HOOK_VALIDATING, HOOK_MUTATING, HOOK_CONVERSION };
+
 typedef struct hook {
   char *path;
-  int mutating;
+  int kind; /* HOOK_* */
   kcr_admission_cb cb;
+  kcr_conversion_cb convert;
   void *data;
   kcr_metric_child_t *m_in_flight, *m_latency;
   kcr_metric_t *m_requests;
@@ -258,6 +263,112 @@ json_t *kcr__admission_review(const char *body, size_t len, kcr_admission_cb cb,
   return out;
 }
 
+/* ---- conversion ---- */
+
+/* conv_answer builds the ConversionReview answer: Success with converted
+ * (stolen), or Failure with message when message is not NULL. */
+static json_t *conv_answer(const char *api_version, const char *uid, json_t *converted,
+                           const char *message) {
+  json_t *result = message ? json_pack("{s:s, s:s}", "status", "Failure", "message", message)
+                           : json_pack("{s:s}", "status", "Success");
+  if (message || !converted) {
+    json_decref(converted);
+    converted = json_array();
+  }
+  return json_pack("{s:s, s:s, s:{s:s, s:o, s:o}}", "apiVersion", api_version, "kind",
+                   "ConversionReview", "response", "uid", uid, "convertedObjects", converted,
+                   "result", result);
+}
+
+/* obj_ref describes object o for a message: "Kind ns/name" as far as known. */
+static void obj_ref(json_t *o, char *buf, size_t size) {
+  json_t *md = json_object_get(o, "metadata");
+  const char *ns = str_of(md, "namespace");
+  snprintf(buf, size, "%s %s%s%s", *str_of(o, "kind") ? str_of(o, "kind") : "object", ns,
+           *ns ? "/" : "", str_of(md, "name"));
+}
+
+json_t *kcr__conversion_review(const char *body, size_t len, kcr_conversion_cb cb, void *data,
+                               const char *name) {
+  json_error_t jerr;
+  json_t *rev = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr), *req, *objs, *o, *out;
+  json_t *converted = NULL;
+  const char *api = "apiextensions.k8s.io/v1", *desired, *uid;
+  char msg[1280], ref[512];
+  size_t i;
+
+  msg[0] = '\0';
+  req = json_object_get(rev, "request");
+  if (strcmp(str_of(rev, "apiVersion"), "apiextensions.k8s.io/v1beta1") == 0)
+    api = "apiextensions.k8s.io/v1beta1";
+  uid = json_is_object(req) ? str_of(req, "uid") : "";
+  desired = str_of(req, "desiredAPIVersion");
+  objs = json_object_get(req, "objects");
+  if (!rev || !json_is_object(req) || strcmp(str_of(rev, "kind"), "ConversionReview") != 0 ||
+      !*uid) {
+    out = conv_answer(api, uid, NULL,
+                      len == 0 ? "request body is empty" : "the body is not a ConversionReview");
+    json_decref(rev);
+    return out;
+  }
+  if (!*desired || !strchr(desired, '/') || !json_is_array(objs)) {
+    out = conv_answer(api, uid, NULL,
+                      !json_is_array(objs) ? "the review has no objects array"
+                                           : "desiredAPIVersion is not a group/version");
+    json_decref(rev);
+    return out;
+  }
+  if (!(converted = json_array())) {
+    json_decref(rev);
+    return NULL;
+  }
+  json_array_foreach(objs, i, o) {
+    json_t *c = NULL;
+    kcr_error_t err;
+    int rc;
+    if (!json_is_object(o) || !*str_of(o, "apiVersion") || !*str_of(o, "kind")) {
+      snprintf(msg, sizeof(msg), "object %zu has no apiVersion and kind", i);
+      break;
+    }
+    obj_ref(o, ref, sizeof(ref));
+    if (strcmp(str_of(o, "apiVersion"), desired) == 0) {
+      if (json_array_append(converted, o) != 0) {
+        snprintf(msg, sizeof(msg), "out of memory");
+        break;
+      }
+      continue;
+    }
+    kcr_error_clear(&err);
+    rc = cb(data, o, desired, &c, &err);
+    if (rc != 0 || !json_is_object(c)) {
+      snprintf(msg, sizeof(msg), "converting %s from %s to %s: %s", ref, str_of(o, "apiVersion"),
+               desired,
+               rc == 0          ? "the handler returned no object"
+               : err.message[0] ? err.message
+                                : kcr_strerror(rc));
+      json_decref(c);
+      break;
+    }
+    if (strcmp(str_of(c, "apiVersion"), desired) != 0 ||
+        strcmp(str_of(c, "kind"), str_of(o, "kind")) != 0) {
+      snprintf(msg, sizeof(msg), "converting %s to %s: the handler returned %s %s", ref, desired,
+               *str_of(c, "apiVersion") ? str_of(c, "apiVersion") : "no apiVersion",
+               *str_of(c, "kind") ? str_of(c, "kind") : "and no kind");
+      json_decref(c);
+      break;
+    }
+    if (json_array_append_new(converted, c) != 0) {
+      snprintf(msg, sizeof(msg), "out of memory");
+      break;
+    }
+  }
+  if (msg[0])
+    kcr_log(KCR_LOG_ERROR, "webhook", "%s: conversion failed: %s", name, msg);
+  out = conv_answer(api, uid, converted, msg[0] ? msg : NULL);
+  json_decref(rev);
+  return out;
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -289,7 +400,10 @@ static void on_request(void *data, const kcr_server_request *rq, kcr_server_resp
   }
   kcr_metric_add(h->m_in_flight, 1);
   t0 = now_s();
-  out = kcr__admission_review(rq->body, rq->body_len, h->cb, h->data, h->mutating, h->path);
+  out = h->kind == HOOK_CONVERSION
+            ? kcr__conversion_review(rq->body, rq->body_len, h->convert, h->data, h->path)
+            : kcr__admission_review(rq->body, rq->body_len, h->cb, h->data,
+                                    h->kind == HOOK_MUTATING, h->path);
   dump = out ? json_dumps(out, JSON_COMPACT) : NULL;
   json_decref(out);
   if (!dump || kcr_buf_appends(&rs->body, dump) != 0) {
@@ -340,13 +454,14 @@ int kcr_webhook_server_create(const kcr_webhook_server_options *o, kcr_webhook_s
   return 0;
 }
 
-static int reg(kcr_webhook_server_t *ws, const char *path, kcr_admission_cb cb, void *data,
-               int mutating) {
+static int reg(kcr_webhook_server_t *ws, const char *path, kcr_admission_cb cb,
+               kcr_conversion_cb convert, void *data, int kind) {
   static const char *const req_labels[] = {"webhook", "code", NULL};
   static const char *const hook_labels[] = {"webhook", NULL};
   hook_t *h;
   kcr_metric_t *m = NULL;
-  if (!ws || !cb || !path || path[0] != '/' || strlen(path) >= 1024 || atomic_load(&ws->srv))
+  if (!ws || (!cb && !convert) || !path || path[0] != '/' || strlen(path) >= 1024 ||
+      atomic_load(&ws->srv))
     return KCR_EINVAL;
   for (int i = 0; i < ws->nhooks; i++)
     if (strcmp(ws->hooks[i].path, path) == 0)
@@ -358,8 +473,9 @@ static int reg(kcr_webhook_server_t *ws, const char *path, kcr_admission_cb cb, 
   if (!(h->path = kcr__strdup(path)))
     return KCR_ENOMEM;
   h->cb = cb;
+  h->convert = convert;
   h->data = data;
-  h->mutating = mutating;
+  h->kind = kind;
   if (ws->o.metrics) {
     if (kcr_metrics_counter(ws->o.metrics, "controller_runtime_webhook_requests_total",
                             "Total number of admission requests by HTTP status code.", req_labels,
@@ -380,12 +496,17 @@ static int reg(kcr_webhook_server_t *ws, const char *path, kcr_admission_cb cb, 
 
 int kcr_webhook_server_register_validating(kcr_webhook_server_t *ws, const char *path,
                                            kcr_admission_cb cb, void *data) {
-  return reg(ws, path, cb, data, 0);
+  return reg(ws, path, cb, NULL, data, HOOK_VALIDATING);
 }
 
 int kcr_webhook_server_register_mutating(kcr_webhook_server_t *ws, const char *path,
                                          kcr_admission_cb cb, void *data) {
-  return reg(ws, path, cb, data, 1);
+  return reg(ws, path, cb, NULL, data, HOOK_MUTATING);
+}
+
+int kcr_webhook_server_register_conversion(kcr_webhook_server_t *ws, const char *path,
+                                           kcr_conversion_cb cb, void *data) {
+  return reg(ws, path, NULL, cb, data, HOOK_CONVERSION);
 }
 
 int kcr_webhook_server_start(kcr_webhook_server_t *ws, kcr_loop_t *loop, kcr_error_t *err) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * webhook_internal.h: the webhook layer's JSON Patch diff, exposed for its
- * tests. A pure function of its arguments, safe on any thread.
+ * webhook_internal.h: the webhook layer's JSON Patch diff and review
+ * decoders, exposed for its tests and fuzz targets. Pure functions of their
+ * arguments (and the handler's), safe on any thread.
  */
 #ifndef KCR_WEBHOOK_INTERNAL_H
 #define KCR_WEBHOOK_INTERNAL_H
@@ -28,5 +29,16 @@ int kcr__json_patch_diff(json_t *from, json_t *to, json_t **out);
  */
 json_t *kcr__admission_review(const char *body, size_t len, kcr_admission_cb cb, void *data,
                               int mutating, const char *name);
+
+/*
+ * kcr__conversion_review decodes a ConversionReview from body[0..len), runs
+ * cb on each object not yet at the desired version and returns the
+ * ConversionReview answer (new): result Success with convertedObjects in the
+ * request's order, or Failure with a message and no objects (a body that is
+ * not a review, a handler error, an answer of the wrong apiVersion or kind).
+ * NULL when memory ran out. name is for logs. On the calling thread.
+ */
+json_t *kcr__conversion_review(const char *body, size_t len, kcr_conversion_cb cb, void *data,
+                               const char *name);
 
 #endif /* KCR_WEBHOOK_INTERNAL_H */

@@ -4,7 +4,8 @@
  * 127.0.0.1:0 with an OpenSSL client: validating and mutating handlers, the
  * AdmissionReview answers (denial, warnings, JSON Patch), handler errors and
  * malformed reviews answered as denials, request bodies (split, too large,
- * chunked), keep-alive, and the webhook metrics; and the JSON Patch diff.
+ * chunked), keep-alive, and the webhook metrics; conversion reviews (order,
+ * failures as result Failure, metrics); and the JSON Patch diff.
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -90,6 +91,25 @@ static int on_mutate(void *data, const kcr_admission_request *req, kcr_admission
   if (!json_object_get(spec, "replicas"))
     json_object_set_new(spec, "replicas", json_integer(1));
   json_object_del(spec, "deprecated");
+  return 0;
+}
+
+/* on_convert: v1 -> v2 renames spec.port to spec.ports[0]; "explode" fails,
+ * "lie" answers the wrong version. */
+static int on_convert(void *data, json_t *o, const char *desired, json_t **out, kcr_error_t *err) {
+  json_t *c, *spec;
+  (void)data;
+  if (json_object_get(json_object_get(o, "spec"), "explode"))
+    return kcr_error_set(err, KCR_EINVAL, "cannot convert this one");
+  c = json_deep_copy(o);
+  spec = json_object_get(c, "spec");
+  if (json_object_get(spec, "port")) {
+    json_object_set_new(spec, "ports", json_pack("[O]", json_object_get(spec, "port")));
+    json_object_del(spec, "port");
+  }
+  json_object_set_new(c, "apiVersion",
+                      json_string(json_object_get(spec, "lie") ? "example.com/v9" : desired));
+  *out = c;
   return 0;
 }
 
@@ -225,6 +245,9 @@ static fixture_t *start(void) {
   assert_int_equal(kcr_webhook_server_register_mutating(f->ws, "/mutate", on_mutate, NULL), 0);
   assert_int_equal(kcr_webhook_server_register_mutating(f->ws, "/mutate", on_mutate, NULL),
                    KCR_EEXIST);
+  assert_int_equal(kcr_webhook_server_register_conversion(f->ws, "/convert", on_convert, NULL), 0);
+  assert_int_equal(kcr_webhook_server_register_conversion(f->ws, "/mutate", on_convert, NULL),
+                   KCR_EEXIST);
   assert_int_equal(kcr_webhook_server_register_mutating(f->ws, "no-slash", on_mutate, NULL),
                    KCR_EINVAL);
   if (kcr_webhook_server_start(f->ws, f->loop, &err) != 0)
@@ -338,6 +361,112 @@ static void test_webhook_mutating_patch(void **state) {
   stop(f);
 }
 
+#define CONV(objs)                                                                                 \
+  "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"ConversionReview\",\"request\":{"        \
+  "\"uid\":\"c-1\",\"desiredAPIVersion\":\"example.com/v2\",\"objects\":" objs "}}"
+
+/* convert posts a ConversionReview and returns its "response" (new). */
+static json_t *convert(int port, const char *body) {
+  int status = 0;
+  char *r = post(port, "/convert", body, &status);
+  json_t *j = json_loads(r, 0, NULL), *resp;
+  assert_int_equal(status, 200);
+  assert_non_null(j);
+  assert_string_equal(json_string_value(json_object_get(j, "kind")), "ConversionReview");
+  assert_string_equal(json_string_value(json_object_get(j, "apiVersion")),
+                      "apiextensions.k8s.io/v1");
+  resp = json_incref(json_object_get(j, "response"));
+  assert_non_null(resp);
+  json_decref(j);
+  free(r);
+  return resp;
+}
+
+static const char *result_of(json_t *resp, const char *key) {
+  return json_string_value(json_object_get(json_object_get(resp, "result"), key));
+}
+
+static void test_webhook_conversion(void **state) {
+  fixture_t *f = start();
+  json_t *r, *objs;
+  kcr_metric_t *m;
+  char *s;
+  (void)state;
+  /* Two objects, the second already at the desired version: order kept, the
+   * second copied as it is. */
+  r = convert(f->port, CONV("[{\"apiVersion\":\"example.com/v1\",\"kind\":\"W\","
+                            "\"metadata\":{\"name\":\"a\"},\"spec\":{\"port\":80}},"
+                            "{\"apiVersion\":\"example.com/v2\",\"kind\":\"W\","
+                            "\"spec\":{\"ports\":[1],\"port\":7}}]"));
+  assert_string_equal(json_string_value(json_object_get(r, "uid")), "c-1");
+  assert_string_equal(result_of(r, "status"), "Success");
+  objs = json_object_get(r, "convertedObjects");
+  s = json_dumps(objs, JSON_COMPACT | JSON_SORT_KEYS);
+  assert_string_equal(s, "[{\"apiVersion\":\"example.com/v2\",\"kind\":\"W\",\"metadata\":{"
+                         "\"name\":\"a\"},\"spec\":{\"ports\":[80]}},{\"apiVersion\":"
+                         "\"example.com/v2\",\"kind\":\"W\",\"spec\":{\"port\":7,\"ports\":[1]}}]");
+  free(s);
+  json_decref(r);
+
+  /* A handler error: Failure naming the object, no objects, still HTTP 200. */
+  r = convert(f->port, CONV("[{\"apiVersion\":\"example.com/v1\",\"kind\":\"W\","
+                            "\"metadata\":{\"name\":\"ok\"},\"spec\":{}},"
+                            "{\"apiVersion\":\"example.com/v1\",\"kind\":\"W\","
+                            "\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\"},"
+                            "\"spec\":{\"explode\":1}}]"));
+  assert_string_equal(result_of(r, "status"), "Failure");
+  assert_string_equal(result_of(r, "message"), "converting W ns/b from example.com/v1 to "
+                                               "example.com/v2: cannot convert this one");
+  assert_int_equal(json_array_size(json_object_get(r, "convertedObjects")), 0);
+  json_decref(r);
+
+  /* An answer at another version is refused by the server, not forwarded. */
+  r = convert(f->port, CONV("[{\"apiVersion\":\"example.com/v1\",\"kind\":\"W\","
+                            "\"metadata\":{\"name\":\"c\"},\"spec\":{\"lie\":1}}]"));
+  assert_string_equal(result_of(r, "status"), "Failure");
+  assert_string_equal(result_of(r, "message"),
+                      "converting W c to example.com/v2: the handler returned example.com/v9 W");
+  json_decref(r);
+
+  /* Not a review, no objects, a bad desired version: Failures with reasons. */
+  r = convert(f->port, "{\"kind\":\"AdmissionReview\"}");
+  assert_string_equal(result_of(r, "status"), "Failure");
+  assert_string_equal(result_of(r, "message"), "the body is not a ConversionReview");
+  json_decref(r);
+  r = convert(f->port, "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":"
+                       "\"ConversionReview\",\"request\":{\"uid\":\"x\","
+                       "\"desiredAPIVersion\":\"v2\",\"objects\":[]}}");
+  assert_string_equal(result_of(r, "status"), "Failure");
+  assert_string_equal(result_of(r, "message"), "desiredAPIVersion is not a group/version");
+  json_decref(r);
+  r = convert(f->port, "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":"
+                       "\"ConversionReview\",\"request\":{\"uid\":\"x\","
+                       "\"desiredAPIVersion\":\"a/v2\"}}");
+  assert_string_equal(result_of(r, "message"), "the review has no objects array");
+  json_decref(r);
+
+  m = kcr_metrics_find(f->reg, "controller_runtime_webhook_requests_total");
+  assert_true(kcr_metric_value(kcr_metric_withv(m, "/convert", "200", NULL)) == 6);
+  m = kcr_metrics_find(f->reg, "controller_runtime_webhook_latency_seconds");
+  assert_int_equal(kcr_metric_count(kcr_metric_withv(m, "/convert", NULL)), 6);
+  m = kcr_metrics_find(f->reg, "controller_runtime_webhook_requests_in_flight");
+  assert_true(kcr_metric_value(kcr_metric_withv(m, "/convert", NULL)) == 0);
+  stop(f);
+}
+
+/* The v1beta1 ConversionReview is answered in its own apiVersion. */
+static void test_webhook_conversion_v1beta1(void **state) {
+  const char *body = "{\"apiVersion\":\"apiextensions.k8s.io/v1beta1\",\"kind\":"
+                     "\"ConversionReview\",\"request\":{\"uid\":\"z\",\"desiredAPIVersion\":"
+                     "\"example.com/v2\",\"objects\":[]}}";
+  json_t *out = kcr__conversion_review(body, strlen(body), on_convert, NULL, "/t");
+  (void)state;
+  assert_string_equal(json_string_value(json_object_get(out, "apiVersion")),
+                      "apiextensions.k8s.io/v1beta1");
+  assert_string_equal(result_of(json_object_get(out, "response"), "status"), "Success");
+  json_decref(out);
+}
+
 static void test_webhook_http_edges(void **state) {
   fixture_t *f = start();
   tcli t;
@@ -403,6 +532,8 @@ int main(void) {
       cmocka_unit_test(test_webhook_validating),
       cmocka_unit_test(test_webhook_mutating_patch),
       cmocka_unit_test(test_webhook_http_edges),
+      cmocka_unit_test(test_webhook_conversion),
+      cmocka_unit_test(test_webhook_conversion_v1beta1),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
