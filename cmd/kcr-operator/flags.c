@@ -64,6 +64,19 @@ static const flag_def flag_defs[] = {
      "Name of the metrics server's certificate file in --metrics-cert-path."},
     {"metrics-cert-key", K_STRING, F(metrics_cert_key), "tls.key",
      "Name of the metrics server's key file in --metrics-cert-path."},
+    {"webhook-bind-address", K_ADDR, F(webhook_bind_address), KOP_DEFAULT_WEBHOOK_ADDR,
+     "Address the webhook server (HTTPS) binds to when --webhook-cert-path is given; 0 disables "
+     "it."},
+    {"webhook-cert-path", K_STRING, F(webhook_cert_path), "",
+     "Directory holding the webhook server's certificate and key, watched and reloaded; the "
+     "webhooks are served only when it is given."},
+    {"webhook-cert-name", K_STRING, F(webhook_cert_name), "tls.crt",
+     "Name of the webhook server's certificate file in --webhook-cert-path."},
+    {"webhook-cert-key", K_STRING, F(webhook_cert_key), "tls.key",
+     "Name of the webhook server's key file in --webhook-cert-path."},
+    {"enable-http2", K_BOOL, F(enable_http2), "false",
+     "Accepted for kubebuilder's manifests; the metrics and webhook servers speak HTTP/1.1 only "
+     "(ALPN offers http/1.1), so true logs a warning and changes nothing."},
     {"health-probe-bind-address", K_ADDR, F(health_probe_bind_address), KOP_DEFAULT_PROBE_ADDR,
      "Address the /healthz and /readyz probe endpoint binds to; 0 disables it."},
     {"namespace", K_LABEL, F(watch_namespace), "",

@@ -24,6 +24,7 @@
 #define KOP_DEFAULT_LEADER_ELECTION_ID "kcr-operator.kcr.dev"
 #define KOP_DEFAULT_METRICS_ADDR "0"
 #define KOP_DEFAULT_PROBE_ADDR ":8081"
+#define KOP_DEFAULT_WEBHOOK_ADDR ":9443"
 #define KOP_MAX_CONCURRENT_RECONCILES 1024
 
 /* KOP_MAX_VERBOSITY: the largest integer --zap-log-level (zap's levels are int8). */
@@ -45,6 +46,15 @@
  *                              NULL: a self-signed certificate.
  *   metrics_cert_name, metrics_cert_key  --metrics-cert-name, --metrics-cert-key
  *                              (defaults tls.crt, tls.key).
+ *   webhook_bind_address       --webhook-bind-address (default ":9443",
+ *                              controller-runtime's port; "0" turns it off).
+ *   webhook_cert_path          --webhook-cert-path: the webhook server's
+ *                              certificate directory (watched); the webhooks are
+ *                              served only when it is set (NULL: no webhooks).
+ *   webhook_cert_name, webhook_cert_key  --webhook-cert-name, --webhook-cert-key
+ *                              (defaults tls.crt, tls.key).
+ *   enable_http2               --enable-http2 (default false): accepted; the
+ *                              servers speak HTTP/1.1 only, true is logged.
  *   health_probe_bind_address  --health-probe-bind-address ("0" turns it off).
  *   watch_namespace            --namespace, else WATCH_NAMESPACE: NULL (or the
  *                              environment's "") watches every namespace.
@@ -78,6 +88,11 @@ typedef struct kop_flags {
   const char *metrics_cert_path;
   const char *metrics_cert_name;
   const char *metrics_cert_key;
+  const char *webhook_bind_address;
+  const char *webhook_cert_path;
+  const char *webhook_cert_name;
+  const char *webhook_cert_key;
+  bool enable_http2;
   const char *health_probe_bind_address;
   const char *watch_namespace;
   int max_concurrent_reconciles;

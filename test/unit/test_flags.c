@@ -41,6 +41,11 @@ static void test_flags_defaults(void **state) {
   assert_null(f.metrics_cert_path);
   assert_string_equal(f.metrics_cert_name, "tls.crt");
   assert_string_equal(f.metrics_cert_key, "tls.key");
+  assert_string_equal(f.webhook_bind_address, ":9443");
+  assert_null(f.webhook_cert_path);
+  assert_string_equal(f.webhook_cert_name, "tls.crt");
+  assert_string_equal(f.webhook_cert_key, "tls.key");
+  assert_false(f.enable_http2);
   assert_string_equal(f.health_probe_bind_address, ":8081");
   assert_null(f.watch_namespace);
   assert_int_equal(f.max_concurrent_reconciles, 1);
@@ -67,6 +72,13 @@ static void test_flags_both_spellings(void **state) {
                                   "--metrics-cert-name",
                                   "cert.pem",
                                   "--metrics-cert-key=key.pem",
+                                  "--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs",
+                                  "--webhook-cert-name",
+                                  "w.crt",
+                                  "--webhook-cert-key=w.key",
+                                  "--webhook-bind-address",
+                                  "127.0.0.1:0",
+                                  "--enable-http2",
                                   "-health-probe-bind-address=127.0.0.1:9000",
                                   "--namespace",
                                   "team-a",
@@ -88,6 +100,11 @@ static void test_flags_both_spellings(void **state) {
   assert_string_equal(f.metrics_cert_path, "/tmp/k8s-metrics-server/metrics-certs");
   assert_string_equal(f.metrics_cert_name, "cert.pem");
   assert_string_equal(f.metrics_cert_key, "key.pem");
+  assert_string_equal(f.webhook_cert_path, "/tmp/k8s-webhook-server/serving-certs");
+  assert_string_equal(f.webhook_cert_name, "w.crt");
+  assert_string_equal(f.webhook_cert_key, "w.key");
+  assert_string_equal(f.webhook_bind_address, "127.0.0.1:0");
+  assert_true(f.enable_http2);
   assert_string_equal(f.health_probe_bind_address, "127.0.0.1:9000");
   assert_string_equal(f.watch_namespace, "team-a");
   assert_int_equal(f.max_concurrent_reconciles, 8);
@@ -149,6 +166,9 @@ static void test_flags_errors(void **state) {
       {{"--metrics-bind-address=:99999", NULL}, "invalid address"},
       {{"--health-probe-bind-address=::1:8081", NULL}, "invalid address"},
       {{"--health-probe-bind-address=host:", NULL}, "invalid address"},
+      {{"--webhook-bind-address=9443", NULL}, "invalid address \"9443\""},
+      {{"--webhook-cert-path=", NULL}, "non-empty argument: --webhook-cert-path"},
+      {{"--enable-http2=maybe", NULL}, "--enable-http2"},
       {{"--namespace=Team_A", NULL}, "invalid namespace \"Team_A\" for --namespace"},
       {{"--leader-election-namespace=-x", NULL}, "--leader-election-namespace"},
       {{"--leader-election-id=Bad..id", NULL}, "invalid name \"Bad..id\""},
