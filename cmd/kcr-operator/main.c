@@ -12,9 +12,10 @@
  * kubebuilder main builds: a manager (cache restricted to --namespace when given),
  * the App controller (For App with the generation predicate; Owns Deployment,
  * Service and ConfigMap), and kcr_manager_serve for metrics, probes and leader
- * election. The cache holds only the children the operator labels (a label
- * selector on app.kubernetes.io/managed-by=kcr-operator per child kind, the
- * cache's by-object options, controller-runtime's ByObject): its memory does
+ * election; with --webhook-cert-path, the manager's webhook server with the
+ * App's validating, defaulting and conversion webhooks (app/app_webhook.h). The cache holds only
+ * the children the operator labels (a label selector on app.kubernetes.io/managed-by=kcr-operator
+ * per child kind, the cache's by-object options, controller-runtime's ByObject): its memory does
  * not grow with the ConfigMaps, Deployments and Services of others. The event
  * recorder asks the manager's write fence before each write, as the object
  * client does, so that a leader past its renew deadline sends no Event. Exit codes: 0 after a
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "app/app_desired.h"
+#include "app/app_webhook.h"
 #include "app/reconciler.h"
 #include "flags.h"
 #include "kcr/config.h"
@@ -140,12 +142,23 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
     so.metrics_cert_dir = flags->metrics_cert_path;
     so.metrics_cert_name = flags->metrics_cert_name;
     so.metrics_cert_key = flags->metrics_cert_key;
+    if (flags->webhook_cert_path) {
+      so.webhook_bind_address = flags->webhook_bind_address;
+      so.webhook_cert_dir = flags->webhook_cert_path;
+      so.webhook_cert_name = flags->webhook_cert_name;
+      so.webhook_cert_key = flags->webhook_cert_key;
+    }
     so.health_probe_bind_address = flags->health_probe_bind_address;
     so.leader_elect = flags->leader_elect;
     so.leader_election_id = flags->leader_election_id;
     so.leader_election_namespace = flags->leader_election_namespace;
     so.leader_election_release_on_cancel = true;
     rc = kcr_manager_serve(m, &so, &err);
+  }
+  if (rc == 0 && kcr_manager_webhook_server(m)) {
+    rc = kop_app_webhooks_register(kcr_manager_webhook_server(m));
+    if (rc)
+      kcr_error_set(&err, rc, "registering the App's webhooks: %s", kcr_strerror(rc));
   }
   if (rc) {
     kcr_log(KCR_LOG_ERROR, "setup", "unable to set up the manager: %s", err.message);
@@ -210,5 +223,16 @@ int main(int argc, char **argv) {
           flags.watch_namespace ? flags.watch_namespace : "(all)",
           flags.leader_elect ? "on" : "off", flags.leader_election_id, flags.metrics_bind_address,
           flags.health_probe_bind_address, flags.max_concurrent_reconciles);
+  if (flags.webhook_cert_path && strcmp(flags.webhook_bind_address, "0") != 0)
+    kcr_log(KCR_LOG_INFO, "setup", "webhooks %s, %s, %s on %s (certificates in %s)",
+            KOP_APP_VALIDATE_PATH, KOP_APP_MUTATE_PATH, KOP_APP_CONVERT_PATH,
+            flags.webhook_bind_address, flags.webhook_cert_path);
+  else
+    kcr_log(KCR_LOG_INFO, "setup", "webhooks off (%s)",
+            flags.webhook_cert_path ? "--webhook-bind-address=0" : "no --webhook-cert-path");
+  if (flags.enable_http2)
+    kcr_log(KCR_LOG_WARN, "setup",
+            "--enable-http2: HTTP/2 is not served; the metrics and webhook servers offer "
+            "http/1.1 only (ALPN), which every Kubernetes client speaks");
   return run(&flags, cfg);
 }

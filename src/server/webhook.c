@@ -375,16 +375,32 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static hook_t *find_hook(kcr_webhook_server_t *ws, const char *path) {
+  for (int i = 0; i < ws->nhooks; i++)
+    if (strcmp(ws->hooks[i].path, path) == 0)
+      return &ws->hooks[i];
+  return NULL;
+}
+
+static json_t *review(hook_t *h, const char *body, size_t len) {
+  return h->kind == HOOK_CONVERSION
+             ? kcr__conversion_review(body, len, h->convert, h->data, h->path)
+             : kcr__admission_review(body, len, h->cb, h->data, h->kind == HOOK_MUTATING, h->path);
+}
+
+json_t *kcr__webhook_server_review(kcr_webhook_server_t *ws, const char *path, const char *body,
+                                   size_t len) {
+  hook_t *h = find_hook(ws, path);
+  return h ? review(h, body, len) : NULL;
+}
+
 /* on_request: the server's handler (its worker thread). */
 static void on_request(void *data, const kcr_server_request *rq, kcr_server_response *rs) {
   kcr_webhook_server_t *ws = data;
-  hook_t *h = NULL;
+  hook_t *h = find_hook(ws, rq->path);
   json_t *out;
   char *dump;
   double t0;
-  for (int i = 0; i < ws->nhooks && !h; i++)
-    if (strcmp(ws->hooks[i].path, rq->path) == 0)
-      h = &ws->hooks[i];
   if (!h) {
     rs->status = 404;
     rs->content_type = "text/plain; charset=utf-8";
@@ -400,10 +416,7 @@ static void on_request(void *data, const kcr_server_request *rq, kcr_server_resp
   }
   kcr_metric_add(h->m_in_flight, 1);
   t0 = now_s();
-  out = h->kind == HOOK_CONVERSION
-            ? kcr__conversion_review(rq->body, rq->body_len, h->convert, h->data, h->path)
-            : kcr__admission_review(rq->body, rq->body_len, h->cb, h->data,
-                                    h->kind == HOOK_MUTATING, h->path);
+  out = review(h, rq->body, rq->body_len);
   dump = out ? json_dumps(out, JSON_COMPACT) : NULL;
   json_decref(out);
   if (!dump || kcr_buf_appends(&rs->body, dump) != 0) {

@@ -41,4 +41,13 @@ json_t *kcr__admission_review(const char *body, size_t len, kcr_admission_cb cb,
 json_t *kcr__conversion_review(const char *body, size_t len, kcr_conversion_cb cb, void *data,
                                const char *name);
 
+/*
+ * kcr__webhook_server_review runs the review in body[0..len) through the
+ * handler registered on ws (borrowed) for path, as a POST there would, without
+ * the HTTP layer or the metrics: the answer (new), or NULL for an unknown path
+ * or out of memory. For tests of handlers; on the calling thread.
+ */
+json_t *kcr__webhook_server_review(kcr_webhook_server_t *ws, const char *path, const char *body,
+                                   size_t len);
+
 #endif /* KCR_WEBHOOK_INTERNAL_H */
