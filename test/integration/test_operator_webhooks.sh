@@ -20,8 +20,9 @@
 #     objects (names, uids, resourceVersions);
 #   - the certificate is replaced on disk (the ..data symlink swapped): the
 #     served serial changes without a restart, and the API server's calls go on;
-#   - the webhook server survives malformed TLS handshakes, slowloris clients
-#     and 1000 connections at once, and answers a review meanwhile.
+#   - the webhook server and the secure metrics server survive malformed TLS
+#     handshakes, slowloris clients and 1000 connections at once, and answer
+#     meanwhile (a review; a scrape without a token: 401).
 # RUN_SERIAL: while v1beta1 is served, kubectl elsewhere prefers it.
 set -euo pipefail
 op=$1
@@ -110,7 +111,7 @@ ca1=$(base64 -w0 "$work/pki/ca1.crt")
 k apply -f "$root/config/crd/bases/kcr.dev_apps.yaml" >/dev/null
 k create ns "$ns" >/dev/null
 POD_NAMESPACE=$ns "$op" --kubeconfig "$kubeconfig" --namespace "$ns" \
-  --health-probe-bind-address=127.0.0.1:0 --metrics-bind-address=0 \
+  --health-probe-bind-address=127.0.0.1:0 --metrics-bind-address=127.0.0.1:0 \
   --webhook-bind-address=127.0.0.1:0 --webhook-cert-path "$work/certs" \
   --enable-http2=false --log-format=console >"$work/operator.log" 2>&1 &
 pid=$!
@@ -122,7 +123,10 @@ for _ in $(seq 1 120); do
   sleep 0.25
 done
 [ -n "$port" ] || fail "no webhook port in the log"
-ok "webhooks on 127.0.0.1:$port"
+mport=$(sed -n 's/.*serving metrics over HTTPS (authenticated) on port \([0-9]*\).*/\1/p' \
+  "$work/operator.log" | head -n 1)
+[ -n "$mport" ] || fail "no metrics port in the log"
+ok "webhooks on 127.0.0.1:$port, secure metrics on $mport"
 
 # serial: the serial of the certificate the webhook server presents now.
 serial() {
@@ -275,14 +279,26 @@ ok "certificate replaced on disk: serial 1001 -> 2002, no restart (pid $pid), ca
 # new certificate, so a fresh client with only the old serial's CA still
 # verifies, and the API server's calls go on over old and new connections.
 # ---- faults: malformed handshakes, slowloris, 1000 connections ----
+# The same faults against the webhook server (reviews must be answered) and
+# the secure metrics server (a scrape without a token must be answered 401).
 ulimit -n 4096 2>/dev/null || true
-python3 - "$port" "$work/pki/ca1.crt" <<'PY' || fail "the fault client"
+cat >"$work/faults.py" <<'PY'
 import json, os, socket, ssl, sys, time
-port, ca = int(sys.argv[1]), sys.argv[2]
+port, ca, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 addr = ("127.0.0.1", port)
 
+def client_ctx():
+    if ca != "-":
+        return ssl.create_default_context(cafile=ca)
+    ctx = ssl.create_default_context()  # the metrics server's self-signed certificate
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
 def review():
-    ctx = ssl.create_default_context(cafile=ca)
+    if mode == "metrics":
+        return scrape()
+    ctx = client_ctx()
     body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                        "request": {"uid": "f", "operation": "CREATE", "name": "x",
                                    "namespace": "n", "object": {"spec": {"image": "x:1"}}}})
@@ -300,6 +316,18 @@ def review():
     assert data.startswith(b"HTTP/1.1 200"), data[:80]
     assert b'"allowed":true' in data, data[-200:]
 
+def scrape():
+    with socket.create_connection(addr, timeout=10) as raw:
+        with client_ctx().wrap_socket(raw, server_hostname="127.0.0.1") as s:
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+    assert data.startswith(b"HTTP/1.1 401"), data[:80]
+
 # Malformed handshakes: plain HTTP, random bytes, a truncated ClientHello,
 # a handshake record of absurd length; each must be closed, none must hurt.
 bad = [b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", os.urandom(512),
@@ -316,12 +344,12 @@ for i in range(100):
         pass
     s.close()
 review()
-print("ok: 100 malformed handshakes closed, then a review answered")
+print("ok: %s: 100 malformed handshakes closed, then a request answered" % mode)
 
 # Slowloris: 20 clients finish the handshake, then send one header byte a
 # second; the server's header timeout must close them, and a review must be
 # answered while they dribble.
-ctx = ssl.create_default_context(cafile=ca)
+ctx = client_ctx()
 slow = []
 for _ in range(20):
     s = ctx.wrap_socket(socket.create_connection(addr, timeout=10), server_hostname="127.0.0.1")
@@ -342,8 +370,8 @@ while len(closed) < len(slow) and time.monotonic() - t0 < 30:
         review_done = True
     time.sleep(1)
 assert len(closed) == len(slow), "%d of %d slow clients still open after 30 s" % (len(slow) - len(closed), len(slow))
-print("ok: 20 slowloris clients closed by the server after %.0f s, a review answered meanwhile"
-      % (time.monotonic() - t0))
+print("ok: %s: 20 slowloris clients closed by the server after %.0f s, a request answered "
+      "meanwhile" % (mode, time.monotonic() - t0))
 for s in slow:
     s.close()
 
@@ -360,10 +388,12 @@ for i in range(1000):
 t = time.monotonic()
 for _ in range(5):
     review()
-print("ok: 1000 connections held, 5 reviews answered in %.2f s" % (time.monotonic() - t))
+print("ok: %s: 1000 connections held, 5 requests answered in %.2f s" % (mode, time.monotonic() - t))
 for s in conns:
     s.close()
 PY
+python3 "$work/faults.py" "$port" "$work/pki/ca1.crt" webhook || fail "the webhook server under faults"
+python3 "$work/faults.py" "$mport" - metrics || fail "the metrics server under faults"
 kill -0 "$pid" || fail "the operator died under the faults"
 app after '{"image":"nginx:1.27"}' | k create -f - >/dev/null 2>&1 || fail "create after the faults"
 ok "the operator is alive and admits Apps after the faults"
