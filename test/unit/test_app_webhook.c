@@ -453,6 +453,50 @@ static void test_app_webhook_round_trip_generated(void **state) {
   }
 }
 
+/* ---- allocation failures ---- */
+
+static json_t *oom_in, *oom_out, *oom_want;
+
+static int convert_rc(const char *to) {
+  char msg[256];
+  if (kop_app_convert(oom_in, to, &oom_out, msg, sizeof(msg)) != 0) {
+    assert_null(oom_out);
+    return KCR_ENOMEM;
+  }
+  /* A success is the whole conversion, never a part of it. */
+  return json_equal(oom_want, oom_out) ? 0 : KCR_EINVAL;
+}
+
+static int default_rc(void) {
+  int n;
+  oom_out = json_deep_copy(oom_in);
+  if (!oom_out)
+    return KCR_ENOMEM;
+  n = kop_app_default(oom_out);
+  if (n < 0)
+    return KCR_ENOMEM;
+  return n == 1 && json_equal(oom_want, oom_out) ? 0 : KCR_EINVAL;
+}
+
+static void test_app_webhook_alloc_failures(void **state) {
+  (void)state;
+  oom_in = load(FULL_ALPHA);
+  oom_want = conv(oom_in, KOP_APP_V1BETA1);
+  KCR_TEST_ALLOC_LOOP(convert_rc(KOP_APP_V1BETA1), (json_decref(oom_out), oom_out = NULL));
+  json_decref(oom_in);
+  oom_in = oom_want;
+  oom_want = load(FULL_ALPHA);
+  KCR_TEST_ALLOC_LOOP(convert_rc(KOP_APP_V1ALPHA1), (json_decref(oom_out), oom_out = NULL));
+  json_decref(oom_in);
+  json_decref(oom_want);
+  oom_in = load(APP("{\"image\":\"x\"}"));
+  oom_want = load(APP("{\"image\":\"x\",\"resources\":{\"requests\":{\"cpu\":\"10m\","
+                      "\"memory\":\"64Mi\"}}}"));
+  KCR_TEST_ALLOC_LOOP(default_rc(), (json_decref(oom_out), oom_out = NULL));
+  json_decref(oom_in);
+  json_decref(oom_want);
+}
+
 /* ---- the handlers, through their reviews ---- */
 
 #define REVIEW(op, obj, old)                                                                       \
@@ -533,6 +577,7 @@ int main(void) {
       cmocka_unit_test(test_app_webhook_convert_errors),
       cmocka_unit_test(test_app_webhook_round_trip_examples),
       cmocka_unit_test(test_app_webhook_round_trip_generated),
+      cmocka_unit_test(test_app_webhook_alloc_failures),
       cmocka_unit_test(test_app_webhook_handlers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

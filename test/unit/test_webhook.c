@@ -467,6 +467,35 @@ static void test_webhook_conversion_v1beta1(void **state) {
   json_decref(out);
 }
 
+/* conversion_rc runs a two-object review; 0 for the full Success answer,
+ * KCR_ENOMEM for NULL or a Failure (what running out of memory may give). */
+static const char conv_body[] =
+    CONV("[{\"apiVersion\":\"example.com/v1\",\"kind\":\"W\",\"metadata\":{\"name\":\"a\"},"
+         "\"spec\":{\"port\":80}},{\"apiVersion\":\"example.com/v2\",\"kind\":\"W\"}]");
+static json_t *conv_out;
+
+static int conversion_rc(void) {
+  json_t *resp, *objs;
+  conv_out = kcr__conversion_review(conv_body, strlen(conv_body), on_convert, NULL, "/t");
+  if (!conv_out)
+    return KCR_ENOMEM;
+  resp = json_object_get(conv_out, "response");
+  if (strcmp(result_of(resp, "status"), "Failure") == 0)
+    return KCR_ENOMEM;
+  objs = json_object_get(resp, "convertedObjects");
+  return json_array_size(objs) == 2 &&
+                 json_integer_value(json_array_get(
+                     json_object_get(json_object_get(json_array_get(objs, 0), "spec"), "ports"),
+                     0)) == 80
+             ? 0
+             : KCR_EINVAL;
+}
+
+static void test_webhook_conversion_alloc_failures(void **state) {
+  (void)state;
+  KCR_TEST_ALLOC_LOOP(conversion_rc(), (json_decref(conv_out), conv_out = NULL));
+}
+
 static void test_webhook_http_edges(void **state) {
   fixture_t *f = start();
   tcli t;
@@ -534,6 +563,7 @@ int main(void) {
       cmocka_unit_test(test_webhook_http_edges),
       cmocka_unit_test(test_webhook_conversion),
       cmocka_unit_test(test_webhook_conversion_v1beta1),
+      cmocka_unit_test(test_webhook_conversion_alloc_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
