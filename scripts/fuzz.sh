@@ -14,7 +14,8 @@ root=$PWD
 target=${1:-all}
 seconds=${2:-60}
 build=${KCR_FUZZ_BUILD_DIR:-$root/build/fuzz}
-all_targets=(time base64 watch status http_request kubeconfig exec selector)
+all_targets=(time base64 watch status http_request kubeconfig exec selector jscan admission conversion
+  review_answer)
 
 if [ "$target" = all ]; then
   targets=("${all_targets[@]}")
