@@ -207,6 +207,10 @@ int main(int argc, char **argv) {
   }
   kop_flags_log_options(&flags, &lo);
   kcr_log_configure(&lo);
+  if (flags.enable_http2)
+    kcr_log(KCR_LOG_WARN, "setup",
+            "--enable-http2: HTTP/2 is not served; the metrics and webhook servers offer "
+            "http/1.1 only (ALPN), which every Kubernetes client speaks");
 
   memset(&copts, 0, sizeof copts);
   copts.kubeconfig = flags.kubeconfig;
@@ -230,9 +234,5 @@ int main(int argc, char **argv) {
   else
     kcr_log(KCR_LOG_INFO, "setup", "webhooks off (%s)",
             flags.webhook_cert_path ? "--webhook-bind-address=0" : "no --webhook-cert-path");
-  if (flags.enable_http2)
-    kcr_log(KCR_LOG_WARN, "setup",
-            "--enable-http2: HTTP/2 is not served; the metrics and webhook servers offer "
-            "http/1.1 only (ALPN), which every Kubernetes client speaks");
   return run(&flags, cfg);
 }

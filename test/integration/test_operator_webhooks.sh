@@ -8,7 +8,8 @@
 # (no kube-proxy here): a ValidatingWebhookConfiguration and a
 # MutatingWebhookConfiguration limited to the test's namespace, and the CRD
 # patched to serve v1beta1 with conversion strategy Webhook (restored on exit).
-# Checks, through kubectl:
+# Checks: --enable-http2 is accepted with a warning that HTTP/2 is not served;
+# then, through kubectl:
 #   - an invalid App is refused with the webhook's message (a config key
 #     "..data", which the schema's CEL rule lets through; a port change while
 #     paused), and an untagged image gets the webhook's warning;
@@ -106,6 +107,13 @@ swap "$work/certs/..v1"
 ln -s ..data/tls.crt "$work/certs/tls.crt"
 ln -s ..data/tls.key "$work/certs/tls.key"
 ca1=$(base64 -w0 "$work/pki/ca1.crt")
+
+# ---- --enable-http2 is accepted and said to change nothing ----
+out=$("$op" --enable-http2 --kubeconfig "$work/none" --log-format=console 2>&1) &&
+  fail "started without a kubeconfig"
+grep -q 'WARN.*--enable-http2: HTTP/2 is not served' <<<"$out" ||
+  fail "no HTTP/2 warning with --enable-http2: $out"
+ok "--enable-http2 accepted, with the warning that HTTP/2 is not served"
 
 # ---- the operator ----
 k apply -f "$root/config/crd/bases/kcr.dev_apps.yaml" >/dev/null
