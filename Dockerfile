@@ -11,6 +11,12 @@
 #
 #   docker build -t kcr-operator:latest .
 #   make deploy IMG=kcr-operator:latest
+#
+# Without a container engine, `make image` (scripts/build-image.sh) builds the
+# same image: the build stage's /out comes from the same two scripts run on
+# the host, and tools/kcr-image carries out the final stage's COPY, USER and
+# ENTRYPOINT into an OCI layout and a `docker load` tarball. Keep the final
+# stage to those instructions.
 ARG DEBIAN_RELEASE=bookworm
 
 FROM debian:${DEBIAN_RELEASE} AS build
@@ -34,8 +40,7 @@ RUN mkdir -p /root/.cache/kcr/static \
 COPY . .
 ARG VERSION=""
 RUN KCR_OPERATOR_VERSION="${VERSION}" bash scripts/build-static.sh /out \
- && printf 'nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >/out/passwd \
- && printf 'nonroot:x:65532:\n' >/out/group
+ && bash scripts/static/image-files.sh /out
 
 FROM scratch
 COPY --from=build /out/kcr-operator /kcr-operator

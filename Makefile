@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 
 .PHONY: help all build test test-unit lint format install uninstall run demo bench \
 	deploy undeploy build-installer cluster-up cluster-down clean deps install-lib operator \
-	static docker-build chaos chaos-short soak
+	static docker-build image helm-template chaos chaos-short soak
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -53,6 +53,7 @@ cluster-down: ## Stop the local control plane (and the demo's operator).
 ##@ Operator (issue 8)
 KUBECTL ?= $(shell command -v kubectl 2>/dev/null || ls $(HOME)/.cache/kcr/k8s/*/bin/kubectl 2>/dev/null | tail -n 1)
 IMG ?= kcr-operator:latest
+KUSTOMIZE_DIR ?= config/default
 CONTAINER_TOOL ?= docker
 OPERATOR_BIN ?= $(BUILD_DIR)/cmd/kcr-operator/kcr-operator
 DEMO_CLUSTER_DIR ?= $(CURDIR)/.kcr-cluster
@@ -65,14 +66,20 @@ install: ## Install the App CRD into the cluster of the current kubeconfig.
 uninstall: ## Remove the App CRD (and with it every App) from the cluster.
 	$(KUBECTL) delete --ignore-not-found -f config/crd/bases/kcr.dev_apps.yaml
 
-deploy: ## Deploy the operator (namespace, CRD, RBAC, manager) with image $(IMG).
-	IMAGE=$(IMG) bash scripts/build-installer.sh - | $(KUBECTL) apply -f -
+deploy: ## Deploy config/default (KUSTOMIZE_DIR: another overlay) rendered by kubectl kustomize, image $(IMG).
+	KUBECTL=$(KUBECTL) IMG=$(IMG) KUSTOMIZE_DIR=$(KUSTOMIZE_DIR) bash scripts/build-installer.sh - | \
+		$(KUBECTL) apply -f -
 
-undeploy: ## Remove everything deploy installed.
-	$(KUBECTL) delete --ignore-not-found -f deploy/install.yaml
+undeploy: ## Remove everything deploy installed (the same rendering, deleted).
+	KUBECTL=$(KUBECTL) IMG=$(IMG) KUSTOMIZE_DIR=$(KUSTOMIZE_DIR) bash scripts/build-installer.sh - | \
+		$(KUBECTL) delete --ignore-not-found -f -
 
-build-installer: ## Regenerate deploy/install.yaml from config/ (commit the result).
-	bash scripts/build-installer.sh
+build-installer: ## Render config/default into deploy/install.yaml with image $(IMG) (commit it with the default IMG).
+	KUBECTL=$(KUBECTL) IMG=$(IMG) KUSTOMIZE_DIR=$(KUSTOMIZE_DIR) bash scripts/build-installer.sh
+
+helm-template: ## Render dist/chart with helm (built from the Go module proxy into ~/.cache/kcr/helm).
+	$$(bash scripts/build-go-tool.sh --quiet helm | sed -n 's/^helm=//p') template kcr dist/chart \
+		--namespace kcr-system $(HELM_ARGS)
 
 operator: ## Build kcr-operator (dynamic) into $(BUILD_DIR)/cmd/kcr-operator.
 	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
@@ -86,6 +93,9 @@ run: operator ## Run the operator locally against the current kubeconfig (ARGS a
 
 docker-build: ## Build the image $(IMG) (needs a container engine; same static build script).
 	$(CONTAINER_TOOL) build -t $(IMG) .
+
+image: ## Build the image $(IMG) without a container engine: an OCI layout in build/image/oci and build/image/kcr-operator.tar.
+	IMG=$(IMG) bash scripts/build-image.sh build/image
 
 demo: deps operator ## Local control plane with kwok fake nodes, CRD, operator, sample App until Available.
 	bash scripts/build-control-plane.sh
