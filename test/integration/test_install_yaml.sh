@@ -2,9 +2,14 @@
 # SPDX-License-Identifier: MIT
 # test_install_yaml.sh: deploy/install.yaml is what scripts/build-installer.sh
 # makes from config/ (fails when it is stale: run `make build-installer`); the
-# installer and `kubectl kustomize config/default` describe the same objects;
-# and, against the test cluster ($KCR_TEST_KUBECONFIG), the API server accepts
-# every object of it (server-side dry run). Prints "N passed, N failed".
+# installer and `kubectl kustomize config/default` describe the same objects,
+# and their references resolve (check_manifests.py); IMG=x changes the image
+# and nothing else; an overlay with namePrefix and namespace (and
+# config/default's replacements copied, as its comment says) renames every
+# object and its references follow; and, against the test cluster
+# ($KCR_TEST_KUBECONFIG), the API server accepts every object (server-side dry
+# run; cert-manager's Issuer and Certificate get stand-in CRDs when the cluster
+# has none). Prints "N passed, N failed".
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/kcr-install-yaml.XXXXXX")
@@ -46,7 +51,8 @@ if [ -n "$kubectl" ] && [ -x "$kubectl" ]; then
       END { flush() }
     ' | sort
   }
-  k_objs=$("$kubectl" kustomize "$root/config/default" | objects)
+  "$kubectl" kustomize "$root/config/default" >"$work/default.yaml"
+  k_objs=$(objects <"$work/default.yaml")
   i_objs=$(objects <"$root/deploy/install.yaml")
   if [ -n "$i_objs" ] && [ "$k_objs" = "$i_objs" ]; then
     ok "install.yaml and kubectl kustomize config/default hold the same $(wc -l <<<"$i_objs") objects"
@@ -54,11 +60,70 @@ if [ -n "$kubectl" ] && [ -x "$kubectl" ]; then
     bad "install.yaml and config/default differ:"
     diff <(echo "$k_objs") <(echo "$i_objs") >&2
   fi
+  if python3 "$root/test/integration/check_manifests.py" kcr- kcr-system <"$work/default.yaml" >"$work/check.log"; then
+    ok "config/default: kcr- names in kcr-system, every reference resolves ($(tail -n 1 "$work/check.log"))"
+  else
+    bad "config/default's references:"
+    cat "$work/check.log" >&2
+  fi
+
+  # IMG: the image, and only the image, changes (as `make build-installer IMG=...`).
+  img=registry.test:5000/team/kcr-operator:v9
+  if KUBECTL=$kubectl IMG=$img bash "$root/scripts/build-installer.sh" "$work/img.yaml" 2>"$work/img.log"; then
+    changed=$(diff "$root/deploy/install.yaml" "$work/img.yaml" | grep -c '^[<>]')
+    if grep -q -x "        image: $img" "$work/img.yaml" && [ "$changed" -eq 2 ]; then
+      ok "IMG=$img sets the manager's image and changes nothing else"
+    else
+      bad "IMG=$img: $changed lines changed; image lines: $(grep 'image:' "$work/img.yaml" | tr -s ' ')"
+    fi
+  else
+    bad "build-installer.sh with IMG failed: $(cat "$work/img.log")"
+  fi
+
+  # A namePrefix overlay: names and references follow.
+  mkdir -p "$work/overlay"
+  python3 - "$root/config/default/kustomization.yaml" \
+    "$(realpath --relative-to="$work/overlay" "$root/config/default")" >"$work/overlay/kustomization.yaml" <<'PY'
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+yaml.safe_dump({"namePrefix": "team-", "namespace": "team-system", "resources": [sys.argv[2]],
+                "replacements": d["replacements"]}, sys.stdout)
+PY
+  if "$kubectl" kustomize "$work/overlay" >"$work/overlay.yaml" 2>"$work/overlay.log" &&
+    python3 "$root/test/integration/check_manifests.py" team-kcr- team-system <"$work/overlay.yaml" >"$work/check.log" &&
+    [ "$(objects <"$work/overlay.yaml" | wc -l)" -eq "$(wc -l <<<"$k_objs")" ]; then
+    ok "a namePrefix team- overlay renames all $(wc -l <<<"$k_objs") objects and every reference follows"
+  else
+    bad "the namePrefix overlay:"
+    cat "$work/overlay.log" "$work/check.log" >&2
+  fi
   if [ -n "${KCR_TEST_KUBECONFIG:-}" ]; then
     k=("$kubectl" --kubeconfig "$KCR_TEST_KUBECONFIG")
     # Namespaced objects need their namespace to exist even in a dry run.
     "${k[@]}" get namespace kcr-system >/dev/null 2>&1 ||
       "${k[@]}" create namespace kcr-system >/dev/null
+    # cert-manager's kinds: stand-in CRDs (schema-free) when cert-manager is absent.
+    for kind in Issuer Certificate; do
+      plural=$(tr '[:upper:]' '[:lower:]' <<<"$kind")s
+      "${k[@]}" get crd "$plural.cert-manager.io" >/dev/null 2>&1 && continue
+      "${k[@]}" apply -f - >/dev/null <<CRD
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: $plural.cert-manager.io
+spec:
+  group: cert-manager.io
+  names: {kind: $kind, plural: $plural, listKind: ${kind}List, singular: $(tr '[:upper:]' '[:lower:]' <<<"$kind")}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+CRD
+      "${k[@]}" wait --for=condition=Established "crd/$plural.cert-manager.io" --timeout=60s >/dev/null
+    done
     if "${k[@]}" apply --dry-run=server -f "$root/deploy/install.yaml" >"$work/apply.log" 2>&1; then
       ok "the API server accepts every object of install.yaml (dry run)"
     else

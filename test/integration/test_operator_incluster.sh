@@ -9,8 +9,8 @@
 #     /var/run/secrets/kubernetes.io/serviceaccount, on a tmpfs in a private mount
 #     namespace (unshare --mount): the host's filesystem is untouched;
 #   - the ServiceAccount (kcr-controller-manager in a namespace of its own) bound
-#     only to what config/rbac binds it to: each *_binding.yaml's roleRef, with the
-#     Roles/ClusterRoles taken from config/rbac.
+#     only to what config/default binds it to (rendered by kubectl kustomize): each
+#     binding's roleRef, with the Roles/ClusterRoles of the same rendering.
 # Sufficient: the sample App gets its Deployment/Service/ConfigMap, status, the
 # directory entry in the SA's namespace (read from the namespace file), the
 # finalizer runs on delete, the Lease is acquired in the SA's namespace, a deleted
@@ -85,20 +85,23 @@ if ! unshare --mount --propagation private sh -c 'mount -t tmpfs tmpfs /mnt' 2>"
   exit 0
 fi
 
-# --- RBAC: exactly what config/rbac binds the operator's ServiceAccount to ------
+# --- RBAC: exactly what config/default binds the operator's ServiceAccount to ---
+# Rendered as `make deploy` renders it (kubectl kustomize: kcr- names, kcr-system).
+rdir=$work/rendered
+bash "$root/test/integration/render_config.sh" "$kubectl_bin" "$root/config/default" "$rdir"
 k apply -f "$root/config/crd/bases/kcr.dev_apps.yaml" >/dev/null
 k wait --for=condition=Established crd/apps.kcr.dev --timeout=60s >/dev/null
 k create ns "$ns" >/dev/null
 k create ns "$opns" >/dev/null
 k -n "$opns" create serviceaccount "$sa" >/dev/null
 # kcr-system (the manifests' namespace) -> $opns, in Roles and binding subjects.
-for f in "$root"/config/rbac/*_binding.yaml; do
+for f in "$rdir"/RoleBinding_*.yaml "$rdir"/ClusterRoleBinding_*.yaml; do
   read -r bkind rkind rname subj < <(k create --dry-run=client -o \
     'jsonpath={.kind} {.roleRef.kind} {.roleRef.name} {.subjects[*].name}{"\n"}' -f "$f")
   [ "$subj" = "$sa" ] || fail "$f binds '$subj', not only $sa"
-  # The role it references, from config/rbac.
-  rfile=$(grep -l -x "  name: $rname" "$root"/config/rbac/*.yaml | grep -v _binding.yaml | head -n 1)
-  [ -n "$rfile" ] || fail "$f references $rkind $rname, not in config/rbac"
+  # The role it references, from the same rendering.
+  rfile=$rdir/${rkind}_$rname.yaml
+  [ -f "$rfile" ] || fail "$f references $rkind $rname, not in config/default"
   if [ "$rkind" = ClusterRole ] && ! k get clusterrole "$rname" >/dev/null 2>&1; then
     created_roles+=("clusterrole/$rname")
   fi

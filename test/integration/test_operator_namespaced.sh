@@ -35,8 +35,11 @@ install_crd
 make_namespaces "$ns" "$opns" "$other"
 k -n "$opns" create serviceaccount "$sa" >/dev/null
 # Roles only: config/rbac-namespaced, and config/rbac's leader-election Role.
-for f in "$root"/config/rbac-namespaced/*role*.yaml "$root"/config/rbac/leader_election_role.yaml \
-  "$root"/config/rbac/leader_election_role_binding.yaml; do
+# config/rbac's, as config/default renders it (kcr- names in kcr-system).
+rdir=$work/rendered
+bash "$root/test/integration/render_config.sh" "$kubectl_bin" "$root/config/default" "$rdir"
+for f in "$root"/config/rbac-namespaced/*role*.yaml "$rdir"/Role_kcr-leader-election-role.yaml \
+  "$rdir"/RoleBinding_kcr-leader-election-rolebinding.yaml; do
   place "$f" | k apply -f - >/dev/null
 done
 [ -z "$(k get clusterrolebinding -o json | jq -r --arg ns "$opns" \

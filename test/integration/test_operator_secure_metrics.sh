@@ -38,7 +38,9 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
   -keyout "$work/certs/key.pem" -out "$work/certs/cert.pem" 2>/dev/null
 
 k apply -f "$root/config/crd/bases/kcr.dev_apps.yaml" >/dev/null
-k apply -f "$root/config/rbac/metrics_reader_role.yaml" >/dev/null
+# kcr-metrics-reader as config/default renders it (kcr- prefix).
+bash "$root/test/integration/render_config.sh" "$kubectl_bin" "$root/config/default" "$work/rendered"
+k apply -f "$work/rendered/ClusterRole_kcr-metrics-reader.yaml" >/dev/null
 k create ns "$ns" >/dev/null
 k -n "$ns" create serviceaccount reader >/dev/null
 k -n "$ns" create serviceaccount nobody >/dev/null

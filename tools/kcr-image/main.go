@@ -367,7 +367,7 @@ func run() error {
 			return err
 		}
 		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
-			"org.opencontainers.image.ref.name": ref.Name(),
+			"org.opencontainers.image.ref.name": *tag,
 		})); err != nil {
 			return err
 		}
@@ -381,7 +381,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("kcr-image: %s %s (%d files, layer %d bytes)\n", ref.Name(), d, len(b.files), len(data))
+	fmt.Printf("kcr-image: %s %s (%d files, layer %d bytes)\n", *tag, d, len(b.files), len(data))
 	return nil
 }
 
