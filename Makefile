@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 
 .PHONY: help all build test test-unit lint format install uninstall run demo bench \
 	deploy undeploy build-installer cluster-up cluster-down clean deps install-lib operator \
-	static docker-build image helm-template chaos chaos-short soak
+	static docker-build image helm-chart helm-template chaos chaos-short soak
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -76,6 +76,9 @@ undeploy: ## Remove everything deploy installed (the same rendering, deleted).
 
 build-installer: ## Render config/default into deploy/install.yaml with image $(IMG) (commit it with the default IMG).
 	KUBECTL=$(KUBECTL) IMG=$(IMG) KUSTOMIZE_DIR=$(KUSTOMIZE_DIR) bash scripts/build-installer.sh
+
+helm-chart: ## Regenerate dist/chart's templates copied from config/ (crd/, rbac/).
+	KUBECTL=$(KUBECTL) bash scripts/build-chart.sh
 
 helm-template: ## Render dist/chart with helm (built from the Go module proxy into ~/.cache/kcr/helm).
 	$$(bash scripts/build-go-tool.sh --quiet helm | sed -n 's/^helm=//p') template kcr dist/chart \

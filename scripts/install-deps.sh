@@ -9,7 +9,7 @@ packages=(
   build-essential cmake pkg-config ninja-build
   libcurl4-openssl-dev libjansson-dev libyaml-dev libssl-dev libuv1-dev libcmocka-dev
   valgrind clang-format clang-tidy cppcheck
-  openssl iproute2 procps psmisc curl python3
+  openssl iproute2 procps psmisc curl python3 python3-yaml
 )
 
 missing=()
