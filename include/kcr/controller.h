@@ -159,6 +159,15 @@ KCR_EXTERN const kcr_objclient *kcr_reconcile_client(kcr_reconcile_ctx_t *ctx);
 KCR_EXTERN kcr_cancel_t *kcr_reconcile_cancel(kcr_reconcile_ctx_t *ctx);
 
 /*
+ * kcr_reconcile_deadline returns when this reconcile's time is up, in
+ * nanoseconds on the controller's clock (kcr_clock_now of options.clock), or 0
+ * when options.reconcile_timeout_ns is 0 (no deadline). A reconciler past it
+ * should return; if it returns later, the reconcile counts as timed out. The
+ * worker thread running the reconcile.
+ */
+KCR_EXTERN int64_t kcr_reconcile_deadline(kcr_reconcile_ctx_t *ctx);
+
+/*
  * kcr_reconcile_err returns an error record (borrowed, cleared for each
  * reconcile) to pass to the calls the reconciler makes; when it returns an error,
  * this record's message is logged with it.
@@ -212,6 +221,11 @@ typedef struct kcr_controller_source {
  *   clock           borrowed; NULL: the system clock (queue delays, metrics).
  *   source          required to start (the manager sets it).
  *   client          the object client reconcilers get (ops NULL: none).
+ *   reconcile_timeout_ns       controller-runtime's ReconciliationTimeout: each
+ *                   reconcile gets a deadline this far ahead (kcr_reconcile_deadline)
+ *                   and one that returns after it counts in
+ *                   controller_runtime_reconcile_timeouts_total; 0: none. C cannot
+ *                   interrupt a reconciler: it checks the deadline itself.
  *   metrics         borrowed, must outlive the controller; NULL: no metrics. The
  *                   controller registers the controller_runtime_* series below
  *                   on it, and its queue the workqueue_* series (the manager
@@ -228,6 +242,7 @@ typedef struct kcr_controller_options {
   kcr_controller_source source;
   kcr_objclient client;
   kcr_metrics_registry_t *metrics;
+  int64_t reconcile_timeout_ns;
 } kcr_controller_options;
 
 /*
@@ -329,6 +344,12 @@ KCR_EXTERN kcr_workqueue_t *kcr_controller_queue(kcr_controller_t *c);
  *       kcr_reconcile_outcome_name (success, error, requeue, requeue_after).
  *   controller_runtime_reconcile_errors_total{controller}  counter.
  *   controller_runtime_terminal_reconcile_errors_total{controller}  counter.
+ *   controller_runtime_reconcile_panics_total{controller}  counter; always 0: C
+ *       has no panic to recover (a crashing reconciler ends the process), the
+ *       series is there for dashboards and alerts written for controller-runtime.
+ *   controller_runtime_reconcile_timeouts_total{controller}  counter: reconciles
+ *       that returned after their deadline (options.reconcile_timeout_ns), not
+ *       those that finished in time.
  *   controller_runtime_reconcile_time_seconds{controller}  histogram,
  *       controller-runtime's 40 buckets 0.005 .. 60 s.
  *   controller_runtime_active_workers{controller}  gauge.
@@ -339,6 +360,8 @@ KCR_EXTERN kcr_workqueue_t *kcr_controller_queue(kcr_controller_t *c);
 #define KCR_CONTROLLER_METRIC_RECONCILE_TOTAL "controller_runtime_reconcile_total"
 #define KCR_CONTROLLER_METRIC_RECONCILE_ERRORS "controller_runtime_reconcile_errors_total"
 #define KCR_CONTROLLER_METRIC_TERMINAL_ERRORS "controller_runtime_terminal_reconcile_errors_total"
+#define KCR_CONTROLLER_METRIC_RECONCILE_PANICS "controller_runtime_reconcile_panics_total"
+#define KCR_CONTROLLER_METRIC_RECONCILE_TIMEOUTS "controller_runtime_reconcile_timeouts_total"
 #define KCR_CONTROLLER_METRIC_RECONCILE_TIME "controller_runtime_reconcile_time_seconds"
 #define KCR_CONTROLLER_METRIC_ACTIVE_WORKERS "controller_runtime_active_workers"
 #define KCR_CONTROLLER_METRIC_MAX_CONCURRENT "controller_runtime_max_concurrent_reconciles"
@@ -347,6 +370,9 @@ KCR_EXTERN kcr_workqueue_t *kcr_controller_queue(kcr_controller_t *c);
 #define KCR_CONTROLLER_HELP_RECONCILE_ERRORS "Total number of reconciliation errors per controller"
 #define KCR_CONTROLLER_HELP_TERMINAL_ERRORS                                                        \
   "Total number of terminal reconciliation errors per controller"
+#define KCR_CONTROLLER_HELP_RECONCILE_PANICS "Total number of reconciliation panics per controller"
+#define KCR_CONTROLLER_HELP_RECONCILE_TIMEOUTS                                                     \
+  "Total number of reconciliation timeouts per controller"
 #define KCR_CONTROLLER_HELP_RECONCILE_TIME "Length of time per reconciliation per controller"
 #define KCR_CONTROLLER_HELP_ACTIVE_WORKERS "Number of currently used workers per controller"
 #define KCR_CONTROLLER_HELP_MAX_CONCURRENT "Maximum number of concurrent reconciles per controller"

@@ -120,6 +120,8 @@ struct kcr_controller {
    * which the kcr_metric_* calls ignore); immutable pointers to atomics */
   kcr_metric_child_t *m_total[KCR_RECONCILE_OUTCOMES];
   kcr_metric_child_t *m_errors, *m_terminal, *m_time, *m_active, *m_max;
+  kcr_metric_child_t *m_panics, *m_timeouts;
+  int64_t reconcile_timeout; /* immutable; 0: no deadline */
 };
 
 struct kcr_reconcile_ctx {
@@ -129,6 +131,7 @@ struct kcr_reconcile_ctx {
   kcr_error_t err;
   char id[KCR_UUID_BUFSIZE];
   bool terminal;
+  int64_t deadline; /* 0: none */
 };
 
 struct kcr_requests {
@@ -149,6 +152,9 @@ kcr_cancel_t *kcr_reconcile_cancel(kcr_reconcile_ctx_t *ctx) {
 }
 kcr_error_t *kcr_reconcile_err(kcr_reconcile_ctx_t *ctx) {
   return &ctx->err;
+}
+int64_t kcr_reconcile_deadline(kcr_reconcile_ctx_t *ctx) {
+  return ctx->deadline;
 }
 const char *kcr_reconcile_id(kcr_reconcile_ctx_t *ctx) {
   return ctx->id;
@@ -227,7 +233,7 @@ void kcr_reconcile_log(kcr_reconcile_ctx_t *ctx, kcr_log_level level, const char
 static int register_metrics(kcr_controller_t *c, kcr_metrics_registry_t *r, kcr_error_t *err) {
   static const char *const l1[] = {"controller", NULL};
   static const char *const l2[] = {"controller", "result", NULL};
-  kcr_metric_t *total, *errors, *terminal, *time, *active, *max;
+  kcr_metric_t *total, *errors, *terminal, *time, *active, *max, *panics, *timeouts;
   int rc;
   bool ok;
   if ((rc = kcr_metrics_counter(r, KCR_CONTROLLER_METRIC_RECONCILE_TOTAL,
@@ -236,6 +242,10 @@ static int register_metrics(kcr_controller_t *c, kcr_metrics_registry_t *r, kcr_
                                 KCR_CONTROLLER_HELP_RECONCILE_ERRORS, l1, &errors, err)) != 0 ||
       (rc = kcr_metrics_counter(r, KCR_CONTROLLER_METRIC_TERMINAL_ERRORS,
                                 KCR_CONTROLLER_HELP_TERMINAL_ERRORS, l1, &terminal, err)) != 0 ||
+      (rc = kcr_metrics_counter(r, KCR_CONTROLLER_METRIC_RECONCILE_PANICS,
+                                KCR_CONTROLLER_HELP_RECONCILE_PANICS, l1, &panics, err)) != 0 ||
+      (rc = kcr_metrics_counter(r, KCR_CONTROLLER_METRIC_RECONCILE_TIMEOUTS,
+                                KCR_CONTROLLER_HELP_RECONCILE_TIMEOUTS, l1, &timeouts, err)) != 0 ||
       (rc = kcr_metrics_histogram(r, KCR_CONTROLLER_METRIC_RECONCILE_TIME,
                                   KCR_CONTROLLER_HELP_RECONCILE_TIME, l1, time_bounds,
                                   sizeof(time_bounds) / sizeof(time_bounds[0]), &time, err)) != 0 ||
@@ -254,7 +264,10 @@ static int register_metrics(kcr_controller_t *c, kcr_metrics_registry_t *r, kcr_
   c->m_time = kcr_metric_withv(time, c->name, NULL);
   c->m_active = kcr_metric_withv(active, c->name, NULL);
   c->m_max = kcr_metric_withv(max, c->name, NULL);
-  if (!ok || !c->m_errors || !c->m_terminal || !c->m_time || !c->m_active || !c->m_max)
+  c->m_panics = kcr_metric_withv(panics, c->name, NULL);
+  c->m_timeouts = kcr_metric_withv(timeouts, c->name, NULL);
+  if (!ok || !c->m_errors || !c->m_terminal || !c->m_time || !c->m_active || !c->m_max ||
+      !c->m_panics || !c->m_timeouts)
     return kcr_error_set(err, KCR_ENOMEM, "controller %s: out of memory for its metrics", c->name);
   kcr_metric_set(c->m_active, 0);
   kcr_metric_set(c->m_max, c->workers);
@@ -282,6 +295,7 @@ int kcr_controller_create(const kcr_controller_options *o, kcr_controller_t **ou
   c->data = o->data;
   c->workers = o->max_concurrent_reconciles > 0 ? o->max_concurrent_reconciles : 1;
   c->sync_timeout = o->cache_sync_timeout_ns > 0 ? o->cache_sync_timeout_ns : DEFAULT_SYNC_TIMEOUT;
+  c->reconcile_timeout = o->reconcile_timeout_ns > 0 ? o->reconcile_timeout_ns : 0;
   c->clock = o->clock ? o->clock : kcr_clock_system();
   c->source = o->source;
   c->client = o->client;
@@ -632,9 +646,15 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
 
   active(c, 1);
   t0 = kcr_clock_now(c->clock);
+  if (c->reconcile_timeout > 0)
+    ctx.deadline = t0 + c->reconcile_timeout;
   rc = c->reconcile(&ctx, &req, &res, c->data);
   dt = kcr_clock_now(c->clock) - t0;
   active(c, -1);
+  /* As controller-runtime: only a reconcile still running when its own deadline
+   * passed is a timeout, not one that finished in time. */
+  if (c->reconcile_timeout > 0 && dt >= c->reconcile_timeout)
+    kcr_metric_inc(c->m_timeouts);
 
   if (rc != 0) {
     if (ctx.terminal)

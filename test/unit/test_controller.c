@@ -158,6 +158,95 @@ static void test_controller_error_rate_limited(void **state) {
   assert_int_equal(total(fx, KCR_RECONCILE_SUCCESS), 1);
 }
 
+/* slow: a reconciler that takes `took` on the fake clock and records its deadline. */
+typedef struct slow {
+  kcr_clock_t *clock;
+  int64_t took, deadline, started;
+} slow_t;
+
+static int reconcile_slow(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
+                          kcr_result *res, void *data) {
+  slow_t *s = data;
+  (void)req;
+  (void)res;
+  s->started = kcr_clock_now(s->clock);
+  s->deadline = kcr_reconcile_deadline(ctx);
+  kcr_fake_clock_step(s->clock, s->took);
+  return 0;
+}
+
+/* Without reconcile_timeout_ns there is no deadline and nothing times out, however
+ * long a reconcile takes; the panics and timeouts series exist at 0 from create
+ * (controller-runtime's initMetrics). */
+static void test_controller_no_timeout_by_default(void **state) {
+  fixture_t *fx = *state;
+  kcr_buf_t b;
+  char *text;
+  assert_int_equal(value(fx, KCR_CONTROLLER_METRIC_RECONCILE_PANICS), 0);
+  assert_int_equal(value(fx, KCR_CONTROLLER_METRIC_RECONCILE_TIMEOUTS), 0);
+  kcr_buf_init(&b, 1u << 24);
+  assert_int_equal(kcr_metrics_render(fx->reg, &b), 0);
+  text = kcr_buf_take(&b, NULL);
+  assert_non_null(strstr(text,
+                         "# HELP controller_runtime_reconcile_panics_total Total number of "
+                         "reconciliation panics per controller\n# TYPE "
+                         "controller_runtime_reconcile_panics_total counter\n"
+                         "controller_runtime_reconcile_panics_total{controller=\"test\"} 0\n"));
+  assert_non_null(strstr(text,
+                         "# HELP controller_runtime_reconcile_timeouts_total Total number of "
+                         "reconciliation timeouts per controller\n# TYPE "
+                         "controller_runtime_reconcile_timeouts_total counter\n"
+                         "controller_runtime_reconcile_timeouts_total{controller=\"test\"} 0\n"));
+  kcr_free(text);
+  run_once(fx, "ns/a");
+  assert_int_equal(value(fx, KCR_CONTROLLER_METRIC_RECONCILE_TIMEOUTS), 0);
+}
+
+/* reconcile_timeout_ns: each reconcile's deadline is its start plus the timeout;
+ * one that returns before it is not a timeout, one still running when it passes
+ * is, and the result is handled as usual (success here). */
+static void test_controller_reconcile_timeout(void **state) {
+  kcr_controller_options o;
+  kcr_metrics_registry_t *reg;
+  kcr_controller_t *c;
+  kcr_clock_t *clock;
+  slow_t s = {0};
+  (void)state;
+  assert_int_equal(kcr_fake_clock_create(0, (kcr_time_t){1700000000, 0}, &clock, NULL), 0);
+  assert_int_equal(kcr_metrics_registry_create(&reg, NULL), 0);
+  memset(&o, 0, sizeof(o));
+  o.name = "test";
+  o.reconcile = reconcile_slow;
+  o.data = &s;
+  o.clock = clock;
+  o.metrics = reg;
+  o.reconcile_timeout_ns = KCR_NSEC_PER_SEC;
+  assert_int_equal(kcr_controller_create(&o, &c, NULL), 0);
+  s.clock = clock;
+  kcr_metric_child_t *timeouts = kcr_metric_withv(
+      kcr_metrics_find(reg, KCR_CONTROLLER_METRIC_RECONCILE_TIMEOUTS), "test", NULL);
+  kcr_metric_child_t *success = kcr_metric_withv(
+      kcr_metrics_find(reg, KCR_CONTROLLER_METRIC_RECONCILE_TOTAL), "test", "success", NULL);
+  assert_non_null(timeouts);
+
+  s.took = KCR_NSEC_PER_SEC - 1; /* in time */
+  assert_int_equal(kcr_workqueue_add(kcr_controller_queue(c), "ns/a"), 0);
+  assert_int_equal(kcr__controller_process_next(c), 0);
+  assert_true(s.deadline == s.started + KCR_NSEC_PER_SEC);
+  assert_int_equal(kcr_metric_value(timeouts), 0);
+
+  s.took = KCR_NSEC_PER_SEC; /* the deadline passed while it ran */
+  assert_int_equal(kcr_workqueue_add(kcr_controller_queue(c), "ns/b"), 0);
+  assert_int_equal(kcr__controller_process_next(c), 0);
+  assert_true(s.deadline == s.started + KCR_NSEC_PER_SEC);
+  assert_int_equal(kcr_metric_value(timeouts), 1);
+  assert_int_equal(kcr_metric_value(success), 2);
+
+  kcr_controller_destroy(c);
+  kcr_metrics_registry_destroy(reg);
+  kcr_clock_destroy(clock);
+}
+
 /* captured: the fields of the last line the controller logged, as key=value text. */
 static struct {
   char msg[128];
@@ -546,6 +635,8 @@ static void test_controller_outcome_names(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_controller_success_forgets, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_controller_no_timeout_by_default, setup, teardown),
+      cmocka_unit_test(test_controller_reconcile_timeout),
       cmocka_unit_test_setup_teardown(test_controller_error_rate_limited, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_reconcile_log_fields, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_terminal_error, setup, teardown),
