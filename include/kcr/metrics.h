@@ -204,8 +204,11 @@ KCR_EXTERN void kcr_metrics_unregister_collector(kcr_metrics_registry_t *r,
 /*
  * kcr_metrics_register_process registers the process collector: from /proc/self
  * at scrape time, process_cpu_seconds_total, process_open_fds, process_max_fds,
- * process_virtual_memory_bytes, process_resident_memory_bytes and
- * process_start_time_seconds (client_golang's names and help). A value that
+ * process_virtual_memory_bytes, process_virtual_memory_max_bytes (the soft
+ * RLIMIT_AS), process_resident_memory_bytes, process_start_time_seconds and
+ * process_network_receive_bytes_total / _transmit_bytes_total (IpExt InOctets
+ * and OutOctets of /proc/self/net/netstat: the network namespace's, as
+ * client_golang reads them), with client_golang's names and help. A value that
  * cannot be read is left out. Returns as kcr_metrics_register_collector.
  */
 KCR_EXTERN int kcr_metrics_register_process(kcr_metrics_registry_t *r,

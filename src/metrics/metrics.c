@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "kcr/metrics.h"
+#include "metrics/metrics_internal.h"
 #include "util/alloc.h"
 #include "util/file.h"
 #include "util/hmap.h"
@@ -791,8 +792,45 @@ int kcr_metrics_render(kcr_metrics_registry_t *r, kcr_buf_t *out) {
 /* PROC_FILE_MAX bounds a /proc file the process collector reads. */
 #define PROC_FILE_MAX ((size_t)1 << 20)
 
+/* netstat_octets finds IpExt's InOctets and OutOctets in the text of
+ * /proc/self/net/netstat: pairs of lines, a header "IpExt: Name..." and its
+ * values "IpExt: 1 2...". A name it does not find stays 0, as client_golang
+ * reports it. Returns 0, or -1 when there is no IpExt pair (nothing emitted). */
+int kcr__metrics_netstat_octets(const char *text, double *in, double *out) {
+  const char *h = text;
+  *in = *out = 0;
+  while (h && *h) {
+    const char *hend = strchr(h, '\n');
+    const char *v = hend ? hend + 1 : NULL;
+    const char *vend = v ? strchr(v, '\n') : NULL;
+    if (!v || strncmp(h, "IpExt:", 6) != 0 || strncmp(v, "IpExt:", 6) != 0) {
+      h = v;
+      continue;
+    }
+    /* Walk both lines field by field; the names and values line up. */
+    const char *hp = h + 6, *vp = v + 6;
+    for (;;) {
+      while (hp < hend && *hp == ' ')
+        hp++;
+      while ((!vend || vp < vend) && *vp == ' ')
+        vp++;
+      if (hp >= hend || (vend && vp >= vend) || !*vp)
+        break;
+      size_t hn = strcspn(hp, " \n"), vn = strcspn(vp, " \n");
+      if (hn == 8 && strncmp(hp, "InOctets", 8) == 0)
+        *in = strtod(vp, NULL);
+      else if (hn == 9 && strncmp(hp, "OutOctets", 9) == 0)
+        *out = strtod(vp, NULL);
+      hp += hn;
+      vp += vn;
+    }
+    return 0;
+  }
+  return -1;
+}
+
 static void on_collect_process(kcr_metrics_emitter_t *e, void *data) {
-  char *stat = NULL, *pstat = NULL;
+  char *stat = NULL, *pstat = NULL, *netstat = NULL;
   long ticks = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
   struct rlimit rl;
   DIR *d;
@@ -846,8 +884,29 @@ static void on_collect_process(kcr_metrics_emitter_t *e, void *data) {
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
     kcr_metrics_emit(e, "process_max_fds", "Maximum number of open file descriptors.",
                      KCR_METRIC_GAUGE, NULL, NULL, 0, (double)rl.rlim_cur);
+  /* The soft limit, as client_golang reads "Max address space" from
+   * /proc/self/limits: unlimited is RLIM_INFINITY there too (2^64 - 1). */
+  if (getrlimit(RLIMIT_AS, &rl) == 0)
+    kcr_metrics_emit(e, "process_virtual_memory_max_bytes",
+                     "Maximum amount of virtual memory available in bytes.", KCR_METRIC_GAUGE, NULL,
+                     NULL, 0, (double)rl.rlim_cur);
+  /* The process's network namespace's IP octets (client_golang's source):
+   * every process of a Pod shares them. */
+  if (kcr__read_file("/proc/self/net/netstat", PROC_FILE_MAX, "netstat", &netstat, NULL, NULL) ==
+      0) {
+    double in, out;
+    if (kcr__metrics_netstat_octets(netstat, &in, &out) == 0) {
+      kcr_metrics_emit(e, "process_network_receive_bytes_total",
+                       "Number of bytes received by the process over the network.",
+                       KCR_METRIC_COUNTER, NULL, NULL, 0, in);
+      kcr_metrics_emit(e, "process_network_transmit_bytes_total",
+                       "Number of bytes sent by the process over the network.", KCR_METRIC_COUNTER,
+                       NULL, NULL, 0, out);
+    }
+  }
   kcr__free(stat);
   kcr__free(pstat);
+  kcr__free(netstat);
 }
 
 int kcr_metrics_register_process(kcr_metrics_registry_t *r, kcr_metrics_collector_t **out) {

@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "kcr/metrics.h"
+#include "metrics/metrics_internal.h"
 #include "testutil.h"
 
 static char *render(kcr_metrics_registry_t *r) {
@@ -148,6 +150,79 @@ static void test_metrics_process(void **state) {
   assert_non_null(strstr(text, "\nprocess_start_time_seconds "));
   kcr_free(text);
   kcr_metrics_registry_destroy(r);
+}
+
+/* sample returns the value of the unlabelled series name in text; fails when absent. */
+static double sample(const char *text, const char *name) {
+  char needle[128];
+  const char *p;
+  snprintf(needle, sizeof(needle), "\n%s ", name);
+  p = strstr(text, needle);
+  assert_non_null(p);
+  return strtod(p + strlen(needle), NULL);
+}
+
+/* process_virtual_memory_max_bytes is the soft address-space limit (client_golang
+ * reads "Max address space" from /proc/self/limits, unlimited as 2^64 - 1), and
+ * the network counters exist, as counters, and never go down between scrapes. */
+static void test_metrics_process_limits_and_network(void **state) {
+  kcr_metrics_registry_t *r;
+  struct rlimit rl;
+  char *text, *text2;
+  double in, out;
+  (void)state;
+  assert_int_equal(getrlimit(RLIMIT_AS, &rl), 0);
+  assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
+  assert_int_equal(kcr_metrics_register_process(r, NULL), 0);
+  text = render(r);
+  assert_non_null(strstr(text,
+                         "# HELP process_virtual_memory_max_bytes Maximum amount of virtual "
+                         "memory available in bytes.\n# TYPE process_virtual_memory_max_bytes "
+                         "gauge\n"));
+  assert_true(sample(text, "process_virtual_memory_max_bytes") == (double)rl.rlim_cur);
+  if (rl.rlim_cur == RLIM_INFINITY)
+    assert_non_null(strstr(text, "\nprocess_virtual_memory_max_bytes 1.8446744073709552e+19\n"));
+  assert_non_null(strstr(text, "# TYPE process_network_receive_bytes_total counter\n"));
+  assert_non_null(strstr(text, "# TYPE process_network_transmit_bytes_total counter\n"));
+  in = sample(text, "process_network_receive_bytes_total");
+  out = sample(text, "process_network_transmit_bytes_total");
+  assert_true(in >= 0 && out >= 0);
+  text2 = render(r);
+  assert_true(sample(text2, "process_network_receive_bytes_total") >= in);
+  assert_true(sample(text2, "process_network_transmit_bytes_total") >= out);
+  kcr_free(text);
+  kcr_free(text2);
+  kcr_metrics_registry_destroy(r);
+}
+
+/* The netstat parser: IpExt's header and value lines found among the others
+ * (TcpExt first, as the kernel writes them), columns matched by name. */
+static void test_metrics_netstat_octets(void **state) {
+  double in = -1, out = -1;
+  (void)state;
+  assert_int_equal(
+      kcr__metrics_netstat_octets("TcpExt: SyncookiesSent InOctets\n"
+                                  "TcpExt: 1 999\n"
+                                  "IpExt: InNoRoutes InOctets OutOctets InMcastOctets\n"
+                                  "IpExt: 0 22362414876 21780024060 7\n"
+                                  "MPTcpExt: MPCapableSYNRX\n"
+                                  "MPTcpExt: 0\n",
+                                  &in, &out),
+      0);
+  assert_true(in == 22362414876.0);
+  assert_true(out == 21780024060.0);
+  /* A column that is missing stays 0; no trailing newline is needed. */
+  assert_int_equal(kcr__metrics_netstat_octets("IpExt: OutOctets\nIpExt: 5", &in, &out), 0);
+  assert_true(in == 0 && out == 5);
+  /* A value line shorter than its header: the names without values are 0. */
+  assert_int_equal(kcr__metrics_netstat_octets("IpExt: InOctets OutOctets\nIpExt: 3\n", &in, &out),
+                   0);
+  assert_true(in == 3 && out == 0);
+  /* No IpExt pair: -1, both 0. */
+  assert_int_equal(kcr__metrics_netstat_octets("TcpExt: A\nTcpExt: 1\n", &in, &out), -1);
+  assert_true(in == 0 && out == 0);
+  assert_int_equal(kcr__metrics_netstat_octets("IpExt: InOctets\n", &in, &out), -1);
+  assert_int_equal(kcr__metrics_netstat_octets("", &in, &out), -1);
 }
 
 /* A collector runs before the families are written, so a gauge it refreshes
@@ -330,6 +405,8 @@ int main(void) {
       cmocka_unit_test(test_metrics_process),
       cmocka_unit_test(test_metrics_collector_refreshes_gauge),
       cmocka_unit_test(test_metrics_find),
+      cmocka_unit_test(test_metrics_process_limits_and_network),
+      cmocka_unit_test(test_metrics_netstat_octets),
       cmocka_unit_test(test_metrics_concurrent_updates),
       cmocka_unit_test(test_metrics_alloc_failures),
       cmocka_unit_test(test_metrics_render_limit),
