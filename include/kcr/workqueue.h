@@ -166,7 +166,9 @@ KCR_EXTERN const char *kcr_workqueue_name(kcr_workqueue_t *q);
 /*
  * The series a named queue registers on kcr_workqueue_options.metrics, under
  * controller-runtime's names and HELP, all with labels name and controller
- * (both the queue's name); workqueue_depth also has priority ("" here). The two
+ * (both the queue's name); workqueue_depth also has priority, always
+ * KCR_WORKQUEUE_DEFAULT_PRIORITY ("0", the priority controller-runtime v0.24's
+ * default priority queue gives an ordinary add; this queue has no other). The two
  * duration histograms have controller-runtime's buckets,
  * ExponentialBuckets(10e-9, 10, 12): 1e-8, 1e-7, ... 1e3 seconds, plus +Inf.
  *   workqueue_depth          keys dirty (queued, or added again while processing).
@@ -190,6 +192,9 @@ KCR_EXTERN const char *kcr_workqueue_name(kcr_workqueue_t *q);
 #define KCR_WORKQUEUE_METRIC_UNFINISHED_WORK "workqueue_unfinished_work_seconds"
 #define KCR_WORKQUEUE_METRIC_LONGEST_RUNNING "workqueue_longest_running_processor_seconds"
 #define KCR_WORKQUEUE_METRIC_RETRIES "workqueue_retries_total"
+
+/* KCR_WORKQUEUE_DEFAULT_PRIORITY: workqueue_depth's priority label value. */
+#define KCR_WORKQUEUE_DEFAULT_PRIORITY "0"
 
 /* The HELP text controller-runtime registers for each of them. */
 #define KCR_WORKQUEUE_HELP_DEPTH "Current depth of workqueue by workqueue and priority"

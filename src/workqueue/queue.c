@@ -175,7 +175,12 @@ static int register_metrics(kcr_workqueue_t *q, kcr_metrics_registry_t *r, kcr_e
       (rc = kcr_metrics_gauge(r, KCR_WORKQUEUE_METRIC_LONGEST_RUNNING,
                               KCR_WORKQUEUE_HELP_LONGEST_RUNNING, l2, &lng, err)) != 0)
     return rc;
-  q->m_depth = kcr_metric_withv(depth, q->name, q->name, "", NULL);
+  /* priority "0": controller-runtime v0.24's default queue (the priority
+   * queue) counts depth per priority, and every key here has its default
+   * priority, 0 (there is no lower one for unchanged objects of the initial
+   * list, as its WithLowPriorityWhenUnchanged gives). "" is only its legacy
+   * queue's. */
+  q->m_depth = kcr_metric_withv(depth, q->name, q->name, KCR_WORKQUEUE_DEFAULT_PRIORITY, NULL);
   q->m_adds = kcr_metric_withv(adds, q->name, q->name, NULL);
   q->m_retries = kcr_metric_withv(retries, q->name, q->name, NULL);
   q->m_queue_duration = kcr_metric_withv(qd, q->name, q->name, NULL);

@@ -424,7 +424,7 @@ static kcr_metric_child_t *series(struct fixture *f, const char *family) {
   kcr_metric_t *m = kcr_metrics_find(f->reg, family);
   assert_non_null(m);
   if (strcmp(family, KCR_WORKQUEUE_METRIC_DEPTH) == 0)
-    return kcr_metric_withv(m, "ctrl", "ctrl", "", NULL);
+    return kcr_metric_withv(m, "ctrl", "ctrl", KCR_WORKQUEUE_DEFAULT_PRIORITY, NULL);
   return kcr_metric_withv(m, "ctrl", "ctrl", NULL);
 }
 
@@ -453,7 +453,7 @@ static void test_workqueue_metrics_follow_client_go(void **state) {
   /* The series exist at zero from create on. */
   text = scrape(f);
   assert_non_null(
-      strstr(text, "\nworkqueue_depth{name=\"ctrl\",controller=\"ctrl\",priority=\"\"} 0\n"));
+      strstr(text, "\nworkqueue_depth{name=\"ctrl\",controller=\"ctrl\",priority=\"0\"} 0\n"));
   assert_non_null(strstr(text, "\nworkqueue_adds_total{name=\"ctrl\",controller=\"ctrl\"} 0\n"));
   assert_non_null(strstr(text, "\nworkqueue_retries_total{name=\"ctrl\",controller=\"ctrl\"} 0\n"));
   assert_non_null(strstr(text, "\nworkqueue_queue_duration_seconds_count{name=\"ctrl\","
@@ -532,7 +532,7 @@ static void test_workqueue_metrics_follow_client_go(void **state) {
   assert_true(value(f, KCR_WORKQUEUE_METRIC_DEPTH) == 1); /* no queue call since */
   text = scrape(f);
   assert_non_null(
-      strstr(text, "\nworkqueue_depth{name=\"ctrl\",controller=\"ctrl\",priority=\"\"} 3\n"));
+      strstr(text, "\nworkqueue_depth{name=\"ctrl\",controller=\"ctrl\",priority=\"0\"} 3\n"));
   kcr_free(text);
   /* A delayed key's queue time starts when it is due. */
   get_expect(f->q, "c");
