@@ -54,6 +54,8 @@ cluster-down: ## Stop the local control plane (and the demo's operator).
 KUBECTL ?= $(shell command -v kubectl 2>/dev/null || ls $(HOME)/.cache/kcr/k8s/*/bin/kubectl 2>/dev/null | tail -n 1)
 IMG ?= kcr-operator:latest
 KUSTOMIZE_DIR ?= config/default
+# The kubectl whose kustomize renders config/ (the project's; empty: the scripts look).
+KUSTOMIZE_KUBECTL ?= $(shell ls $(HOME)/.cache/kcr/k8s/*/bin/kubectl 2>/dev/null | tail -n 1)
 CONTAINER_TOOL ?= docker
 OPERATOR_BIN ?= $(BUILD_DIR)/cmd/kcr-operator/kcr-operator
 DEMO_CLUSTER_DIR ?= $(CURDIR)/.kcr-cluster
@@ -67,18 +69,18 @@ uninstall: ## Remove the App CRD (and with it every App) from the cluster.
 	$(KUBECTL) delete --ignore-not-found -f config/crd/bases/kcr.dev_apps.yaml
 
 deploy: ## Deploy config/default (KUSTOMIZE_DIR: another overlay) rendered by kubectl kustomize, image $(IMG).
-	KUBECTL=$(KUBECTL) IMG=$(IMG) KUSTOMIZE_DIR=$(KUSTOMIZE_DIR) bash scripts/build-installer.sh - | \
+	KUBECTL=$(KUSTOMIZE_KUBECTL) IMG=$(IMG) KUSTOMIZE_DIR=$(KUSTOMIZE_DIR) bash scripts/build-installer.sh - | \
 		$(KUBECTL) apply -f -
 
 undeploy: ## Remove everything deploy installed (the same rendering, deleted).
-	KUBECTL=$(KUBECTL) IMG=$(IMG) KUSTOMIZE_DIR=$(KUSTOMIZE_DIR) bash scripts/build-installer.sh - | \
+	KUBECTL=$(KUSTOMIZE_KUBECTL) IMG=$(IMG) KUSTOMIZE_DIR=$(KUSTOMIZE_DIR) bash scripts/build-installer.sh - | \
 		$(KUBECTL) delete --ignore-not-found -f -
 
 build-installer: ## Render config/default into deploy/install.yaml with image $(IMG) (commit it with the default IMG).
-	KUBECTL=$(KUBECTL) IMG=$(IMG) KUSTOMIZE_DIR=$(KUSTOMIZE_DIR) bash scripts/build-installer.sh
+	KUBECTL=$(KUSTOMIZE_KUBECTL) IMG=$(IMG) KUSTOMIZE_DIR=$(KUSTOMIZE_DIR) bash scripts/build-installer.sh
 
 helm-chart: ## Regenerate dist/chart's templates copied from config/ (crd/, rbac/).
-	KUBECTL=$(KUBECTL) bash scripts/build-chart.sh
+	KUBECTL=$(KUSTOMIZE_KUBECTL) bash scripts/build-chart.sh
 
 helm-template: ## Render dist/chart with helm (built from the Go module proxy into ~/.cache/kcr/helm).
 	$$(bash scripts/build-go-tool.sh --quiet helm | sed -n 's/^helm=//p') template kcr dist/chart \

@@ -10,8 +10,8 @@
 # applied by a throw-away overlay (images: kcr-operator -> IMG) in a temporary
 # directory under build/, so config/ is never edited, unlike kubebuilder's
 # `kustomize edit set image`.
-# KUBECTL: the kubectl to use (default: kubectl in PATH, else the one
-# scripts/build-control-plane.sh built in ~/.cache/kcr).
+# KUBECTL: the kubectl to use (default: the one scripts/build-control-plane.sh
+# built in ~/.cache/kcr, else kubectl in PATH).
 # test/integration/test_install_yaml.sh fails when the committed file is stale.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +24,10 @@ die() { echo "build-installer: $*" >&2; exit 1; }
 
 kubectl=${KUBECTL:-}
 if [ -z "$kubectl" ]; then
-  kubectl=$(command -v kubectl 2>/dev/null ||
-    ls "${KCR_CACHE:-$HOME/.cache/kcr}"/k8s/*/bin/kubectl 2>/dev/null | tail -n 1 || true)
+  # The project's kubectl first: its kustomize is the one the tests render with,
+  # so the committed file does not depend on what else is in PATH.
+  kubectl=$(ls "${KCR_CACHE:-$HOME/.cache/kcr}"/k8s/*/bin/kubectl 2>/dev/null | tail -n 1)
+  [ -n "$kubectl" ] || kubectl=$(command -v kubectl 2>/dev/null || true)
 fi
 [ -n "$kubectl" ] && [ -x "$kubectl" ] ||
   die "no kubectl: set KUBECTL, or run scripts/build-control-plane.sh (it builds one into ~/.cache/kcr)"
