@@ -14,7 +14,7 @@
 # KUBECTL as in build-installer.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-kubectl=${KUBECTL:-$(ls "${KCR_CACHE:-$HOME/.cache/kcr}"/k8s/*/bin/kubectl 2>/dev/null | tail -n 1)}
+kubectl=${KUBECTL:-$(ls "${KCR_CACHE:-$HOME/.cache/kcr}"/k8s/*/bin/kubectl 2>/dev/null | tail -n 1 || true)}
 [ -n "$kubectl" ] || kubectl=$(command -v kubectl 2>/dev/null || true)
 [ -n "$kubectl" ] && [ -x "$kubectl" ] ||
   { echo "build-chart: no kubectl: set KUBECTL or run scripts/build-control-plane.sh" >&2; exit 1; }

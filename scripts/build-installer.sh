@@ -26,7 +26,7 @@ kubectl=${KUBECTL:-}
 if [ -z "$kubectl" ]; then
   # The project's kubectl first: its kustomize is the one the tests render with,
   # so the committed file does not depend on what else is in PATH.
-  kubectl=$(ls "${KCR_CACHE:-$HOME/.cache/kcr}"/k8s/*/bin/kubectl 2>/dev/null | tail -n 1)
+  kubectl=$(ls "${KCR_CACHE:-$HOME/.cache/kcr}"/k8s/*/bin/kubectl 2>/dev/null | tail -n 1 || true)
   [ -n "$kubectl" ] || kubectl=$(command -v kubectl 2>/dev/null || true)
 fi
 [ -n "$kubectl" ] && [ -x "$kubectl" ] ||
