@@ -10,8 +10,9 @@
 # The final stage (FROM scratch; COPY --from=build, USER, ENTRYPOINT) is carried
 # out by tools/kcr-image (go-containerregistry, built once into ~/.cache/kcr by
 # scripts/build-go-tool.sh). Nothing is pushed.
-# Why not buildah: its chroot isolation would run the build stage's FROM
-# debian, which needs an image registry this machine cannot reach.
+# Why not buildah: Debian's buildah 1.28 (vfs storage, chroot isolation) does
+# build a FROM-scratch Dockerfile here, but this one's build stage is FROM
+# debian:bookworm, and pulling it fails: no image registry is reachable.
 # Environment: IMG (default kcr-operator:latest), SOURCE_DATE_EPOCH (the
 # layer's timestamps, default 0), KCR_STATIC_BUILD_DIR (as build-static.sh).
 set -euo pipefail
