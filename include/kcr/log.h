@@ -59,6 +59,9 @@ typedef enum kcr_log_level {
 #define KCR_LOG_KEY_NAME "name"
 #define KCR_LOG_KEY_RECONCILE_ID "reconcileID"
 #define KCR_LOG_KEY_ERROR "error"
+/* Set on every line written while the thread has a current span (kcr/trace.h). */
+#define KCR_LOG_KEY_TRACE_ID "trace_id"
+#define KCR_LOG_KEY_SPAN_ID "span_id"
 
 /* kcr_log_field_type and kcr_log_field: one key/value pair (borrowed). */
 typedef enum kcr_log_field_type {

@@ -39,6 +39,7 @@
 #endif
 
 #include "kcr/log.h"
+#include "kcr/trace.h"
 
 #define LINE_MAX_BYTES ((size_t)64 * 1024)
 #define MAX_PAIRS 32
@@ -421,6 +422,9 @@ const char *kcr_log_level_name(kcr_log_level level) {
 void kcr_log_fields(kcr_log_level level, const char *component, const char *msg,
                     const kcr_log_field *fields, size_t nfields) {
   kcr_log_record rec;
+  kcr_span_context span;
+  kcr_log_field with_trace[MAX_PAIRS + 2];
+  char tid[KCR_TRACE_ID_HEX_BUFSIZE], sid[KCR_SPAN_ID_HEX_BUFSIZE];
   if (!kcr_log_enabled(level))
     return;
   rec.ts = kcr_clock_wall(sink_clock ? sink_clock : kcr_clock_system());
@@ -429,6 +433,17 @@ void kcr_log_fields(kcr_log_level level, const char *component, const char *msg,
   rec.msg = msg ? msg : "";
   rec.fields = fields;
   rec.nfields = fields ? nfields : 0;
+  /* A line written inside a span carries its ids (the keys OpenTelemetry's
+   * log bridges use), so a log search can jump to the trace. */
+  if (rec.nfields <= MAX_PAIRS && kcr_trace_current(&span)) {
+    if (rec.nfields)
+      memcpy(with_trace, rec.fields, rec.nfields * sizeof(with_trace[0]));
+    kcr_trace_id_hex(span.trace_id, tid);
+    kcr_span_id_hex(span.span_id, sid);
+    with_trace[rec.nfields++] = KCR_LOG_STR(KCR_LOG_KEY_TRACE_ID, tid);
+    with_trace[rec.nfields++] = KCR_LOG_STR(KCR_LOG_KEY_SPAN_ID, sid);
+    rec.fields = with_trace;
+  }
   handler(&rec, handler_data);
 }
 
