@@ -37,6 +37,7 @@
 #include "client/client_internal.h"
 #include "kcr/clock.h"
 #include "kcr/log.h"
+#include "kcr/trace.h"
 #include "util/alloc.h"
 
 #define DEFAULT_MAX_RESPONSE (256u << 20)
@@ -721,6 +722,15 @@ int kcr__client_prepare(kcr_client_t *c, const char *method, const char *path, c
   for (; groups && *groups; groups++)
     if ((rc = add_header(&headers, "Impersonate-Group: ", *groups)) != 0)
       goto fail_header;
+  /* W3C trace context: the apiserver's own spans (and etcd's behind them)
+   * join the caller's trace. */
+  {
+    kcr_span_context span;
+    char tp[KCR_TRACEPARENT_BUFSIZE];
+    if (kcr_trace_current(&span) && kcr_traceparent_format(&span, tp) == 0 &&
+        (rc = add_header(&headers, "traceparent: ", tp)) != 0)
+      goto fail_header;
+  }
   if ((rc = apply_credentials(c, easy, &headers, err)) != 0)
     goto fail;
   curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
@@ -948,8 +958,11 @@ int kcr_client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp, k
   return kcr__client_do(c, req, resp, NULL, NULL, NULL, err);
 }
 
-int kcr__client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp, const char *group,
-                   const char *resource, const char *name, kcr_error_t *err) {
+/* client_do is kcr__client_do without its span; *status_out and *retries_out
+ * tell the span what happened (status 0: no answer). */
+static int client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp, const char *group,
+                     const char *resource, const char *name, long *status_out, int *retries_out,
+                     kcr_error_t *err) {
   int retries = 0, rc;
   kcr_request one;
   int64_t deadline = 0;
@@ -978,7 +991,9 @@ int kcr__client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp, 
     }
     kcr_error_clear(&attempt_err);
     kcr_buf_init(&body, c->max_response);
+    *retries_out = retries;
     rc = attempt(c, &one, &status, &body, ct, sizeof(ct), ra, sizeof(ra), &attempt_err);
+    *status_out = status;
     if (rc) {
       /* GETs are safe to repeat when the connection broke before an answer. */
       if ((rc == KCR_ECONN) && strcmp(req->method, "GET") == 0 && retries < c->max_retries &&
@@ -1025,6 +1040,45 @@ int kcr__client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp, 
     kcr_buf_free(&body);
     return rc;
   }
+}
+
+/*
+ * kcr__client_do traces the call as one CLIENT span, a child of the calling
+ * thread's current span (a reconcile's), retries included: the attempts'
+ * requests carry its traceparent (kcr__client_prepare), so the apiserver's
+ * spans become its children.
+ */
+int kcr__client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp, const char *group,
+                   const char *resource, const char *name, kcr_error_t *err) {
+  kcr_span_t *span = NULL;
+  long status = 0;
+  int retries = 0, rc;
+  if (kcr_trace_enabled() && req && req->method) {
+    char sname[KCR_SPAN_NAME_MAX];
+    snprintf(sname, sizeof(sname), "%s %s", req->method, resource ? resource : "request");
+    if ((span = kcr_span_start(sname, KCR_SPAN_CLIENT, NULL)) != NULL) {
+      kcr_span_set_str(span, "http.request.method", req->method);
+      kcr_span_set_str(span, "url.path", req->path);
+      kcr_span_set_str(span, "server.address", c->host);
+      if (resource)
+        kcr_span_set_str(span, "k8s.resource", resource);
+      if (group && *group)
+        kcr_span_set_str(span, "k8s.group", group);
+      if (name)
+        kcr_span_set_str(span, "k8s.object.name", name);
+    }
+  }
+  rc = client_do(c, req, resp, group, resource, name, &status, &retries, err);
+  if (span) {
+    if (status)
+      kcr_span_set_int(span, "http.response.status_code", status);
+    kcr_span_set_int(span, "http.request.resend_count", retries);
+    if (rc != 0 || status >= 500 || status == 0)
+      kcr_span_set_status(span, KCR_SPAN_STATUS_ERROR,
+                          err && err->message[0] ? err->message : kcr_err_name(rc));
+    kcr_span_end(span);
+  }
+  return rc;
 }
 
 void kcr_response_free(kcr_response *r) {

@@ -1,0 +1,494 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * otlp.c: the OTLP/HTTP JSON encoder and the batching exporter (kcr/otlp.h).
+ *
+ * DESIGN. The sink (on_span, any thread that ends a span) copies the span
+ * into a ring of max_queue fixed slots under `mu` and signals the exporter
+ * thread when a batch is full; it never allocates and never waits for
+ * anything but that mutex. The exporter thread takes at most max_batch spans
+ * into its own array, encodes them (jansson) off the loop, and posts one
+ * libcurl transfer to the loop, waiting for its done callback; one request
+ * at a time, so a slow collector backs spans up into the ring, which then
+ * drops new ones (counted). The exporter's thread starts no span of its own
+ * (kcr_trace_suppress), so exporting never feeds itself.
+ */
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client_internal.h"
+#include "kcr/clock.h"
+#include "kcr/log.h"
+#include "kcr/otlp.h"
+#include "util/alloc.h"
+
+#define DEFAULT_QUEUE 2048
+#define DEFAULT_BATCH 512
+#define DEFAULT_INTERVAL (5 * KCR_NSEC_PER_SEC)
+#define DEFAULT_TIMEOUT (10 * KCR_NSEC_PER_SEC)
+#define MAX_BODY (64u << 20)
+
+/* ---- encoding ---- */
+
+/* jstr makes a JSON string of s, replacing bytes that are not UTF-8 by '?'. */
+static json_t *jstr(const char *s) {
+  json_t *j = json_string(s ? s : "");
+  if (!j && s) {
+    size_t n = strlen(s);
+    char *copy = kcr__malloc(n + 1);
+    if (!copy)
+      return NULL;
+    for (size_t i = 0; i <= n; i++)
+      copy[i] = ((unsigned char)s[i] < 0x80) ? s[i] : '?';
+    j = json_string(copy);
+    kcr__free(copy);
+  }
+  return j;
+}
+
+static json_t *jint_str(int64_t v) {
+  char b[32];
+  snprintf(b, sizeof(b), "%lld", (long long)v);
+  return json_string(b);
+}
+
+static int put(json_t *obj, const char *key, json_t *v) {
+  return v && json_object_set_new(obj, key, v) == 0 ? 0 : KCR_ENOMEM;
+}
+
+static int append(json_t *arr, json_t *v) {
+  return v && json_array_append_new(arr, v) == 0 ? 0 : KCR_ENOMEM;
+}
+
+static json_t *kv_string(const char *key, const char *value) {
+  json_t *kv = json_object(), *v = json_object();
+  if (!kv || !v || put(v, "stringValue", jstr(value)) || put(kv, "key", jstr(key)) ||
+      put(kv, "value", v)) {
+    json_decref(kv);
+    return NULL;
+  }
+  return kv;
+}
+
+static json_t *kv_int(const char *key, int64_t value) {
+  json_t *kv = json_object(), *v = json_object();
+  if (!kv || !v || put(v, "intValue", jint_str(value)) || put(kv, "key", jstr(key)) ||
+      put(kv, "value", v)) {
+    json_decref(kv);
+    return NULL;
+  }
+  return kv;
+}
+
+static json_t *encode_span(const kcr_span_data *s) {
+  char tid[KCR_TRACE_ID_HEX_BUFSIZE], sid[KCR_SPAN_ID_HEX_BUFSIZE], pid[KCR_SPAN_ID_HEX_BUFSIZE];
+  json_t *j = json_object(), *attrs = json_array(), *status = json_object();
+  static const uint8_t zero[8];
+  int rc = 0;
+  if (!j || !attrs || !status) {
+    json_decref(j);
+    json_decref(attrs);
+    json_decref(status);
+    return NULL;
+  }
+  kcr_trace_id_hex(s->ctx.trace_id, tid);
+  kcr_span_id_hex(s->ctx.span_id, sid);
+  rc |= put(j, "traceId", json_string(tid));
+  rc |= put(j, "spanId", json_string(sid));
+  if (memcmp(s->parent_span_id, zero, 8) != 0) {
+    kcr_span_id_hex(s->parent_span_id, pid);
+    rc |= put(j, "parentSpanId", json_string(pid));
+  }
+  rc |= put(j, "flags", json_integer(s->ctx.flags));
+  rc |= put(j, "name", jstr(s->name));
+  rc |= put(j, "kind", json_integer(s->kind));
+  rc |= put(j, "startTimeUnixNano", jint_str(s->start_unix_ns));
+  rc |= put(j, "endTimeUnixNano", jint_str(s->end_unix_ns));
+  for (size_t i = 0; i < s->nattrs && i < KCR_SPAN_MAX_ATTRS; i++) {
+    const kcr_span_attr *a = &s->attrs[i];
+    rc |= append(attrs,
+                 a->type == KCR_SPAN_ATTR_INT ? kv_int(a->key, a->i) : kv_string(a->key, a->s));
+  }
+  rc |= put(j, "attributes", attrs);
+  if (s->status != KCR_SPAN_STATUS_UNSET) {
+    rc |= put(status, "code", json_integer(s->status));
+    if (s->status_message[0])
+      rc |= put(status, "message", jstr(s->status_message));
+  }
+  rc |= put(j, "status", status);
+  if (rc) {
+    json_decref(j);
+    return NULL;
+  }
+  return j;
+}
+
+int kcr_otlp_encode(const kcr_span_data *spans, size_t n, const kcr_trace_options *opts,
+                    kcr_buf_t *out) {
+  json_t *root = json_object(), *rss = json_array(), *rs = json_object(), *res = json_object();
+  json_t *rattrs = json_array(), *sss = json_array(), *ss = json_object(), *scope = json_object();
+  json_t *arr = json_array();
+  const char *service = opts && opts->service_name[0] ? opts->service_name : "kcr";
+  char *text;
+  int rc = 0;
+
+  if (!root || !rss || !rs || !res || !rattrs || !sss || !ss || !scope || !arr) {
+    json_decref(root), json_decref(rss), json_decref(rs), json_decref(res);
+    json_decref(rattrs), json_decref(sss), json_decref(ss), json_decref(scope);
+    json_decref(arr);
+    return KCR_ENOMEM;
+  }
+  /* Link everything first, so one decref of root frees all on any path. */
+  rc |= put(root, "resourceSpans", rss);
+  rc |= append(rss, rs);
+  rc |= put(rs, "resource", res);
+  rc |= put(res, "attributes", rattrs);
+  rc |= put(rs, "scopeSpans", sss);
+  rc |= append(sss, ss);
+  rc |= put(ss, "scope", scope);
+  rc |= put(ss, "spans", arr);
+  if (rc) {
+    json_decref(root);
+    return KCR_ENOMEM;
+  }
+  rc |= append(rattrs, kv_string("service.name", service));
+  for (size_t i = 0; opts && i < opts->nresource && i < KCR_TRACE_MAX_RESOURCE_ATTRS; i++)
+    if (strcmp(opts->resource_keys[i], "service.name") != 0)
+      rc |= append(rattrs, kv_string(opts->resource_keys[i], opts->resource_values[i]));
+  rc |= put(scope, "name", json_string("kcr"));
+  for (size_t i = 0; i < n && rc == 0; i++)
+    rc |= append(arr, encode_span(&spans[i]));
+  if (rc) {
+    json_decref(root);
+    return KCR_ENOMEM;
+  }
+  text = json_dumps(root, JSON_COMPACT);
+  json_decref(root);
+  if (!text)
+    return KCR_ENOMEM;
+  rc = kcr_buf_appends(out, text);
+  kcr__free(text); /* jansson allocates through kcr's allocator (alloc.c) */
+  return rc;
+}
+
+/* ---- the exporter ---- */
+
+typedef struct xfer {
+  kcr__transfer_t t; /* first member */
+  kcr_otlp_exporter_t *e;
+} xfer_t;
+
+struct kcr_otlp_exporter {
+  kcr_loop_t *loop;
+  char *url;
+  size_t max_queue, max_batch;
+  int64_t interval_ns, timeout_ns;
+  kcr_trace_options opts; /* resource attributes, copied at create */
+
+  pthread_mutex_t mu;
+  pthread_cond_t cond;  /* spans queued, flush asked, stopping, transfer done */
+  kcr_span_data *ring;  /* protected by mu: max_queue slots */
+  size_t head, count;   /* protected by mu */
+  bool stopping;        /* protected by mu */
+  uint64_t flush_asked; /* protected by mu: flush generation asked */
+  uint64_t flush_done;  /* protected by mu: generation completed */
+  bool xfer_done;       /* protected by mu */
+  CURLcode xfer_result; /* protected by mu */
+
+  kcr_span_data *batch; /* exporter thread: max_batch slots */
+  pthread_t thread;
+
+  atomic_uint_fast64_t exported, dropped_full, dropped_failed, requests;
+  kcr_metric_child_t *m_exported, *m_dropped_full, *m_dropped_failed;
+};
+
+static void on_span(const kcr_span_data *s, void *data) {
+  kcr_otlp_exporter_t *e = data;
+  bool full;
+  pthread_mutex_lock(&e->mu);
+  full = e->count == e->max_queue;
+  if (!full) {
+    e->ring[(e->head + e->count) % e->max_queue] = *s;
+    e->count++;
+    if (e->count >= e->max_batch)
+      pthread_cond_broadcast(&e->cond);
+  }
+  pthread_mutex_unlock(&e->mu);
+  if (full) {
+    atomic_fetch_add(&e->dropped_full, 1);
+    kcr_metric_inc(e->m_dropped_full);
+  }
+}
+
+static void on_xfer_done(kcr__transfer_t *t, CURLcode result) {
+  xfer_t *x = (xfer_t *)(void *)t;
+  kcr_otlp_exporter_t *e = x->e;
+  pthread_mutex_lock(&e->mu);
+  e->xfer_result = result;
+  e->xfer_done = true;
+  pthread_cond_broadcast(&e->cond);
+  pthread_mutex_unlock(&e->mu);
+}
+
+static void on_loop_start(kcr_loop_t *loop, void *data) {
+  xfer_t *x = data;
+  if (kcr__loop_add_transfer(loop, &x->t) != 0)
+    on_xfer_done(&x->t, CURLE_ABORTED_BY_CALLBACK);
+}
+
+static size_t on_discard(char *p, size_t size, size_t n, void *userp) {
+  (void)p, (void)userp;
+  return size * n;
+}
+
+/* send_batch posts body and waits for the answer; true when it was 2xx. */
+static bool send_batch(kcr_otlp_exporter_t *e, const char *body, size_t len) {
+  struct curl_slist *headers = NULL, *h;
+  xfer_t x;
+  long code = 0;
+  bool ok = false;
+  memset(&x, 0, sizeof(x));
+  x.e = e;
+  x.t.done = on_xfer_done;
+  x.t.nudge_when_quiet = 1;
+  if (!(x.t.easy = curl_easy_init()))
+    return false;
+  h = curl_slist_append(headers, "Content-Type: application/json");
+  if (h)
+    headers = h;
+  if (h && (h = curl_slist_append(headers, "Expect:")) != NULL)
+    headers = h;
+  curl_easy_setopt(x.t.easy, CURLOPT_URL, e->url);
+  curl_easy_setopt(x.t.easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(x.t.easy, CURLOPT_PROTOCOLS_STR, "https,http");
+  curl_easy_setopt(x.t.easy, CURLOPT_PROXY, "");
+  curl_easy_setopt(x.t.easy, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(x.t.easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+  curl_easy_setopt(x.t.easy, CURLOPT_POSTFIELDS, body);
+  curl_easy_setopt(x.t.easy, CURLOPT_WRITEFUNCTION, on_discard);
+  curl_easy_setopt(x.t.easy, CURLOPT_TIMEOUT_MS, (long)(e->timeout_ns / KCR_NSEC_PER_MSEC));
+  curl_easy_setopt(x.t.easy, CURLOPT_CONNECTTIMEOUT_MS, (long)(e->timeout_ns / KCR_NSEC_PER_MSEC));
+  pthread_mutex_lock(&e->mu);
+  e->xfer_done = false;
+  pthread_mutex_unlock(&e->mu);
+  atomic_fetch_add(&e->requests, 1);
+  if (kcr_loop_post(e->loop, on_loop_start, &x) == 0) {
+    pthread_mutex_lock(&e->mu);
+    while (!e->xfer_done)
+      pthread_cond_wait(&e->cond, &e->mu);
+    ok = e->xfer_result == CURLE_OK;
+    pthread_mutex_unlock(&e->mu);
+    if (ok) {
+      curl_easy_getinfo(x.t.easy, CURLINFO_RESPONSE_CODE, &code);
+      ok = code >= 200 && code <= 299;
+    }
+  }
+  curl_easy_cleanup(x.t.easy);
+  curl_slist_free_all(headers);
+  return ok;
+}
+
+/* export_some sends up to max_batch queued spans; returns how many it took. */
+static size_t export_some(kcr_otlp_exporter_t *e) {
+  kcr_buf_t body;
+  size_t n;
+  bool ok = false;
+  pthread_mutex_lock(&e->mu);
+  n = e->count < e->max_batch ? e->count : e->max_batch;
+  for (size_t i = 0; i < n; i++)
+    e->batch[i] = e->ring[(e->head + i) % e->max_queue];
+  e->head = (e->head + n) % e->max_queue;
+  e->count -= n;
+  pthread_mutex_unlock(&e->mu);
+  if (!n)
+    return 0;
+  kcr_buf_init(&body, MAX_BODY);
+  if (kcr_otlp_encode(e->batch, n, &e->opts, &body) == 0)
+    ok = send_batch(e, kcr_buf_cstr(&body), kcr_buf_len(&body));
+  kcr_buf_free(&body);
+  if (ok) {
+    atomic_fetch_add(&e->exported, n);
+    kcr_metric_add(e->m_exported, (double)n);
+  } else {
+    atomic_fetch_add(&e->dropped_failed, n);
+    kcr_metric_add(e->m_dropped_failed, (double)n);
+  }
+  return n;
+}
+
+static void *exporter_main(void *arg) {
+  kcr_otlp_exporter_t *e = arg;
+  kcr_clock_t *clk = kcr_clock_system();
+  kcr_trace_suppress(true);
+  pthread_mutex_lock(&e->mu);
+  for (;;) {
+    int64_t deadline = kcr_clock_now(clk) + e->interval_ns;
+    uint64_t gen;
+    bool stop;
+    while (!e->stopping && e->count < e->max_batch && e->flush_asked == e->flush_done &&
+           kcr_clock_now(clk) < deadline)
+      kcr_clock_timedwait(clk, &e->cond, &e->mu, deadline);
+    stop = e->stopping;
+    gen = e->flush_asked;
+    pthread_mutex_unlock(&e->mu);
+    /* A flush or the final pass sends everything queued now; a timer pass
+     * or a full batch sends what is there, batch by batch. */
+    while (export_some(e) == e->max_batch && !stop)
+      ;
+    if (stop)
+      while (export_some(e) > 0)
+        ;
+    pthread_mutex_lock(&e->mu);
+    e->flush_done = gen;
+    pthread_cond_broadcast(&e->cond);
+    if (stop)
+      break;
+  }
+  pthread_mutex_unlock(&e->mu);
+  return NULL;
+}
+
+static char *traces_url(void) {
+  kcr_trace_options o;
+  kcr_buf_t b;
+  char *s;
+  kcr_trace_get_options(&o);
+  if (o.traces_endpoint[0])
+    return kcr__strdup(o.traces_endpoint);
+  if (!o.endpoint[0])
+    return NULL;
+  size_t n = strlen(o.endpoint);
+  while (n && o.endpoint[n - 1] == '/')
+    n--;
+  kcr_buf_init(&b, 4096);
+  if (kcr_buf_append(&b, o.endpoint, n) != 0 || kcr_buf_appends(&b, "/v1/traces") != 0) {
+    kcr_buf_free(&b);
+    return NULL;
+  }
+  s = kcr_buf_take(&b, NULL);
+  kcr_buf_free(&b);
+  return s;
+}
+
+static int register_metrics(kcr_otlp_exporter_t *e, kcr_metrics_registry_t *r, kcr_error_t *err) {
+  static const char *const reason[] = {"reason", NULL};
+  kcr_metric_t *exported, *dropped;
+  int rc = kcr_metrics_counter(r, "kcr_trace_spans_exported_total",
+                               "Spans the OTLP collector accepted.", NULL, &exported, err);
+  if (rc == 0)
+    rc = kcr_metrics_counter(r, "kcr_trace_spans_dropped_total",
+                             "Spans dropped: the export queue was full, or their batch could "
+                             "not be delivered.",
+                             reason, &dropped, err);
+  if (rc)
+    return rc;
+  e->m_exported = kcr_metric_withv(exported, NULL);
+  e->m_dropped_full = kcr_metric_withv(dropped, "queue_full", NULL);
+  e->m_dropped_failed = kcr_metric_withv(dropped, "export_failed", NULL);
+  return 0;
+}
+
+int kcr_otlp_exporter_create(const kcr_otlp_exporter_options *o, kcr_otlp_exporter_t **out,
+                             kcr_error_t *err) {
+  kcr_otlp_exporter_t *e;
+  int rc;
+  *out = NULL;
+  if (!o || !o->loop)
+    return kcr_error_set(err, KCR_EINVAL, "otlp: an exporter needs a loop");
+  e = kcr__calloc(1, sizeof(*e));
+  if (!e)
+    return kcr_error_set(err, KCR_ENOMEM, "otlp: out of memory");
+  e->loop = o->loop;
+  e->max_queue = o->max_queue ? o->max_queue : DEFAULT_QUEUE;
+  e->max_batch = o->max_batch ? o->max_batch : DEFAULT_BATCH;
+  if (e->max_batch > e->max_queue)
+    e->max_batch = e->max_queue;
+  e->interval_ns = o->interval_ns > 0 ? o->interval_ns : DEFAULT_INTERVAL;
+  e->timeout_ns = o->timeout_ns > 0 ? o->timeout_ns : DEFAULT_TIMEOUT;
+  kcr_trace_get_options(&e->opts);
+  e->url = o->url ? kcr__strdup(o->url) : traces_url();
+  if (!e->url) {
+    kcr__free(e);
+    return kcr_error_set(err, KCR_EINVAL, "otlp: no collector URL (is tracing configured?)");
+  }
+  e->ring = kcr__calloc(e->max_queue, sizeof(*e->ring));
+  e->batch = kcr__calloc(e->max_batch, sizeof(*e->batch));
+  if (!e->ring || !e->batch) {
+    rc = kcr_error_set(err, KCR_ENOMEM, "otlp: out of memory");
+    goto fail;
+  }
+  if (o->metrics && (rc = register_metrics(e, o->metrics, err)) != 0)
+    goto fail;
+  pthread_mutex_init(&e->mu, NULL);
+  if (kcr_clock_cond_init(&e->cond) != 0) {
+    pthread_mutex_destroy(&e->mu);
+    rc = kcr_error_set(err, KCR_ESYS, "otlp: cannot make a condition variable");
+    goto fail;
+  }
+  if (pthread_create(&e->thread, NULL, exporter_main, e) != 0) {
+    pthread_cond_destroy(&e->cond);
+    pthread_mutex_destroy(&e->mu);
+    rc = kcr_error_set(err, KCR_ESYS, "otlp: cannot start the exporter thread");
+    goto fail;
+  }
+  kcr_trace_set_sink(on_span, e);
+  *out = e;
+  return 0;
+
+fail:
+  kcr__free(e->ring);
+  kcr__free(e->batch);
+  kcr__free(e->url);
+  kcr__free(e);
+  return rc;
+}
+
+int kcr_otlp_exporter_flush(kcr_otlp_exporter_t *e, int64_t timeout_ns) {
+  kcr_clock_t *clk = kcr_clock_system();
+  int64_t deadline = kcr_clock_now(clk) + timeout_ns;
+  uint64_t gen;
+  int rc = 0;
+  pthread_mutex_lock(&e->mu);
+  gen = ++e->flush_asked;
+  pthread_cond_broadcast(&e->cond);
+  while (e->flush_done < gen && !e->stopping) {
+    if (kcr_clock_now(clk) >= deadline) {
+      rc = KCR_ETIMEDOUT;
+      break;
+    }
+    kcr_clock_timedwait(clk, &e->cond, &e->mu, deadline);
+  }
+  pthread_mutex_unlock(&e->mu);
+  return rc;
+}
+
+void kcr_otlp_exporter_get_stats(kcr_otlp_exporter_t *e, kcr_otlp_exporter_stats *out) {
+  memset(out, 0, sizeof(*out));
+  out->exported = atomic_load(&e->exported);
+  out->dropped_queue_full = atomic_load(&e->dropped_full);
+  out->dropped_failed = atomic_load(&e->dropped_failed);
+  out->requests = atomic_load(&e->requests);
+  pthread_mutex_lock(&e->mu);
+  out->queued = e->count;
+  pthread_mutex_unlock(&e->mu);
+}
+
+void kcr_otlp_exporter_destroy(kcr_otlp_exporter_t *e) {
+  if (!e)
+    return;
+  kcr_trace_set_sink(NULL, NULL); /* returns once no thread is inside on_span */
+  pthread_mutex_lock(&e->mu);
+  e->stopping = true;
+  pthread_cond_broadcast(&e->cond);
+  pthread_mutex_unlock(&e->mu);
+  pthread_join(e->thread, NULL);
+  pthread_cond_destroy(&e->cond);
+  pthread_mutex_destroy(&e->mu);
+  kcr__free(e->ring);
+  kcr__free(e->batch);
+  kcr__free(e->url);
+  kcr__free(e);
+}

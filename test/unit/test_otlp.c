@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_otlp.c: the OTLP/HTTP JSON encoder and exporter (kcr/otlp.h) against a
+ * scripted collector: what a batch looks like on the wire, batching, and
+ * dropping with a count when the collector is gone or slow, without the
+ * span's thread ever waiting.
+ */
+#include <jansson.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "httpserver.h"
+#include "kcr/clock.h"
+#include "kcr/loop.h"
+#include "kcr/metrics.h"
+#include "kcr/otlp.h"
+#include "kcr/trace.h"
+
+static void make_span(kcr_span_data *s, int i) {
+  memset(s, 0, sizeof(*s));
+  memset(s->ctx.trace_id, 0xab, 16);
+  memset(s->ctx.span_id, 0x10 + i, 8);
+  s->ctx.flags = 1;
+  memset(s->parent_span_id, 0xcd, 8);
+  snprintf(s->name, sizeof(s->name), "GET apps %d", i);
+  s->kind = KCR_SPAN_CLIENT;
+  s->start_unix_ns = INT64_C(1700000000000000000) + i;
+  s->end_unix_ns = INT64_C(1700000000000000100) + i;
+  s->status = KCR_SPAN_STATUS_ERROR;
+  snprintf(s->status_message, sizeof(s->status_message), "bad \"quote\" \xff\xfe");
+  s->nattrs = 2;
+  s->attrs[0].key = "http.request.method";
+  snprintf(s->attrs[0].s, sizeof(s->attrs[0].s), "GET");
+  s->attrs[1].key = "http.response.status_code";
+  s->attrs[1].type = KCR_SPAN_ATTR_INT;
+  s->attrs[1].i = 503;
+}
+
+static void test_otlp_encode_shape(void **state) {
+  kcr_span_data spans[2];
+  kcr_trace_options o;
+  kcr_buf_t b;
+  json_t *root, *span, *rattrs;
+  (void)state;
+  make_span(&spans[0], 0);
+  make_span(&spans[1], 1);
+  memset(spans[1].parent_span_id, 0, 8); /* a root */
+  spans[1].status = KCR_SPAN_STATUS_UNSET;
+  memset(&o, 0, sizeof(o));
+  snprintf(o.service_name, sizeof(o.service_name), "kcr-operator");
+  o.nresource = 1;
+  snprintf(o.resource_keys[0], sizeof(o.resource_keys[0]), "k8s.pod.name");
+  snprintf(o.resource_values[0], sizeof(o.resource_values[0]), "op-1");
+  kcr_buf_init(&b, 1 << 20);
+  assert_int_equal(kcr_otlp_encode(spans, 2, &o, &b), 0);
+  root = json_loads(kcr_buf_cstr(&b), 0, NULL);
+  assert_non_null(root);
+  rattrs = json_object_get(
+      json_object_get(json_array_get(json_object_get(root, "resourceSpans"), 0), "resource"),
+      "attributes");
+  assert_int_equal(json_array_size(rattrs), 2);
+  assert_string_equal(json_string_value(json_object_get(json_array_get(rattrs, 0), "key")),
+                      "service.name");
+  assert_string_equal(json_string_value(json_object_get(
+                          json_object_get(json_array_get(rattrs, 0), "value"), "stringValue")),
+                      "kcr-operator");
+  span = json_array_get(
+      json_object_get(
+          json_array_get(json_object_get(json_array_get(json_object_get(root, "resourceSpans"), 0),
+                                         "scopeSpans"),
+                         0),
+          "spans"),
+      0);
+  assert_non_null(span);
+  assert_string_equal(json_string_value(json_object_get(span, "traceId")),
+                      "abababababababababababababababab");
+  assert_string_equal(json_string_value(json_object_get(span, "spanId")), "1010101010101010");
+  assert_string_equal(json_string_value(json_object_get(span, "parentSpanId")), "cdcdcdcdcdcdcdcd");
+  assert_string_equal(json_string_value(json_object_get(span, "startTimeUnixNano")),
+                      "1700000000000000000");
+  assert_int_equal(json_integer_value(json_object_get(span, "kind")), 3);
+  assert_int_equal(json_integer_value(json_object_get(json_object_get(span, "status"), "code")), 2);
+  assert_string_equal(
+      json_string_value(json_object_get(json_object_get(span, "status"), "message")),
+      "bad \"quote\" ??");
+  assert_string_equal(
+      json_string_value(json_object_get(
+          json_object_get(json_array_get(json_object_get(span, "attributes"), 1), "value"),
+          "intValue")),
+      "503");
+  span = json_array_get(
+      json_object_get(
+          json_array_get(json_object_get(json_array_get(json_object_get(root, "resourceSpans"), 0),
+                                         "scopeSpans"),
+                         0),
+          "spans"),
+      1);
+  assert_null(json_object_get(span, "parentSpanId"));
+  assert_int_equal(json_object_size(json_object_get(span, "status")), 0);
+  json_decref(root);
+  kcr_buf_free(&b);
+}
+
+/* ---- a scripted collector ---- */
+
+typedef struct collector {
+  pthread_mutex_t mu;
+  int posts;
+  size_t spans;
+  char content_type[64];
+  char path[64];
+  int stall_ms; /* > 0: never answer */
+} collector_t;
+
+static void on_post(const kcr_test_http_request *req, kcr_test_http_response *resp, void *data) {
+  collector_t *c = data;
+  json_t *root = json_loadb(req->body, req->body_len, 0, NULL);
+  const char *ct = strstr(req->headers, "Content-Type: ");
+  size_t n = 0;
+  json_t *rs;
+  size_t i;
+  json_array_foreach(json_object_get(root, "resourceSpans"), i, rs) {
+    json_t *ss;
+    size_t k;
+    json_array_foreach(json_object_get(rs, "scopeSpans"), k, ss) n +=
+        json_array_size(json_object_get(ss, "spans"));
+  }
+  json_decref(root);
+  pthread_mutex_lock(&c->mu);
+  c->posts++;
+  c->spans += n;
+  snprintf(c->path, sizeof(c->path), "%.63s", req->path);
+  if (ct)
+    sscanf(ct + strlen("Content-Type: "), "%63[^\r\n]", c->content_type);
+  pthread_mutex_unlock(&c->mu);
+  if (c->stall_ms) {
+    resp->action = KCR_TEST_HTTP_STALL;
+    resp->stall_ms = c->stall_ms;
+    return;
+  }
+  resp->status = 200;
+  resp->body = "{}";
+}
+
+static void trace_on(const char *endpoint) {
+  kcr_trace_options o;
+  memset(&o, 0, sizeof(o));
+  o.enabled = true;
+  o.sampler = KCR_SAMPLER_ALWAYS_ON;
+  snprintf(o.endpoint, sizeof(o.endpoint), "%s", endpoint);
+  kcr_trace_configure(&o);
+}
+
+static void spans(int n) {
+  for (int i = 0; i < n; i++) {
+    kcr_span_t *s = kcr_span_start("work", KCR_SPAN_INTERNAL, NULL);
+    kcr_span_set_int(s, "i", i);
+    kcr_span_end(s);
+  }
+}
+
+static double metric(kcr_metrics_registry_t *r, const char *name, const char *label) {
+  kcr_metric_t *m = kcr_metrics_find(r, name);
+  assert_non_null(m);
+  return kcr_metric_value(label ? kcr_metric_withv(m, label, NULL) : kcr_metric_withv(m, NULL));
+}
+
+static void test_otlp_exporter_batches_to_collector(void **state) {
+  collector_t col = {PTHREAD_MUTEX_INITIALIZER, 0, 0, "", "", 0};
+  kcr_test_http_t *srv;
+  kcr_loop_t *loop;
+  kcr_metrics_registry_t *reg;
+  kcr_otlp_exporter_t *e;
+  kcr_otlp_exporter_options eo;
+  kcr_otlp_exporter_stats st;
+  char url[64];
+  (void)state;
+  assert_int_equal(kcr_test_http_start(on_post, &col, &srv), 0);
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d/", kcr_test_http_port(srv));
+  trace_on(url);
+  assert_int_equal(kcr_loop_create(&loop, NULL), 0);
+  assert_int_equal(kcr_loop_start(loop, NULL), 0);
+  assert_int_equal(kcr_metrics_registry_create(&reg, NULL), 0);
+  memset(&eo, 0, sizeof(eo));
+  eo.loop = loop;
+  eo.max_batch = 10;
+  eo.interval_ns = 60 * KCR_NSEC_PER_SEC; /* only full batches and flushes send */
+  eo.metrics = reg;
+  assert_int_equal(kcr_otlp_exporter_create(&eo, &e, NULL), 0);
+  spans(25);
+  assert_int_equal(kcr_otlp_exporter_flush(e, 10 * KCR_NSEC_PER_SEC), 0);
+  kcr_otlp_exporter_get_stats(e, &st);
+  assert_int_equal(st.exported, 25);
+  assert_int_equal(st.dropped_queue_full + st.dropped_failed, 0);
+  assert_int_equal(col.spans, 25);
+  assert_true(col.posts >= 3); /* batches of at most 10 */
+  assert_string_equal(col.path, "/v1/traces");
+  assert_string_equal(col.content_type, "application/json");
+  assert_true(metric(reg, "kcr_trace_spans_exported_total", NULL) == 25.0);
+  /* destroy sends what is left */
+  spans(3);
+  kcr_otlp_exporter_destroy(e);
+  assert_int_equal(col.spans, 28);
+  kcr_trace_configure(NULL);
+  kcr_loop_stop(loop);
+  kcr_loop_destroy(loop);
+  kcr_metrics_registry_destroy(reg);
+  kcr_test_http_stop(srv);
+}
+
+static int64_t now_ns(void) {
+  return kcr_clock_now(kcr_clock_system());
+}
+
+static void test_otlp_exporter_drops_when_collector_gone(void **state) {
+  kcr_test_http_t *srv;
+  kcr_loop_t *loop;
+  kcr_metrics_registry_t *reg;
+  kcr_otlp_exporter_t *e;
+  kcr_otlp_exporter_options eo;
+  kcr_otlp_exporter_stats st;
+  collector_t col = {PTHREAD_MUTEX_INITIALIZER, 0, 0, "", "", 0};
+  char url[64];
+  int64_t t0, dt;
+  (void)state;
+  /* a port that was just free: nothing listens there */
+  assert_int_equal(kcr_test_http_start(on_post, &col, &srv), 0);
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d", kcr_test_http_port(srv));
+  kcr_test_http_stop(srv);
+  trace_on(url);
+  assert_int_equal(kcr_loop_create(&loop, NULL), 0);
+  assert_int_equal(kcr_loop_start(loop, NULL), 0);
+  assert_int_equal(kcr_metrics_registry_create(&reg, NULL), 0);
+  memset(&eo, 0, sizeof(eo));
+  eo.loop = loop;
+  eo.max_queue = 8;
+  eo.max_batch = 4;
+  eo.interval_ns = 60 * KCR_NSEC_PER_SEC;
+  eo.timeout_ns = 2 * KCR_NSEC_PER_SEC;
+  eo.metrics = reg;
+  assert_int_equal(kcr_otlp_exporter_create(&eo, &e, NULL), 0);
+  t0 = now_ns();
+  spans(100);
+  dt = now_ns() - t0;
+  assert_true(dt < KCR_NSEC_PER_SEC); /* the spans' thread never waited */
+  assert_int_equal(kcr_otlp_exporter_flush(e, 10 * KCR_NSEC_PER_SEC), 0);
+  kcr_otlp_exporter_get_stats(e, &st);
+  assert_int_equal(st.exported, 0);
+  assert_true(st.dropped_failed > 0);
+  assert_true(st.dropped_queue_full > 0);
+  assert_int_equal(st.dropped_failed + st.dropped_queue_full, 100);
+  assert_true(metric(reg, "kcr_trace_spans_dropped_total", "export_failed") ==
+              (double)st.dropped_failed);
+  assert_true(metric(reg, "kcr_trace_spans_dropped_total", "queue_full") ==
+              (double)st.dropped_queue_full);
+  kcr_otlp_exporter_destroy(e);
+  kcr_trace_configure(NULL);
+  kcr_loop_stop(loop);
+  kcr_loop_destroy(loop);
+  kcr_metrics_registry_destroy(reg);
+}
+
+static void test_otlp_exporter_slow_collector_does_not_block(void **state) {
+  collector_t col = {PTHREAD_MUTEX_INITIALIZER, 0, 0, "", "", 3000};
+  kcr_test_http_t *srv;
+  kcr_loop_t *loop;
+  kcr_otlp_exporter_t *e;
+  kcr_otlp_exporter_options eo;
+  kcr_otlp_exporter_stats st;
+  char url[64];
+  int64_t t0, dt;
+  (void)state;
+  assert_int_equal(kcr_test_http_start(on_post, &col, &srv), 0);
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d", kcr_test_http_port(srv));
+  trace_on(url);
+  assert_int_equal(kcr_loop_create(&loop, NULL), 0);
+  assert_int_equal(kcr_loop_start(loop, NULL), 0);
+  memset(&eo, 0, sizeof(eo));
+  eo.loop = loop;
+  eo.max_queue = 16;
+  eo.max_batch = 4;
+  eo.interval_ns = 60 * KCR_NSEC_PER_SEC;
+  eo.timeout_ns = KCR_NSEC_PER_SEC; /* the stalled request times out after 1 s */
+  assert_int_equal(kcr_otlp_exporter_create(&eo, &e, NULL), 0);
+  t0 = now_ns();
+  for (int round = 0; round < 20; round++) {
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    spans(10);
+    nanosleep(&ts, NULL);
+  }
+  dt = now_ns() - t0;
+  assert_true(dt < 2 * KCR_NSEC_PER_SEC); /* 20 x 20 ms of sleep, no waiting on the exporter */
+  kcr_otlp_exporter_get_stats(e, &st);
+  assert_true(st.dropped_queue_full > 0);
+  assert_true(st.queued <= 16);
+  kcr_otlp_exporter_destroy(e);
+  kcr_trace_configure(NULL);
+  kcr_loop_stop(loop);
+  kcr_loop_destroy(loop);
+  kcr_test_http_stop(srv);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_otlp_encode_shape),
+      cmocka_unit_test(test_otlp_exporter_batches_to_collector),
+      cmocka_unit_test(test_otlp_exporter_drops_when_collector_gone),
+      cmocka_unit_test(test_otlp_exporter_slow_collector_does_not_block),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
