@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "controller/controller_internal.h"
+#include "controller/trace_parent_internal.h"
 #include "kcr/apierror.h"
 #include "kcr/controller.h"
 #include "kcr/meta.h"
@@ -104,6 +105,8 @@ struct kcr_controller {
   bool primary_namespaced;
 
   atomic_bool stopping; /* workers drop keys once set */
+
+  kcr__trace_parents_t *trace_parents; /* For() objects' traceparents (kcr/trace.h) */
 
   kcr__controller_gate_fn gate; /* set before start, then read-only; NULL: open */
   void *gate_data;
@@ -321,6 +324,8 @@ int kcr_controller_create(const kcr_controller_options *o, kcr_controller_t **ou
   rc = c->name ? kcr_workqueue_create(&qo, &c->q, err) : (kcr_ratelimiter_destroy(rl), KCR_ENOMEM);
   if (rc == 0)
     rc = kcr_cancel_create(&c->cancel, NULL);
+  if (rc == 0 && !(c->trace_parents = kcr__trace_parents_create()))
+    rc = KCR_ENOMEM;
   if (rc == 0 && o->metrics)
     rc = register_metrics(c, o->metrics, err);
   if (rc) {
@@ -508,6 +513,11 @@ static void enqueue_for(watch_t *w, const json_t *obj) {
     return;
   switch (w->kind) {
   case W_FOR:
+    if (kcr_trace_enabled()) {
+      char key[KCR_META_KEY_MAX];
+      if (kcr_meta_key(obj, key, sizeof(key)) == 0)
+        kcr__trace_parents_note(c->trace_parents, key, obj);
+    }
     enqueue(c, kcr_meta_namespace(obj), kcr_meta_name(obj));
     break;
   case W_OWNS:
@@ -631,6 +641,7 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
   size_t nslen;
   const char *name;
   int64_t t0, dt;
+  kcr_span_t *span;
   int rc;
   if (kcr_meta_split_key(key, &nslen, &name) != 0 || nslen >= sizeof(ns)) {
     ctl_log(c, KCR_LOG_ERROR, "bad key %s, dropped", key);
@@ -644,6 +655,8 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
   req.name = name;
   memset(&res, 0, sizeof(res));
 
+  span = kcr__reconcile_span_start(c->trace_parents, key, c->name, c->primary_group,
+                                   c->primary_kind, ns, name, ctx.id);
   active(c, 1);
   t0 = kcr_clock_now(c->clock);
   if (c->reconcile_timeout > 0)
@@ -685,6 +698,8 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
     if (kcr_log_enabled(KCR_LOG_V(5)))
       ctx_log(&ctx, KCR_LOG_V(5), "Reconcile successful", NULL); /* as controller-runtime's V(5) */
   }
+  kcr__reconcile_span_end(span, rc, ctx.terminal, res.requeue, res.requeue_after_ns,
+                          ctx.err.message);
 }
 
 int kcr__controller_process_next(kcr_controller_t *c) {
@@ -889,6 +904,7 @@ void kcr_controller_destroy(kcr_controller_t *c) {
   kcr__free(c->filters);
   kcr_workqueue_destroy(c->q);
   kcr_cancel_destroy(c->cancel);
+  kcr__trace_parents_destroy(c->trace_parents);
   kcr__free(c->primary_group);
   kcr__free(c->primary_kind);
   kcr__free(c->name);
