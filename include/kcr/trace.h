@@ -177,7 +177,10 @@ typedef enum kcr_span_status {
 #define KCR_SPAN_VALUE_MAX 160
 #define KCR_SPAN_MESSAGE_MAX 256
 
-typedef enum kcr_span_attr_type { KCR_SPAN_ATTR_STRING = 0, KCR_SPAN_ATTR_INT = 1 } kcr_span_attr_type;
+typedef enum kcr_span_attr_type {
+  KCR_SPAN_ATTR_STRING = 0,
+  KCR_SPAN_ATTR_INT = 1
+} kcr_span_attr_type;
 
 /* kcr_span_attr: one attribute; key is a static string (borrowed for ever). */
 typedef struct kcr_span_attr {

@@ -38,8 +38,8 @@ static atomic_bool g_enabled;
 static kcr_trace_options g_opts; /* written by kcr_trace_configure only */
 
 static pthread_rwlock_t g_sink_lock = PTHREAD_RWLOCK_INITIALIZER;
-static kcr_trace_sink_cb g_sink;  /* protected by g_sink_lock */
-static void *g_sink_data;         /* protected by g_sink_lock */
+static kcr_trace_sink_cb g_sink; /* protected by g_sink_lock */
+static void *g_sink_data;        /* protected by g_sink_lock */
 
 static _Thread_local kcr_span_t *t_current;
 static _Thread_local bool t_suppressed;
