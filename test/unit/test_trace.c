@@ -16,10 +16,13 @@
 
 #include <cmocka.h>
 
+#include "controller/controller_internal.h"
 #include "httpserver.h"
 #include "kcr/client.h"
 #include "kcr/config.h"
+#include "kcr/controller.h"
 #include "kcr/log.h"
+#include "kcr/rand.h"
 #include "kcr/trace.h"
 #include "testutil.h"
 
@@ -382,6 +385,91 @@ static void test_trace_client_request_span_and_header(void **state) {
   rmdir(dir);
 }
 
+/* ---- the controller: one span per reconcile ---- */
+
+typedef struct ctl_fake {
+  int rc;
+  kcr_span_context inner_parent; /* the current span the reconciler saw */
+  char id[KCR_UUID_BUFSIZE];
+} ctl_fake_t;
+
+static int reconcile_traced(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
+                            kcr_result *res, void *data) {
+  ctl_fake_t *f = data;
+  kcr_span_t *inner;
+  (void)req, (void)res;
+  snprintf(f->id, sizeof(f->id), "%s", kcr_reconcile_id(ctx));
+  kcr_trace_current(&f->inner_parent);
+  inner = kcr_span_start("inner", KCR_SPAN_INTERNAL, NULL); /* a cache read, a request... */
+  kcr_span_end(inner);
+  if (f->rc)
+    kcr_error_set(kcr_reconcile_err(ctx), f->rc, "it broke");
+  return f->rc;
+}
+
+static void test_trace_reconcile_span_continues_annotation(void **state) {
+  ctl_fake_t f;
+  kcr_controller_options o;
+  kcr_controller_t *c;
+  kcr_event_handler h;
+  const kcr_gvk app = {"kcr.dev", "v1", "App"};
+  kcr_span_context remote;
+  json_t *annotated =
+      json_loads("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\","
+                 "\"annotations\":{\"" KCR_TRACEPARENT_ANNOTATION "\":\"" TP "\"}}}",
+                 0, NULL);
+  json_t *plain = json_loads("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\"}}", 0, NULL);
+  (void)state;
+  assert_non_null(annotated);
+  memset(&f, 0, sizeof(f));
+  memset(&o, 0, sizeof(o));
+  o.name = "apps";
+  o.reconcile = reconcile_traced;
+  o.data = &f;
+  assert_int_equal(kcr_controller_create(&o, &c, NULL), 0);
+  assert_int_equal(kcr_controller_for(c, &app, NULL, NULL), 0);
+  assert_true(kcr__controller_handler(c, 0, &h));
+  trace_on(KCR_SAMPLER_PARENTBASED_ALWAYS_ON, 0);
+  assert_int_equal(kcr_traceparent_parse(TP, strlen(TP), &remote), 0);
+
+  h.on_add(annotated, false, h.data);
+  assert_int_equal(kcr__controller_process_next(c), 0);
+  assert_int_equal(nkept, 2);
+  assert_string_equal(kept[1].name, "Reconcile apps");
+  assert_memory_equal(kept[1].ctx.trace_id, remote.trace_id, 16);
+  assert_memory_equal(kept[1].parent_span_id, remote.span_id, 8);
+  assert_string_equal(attr(&kept[1], "k8s.namespace.name")->s, "ns");
+  assert_string_equal(attr(&kept[1], "k8s.object.name")->s, "a");
+  assert_string_equal(attr(&kept[1], "kcr.controller")->s, "apps");
+  assert_string_equal(attr(&kept[1], "kcr.controller.kind")->s, "App");
+  assert_string_equal(attr(&kept[1], "kcr.reconcile_id")->s, f.id);
+  assert_string_equal(attr(&kept[1], "kcr.reconcile.result")->s, "success");
+  assert_int_equal(kept[1].status, KCR_SPAN_STATUS_UNSET);
+  /* the reconciler's own spans are children of the reconcile span */
+  assert_memory_equal(f.inner_parent.span_id, kept[1].ctx.span_id, 8);
+  assert_memory_equal(kept[0].parent_span_id, kept[1].ctx.span_id, 8);
+  assert_false(kcr_trace_current(NULL));
+
+  /* without the annotation (the latest event wins): a new root trace; an
+   * error is the span's status */
+  h.on_add(annotated, false, h.data);
+  h.on_update(annotated, plain, h.data);
+  f.rc = KCR_EAPI;
+  assert_int_equal(kcr__controller_process_next(c), 0);
+  assert_int_equal(nkept, 4);
+  {
+    static const uint8_t zero[8];
+    assert_memory_equal(kept[3].parent_span_id, zero, 8);
+  }
+  assert_true(memcmp(kept[3].ctx.trace_id, remote.trace_id, 16) != 0);
+  assert_string_equal(attr(&kept[3], "kcr.reconcile.result")->s, "error");
+  assert_int_equal(kept[3].status, KCR_SPAN_STATUS_ERROR);
+  assert_non_null(strstr(kept[3].status_message, "it broke"));
+  kcr_controller_destroy(c);
+  json_decref(annotated);
+  json_decref(plain);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_trace_traceparent_round_trip, teardown),
@@ -393,6 +481,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_trace_options_from_env, teardown),
       cmocka_unit_test_teardown(test_trace_log_lines_carry_ids, teardown),
       cmocka_unit_test_teardown(test_trace_client_request_span_and_header, teardown),
+      cmocka_unit_test_teardown(test_trace_reconcile_span_continues_annotation, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
