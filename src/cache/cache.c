@@ -46,6 +46,7 @@
 #include "kcr/clock.h"
 #include "kcr/log.h"
 #include "kcr/meta.h"
+#include "kcr/trace.h"
 #include "util/alloc.h"
 #include "util/hmap.h"
 
@@ -828,8 +829,8 @@ static int not_found(entry_t *e, const char *name, kcr_error_t *err) {
   return KCR_EAPI;
 }
 
-int kcr_cache_get(kcr_cache_t *c, const kcr_gvk *gvk, const char *ns, const char *name,
-                  json_t **out, kcr_error_t *err) {
+static int cache_get(kcr_cache_t *c, const kcr_gvk *gvk, const char *ns, const char *name,
+                     json_t **out, kcr_error_t *err) {
   char skey[KCR_META_KEY_MAX];
   entry_t *e;
   json_t *obj;
@@ -1045,8 +1046,8 @@ done:
   return rc;
 }
 
-int kcr_cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_list_options *o, json_t **out,
-                   kcr_error_t *err) {
+static int cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_list_options *o, json_t **out,
+                      kcr_error_t *err) {
   kcr_list_options none;
   kcr_selector_t *sel = NULL;
   json_t *all = NULL, *dst = NULL, *obj;
@@ -1127,4 +1128,51 @@ done:
     return rc;
   }
   return make_list(e, gvk, dst, &f, o, out, err); /* steals dst */
+}
+
+/* ---- traced reads (kcr/trace.h): one INTERNAL span per read, so a
+ * reconcile's trace shows its cache reads beside its API requests ---- */
+
+static kcr_span_t *read_span(const char *verb, const kcr_gvk *gvk, const char *ns,
+                             const char *name) {
+  char sname[KCR_SPAN_NAME_MAX];
+  kcr_span_t *s;
+  if (!kcr_trace_enabled())
+    return NULL;
+  snprintf(sname, sizeof(sname), "cache %s %s", verb, gvk && gvk->kind ? gvk->kind : "");
+  s = kcr_span_start(sname, KCR_SPAN_INTERNAL, NULL);
+  if (gvk && gvk->kind)
+    kcr_span_set_str(s, "k8s.kind", gvk->kind);
+  if (ns && *ns)
+    kcr_span_set_str(s, "k8s.namespace.name", ns);
+  if (name)
+    kcr_span_set_str(s, "k8s.object.name", name);
+  return s;
+}
+
+static void read_span_end(kcr_span_t *s, int rc, const kcr_error_t *err) {
+  if (s && rc != 0) {
+    kcr_span_set_str(s, "kcr.error", kcr_err_name(rc));
+    if (!(err && err->http_status == 404)) /* NotFound is an answer, not a failure */
+      kcr_span_set_status(s, KCR_SPAN_STATUS_ERROR, err && err->message[0] ? err->message : "");
+  }
+  kcr_span_end(s);
+}
+
+int kcr_cache_get(kcr_cache_t *c, const kcr_gvk *gvk, const char *ns, const char *name,
+                  json_t **out, kcr_error_t *err) {
+  kcr_span_t *s = read_span("get", gvk, ns, name);
+  int rc = cache_get(c, gvk, ns, name, out, err);
+  read_span_end(s, rc, err);
+  return rc;
+}
+
+int kcr_cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_list_options *o, json_t **out,
+                   kcr_error_t *err) {
+  kcr_span_t *s = read_span("list", gvk, o ? o->ns : NULL, NULL);
+  int rc = cache_list(c, gvk, o, out, err);
+  if (s && rc == 0 && *out)
+    kcr_span_set_int(s, "kcr.items", (int64_t)json_array_size(json_object_get(*out, "items")));
+  read_span_end(s, rc, err);
+  return rc;
 }
