@@ -99,6 +99,10 @@ static const flag_def flag_defs[] = {
     {"log-format", K_FORMAT, F(log_format), "json", "Alias of --zap-encoder."},
     {"version", K_BOOL, F(show_version), "false", "Print the version and exit."},
     {"help", K_BOOL, F(show_help), "false", "Print this help and exit."},
+    {"tracing", K_BOOL, F(tracing), "false",
+     "Export OpenTelemetry traces over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT (default "
+     "http://localhost:4318); also on when that variable is set. The other OTEL_* variables "
+     "apply (docs/observability.md)."},
 };
 
 #undef F

@@ -77,6 +77,8 @@
  *                              iso8601, rfc3339 or rfc3339nano; not given: RFC
  *                              3339 with microseconds.
  *   show_version, show_help    --version, --help / -h.
+ *   tracing                    --tracing: export OpenTelemetry traces (the
+ *                              OTEL_* variables configure them, kcr/trace.h).
  */
 typedef struct kop_flags {
   const char *kubeconfig;
@@ -104,6 +106,7 @@ typedef struct kop_flags {
   kcr_log_time_encoding time_encoding;
   bool show_version;
   bool show_help;
+  bool tracing;
 } kop_flags;
 
 /*

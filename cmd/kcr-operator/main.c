@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "app/app_desired.h"
@@ -35,6 +36,7 @@
 #include "kcr/events.h"
 #include "kcr/log.h"
 #include "kcr/manager.h"
+#include "kcr/trace.h"
 
 #ifndef KCR_OPERATOR_VERSION
 #define KCR_OPERATOR_VERSION KCR_VERSION_STRING
@@ -82,6 +84,28 @@ static int scope_children(kcr_manager_t *m, const kcr_gvk *kinds, size_t n, kcr_
   for (size_t i = 0; i < n && rc == 0; i++)
     rc = kcr_cache_set_by_object(kcr_manager_cache(m), &kinds[i], &bo, err);
   return rc;
+}
+
+/* setup_tracing turns tracing on with --tracing or an OTEL_* endpoint (kcr/trace.h);
+ * the manager then exports to the collector. */
+static void setup_tracing(const kop_flags *flags) {
+  kcr_trace_options o;
+  memset(&o, 0, sizeof(o));
+  if (kcr_trace_options_from_env(&o) != 0)
+    kcr_log(KCR_LOG_WARN, "setup",
+            "tracing: an OTEL_TRACES_SAMPLER* value is not understood; "
+            "using parentbased_always_on");
+  if (flags->tracing) {
+    const char *off = getenv("OTEL_SDK_DISABLED");
+    o.enabled = !(off && strcasecmp(off, "true") == 0);
+  }
+  if (!o.service_name[0])
+    snprintf(o.service_name, sizeof(o.service_name), "%s", "kcr-operator");
+  kcr_trace_configure(&o);
+  if (o.enabled)
+    kcr_log(KCR_LOG_INFO, "setup", "tracing: exporting to %s",
+            o.traces_endpoint[0] ? o.traces_endpoint
+                                 : (o.endpoint[0] ? o.endpoint : "http://localhost:4318"));
 }
 
 /* run builds the manager and the App controller and runs them. Returns the exit code. */
@@ -211,6 +235,7 @@ int main(int argc, char **argv) {
     kcr_log(KCR_LOG_WARN, "setup",
             "--enable-http2: HTTP/2 is not served; the metrics and webhook servers offer "
             "http/1.1 only (ALPN), which every Kubernetes client speaks");
+  setup_tracing(&flags);
 
   memset(&copts, 0, sizeof copts);
   copts.kubeconfig = flags.kubeconfig;

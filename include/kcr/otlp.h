@@ -79,9 +79,10 @@ KCR_EXTERN int kcr_otlp_exporter_create(const kcr_otlp_exporter_options *opts,
                                         kcr_otlp_exporter_t **out, kcr_error_t *err);
 
 /*
- * kcr_otlp_exporter_flush asks the thread to send what is queued now and
- * waits until it has been sent or dropped, at most timeout_ns. Returns 0 or
- * KCR_ETIMEDOUT. Any thread but the loop's.
+ * kcr_otlp_exporter_flush asks the thread for a pass over what is queued now
+ * and waits for its end, at most timeout_ns. A pass sends batch after batch
+ * and stops at the first that fails (its spans dropped, the rest left for
+ * the next pass). Returns 0 or KCR_ETIMEDOUT. Any thread but the loop's.
  */
 KCR_EXTERN int kcr_otlp_exporter_flush(kcr_otlp_exporter_t *e, int64_t timeout_ns);
 
@@ -98,8 +99,9 @@ typedef struct kcr_otlp_exporter_stats {
 KCR_EXTERN void kcr_otlp_exporter_get_stats(kcr_otlp_exporter_t *e, kcr_otlp_exporter_stats *out);
 
 /*
- * kcr_otlp_exporter_destroy stops being the sink, sends what is queued (one
- * try, bounded by the request timeout), stops the thread and frees e. NULL:
+ * kcr_otlp_exporter_destroy stops being the sink, makes a last pass over
+ * what is queued (what a failed batch leaves is dropped, so a collector that
+ * is gone costs one request timeout at most), stops the thread and frees e. NULL:
  * no-op. Call before stopping the loop. Any thread but the loop's.
  */
 KCR_EXTERN void kcr_otlp_exporter_destroy(kcr_otlp_exporter_t *e);

@@ -291,8 +291,9 @@ static bool send_batch(kcr_otlp_exporter_t *e, const char *body, size_t len) {
   return ok;
 }
 
-/* export_some sends up to max_batch queued spans; returns how many it took. */
-static size_t export_some(kcr_otlp_exporter_t *e) {
+/* export_some sends up to max_batch queued spans; returns how many it took
+ * and sets *ok to whether they were delivered. */
+static size_t export_some(kcr_otlp_exporter_t *e, bool *delivered) {
   kcr_buf_t body;
   size_t n;
   bool ok = false;
@@ -303,6 +304,7 @@ static size_t export_some(kcr_otlp_exporter_t *e) {
   e->head = (e->head + n) % e->max_queue;
   e->count -= n;
   pthread_mutex_unlock(&e->mu);
+  *delivered = true;
   if (!n)
     return 0;
   kcr_buf_init(&body, MAX_BODY);
@@ -316,7 +318,21 @@ static size_t export_some(kcr_otlp_exporter_t *e) {
     atomic_fetch_add(&e->dropped_failed, n);
     kcr_metric_add(e->m_dropped_failed, (double)n);
   }
+  *delivered = ok;
   return n;
+}
+
+/* drop_rest counts what is still queued as undeliverable and empties the ring. */
+static void drop_rest(kcr_otlp_exporter_t *e) {
+  size_t n;
+  pthread_mutex_lock(&e->mu);
+  n = e->count;
+  e->count = 0;
+  pthread_mutex_unlock(&e->mu);
+  if (n) {
+    atomic_fetch_add(&e->dropped_failed, n);
+    kcr_metric_add(e->m_dropped_failed, (double)n);
+  }
 }
 
 static void *exporter_main(void *arg) {
@@ -327,7 +343,7 @@ static void *exporter_main(void *arg) {
   for (;;) {
     int64_t deadline = kcr_clock_now(clk) + e->interval_ns;
     uint64_t gen;
-    bool stop;
+    bool stop, ok = true;
     while (!e->stopping && e->count < e->max_batch && e->flush_asked == e->flush_done &&
            kcr_clock_now(clk) < deadline)
       kcr_clock_timedwait(clk, &e->cond, &e->mu, deadline);
@@ -336,11 +352,15 @@ static void *exporter_main(void *arg) {
     pthread_mutex_unlock(&e->mu);
     /* A flush or the final pass sends everything queued now; a timer pass
      * or a full batch sends what is there, batch by batch. */
-    while (export_some(e) == e->max_batch && !stop)
+    while (export_some(e, &ok) == e->max_batch && ok && !stop)
       ;
+    /* The final pass gives up at the first failure: a collector that is gone
+     * delays a shutdown by one request timeout at most. */
     if (stop)
-      while (export_some(e) > 0)
+      while (ok && export_some(e, &ok) > 0)
         ;
+    if (stop)
+      drop_rest(e);
     pthread_mutex_lock(&e->mu);
     e->flush_done = gen;
     pthread_cond_broadcast(&e->cond);

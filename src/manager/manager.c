@@ -40,6 +40,8 @@
 #include "kcr/log.h"
 #include "kcr/manager.h"
 #include "kcr/meta.h"
+#include "kcr/otlp.h"
+#include "kcr/trace.h"
 #include "manager/manager_internal.h"
 #include "util/alloc.h"
 
@@ -70,6 +72,7 @@ struct kcr_manager {
   bool has_le;
   kcr_metrics_registry_t *metrics; /* owned; handed down to the client, the controllers
                                       and the elector, which register their series */
+  kcr_otlp_exporter_t *exporter;   /* owned; NULL unless tracing is on (kcr/trace.h) */
   void *serving;                   /* owned: freed with serving_free */
   kcr__manager_free_fn serving_free;
 
@@ -298,6 +301,22 @@ static int src_is_namespaced(void *data, const kcr_gvk *gvk, bool *out, kcr_erro
 
 /* ---- create, set-up ---- */
 
+/* start_exporter: with tracing on, spans go to the collector through the
+ * manager's own loop, counted on its registry. A collector that cannot be
+ * set up never stops the manager: tracing is best effort. */
+static void start_exporter(kcr_manager_t *m) {
+  kcr_otlp_exporter_options eo;
+  kcr_error_t e;
+  if (!kcr_trace_enabled())
+    return;
+  memset(&eo, 0, sizeof(eo));
+  eo.loop = kcr_client_loop(m->client);
+  eo.metrics = m->metrics;
+  kcr_error_clear(&e);
+  if (kcr_otlp_exporter_create(&eo, &m->exporter, &e) != 0)
+    kcr_log(KCR_LOG_WARN, "manager", "tracing: no exporter, spans are dropped: %s", e.message);
+}
+
 int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_error_t *err) {
   kcr_manager_t *m;
   kcr_client_options co;
@@ -361,6 +380,7 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
   }
   m->objclient.ops = &manager_ops;
   m->objclient.data = m;
+  start_exporter(m);
   *out = m;
   return 0;
 }
@@ -733,6 +753,8 @@ void kcr_manager_destroy(kcr_manager_t *m) {
   if (m->serving_free)
     m->serving_free(m->serving);
   kcr_cache_destroy(m->cache);
+  kcr_otlp_exporter_destroy(m->exporter); /* sends what the controllers left, on the
+                                             client's loop, which must still run */
   kcr_rest_mapper_destroy(m->mapper);
   kcr_client_destroy(m->client);
   kcr_metrics_registry_destroy(m->metrics);
