@@ -42,6 +42,10 @@
 #   KCR_KWOK              1: as --kwok
 #   KCR_KWOK_NODES        fake nodes with --kwok (default 2), each 32 CPUs,
 #                         256 GiB and 110 Pods
+#   KCR_TRACING_ENDPOINT  host:port of an OTLP/gRPC collector: kube-apiserver
+#                         (--tracing-config-file) and etcd (distributed
+#                         tracing) send it every span (sampling 1 in 1);
+#                         unset: no tracing (see scripts/build-otelcol.sh)
 #
 # Layout of DIR:
 #   kubeconfig            admin kubeconfig (group system:masters)
@@ -353,8 +357,26 @@ probe_apiserver_ready() {
 
 probe_kcm() { curl -fsSk -o /dev/null --max-time 2 "https://127.0.0.1:$kcm_port/healthz" 2>/dev/null; }
 
+# tracing_flags COMPONENT: the flags that make COMPONENT trace to
+# $KCR_TRACING_ENDPOINT, into the array tflags (empty when it is unset).
+tracing_flags() {
+    tflags=()
+    [[ -n "${KCR_TRACING_ENDPOINT:-}" ]] || return 0
+    case "$1" in
+        etcd) tflags=(--enable-distributed-tracing
+            --distributed-tracing-address="$KCR_TRACING_ENDPOINT"
+            --distributed-tracing-sampling-rate=1000000) ;;
+        kube-apiserver)
+            printf '%s\n' 'apiVersion: apiserver.config.k8s.io/v1' 'kind: TracingConfiguration' \
+                "endpoint: $KCR_TRACING_ENDPOINT" 'samplingRatePerMillion: 1000000' \
+                > "$dir/tracing-config.yaml"
+            tflags=(--tracing-config-file="$dir/tracing-config.yaml") ;;
+    esac
+}
+
 start_etcd() {
-    local ports
+    local ports tflags
+    tracing_flags etcd
     pick_ports 2
     etcd_client_port=${ports[0]}
     etcd_peer_port=${ports[1]}
@@ -369,7 +391,8 @@ start_etcd() {
         --initial-cluster="kcr=http://127.0.0.1:$etcd_peer_port" \
         --initial-cluster-state=new \
         --unsafe-no-fsync \
-        --log-level=warn
+        --log-level=warn \
+        "${tflags[@]}"
     wait_ready etcd probe_http "http://127.0.0.1:$etcd_client_port/health"
 }
 
@@ -389,7 +412,8 @@ EOF
 }
 
 start_apiserver() {
-    local ports
+    local ports tflags
+    tracing_flags kube-apiserver
     pick_ports 1
     apiserver_port=${ports[0]}
     local extra=()
@@ -418,7 +442,7 @@ start_apiserver() {
         --audit-log-format=json \
         --audit-log-maxsize=100 \
         --audit-log-maxbackup=1 \
-        "${extra[@]}")
+        "${tflags[@]}" "${extra[@]}")
     # Kept so that restart-apiserver runs exactly this command line again.
     printf '%s\0' "${argv[@]}" > "$run/kube-apiserver.args"
     launch kube-apiserver "${argv[@]}"

@@ -52,10 +52,11 @@ typedef struct kcr_otlp_exporter kcr_otlp_exporter_t;
  *   url         where to POST; NULL: the traces endpoint of the options in
  *               force (kcr_trace_get_options): traces_endpoint as is, else
  *               endpoint + "/v1/traces".
- *   max_queue   spans held at most (0: 2048, OTEL_BSP_MAX_QUEUE_SIZE's default).
- *   max_batch   spans per request at most (0: 512).
- *   interval_ns how often a partial batch is sent (0: 5 s).
- *   timeout_ns  one request's limit (0: 10 s).
+ *   max_queue   spans held at most (0: the trace options' (OTEL_BSP_*), else
+ *               2048, OTEL_BSP_MAX_QUEUE_SIZE's default).
+ *   max_batch   spans per request at most (0: likewise, else 512).
+ *   interval_ns how often a partial batch is sent (0: likewise, else 5 s).
+ *   timeout_ns  one request's limit (0: likewise, else 10 s).
  *   metrics     registers kcr_trace_spans_exported_total and
  *               kcr_trace_spans_dropped_total{reason="queue_full"|"export_failed"}
  *               (NULL: none).

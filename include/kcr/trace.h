@@ -116,6 +116,11 @@ typedef enum kcr_trace_sampler {
  *                   set, which is used as is. Empty: http://localhost:4318.
  *   service_name    resource attribute service.name (default "kcr").
  *   resource_keys/values, nresource: more resource attributes.
+ *   export_interval_ns, export_timeout_ns, max_queue, max_batch: the batch
+ *                   exporter's settings (OTEL_BSP_SCHEDULE_DELAY,
+ *                   OTEL_BSP_EXPORT_TIMEOUT, in milliseconds,
+ *                   OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE);
+ *                   0: kcr/otlp.h's defaults.
  * Strings are copied into the struct (no pointers), so the options may live on
  * the stack.
  */
@@ -129,10 +134,15 @@ typedef struct kcr_trace_options {
   size_t nresource;
   char resource_keys[KCR_TRACE_MAX_RESOURCE_ATTRS][64];
   char resource_values[KCR_TRACE_MAX_RESOURCE_ATTRS][128];
+  int64_t export_interval_ns;
+  int64_t export_timeout_ns;
+  size_t max_queue;
+  size_t max_batch;
 } kcr_trace_options;
 
 /*
- * kcr_trace_options_from_env fills *o from the OTEL_* variables (above), on
+ * kcr_trace_options_from_env fills *o from the OTEL_* variables (above and
+ * OTEL_BSP_*), on
  * top of what *o holds: enabled is set when an endpoint variable is set (and
  * cleared by OTEL_SDK_DISABLED=true); OTEL_SERVICE_NAME wins over a
  * service.name in OTEL_RESOURCE_ATTRIBUTES (key=value pairs separated by

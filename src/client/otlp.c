@@ -422,13 +422,22 @@ int kcr_otlp_exporter_create(const kcr_otlp_exporter_options *o, kcr_otlp_export
   if (!e)
     return kcr_error_set(err, KCR_ENOMEM, "otlp: out of memory");
   e->loop = o->loop;
-  e->max_queue = o->max_queue ? o->max_queue : DEFAULT_QUEUE;
-  e->max_batch = o->max_batch ? o->max_batch : DEFAULT_BATCH;
+  kcr_trace_get_options(&e->opts);
+  /* the options win, then the trace options (OTEL_BSP_*), then the defaults */
+  e->max_queue = o->max_queue        ? o->max_queue
+                 : e->opts.max_queue ? e->opts.max_queue
+                                     : DEFAULT_QUEUE;
+  e->max_batch = o->max_batch        ? o->max_batch
+                 : e->opts.max_batch ? e->opts.max_batch
+                                     : DEFAULT_BATCH;
   if (e->max_batch > e->max_queue)
     e->max_batch = e->max_queue;
-  e->interval_ns = o->interval_ns > 0 ? o->interval_ns : DEFAULT_INTERVAL;
-  e->timeout_ns = o->timeout_ns > 0 ? o->timeout_ns : DEFAULT_TIMEOUT;
-  kcr_trace_get_options(&e->opts);
+  e->interval_ns = o->interval_ns > 0               ? o->interval_ns
+                   : e->opts.export_interval_ns > 0 ? e->opts.export_interval_ns
+                                                    : DEFAULT_INTERVAL;
+  e->timeout_ns = o->timeout_ns > 0               ? o->timeout_ns
+                  : e->opts.export_timeout_ns > 0 ? e->opts.export_timeout_ns
+                                                  : DEFAULT_TIMEOUT;
   e->url = o->url ? kcr__strdup(o->url) : traces_url();
   if (!e->url) {
     kcr__free(e);

@@ -212,8 +212,25 @@ static void add_resource(kcr_trace_options *o, const char *k, size_t klen, const
   pct_decode(v, vlen, o->resource_values[i], sizeof(o->resource_values[i]));
 }
 
+/* env_count reads a positive integer variable (at most 10^9) into *n (0: unset).
+ * Returns 0, or KCR_EINVAL for a value that is not one. */
+static int env_count(const char *name, size_t *n) {
+  const char *v = getenv(name);
+  char *end;
+  unsigned long long x;
+  *n = 0;
+  if (!v || !*v)
+    return 0;
+  x = strtoull(v, &end, 10);
+  if (*end || x == 0 || x > 1000000000ULL || *v == '-')
+    return KCR_EINVAL;
+  *n = (size_t)x;
+  return 0;
+}
+
 int kcr_trace_options_from_env(kcr_trace_options *o) {
   const char *v;
+  size_t n;
   int rc = 0;
   if ((v = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) && *v) {
     snprintf(o->endpoint, sizeof(o->endpoint), "%s", v);
@@ -240,15 +257,27 @@ int kcr_trace_options_from_env(kcr_trace_options *o) {
   if ((v = getenv("OTEL_RESOURCE_ATTRIBUTES")) && *v) {
     while (*v) {
       const char *comma = strchr(v, ','), *eq;
-      size_t n = comma ? (size_t)(comma - v) : strlen(v);
-      eq = memchr(v, '=', n);
+      size_t len = comma ? (size_t)(comma - v) : strlen(v);
+      eq = memchr(v, '=', len);
       if (eq)
-        add_resource(o, v, (size_t)(eq - v), eq + 1, n - (size_t)(eq - v) - 1);
-      v += n;
+        add_resource(o, v, (size_t)(eq - v), eq + 1, len - (size_t)(eq - v) - 1);
+      v += len;
       if (*v == ',')
         v++;
     }
   }
+  rc |= env_count("OTEL_BSP_SCHEDULE_DELAY", &n);
+  if (n)
+    o->export_interval_ns = (int64_t)n * KCR_NSEC_PER_MSEC;
+  rc |= env_count("OTEL_BSP_EXPORT_TIMEOUT", &n);
+  if (n)
+    o->export_timeout_ns = (int64_t)n * KCR_NSEC_PER_MSEC;
+  rc |= env_count("OTEL_BSP_MAX_QUEUE_SIZE", &n);
+  if (n)
+    o->max_queue = n;
+  rc |= env_count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", &n);
+  if (n)
+    o->max_batch = n;
   if ((v = getenv("OTEL_SERVICE_NAME")) && *v)
     snprintf(o->service_name, sizeof(o->service_name), "%s", v);
   if (!o->service_name[0])

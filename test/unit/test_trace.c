@@ -248,6 +248,17 @@ static void test_trace_options_from_env(void **state) {
   assert_string_equal(o.resource_keys[1], "k8s.pod.name");
   assert_string_equal(o.resource_values[1], "op-1");
   assert_string_equal(o.service_name, "fromattrs");
+  assert_int_equal(o.export_interval_ns, 0);
+  setenv("OTEL_BSP_SCHEDULE_DELAY", "200", 1);
+  setenv("OTEL_BSP_MAX_QUEUE_SIZE", "64", 1);
+  setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "-1", 1);
+  assert_int_equal(kcr_trace_options_from_env(&o), KCR_EINVAL);
+  assert_int_equal(o.export_interval_ns, 200 * KCR_NSEC_PER_MSEC);
+  assert_int_equal(o.max_queue, 64);
+  assert_int_equal(o.max_batch, 0);
+  unsetenv("OTEL_BSP_SCHEDULE_DELAY");
+  unsetenv("OTEL_BSP_MAX_QUEUE_SIZE");
+  unsetenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE");
   setenv("OTEL_SERVICE_NAME", "kcr-operator", 1);
   setenv("OTEL_TRACES_SAMPLER", "sometimes", 1);
   memset(&o, 0, sizeof(o));
