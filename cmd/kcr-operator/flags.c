@@ -103,6 +103,9 @@ static const flag_def flag_defs[] = {
      "Export OpenTelemetry traces over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT (default "
      "http://localhost:4318); also on when that variable is set. The other OTEL_* variables "
      "apply (docs/observability.md)."},
+    {"debug-endpoints", K_BOOL, F(debug_endpoints), "false",
+     "Serve /debug/informers (every informer's counters, JSON) and /debug/heap (malloc_info) "
+     "on the health probe address."},
 };
 
 #undef F

@@ -79,6 +79,8 @@
  *   show_version, show_help    --version, --help / -h.
  *   tracing                    --tracing: export OpenTelemetry traces (the
  *                              OTEL_* variables configure them, kcr/trace.h).
+ *   debug_endpoints            --debug-endpoints: /debug/informers and
+ *                              /debug/heap on the probes server.
  */
 typedef struct kop_flags {
   const char *kubeconfig;
@@ -107,6 +109,7 @@ typedef struct kop_flags {
   bool show_version;
   bool show_help;
   bool tracing;
+  bool debug_endpoints;
 } kop_flags;
 
 /*

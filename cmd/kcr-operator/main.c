@@ -173,6 +173,7 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
       so.webhook_cert_key = flags->webhook_cert_key;
     }
     so.health_probe_bind_address = flags->health_probe_bind_address;
+    so.debug_endpoints = flags->debug_endpoints;
     so.leader_elect = flags->leader_elect;
     so.leader_election_id = flags->leader_election_id;
     so.leader_election_namespace = flags->leader_election_namespace;

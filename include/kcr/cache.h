@@ -184,6 +184,13 @@ KCR_EXTERN int kcr_cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_list
  */
 KCR_EXTERN void kcr_cache_note_write(kcr_cache_t *c, const kcr_gvk *gvk, const json_t *obj);
 
+/*
+ * kcr_cache_diagnostics returns a JSON array with kcr_informer_diagnostics of
+ * every informer the cache has made (new reference; NULL without memory): the
+ * body of /debug/informers. Any thread.
+ */
+KCR_EXTERN json_t *kcr_cache_diagnostics(kcr_cache_t *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -280,6 +280,11 @@ KCR_EXTERN kcr_metrics_registry_t *kcr_manager_metrics(kcr_manager_t *m);
  *   webhook_cert_dir, webhook_cert_name, webhook_cert_key  as for metrics
  *                              (kubebuilder's --webhook-cert-path/-name/-key);
  *                              NULL dir: a self-signed certificate.
+ *   debug_endpoints            the probes server also answers GET
+ *                              /debug/informers (kcr_cache_diagnostics: every
+ *                              informer's counters, JSON) and /debug/heap
+ *                              (glibc's malloc_info XML). Off by default: they
+ *                              are not behind authentication.
  */
 typedef struct kcr_manager_serving_options {
   const char *metrics_bind_address;
@@ -299,6 +304,7 @@ typedef struct kcr_manager_serving_options {
   const char *webhook_cert_dir;
   const char *webhook_cert_name;
   const char *webhook_cert_key;
+  bool debug_endpoints;
 } kcr_manager_serving_options;
 
 /*

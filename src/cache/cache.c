@@ -1176,3 +1176,39 @@ int kcr_cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_list_options *o
   read_span_end(s, rc, err);
   return rc;
 }
+
+/* ---- diagnostics (/debug/informers) ---- */
+
+json_t *kcr_cache_diagnostics(kcr_cache_t *c) {
+  json_t *arr = json_array();
+  kcr_informer_t **infs = NULL;
+  size_t n = 0, cap = 0;
+  entry_t *e;
+  if (!arr || !c)
+    return arr;
+  /* Informers live as long as the cache: collect them under mu, then ask each
+   * without holding it (diagnostics take the informer's own locks). */
+  pthread_mutex_lock(&c->mu);
+  for (e = c->entries; e; e = e->next)
+    if (e->inf)
+      cap++;
+  infs = cap ? kcr__calloc(cap, sizeof(*infs)) : NULL;
+  for (e = c->entries; e && infs; e = e->next)
+    if (e->inf && n < cap)
+      infs[n++] = e->inf;
+  pthread_mutex_unlock(&c->mu);
+  if (cap && !infs) {
+    json_decref(arr);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    json_t *d = kcr_informer_diagnostics(infs[i]);
+    if (!d || json_array_append_new(arr, d) != 0) {
+      json_decref(arr);
+      arr = NULL;
+      break;
+    }
+  }
+  kcr__free(infs);
+  return arr;
+}

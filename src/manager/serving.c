@@ -19,6 +19,10 @@
  *   frees it with serving_free; manager.c calls nothing here.
  * - "informer-sync" on /readyz is a flag check that a BACKGROUND runnable sets:
  *   background runnables start after the caches have synced.
+ * - Debug endpoints (debug_endpoints): the probes server's handler answers
+ *   GET /debug/informers (kcr_cache_diagnostics of the manager's cache) and
+ *   GET /debug/heap (glibc's malloc_info XML) on its worker thread; off by
+ *   default, since both tell more about the process than a probe should.
  * - The elector's fence (kcr_leader_election_fence_remaining) is the manager's
  *   write fence: past the renew deadline no write and no reconcile starts.
  * - The elector's started callback calls kcr_manager_leader_elected; a lost lease
@@ -26,11 +30,17 @@
  *   (controller-runtime exits the process; kcr leaves the exit to main, which
  *   must exit non-zero). A graceful stop releases the lease when asked to.
  */
+#include <jansson.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "kcr/auth.h"
+#include "kcr/cache.h"
 #include "kcr/leaderelection.h"
 #include "kcr/log.h"
 #include "kcr/manager.h"
@@ -43,6 +53,7 @@ typedef struct serving {
   kcr_manager_t *m;
   char *metrics_addr, *probe_addr;
   bool metrics_secure;
+  bool debug_endpoints;
   char *cert_dir, *cert_name, *cert_key;
   kcr_auth_t *auth;               /* between server start and stop, with metrics_secure */
   kcr_webhook_server_t *webhooks; /* from kcr_manager_serve, with a webhook address */
@@ -65,6 +76,58 @@ static int on_leader_check(void *data) {
   serving_t *s = data;
   kcr_leader_election_t *le = atomic_load(&s->le_live);
   return le ? kcr_leader_election_check(le) : 0;
+}
+
+/* ---- debug endpoints (the probes server's worker thread) ---- */
+
+static void debug_informers(serving_t *s, kcr_server_response *resp) {
+  json_t *arr = kcr_cache_diagnostics(kcr_manager_cache(s->m));
+  char *text = arr ? json_dumps(arr, JSON_INDENT(1)) : NULL;
+  json_decref(arr);
+  if (!text || kcr_buf_appends(&resp->body, text) != 0 || kcr_buf_appendc(&resp->body, '\n') != 0)
+    resp->status = 500;
+  kcr__free(text); /* jansson allocates through kcr's allocator */
+}
+
+static void debug_heap(kcr_server_response *resp) {
+#if defined(__GLIBC__)
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  int rc = f ? malloc_info(0, f) : -1;
+  if (f)
+    fclose(f);
+  resp->content_type = "application/xml";
+  if (rc != 0 || !text || kcr_buf_append(&resp->body, text, len) != 0)
+    resp->status = 500;
+  free(text); /* open_memstream's buffer: the C library's malloc */
+#else
+  resp->status = 501;
+  resp->content_type = "text/plain";
+  kcr_buf_appends(&resp->body, "no allocator statistics on this C library\n");
+#endif
+}
+
+static void on_debug(void *data, const kcr_server_request *req, kcr_server_response *resp) {
+  serving_t *s = data;
+  bool informers = strcmp(req->path, "/debug/informers") == 0;
+  bool heap = strcmp(req->path, "/debug/heap") == 0;
+  if (!informers && !heap) {
+    resp->status = 404;
+    resp->content_type = "text/plain";
+    kcr_buf_appends(&resp->body, "404 page not found\n");
+    return;
+  }
+  if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
+    resp->status = 405;
+    resp->content_type = "text/plain";
+    kcr_buf_appends(&resp->body, "405 method not allowed\n");
+    return;
+  }
+  if (informers)
+    debug_informers(s, resp);
+  else
+    debug_heap(resp);
 }
 
 /* ---- the servers runnable ---- */
@@ -104,6 +167,11 @@ static int on_servers_start(void *data, kcr_error_t *err) {
     so.loop = loop;
     so.bind_address = s->probe_addr;
     so.probes = 1;
+    if (s->debug_endpoints) {
+      so.handler = on_debug;
+      so.handler_data = s;
+      so.max_body_bytes = 1; /* GETs only */
+    }
     if ((rc = kcr_server_create(&so, &s->probes, err)) != 0)
       goto fail;
     rc = kcr_server_add_flag_check(s->probes, KCR_PROBE_READYZ, "informer-sync", 0, &s->synced);
@@ -269,6 +337,7 @@ int kcr_manager_serve(kcr_manager_t *m, const kcr_manager_serving_options *o, kc
   s->cert_name = dup_opt(o->metrics_cert_name, &oom);
   s->cert_key = dup_opt(o->metrics_cert_key, &oom);
   s->metrics_secure = o->metrics_secure;
+  s->debug_endpoints = o->debug_endpoints;
   if (!oom && !off(o->webhook_bind_address)) {
     kcr_webhook_server_options wo;
     memset(&wo, 0, sizeof(wo));
