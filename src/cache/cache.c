@@ -1192,7 +1192,7 @@ json_t *kcr_cache_diagnostics(kcr_cache_t *c) {
   for (e = c->entries; e; e = e->next)
     if (e->inf)
       cap++;
-  infs = cap ? kcr__calloc(cap, sizeof(*infs)) : NULL;
+  infs = cap ? kcr__calloc(cap, sizeof(kcr_informer_t *)) : NULL;
   for (e = c->entries; e && infs; e = e->next)
     if (e->inf && n < cap)
       infs[n++] = e->inf;

@@ -294,7 +294,7 @@ static void test_otlp_exporter_slow_collector_does_not_block(void **state) {
   assert_int_equal(kcr_otlp_exporter_create(&eo, &e, NULL), 0);
   t0 = now_ns();
   for (int round = 0; round < 20; round++) {
-    struct timespec ts = {0, 20 * 1000 * 1000};
+    struct timespec ts = {0, 20L * 1000 * 1000};
     spans(10);
     nanosleep(&ts, NULL);
   }
