@@ -231,6 +231,7 @@ typedef struct kcr_informer_stats {
   uint64_t listener_backlog;
   uint64_t handlers;
   double seconds_since_last_event;
+  double watch_lag_seconds; /* latest bookmark's arrival -> the store past it; -1: none yet */
 } kcr_informer_stats;
 
 /* kcr_informer_get_stats copies the counters. Any thread (takes the FIFO's and
@@ -247,7 +248,10 @@ KCR_EXTERN void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *
  *    "lists":n,"watches":n,"watchErrors":n,
  *    "lastSeenResourceVersion":"123","lastProcessedResourceVersion":"120",
  *    "queueDepth":n,"listenerBacklog":n,"handlers":n,
- *    "secondsSinceLastEvent":1.5,"lastError":"..." (only after a failure)}
+ *    "secondsSinceLastEvent":1.5,
+ *    "watchLagSeconds":0.002 (once a bookmark was measured: from its arrival
+ *    until the store held everything the watch sent before it),
+ *    "lastError":"..." (only after a failure)}
  * Resource versions are strings, as the API writes them. Any thread, as
  * kcr_informer_get_stats.
  */

@@ -148,6 +148,8 @@ struct kcr_informer {
   kcr_error_t last_error; /* protected by mu: the reflector's latest failure */
   kcr_cancel_t *cancel;   /* fired on stop: aborts a list in flight */
   uint64_t processed_rv;  /* protected by mu */
+  uint64_t lag_probe_rv;  /* protected by mu: a bookmark's version, 0: none pending */
+  int64_t lag_probe_ns;   /* protected by mu: when that bookmark was received */
   int stream_enabled;     /* reflector thread: use the streaming list */
   int streaming;          /* protected by mu: the watch is delivering its initial events */
   json_t *stream_items;   /* reflector thread while streaming: key -> compact object */
@@ -162,11 +164,13 @@ struct kcr_informer {
   atomic_uint_fast64_t relists[KCR_INFORMER_RELIST_REASONS];
   atomic_uint_fast64_t last_seen_rv;
   atomic_int_fast64_t last_event_ns; /* informer's clock; 0 until started */
+  atomic_int_fast64_t watch_lag_ns;  /* bookmark received -> store past it; -1: none yet */
   /* metrics: children of the registry's families (immutable; NULL without) */
   kcr_metrics_registry_t *registry;   /* borrowed */
   kcr_metrics_collector_t *collector; /* refreshes the gauges */
   kcr_metric_child_t *m_received[5], *m_deliveries, *m_relists[KCR_INFORMER_RELIST_REASONS];
   kcr_metric_child_t *m_seen_rv, *m_processed_rv, *m_depth, *m_since, *m_backlog;
+  kcr_metric_child_t *m_lag;
 };
 
 /* ---- helpers ---- */
@@ -209,11 +213,18 @@ static kcr_informer_relist_reason relist_reason(int code, const kcr_error_t *err
   return KCR_INFORMER_RELIST_ERROR;
 }
 
+/* raise_processed also closes a pending bookmark probe: the watch-to-store
+ * lag is the time from a bookmark's arrival until everything the watch
+ * delivered before it is in the store (and its handlers notified). */
 static void raise_processed(kcr_informer_t *inf, uint64_t rv) {
   pthread_mutex_lock(&inf->mu);
   if (rv > inf->processed_rv) {
     inf->processed_rv = rv;
     pthread_cond_broadcast(&inf->cond);
+  }
+  if (inf->lag_probe_rv && inf->processed_rv >= inf->lag_probe_rv) {
+    atomic_store(&inf->watch_lag_ns, kcr_clock_now(inf->clock) - inf->lag_probe_ns);
+    inf->lag_probe_rv = 0;
   }
   pthread_mutex_unlock(&inf->mu);
 }
@@ -423,6 +434,8 @@ static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event *ev, const
   return 0;
 }
 
+static void note_drained(kcr_informer_t *inf);
+
 static int on_watch_event(const kcr_watch_event *event, void *data) {
   kcr_informer_t *inf = data;
   kcr_watch_event evc = *event, *ev = &evc;
@@ -488,7 +501,13 @@ static int on_watch_event(const kcr_watch_event *event, void *data) {
   if (rc == 0 && rv && *rv) {
     pthread_mutex_lock(&inf->mu);
     snprintf(inf->last_rv, sizeof(inf->last_rv), "%s", rv);
+    if (ev->type == KCR_WATCH_BOOKMARK && !inf->lag_probe_rv && parse_rv(rv)) {
+      inf->lag_probe_rv = parse_rv(rv);
+      inf->lag_probe_ns = kcr_clock_now(inf->clock);
+    }
     pthread_mutex_unlock(&inf->mu);
+    if (ev->type == KCR_WATCH_BOOKMARK)
+      note_drained(inf); /* an idle FIFO is past the bookmark at once */
   }
   if (rc == 0 && ev->type != KCR_WATCH_BOOKMARK)
     atomic_fetch_add(&inf->events, 1);
@@ -960,6 +979,8 @@ static void on_collect(kcr_metrics_emitter_t *e, void *data) {
   kcr_metric_set(inf->m_depth, (double)kcr_delta_fifo_len(inf->fifo));
   kcr_metric_set(inf->m_backlog, (double)backlog);
   kcr_metric_set(inf->m_since, since_last_event(inf));
+  if (atomic_load(&inf->watch_lag_ns) >= 0)
+    kcr_metric_set(inf->m_lag, (double)atomic_load(&inf->watch_lag_ns) / 1e9);
 }
 
 /* register_metrics registers the kcr_informer_* families on r, creates this
@@ -969,7 +990,7 @@ static int register_metrics(kcr_informer_t *inf, kcr_metrics_registry_t *r, kcr_
   static const char *const l_type[] = {"group", "version", "kind", "type", NULL};
   static const char *const l_reason[] = {"group", "version", "kind", "reason", NULL};
   const char *g = inf->group, *v = inf->version, *k = kind_name(inf);
-  kcr_metric_t *events, *deliv, *relists, *seen, *proc, *depth, *since, *backlog;
+  kcr_metric_t *events, *deliv, *relists, *seen, *proc, *depth, *since, *backlog, *lag;
   int rc, ok = 1;
 
   if ((rc = kcr_metrics_counter(r, "kcr_informer_events_total",
@@ -995,7 +1016,11 @@ static int register_metrics(kcr_informer_t *inf, kcr_metrics_registry_t *r, kcr_
                              l3, &since, err)) != 0 ||
       (rc = kcr_metrics_gauge(r, "kcr_informer_listener_backlog",
                               "Notifications waiting in the informer's handler buffers.", l3,
-                              &backlog, err)) != 0)
+                              &backlog, err)) != 0 ||
+      (rc = kcr_metrics_gauge(r, "kcr_informer_watch_lag_seconds",
+                              "Seconds from the latest measured bookmark's arrival until the "
+                              "store held everything the watch sent before it.",
+                              l3, &lag, err)) != 0)
     return rc;
   for (int t = KCR_WATCH_ADDED; t <= KCR_WATCH_ERROR; t++)
     ok &= (inf->m_received[t - 1] = kcr_metric_withv(
@@ -1008,6 +1033,7 @@ static int register_metrics(kcr_informer_t *inf, kcr_metrics_registry_t *r, kcr_
   ok &= (inf->m_depth = kcr_metric_withv(depth, g, v, k, NULL)) != NULL;
   ok &= (inf->m_since = kcr_metric_withv(since, g, v, k, NULL)) != NULL;
   ok &= (inf->m_backlog = kcr_metric_withv(backlog, g, v, k, NULL)) != NULL;
+  ok &= (inf->m_lag = kcr_metric_withv(lag, g, v, k, NULL)) != NULL;
   if (!ok || kcr_metrics_register_collector(r, on_collect, inf, &inf->collector) != 0)
     return kcr_error_set(err, KCR_ENOMEM, "informer %s: out of memory for its metrics",
                          kind_name(inf));
@@ -1062,6 +1088,7 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
   inf->idle_ns = o->watch_idle_timeout_ns;
   inf->stream_enabled = o->streaming_list;
   inf->clock = o->clock ? o->clock : kcr_clock_system();
+  atomic_store(&inf->watch_lag_ns, -1);
   inf->transform = o->transform ? o->transform : default_transform;
   inf->transform_data = o->transform ? o->transform_data : NULL;
   inf->compact_watch = !o->transform;
@@ -1341,6 +1368,8 @@ void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *out) {
   out->queue_depth = kcr_delta_fifo_len(inf->fifo);
   count_listeners(inf, &out->listener_backlog, &out->handlers);
   out->seconds_since_last_event = since_last_event(inf);
+  out->watch_lag_seconds =
+      atomic_load(&inf->watch_lag_ns) >= 0 ? (double)atomic_load(&inf->watch_lag_ns) / 1e9 : -1.0;
 }
 
 /* set_u64 / set_rv add one member to a diagnostics object; return 0 or -1. */
@@ -1385,6 +1414,8 @@ json_t *kcr_informer_diagnostics(kcr_informer_t *inf) {
           set_u64(o, "listenerBacklog", st.listener_backlog) ||
           set_u64(o, "handlers", st.handlers) ||
           json_object_set_new(o, "secondsSinceLastEvent", json_real(st.seconds_since_last_event)) ||
+          (st.watch_lag_seconds >= 0 &&
+           json_object_set_new(o, "watchLagSeconds", json_real(st.watch_lag_seconds))) ||
           (last.code && json_object_set_new(o, "lastError", json_string(last.message)));
   json_decref(ev);
   json_decref(rl);

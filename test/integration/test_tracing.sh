@@ -169,6 +169,11 @@ done
 cat "$work/check.out"
 check_trace >/dev/null 2>&1 || fail "the trace is not stitched together: $(cat "$work/check.out")"
 [ -n "$spans_out" ] && cp "$spans" "$spans_out"
+# The operator's lines written inside the reconcile carry its trace id.
+traced_lines=$(jq -c --arg t "$trace_id" 'select(.trace_id == $t and .span_id != null)' \
+  "$work/operator.log" | wc -l)
+echo "operator log lines in the trace: $traced_lines"
+[ "$traced_lines" -gt 0 ] || fail "no log line carries the trace id"
 
 dropped() {
   curl -s "http://127.0.0.1:$metrics_port/metrics" |

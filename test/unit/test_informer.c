@@ -407,6 +407,13 @@ static void test_informer_metrics_count_events_by_type(void **state) {
   assert_int_equal(st.last_seen_rv, 104);
   assert_int_equal(st.deliveries, 5);
   assert_int_equal(st.handlers, 1);
+  /* the bookmark measured the watch-to-store lag: the store was past it soon */
+  WAIT_FOR((kcr_informer_get_stats(f->inf, &st), st.watch_lag_seconds >= 0));
+  assert_true(st.watch_lag_seconds < 5);
+  text = render(f);
+  assert_non_null(strstr(text, "kcr_informer_watch_lag_seconds{group=\"\",version=\"v1\","
+                               "kind=\"ConfigMap\"} "));
+  free(text);
   stop(f);
 }
 
