@@ -156,7 +156,7 @@ print("spans %d, in the trace %d: reconciles %d, API requests %d (answered by th
       "spans: %d), apiserver %d, etcd %d, cache reads %d"
       % (len(spans), len(mine), len(recs), len(reqs), len(answered), len(api_ids), len(etcd),
          len(cache)))
-ok = (recs and reqs and api and etcd and
+ok = (recs and reqs and api and etcd and cache and
       any(attr(s, "http.request.method") == "POST" for s in reqs) and
       all(attr(s, "kcr.reconcile_id") for s in recs))
 sys.exit(0 if ok else 1)
