@@ -236,9 +236,16 @@ app web '{"image":"nginx:1.27","replicas":2,"port":80,"env":[{"name":"GREETING",
   '{"conversion.kcr.dev/service-port-name":"web","team":"shop"}' | k create -f - >/dev/null 2>&1 ||
   fail "web refused"
 wait_for 60 "web's status.url" sh -c "[ -n \"\$('$kubectl_bin' --kubeconfig '$kubeconfig' -n '$ns' get apps.v1alpha1.kcr.dev web -o jsonpath='{.status.url}')\" ]"
-k -n "$ns" get apps.v1alpha1.kcr.dev web -o json >"$work/alpha1.json"
 wait_for 30 "v1beta1 in discovery" k -n "$ns" get apps.v1beta1.kcr.dev web
-k -n "$ns" get apps.v1beta1.kcr.dev web -o json >"$work/beta.json"
+# The operator goes on writing status while kwok brings the pods up: read both
+# versions of one resourceVersion.
+same_rv() {
+  k -n "$ns" get apps.v1alpha1.kcr.dev web -o json >"$work/alpha1.json" &&
+    k -n "$ns" get apps.v1beta1.kcr.dev web -o json >"$work/beta.json" &&
+    [ "$(jq -r .metadata.resourceVersion "$work/alpha1.json")" = \
+      "$(jq -r .metadata.resourceVersion "$work/beta.json")" ]
+}
+wait_for 30 "both versions at one resourceVersion" same_rv
 [ "$(jq -r .apiVersion "$work/beta.json")" = kcr.dev/v1beta1 ] || fail "not read as v1beta1"
 [ "$(jq -c .spec.service "$work/beta.json")" = '{"port":80,"portName":"web"}' ] ||
   fail "v1beta1 spec.service: $(jq -c .spec "$work/beta.json")"
