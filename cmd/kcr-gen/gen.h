@@ -65,12 +65,30 @@ struct gen_type {
   size_t nfields;
 };
 
-/* gen_version: one served version of the CRD, and the types of its schema. */
+/*
+ * gen_kindinfo: one kind a package registers with a scheme. prefix names its
+ * macros and functions (app_v1alpha1_register) and is its type's base. All
+ * strings new; type borrowed from the package's types.
+ */
+typedef struct gen_kindinfo {
+  char *group, *version, *kind, *plural, *list_kind;
+  bool namespaced;
+  char *prefix;
+  gen_type *type;
+} gen_kindinfo;
+
+/*
+ * gen_version: one package of generated code: a served version of a CRD (one
+ * kind), or the built-in kinds of `kcr-gen openapi` (several kinds sharing the
+ * types they reach through $ref).
+ */
 typedef struct gen_version {
-  char *name;       /* "v1alpha1" */
-  char *prefix;     /* "app_v1alpha1": the kind's type and every function name */
-  gen_type **types; /* types[0] is the kind itself; children follow parents */
+  char *name;       /* "v1alpha1"; the package name for openapi */
+  char *prefix;     /* "app_v1alpha1": the file names and the _mem_ functions */
+  gen_type **types; /* types[0] is the first kind; children follow parents */
   size_t ntypes;
+  gen_kindinfo *kinds;
+  size_t nkinds;
 } gen_version;
 
 /* gen_crd: what kcr-gen needs of a CustomResourceDefinition. */
@@ -95,6 +113,18 @@ int gen_yaml_load(const char *path, json_t **out, char *msg, size_t size);
  */
 int gen_crd_build(const json_t *docs, const char *prefix_base, const char *source, gen_crd *crd,
                   char *msg, size_t size);
+
+/*
+ * gen_openapi_build models one package named prefix (a C identifier) from the
+ * OpenAPI v3 documents docs (borrowed; a JSON array of documents, their
+ * components.schemas merged, the first of a name winning) for the kinds
+ * ("apps/v1/Deployment", "core/v1/Pod"; an optional "=plural" or
+ * "=plural,cluster" says what discovery would, else the documents'
+ * x-kcr-resources must) and every schema they reach through $ref. The result
+ * has one gen_version. Returns 0, or -1 with a message in msg.
+ */
+int gen_openapi_build(const json_t *docs, const char *prefix, const char *const *kinds,
+                      size_t nkinds, const char *source, gen_crd *crd, char *msg, size_t size);
 
 /* gen_crd_free releases what gen_crd_build made. */
 void gen_crd_free(gen_crd *crd);

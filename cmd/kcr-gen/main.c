@@ -3,27 +3,48 @@
  * main.c: the kcr-gen command. `kcr-gen types` reads a CRD and writes, for each
  * served version, <prefix>_<version>.h and .c: C types with decode, encode,
  * copy, equality and the scheme hooks (docs/kcr-gen.md). It prints the files it
+ * wrote, one a line, and exits 0. `kcr-gen openapi` does the same for built-in
+ * kinds from OpenAPI v3 documents, all kinds in one package. It prints what it
  * wrote, one a line, and exits 0; on any error it prints one line to stderr and
  * exits 1 (2 for a bad command line).
  */
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gen.h"
 #include "scaffold.h"
 
 static void usage(FILE *f) {
-  fputs("usage: kcr-gen types [-p NAME] -o DIR CRD.yaml\n"
-        "  Writes DIR/NAME_VERSION.h and DIR/NAME_VERSION.c for each served version of the\n"
-        "  CustomResourceDefinition in CRD.yaml. NAME defaults to the kind in snake case\n"
-        "  (App -> app). See docs/kcr-gen.md.\n"
-        "       kcr-gen init [--domain DOMAIN] [--project-name NAME] [DIR]\n"
-        "  A new operator project in DIR (default .): CMake, Makefile, config/, main.c.\n"
-        "       kcr-gen create api --group GROUP --version VERSION --kind KIND\n"
-        "                          [--plural PLURAL] [--cluster-scoped] [DIR]\n"
-        "  A kind in the project: its CRD, a sample, a controller stub and its test.\n"
-        "       kcr-gen --help | --version\n",
-        f);
+  fputs(
+      "usage: kcr-gen types [-p NAME] -o DIR CRD.yaml\n"
+      "  Writes DIR/NAME_VERSION.h and DIR/NAME_VERSION.c for each served version of the\n"
+      "  CustomResourceDefinition in CRD.yaml. NAME defaults to the kind in snake case\n"
+      "  (App -> app).\n"
+      "       kcr-gen openapi -p NAME -o DIR -d DOC.json [-d DOC.json]... KIND...\n"
+      "  Writes DIR/NAME.h and DIR/NAME.c: types for each KIND (GROUP/VERSION/KIND, core/v1/Pod;\n"
+      "  KIND=PLURAL[,cluster] when the documents lack x-kcr-resources) and every schema it\n"
+      "  reaches, from OpenAPI v3 documents (an API server's /openapi/v3/...; see\n"
+      "  scripts/openapi-fetch.py). See docs/kcr-gen.md.\n"
+      "       kcr-gen init [--domain DOMAIN] [--project-name NAME] [DIR]\n"
+      "  A new operator project in DIR (default .): CMake, Makefile, config/, main.c.\n"
+      "       kcr-gen create api --group GROUP --version VERSION --kind KIND\n"
+      "                          [--plural PLURAL] [--cluster-scoped] [DIR]\n"
+      "  A kind in the project: its CRD, a sample, a controller stub and its test.\n"
+      "       kcr-gen --help | --version\n",
+      f);
+}
+
+/* prefix_ok tells whether a -p NAME is a C identifier of lowercase words. */
+static bool prefix_ok(const char *prefix) {
+  for (const char *c = prefix; *c; c++) {
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9' && c != prefix) || *c == '_')) {
+      fprintf(stderr, "kcr-gen: -p %s: use lowercase letters, digits and '_'\n", prefix);
+      return false;
+    }
+  }
+  return prefix[0] != '\0';
 }
 
 static int types(int argc, char **argv) {
@@ -49,14 +70,8 @@ static int types(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  if (prefix) {
-    for (const char *c = prefix; *c; c++) {
-      if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9' && c != prefix) || *c == '_')) {
-        fprintf(stderr, "kcr-gen: -p %s: use lowercase letters, digits and '_'\n", prefix);
-        return 2;
-      }
-    }
-  }
+  if (prefix && !prefix_ok(prefix))
+    return 2;
   if (gen_yaml_load(file, &docs, msg, sizeof(msg))) {
     fprintf(stderr, "kcr-gen: %s: %s\n", file, msg);
     return 1;
@@ -81,6 +96,74 @@ done:
   return rc;
 }
 
+static int load_doc(const char *file, json_t *docs) {
+  json_error_t je;
+  json_t *doc = json_load_file(file, 0, &je);
+  if (!doc) {
+    fprintf(stderr, "kcr-gen: %s:%d: %s\n", file, je.line, je.text);
+    return -1;
+  }
+  if (json_array_append_new(docs, doc)) {
+    fputs("kcr-gen: out of memory\n", stderr);
+    return -1;
+  }
+  return 0;
+}
+
+static int openapi(int argc, char **argv) {
+  const char *prefix = NULL, *dir = NULL, *source = NULL;
+  const char **kinds = calloc((size_t)argc + 1, sizeof(*kinds));
+  size_t nkinds = 0;
+  char msg[1024] = "";
+  json_t *docs = json_array();
+  gen_crd crd;
+  int rc = 2;
+  memset(&crd, 0, sizeof(crd));
+  if (!kinds || !docs) {
+    fputs("kcr-gen: out of memory\n", stderr);
+    goto done;
+  }
+  for (int i = 0; i < argc; i++) {
+    if ((strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "--prefix") == 0) && i + 1 < argc) {
+      prefix = argv[++i];
+    } else if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output-dir") == 0) &&
+               i + 1 < argc) {
+      dir = argv[++i];
+    } else if ((strcmp(argv[i], "-d") == 0 || strcmp(argv[i], "--document") == 0) && i + 1 < argc) {
+      source = source ? source : argv[i + 1];
+      if (load_doc(argv[++i], docs)) {
+        rc = 1;
+        goto done;
+      }
+    } else if (argv[i][0] != '-') {
+      kinds[nkinds++] = argv[i];
+    } else {
+      usage(stderr);
+      goto done;
+    }
+  }
+  if (!prefix || !dir || !source || nkinds == 0 || !prefix_ok(prefix)) {
+    usage(stderr);
+    goto done;
+  }
+  rc = 1;
+  if (gen_openapi_build(docs, prefix, kinds, nkinds, source, &crd, msg, sizeof(msg))) {
+    fprintf(stderr, "kcr-gen: %s: %s\n", source, msg);
+    goto done;
+  }
+  if (gen_emit(&crd, &crd.versions[0], dir, msg, sizeof(msg))) {
+    fprintf(stderr, "kcr-gen: %s\n", msg);
+    goto done;
+  }
+  printf("%s/%s.h\n%s/%s.c\n", dir, prefix, dir, prefix);
+  rc = 0;
+done:
+  gen_crd_free(&crd);
+  json_decref(docs);
+  free(kinds);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
     usage(stdout);
@@ -96,6 +179,8 @@ int main(int argc, char **argv) {
     return gen_scaffold_init(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "create") == 0)
     return gen_scaffold_create(argc - 2, argv + 2);
+  if (argc >= 2 && strcmp(argv[1], "openapi") == 0)
+    return openapi(argc - 2, argv + 2);
   usage(stderr);
   return 2;
 }

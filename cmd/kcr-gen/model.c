@@ -225,27 +225,150 @@ static bool is_quantity_pattern(const char *p) {
   return p && strncmp(p, "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))", 36) == 0;
 }
 
+/* refcache: the types made for components.schemas entries so far, by name. */
+typedef struct refcache {
+  char **names;
+  gen_type **types;
+  size_t n;
+} refcache;
+
 typedef struct walk {
   gen_version *v;
   idset *ids;
   char *msg;
   size_t size;
+  const json_t *schemas; /* components.schemas (openapi), else NULL */
+  refcache *refs;
+  const char *pkg; /* the package prefix that ref'd types are named under */
 } walk;
 
-static gen_type *new_type(walk *w, const char *base_want, const char *path, const json_t *schema);
+static gen_type *new_type(walk *w, const char *base_want, const char *path, const json_t *schema,
+                          const char *ref);
+
+#define REF_PREFIX "#/components/schemas/"
+
+/*
+ * deref follows a $ref, directly or as the one member of allOf (how
+ * /openapi/v3 writes a field with a description), to its components.schemas
+ * entry; *ref gets the entry's name. Returns schema itself when it has none.
+ */
+static const json_t *deref(const walk *w, const json_t *schema, const char **ref, int *bad) {
+  const json_t *all = json_object_get(schema, "allOf");
+  const char *r = str_of(schema, "$ref");
+  *ref = NULL;
+  *bad = 0;
+  if (!r && json_array_size(all) == 1)
+    r = str_of(json_array_get(all, 0), "$ref");
+  if (!r)
+    return schema;
+  if (!w->schemas || strncmp(r, REF_PREFIX, strlen(REF_PREFIX)) != 0 ||
+      !json_is_object(json_object_get(w->schemas, r + strlen(REF_PREFIX)))) {
+    snprintf(w->msg, w->size, "$ref %s: not in components.schemas", r);
+    *bad = 1;
+    return NULL;
+  }
+  *ref = r + strlen(REF_PREFIX);
+  return json_object_get(w->schemas, *ref);
+}
+
+/*
+ * ref_base names the type of a components.schemas entry: the package prefix
+ * and the last three parts of the name, in snake case
+ * (io.k8s.api.apps.v1.DeploymentSpec under k8s -> k8s_apps_v1_deployment_spec).
+ */
+static char *ref_base(const char *pkg, const char *ref) {
+  const char *start = ref + strlen(ref);
+  char *sn, *out;
+  for (int dots = 0; start > ref; start--)
+    if (start[-1] == '.' && ++dots == 3)
+      break;
+  sn = snake(start); /* the dots become '_' */
+  out = xprintf("%s_%s", pkg, sn);
+  free(sn);
+  return out;
+}
+
+static bool type_is(const json_t *schema, const char *type) {
+  const char *t = str_of(schema, "type");
+  return t && strcmp(t, type) == 0;
+}
+
+/* is_quantity tells a resource.Quantity: oneOf string or number (OpenAPI v3). */
+static bool is_quantity(const json_t *schema, const char *ref) {
+  const json_t *one = json_object_get(schema, "oneOf");
+  if (ref && strcmp(ref, "io.k8s.apimachinery.pkg.api.resource.Quantity") == 0)
+    return true;
+  return json_array_size(one) == 2 && type_is(json_array_get(one, 0), "string") &&
+         type_is(json_array_get(one, 1), "number");
+}
+
+/* ref_find returns the type made for components.schemas entry ref, or NULL. */
+static gen_type *ref_find(const walk *w, const char *ref) {
+  for (size_t i = 0; w->refs && i < w->refs->n; i++)
+    if (strcmp(w->refs->names[i], ref) == 0)
+      return w->refs->types[i];
+  return NULL;
+}
+
+static void ref_add(walk *w, const char *ref, gen_type *t) {
+  refcache *c = w->refs;
+  char **nn = realloc(c->names, (c->n + 1) * sizeof(*nn));
+  gen_type **nt;
+  if (nn)
+    c->names = nn;
+  nt = nn ? realloc(c->types, (c->n + 1) * sizeof(gen_type *)) // NOLINT(bugprone-sizeof-expression)
+          : NULL;
+  if (!nt) {
+    fputs("kcr-gen: out of memory\n", stderr);
+    exit(2);
+  }
+  c->types = nt;
+  c->names[c->n] = xstrdup(ref);
+  c->types[c->n++] = t;
+}
 
 /* classify fills sh for schema; base_want names an object type if one is needed. */
 static int classify(walk *w, const json_t *schema, const char *base_want, const char *path,
                     gen_shape *sh, bool as_elem) {
-  const char *type = str_of(schema, "type");
+  const char *type, *ref = NULL, *fmt;
+  int bad;
   memset(sh, 0, sizeof(*sh));
   if (!json_is_object(schema)) {
     snprintf(w->msg, w->size, "%s: the schema is not an object", path);
     return -1;
   }
+  if (!(schema = deref(w, schema, &ref, &bad)) || bad) {
+    char tmp[512];
+    snprintf(tmp, sizeof(tmp), "%s", w->msg);
+    snprintf(w->msg, w->size, "%s: %s", path, tmp);
+    return -1;
+  }
+  type = str_of(schema, "type");
+  fmt = str_of(schema, "format");
   if (json_is_true(json_object_get(schema, "x-kubernetes-int-or-string"))) {
     sh->kind = is_quantity_pattern(str_of(schema, "pattern")) ? GEN_QUANTITY : GEN_INTSTR;
     return 0;
+  }
+  if (fmt && strcmp(fmt, "int-or-string") == 0) {
+    sh->kind = GEN_INTSTR;
+    return 0;
+  }
+  if (is_quantity(schema, ref)) {
+    sh->kind = GEN_QUANTITY;
+    return 0;
+  }
+  if (ref && type && strcmp(type, "object") == 0 &&
+      json_object_size(json_object_get(schema, "properties")) > 0) {
+    /* one type per components.schemas entry, shared by every field that names it */
+    gen_type *t = ref_find(w, ref);
+    sh->kind = GEN_OBJECT;
+    if (!t) {
+      char *base = ref_base(w->pkg, ref);
+      t = new_type(w, base, ref, schema, ref);
+      free(base);
+    }
+    sh->obj = t;
+    return t ? 0 : -1;
   }
   if (!type) {
     sh->kind = GEN_JSON;
@@ -275,7 +398,7 @@ static int classify(walk *w, const json_t *schema, const char *base_want, const 
     const json_t *addl = json_object_get(schema, "additionalProperties");
     if (json_object_size(props) > 0) {
       sh->kind = GEN_OBJECT;
-      sh->obj = new_type(w, base_want, path, schema);
+      sh->obj = new_type(w, base_want, path, schema, NULL);
       return sh->obj ? 0 : -1;
     }
     if (json_is_object(addl) && !as_elem) {
@@ -343,7 +466,8 @@ static bool in_required(const json_t *schema, const char *name) {
   return false;
 }
 
-static gen_type *new_type(walk *w, const char *base_want, const char *path, const json_t *schema) {
+static gen_type *new_type(walk *w, const char *base_want, const char *path, const json_t *schema,
+                          const char *ref) {
   gen_type *t = xcalloc(1, sizeof(*t));
   const json_t *props = json_object_get(schema, "properties");
   const char *key;
@@ -364,6 +488,8 @@ static gen_type *new_type(walk *w, const char *base_want, const char *path, cons
   }
   w->v->types = nt;
   w->v->types[w->v->ntypes++] = t;
+  if (ref)
+    ref_add(w, ref, t); /* before its fields: a type may reach itself */
   id_add(&members, "kcr_unknown");
   json_object_foreach((json_t *)props, key, sub) {
     gen_field *f = &t->fields[i];
@@ -429,8 +555,12 @@ static int version_build(walk *w, const json_t *ver, const char *prefix_base) {
     id_add(w->ids, id);
     free(id);
   }
-  if (!new_type(w, v->prefix, "", schema))
+  v->kinds = xcalloc(1, sizeof(*v->kinds));
+  v->nkinds = 1;
+  if (!(v->kinds[0].type = new_type(w, v->prefix, "", schema, NULL)))
     return -1;
+  v->kinds[0].prefix = xstrdup(v->prefix);
+  v->kinds[0].version = xstrdup(v->name);
   return 0;
 }
 
@@ -468,13 +598,21 @@ int gen_crd_build(const json_t *docs, const char *prefix_base, const char *sourc
   base = prefix_base ? xstrdup(prefix_base) : snake(crd->kind);
   json_array_foreach(json_object_get(spec, "versions"), i, ver) {
     idset ids = {0};
-    walk w = {&crd->versions[crd->nversions], &ids, msg, size};
+    walk w = {&crd->versions[crd->nversions], &ids, msg, size, NULL, NULL, NULL};
     int rc;
     if (!str_of(ver, "name") || !json_is_true(json_object_get(ver, "served")))
       continue;
     crd->nversions++;
     rc = version_build(&w, ver, base);
     id_free(&ids);
+    if (rc == 0) {
+      gen_kindinfo *k = &w.v->kinds[0];
+      k->group = xstrdup(crd->group);
+      k->kind = xstrdup(crd->kind);
+      k->plural = xstrdup(crd->plural);
+      k->list_kind = xstrdup(crd->list_kind);
+      k->namespaced = crd->namespaced;
+    }
     if (rc) {
       char tmp[512];
       snprintf(tmp, sizeof(tmp), "%s", msg);
@@ -489,6 +627,177 @@ int gen_crd_build(const json_t *docs, const char *prefix_base, const char *sourc
     return -1;
   }
   return 0;
+}
+
+/* ---- built-in kinds from /openapi/v3 ---- */
+
+static const char *const kind_reserved[] = {"_register",    "_scheme_decode", "_scheme_encode",
+                                            "_scheme_free", "_gvk",           NULL};
+
+/* find_kind looks for the schema whose x-kubernetes-group-version-kind is g/v/k. */
+static const char *find_kind(const json_t *schemas, const char *g, const char *v, const char *k) {
+  const char *name;
+  const json_t *s;
+  json_object_foreach((json_t *)schemas, name, s) {
+    size_t i;
+    const json_t *gvk;
+    json_array_foreach(json_object_get(s, "x-kubernetes-group-version-kind"), i, gvk) {
+      const char *gg = str_of(gvk, "group") ? str_of(gvk, "group") : "";
+      if (strcmp(gg, g) == 0 && str_of(gvk, "version") && strcmp(str_of(gvk, "version"), v) == 0 &&
+          str_of(gvk, "kind") && strcmp(str_of(gvk, "kind"), k) == 0)
+        return name;
+    }
+  }
+  return NULL;
+}
+
+/* kind_parse fills k from "apps/v1/Deployment[=deployments[,cluster]]" and docs. */
+static int kind_parse(const json_t *docs, const char *spec, gen_kindinfo *k, char *msg,
+                      size_t size) {
+  char *s = xstrdup(spec), *eq = strchr(s, '='), *v, *kind;
+  size_t i;
+  const json_t *d;
+  if (eq)
+    *eq++ = '\0';
+  if (!(v = strchr(s, '/')) || !(kind = strchr(v + 1, '/')) || strchr(kind + 1, '/') || v == s ||
+      kind == v + 1 || !kind[1]) {
+    snprintf(msg, size, "%s: want GROUP/VERSION/KIND (core/v1/Pod)", spec);
+    free(s);
+    return -1;
+  }
+  *v++ = '\0';
+  *kind++ = '\0';
+  k->group = xstrdup(strcmp(s, "core") == 0 ? "" : s);
+  k->version = xstrdup(v);
+  k->kind = xstrdup(kind);
+  k->list_kind = xprintf("%sList", kind);
+  k->namespaced = true;
+  if (eq) {
+    char *comma = strchr(eq, ',');
+    if (comma) {
+      *comma++ = '\0';
+      if (strcmp(comma, "cluster") != 0 && strcmp(comma, "namespaced") != 0) {
+        snprintf(msg, size, "%s: the scope is cluster or namespaced", spec);
+        free(s);
+        return -1;
+      }
+      k->namespaced = strcmp(comma, "namespaced") == 0;
+    }
+    k->plural = *eq ? xstrdup(eq) : NULL;
+  }
+  json_array_foreach(docs, i, d) {
+    size_t j;
+    const json_t *r;
+    json_array_foreach(json_object_get(d, "x-kcr-resources"), j, r) {
+      const char *rg = str_of(r, "group") ? str_of(r, "group") : "";
+      if (k->plural || !str_of(r, "resource") || strcmp(rg, k->group) != 0 ||
+          !str_of(r, "version") || strcmp(str_of(r, "version"), k->version) != 0 ||
+          !str_of(r, "kind") || strcmp(str_of(r, "kind"), k->kind) != 0)
+        continue;
+      k->plural = xstrdup(str_of(r, "resource"));
+      k->namespaced = !json_is_false(json_object_get(r, "namespaced"));
+    }
+  }
+  free(s);
+  if (!k->plural) {
+    snprintf(msg, size, "%s: no resource name: give %s=PLURAL or a document with x-kcr-resources",
+             spec, spec);
+    return -1;
+  }
+  return 0;
+}
+
+int gen_openapi_build(const json_t *docs, const char *prefix, const char *const *kinds,
+                      size_t nkinds, const char *source, gen_crd *crd, char *msg, size_t size) {
+  json_t *schemas = json_object();
+  idset ids = {0};
+  refcache refs = {NULL, NULL, 0};
+  gen_version *v;
+  walk w;
+  size_t i;
+  const json_t *d;
+  int rc = -1;
+  const char *mem[] = {"_mem_calloc", "_mem_strdup", "_mem_free", NULL};
+  memset(crd, 0, sizeof(*crd));
+  if (!schemas) {
+    fputs("kcr-gen: out of memory\n", stderr);
+    exit(2);
+  }
+  json_array_foreach(docs, i, d) {
+    const json_t *cs = json_object_get(json_object_get(d, "components"), "schemas");
+    if (!json_is_object(cs)) {
+      snprintf(msg, size, "document %zu has no components.schemas", i + 1);
+      goto done;
+    }
+    json_object_update_missing(schemas, (json_t *)cs);
+  }
+  crd->source = xstrdup(source);
+  crd->versions = xcalloc(1, sizeof(gen_version));
+  crd->nversions = 1;
+  v = &crd->versions[0];
+  v->name = xstrdup(prefix);
+  v->prefix = xstrdup(prefix);
+  v->kinds = xcalloc(nkinds, sizeof(*v->kinds));
+  v->nkinds = nkinds;
+  for (const char *const *r = mem; *r; r++) {
+    char *id = xprintf("%s%s", prefix, *r);
+    id_add(&ids, id);
+    free(id);
+  }
+  memset(&w, 0, sizeof(w));
+  w.v = v;
+  w.ids = &ids;
+  w.msg = msg;
+  w.size = size;
+  w.schemas = schemas;
+  w.refs = &refs;
+  w.pkg = prefix;
+  for (i = 0; i < nkinds; i++) {
+    gen_kindinfo *k = &v->kinds[i];
+    const char *name;
+    char *base;
+    if (kind_parse(docs, kinds[i], k, msg, size))
+      goto done;
+    if (!(name = find_kind(schemas, k->group, k->version, k->kind))) {
+      snprintf(msg, size, "%s: no schema has this x-kubernetes-group-version-kind", kinds[i]);
+      goto done;
+    }
+    base = ref_base(prefix, name);
+    for (const char *const *r = kind_reserved; *r; r++) {
+      char *id = xprintf("%s%s", base, *r);
+      id_add(&ids, id);
+      free(id);
+    }
+    free(base);
+  }
+  for (i = 0; i < nkinds; i++) {
+    gen_kindinfo *k = &v->kinds[i];
+    const char *name = find_kind(schemas, k->group, k->version, k->kind);
+    json_t *wrap = json_pack("{ss}", "$ref", "");
+    gen_shape sh;
+    char *r = xprintf(REF_PREFIX "%s", name);
+    json_object_set_new(wrap, "$ref", json_string(r));
+    free(r);
+    rc = classify(&w, wrap, prefix, name, &sh, false);
+    json_decref(wrap);
+    if (rc == 0 && sh.kind != GEN_OBJECT) {
+      snprintf(msg, size, "%s: the schema %s is not an object with properties", kinds[i], name);
+      rc = -1;
+    }
+    if (rc)
+      goto done;
+    k->type = sh.obj;
+    k->prefix = xstrdup(sh.obj->base);
+  }
+  rc = 0;
+done:
+  for (i = 0; i < refs.n; i++)
+    free(refs.names[i]);
+  free(refs.names);
+  free(refs.types);
+  id_free(&ids);
+  json_decref(schemas);
+  return rc;
 }
 
 static void shape_free(gen_shape *sh) {
@@ -518,6 +827,16 @@ void gen_crd_free(gen_crd *crd) {
       free(t);
     }
     free(v->types);
+    for (size_t j = 0; j < v->nkinds; j++) {
+      gen_kindinfo *k = &v->kinds[j];
+      free(k->group);
+      free(k->version);
+      free(k->kind);
+      free(k->plural);
+      free(k->list_kind);
+      free(k->prefix);
+    }
+    free(v->kinds);
     free(v->name);
     free(v->prefix);
   }
