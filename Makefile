@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 
 .PHONY: help all build test test-unit lint format install uninstall run demo bench \
 	deploy undeploy build-installer cluster-up cluster-down clean deps install-lib operator \
-	static docker-build image helm-chart helm-template chaos chaos-short soak
+	static docker-build image helm-chart helm-template chaos chaos-short soak generate manifests openapi
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -75,6 +75,20 @@ deploy: ## Deploy config/default (KUSTOMIZE_DIR: another overlay) rendered by ku
 undeploy: ## Remove everything deploy installed (the same rendering, deleted).
 	KUBECTL=$(KUSTOMIZE_KUBECTL) IMG=$(IMG) KUSTOMIZE_DIR=$(KUSTOMIZE_DIR) bash scripts/build-installer.sh - | \
 		$(KUBECTL) delete --ignore-not-found -f -
+
+generate: ## Build kcr-gen and the C types it makes (App from the CRD, built-in kinds from api/openapi).
+	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target kcr_gen kcr_gen_app_types kcr_gen_k8s_types
+
+manifests: ## Regenerate config/rbac/role.yaml from the +kcr:rbac markers, then deploy/install.yaml (commit both).
+	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target kcr_gen
+	KCR_GEN=$(BUILD_DIR)/cmd/kcr-gen/kcr-gen bash scripts/manifests.sh
+	$(MAKE) build-installer
+
+openapi: ## Refetch api/openapi/k8s.json from the local control plane (make cluster-up first; commit it).
+	python3 scripts/openapi-fetch.py --kubeconfig $${KCR_CLUSTER_DIR:-$$PWD/.kcr-cluster}/kubeconfig \
+		--kubectl $${KCR_CLUSTER_DIR:-$$PWD/.kcr-cluster}/bin/kubectl
 
 build-installer: ## Render config/default into deploy/install.yaml with image $(IMG) (commit it with the default IMG).
 	KUBECTL=$(KUSTOMIZE_KUBECTL) IMG=$(IMG) KUSTOMIZE_DIR=$(KUSTOMIZE_DIR) bash scripts/build-installer.sh

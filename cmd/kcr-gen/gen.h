@@ -135,4 +135,10 @@ void gen_crd_free(gen_crd *crd);
  */
 int gen_emit(const gen_crd *crd, const gen_version *v, const char *dir, char *msg, size_t size);
 
+/*
+ * gen_rbac is `kcr-gen rbac ARGS...` (rbac.c): roles from +kcr:rbac markers.
+ * Returns the exit status.
+ */
+int gen_rbac(int argc, char **argv);
+
 #endif /* KCR_GEN_H */

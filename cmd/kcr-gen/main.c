@@ -179,6 +179,8 @@ int main(int argc, char **argv) {
     return gen_scaffold_init(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "create") == 0)
     return gen_scaffold_create(argc - 2, argv + 2);
+  if (argc >= 2 && strcmp(argv[1], "rbac") == 0)
+    return gen_rbac(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "openapi") == 0)
     return openapi(argc - 2, argv + 2);
   usage(stderr);

@@ -31,6 +31,20 @@
  * Every write, the directory ConfigMap's included, goes through the reconcile's
  * object client, which the manager fences: a leader past its renew deadline
  * writes nothing. Only reads use the direct client.
+ *
+ * What the controller may do, and nothing more (no wildcards): read and update
+ * Apps (never create or delete them), write their status and finalizers,
+ * manage the children (the app-directory ConfigMap included), and record
+ * Events. `make manifests` writes config/rbac/role.yaml from these markers
+ * (kcr-gen rbac, docs/kcr-gen.md):
+ *
+ * +kcr:rbac:groups=kcr.dev,resources=apps,verbs=get;list;watch;update;patch
+ * +kcr:rbac:groups=kcr.dev,resources=apps/status,verbs=update;patch
+ * +kcr:rbac:groups=kcr.dev,resources=apps/finalizers,verbs=update
+ * +kcr:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+ * +kcr:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
+ * +kcr:rbac:groups=core,resources=events,verbs=create;patch
+ * +kcr:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
  */
 #include <stdio.h>
 #include <string.h>
