@@ -240,7 +240,7 @@ static int parse_marker(const char *text, rule *r, char *msg, size_t size) {
 #define MARKER "+kcr:rbac:"
 
 /* scan_file adds one rule per marker in path to rs (not yet split). */
-static int scan_file(const char *path, rules *rs, const char *role) {
+static int scan_file(const char *path, rules *rs, const char *role, const char *ns) {
   FILE *f = fopen(path, "r");
   char line[4096];
   int lineno = 0;
@@ -270,7 +270,7 @@ static int scan_file(const char *path, rules *rs, const char *role) {
       return -1;
     }
     if (!r->ns)
-      r->ns = xstrndup("", 0);
+      r->ns = xstrndup(ns, strlen(ns));
     if (!r->role)
       r->role = xstrndup(role, strlen(role));
   }
@@ -425,15 +425,16 @@ static void write_role(FILE *f, rule *v, size_t n, const strlist *labels) {
 }
 
 static void usage_rbac(FILE *f) {
-  fputs("usage: kcr-gen rbac [--role-name NAME] [--label KEY=VALUE]... [--header TEXT]\n"
-        "                    -o FILE SOURCE...\n"
-        "  Writes FILE (- for stdout): the ClusterRole NAME (default manager-role), and a Role\n"
-        "  per namespace=, from the +kcr:rbac markers in the SOURCE files. See docs/kcr-gen.md.\n",
+  fputs("usage: kcr-gen rbac [--role-name NAME] [--namespace NS] [--label KEY=VALUE]...\n"
+        "                    [--header TEXT] -o FILE SOURCE...\n"
+        "  Writes FILE (- for stdout): the ClusterRole NAME (default manager-role; a Role in NS\n"
+        "  with --namespace), and a Role per namespace=, from the +kcr:rbac markers in the\n"
+        "  SOURCE files. See docs/kcr-gen.md.\n",
         f);
 }
 
 int gen_rbac(int argc, char **argv) {
-  const char *out = NULL, *role = "manager-role", *header = NULL;
+  const char *out = NULL, *role = "manager-role", *header = NULL, *ns = "";
   strlist labels = {NULL, 0};
   rules marked = {NULL, 0, 0}, split = {NULL, 0, 0};
   FILE *f = NULL;
@@ -444,6 +445,8 @@ int gen_rbac(int argc, char **argv) {
       out = argv[++i];
     } else if (strcmp(argv[i], "--role-name") == 0 && i + 1 < argc) {
       role = argv[++i];
+    } else if (strcmp(argv[i], "--namespace") == 0 && i + 1 < argc) {
+      ns = argv[++i];
     } else if (strcmp(argv[i], "--header") == 0 && i + 1 < argc) {
       header = argv[++i];
     } else if (strcmp(argv[i], "--label") == 0 && i + 1 < argc && strchr(argv[i + 1], '=') &&
@@ -469,7 +472,7 @@ int gen_rbac(int argc, char **argv) {
       i++;
       continue;
     }
-    if (scan_file(argv[i], &marked, role))
+    if (scan_file(argv[i], &marked, role, ns))
       goto done;
   }
   /* one rule per resource (a marker without resources stays one rule) */
