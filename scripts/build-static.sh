@@ -69,17 +69,19 @@ export PKG_CONFIG_PATH="$curl_prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFI
 echo "build-static: libkcr.a in $build/kcr" >&2
 cmake -S "$root" -B "$build/kcr" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$cc" \
   -DKCR_BUILD_TESTS=OFF -DBUILD_TESTING=OFF -DKCR_INTEGRATION=OFF >/dev/null
-cmake --build "$build/kcr" --target kcr_static -j "$jobs" >/dev/null
+cmake --build "$build/kcr" --target kcr_static kcr_gen_app_types kcr_gen_k8s_types -j "$jobs" >/dev/null
 
 version=${KCR_OPERATOR_VERSION:-$(git -C "$root" describe --always --dirty 2>/dev/null || true)}
 [ -n "$version" ] || version=$(sed -nE 's/^#define KCR_VERSION_STRING "(.*)"/\1/p' include/kcr/common.h)
 
 mkdir -p "$out"
-mapfile -t sources < <(ls cmd/kcr-operator/app/*.c cmd/kcr-operator/*.c)
+# The operator's C types, which kcr-gen wrote into the build tree (cmd/kcr-gen).
+gen_dirs=("$build/kcr/kcr-gen/kcr_gen_app_types" "$build/kcr/kcr-gen/kcr_gen_k8s_types")
+mapfile -t sources < <(ls cmd/kcr-operator/app/*.c cmd/kcr-operator/*.c ${gen_dirs[@]/%//*.c} # unquoted: the globs expand)
 read -r -a libs <<<"$(pkg-config --static --libs libcurl jansson yaml-0.1 libuv-static openssl)"
 echo "build-static: linking kcr-operator (${#sources[@]} sources)" >&2
 "$cc" -std=c11 -O2 -g -D_GNU_SOURCE -DKCR_OPERATOR_VERSION="\"$version\"" \
-  -Iinclude -Icmd/kcr-operator $(pkg-config --cflags libcurl) \
+  -Iinclude -Icmd/kcr-operator "${gen_dirs[@]/#/-I}" $(pkg-config --cflags libcurl) \
   -static -o "$out/kcr-operator.debug" "${sources[@]}" "$build/kcr/libkcr.a" "${libs[@]}" \
   -pthread 2>"$build/link.log" || {
   cat "$build/link.log" >&2

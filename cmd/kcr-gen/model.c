@@ -153,8 +153,11 @@ static char *snake(const char *name) {
     if (isupper(ch)) {
       bool prev_low =
           i > 0 && (islower((unsigned char)name[i - 1]) || isdigit((unsigned char)name[i - 1]));
-      bool next_low =
-          i > 0 && isupper((unsigned char)name[i - 1]) && islower((unsigned char)name[i + 1]);
+      /* an acronym ends before a capital that starts a word (HTTPGet -> http_get),
+       * but a plural 's' stays with it (podIPs -> pod_ips) */
+      bool plural = name[i + 1] == 's' && !islower((unsigned char)name[i + 2]);
+      bool next_low = i > 0 && isupper((unsigned char)name[i - 1]) &&
+                      islower((unsigned char)name[i + 1]) && !plural;
       if ((prev_low || next_low) && o > out && o[-1] != '_')
         *o++ = '_';
       *o++ = (char)tolower(ch);

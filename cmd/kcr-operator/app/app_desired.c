@@ -25,6 +25,8 @@
 #include <openssl/evp.h>
 
 #include "app/app_desired.h"
+#include "app_v1alpha1.h"
+#include "k8s.h"
 #include "kcr/meta.h"
 
 /* str_field returns obj[key] when it is a non-empty string, else NULL. */
@@ -92,19 +94,6 @@ json_t *kop_app_labels(const json_t *app) {
   bad |= json_object_set_new(l, KOP_APP_LABEL_NAME, json_string(kcr_meta_name(app)));
   bad |= json_object_set_new(l, KOP_APP_LABEL_INSTANCE, json_string(kcr_meta_name(app)));
   bad |= json_object_set_new(l, KOP_APP_LABEL_MANAGED_BY, json_string(KOP_APP_MANAGED_BY));
-  if (bad) {
-    json_decref(l);
-    return NULL;
-  }
-  return l;
-}
-
-/* selector_labels returns a new {name, instance} object: the pods' selector. */
-static json_t *selector_labels(const json_t *app) {
-  json_t *l = json_object();
-  int bad = 0;
-  bad |= json_object_set_new(l, KOP_APP_LABEL_NAME, json_string(kcr_meta_name(app)));
-  bad |= json_object_set_new(l, KOP_APP_LABEL_INSTANCE, json_string(kcr_meta_name(app)));
   if (bad) {
     json_decref(l);
     return NULL;
@@ -202,10 +191,10 @@ bool kop_app_owns(const json_t *app, const json_t *child) {
          streq(json_string_value(json_object_get(ref, "uid")), uid);
 }
 
-int kop_app_config_hash(const json_t *app, char out[KOP_APP_CONFIG_HASH_LEN + 1],
-                        kcr_error_t *err) {
+/* hash_config writes the config hash of config (borrowed; NULL: no config). */
+static int hash_config(const json_t *config, char out[KOP_APP_CONFIG_HASH_LEN + 1],
+                       kcr_error_t *err) {
   static const char hex[] = "0123456789abcdef";
-  json_t *config = json_object_get(spec_of(app), "config");
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int md_len = 0;
   char *text;
@@ -234,23 +223,96 @@ int kop_app_config_hash(const json_t *app, char out[KOP_APP_CONFIG_HASH_LEN + 1]
   return 0;
 }
 
+int kop_app_config_hash(const json_t *app, char out[KOP_APP_CONFIG_HASH_LEN + 1],
+                        kcr_error_t *err) {
+  return hash_config(json_object_get(spec_of(app), "config"), out, err);
+}
+
+/* ---- the children, built as typed objects (k8s.h, app_v1alpha1.h) ---- */
+
+/* dup copies s with the generated types' allocator; a failure counts in *bad. */
+static char *dup(const char *s, int *bad) {
+  char *d = k8s_mem_strdup(s);
+  *bad |= d == NULL;
+  return d;
+}
+
+/* zalloc is k8s_mem_calloc with the failure counted in *bad. */
+static void *zalloc(size_t n, size_t size, int *bad) {
+  void *p = k8s_mem_calloc(n, size);
+  *bad |= p == NULL;
+  return p;
+}
+
 /*
- * child_metadata returns new metadata {name, namespace, labels, ownerReferences}
- * for a child of app called name. NULL when out of memory.
+ * SET_PAIRS fills a generated string map (field, field_len, has_field) of obj
+ * with the n key/value pairs kv[i][0], kv[i][1]; failures count in bad. Every
+ * generated string map has the same entry shape {char *key; char *value;}.
  */
-static json_t *child_metadata(const json_t *app, const char *name) {
-  json_t *md = json_object();
-  json_t *refs = json_array();
-  int bad = 0;
-  bad |= json_array_append_new(refs, kop_app_owner_reference(app));
-  bad |= json_object_set_new(md, "name", json_string(name));
-  bad |= json_object_set_new(md, "namespace", json_string(kcr_meta_namespace(app)));
-  bad |= json_object_set_new(md, "labels", kop_app_labels(app));
-  bad |= json_object_set_new(md, "ownerReferences", refs);
-  if (bad) {
-    json_decref(md);
+#define SET_PAIRS(obj, field, kv, n, bad)                                                          \
+  do {                                                                                             \
+    (obj)->field = zalloc((n), sizeof(*(obj)->field), &(bad));                                     \
+    if ((obj)->field) {                                                                            \
+      (obj)->field##_len = (n);                                                                    \
+      (obj)->has_##field = true;                                                                   \
+      for (size_t i_ = 0; i_ < (size_t)(n); i_++) {                                                \
+        (obj)->field[i_].key = dup((kv)[i_][0], &(bad));                                           \
+        (obj)->field[i_].value = dup((kv)[i_][1], &(bad));                                         \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
+
+/* typed_app decodes app (borrowed) into *out (new); a bad App is KCR_EINVAL. */
+static int typed_app(const json_t *app, app_v1alpha1_t **out, kcr_error_t *err) {
+  kcr_error_t e;
+  int rc;
+  kcr_error_clear(&e);
+  rc = app_v1alpha1_decode(app, out, &e);
+  if (rc == 0 || rc == KCR_ENOMEM) {
+    return rc == 0 ? 0 : kcr_error_set(err, rc, "app: %s", e.message);
+  }
+  return kcr_error_set(err, KCR_EINVAL, "app %s/%s: %s", kcr_meta_namespace(app),
+                       kcr_meta_name(app), e.message);
+}
+
+/* encoded encodes a built child (enc over v) into *out, or reports a failed build. */
+#define ENCODED(enc, freefn, v, bad, what, out, err)                                               \
+  do {                                                                                             \
+    int rc_ = (bad) ? KCR_ENOMEM : enc((v), (out), (err));                                         \
+    freefn(v);                                                                                     \
+    if (rc_ != 0) {                                                                                \
+      *(out) = NULL;                                                                               \
+      return (bad) ? kcr_error_set((err), KCR_ENOMEM, "app: desired " what ": out of memory")      \
+                   : rc_;                                                                          \
+    }                                                                                              \
+    return 0;                                                                                      \
+  } while (0)
+
+/* child_metadata makes the metadata of a child of app called name (new). */
+static k8s_meta_v1_object_meta_t *child_metadata(const json_t *app, const char *name, int *bad) {
+  const char *app_name = kcr_meta_name(app);
+  const char *labels[][2] = {{KOP_APP_LABEL_NAME, app_name},
+                             {KOP_APP_LABEL_INSTANCE, app_name},
+                             {KOP_APP_LABEL_MANAGED_BY, KOP_APP_MANAGED_BY}};
+  k8s_meta_v1_object_meta_t *md = zalloc(1, sizeof(*md), bad);
+  k8s_meta_v1_owner_reference_t *ref;
+  if (!md) {
     return NULL;
   }
+  md->name = dup(name, bad);
+  md->namespace = dup(kcr_meta_namespace(app), bad);
+  SET_PAIRS(md, labels, labels, 3, *bad);
+  if (!(ref = md->owner_references = zalloc(1, sizeof(*ref), bad))) {
+    return md;
+  }
+  md->owner_references_len = 1;
+  md->has_owner_references = true;
+  ref->api_version = dup(KOP_APP_API_VERSION, bad);
+  ref->kind = dup(KOP_APP_KIND, bad);
+  ref->name = dup(app_name, bad);
+  ref->uid = dup(kcr_meta_uid(app), bad);
+  ref->controller = ref->has_controller = true;
+  ref->block_owner_deletion = ref->has_block_owner_deletion = true;
   return md;
 }
 
@@ -260,237 +322,222 @@ static int config_name(const json_t *app, char *buf, size_t size) {
   return n < 0 ? n : 0;
 }
 
-/* container_env returns the container's env list (new), NULL when out of memory. */
-static json_t *container_env(const json_t *app) {
-  json_t *env = json_array();
-  json_t *item;
-  size_t i;
-  int bad = env == NULL;
-  json_array_foreach(json_object_get(spec_of(app), "env"), i, item) {
-    const char *name = str_field(item, "name");
-    const char *value = str_field(item, "value");
-    json_t *e;
-    if (!name) {
-      continue; /* the schema requires a name; skip rather than send an invalid Deployment */
+/* copy_quantities copies an App resources map into a container's (same shapes). */
+#define COPY_QUANTITIES(dst, src, field, bad)                                                      \
+  do {                                                                                             \
+    if ((src)->has_##field && (src)->field##_len > 0 &&                                            \
+        ((dst)->field = zalloc((src)->field##_len, sizeof(*(dst)->field), &(bad)))) {              \
+      (dst)->field##_len = (src)->field##_len;                                                     \
+      (dst)->has_##field = true;                                                                   \
+      for (size_t i_ = 0; i_ < (src)->field##_len; i_++) {                                         \
+        (dst)->field[i_].key = dup((src)->field[i_].key, &(bad));                                  \
+        (dst)->field[i_].value.text = dup((src)->field[i_].value.text, &(bad));                    \
+        (dst)->field[i_].value.is_int = (src)->field[i_].value.is_int;                             \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
+
+/* fill_container makes c the one container "app" of the App's pods. */
+static void fill_container(k8s_core_v1_container_t *c, const app_v1alpha1_spec_t *spec,
+                           bool with_config, int *bad) {
+  const app_v1alpha1_spec_resources_t *res = spec->resources;
+  c->name = dup(KOP_APP_CONTAINER, bad);
+  c->image = dup(spec->image, bad);
+  if (spec->has_env && spec->env_len > 0 &&
+      (c->env = zalloc(spec->env_len, sizeof(*c->env), bad))) {
+    c->has_env = true;
+    for (size_t i = 0; i < spec->env_len; i++) {
+      k8s_core_v1_env_var_t *e = &c->env[c->env_len];
+      if (!spec->env[i].name || !*spec->env[i].name) {
+        continue; /* the schema requires a name; skip rather than send an invalid Deployment */
+      }
+      c->env_len++;
+      e->name = dup(spec->env[i].name, bad);
+      if (spec->env[i].value && *spec->env[i].value) { /* the server drops "" */
+        e->value = dup(spec->env[i].value, bad);
+      }
     }
-    e = json_object();
-    bad |= json_object_set_new(e, "name", json_string(name));
-    if (value) {
-      bad |= json_object_set_new(e, "value", json_string(value));
-    }
-    bad |= json_array_append_new(env, e);
+    c->has_env = c->env_len > 0;
   }
-  if (bad) {
-    json_decref(env);
-    return NULL;
+  if (res && ((res->has_requests && res->requests_len) || (res->has_limits && res->limits_len)) &&
+      (c->resources = zalloc(1, sizeof(*c->resources), bad))) {
+    COPY_QUANTITIES(c->resources, res, requests, *bad);
+    COPY_QUANTITIES(c->resources, res, limits, *bad);
   }
-  return env;
+  if (spec->has_port && (c->ports = zalloc(1, sizeof(*c->ports), bad))) {
+    c->ports_len = 1;
+    c->has_ports = true;
+    c->ports[0].name = dup("http", bad);
+    c->ports[0].container_port = spec->port;
+    c->ports[0].protocol = dup("TCP", bad);
+  }
+  if (with_config && (c->volume_mounts = zalloc(1, sizeof(*c->volume_mounts), bad))) {
+    c->volume_mounts_len = 1;
+    c->has_volume_mounts = true;
+    c->volume_mounts[0].name = dup(KOP_APP_CONFIG_VOLUME, bad);
+    c->volume_mounts[0].mount_path = dup(KOP_APP_CONFIG_MOUNT, bad);
+    c->volume_mounts[0].read_only = c->volume_mounts[0].has_read_only = true;
+  }
 }
 
-/* container_resources returns {requests?, limits?} (new), NULL when out of memory. */
-static json_t *container_resources(const json_t *app) {
-  json_t *res = json_object_get(spec_of(app), "resources");
-  json_t *out = json_object();
-  int bad = out == NULL;
-  static const char *const keys[] = {"requests", "limits"};
-  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-    json_t *v = json_object_get(res, keys[i]);
-    if (json_is_object(v) && json_object_size(v) > 0) {
-      bad |= json_object_set_new(out, keys[i], json_deep_copy(v));
-    }
+/* typed_config_hash is kop_app_config_hash over the typed App's config. */
+static int typed_config_hash(const app_v1alpha1_spec_t *spec, char out[KOP_APP_CONFIG_HASH_LEN + 1],
+                             kcr_error_t *err) {
+  json_t *config = json_object();
+  int bad = config == NULL, rc;
+  for (size_t i = 0; spec->has_config && i < spec->config_len && !bad; i++) {
+    bad |= json_object_set_new(config, spec->config[i].key, json_string(spec->config[i].value));
   }
-  if (bad) {
-    json_decref(out);
-    return NULL;
-  }
-  return out;
+  rc = bad ? kcr_error_set(err, KCR_ENOMEM, "app: config hash: out of memory")
+           : hash_config(config, out, err);
+  json_decref(config);
+  return rc;
 }
 
-/* app_container returns the one container "app" (new), NULL when out of memory. */
-static json_t *app_container(const json_t *app, bool with_config) {
-  json_t *c = json_object();
-  json_t *env = container_env(app);
-  json_t *res = container_resources(app);
-  int port = kop_app_port(app);
-  int bad = 0;
-  bad |= json_object_set_new(c, "name", json_string(KOP_APP_CONTAINER));
-  bad |= json_object_set_new(c, "image", json_string(str_field(spec_of(app), "image")));
-  if (env && json_array_size(env) > 0) {
-    bad |= json_object_set_new(c, "env", json_incref(env));
-  }
-  if (res && json_object_size(res) > 0) {
-    bad |= json_object_set_new(c, "resources", json_incref(res));
-  }
-  bad |= env == NULL || res == NULL;
-  json_decref(env);
-  json_decref(res);
-  if (port) {
-    json_t *ports = json_array();
-    json_t *p = json_object();
-    bad |= json_object_set_new(p, "name", json_string("http"));
-    bad |= json_object_set_new(p, "containerPort", json_integer(port));
-    bad |= json_object_set_new(p, "protocol", json_string("TCP"));
-    bad |= json_array_append_new(ports, p);
-    bad |= json_object_set_new(c, "ports", ports);
-  }
-  if (with_config) {
-    json_t *mounts = json_array();
-    json_t *m = json_object();
-    bad |= json_object_set_new(m, "name", json_string(KOP_APP_CONFIG_VOLUME));
-    bad |= json_object_set_new(m, "mountPath", json_string(KOP_APP_CONFIG_MOUNT));
-    bad |= json_object_set_new(m, "readOnly", json_true());
-    bad |= json_array_append_new(mounts, m);
-    bad |= json_object_set_new(c, "volumeMounts", mounts);
-  }
-  if (bad) {
-    json_decref(c);
-    return NULL;
-  }
-  return c;
-}
-
-/* config_volume returns the volumes list with the config volume (new), or NULL. */
-static json_t *config_volumes(const char *cm_name) {
-  json_t *vols = json_array();
-  json_t *v = json_object();
-  json_t *cm = json_object();
-  int bad = 0;
-  bad |= json_object_set_new(cm, "name", json_string(cm_name));
-  bad |= json_object_set_new(v, "name", json_string(KOP_APP_CONFIG_VOLUME));
-  bad |= json_object_set_new(v, "configMap", cm);
-  bad |= json_array_append_new(vols, v);
-  if (bad) {
-    json_decref(vols);
-    return NULL;
-  }
-  return vols;
+/* typed_has_config is kop_app_has_config for the typed App. */
+static bool typed_has_config(const app_v1alpha1_spec_t *spec) {
+  return spec->has_config && spec->config_len > 0;
 }
 
 int kop_app_desired_deployment(const json_t *app, json_t **out, kcr_error_t *err) {
   char cm_name[320];
   char hash[KOP_APP_CONFIG_HASH_LEN + 1];
+  const char *name = kcr_meta_name(app);
+  const char *selector[][2] = {{KOP_APP_LABEL_NAME, name}, {KOP_APP_LABEL_INSTANCE, name}};
+  const char *labels[][2] = {{KOP_APP_LABEL_NAME, name},
+                             {KOP_APP_LABEL_INSTANCE, name},
+                             {KOP_APP_LABEL_MANAGED_BY, KOP_APP_MANAGED_BY}};
+  const char *annotations[][2] = {{KOP_APP_CONFIG_HASH_ANNOTATION, hash}};
+  app_v1alpha1_t *a = NULL;
+  k8s_apps_v1_deployment_t *d = NULL;
+  k8s_apps_v1_deployment_spec_t *spec;
+  k8s_core_v1_pod_template_spec_t *tmpl;
+  k8s_core_v1_pod_spec_t *pod;
   bool with_config;
-  json_t *d = NULL, *spec, *sel, *tmpl, *tmd, *pod, *containers;
   int bad = 0, rc;
   *out = NULL;
-  if ((rc = kop_app_check(app, err)) < 0) {
+  if ((rc = kop_app_check(app, err)) < 0 || (rc = typed_app(app, &a, err)) < 0) {
     return rc;
   }
-  with_config = kop_app_has_config(app);
-  if (with_config) {
-    if (config_name(app, cm_name, sizeof cm_name) < 0) {
-      return kcr_error_set(err, KCR_ETOOBIG, "app: name too long");
-    }
-    if ((rc = kop_app_config_hash(app, hash, err)) < 0) {
-      return rc;
-    }
+  with_config = typed_has_config(a->spec);
+  if (with_config && config_name(app, cm_name, sizeof cm_name) < 0) {
+    app_v1alpha1_free(a);
+    return kcr_error_set(err, KCR_ETOOBIG, "app: name too long");
   }
-  d = json_object();
-  spec = json_object();
-  sel = json_object();
-  tmpl = json_object();
-  tmd = json_object();
-  pod = json_object();
-  containers = json_array();
-  bad |= json_object_set_new(d, "apiVersion", json_string("apps/v1"));
-  bad |= json_object_set_new(d, "kind", json_string("Deployment"));
-  bad |= json_object_set_new(d, "metadata", child_metadata(app, kcr_meta_name(app)));
-  bad |= json_object_set(d, "spec", spec);
-  bad |= json_object_set_new(spec, "replicas", json_integer(kop_app_replicas(app)));
-  bad |= json_object_set_new(sel, "matchLabels", selector_labels(app));
-  bad |= json_object_set(spec, "selector", sel);
-  bad |= json_object_set(spec, "template", tmpl);
-  bad |= json_object_set_new(tmd, "labels", kop_app_labels(app));
-  if (with_config) {
-    json_t *ann = json_object();
-    bad |= json_object_set_new(ann, KOP_APP_CONFIG_HASH_ANNOTATION, json_string(hash));
-    bad |= json_object_set_new(tmd, "annotations", ann);
+  if (with_config && (rc = typed_config_hash(a->spec, hash, err)) < 0) {
+    app_v1alpha1_free(a);
+    return rc;
   }
-  bad |= json_object_set(tmpl, "metadata", tmd);
-  bad |= json_object_set(tmpl, "spec", pod);
-  bad |= json_array_append_new(containers, app_container(app, with_config));
-  bad |= json_object_set(pod, "containers", containers);
-  if (with_config) {
-    bad |= json_object_set_new(pod, "volumes", config_volumes(cm_name));
-  }
-  /* The containers were attached with json_object_set (not _new) and filled after:
-   * a failed attach must not free what is still being filled. Drop our references. */
-  json_decref(spec);
-  json_decref(sel);
-  json_decref(tmpl);
-  json_decref(tmd);
-  json_decref(pod);
-  json_decref(containers);
-  if (bad) {
-    json_decref(d);
+  if (!(d = zalloc(1, sizeof(*d), &bad))) {
+    app_v1alpha1_free(a);
     return kcr_error_set(err, KCR_ENOMEM, "app: desired deployment: out of memory");
   }
-  *out = d;
-  return 0;
+  d->api_version = dup("apps/v1", &bad);
+  d->kind = dup("Deployment", &bad);
+  d->metadata = child_metadata(app, name, &bad);
+  if ((spec = d->spec = zalloc(1, sizeof(*spec), &bad))) {
+    spec->replicas = a->spec->has_replicas ? a->spec->replicas : 1;
+    spec->has_replicas = true;
+    if ((spec->selector = zalloc(1, sizeof(*spec->selector), &bad))) {
+      SET_PAIRS(spec->selector, match_labels, selector, 2, bad);
+    }
+    tmpl = spec->template = zalloc(1, sizeof(*tmpl), &bad);
+  }
+  if (spec && tmpl && (tmpl->metadata = zalloc(1, sizeof(*tmpl->metadata), &bad))) {
+    SET_PAIRS(tmpl->metadata, labels, labels, 3, bad);
+    if (with_config) {
+      SET_PAIRS(tmpl->metadata, annotations, annotations, 1, bad);
+    }
+  }
+  if (spec && tmpl && (pod = tmpl->spec = zalloc(1, sizeof(*pod), &bad))) {
+    if ((pod->containers = zalloc(1, sizeof(*pod->containers), &bad))) {
+      pod->containers_len = 1;
+      fill_container(&pod->containers[0], a->spec, with_config, &bad);
+    }
+    if (with_config && (pod->volumes = zalloc(1, sizeof(*pod->volumes), &bad))) {
+      pod->volumes_len = 1;
+      pod->has_volumes = true;
+      pod->volumes[0].name = dup(KOP_APP_CONFIG_VOLUME, &bad);
+      if ((pod->volumes[0].config_map = zalloc(1, sizeof(*pod->volumes[0].config_map), &bad))) {
+        pod->volumes[0].config_map->name = dup(cm_name, &bad);
+      }
+    }
+  }
+  app_v1alpha1_free(a);
+  ENCODED(k8s_apps_v1_deployment_encode, k8s_apps_v1_deployment_free, d, bad, "deployment", out,
+          err);
 }
 
 int kop_app_desired_service(const json_t *app, json_t **out, kcr_error_t *err) {
-  json_t *s, *spec, *ports, *p;
+  const char *name = kcr_meta_name(app);
+  const char *selector[][2] = {{KOP_APP_LABEL_NAME, name}, {KOP_APP_LABEL_INSTANCE, name}};
+  k8s_core_v1_service_t *s;
+  k8s_core_v1_service_port_t *p;
   int port, bad = 0, rc;
   *out = NULL;
   if ((rc = kop_app_check(app, err)) < 0) {
     return rc;
   }
-  port = kop_app_port(app);
-  if (port == 0) {
+  if ((port = kop_app_port(app)) == 0) {
     return 0;
   }
-  s = json_object();
-  spec = json_object();
-  ports = json_array();
-  p = json_object();
-  bad |= json_object_set_new(s, "apiVersion", json_string("v1"));
-  bad |= json_object_set_new(s, "kind", json_string("Service"));
-  bad |= json_object_set_new(s, "metadata", child_metadata(app, kcr_meta_name(app)));
-  bad |= json_object_set(s, "spec", spec);
-  bad |= json_object_set_new(spec, "type", json_string("ClusterIP"));
-  bad |= json_object_set_new(spec, "selector", selector_labels(app));
-  bad |= json_object_set_new(p, "name", json_string("http"));
-  bad |= json_object_set_new(p, "protocol", json_string("TCP"));
-  bad |= json_object_set_new(p, "port", json_integer(port));
-  bad |= json_object_set_new(p, "targetPort", json_integer(port));
-  bad |= json_array_append_new(ports, p);
-  bad |= json_object_set(spec, "ports", ports);
-  json_decref(spec); /* attached with json_object_set: see kop_app_desired_deployment */
-  json_decref(ports);
-  if (bad) {
-    json_decref(s);
+  if (!(s = zalloc(1, sizeof(*s), &bad))) {
     return kcr_error_set(err, KCR_ENOMEM, "app: desired service: out of memory");
   }
-  *out = s;
-  return 0;
+  s->api_version = dup("v1", &bad);
+  s->kind = dup("Service", &bad);
+  s->metadata = child_metadata(app, name, &bad);
+  if ((s->spec = zalloc(1, sizeof(*s->spec), &bad))) {
+    s->spec->type = dup("ClusterIP", &bad);
+    SET_PAIRS(s->spec, selector, selector, 2, bad);
+    if ((p = s->spec->ports = zalloc(1, sizeof(*p), &bad))) {
+      s->spec->ports_len = 1;
+      s->spec->has_ports = true;
+      p->name = dup("http", &bad);
+      p->protocol = dup("TCP", &bad);
+      p->port = port;
+      p->target_port.int_value = port;
+      p->has_target_port = true;
+    }
+  }
+  ENCODED(k8s_core_v1_service_encode, k8s_core_v1_service_free, s, bad, "service", out, err);
 }
 
 int kop_app_desired_configmap(const json_t *app, json_t **out, kcr_error_t *err) {
   char name[320];
-  json_t *cm;
+  app_v1alpha1_t *a = NULL;
+  k8s_core_v1_config_map_t *cm;
   int bad = 0, rc;
   *out = NULL;
-  if ((rc = kop_app_check(app, err)) < 0) {
+  if ((rc = kop_app_check(app, err)) < 0 || (rc = typed_app(app, &a, err)) < 0) {
     return rc;
   }
-  if (!kop_app_has_config(app)) {
+  if (!typed_has_config(a->spec)) {
+    app_v1alpha1_free(a);
     return 0;
   }
   if (config_name(app, name, sizeof name) < 0) {
+    app_v1alpha1_free(a);
     return kcr_error_set(err, KCR_ETOOBIG, "app: name too long");
   }
-  cm = json_object();
-  bad |= json_object_set_new(cm, "apiVersion", json_string("v1"));
-  bad |= json_object_set_new(cm, "kind", json_string("ConfigMap"));
-  bad |= json_object_set_new(cm, "metadata", child_metadata(app, name));
-  bad |= json_object_set_new(cm, "data", json_deep_copy(json_object_get(spec_of(app), "config")));
-  if (bad) {
-    json_decref(cm);
+  if (!(cm = zalloc(1, sizeof(*cm), &bad))) {
+    app_v1alpha1_free(a);
     return kcr_error_set(err, KCR_ENOMEM, "app: desired configmap: out of memory");
   }
-  *out = cm;
-  return 0;
+  cm->api_version = dup("v1", &bad);
+  cm->kind = dup("ConfigMap", &bad);
+  cm->metadata = child_metadata(app, name, &bad);
+  if ((cm->data = zalloc(a->spec->config_len, sizeof(*cm->data), &bad))) {
+    cm->has_data = true;
+    for (size_t i = 0; i < a->spec->config_len; i++) {
+      cm->data_len = i + 1;
+      cm->data[i].key = dup(a->spec->config[i].key, &bad);
+      cm->data[i].value = dup(a->spec->config[i].value, &bad);
+    }
+  }
+  app_v1alpha1_free(a);
+  ENCODED(k8s_core_v1_config_map_encode, k8s_core_v1_config_map_free, cm, bad, "configmap", out,
+          err);
 }
 
 /* merge_map sets every key of src over dst[key] (created when absent). 0 or -1. */
@@ -698,21 +745,24 @@ int kop_app_directory_update(json_t *data, const json_t *app, bool remove, bool 
 }
 
 json_t *kop_app_desired_directory(const char *ns) {
-  json_t *cm = json_object();
-  json_t *md = json_object();
-  json_t *labels = json_object();
+  const char *labels[][2] = {{KOP_APP_LABEL_MANAGED_BY, KOP_APP_MANAGED_BY}};
+  k8s_core_v1_config_map_t *cm;
+  json_t *out = NULL;
   int bad = 0;
-  bad |= json_object_set_new(labels, KOP_APP_LABEL_MANAGED_BY, json_string(KOP_APP_MANAGED_BY));
-  bad |= json_object_set_new(md, "name", json_string(KOP_APP_DIRECTORY_NAME));
-  bad |= json_object_set_new(md, "namespace", json_string(ns));
-  bad |= json_object_set_new(md, "labels", labels);
-  bad |= json_object_set_new(cm, "apiVersion", json_string("v1"));
-  bad |= json_object_set_new(cm, "kind", json_string("ConfigMap"));
-  bad |= json_object_set_new(cm, "metadata", md);
-  bad |= json_object_set_new(cm, "data", json_object());
-  if (bad) {
-    json_decref(cm);
+  if (!(cm = zalloc(1, sizeof(*cm), &bad))) {
     return NULL;
   }
-  return cm;
+  cm->api_version = dup("v1", &bad);
+  cm->kind = dup("ConfigMap", &bad);
+  if ((cm->metadata = zalloc(1, sizeof(*cm->metadata), &bad))) {
+    cm->metadata->name = dup(KOP_APP_DIRECTORY_NAME, &bad);
+    cm->metadata->namespace = dup(ns, &bad);
+    SET_PAIRS(cm->metadata, labels, labels, 1, bad);
+  }
+  cm->has_data = true; /* written as {}: the entries come later */
+  if (!bad && k8s_core_v1_config_map_encode(cm, &out, NULL) != 0) {
+    out = NULL;
+  }
+  k8s_core_v1_config_map_free(cm);
+  return out;
 }
