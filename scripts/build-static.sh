@@ -75,9 +75,9 @@ version=${KCR_OPERATOR_VERSION:-$(git -C "$root" describe --always --dirty 2>/de
 [ -n "$version" ] || version=$(sed -nE 's/^#define KCR_VERSION_STRING "(.*)"/\1/p' include/kcr/common.h)
 
 mkdir -p "$out"
-# The operator's C types, which kcr-gen wrote into the build tree (cmd/kcr-gen).
+# The operator's C types, which kcr-gen wrote into the build tree (cmd/kcr-gen). (unquoted below, so the globs expand)
 gen_dirs=("$build/kcr/kcr-gen/kcr_gen_app_types" "$build/kcr/kcr-gen/kcr_gen_k8s_types")
-mapfile -t sources < <(ls cmd/kcr-operator/app/*.c cmd/kcr-operator/*.c ${gen_dirs[@]/%//*.c} # unquoted: the globs expand)
+mapfile -t sources < <(ls cmd/kcr-operator/app/*.c cmd/kcr-operator/*.c ${gen_dirs[@]/%//*.c})
 read -r -a libs <<<"$(pkg-config --static --libs libcurl jansson yaml-0.1 libuv-static openssl)"
 echo "build-static: linking kcr-operator (${#sources[@]} sources)" >&2
 "$cc" -std=c11 -O2 -g -D_GNU_SOURCE -DKCR_OPERATOR_VERSION="\"$version\"" \
