@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "app/app_status.h"
+#include "app_v1alpha1.h"
+#include "k8s.h"
 #include "kcr/meta.h"
 
 json_t *kop_condition_find(const json_t *conditions, const char *type) {
@@ -121,16 +123,24 @@ int kop_condition_set(json_t *conditions, const char *type, const char *status, 
   return 0;
 }
 
-/* int_at returns the integer at obj.a.b (dotted path), 0 when absent. */
-static int64_t int_at(const json_t *obj, const char *path) {
-  json_t *v = kcr_meta_path(obj, path);
-  return json_is_integer(v) ? json_integer_value(v) : 0;
+/* deployment_condition returns the Deployment's status condition of that type. */
+static const k8s_apps_v1_deployment_condition_t *
+deployment_condition(const k8s_apps_v1_deployment_status_t *st, const char *type) {
+  for (size_t i = 0; st && i < st->conditions_len; i++) {
+    if (st->conditions[i].type && !strcmp(st->conditions[i].type, type)) {
+      return &st->conditions[i];
+    }
+  }
+  return NULL;
 }
 
-/* deployment_condition returns the Deployment's status condition of that type. */
-static json_t *deployment_condition(const json_t *dep, const char *type) {
-  return kop_condition_find(kcr_meta_path(dep, "status.conditions"), type);
+/* streq tells whether s (NULL: absent) is want. */
+static bool streq(const char *s, const char *want) {
+  return s && !strcmp(s, want);
 }
+
+/* COUNT reads an optional int32 of a Deployment's status, 0 when absent. */
+#define COUNT(st, field) ((st) && (st)->has_##field ? (int64_t)(st)->field : 0)
 
 /* The verdicts of the three main conditions, before they are written. */
 typedef struct verdict {
@@ -151,26 +161,30 @@ static void set_verdict(verdict *v, const char *status, const char *reason, cons
   va_end(ap);
 }
 
-/* judge decides Available, Progressing and Degraded. */
-static void judge(const json_t *app, const kop_app_observed *obs, verdict *avail, verdict *prog,
-                  verdict *degr) {
+/*
+ * judge decides Available, Progressing and Degraded from the Deployment's typed
+ * status st (NULL: none) and its metadata.generation.
+ */
+static void judge(const json_t *app, const kop_app_observed *obs,
+                  const k8s_apps_v1_deployment_status_t *st, int64_t dep_generation, verdict *avail,
+                  verdict *prog, verdict *degr) {
   const json_t *dep = obs ? obs->deployment : NULL;
   int64_t want = kop_app_replicas(app);
-  int64_t ready = int_at(dep, "status.readyReplicas");
-  int64_t available = int_at(dep, "status.availableReplicas");
-  int64_t updated = int_at(dep, "status.updatedReplicas");
-  int64_t replicas = int_at(dep, "status.replicas");
-  json_t *dav = deployment_condition(dep, "Available");
-  json_t *dprog = deployment_condition(dep, "Progressing");
-  bool stuck = dprog && str_eq(dprog, "reason", "ProgressDeadlineExceeded");
+  int64_t ready = COUNT(st, ready_replicas);
+  int64_t available = COUNT(st, available_replicas);
+  int64_t updated = COUNT(st, updated_replicas);
+  int64_t replicas = COUNT(st, replicas);
+  const k8s_apps_v1_deployment_condition_t *dav = deployment_condition(st, "Available");
+  const k8s_apps_v1_deployment_condition_t *dprog = deployment_condition(st, "Progressing");
+  bool stuck = dprog && streq(dprog->reason, "ProgressDeadlineExceeded");
   bool observed =
-      dep && int_at(dep, "status.observedGeneration") >= int_at(dep, "metadata.generation");
+      dep && (st && st->has_observed_generation ? st->observed_generation : 0) >= dep_generation;
 
   if (want == 0) {
     set_verdict(avail, "True", "ScaledToZero", "spec.replicas is 0");
   } else if (!dep) {
     set_verdict(avail, "False", "DeploymentMissing", "the Deployment does not exist yet");
-  } else if (ready > 0 && (dav ? str_eq(dav, "status", "True") : available >= want)) {
+  } else if (ready > 0 && (dav ? streq(dav->status, "True") : available >= want)) {
     set_verdict(avail, "True", "MinimumReplicasAvailable", "%" PRId64 "/%" PRId64 " replicas ready",
                 ready, want);
   } else {
@@ -196,8 +210,8 @@ static void judge(const json_t *app, const kop_app_observed *obs, verdict *avail
     set_verdict(degr, "True", obs->degraded_reason, "%s",
                 obs->degraded_message ? obs->degraded_message : "");
   } else if (stuck) {
-    const char *m = json_string_value(json_object_get(dprog, "message"));
-    set_verdict(degr, "True", "ProgressDeadlineExceeded", "%s", m ? m : "");
+    set_verdict(degr, "True", "ProgressDeadlineExceeded", "%s",
+                dprog->message ? dprog->message : "");
   } else {
     set_verdict(degr, "False", "ReconcileSucceeded", "all children are as the spec says");
   }
@@ -213,8 +227,10 @@ int kop_app_status(const json_t *app, const kop_app_observed *obs, kcr_time_t no
   json_t *old = json_object_get(json_object_get(app, "status"), "conditions");
   json_t *st = NULL, *conds = NULL;
   const json_t *dep = obs ? obs->deployment : NULL;
+  k8s_apps_v1_deployment_status_t *ds = NULL;
+  app_v1alpha1_status_t status;
   int64_t gen = kcr_meta_generation(app);
-  int bad = 0, rc, n;
+  int rc, n;
   *out = NULL;
   if ((rc = kop_app_check(app, err)) < 0) {
     return rc;
@@ -223,10 +239,16 @@ int kop_app_status(const json_t *app, const kop_app_observed *obs, kcr_time_t no
       (n = kop_app_url(app, url, sizeof url)) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: name too long");
   }
-  judge(app, obs, &v[0], &v[1], &v[2]);
+  /* Only the status is read: the Deployment may be a partial object (tests). */
+  if (dep && json_object_get(dep, "status") &&
+      (rc = k8s_apps_v1_deployment_status_decode(json_object_get(dep, "status"), &ds, err)) < 0) {
+    return rc;
+  }
+  judge(app, obs, ds, kcr_meta_generation(dep), &v[0], &v[1], &v[2]);
   conds = json_is_array(old) ? json_deep_copy(old) : json_array();
   if (!conds) {
-    return kcr_error_set(err, KCR_ENOMEM, "app status: out of memory");
+    rc = kcr_error_set(err, KCR_ENOMEM, "app status: out of memory");
+    goto fail;
   }
   for (int i = 0; i < 3; i++) {
     if ((rc = kop_condition_set(conds, types[i], v[i].status, v[i].reason, v[i].message, gen, now,
@@ -244,26 +266,32 @@ int kop_app_status(const json_t *app, const kop_app_observed *obs, kcr_time_t no
   } else {
     kop_condition_remove(conds, KOP_APP_COND_PAUSED);
   }
-  st = json_object();
-  bad |= json_object_set_new(st, "observedGeneration", json_integer(gen));
-  bad |= json_object_set_new(st, "replicas", json_integer(int_at(dep, "status.replicas")));
-  bad |=
-      json_object_set_new(st, "readyReplicas", json_integer(int_at(dep, "status.readyReplicas")));
-  bad |= json_object_set_new(st, "selector", json_string(selector));
-  if (n > 0) {
-    bad |= json_object_set_new(st, "url", json_string(url));
+  /* The scalars as the typed status (borrowed strings: encoded, never freed);
+   * the conditions stay the JSON array kop_condition_set keeps in order. */
+  memset(&status, 0, sizeof status);
+  status.observed_generation = gen;
+  status.has_observed_generation = true;
+  status.replicas = (int32_t)COUNT(ds, replicas);
+  status.has_replicas = true;
+  status.ready_replicas = (int32_t)COUNT(ds, ready_replicas);
+  status.has_ready_replicas = true;
+  status.selector = selector;
+  status.url = n > 0 ? url : NULL;
+  if ((rc = app_v1alpha1_status_encode(&status, &st, err)) < 0) {
+    goto fail;
   }
-  bad |= json_object_set(st, "conditions", conds);
-  if (bad) {
+  if (json_object_set(st, "conditions", conds) < 0) {
     rc = kcr_error_set(err, KCR_ENOMEM, "app status: out of memory");
     goto fail;
   }
   json_decref(conds);
+  k8s_apps_v1_deployment_status_free(ds);
   *out = st;
   return 0;
 fail:
   json_decref(conds);
   json_decref(st);
+  k8s_apps_v1_deployment_status_free(ds);
   return rc;
 }
 
