@@ -15,7 +15,7 @@ target=${1:-all}
 seconds=${2:-60}
 build=${KCR_FUZZ_BUILD_DIR:-$root/build/fuzz}
 all_targets=(time base64 watch status http_request kubeconfig exec selector jscan admission conversion
-  review_answer netstat traceparent otlp)
+  review_answer netstat traceparent otlp kcr_gen)
 
 if [ "$target" = all ]; then
   targets=("${all_targets[@]}")
