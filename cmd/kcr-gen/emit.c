@@ -627,6 +627,10 @@ static void emit_type_ops(out *o, const gen_type *t) {
       put(o, "if (json_is_null(m)) {");
       if (f->nullable)
         put(o, "  v->%s_null = true;", f->c_name);
+      else /* servers write null for unset fields that are not nullable (a zero
+            * metav1.Time): kept as is, so the object round-trips; a value set
+            * later replaces it (fields are encoded after the kept members) */
+        put(o, "  rc = kg_keep(&v->kcr_unknown, key, key_len, m, p, err);");
       if (f->required && f->nullable)
         put(o, "  seen_%s = true;", f->c_name);
       put(o, "} else {");

@@ -159,8 +159,16 @@ static void round_trip(const json_t *obj, dec_fn dec, enc_fn enc, free_fn fr) {
   got = json_dumps(out, JSON_SORT_KEYS | JSON_COMPACT);
   assert_non_null(want);
   assert_non_null(got);
-  if (strcmp(want, got) != 0)
-    fail_msg("round trip differs:\n in: %s\nout: %s", want, got);
+  if (strcmp(want, got) != 0) {
+    /* the whole objects would be cut short in the message: name the first
+     * byte that differs and show what is around it on both sides */
+    size_t at = 0;
+    while (want[at] && want[at] == got[at])
+      at++;
+    size_t from = at > 120 ? at - 120 : 0;
+    fail_msg("round trip differs at byte %zu:\n in: ...%.240s\nout: ...%.240s", at, want + from,
+             got + from);
+  }
   print_message("round trip: %zu bytes of %s %s\n", strlen(want),
                 json_string_value(json_object_get(obj, "kind")),
                 json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")));
