@@ -10,6 +10,7 @@
 #   - the project configures with find_package(kcr), builds (its C types come
 #     from its CRDs through the installed kcr-gen) and its scaffolded unit tests
 #     pass on the fake client;
+#   - `make manifests` writes config/rbac/role.yaml from the controllers' markers;
 #   - `kubectl kustomize config/default` renders with the prefix on every name;
 #   - against the local control plane: the CRDs install, the manager starts, a
 #     sample Widget gets status.observedGeneration = its generation, a spec change
@@ -96,6 +97,12 @@ grep -q 'warning:' "$work/build.log" && { grep 'warning:' "$work/build.log" >&2;
 export LD_LIBRARY_PATH=$work/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 ctest --test-dir build --output-on-failure >"$work/ctest.log" 2>&1 || { cat "$work/ctest.log" >&2; fail "unit tests"; }
 grep -q '100% tests passed, 0 tests failed out of 2' "$work/ctest.log" || { cat "$work/ctest.log" >&2; fail "not 2 tests"; }
+
+# The RBAC follows the markers of the scaffolded controllers.
+make manifests KCR_GEN="$gen" >/dev/null || fail "make manifests"
+for r in widgets widgets/status gizmoes; do
+  grep -q "^  - $r\$" config/rbac/role.yaml || fail "config/rbac/role.yaml has no rule for $r"
+done
 
 # 4. The deploy layout renders.
 k kustomize config/default >"$work/deploy.yaml" || fail "kubectl kustomize config/default"
