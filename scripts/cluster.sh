@@ -39,6 +39,9 @@
 #                         for them to end)
 #   KCR_APISERVER_ARGS    extra kube-apiserver flags (word-split)
 #   KCR_KCM_ARGS          extra kube-controller-manager flags (word-split)
+#   KCR_SERVICE_CIDR      the Service IP range (default 10.0.0.0/16: room for
+#                         the benchmarks' thousands of Services; 10.0.0.1,
+#                         the kubernetes Service, must stay in it)
 #   KCR_KWOK              1: as --kwok
 #   KCR_KWOK_NODES        fake nodes with --kwok (default 2), each 32 CPUs,
 #                         256 GiB and 110 Pods
@@ -432,7 +435,7 @@ start_apiserver() {
         --service-account-issuer="https://kubernetes.default.svc.cluster.local" \
         --service-account-key-file="$pki/sa.pub" \
         --service-account-signing-key-file="$pki/sa.key" \
-        --service-cluster-ip-range=10.0.0.0/24 \
+        --service-cluster-ip-range="${KCR_SERVICE_CIDR:-10.0.0.0/16}" \
         --disable-admission-plugins=ServiceAccount \
         --endpoint-reconciler-type=none \
         --allow-privileged=true \
