@@ -8,10 +8,12 @@
  * correlator under a short lock and a sender thread writes to the API server
  * with the synchronous client. The correlator does what client-go's does to keep
  * a hot loop from flooding the API:
- *  - series: an event identical to one recorded within the series window
- *    (same regarding object, type, reason, action, note and controller) is not
- *    a new Event: its series.count grows, and the sender PATCHes the count and
- *    lastObservedTime at most once per patch interval (and on flush);
+ *  - series: an event like one recorded within the series window (same
+ *    regarding object and resourceVersion, type, reason, action and
+ *    controller; the note is not compared, as client-go's getKey leaves it
+ *    out) is not a new Event: its series.count grows, the Event keeps its
+ *    first note, and the sender PATCHes the count and lastObservedTime at
+ *    most once per patch interval (and on flush);
  *  - spam filter: new (non-identical) events take a token from a bucket per
  *    regarding object (burst 25, one token back every 5 minutes, client-go's
  *    defaults); without a token the event is dropped;

@@ -3,7 +3,7 @@
  * events.c: the event recorder (kcr/events.h).
  *
  * DESIGN. Recording and sending are split by one mutex. kcr_event_record builds
- * the correlation key (regarding object, type, reason, action, note), looks it
+ * the correlation key, looks it
  * up in a hash map of entries (util/hmap.h, randomly seeded: the keys carry
  * object names), and either counts the call
  * into the entry's series or, after the per-object token bucket (client-go's
@@ -20,6 +20,14 @@
  * PATCH answered 404 (the Event expired or was deleted) re-creates it. Entries
  * whose series window has passed are evicted lazily when the table is full.
  * Waits use kcr_clock_timedwait, so tests drive windows with a fake clock.
+ *
+ * The key is client-go's tools/events getKey: the reporting controller and
+ * instance, the regarding object (apiVersion, kind, namespace, name, uid,
+ * resourceVersion), type, reason and action; not the note. So "Created
+ * Deployment x" and "Created Service x" in one pass (same App, same
+ * resourceVersion) are one Event whose series counts 2: one POST and at most
+ * one series PATCH instead of two POSTs, as controller-runtime's recorder
+ * writes. The Event keeps the note it was created with, as client-go's does.
  * With a fence (a leader's write deadline), the sender asks it before each
  * write and drops the write while it says no: a paused leader that lost its
  * Lease sends no Event after its deadline, as its object writes do not.
@@ -201,7 +209,9 @@ static int record_note(kcr_event_recorder_t *r, const kcr_object_ref *ref, const
   }
   snprintf(objkey, sizeof(objkey), "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", r->controller,
            nz(ref->api_version), ref->kind, nz(ref->namespace_), ref->name, nz(ref->uid));
-  snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%s\x1f%s", objkey, type, reason, action, note);
+  /* client-go's getKey: not the note (see DESIGN). */
+  snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%s\x1f%s", objkey, nz(ref->resource_version), type,
+           reason, action);
 
   pthread_mutex_lock(&r->mu);
   now = kcr_clock_now(r->clock);
