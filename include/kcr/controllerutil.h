@@ -71,6 +71,23 @@ KCR_EXTERN int kcr_finalizer_remove(json_t *obj, const char *name, bool *changed
 KCR_EXTERN int kcr_finalizer_remove_patch(const json_t *obj, const char *name, char **out,
                                           kcr_error_t *err);
 
+/*
+ * kcr_finalizer_add_patch builds the JSON Patch (RFC 6902) that adds name to
+ * the object's finalizers on the server without clobbering anyone else's and
+ * without sending the whole object, as a full update does:
+ *   [{"op":"test","path":"/metadata/finalizers","value":[...as in obj...]},
+ *    {"op":"add","path":"/metadata/finalizers/-","value":"<name>"}]
+ * or, when obj has no finalizers (a missing member cannot be tested),
+ *   [{"op":"test","path":"/metadata/resourceVersion","value":"<rv>"},
+ *    {"op":"add","path":"/metadata/finalizers","value":["<name>"]}]
+ * (the test left out when obj has no resourceVersion). A concurrent change
+ * makes the server refuse the whole patch (422 or 409): re-read and retry.
+ * *out: new NUL-terminated bytes (kcr_free), NULL on failure or when name is
+ * already there (returns 0). Returns 0, KCR_EINVAL or KCR_ENOMEM. Any thread.
+ */
+KCR_EXTERN int kcr_finalizer_add_patch(const json_t *obj, const char *name, char **out,
+                                       kcr_error_t *err);
+
 /* ---- owner references ---- */
 
 /*
@@ -185,6 +202,17 @@ KCR_EXTERN bool kcr_condition_is_false(const json_t *conditions, const char *typ
  */
 KCR_EXTERN int kcr_finalizer_remove_remote(const kcr_objclient *c, json_t *obj, const char *name,
                                            kcr_error_t *err);
+
+/*
+ * kcr_finalizer_add_remote adds finalizer name to obj on the server with
+ * kcr_finalizer_add_patch's JSON Patch (about 100 bytes where an update sends
+ * the whole object), then makes obj what the server returned. No request when
+ * obj holds name already. A concurrent change: KCR_EAPI with
+ * kcr_error_is_invalid or kcr_error_is_conflict; re-read and retry. Blocking;
+ * a worker thread.
+ */
+KCR_EXTERN int kcr_finalizer_add_remote(const kcr_objclient *c, json_t *obj, const char *name,
+                                        kcr_error_t *err);
 
 /* ---- create or update ---- */
 

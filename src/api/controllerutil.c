@@ -137,6 +137,45 @@ fail:
   return rc;
 }
 
+int kcr_finalizer_add_patch(const json_t *obj, const char *name, char **out, kcr_error_t *err) {
+  json_t *fins, *ops = NULL;
+  const char *rv;
+  int rc = KCR_ENOMEM;
+  *out = NULL;
+  if (!json_is_object(obj) || !name || !*name)
+    return kcr_error_set(err, KCR_EINVAL, "finalizer patch: no object or name");
+  if (kcr_finalizer_contains(obj, name))
+    return 0;
+  fins = kcr_meta_finalizers(obj);
+  ops = json_array();
+  if (!ops)
+    goto fail;
+  if (json_is_array(fins) && json_array_size(fins) > 0) {
+    if (json_array_append_new(ops, json_pack("{s:s, s:s, s:O}", "op", "test", "path",
+                                             "/metadata/finalizers", "value", fins)) != 0 ||
+        json_array_append_new(ops, json_pack("{s:s, s:s, s:s}", "op", "add", "path",
+                                             "/metadata/finalizers/-", "value", name)) != 0)
+      goto fail;
+  } else {
+    /* No list to test: an absent member cannot be tested for, so the
+     * resourceVersion stands guard (a concurrent writer makes it 409). */
+    rv = kcr_meta_resource_version(obj);
+    if (rv && *rv &&
+        json_array_append_new(ops, json_pack("{s:s, s:s, s:s}", "op", "test", "path",
+                                             "/metadata/resourceVersion", "value", rv)) != 0)
+      goto fail;
+    if (json_array_append_new(ops, json_pack("{s:s, s:s, s:[s]}", "op", "add", "path",
+                                             "/metadata/finalizers", "value", name)) != 0)
+      goto fail;
+  }
+  rc = dump(ops, out);
+fail:
+  json_decref(ops);
+  if (rc)
+    kcr_error_set(err, rc, "finalizer patch: out of memory");
+  return rc;
+}
+
 /* ---- owner references ---- */
 
 const char *kcr_api_version_group(const char *api_version, size_t *len) {
@@ -293,6 +332,21 @@ int kcr_finalizer_remove_remote(const kcr_objclient *c, json_t *obj, const char 
   char *patch = NULL;
   json_t *got = NULL;
   int rc = kcr_finalizer_remove_patch(obj, name, &patch, err);
+  if (rc || !patch)
+    return rc;
+  rc = kcr_objclient_patch(c, obj, KCR_PATCH_JSON, patch, strlen(patch), NULL, &got, err);
+  kcr__free(patch);
+  if (rc == 0 && got)
+    rc = replace_contents(obj, got);
+  json_decref(got);
+  return rc;
+}
+
+int kcr_finalizer_add_remote(const kcr_objclient *c, json_t *obj, const char *name,
+                             kcr_error_t *err) {
+  char *patch = NULL;
+  json_t *got = NULL;
+  int rc = kcr_finalizer_add_patch(obj, name, &patch, err);
   if (rc || !patch)
     return rc;
   rc = kcr_objclient_patch(c, obj, KCR_PATCH_JSON, patch, strlen(patch), NULL, &got, err);

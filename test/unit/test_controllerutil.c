@@ -69,6 +69,36 @@ static void test_controllerutil_finalizer_patch_bytes(void **state) {
   json_decref(o);
 }
 
+/* The light finalizer patch: a test of the list as read and an append, or,
+ * with no list, a resourceVersion test and the new list. */
+static void test_controllerutil_finalizer_add_patch_bytes(void **state) {
+  json_t *o = load("{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"7\","
+                   "\"finalizers\":[\"other.io/keep\"]}}");
+  json_t *bare = load("{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"7\"}}");
+  char *patch = NULL;
+  (void)state;
+  assert_int_equal(kcr_finalizer_add_patch(o, "kcr.dev/a", &patch, NULL), 0);
+  assert_string_equal(patch, "[{\"op\":\"test\",\"path\":\"/metadata/finalizers\",\"value\":"
+                             "[\"other.io/keep\"]},{\"op\":\"add\",\"path\":\"/metadata/"
+                             "finalizers/-\",\"value\":\"kcr.dev/a\"}]");
+  kcr_free(patch);
+  assert_int_equal(kcr_finalizer_add_patch(bare, "kcr.dev/a", &patch, NULL), 0);
+  assert_string_equal(patch, "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\","
+                             "\"value\":\"7\"},{\"op\":\"add\",\"path\":\"/metadata/"
+                             "finalizers\",\"value\":[\"kcr.dev/a\"]}]");
+  kcr_free(patch);
+  patch = NULL;
+  assert_int_equal(kcr_finalizer_add_patch(o, "other.io/keep", &patch, NULL), 0);
+  assert_null(patch);
+  assert_int_equal(kcr_finalizer_add_patch(o, "", &patch, NULL), KCR_EINVAL);
+  KCR_TEST_ALLOC_LOOP(kcr_finalizer_add_patch(o, "kcr.dev/a", &patch, NULL),
+                      (kcr_free(patch), patch = NULL));
+  KCR_TEST_ALLOC_LOOP(kcr_finalizer_add_patch(bare, "kcr.dev/a", &patch, NULL),
+                      (kcr_free(patch), patch = NULL));
+  json_decref(o);
+  json_decref(bare);
+}
+
 static const char *OWNER = "{\"apiVersion\":\"kcr.dev/v1\",\"kind\":\"App\",\"metadata\":{"
                            "\"namespace\":\"ns\",\"name\":\"app\",\"uid\":\"u-1\"}}";
 
@@ -388,6 +418,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_controllerutil_finalizers),
       cmocka_unit_test(test_controllerutil_finalizer_patch_bytes),
+      cmocka_unit_test(test_controllerutil_finalizer_add_patch_bytes),
       cmocka_unit_test(test_controllerutil_controller_ref),
       cmocka_unit_test(test_controllerutil_owner_ref_alloc),
       cmocka_unit_test(test_controllerutil_conditions),
