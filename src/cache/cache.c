@@ -31,6 +31,13 @@
  * its informer, made later, starts with a consistent list, which is newer than
  * the write. Entries of reads that never come are swept when the map grows.
  *
+ * Initial lists: every informer fills itself with a streaming list (one watch
+ * with sendInitialEvents, kcr_informer_options.streaming_list), falling back to
+ * paged lists where the server refuses it, as client-go's informers do since
+ * its WatchListClient gate went on by default. The environment variable
+ * KUBE_FEATURE_WatchListClient=false, client-go's own switch, turns it off, so
+ * one setting puts a Go and a C operator in the same mode.
+ *
  * Lock order: ryow_mu -> mu -> an informer's locks. Informers never call back
  * into the cache except through the transform, which takes no cache lock.
  */
@@ -88,6 +95,7 @@ struct kcr_cache {
   char *default_ns;
   int64_t resync_ns, sync_timeout_ns, ryow_timeout_ns;
   kcr_metrics_registry_t *metrics; /* borrowed; handed to each informer */
+  bool streaming_list;             /* immutable: informers use the streaming list */
 
   pthread_mutex_t mu;
   entry_t *entries; /* protected by mu */
@@ -98,6 +106,16 @@ struct kcr_cache {
 };
 
 /* ---- helpers ---- */
+
+/*
+ * watch_list_default reads client-go's switch for the streaming list,
+ * KUBE_FEATURE_WatchListClient (on unless it says false or 0).
+ */
+static bool watch_list_default(void) {
+  const char *v = getenv("KUBE_FEATURE_WatchListClient");
+  return !(v && (strcmp(v, "false") == 0 || strcmp(v, "False") == 0 || strcmp(v, "FALSE") == 0 ||
+                 strcmp(v, "0") == 0));
+}
 
 static int64_t now_ns(void) {
   return kcr_clock_now(kcr_clock_system());
@@ -221,6 +239,7 @@ static int create_informer(kcr_cache_t *c, entry_t *e, const kcr_rest_mapping *m
   o.transform = entry_transform;
   o.transform_data = e;
   o.metrics = c->metrics;
+  o.streaming_list = c->streaming_list;
   rc = kcr_informer_create(&o, &e->inf, err);
   if (rc == 0)
     kcr_log(KCR_LOG_DEBUG, "cache", "informer for %s (%s/%s %s)%s%s", e->kind,
@@ -605,6 +624,7 @@ int kcr_cache_create(const kcr_cache_options *o, kcr_cache_t **out, kcr_error_t 
   c->client = o->client;
   c->resync_ns = o->resync_period_ns;
   c->metrics = o->metrics;
+  c->streaming_list = watch_list_default();
   c->sync_timeout_ns = o->sync_timeout_ns > 0 ? o->sync_timeout_ns : DEFAULT_SYNC_TIMEOUT_NS;
   c->ryow_timeout_ns = o->ryow_timeout_ns > 0 ? o->ryow_timeout_ns : DEFAULT_RYOW_TIMEOUT_NS;
   c->ryow_sweep = RYOW_SWEEP_AT;

@@ -47,9 +47,28 @@ static const char watch_late_event[] =
     "\"metadata\":{\"name\":\"r\",\"namespace\":\"a\",\"resourceVersion\":\"20\"},"
     "\"data\":{\"color\":\"late\"}}}\n";
 
-static atomic_int forbid_lists;   /* lists answer 403 */
-static atomic_int late_watches;   /* watches deliver watch_late_event after 300 ms */
-static atomic_int watch_requests; /* watches seen */
+static atomic_int forbid_lists;    /* lists answer 403 */
+static atomic_int late_watches;    /* watches deliver watch_late_event after 300 ms */
+static atomic_int watch_requests;  /* watches seen */
+static atomic_int stream_mode;     /* 0: refuse streaming lists (422), 1: serve them */
+static atomic_int stream_requests; /* watches with sendInitialEvents=true seen */
+static atomic_int cm_lists;        /* ConfigMap LISTs seen */
+
+/* stream_body: the streaming list of ConfigMaps (ns "" = all), then the
+ * initial-events-end bookmark. */
+static void stream_body(const char *ns, char *buf, size_t size) {
+  size_t off = 0;
+  for (size_t i = 0; i < sizeof(cms) / sizeof(cms[0]); i++) {
+    if (ns && *ns && strcmp(ns, cms[i][0]) != 0)
+      continue;
+    off +=
+        (size_t)snprintf(buf + off, size - off, "{\"type\":\"ADDED\",\"object\":%s}\n", cms[i][1]);
+  }
+  snprintf(buf + off, size - off,
+           "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\","
+           "\"metadata\":{\"resourceVersion\":\"10\",\"annotations\":{"
+           "\"k8s.io/initial-events-end\":\"true\"}}}}\n");
+}
 
 static void list_body(const char *ns, char *buf, size_t size) {
   size_t off = (size_t)snprintf(buf, size,
@@ -88,7 +107,24 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
     resp->status = 403;
     resp->body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":"
                  "\"secrets is forbidden\",\"reason\":\"Forbidden\",\"code\":403}";
+  } else if (strstr(p, "watch=true") && strstr(p, "sendInitialEvents=true")) {
+    /* The streaming list (WatchList): refused as by a server without the
+     * feature, or served for ConfigMaps. */
+    atomic_fetch_add(&stream_requests, 1);
+    if (!atomic_load(&stream_mode) || !strstr(p, "configmaps?")) {
+      resp->status = 422;
+      resp->body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                   "\"message\":\"sendInitialEvents is forbidden for watch unless the "
+                   "WatchList feature gate is enabled\",\"reason\":\"Invalid\",\"code\":422}";
+      return;
+    }
+    if (sscanf(p, "/api/v1/namespaces/%63[^/]/configmaps?", ns) != 1)
+      ns[0] = '\0';
+    stream_body(ns, body, sizeof(body));
+    resp->body = body;
+    resp->hold_ms = 10000;
   } else if (strstr(p, "configmaps?") && !strstr(p, "watch=true")) {
+    atomic_fetch_add(&cm_lists, 1);
     if (atomic_load(&forbid_lists)) {
       resp->status = 403;
       resp->body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
@@ -187,7 +223,23 @@ static int teardown(void **state) {
   free(f);
   atomic_store(&forbid_lists, 0);
   atomic_store(&late_watches, 0);
+  atomic_store(&stream_mode, 0);
+  unsetenv("KUBE_FEATURE_WatchListClient");
   return 0;
+}
+
+/* setup_stream: a server that serves streaming lists of ConfigMaps. */
+static int setup_stream(void **state) {
+  atomic_store(&stream_mode, 1);
+  atomic_store(&stream_requests, 0);
+  atomic_store(&cm_lists, 0);
+  return setup(state);
+}
+
+/* setup_stream_off: the same server, with client-go's switch turned off. */
+static int setup_stream_off(void **state) {
+  setenv("KUBE_FEATURE_WatchListClient", "false", 1);
+  return setup_stream(state);
 }
 
 /* names renders the sorted names of a list: "one,r,two". */
@@ -225,6 +277,36 @@ static int color_index(const json_t *obj, kcr_index_values_t *values, void *data
   const char *v = kcr_meta_path_string(obj, "data.color");
   (void)data;
   return v ? kcr_index_values_add(values, v) : 0;
+}
+
+/*
+ * The cache's informers fill themselves with a streaming list by default, as
+ * client-go's do: one watch, no LIST. (Before, the cache left streaming_list
+ * off and every informer paged LISTs: 21 requests for 10k objects.)
+ */
+static void test_cache_streaming_list_default(void **state) {
+  fixture *f = *state;
+  json_t *obj = NULL;
+  kcr_error_t err;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "one", &obj, &err), 0);
+  assert_string_equal(kcr_meta_resource_version(obj), "5");
+  assert_null(json_object_get(kcr_meta_metadata(obj), "managedFields"));
+  json_decref(obj);
+  assert_true(atomic_load(&stream_requests) >= 1);
+  assert_int_equal(atomic_load(&cm_lists), 0);
+}
+
+/* KUBE_FEATURE_WatchListClient=false: paged LISTs, no streaming attempt. */
+static void test_cache_streaming_list_env_off(void **state) {
+  fixture *f = *state;
+  json_t *obj = NULL;
+  kcr_error_t err;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "one", &obj, &err), 0);
+  json_decref(obj);
+  assert_int_equal(atomic_load(&stream_requests), 0);
+  assert_true(atomic_load(&cm_lists) >= 1);
 }
 
 static void test_cache_get(void **state) {
@@ -617,6 +699,9 @@ int main(void) {
       cmocka_unit_test(test_cache_metadata_transform),
       cmocka_unit_test(test_cache_create_alloc),
       cmocka_unit_test_setup_teardown(test_cache_get, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_streaming_list_default, setup_stream, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_streaming_list_env_off, setup_stream_off,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_cache_not_found, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_list, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_list_shape_fields_and_pages, setup, teardown),
