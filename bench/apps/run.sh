@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# run.sh: the App-throughput benchmark (issue 17; BENCH.md M5, M6). N Apps
+# (port, one env var, one config file, REPLICAS replicas) are reconciled by
+# each implementation in turn, every run a fresh process in a fresh namespace,
+# PAIRS rounds of A B C ... alternation. bench/apps/driver times each run
+# (created -> all reconciled), reads CPU of the operator, kube-apiserver and
+# etcd, and the apiserver_request_total deltas; summarize.py prints medians,
+# min-max and the ratios to controller-runtime and to the null generator.
+#
+# Environment:
+#   KCR_CLUSTER_DIR  an existing cluster (scripts/cluster.sh up DIR); default:
+#                    start one in build/bench/cluster and stop it after
+#   N                Apps per run (default 1000)
+#   PAIRS            rounds (default 1)
+#   MODE             before (Apps exist at start, default) or during
+#   REPLICAS         spec.replicas of each App (default 0: no Pods, so the
+#                    apiserver's load is the operators', not the ReplicaSets')
+#   IMPLS            what to run, in order (default "kcr cr null"); known:
+#                    kcr       build/bench's kcr-operator
+#                    kcr-ab    KCR_AB_BIN (another kcr-operator, for levers)
+#                    cr        the controller-runtime twin, JSON on the wire
+#                    cr-proto  the twin with protobuf for built-in kinds
+#                    cr-qps    the twin with a 20 qps / 30 burst bucket
+#                    kcr-qps   kcr-operator with KCR_QPS=20 KCR_BURST=30 (if it
+#                              reads them; it has no such flag today)
+#                    null      the null generator (the ceiling)
+#   OUT              results file (JSON lines; default bench/results/apps-<date>.jsonl)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+build=${BUILD_DIR:-build/bench}
+n=${N:-1000}
+pairs=${PAIRS:-1}
+mode=${MODE:-before}
+replicas=${REPLICAS:-0}
+impls=${IMPLS:-kcr cr null}
+mkdir -p bench/results
+out=${OUT:-bench/results/apps-$(date -u +%Y%m%dT%H%M%SZ).jsonl}
+
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCR_BUILD_TESTS=OFF \
+  -DKCR_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build "$build" --target kcr_operator >/dev/null
+kcr=$root/$build/cmd/kcr-operator/kcr-operator
+cr=$(bench/peers/build.sh bench/peers/go-controller-runtime)
+null=$(bench/peers/build.sh bench/peers/null-generator)
+driver=$(bench/peers/build.sh bench/apps/driver)
+
+cluster=${KCR_CLUSTER_DIR:-}
+if [ -z "$cluster" ]; then
+  cluster=$root/$build/cluster
+  bash scripts/build-control-plane.sh >/dev/null
+  bash scripts/cluster.sh up "$cluster" >/dev/null
+  trap 'bash scripts/cluster.sh down "$cluster" >/dev/null 2>&1 || true' EXIT
+fi
+kc=$cluster/kubeconfig
+kubectl=$cluster/bin/kubectl
+new_crd=0
+"$kubectl" --kubeconfig "$kc" get crd apps.kcr.dev >/dev/null 2>&1 || new_crd=1
+"$kubectl" --kubeconfig "$kc" apply -f config/crd/bases/kcr.dev_apps.yaml >/dev/null
+"$kubectl" --kubeconfig "$kc" wait --for=condition=Established crd/apps.kcr.dev >/dev/null
+# The garbage collector learns of a new resource at its next discovery resync
+# (30 s); until then it GETs every App that owns a new child, which would be
+# charged to whichever implementation runs first.
+[ "$new_crd" = 0 ] || sleep 35
+dirns=bench-directory
+"$kubectl" --kubeconfig "$kc" create namespace "$dirns" >/dev/null 2>&1 || true
+api_pid=$(cat "$cluster/run/kube-apiserver.pid")
+etcd_pid=$(cat "$cluster/run/etcd.pid")
+logs=$build/apps-logs
+mkdir -p "$logs"
+
+cmdline() { # impl ns
+  case $1 in
+  kcr | kcr-ab)
+    local bin=$kcr
+    [ "$1" = kcr-ab ] && bin=${KCR_AB_BIN:?KCR_AB_BIN is not set}
+    echo env POD_NAMESPACE=$dirns "$bin" --kubeconfig "$kc" --namespace "$2" \
+      --health-probe-bind-address=0 --metrics-bind-address=0 --zap-log-level=info
+    ;;
+  cr) echo "$cr" --kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns ;;
+  cr-proto) echo "$cr" --kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns -protobuf ;;
+  cr-qps) echo "$cr" --kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns -qps 20 -burst 30 ;;
+  null) echo "$null" -kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns ;;
+  *)
+    echo "run.sh: unknown implementation $1" >&2
+    exit 2
+    ;;
+  esac
+}
+
+for ((i = 1; i <= pairs; i++)); do
+  for impl in $impls; do
+    ns=apps-$impl-$i-$(date +%s)
+    "$kubectl" --kubeconfig "$kc" -n $dirns delete configmap app-directory --ignore-not-found >/dev/null
+    # shellcheck disable=SC2046 # the command line is word-split on purpose
+    line=$("$driver" run -kubeconfig "$kc" -namespace "$ns" -n "$n" -mode "$mode" \
+      -replicas "$replicas" -apiserver-pid "$api_pid" -etcd-pid "$etcd_pid" -impl "$impl" \
+      -log "$logs/$ns.log" -- $(cmdline "$impl" "$ns"))
+    echo "$line" | tee -a "$out"
+  done
+done
+python3 bench/apps/summarize.py "$out"
