@@ -7,7 +7,7 @@ PREFIX ?= /usr/local
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: help all build test test-unit lint format install uninstall run demo bench \
+.PHONY: help all build test test-unit lint format install uninstall run demo bench bench-full \
 	deploy undeploy build-installer cluster-up cluster-down clean deps install-lib operator \
 	static docker-build image helm-chart helm-template chaos chaos-short soak generate manifests openapi
 
@@ -30,8 +30,11 @@ test: ## The whole suite as CI runs it: deps, -Werror build, unit, integration, 
 test-unit: build ## Only the unit tests of the dev build (fast).
 	ctest --test-dir $(BUILD_DIR) -L '^unit$$' --output-on-failure -j $(JOBS)
 
-bench: ## Cache sync against the client-go peer at 1k and 10k ConfigMaps, 3 A/B pairs (docs/benchmarks.md; a few minutes, not part of test).
-	bash bench/cache_sync/run.sh 1000 10000
+bench: ## Short benchmark: cache sync at 1k and 10k (3 A/B pairs), 200 Apps through kcr, the c-r twin and the null generator (docs/benchmarks.md; under 10 minutes).
+	SIZES="1000 10000" PAIRS=3 APP_N=200 APP_PAIRS=1 SKIP="micro" PLOT_DIR=build/bench/plots bash bench/full.sh
+
+bench-full: ## BENCH.md's figures M1-M6, U1-U3: sync at 1k-100k, 1000 Apps x3 rounds; bench/results/<date>.json, docs/img plots (about an hour).
+	bash bench/full.sh
 
 lint: ## clang-format check and clang-tidy static analysis.
 	bash scripts/lint.sh

@@ -18,13 +18,17 @@
 #                    apiserver's load is the operators', not the ReplicaSets')
 #   IMPLS            what to run, in order (default "kcr cr null"); known:
 #                    kcr       build/bench's kcr-operator
-#                    kcr-ab    KCR_AB_BIN (another kcr-operator, for levers)
+#                    kcr-NAME  another kcr-operator, for levers: KCR_AB_BINS
+#                              holds "NAME=/path/to/kcr-operator ..." pairs
 #                    cr        the controller-runtime twin, JSON on the wire
 #                    cr-proto  the twin with protobuf for built-in kinds
 #                    cr-qps    the twin with a 20 qps / 30 burst bucket
 #                    kcr-qps   kcr-operator with KCR_QPS=20 KCR_BURST=30 (if it
 #                              reads them; it has no such flag today)
 #                    null      the null generator (the ceiling)
+#   SETTLE           seconds to wait after each run's clean-up (default 20): the
+#                    garbage collector's tail of the last namespace would
+#                    otherwise be charged to the next implementation
 #   OUT              results file (JSON lines; default bench/results/apps-<date>.jsonl)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -72,9 +76,15 @@ mkdir -p "$logs"
 
 cmdline() { # impl ns
   case $1 in
-  kcr | kcr-ab)
-    local bin=$kcr
-    [ "$1" = kcr-ab ] && bin=${KCR_AB_BIN:?KCR_AB_BIN is not set}
+  kcr | kcr-*)
+    local bin=$kcr pair
+    if [ "$1" != kcr ]; then
+      bin=
+      for pair in ${KCR_AB_BINS:-}; do
+        [ "${pair%%=*}" = "${1#kcr-}" ] && bin=${pair#*=}
+      done
+      [ -n "$bin" ] || { echo "run.sh: $1 is not in KCR_AB_BINS" >&2; exit 2; }
+    fi
     echo env POD_NAMESPACE=$dirns "$bin" --kubeconfig "$kc" --namespace "$2" \
       --health-probe-bind-address=0 --metrics-bind-address=0 --zap-log-level=info
     ;;
@@ -98,6 +108,7 @@ for ((i = 1; i <= pairs; i++)); do
       -replicas "$replicas" -apiserver-pid "$api_pid" -etcd-pid "$etcd_pid" -impl "$impl" \
       -log "$logs/$ns.log" -- $(cmdline "$impl" "$ns"))
     echo "$line" | tee -a "$out"
+    sleep "${SETTLE:-20}"
   done
 done
 python3 bench/apps/summarize.py "$out"

@@ -203,6 +203,16 @@ func cleanup(dc dynamic.Interface, cs *kubernetes.Clientset, ns string) {
 		close(ch)
 		wg.Wait()
 	}
+	// The children first, each kind in one deletecollection, then the Apps:
+	// left to the namespace controller and the garbage collector, 3000
+	// children go one DELETE at a time and the next run overlaps with them.
+	// The ReplicaSets are orphaned: the namespace controller sweeps them.
+	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kcr-operator"}
+	bg := metav1.DeletePropagationOrphan // the namespace controller sweeps the ReplicaSets in one call
+	for _, g := range []schema.GroupVersionResource{depGVR, svcGVR, cmGVR} {
+		_ = dc.Resource(g).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, sel)
+	}
+	_ = dc.Resource(appsGVR).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	_ = cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# collect.py OUT.json [--sizes SIZES.txt] [--sync RESULTS.txt ...] [--apps APPS.jsonl ...]
+#            [--raw NAME=FILE ...]
+# Gathers one bench-full run into one JSON document (bench/results/<date>.json):
+#   sizes: M1, lines "name bytes ldd-summary" from full.sh
+#   sync:  M2-M4, the lines bench/cache_sync/run.sh wrote, per run, plus per N and
+#          implementation the median/min/max of each field, the kcr/client-go
+#          ratios of each pair, and the RSS slope (bytes per object, linear fit)
+#   apps:  M5-M6, bench/apps/driver's JSON lines and summarize.py's summary
+#   raw:   U1-U3, the micro-benchmarks' output as text
+import json
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+
+
+def stats(xs):
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def fit(points):
+    # least-squares slope of y over x
+    n = len(points)
+    if n < 2:
+        return None
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    den = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / den if den else None
+
+
+def sync_section(files):
+    runs = []
+    for fn in files:
+        for line in open(fn):
+            if "=" not in line:
+                continue
+            f = dict(kv.split("=", 1) for kv in line.split())
+            rec = {"n": int(f["n"]), "pair": int(f["pair"]), "impl": f["impl"]}
+            for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb", "rss_synced_kb"):
+                if k in f:
+                    rec[k] = float(f[k])
+            runs.append(rec)
+    by = defaultdict(lambda: defaultdict(list))
+    pairs = defaultdict(dict)
+    for r in runs:
+        for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb"):
+            by[(r["n"], r["impl"])][k].append(r[k])
+        pairs[(r["n"], r["pair"])][r["impl"]] = r
+    summary = []
+    for (n, impl), v in sorted(by.items()):
+        summary.append({"n": n, "impl": impl, **{k: stats(xs) for k, xs in v.items()}})
+    ratios = []
+    for n in sorted({n for n, _ in by}):
+        row = {"n": n}
+        for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb"):
+            rs = [p["kcr"][k] / p["client-go"][k] for (pn, _), p in pairs.items()
+                  if pn == n and "kcr" in p and "client-go" in p and p["client-go"][k]]
+            if rs:
+                row[k] = stats(rs)
+        ratios.append(row)
+    slopes = {}
+    for impl in {i for _, i in by}:
+        pts = [(n, statistics.median(v["rss_kb"]) * 1024) for (n, i), v in by.items() if i == impl]
+        slopes[impl] = fit(sorted(pts))
+    return {"runs": runs, "summary": summary, "ratios": ratios, "rss_bytes_per_object": slopes}
+
+
+def main():
+    out = sys.argv[1]
+    doc = {"sizes": [], "sync": None, "apps": None, "raw": {}}
+    args = sys.argv[2:]
+    mode = None
+    sync_files, app_files = [], []
+    for a in args:
+        if a.startswith("--"):
+            mode = a[2:]
+            continue
+        if mode == "sizes":
+            for line in open(a):
+                p = line.rstrip("\n").split(" ", 2)
+                if len(p) >= 2:
+                    doc["sizes"].append({"name": p[0], "bytes": int(p[1]),
+                                         "deps": p[2] if len(p) > 2 else ""})
+        elif mode == "sync":
+            sync_files.append(a)
+        elif mode == "apps":
+            app_files.append(a)
+        elif mode == "raw":
+            name, fn = a.split("=", 1)
+            doc["raw"][name] = open(fn).read()
+    if sync_files:
+        doc["sync"] = sync_section(sync_files)
+    if app_files:
+        merged = out + ".apps.jsonl"
+        with open(merged, "w") as m:
+            for fn in app_files:
+                m.write(open(fn).read())
+        tmp = out + ".apps.json"
+        subprocess.run([sys.executable, __file__.replace("collect.py", "apps/summarize.py"),
+                        merged, "--json", tmp], check=True, stdout=subprocess.DEVNULL)
+        doc["apps"] = json.load(open(tmp))
+        import os
+        os.unlink(tmp)
+        os.unlink(merged)
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+main()

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# full.sh: `make bench-full`, BENCH.md's figures in one run against one local
+# control plane, written to bench/results/<date>.json and plotted into
+# docs/img/bench-*.png (bench/plot.sh). Long: about an hour here with the
+# defaults (creating 100k ConfigMaps alone takes several minutes).
+#
+#   M1      binary sizes (stripped) and runtime dependencies
+#   M2-M4   cache sync of N ConfigMaps (bench/cache_sync/run.sh): kcr against
+#           the client-go peer, PAIRS A/B pairs per N
+#   M5-M6   App throughput (bench/apps/run.sh): kcr, the controller-runtime
+#           twin and the null generator, APP_PAIRS rounds
+#   U1-U3   the micro-benchmarks (bench/workqueue, bench/store, bench/watch)
+#
+# Environment: KCR_CLUSTER_DIR (else a cluster is started and stopped), SIZES
+# (default "1000 10000 50000 100000"), PAIRS (3), APP_N (1000), APP_PAIRS (3),
+# APP_IMPLS ("kcr cr null"), SKIP (any of "sizes sync apps micro"), PLOT_DIR
+# (default docs/img). `make bench` is this with small settings.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+build=${BUILD_DIR:-build/bench}
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+tmp=$build/full-$stamp
+mkdir -p "$tmp" bench/results
+skip=" ${SKIP:-} "
+
+cluster=${KCR_CLUSTER_DIR:-}
+if [ -z "$cluster" ]; then
+  cluster=$root/$build/cluster
+  bash scripts/build-control-plane.sh >/dev/null
+  bash scripts/cluster.sh up "$cluster" >/dev/null
+  trap 'bash scripts/cluster.sh down "$cluster" >/dev/null 2>&1 || true' EXIT
+fi
+export KCR_CLUSTER_DIR=$cluster
+
+args=()
+if [[ $skip != *" sizes "* ]]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCR_BUILD_TESTS=OFF \
+    -DKCR_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build "$build" --target kcr_operator >/dev/null
+  size_line() { # name binary
+    local s="$tmp/$1.stripped"
+    strip -o "$s" "$2"
+    local deps
+    deps=$(ldd "$s" 2>&1 | awk '/=>/{print $1} /not a dynamic/{print "static"}' | tr '\n' ' ')
+    echo "$1 $(stat -c %s "$s") $deps"
+  }
+  {
+    size_line kcr-operator "$build/cmd/kcr-operator/kcr-operator"
+    [ -x build/static/bin/kcr-operator ] && size_line kcr-operator-static build/static/bin/kcr-operator
+    size_line go-controller-runtime "$(bench/peers/build.sh bench/peers/go-controller-runtime)"
+    size_line go-cache-sync "$(bench/peers/go-cache-sync/build.sh)"
+  } >"$tmp/sizes.txt"
+  cat "$tmp/sizes.txt"
+  args+=(--sizes "$tmp/sizes.txt")
+fi
+
+if [[ $skip != *" sync "* ]]; then
+  # shellcheck disable=SC2086 # SIZES is a list
+  PAIRS=${PAIRS:-3} bash bench/cache_sync/run.sh ${SIZES:-1000 10000 50000 100000}
+  args+=(--sync "$(ls -t "$build"/cache_sync/results-*.txt | head -1)")
+fi
+
+if [[ $skip != *" apps "* ]]; then
+  N=${APP_N:-1000} PAIRS=${APP_PAIRS:-3} IMPLS=${APP_IMPLS:-kcr cr null} \
+    OUT="$tmp/apps.jsonl" bash bench/apps/run.sh
+  args+=(--apps "$tmp/apps.jsonl")
+fi
+
+if [[ $skip != *" micro "* ]]; then
+  bash bench/workqueue/run.sh 3 >"$tmp/u1.txt" 2>&1 || true
+  bash bench/store/run.sh >"$tmp/u2.txt" 2>&1 || true
+  bash bench/watch/run.sh >"$tmp/u3.txt" 2>&1 || true
+  args+=(--raw "U1=$tmp/u1.txt" "U2=$tmp/u2.txt" "U3=$tmp/u3.txt")
+fi
+
+python3 bench/collect.py "bench/results/$stamp.json" "${args[@]}"
+bash bench/plot.sh "bench/results/$stamp.json" "${PLOT_DIR:-docs/img}"
+echo "bench/results/$stamp.json"
