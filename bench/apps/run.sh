@@ -23,9 +23,13 @@
 #                    cr        the controller-runtime twin, JSON on the wire
 #                    cr-proto  the twin with protobuf for built-in kinds
 #                    cr-qps    the twin with a 20 qps / 30 burst bucket
+#                    cr-fifo   the twin with a FIFO queue (no priority queue)
 #                    kcr-qps   kcr-operator with KCR_QPS=20 KCR_BURST=30 (if it
 #                              reads them; it has no such flag today)
-#                    null      the null generator (the ceiling)
+#                    null      the null generator, one App at a time (a
+#                              sequential operator's ceiling)
+#                    nullN     the null generator with N Apps in flight (the
+#                              machine's ceiling), e.g. null8
 #   SETTLE           seconds to wait after each run's clean-up (default 20): the
 #                    garbage collector's tail of the last namespace would
 #                    otherwise be charged to the next implementation
@@ -91,7 +95,9 @@ cmdline() { # impl ns
   cr) echo "$cr" --kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns ;;
   cr-proto) echo "$cr" --kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns -protobuf ;;
   cr-qps) echo "$cr" --kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns -qps 20 -burst 30 ;;
+  cr-fifo) echo "$cr" --kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns -fifo ;;
   null) echo "$null" -kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns ;;
+  null[0-9]*) echo "$null" -kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns -workers "${1#null}" ;;
   *)
     echo "run.sh: unknown implementation $1" >&2
     exit 2

@@ -15,7 +15,10 @@
 // run on their unstructured form, as kcr's do on JSON.
 //
 // Flags: --kubeconfig (controller-runtime's), -namespace, -directory-namespace,
-// -protobuf, -qps/-burst (default: no client-side limit), -workers.
+// -protobuf, -qps/-burst (default: no client-side limit), -workers, -fifo
+// (controller-runtime's default is its priority queue, which handles events
+// after the initial list before the initial list's items: a new App's second
+// pass comes before the next App's first; kcr's workqueue is a FIFO).
 // It prints "synced <seconds since start>" when its caches are synced.
 package main
 
@@ -39,6 +42,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -637,6 +641,7 @@ func main() {
 	qps := flag.Float64("qps", -1, "client-side rate limit (<0: none)")
 	burst := flag.Int("burst", 30, "client-side burst")
 	workers := flag.Int("workers", 1, "MaxConcurrentReconciles")
+	fifo := flag.Bool("fifo", false, "a plain FIFO workqueue instead of controller-runtime's default priority queue")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -689,7 +694,7 @@ func main() {
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: *workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: *workers, UsePriorityQueue: ptr.To(!*fifo)}).
 		Complete(r)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "controller:", err)
