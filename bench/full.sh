@@ -43,7 +43,7 @@ if [[ $skip != *" sizes "* ]]; then
     local s="$tmp/$1.stripped"
     strip -o "$s" "$2"
     local deps
-    deps=$(ldd "$s" 2>&1 | awk '/=>/{print $1} /not a dynamic/{print "static"}' | tr '\n' ' ')
+    deps=$( (ldd "$s" 2>&1 || true) | awk '/=>/{print $1} /not a dynamic/{print "static"}' | tr '\n' ' ')
     echo "$1 $(stat -c %s "$s") $deps"
   }
   {

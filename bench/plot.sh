@@ -54,7 +54,7 @@ if ls "$dat"/sync-*.dat >/dev/null 2>&1; then
     plots_sync+="'$f' using 1:5:6:7 with yerrorlines title '$name',"
   done
   gnuplot -e "$term; set output '$out/bench-rss.png'; set logscale x; set key left top;
-    set xlabel 'ConfigMaps of 1 KiB cached (N)'; set ylabel 'VmRSS after sync, MB';
+    set xlabel 'ConfigMaps of 1 KiB cached (N)'; set ylabel 'VmRSS after sync, MiB';
     set title 'Cache memory against N (median, min-max)'; plot ${plots_rss%,}"
   gnuplot -e "$term; set output '$out/bench-sync.png'; set logscale x; set key left top;
     set xlabel 'ConfigMaps of 1 KiB (N)'; set ylabel 'start -> synced, s';
