@@ -9,8 +9,8 @@
  *   1. The App is gone: nothing to do (garbage collection removes the children).
  *   2. The App is being deleted: remove its directory entry, then the finalizer
  *      (JSON Patch with a test op: other finalizers are never clobbered).
- *   3. Ensure the finalizer kcr.dev/directory (before anything the finalizer must
- *      clean up exists).
+ *   3. Ensure the finalizer kcr.dev/directory (a JSON Patch, not a PUT of the
+ *      App; before anything the finalizer must clean up exists).
  *   4. Unless paused: Deployment, Service and ConfigMap — create the missing,
  *      update the drifted, delete the ones the spec no longer asks for; a
  *      same-named child that this App does not control is left alone and
@@ -262,16 +262,11 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
     json_decref(app);
     return kcr_reconcile_terminal(ctx, KCR_EINVAL); /* the schema normally prevents it */
   }
-  if (!kcr_finalizer_contains(app, KOP_APP_FINALIZER)) {
-    json_t *updated = NULL;
-    bool changed = false;
-    rc = kcr_finalizer_add(app, KOP_APP_FINALIZER, &changed);
-    if (rc == 0)
-      rc = kcr_objclient_update(c, app, NULL, &updated, err);
+  /* A JSON Patch of ~140 bytes rather than a PUT of the whole App; app becomes
+   * what the server returned. */
+  if ((rc = kcr_finalizer_add_remote(c, app, KOP_APP_FINALIZER, err)) != 0) {
     json_decref(app);
-    if (rc)
-      return rc;
-    app = updated;
+    return rc;
   }
 
   if (!kop_app_paused(app)) {
