@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # run.sh [N ...]: the cache-sync benchmark (issue 17). For each N (default:
 # 1000 10000) it makes sure a namespace cs-N holds N ConfigMaps of 1 KiB, then
-# runs kcr (bench/cache_sync/cache_sync.c) and the client-go peer
-# (bench/peers/go-cache-sync) alternately, PAIRS times each (default 3), every
+# runs kcr (bench/cache_sync/cache_sync.c), the client-go peer
+# (bench/peers/go-cache-sync) and the kube-rs peer (bench/peers/rust-cache-sync)
+# alternately, PAIRS times each (default 3), every
 # run a fresh process, and prints each run's line and the kcr/peer ratios
 # (median, min-max). Not part of the tests.
 #
@@ -14,6 +15,7 @@
 #   KCR_ARGS         extra cache_sync flags (default -s: the streaming list,
 #                    as client-go's informer uses by default)
 #   PEER=0           kcr only
+#   RUST_PEER=0      without the kube-rs peer (bench/peers/rust-cache-sync)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -37,6 +39,10 @@ done
 peer=
 if [ "${PEER:-1}" != 0 ]; then
   peer=$(bench/peers/go-cache-sync/build.sh)
+fi
+rpeer=
+if [ "${PEER:-1}" != 0 ] && [ "${RUST_PEER:-1}" != 0 ]; then
+  rpeer=$(bench/peers/build-rust.sh bench/peers/rust-cache-sync)
 fi
 
 cluster=${KCR_CLUSTER_DIR:-}
@@ -62,6 +68,10 @@ for n in "${sizes[@]}"; do
     echo "n=$n pair=$i $line" | tee -a "$results"
     if [ -n "$peer" ]; then
       line=$("$peer" -kubeconfig "$kc" -namespace "$ns")
+      echo "n=$n pair=$i $line" | tee -a "$results"
+    fi
+    if [ -n "$rpeer" ]; then
+      line=$("$rpeer" -kubeconfig "$kc" -namespace "$ns")
       echo "n=$n pair=$i $line" | tee -a "$results"
     fi
   done

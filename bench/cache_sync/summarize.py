@@ -27,15 +27,19 @@ for (n, impl), v in sorted(runs.items()):
                                             max(xs) * scale))
     print("| %d | %s | %s |" % (n, impl, " | ".join(cells)))
 print()
-print("| N | ratio kcr/client-go | sync | CPU | RSS | peak RSS |")
-print("|---|---|---|---|---|---|")
-for n in sorted({n for n, _ in runs}):
-    cells = []
-    for k in fields:
-        rs = [float(p["kcr"][k]) / float(p["client-go"][k])
-              for (pn, _), p in pairs.items() if pn == n and "kcr" in p and "client-go" in p]
-        if rs:
-            cells.append("%.2f (%.2f-%.2f)" % (statistics.median(rs), min(rs), max(rs)))
-        else:
-            cells.append("-")
-    print("| %d | | %s |" % (n, " | ".join(cells)))
+for peer in ("client-go", "kube-rs"):
+    if not any(peer in p for p in pairs.values()):
+        continue
+    print("| N | ratio kcr/%s | sync | CPU | RSS | peak RSS |" % peer)
+    print("|---|---|---|---|---|---|")
+    for n in sorted({n for n, _ in runs}):
+        cells = []
+        for k in fields:
+            rs = [float(p["kcr"][k]) / float(p[peer][k])
+                  for (pn, _), p in pairs.items() if pn == n and "kcr" in p and peer in p]
+            if rs:
+                cells.append("%.2f (%.2f-%.2f)" % (statistics.median(rs), min(rs), max(rs)))
+            else:
+                cells.append("-")
+        print("| %d | | %s |" % (n, " | ".join(cells)))
+    print()
