@@ -52,20 +52,26 @@ def sync_section(files):
     summary = []
     for (n, impl), v in sorted(by.items()):
         summary.append({"n": n, "impl": impl, **{k: stats(xs) for k, xs in v.items()}})
-    ratios = []
-    for n in sorted({n for n, _ in by}):
-        row = {"n": n}
-        for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb"):
-            rs = [p["kcr"][k] / p["client-go"][k] for (pn, _), p in pairs.items()
-                  if pn == n and "kcr" in p and "client-go" in p and p["client-go"][k]]
-            if rs:
-                row[k] = stats(rs)
-        ratios.append(row)
+    def ratios_to(peer):
+        rows = []
+        for n in sorted({n for n, _ in by}):
+            row = {"n": n}
+            for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb"):
+                rs = [p["kcr"][k] / p[peer][k] for (pn, _), p in pairs.items()
+                      if pn == n and "kcr" in p and peer in p and p[peer][k]]
+                if rs:
+                    row[k] = stats(rs)
+            if len(row) > 1:
+                rows.append(row)
+        return rows
+    ratios = ratios_to("client-go")  # kcr / the client-go informer
+    ratios_kube_rs = ratios_to("kube-rs")  # kcr / the kube-rs reflector
     slopes = {}
     for impl in {i for _, i in by}:
         pts = [(n, statistics.median(v["rss_kb"]) * 1024) for (n, i), v in by.items() if i == impl]
         slopes[impl] = fit(sorted(pts))
-    return {"runs": runs, "summary": summary, "ratios": ratios, "rss_bytes_per_object": slopes}
+    return {"runs": runs, "summary": summary, "ratios": ratios, "ratios_kube_rs": ratios_kube_rs,
+            "rss_bytes_per_object": slopes}
 
 
 def main():

@@ -14,7 +14,7 @@
 #
 # Environment: KCR_CLUSTER_DIR (else a cluster is started and stopped), SIZES
 # (default "1000 10000 50000 100000"), PAIRS (3), APP_N (1000), APP_PAIRS (3),
-# APP_IMPLS ("kcr cr null"), SKIP (any of "sizes sync apps micro"), PLOT_DIR
+# APP_IMPLS ("kcr cr kube-rs null"), SKIP (any of "sizes sync apps micro"), PLOT_DIR
 # (default docs/img). `make bench` is this with small settings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +51,8 @@ if [[ $skip != *" sizes "* ]]; then
     [ -x build/static/bin/kcr-operator ] && size_line kcr-operator-static build/static/bin/kcr-operator
     size_line go-controller-runtime "$(bench/peers/build.sh bench/peers/go-controller-runtime)"
     size_line go-cache-sync "$(bench/peers/go-cache-sync/build.sh)"
+    size_line rust-kube-rs "$(bench/peers/build-rust.sh bench/peers/rust-kube-rs)"
+    size_line rust-cache-sync "$(bench/peers/build-rust.sh bench/peers/rust-cache-sync)"
   } >"$tmp/sizes.txt"
   cat "$tmp/sizes.txt"
   args+=(--sizes "$tmp/sizes.txt")
@@ -63,7 +65,7 @@ if [[ $skip != *" sync "* ]]; then
 fi
 
 if [[ $skip != *" apps "* ]]; then
-  N=${APP_N:-1000} PAIRS=${APP_PAIRS:-3} IMPLS=${APP_IMPLS:-kcr cr null} \
+  N=${APP_N:-1000} PAIRS=${APP_PAIRS:-3} IMPLS=${APP_IMPLS:-kcr cr kube-rs null} \
     OUT="$tmp/apps.jsonl" bash bench/apps/run.sh
   args+=(--apps "$tmp/apps.jsonl")
 fi

@@ -23,6 +23,8 @@
 #                    cr        the controller-runtime twin, JSON on the wire
 #                    cr-proto  the twin with protobuf for built-in kinds
 #                    cr-qps    the twin with a 20 qps / 30 burst bucket
+#                    kube-rs   the kube-rs twin (bench/peers/rust-kube-rs; JSON, no
+#                              client-side rate limit, Events as series PATCHes)
 #                    cr-fifo   the twin with a FIFO queue (no priority queue)
 #                    kcr-qps   kcr-operator with KCR_QPS=20 KCR_BURST=30 (if it
 #                              reads them; it has no such flag today)
@@ -53,6 +55,8 @@ kcr=$root/$build/cmd/kcr-operator/kcr-operator
 cr=$(bench/peers/build.sh bench/peers/go-controller-runtime)
 null=$(bench/peers/build.sh bench/peers/null-generator)
 driver=$(bench/peers/build.sh bench/apps/driver)
+kubers=
+case " $impls " in *" kube-rs "*) kubers=$(bench/peers/build-rust.sh bench/peers/rust-kube-rs) ;; esac
 
 cluster=${KCR_CLUSTER_DIR:-}
 if [ -z "$cluster" ]; then
@@ -96,6 +100,7 @@ cmdline() { # impl ns
   cr-proto) echo "$cr" --kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns -protobuf ;;
   cr-qps) echo "$cr" --kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns -qps 20 -burst 30 ;;
   cr-fifo) echo "$cr" --kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns -fifo ;;
+  kube-rs) echo "$kubers" --kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns ;;
   null) echo "$null" -kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns ;;
   null[0-9]*) echo "$null" -kubeconfig "$kc" -namespace "$2" -directory-namespace $dirns -workers "${1#null}" ;;
   *)
