@@ -6,6 +6,8 @@
 #
 #   helm       helm.sh/helm/v3's cmd/helm  -> $KCR_CACHE/helm/<helm version>/bin/helm
 #   kcr-image  tools/kcr-image/main.go     -> $KCR_CACHE/kcr-image/<go-containerregistry version>/bin/kcr-image
+#   otelcol    tools/otelcol/main.go       -> $KCR_CACHE/otelcol/<collector version>/bin/otelcol
+#              (scripts/build-otelcol.sh; the tracing test's collector)
 #
 # As scripts/build-control-plane.sh does: a build is reused while a stamp of the
 # Go version and the module's go.mod, go.sum and *.go files is unchanged; builds
@@ -35,8 +37,9 @@ say() { ((quiet)) || printf 'build-go-tool: %s\n' "$*" >&2; }
 case "$name" in
   helm) module=helm.sh/helm/v3 pkg=helm.sh/helm/v3/cmd/helm ;;
   kcr-image) module=github.com/google/go-containerregistry pkg=. ;;
-  "") die "usage: build-go-tool.sh [--quiet] [--force] helm|kcr-image" ;;
-  *) die "unknown tool $name (helm, kcr-image)" ;;
+  otelcol) module=go.opentelemetry.io/collector/otelcol pkg=. ;;
+  "") die "usage: build-go-tool.sh [--quiet] [--force] helm|kcr-image|otelcol" ;;
+  *) die "unknown tool $name (helm, kcr-image, otelcol)" ;;
 esac
 command -v go >/dev/null || die "go is not in PATH (Go >= 1.26 is needed)"
 
