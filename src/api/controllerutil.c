@@ -327,13 +327,14 @@ static int replace_contents(json_t *obj, json_t *src) {
   return json_object_update(obj, src) == 0 ? 0 : KCR_ENOMEM;
 }
 
-int kcr_finalizer_remove_remote(const kcr_objclient *c, json_t *obj, const char *name,
-                                kcr_error_t *err) {
-  char *patch = NULL;
+/* send_patch sends a JSON Patch made by kcr_finalizer_{add,remove}_patch (patch:
+ * new, freed here; NULL: nothing to send) and makes obj the server's answer. */
+static int send_patch(const kcr_objclient *c, json_t *obj, int rc, char *patch, kcr_error_t *err) {
   json_t *got = NULL;
-  int rc = kcr_finalizer_remove_patch(obj, name, &patch, err);
-  if (rc || !patch)
+  if (rc || !patch) {
+    kcr__free(patch);
     return rc;
+  }
   rc = kcr_objclient_patch(c, obj, KCR_PATCH_JSON, patch, strlen(patch), NULL, &got, err);
   kcr__free(patch);
   if (rc == 0 && got)
@@ -342,19 +343,18 @@ int kcr_finalizer_remove_remote(const kcr_objclient *c, json_t *obj, const char 
   return rc;
 }
 
+int kcr_finalizer_remove_remote(const kcr_objclient *c, json_t *obj, const char *name,
+                                kcr_error_t *err) {
+  char *patch = NULL;
+  int rc = kcr_finalizer_remove_patch(obj, name, &patch, err);
+  return send_patch(c, obj, rc, patch, err);
+}
+
 int kcr_finalizer_add_remote(const kcr_objclient *c, json_t *obj, const char *name,
                              kcr_error_t *err) {
   char *patch = NULL;
-  json_t *got = NULL;
   int rc = kcr_finalizer_add_patch(obj, name, &patch, err);
-  if (rc || !patch)
-    return rc;
-  rc = kcr_objclient_patch(c, obj, KCR_PATCH_JSON, patch, strlen(patch), NULL, &got, err);
-  kcr__free(patch);
-  if (rc == 0 && got)
-    rc = replace_contents(obj, got);
-  json_decref(got);
-  return rc;
+  return send_patch(c, obj, rc, patch, err);
 }
 
 /* ---- create or update ---- */
