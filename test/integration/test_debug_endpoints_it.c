@@ -32,6 +32,7 @@
 
 #include "kcr/kcr.h"
 #include "kcr_faultproxy.h"
+#include "kcr_itutil.h"
 #include "kcr_testenv.h"
 
 static const kcr_gvr configmaps = {"", "v1", "configmaps"};
@@ -39,33 +40,6 @@ static kcr_testenv_t *env;
 static kcr_rest_config_t *direct_cfg, *proxied_cfg;
 static kcr_client_t *direct;
 static kcr_faultproxy_t *proxy;
-
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-static size_t on_body(char *p, size_t size, size_t n, void *data) {
-  kcr_buf_t *b = data;
-  return kcr_buf_append(b, p, size * n) == 0 ? size * n : 0;
-}
-
-/* http_get fetches http://127.0.0.1:port/path; returns the status (0: failed). */
-static long http_get(int port, const char *path, kcr_buf_t *body) {
-  char url[256];
-  long code = 0;
-  CURL *c = curl_easy_init();
-  snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
-  kcr_buf_reset(body);
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-  if (curl_easy_perform(c) == CURLE_OK)
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-  curl_easy_cleanup(c);
-  return code;
-}
 
 typedef struct runner {
   kcr_manager_t *m;
@@ -133,7 +107,7 @@ static json_t *configmap_informer(int port) {
   json_t *arr, *e, *found = NULL;
   size_t i;
   kcr_buf_init(&body, 4 << 20);
-  if (http_get(port, "/debug/informers", &body) != 200) {
+  if (kcr_it_http_get(port, "/debug/informers", &body) != 200) {
     kcr_buf_free(&body);
     return NULL;
   }
@@ -171,7 +145,7 @@ static runner_t *start_manager(bool debug, pthread_t *th) {
   assert_int_equal(kcr_manager_serve(r->m, &so, NULL), 0);
   pthread_create(th, NULL, run_main, r);
   for (int i = 0; i < 300 && kcr_manager_probe_port(r->m) == 0; i++)
-    sleep_ms(100);
+    kcr_it_sleep_ms(100);
   assert_int_not_equal(kcr_manager_probe_port(r->m), 0);
   return r;
 }
@@ -190,9 +164,9 @@ static void test_debug_endpoints_off_by_default(void **state) {
   kcr_buf_t body;
   (void)state;
   kcr_buf_init(&body, 1 << 20);
-  assert_int_equal(http_get(kcr_manager_probe_port(r->m), "/debug/informers", &body), 404);
-  assert_int_equal(http_get(kcr_manager_probe_port(r->m), "/debug/heap", &body), 404);
-  assert_int_equal(http_get(kcr_manager_probe_port(r->m), "/healthz", &body), 200);
+  assert_int_equal(kcr_it_http_get(kcr_manager_probe_port(r->m), "/debug/informers", &body), 404);
+  assert_int_equal(kcr_it_http_get(kcr_manager_probe_port(r->m), "/debug/heap", &body), 404);
+  assert_int_equal(kcr_it_http_get(kcr_manager_probe_port(r->m), "/healthz", &body), 200);
   kcr_buf_free(&body);
   stop_manager(r, th);
 }
@@ -235,7 +209,7 @@ static void test_debug_informers_show_a_relist_after_410(void **state) {
     if (e && relists(e, "gone") >= 1 &&
         rv(e, "lastProcessedResourceVersion") >= strtoull(rev, NULL, 10))
       break;
-    sleep_ms(100);
+    kcr_it_sleep_ms(100);
   }
   assert_non_null(e);
   {
@@ -253,7 +227,7 @@ static void test_debug_informers_show_a_relist_after_410(void **state) {
     json_decref(e);
     e = configmap_informer(port);
     assert_non_null(e);
-    sleep_ms(100);
+    kcr_it_sleep_ms(100);
   }
   printf("then lastSeen %llu, lastProcessed %llu, secondsSinceLastEvent %.3f\n",
          rv(e, "lastSeenResourceVersion"), rv(e, "lastProcessedResourceVersion"),
@@ -263,9 +237,9 @@ static void test_debug_informers_show_a_relist_after_410(void **state) {
   json_decref(e);
 
   kcr_buf_init(&body, 4 << 20);
-  assert_int_equal(http_get(port, "/debug/heap", &body), 200);
+  assert_int_equal(kcr_it_http_get(port, "/debug/heap", &body), 200);
   assert_non_null(strstr(kcr_buf_cstr(&body), "<malloc version="));
-  assert_int_equal(http_get(port, "/debug/other", &body), 404);
+  assert_int_equal(kcr_it_http_get(port, "/debug/other", &body), 404);
   kcr_buf_free(&body);
   stop_manager(r, th);
 }

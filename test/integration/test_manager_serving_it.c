@@ -25,38 +25,12 @@
 /* clang-format on */
 
 #include "kcr/kcr.h"
+#include "kcr_itutil.h"
 #include "kcr_testenv.h"
 
 static kcr_testenv_t *env;
 static kcr_rest_config_t *config;
 static atomic_int reconciles;
-
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-static size_t on_body(char *p, size_t size, size_t n, void *data) {
-  kcr_buf_t *b = data;
-  return kcr_buf_append(b, p, size * n) == 0 ? size * n : 0;
-}
-
-/* http_get fetches http://127.0.0.1:port/path; returns the status (0: failed). */
-static long http_get(int port, const char *path, kcr_buf_t *body) {
-  char url[256];
-  long code = 0;
-  CURL *c = curl_easy_init();
-  snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
-  kcr_buf_reset(body);
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-  if (curl_easy_perform(c) == CURLE_OK)
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-  curl_easy_cleanup(c);
-  return code;
-}
 
 static int reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
                      void *data) {
@@ -145,16 +119,16 @@ static void test_manager_serves_probes_metrics_and_leads(void **state) {
   kcr_buf_init(&body, 4 << 20);
   for (int i = 0; i < 300 && !ready; i++) {
     probe = kcr_manager_probe_port(r.m);
-    if (probe && http_get(probe, "/readyz", &body) == 200)
+    if (probe && kcr_it_http_get(probe, "/readyz", &body) == 200)
       ready = 1;
     else
-      sleep_ms(100);
+      kcr_it_sleep_ms(100);
   }
   assert_true(ready);
   assert_string_equal(kcr_buf_cstr(&body), "ok");
-  assert_int_equal(http_get(probe, "/readyz?verbose", &body), 200);
+  assert_int_equal(kcr_it_http_get(probe, "/readyz?verbose", &body), 200);
   assert_non_null(strstr(kcr_buf_cstr(&body), "[+]informer-sync ok"));
-  assert_int_equal(http_get(probe, "/healthz?verbose", &body), 200);
+  assert_int_equal(kcr_it_http_get(probe, "/healthz?verbose", &body), 200);
   assert_non_null(strstr(kcr_buf_cstr(&body), "[+]leaderElection ok"));
   /* Leading: the controller reconciles the namespace's ConfigMaps. */
   {
@@ -164,12 +138,12 @@ static void test_manager_serves_probes_metrics_and_leads(void **state) {
     assert_int_equal(kcr_testenv_kubectl(env, argv, NULL), 0);
   }
   for (int i = 0; i < 300 && atomic_load(&reconciles) == 0; i++)
-    sleep_ms(100);
+    kcr_it_sleep_ms(100);
   assert_true(atomic_load(&reconciles) > 0);
 
   metrics = kcr_manager_metrics_port(r.m);
   assert_int_not_equal(metrics, 0);
-  assert_int_equal(http_get(metrics, "/metrics", &body), 200);
+  assert_int_equal(kcr_it_http_get(metrics, "/metrics", &body), 200);
   assert_non_null(strstr(kcr_buf_cstr(&body),
                          "controller_runtime_reconcile_total{controller=\"serving-test\","
                          "result=\"success\"}"));

@@ -6,6 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "kcr_itutil.h"
 
 static const kcr_gvr namespaces = {"", "v1", "namespaces"};
@@ -67,4 +69,27 @@ void kcr_it_disconnect(kcr_testenv_t *env, kcr_rest_config_t *config, kcr_client
 void kcr_it_sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *data) {
+  kcr_buf_t *b = data;
+  return kcr_buf_append(b, p, size * n) == 0 ? size * n : 0;
+}
+
+long kcr_it_http_get(int port, const char *path, kcr_buf_t *body) {
+  char url[256];
+  long code = 0;
+  CURL *c = curl_easy_init();
+  kcr_buf_reset(body);
+  if (!c)
+    return 0;
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+  if (curl_easy_perform(c) == CURLE_OK)
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+  curl_easy_cleanup(c);
+  return code;
 }

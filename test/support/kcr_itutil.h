@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "kcr/buf.h"
 #include "kcr/client.h"
 #include "kcr/config.h"
 #include "kcr_testenv.h"
@@ -35,5 +36,12 @@ void kcr_it_disconnect(kcr_testenv_t *env, kcr_rest_config_t *config, kcr_client
 
 /* kcr_it_sleep_ms sleeps ms milliseconds. */
 void kcr_it_sleep_ms(int ms);
+
+/*
+ * kcr_it_http_get fetches http://127.0.0.1:port/path (plain HTTP, 5 s timeout)
+ * into body (borrowed; reset first). Returns the HTTP status, 0 when the request
+ * failed. The caller has run curl_global_init.
+ */
+long kcr_it_http_get(int port, const char *path, kcr_buf_t *body);
 
 #endif /* KCR_ITUTIL_H */
