@@ -335,14 +335,15 @@ int kcr_typed_create(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gv
   const kcr_kind_info *k;
   json_t *obj = NULL, *got = NULL;
   int rc;
-  *out = NULL;
+  if (out)
+    *out = NULL;
   if ((rc = codec_of(s, gvk, &k, err)) != 0)
     return rc;
   if ((rc = kcr_scheme_encode(k, typed, &obj, err)) != 0)
     return rc;
-  rc = kcr_objclient_create(c, obj, &got, err);
+  rc = kcr_objclient_create(c, obj, out ? &got : NULL, err);
   json_decref(obj);
-  return rc ? rc : decoded(k, got, out, err);
+  return rc || !out ? rc : decoded(k, got, out, err);
 }
 
 int kcr_typed_update(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *gvk,
@@ -350,14 +351,15 @@ int kcr_typed_update(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gv
   const kcr_kind_info *k;
   json_t *obj = NULL, *got = NULL;
   int rc;
-  *out = NULL;
+  if (out)
+    *out = NULL;
   if ((rc = codec_of(s, gvk, &k, err)) != 0)
     return rc;
   if ((rc = kcr_scheme_encode(k, typed, &obj, err)) != 0)
     return rc;
-  rc = kcr_objclient_update(c, obj, subresource, &got, err);
+  rc = kcr_objclient_update(c, obj, subresource, out ? &got : NULL, err);
   json_decref(obj);
-  return rc ? rc : decoded(k, got, out, err);
+  return rc || !out ? rc : decoded(k, got, out, err);
 }
 
 int kcr_typed_patch(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *gvk,
@@ -366,12 +368,13 @@ int kcr_typed_patch(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk
   const kcr_kind_info *k;
   json_t *obj = NULL, *got = NULL;
   int rc;
-  *out = NULL;
+  if (out)
+    *out = NULL;
   if ((rc = codec_of(s, gvk, &k, err)) != 0)
     return rc;
   if ((rc = kcr_scheme_encode(k, typed, &obj, err)) != 0)
     return rc;
-  rc = kcr_objclient_patch(c, obj, type, patch, patch_len, subresource, &got, err);
+  rc = kcr_objclient_patch(c, obj, type, patch, patch_len, subresource, out ? &got : NULL, err);
   json_decref(obj);
-  return rc ? rc : decoded(k, got, out, err);
+  return rc || !out ? rc : decoded(k, got, out, err);
 }

@@ -307,6 +307,12 @@ static void test_scheme_typed_objects_through_a_client(void **state) {
   assert_string_equal(kcr_meta_kind(st.obj), "ConfigMap");
   assert_int_equal(st.writes, 2);
   kcr_scheme_free_typed(kcr_scheme_lookup(s, "", "v1", "ConfigMap"), back);
+  /* A write whose answer the caller does not want: out NULL, still sent. */
+  snprintf(fresh.text, sizeof(fresh.text), "no answer");
+  assert_int_equal(kcr_typed_update(&c, s, &cm, &fresh, NULL, NULL, &err), 0);
+  assert_int_equal(st.writes, 3);
+  assert_string_equal(json_string_value(json_object_get(json_object_get(st.obj, "data"), "text")),
+                      "no answer");
 
   kcr_error_clear(&err);
   assert_int_equal(kcr_typed_get(&c, s, &ghost, "ns", "x", (void **)&n, &err), KCR_ENOENT);
