@@ -121,6 +121,7 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
   kcr_manager_t *m = NULL;
   kcr_event_recorder_t *events = NULL;
   kcr_event_recorder_options eo;
+  kcr_scheme_t *scheme = NULL;
   char host[256] = "kcr-operator";
   kcr_controller_t *c;
   kcr_error_t err;
@@ -145,6 +146,9 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
     rec.events = events;
     rec.direct = kcr_manager_rest_client(m);
   }
+  if (rc == 0)
+    rc = kop_app_scheme_create(&scheme, &err);
+  rec.scheme = scheme;
   if (rc == 0)
     rc = scope_children(m, children, sizeof(children) / sizeof(children[0]), &err);
   if (rc == 0) {
@@ -189,6 +193,7 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
     kcr_log(KCR_LOG_ERROR, "setup", "unable to set up the manager: %s", err.message);
     kcr_manager_destroy(m);
     kcr_event_recorder_destroy(events);
+    kcr_scheme_destroy(scheme);
     kcr_rest_config_unref(cfg);
     return 1;
   }
@@ -206,6 +211,7 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
   kcr_event_recorder_flush(events, 2 * KCR_NSEC_PER_SEC);
   kcr_manager_destroy(m);
   kcr_event_recorder_destroy(events);
+  kcr_scheme_destroy(scheme);
   kcr_rest_config_unref(cfg);
   return rc ? 1 : 0;
 }

@@ -42,6 +42,7 @@ typedef struct env {
   kcr_client_t *direct;
   kcr_rest_config_t *cfg;
   kop_app_reconciler r;
+  kcr_scheme_t *scheme;
   char dir[64];
 } env_t;
 
@@ -134,6 +135,8 @@ static int setup(void **state) {
   e->r.directory_namespace = DIR_NS;
   e->r.events = e->events;
   e->r.direct = e->direct;
+  assert_int_equal(kop_app_scheme_create(&e->scheme, NULL), 0);
+  e->r.scheme = e->scheme;
   *state = e;
   return 0;
 }
@@ -141,6 +144,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   env_t *e = *state;
   kcr_client_destroy(e->direct);
+  kcr_scheme_destroy(e->scheme);
   kcr_rest_config_unref(e->cfg);
   kcr_test_http_stop(e->http);
   kcr_event_recorder_destroy(e->events);

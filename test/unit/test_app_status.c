@@ -264,38 +264,43 @@ static void test_app_status_keeps_foreign_conditions(void **state) {
 }
 
 static void test_app_status_condition_set(void **state) {
-  json_t *conds = json_array();
+  app_v1alpha1_status_t *st = NULL;
   bool changed = false;
   kcr_error_t err;
   (void)state;
-  assert_int_equal(kop_condition_set(conds, "Ready", "True", "Ok", NULL, 1, T0, &changed, NULL), 0);
+  assert_int_equal(app_v1alpha1_status_create(&st, NULL), 0);
+  assert_int_equal(kop_condition_set(st, "Ready", "True", "Ok", NULL, 1, T0, &changed, NULL), 0);
   assert_true(changed);
-  assert_int_equal(kop_condition_set(conds, "Ready", "True", "Ok", "", 1, T1, &changed, NULL), 0);
+  assert_int_equal(kop_condition_set(st, "Ready", "True", "Ok", "", 1, T1, &changed, NULL), 0);
   assert_false(changed);
-  assert_int_equal(kop_condition_set(conds, "Ready", "True", "Ok", "more", 1, T1, &changed, NULL),
-                   0);
+  assert_int_equal(kop_condition_set(st, "Ready", "True", "Ok", "more", 1, T1, &changed, NULL), 0);
   assert_true(changed);
-  assert_string_equal(
-      json_string_value(json_object_get(kop_condition_find(conds, "Ready"), "lastTransitionTime")),
-      "2025-01-01T00:00:00Z");
-  assert_int_equal(kop_condition_set(conds, "Ready", "False", "Bad", "", 1, T2, &changed, NULL), 0);
-  assert_string_equal(
-      json_string_value(json_object_get(kop_condition_find(conds, "Ready"), "lastTransitionTime")),
-      "2025-01-01T01:00:00Z");
+  assert_string_equal(kop_condition_get(st, "Ready")->last_transition_time, "2025-01-01T00:00:00Z");
+  assert_string_equal(kop_condition_get(st, "Ready")->message, "more");
+  assert_int_equal(kop_condition_set(st, "Ready", "False", "Bad", "", 1, T2, &changed, NULL), 0);
+  assert_string_equal(kop_condition_get(st, "Ready")->last_transition_time, "2025-01-01T01:00:00Z");
+  /* a second type is appended after the first; replacing the first keeps the order */
+  assert_int_equal(kop_condition_set(st, "Synced", "True", "Ok", "", 1, T2, &changed, NULL), 0);
+  assert_int_equal(kop_condition_set(st, "Ready", "True", "Ok", "", 2, T2, &changed, NULL), 0);
+  assert_int_equal(st->conditions_len, 2);
+  assert_string_equal(st->conditions[0].type, "Ready");
+  assert_int_equal(st->conditions[0].observed_generation, 2);
+  assert_string_equal(st->conditions[1].type, "Synced");
   kcr_error_clear(&err);
-  assert_int_equal(kop_condition_set(conds, "Ready", "Maybe", "R", "", 1, T0, NULL, &err),
-                   KCR_EINVAL);
-  assert_int_equal(kop_condition_set(conds, "Ready", "True", "", "", 1, T0, NULL, NULL),
-                   KCR_EINVAL);
+  assert_int_equal(kop_condition_set(st, "Ready", "Maybe", "R", "", 1, T0, NULL, &err), KCR_EINVAL);
+  assert_int_equal(kop_condition_set(st, "Ready", "True", "", "", 1, T0, NULL, NULL), KCR_EINVAL);
   assert_int_equal(kop_condition_set(NULL, "Ready", "True", "R", "", 1, T0, NULL, NULL),
                    KCR_EINVAL);
-  assert_int_equal(kop_condition_set(conds, "Other", "True", "R", "", 1,
+  assert_int_equal(kop_condition_set(st, "Other", "True", "R", "", 1,
                                      (kcr_time_t){INT64_C(400000000000), 0}, NULL, NULL),
                    KCR_ERANGE);
-  assert_true(kop_condition_remove(conds, "Ready"));
-  assert_false(kop_condition_remove(conds, "Ready"));
-  assert_int_equal(json_array_size(conds), 0);
-  json_decref(conds);
+  assert_true(kop_condition_remove(st, "Ready"));
+  assert_false(kop_condition_remove(st, "Ready"));
+  assert_int_equal(st->conditions_len, 1);
+  assert_string_equal(st->conditions[0].type, "Synced");
+  assert_true(kop_condition_remove(st, "Synced"));
+  assert_int_equal(st->conditions_len, 0);
+  app_v1alpha1_status_free(st);
 }
 
 static void test_app_status_alloc_failures(void **state) {

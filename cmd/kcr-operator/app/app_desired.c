@@ -275,6 +275,85 @@ static int typed_app(const json_t *app, app_v1alpha1_t **out, kcr_error_t *err) 
                        kcr_meta_name(app), e.message);
 }
 
+/* md_str returns the App's metadata[key] when it is a string, else "". */
+static const char *md_str(const app_v1alpha1_t *app, const char *key) {
+  const char *s = json_string_value(json_object_get(app->metadata, key));
+  return s ? s : "";
+}
+
+int kop_app_check_typed(const app_v1alpha1_t *app, kcr_error_t *err) {
+  const char *ns = md_str(app, "namespace"), *name = md_str(app, "name");
+  if (!*name || !*ns || !*md_str(app, "uid")) {
+    return kcr_error_set(err, KCR_EINVAL, "app: metadata.name, namespace and uid are required");
+  }
+  if (!app->spec || !app->spec->image || !*app->spec->image) {
+    return kcr_error_set(err, KCR_EINVAL, "app %s/%s: spec.image is required", ns, name);
+  }
+  if (app->spec->has_replicas && (app->spec->replicas < 0 || app->spec->replicas > 1000)) {
+    return kcr_error_set(err, KCR_EINVAL, "app %s/%s: spec.replicas must be an integer in 0..1000",
+                         ns, name);
+  }
+  if (app->spec->has_port && (app->spec->port < 1 || app->spec->port > 65535)) {
+    return kcr_error_set(err, KCR_EINVAL, "app %s/%s: spec.port must be an integer in 1..65535", ns,
+                         name);
+  }
+  return 0;
+}
+
+int kop_app_selector_of(const app_v1alpha1_t *app, char *buf, size_t size) {
+  const char *name = md_str(app, "name");
+  int n = fit(
+      snprintf(buf, size, "%s=%s,%s=%s", KOP_APP_LABEL_NAME, name, KOP_APP_LABEL_INSTANCE, name),
+      size);
+  if (n < 0 && size > 0) {
+    buf[0] = '\0';
+  }
+  return n;
+}
+
+int kop_app_url_of(const app_v1alpha1_t *app, char *buf, size_t size) {
+  int n;
+  if (size > 0) {
+    buf[0] = '\0';
+  }
+  if (!app->spec || !app->spec->has_port || app->spec->port < 1 || app->spec->port > 65535) {
+    return 0;
+  }
+  n = fit(snprintf(buf, size, "http://%s.%s.svc:%d", md_str(app, "name"), md_str(app, "namespace"),
+                   (int)app->spec->port),
+          size);
+  if (n < 0 && size > 0) {
+    buf[0] = '\0';
+  }
+  return n;
+}
+
+json_t *kop_app_identity(const app_v1alpha1_t *app) {
+  json_t *id = json_object();
+  int bad = id == NULL;
+  bad = bad || json_object_set_new(
+                   id, "apiVersion",
+                   json_string(app->api_version ? app->api_version : KOP_APP_API_VERSION)) < 0;
+  bad =
+      bad || json_object_set_new(id, "kind", json_string(app->kind ? app->kind : KOP_APP_KIND)) < 0;
+  bad = bad || json_object_set_new(id, "metadata",
+                                   app->metadata ? json_incref(app->metadata) : json_object()) < 0;
+  if (bad) {
+    json_decref(id);
+    return NULL;
+  }
+  return id;
+}
+
+int kop_app_decode(const json_t *app, app_v1alpha1_t **out, kcr_error_t *err) {
+  int rc;
+  *out = NULL;
+  if ((rc = kop_app_check(app, err)) < 0 || (rc = typed_app(app, out, err)) < 0) {
+    return rc;
+  }
+  return 0;
+}
+
 /* encoded encodes a built child (enc over v) into *out, or reports a failed build. */
 #define ENCODED(enc, freefn, v, bad, what, out, err)                                               \
   do {                                                                                             \
@@ -289,8 +368,9 @@ static int typed_app(const json_t *app, app_v1alpha1_t **out, kcr_error_t *err) 
   } while (0)
 
 /* child_metadata makes the metadata of a child of app called name (new). */
-static k8s_meta_v1_object_meta_t *child_metadata(const json_t *app, const char *name, int *bad) {
-  const char *app_name = kcr_meta_name(app);
+static k8s_meta_v1_object_meta_t *child_metadata(const app_v1alpha1_t *app, const char *name,
+                                                 int *bad) {
+  const char *app_name = md_str(app, "name");
   const char *labels[][2] = {{KOP_APP_LABEL_NAME, app_name},
                              {KOP_APP_LABEL_INSTANCE, app_name},
                              {KOP_APP_LABEL_MANAGED_BY, KOP_APP_MANAGED_BY}};
@@ -300,7 +380,7 @@ static k8s_meta_v1_object_meta_t *child_metadata(const json_t *app, const char *
     return NULL;
   }
   md->name = dup(name, bad);
-  md->namespace = dup(kcr_meta_namespace(app), bad);
+  md->namespace = dup(md_str(app, "namespace"), bad);
   SET_PAIRS(md, labels, labels, 3, *bad);
   if (!(ref = md->owner_references = zalloc(1, sizeof(*ref), bad))) {
     return md;
@@ -310,15 +390,15 @@ static k8s_meta_v1_object_meta_t *child_metadata(const json_t *app, const char *
   ref->api_version = dup(KOP_APP_API_VERSION, bad);
   ref->kind = dup(KOP_APP_KIND, bad);
   ref->name = dup(app_name, bad);
-  ref->uid = dup(kcr_meta_uid(app), bad);
+  ref->uid = dup(md_str(app, "uid"), bad);
   ref->controller = ref->has_controller = true;
   ref->block_owner_deletion = ref->has_block_owner_deletion = true;
   return md;
 }
 
 /* config_name writes "<name>-config" into buf. Returns 0 or KCR_ETOOBIG. */
-static int config_name(const json_t *app, char *buf, size_t size) {
-  int n = fit(snprintf(buf, size, "%s%s", kcr_meta_name(app), KOP_APP_CONFIG_SUFFIX), size);
+static int config_name(const app_v1alpha1_t *app, char *buf, size_t size) {
+  int n = fit(snprintf(buf, size, "%s%s", md_str(app, "name"), KOP_APP_CONFIG_SUFFIX), size);
   return n < 0 ? n : 0;
 }
 
@@ -399,16 +479,15 @@ static bool typed_has_config(const app_v1alpha1_spec_t *spec) {
   return spec->has_config && spec->config_len > 0;
 }
 
-int kop_app_desired_deployment(const json_t *app, json_t **out, kcr_error_t *err) {
+int kop_app_desired_deployment_of(const app_v1alpha1_t *a, json_t **out, kcr_error_t *err) {
   char cm_name[320];
   char hash[KOP_APP_CONFIG_HASH_LEN + 1];
-  const char *name = kcr_meta_name(app);
+  const char *name = md_str(a, "name");
   const char *selector[][2] = {{KOP_APP_LABEL_NAME, name}, {KOP_APP_LABEL_INSTANCE, name}};
   const char *labels[][2] = {{KOP_APP_LABEL_NAME, name},
                              {KOP_APP_LABEL_INSTANCE, name},
                              {KOP_APP_LABEL_MANAGED_BY, KOP_APP_MANAGED_BY}};
   const char *annotations[][2] = {{KOP_APP_CONFIG_HASH_ANNOTATION, hash}};
-  app_v1alpha1_t *a = NULL;
   k8s_apps_v1_deployment_t *d = NULL;
   k8s_apps_v1_deployment_spec_t *spec;
   k8s_core_v1_pod_template_spec_t *tmpl;
@@ -416,25 +495,22 @@ int kop_app_desired_deployment(const json_t *app, json_t **out, kcr_error_t *err
   bool with_config;
   int bad = 0, rc;
   *out = NULL;
-  if ((rc = kop_app_check(app, err)) < 0 || (rc = typed_app(app, &a, err)) < 0) {
+  if ((rc = kop_app_check_typed(a, err)) < 0) {
     return rc;
   }
   with_config = typed_has_config(a->spec);
-  if (with_config && config_name(app, cm_name, sizeof cm_name) < 0) {
-    app_v1alpha1_free(a);
+  if (with_config && config_name(a, cm_name, sizeof cm_name) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: name too long");
   }
   if (with_config && (rc = typed_config_hash(a->spec, hash, err)) < 0) {
-    app_v1alpha1_free(a);
     return rc;
   }
   if (!(d = zalloc(1, sizeof(*d), &bad))) {
-    app_v1alpha1_free(a);
     return kcr_error_set(err, KCR_ENOMEM, "app: desired deployment: out of memory");
   }
   d->api_version = dup("apps/v1", &bad);
   d->kind = dup("Deployment", &bad);
-  d->metadata = child_metadata(app, name, &bad);
+  d->metadata = child_metadata(a, name, &bad);
   if ((spec = d->spec = zalloc(1, sizeof(*spec), &bad))) {
     spec->replicas = a->spec->has_replicas ? a->spec->replicas : 1;
     spec->has_replicas = true;
@@ -463,24 +539,41 @@ int kop_app_desired_deployment(const json_t *app, json_t **out, kcr_error_t *err
       }
     }
   }
-  app_v1alpha1_free(a);
   ENCODED(k8s_apps_v1_deployment_encode, k8s_apps_v1_deployment_free, d, bad, "deployment", out,
           err);
 }
 
-int kop_app_desired_service(const json_t *app, json_t **out, kcr_error_t *err) {
-  const char *name = kcr_meta_name(app);
+/* DESIRED_FROM_JSON defines the JSON form of a builder: check, decode, build. */
+#define DESIRED_FROM_JSON(fn)                                                                      \
+  int fn(const json_t *app, json_t **out, kcr_error_t *err) {                                      \
+    app_v1alpha1_t *a = NULL;                                                                      \
+    int rc_;                                                                                       \
+    *out = NULL;                                                                                   \
+    if ((rc_ = kop_app_decode(app, &a, err)) == 0) {                                               \
+      rc_ = fn##_of(a, out, err);                                                                  \
+    }                                                                                              \
+    app_v1alpha1_free(a);                                                                          \
+    return rc_;                                                                                    \
+  }
+
+DESIRED_FROM_JSON(kop_app_desired_deployment)
+DESIRED_FROM_JSON(kop_app_desired_service)
+DESIRED_FROM_JSON(kop_app_desired_configmap)
+
+int kop_app_desired_service_of(const app_v1alpha1_t *app, json_t **out, kcr_error_t *err) {
+  const char *name = md_str(app, "name");
   const char *selector[][2] = {{KOP_APP_LABEL_NAME, name}, {KOP_APP_LABEL_INSTANCE, name}};
   k8s_core_v1_service_t *s;
   k8s_core_v1_service_port_t *p;
   int port, bad = 0, rc;
   *out = NULL;
-  if ((rc = kop_app_check(app, err)) < 0) {
+  if ((rc = kop_app_check_typed(app, err)) < 0) {
     return rc;
   }
-  if ((port = kop_app_port(app)) == 0) {
+  if (!app->spec->has_port) {
     return 0;
   }
+  port = app->spec->port;
   if (!(s = zalloc(1, sizeof(*s), &bad))) {
     return kcr_error_set(err, KCR_ENOMEM, "app: desired service: out of memory");
   }
@@ -503,30 +596,26 @@ int kop_app_desired_service(const json_t *app, json_t **out, kcr_error_t *err) {
   ENCODED(k8s_core_v1_service_encode, k8s_core_v1_service_free, s, bad, "service", out, err);
 }
 
-int kop_app_desired_configmap(const json_t *app, json_t **out, kcr_error_t *err) {
+int kop_app_desired_configmap_of(const app_v1alpha1_t *a, json_t **out, kcr_error_t *err) {
   char name[320];
-  app_v1alpha1_t *a = NULL;
   k8s_core_v1_config_map_t *cm;
   int bad = 0, rc;
   *out = NULL;
-  if ((rc = kop_app_check(app, err)) < 0 || (rc = typed_app(app, &a, err)) < 0) {
+  if ((rc = kop_app_check_typed(a, err)) < 0) {
     return rc;
   }
   if (!typed_has_config(a->spec)) {
-    app_v1alpha1_free(a);
     return 0;
   }
-  if (config_name(app, name, sizeof name) < 0) {
-    app_v1alpha1_free(a);
+  if (config_name(a, name, sizeof name) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: name too long");
   }
   if (!(cm = zalloc(1, sizeof(*cm), &bad))) {
-    app_v1alpha1_free(a);
     return kcr_error_set(err, KCR_ENOMEM, "app: desired configmap: out of memory");
   }
   cm->api_version = dup("v1", &bad);
   cm->kind = dup("ConfigMap", &bad);
-  cm->metadata = child_metadata(app, name, &bad);
+  cm->metadata = child_metadata(a, name, &bad);
   if ((cm->data = zalloc(a->spec->config_len, sizeof(*cm->data), &bad))) {
     cm->has_data = true;
     for (size_t i = 0; i < a->spec->config_len; i++) {
@@ -535,7 +624,6 @@ int kop_app_desired_configmap(const json_t *app, json_t **out, kcr_error_t *err)
       cm->data[i].value = dup(a->spec->config[i].value, &bad);
     }
   }
-  app_v1alpha1_free(a);
   ENCODED(k8s_core_v1_config_map_encode, k8s_core_v1_config_map_free, cm, bad, "configmap", out,
           err);
 }
@@ -709,25 +797,14 @@ bool kop_app_child_up_to_date(const json_t *existing, const json_t *desired) {
   return true;
 }
 
-int kop_app_directory_update(json_t *data, const json_t *app, bool remove, bool *changed,
-                             kcr_error_t *err) {
-  char key[KCR_META_KEY_MAX];
-  char url[KOP_APP_URL_MAX];
-  json_t *cur;
-  int n;
-  *changed = false;
-  if (!json_is_object(data)) {
-    return kcr_error_set(err, KCR_EINVAL, "app: directory data is not an object");
-  }
-  if (kop_app_directory_key(app, key, sizeof key) < 0) {
-    return kcr_error_set(err, KCR_ETOOBIG, "app: directory key too long");
-  }
-  n = kop_app_url(app, url, sizeof url);
-  if (n < 0) {
-    return kcr_error_set(err, KCR_ETOOBIG, "app: url too long");
-  }
-  cur = json_object_get(data, key);
-  if (remove || n == 0 || kcr_meta_is_deleting(app)) {
+/*
+ * directory_apply sets data[key] = url, or removes key when url is "" or gone
+ * is true (the App is being deleted, or the finalizer asks).
+ */
+static int directory_apply(json_t *data, const char *key, const char *url, bool gone, bool *changed,
+                           kcr_error_t *err) {
+  json_t *cur = json_object_get(data, key);
+  if (gone || !*url) {
     if (cur) {
       json_object_del(data, key);
       *changed = true;
@@ -742,6 +819,43 @@ int kop_app_directory_update(json_t *data, const json_t *app, bool remove, bool 
   }
   *changed = true;
   return 0;
+}
+
+int kop_app_directory_update(json_t *data, const json_t *app, bool remove, bool *changed,
+                             kcr_error_t *err) {
+  char key[KCR_META_KEY_MAX];
+  char url[KOP_APP_URL_MAX];
+  *changed = false;
+  if (!json_is_object(data)) {
+    return kcr_error_set(err, KCR_EINVAL, "app: directory data is not an object");
+  }
+  if (kop_app_directory_key(app, key, sizeof key) < 0) {
+    return kcr_error_set(err, KCR_ETOOBIG, "app: directory key too long");
+  }
+  if (kop_app_url(app, url, sizeof url) < 0) {
+    return kcr_error_set(err, KCR_ETOOBIG, "app: url too long");
+  }
+  return directory_apply(data, key, url, remove || kcr_meta_is_deleting(app), changed, err);
+}
+
+int kop_app_directory_set(json_t *data, const app_v1alpha1_t *app, bool remove, bool *changed,
+                          kcr_error_t *err) {
+  char key[KCR_META_KEY_MAX];
+  char url[KOP_APP_URL_MAX] = "";
+  const char *ns = md_str(app, "namespace"), *name = md_str(app, "name");
+  json_t *del = json_object_get(app->metadata, "deletionTimestamp");
+  bool deleting = del && !json_is_null(del);
+  *changed = false;
+  if (!json_is_object(data)) {
+    return kcr_error_set(err, KCR_EINVAL, "app: directory data is not an object");
+  }
+  if (fit(snprintf(key, sizeof key, "%s.%s", ns, name), sizeof key) < 0) {
+    return kcr_error_set(err, KCR_ETOOBIG, "app: directory key too long");
+  }
+  if (kop_app_url_of(app, url, sizeof url) < 0) {
+    return kcr_error_set(err, KCR_ETOOBIG, "app: url too long");
+  }
+  return directory_apply(data, key, url, remove || deleting, changed, err);
 }
 
 json_t *kop_app_desired_directory(const char *ns) {

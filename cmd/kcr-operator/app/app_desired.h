@@ -27,6 +27,7 @@
 
 #include <jansson.h>
 
+#include "app_v1alpha1.h"
 #include "kcr/error.h"
 #include "kcr/time.h"
 
@@ -222,5 +223,47 @@ int kop_app_directory_update(json_t *data, const json_t *app, bool remove, bool 
  * does not exist yet. NULL when out of memory.
  */
 json_t *kop_app_desired_directory(const char *ns);
+
+/* ---- the typed App ----
+ *
+ * The reconciler reads the App once per pass as the C type kcr-gen generates
+ * from the CRD (app_v1alpha1_t, build/.../app_v1alpha1.h) and hands that to the
+ * functions below; the JSON forms above decode and call them, for the webhook
+ * and the fixture tests. The children stay JSON on the way out: "up to date" is
+ * a subset test against what the server defaulted (kop_app_child_up_to_date),
+ * which a struct without the server's defaults cannot answer by equality.
+ * Same contracts as the JSON forms; app is borrowed.
+ */
+
+/*
+ * kop_app_decode checks app (JSON, kop_app_check) and decodes it into *out
+ * (new; release with app_v1alpha1_free). Errors: KCR_EINVAL naming the field,
+ * KCR_ENOMEM.
+ */
+int kop_app_decode(const json_t *app, app_v1alpha1_t **out, kcr_error_t *err);
+
+/* kop_app_check_typed is kop_app_check on the typed App (decoding checked the types). */
+int kop_app_check_typed(const app_v1alpha1_t *app, kcr_error_t *err);
+
+/* kop_app_selector_of and kop_app_url_of: kop_app_selector_string and kop_app_url. */
+int kop_app_selector_of(const app_v1alpha1_t *app, char *buf, size_t size);
+int kop_app_url_of(const app_v1alpha1_t *app, char *buf, size_t size);
+
+/*
+ * kop_app_identity returns a new object {apiVersion, kind, metadata} whose
+ * metadata is the App's own (shared, not copied): what the generic helpers that
+ * read an object's identity take (kcr_meta_*, finalizers, Events, kop_app_owns).
+ * NULL when out of memory.
+ */
+json_t *kop_app_identity(const app_v1alpha1_t *app);
+
+/* kop_app_desired_{deployment,service,configmap}_of: the builders above, from the typed App. */
+int kop_app_desired_deployment_of(const app_v1alpha1_t *app, json_t **out, kcr_error_t *err);
+int kop_app_desired_service_of(const app_v1alpha1_t *app, json_t **out, kcr_error_t *err);
+int kop_app_desired_configmap_of(const app_v1alpha1_t *app, json_t **out, kcr_error_t *err);
+
+/* kop_app_directory_set is kop_app_directory_update for the typed App. */
+int kop_app_directory_set(json_t *data, const app_v1alpha1_t *app, bool remove, bool *changed,
+                          kcr_error_t *err);
 
 #endif /* KOP_APP_DESIRED_H */

@@ -35,36 +35,61 @@ json_t *kop_condition_find(const json_t *conditions, const char *type) {
   return NULL;
 }
 
-bool kop_condition_remove(json_t *conditions, const char *type) {
-  size_t i;
-  json_t *c;
-  json_array_foreach(conditions, i, c) {
-    const char *t = json_string_value(json_object_get(c, "type"));
-    if (t && !strcmp(t, type)) {
-      json_array_remove(conditions, i);
-      return true;
+/* same tells whether s (NULL: absent) equals want (NULL: ""). */
+static bool same(const char *s, const char *want) {
+  return strcmp(s ? s : "", want ? want : "") == 0;
+}
+
+/* cond_index returns the index of the condition of that type, or -1. */
+static long cond_index(const app_v1alpha1_status_t *st, const char *type) {
+  for (size_t i = 0; st && i < st->conditions_len; i++) {
+    if (st->conditions[i].type && !strcmp(st->conditions[i].type, type)) {
+      return (long)i;
     }
   }
-  return false;
+  return -1;
 }
 
-/* str_eq tells whether obj[key] is the string s. */
-static bool str_eq(const json_t *obj, const char *key, const char *s) {
-  const char *v = json_string_value(json_object_get(obj, key));
-  return v && !strcmp(v, s);
+const app_v1alpha1_status_conditions_t *kop_condition_get(const app_v1alpha1_status_t *st,
+                                                          const char *type) {
+  long i = cond_index(st, type);
+  return i < 0 ? NULL : &st->conditions[i];
 }
 
-int kop_condition_set(json_t *conditions, const char *type, const char *status, const char *reason,
-                      const char *message, int64_t generation, kcr_time_t now, bool *changed,
-                      kcr_error_t *err) {
+/* cond_clear releases what one condition holds (the members app_v1alpha1.h declares). */
+static void cond_clear(app_v1alpha1_status_conditions_t *c) {
+  app_v1alpha1_mem_free(c->type);
+  app_v1alpha1_mem_free(c->status);
+  app_v1alpha1_mem_free(c->last_transition_time);
+  app_v1alpha1_mem_free(c->reason);
+  app_v1alpha1_mem_free(c->message);
+  json_decref(c->kcr_unknown);
+  memset(c, 0, sizeof(*c));
+}
+
+bool kop_condition_remove(app_v1alpha1_status_t *st, const char *type) {
+  long i = cond_index(st, type);
+  if (i < 0) {
+    return false;
+  }
+  cond_clear(&st->conditions[i]);
+  memmove(&st->conditions[i], &st->conditions[i + 1],
+          (st->conditions_len - (size_t)i - 1) * sizeof(st->conditions[0]));
+  st->conditions_len--;
+  return true;
+}
+
+int kop_condition_set(app_v1alpha1_status_t *st, const char *type, const char *status,
+                      const char *reason, const char *message, int64_t generation, kcr_time_t now,
+                      bool *changed, kcr_error_t *err) {
   char ts[KCR_TIME_BUFSIZE];
-  json_t *cur, *next;
-  bool same_status;
-  int bad = 0;
+  app_v1alpha1_status_conditions_t next, *cur, *grown;
+  const char *ltt;
+  long i;
   if (changed) {
     *changed = false;
   }
-  if (!json_is_array(conditions) || !type || !*type || !status || !reason || !*reason) {
+  if (!st || !type || !*type || !status || !reason || !*reason) {
     return kcr_error_set(err, KCR_EINVAL, "condition: type, status and reason are required");
   }
   if (strcmp(status, "True") != 0 && strcmp(status, "False") != 0 &&
@@ -72,50 +97,47 @@ int kop_condition_set(json_t *conditions, const char *type, const char *status, 
     return kcr_error_set(err, KCR_EINVAL, "condition %s: status must be True, False or Unknown",
                          type);
   }
-  if (!message) {
-    message = "";
-  }
-  cur = kop_condition_find(conditions, type);
-  same_status = cur && str_eq(cur, "status", status);
-  if (same_status && str_eq(cur, "reason", reason) && str_eq(cur, "message", message) &&
-      json_integer_value(json_object_get(cur, "observedGeneration")) == generation &&
-      json_is_string(json_object_get(cur, "lastTransitionTime"))) {
+  i = cond_index(st, type);
+  cur = i < 0 ? NULL : &st->conditions[i];
+  if (cur && same(cur->status, status) && same(cur->reason, reason) &&
+      same(cur->message, message) &&
+      (cur->has_observed_generation ? cur->observed_generation : 0) == generation &&
+      cur->last_transition_time) {
     return 0;
   }
-  next = json_object();
-  bad |= json_object_set_new(next, "type", json_string(type));
-  bad |= json_object_set_new(next, "status", json_string(status));
-  bad |= json_object_set_new(next, "observedGeneration", json_integer(generation));
-  if (same_status && json_is_string(json_object_get(cur, "lastTransitionTime"))) {
-    bad |= json_object_set(next, "lastTransitionTime", json_object_get(cur, "lastTransitionTime"));
+  if (cur && same(cur->status, status) && cur->last_transition_time) {
+    ltt = cur->last_transition_time; /* the status did not change: neither does the time */
+  } else if (kcr_time_format(now, KCR_TIME_SECONDS, ts, sizeof ts) < 0) {
+    return kcr_error_set(err, KCR_ERANGE, "condition %s: time out of range", type);
   } else {
-    if (kcr_time_format(now, KCR_TIME_SECONDS, ts, sizeof ts) < 0) {
-      json_decref(next);
-      return kcr_error_set(err, KCR_ERANGE, "condition %s: time out of range", type);
-    }
-    bad |= json_object_set_new(next, "lastTransitionTime", json_string(ts));
+    ltt = ts;
   }
-  bad |= json_object_set_new(next, "reason", json_string(reason));
-  bad |= json_object_set_new(next, "message", json_string(message));
-  if (bad) {
-    json_decref(next);
+  memset(&next, 0, sizeof next);
+  next.type = app_v1alpha1_mem_strdup(type);
+  next.status = app_v1alpha1_mem_strdup(status);
+  next.observed_generation = generation;
+  next.has_observed_generation = true;
+  next.last_transition_time = app_v1alpha1_mem_strdup(ltt);
+  next.reason = app_v1alpha1_mem_strdup(reason);
+  next.message = app_v1alpha1_mem_strdup(message ? message : "");
+  grown = cur ? NULL : app_v1alpha1_mem_calloc(st->conditions_len + 1, sizeof(*grown));
+  if (!next.type || !next.status || !next.last_transition_time || !next.reason || !next.message ||
+      (!cur && !grown)) {
+    cond_clear(&next);
+    app_v1alpha1_mem_free(grown);
     return kcr_error_set(err, KCR_ENOMEM, "condition %s: out of memory", type);
   }
   if (cur) {
-    size_t i;
-    json_t *c;
-    json_array_foreach(conditions, i, c) {
-      if (c == cur) {
-        break;
-      }
-    }
-    /* Replacing in place keeps the order of conditions stable across reconciles. */
-    bad = json_array_set_new(conditions, i, next);
+    cond_clear(cur); /* replaced in place: the order of conditions stays stable */
+    *cur = next;
   } else {
-    bad = json_array_append_new(conditions, next);
-  }
-  if (bad) {
-    return kcr_error_set(err, KCR_ENOMEM, "condition %s: out of memory", type);
+    if (st->conditions_len) {
+      memcpy(grown, st->conditions, st->conditions_len * sizeof(*grown));
+    }
+    app_v1alpha1_mem_free(st->conditions);
+    st->conditions = grown;
+    st->conditions[st->conditions_len++] = next;
+    st->has_conditions = true;
   }
   if (changed) {
     *changed = true;
@@ -165,11 +187,11 @@ static void set_verdict(verdict *v, const char *status, const char *reason, cons
  * judge decides Available, Progressing and Degraded from the Deployment's typed
  * status st (NULL: none) and its metadata.generation.
  */
-static void judge(const json_t *app, const kop_app_observed *obs,
+static void judge(const app_v1alpha1_t *app, const kop_app_observed *obs,
                   const k8s_apps_v1_deployment_status_t *st, int64_t dep_generation, verdict *avail,
                   verdict *prog, verdict *degr) {
   const json_t *dep = obs ? obs->deployment : NULL;
-  int64_t want = kop_app_replicas(app);
+  int64_t want = app->spec->has_replicas ? app->spec->replicas : 1;
   int64_t ready = COUNT(st, ready_replicas);
   int64_t available = COUNT(st, available_replicas);
   int64_t updated = COUNT(st, updated_replicas);
@@ -217,26 +239,25 @@ static void judge(const json_t *app, const kop_app_observed *obs,
   }
 }
 
-int kop_app_status(const json_t *app, const kop_app_observed *obs, kcr_time_t now, json_t **out,
-                   kcr_error_t *err) {
+int kop_app_status_of(const app_v1alpha1_t *app, const kop_app_observed *obs, kcr_time_t now,
+                      app_v1alpha1_status_t **out, kcr_error_t *err) {
   char selector[KCR_META_KEY_MAX + 64];
   char url[KOP_APP_URL_MAX];
   verdict v[3];
   static const char *const types[3] = {KOP_APP_COND_AVAILABLE, KOP_APP_COND_PROGRESSING,
                                        KOP_APP_COND_DEGRADED};
-  json_t *old = json_object_get(json_object_get(app, "status"), "conditions");
-  json_t *st = NULL, *conds = NULL;
   const json_t *dep = obs ? obs->deployment : NULL;
   k8s_apps_v1_deployment_status_t *ds = NULL;
-  app_v1alpha1_status_t status;
-  int64_t gen = kcr_meta_generation(app);
+  app_v1alpha1_status_t *st = NULL, old;
+  json_t *g = json_object_get(app->metadata, "generation");
+  int64_t gen = json_is_integer(g) ? json_integer_value(g) : 0;
   int rc, n;
   *out = NULL;
-  if ((rc = kop_app_check(app, err)) < 0) {
+  if ((rc = kop_app_check_typed(app, err)) < 0) {
     return rc;
   }
-  if (kop_app_selector_string(app, selector, sizeof selector) < 0 ||
-      (n = kop_app_url(app, url, sizeof url)) < 0) {
+  if (kop_app_selector_of(app, selector, sizeof selector) < 0 ||
+      (n = kop_app_url_of(app, url, sizeof url)) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: name too long");
   }
   /* Only the status is read: the Deployment may be a partial object (tests). */
@@ -245,53 +266,73 @@ int kop_app_status(const json_t *app, const kop_app_observed *obs, kcr_time_t no
     return rc;
   }
   judge(app, obs, ds, kcr_meta_generation(dep), &v[0], &v[1], &v[2]);
-  conds = json_is_array(old) ? json_deep_copy(old) : json_array();
-  if (!conds) {
-    rc = kcr_error_set(err, KCR_ENOMEM, "app status: out of memory");
+  /* A new status that starts from the current conditions only: a condition whose
+   * status does not change keeps its lastTransitionTime. */
+  memset(&old, 0, sizeof old);
+  if (app->status && app->status->has_conditions) {
+    old.conditions = app->status->conditions;
+    old.conditions_len = app->status->conditions_len;
+  }
+  old.has_conditions = true;
+  if ((rc = app_v1alpha1_status_copy(&old, &st, err)) < 0) {
     goto fail;
   }
   for (int i = 0; i < 3; i++) {
-    if ((rc = kop_condition_set(conds, types[i], v[i].status, v[i].reason, v[i].message, gen, now,
+    if ((rc = kop_condition_set(st, types[i], v[i].status, v[i].reason, v[i].message, gen, now,
                                 NULL, err)) < 0) {
       goto fail;
     }
   }
-  if (kop_app_paused(app)) {
+  if (app->spec->has_paused && app->spec->paused) {
     rc =
-        kop_condition_set(conds, KOP_APP_COND_PAUSED, "True", "Paused",
+        kop_condition_set(st, KOP_APP_COND_PAUSED, "True", "Paused",
                           "spec.paused is true: the children are not changed", gen, now, NULL, err);
     if (rc < 0) {
       goto fail;
     }
   } else {
-    kop_condition_remove(conds, KOP_APP_COND_PAUSED);
+    kop_condition_remove(st, KOP_APP_COND_PAUSED);
   }
-  /* The scalars as the typed status (borrowed strings: encoded, never freed);
-   * the conditions stay the JSON array kop_condition_set keeps in order. */
-  memset(&status, 0, sizeof status);
-  status.observed_generation = gen;
-  status.has_observed_generation = true;
-  status.replicas = (int32_t)COUNT(ds, replicas);
-  status.has_replicas = true;
-  status.ready_replicas = (int32_t)COUNT(ds, ready_replicas);
-  status.has_ready_replicas = true;
-  status.selector = selector;
-  status.url = n > 0 ? url : NULL;
-  if ((rc = app_v1alpha1_status_encode(&status, &st, err)) < 0) {
-    goto fail;
-  }
-  if (json_object_set(st, "conditions", conds) < 0) {
+  st->observed_generation = gen;
+  st->has_observed_generation = true;
+  st->replicas = (int32_t)COUNT(ds, replicas);
+  st->has_replicas = true;
+  st->ready_replicas = (int32_t)COUNT(ds, ready_replicas);
+  st->has_ready_replicas = true;
+  st->selector = app_v1alpha1_mem_strdup(selector);
+  st->url = n > 0 ? app_v1alpha1_mem_strdup(url) : NULL;
+  if (!st->selector || (n > 0 && !st->url)) {
     rc = kcr_error_set(err, KCR_ENOMEM, "app status: out of memory");
     goto fail;
   }
-  json_decref(conds);
   k8s_apps_v1_deployment_status_free(ds);
   *out = st;
   return 0;
 fail:
-  json_decref(conds);
-  json_decref(st);
+  app_v1alpha1_status_free(st);
   k8s_apps_v1_deployment_status_free(ds);
+  return rc;
+}
+
+bool kop_app_status_differs(const app_v1alpha1_t *app, const app_v1alpha1_status_t *status) {
+  if (!app->status || !status) {
+    return app->status != status;
+  }
+  return !app_v1alpha1_status_equal(app->status, status);
+}
+
+int kop_app_status(const json_t *app, const kop_app_observed *obs, kcr_time_t now, json_t **out,
+                   kcr_error_t *err) {
+  app_v1alpha1_t *a = NULL;
+  app_v1alpha1_status_t *st = NULL;
+  int rc;
+  *out = NULL;
+  if ((rc = kop_app_decode(app, &a, err)) == 0 &&
+      (rc = kop_app_status_of(a, obs, now, &st, err)) == 0) {
+    rc = app_v1alpha1_status_encode(st, out, err);
+  }
+  app_v1alpha1_status_free(st);
+  app_v1alpha1_free(a);
   return rc;
 }
 

@@ -67,27 +67,44 @@ int kop_app_status(const json_t *app, const kop_app_observed *obs, kcr_time_t no
 bool kop_app_status_changed(const json_t *app, const json_t *status);
 
 /*
- * kop_condition_set sets a condition in conditions (a JSON array, changed in
- * place) with metav1 semantics (apimachinery meta.SetStatusCondition): a new
- * type is appended with lastTransitionTime now; an existing one keeps its
- * lastTransitionTime unless status changes. status is "True", "False" or
- * "Unknown". *changed (may be NULL) tells whether anything changed. Errors:
- * KCR_EINVAL, KCR_ERANGE (now), KCR_ENOMEM (conditions then unchanged).
+ * kop_app_status_of is kop_app_status on the typed App: *out is a new typed
+ * status (release with app_v1alpha1_status_free). The reconciler's form; the
+ * JSON one decodes the App and encodes the answer.
  */
-int kop_condition_set(json_t *conditions, const char *type, const char *status, const char *reason,
-                      const char *message, int64_t generation, kcr_time_t now, bool *changed,
-                      kcr_error_t *err);
+int kop_app_status_of(const app_v1alpha1_t *app, const kop_app_observed *obs, kcr_time_t now,
+                      app_v1alpha1_status_t **out, kcr_error_t *err);
 
 /*
- * kop_condition_find returns the condition of that type in conditions
- * (borrowed), NULL when absent or conditions is not an array.
+ * kop_app_status_differs is kop_app_status_changed for typed values: whether
+ * status (borrowed) differs from app->status (generated equality, unknown
+ * members included).
+ */
+bool kop_app_status_differs(const app_v1alpha1_t *app, const app_v1alpha1_status_t *status);
+
+/*
+ * kop_condition_set sets a condition in st's conditions (changed in place)
+ * with metav1 semantics (apimachinery meta.SetStatusCondition): a new type is
+ * appended with lastTransitionTime now; an existing one is replaced where it
+ * is, keeping its lastTransitionTime unless status changes. status is "True",
+ * "False" or "Unknown"; message NULL reads as "". *changed (may be NULL) tells
+ * whether anything changed. Errors: KCR_EINVAL, KCR_ERANGE (now), KCR_ENOMEM
+ * (st then unchanged).
+ */
+int kop_condition_set(app_v1alpha1_status_t *st, const char *type, const char *status,
+                      const char *reason, const char *message, int64_t generation, kcr_time_t now,
+                      bool *changed, kcr_error_t *err);
+
+/* kop_condition_get returns st's condition of that type (borrowed), NULL when absent. */
+const app_v1alpha1_status_conditions_t *kop_condition_get(const app_v1alpha1_status_t *st,
+                                                          const char *type);
+
+/*
+ * kop_condition_find returns the condition of that type in a JSON conditions
+ * array (borrowed), NULL when absent or conditions is not an array.
  */
 json_t *kop_condition_find(const json_t *conditions, const char *type);
 
-/*
- * kop_condition_remove removes the condition of that type; returns whether it
- * was there.
- */
-bool kop_condition_remove(json_t *conditions, const char *type);
+/* kop_condition_remove removes st's condition of that type; returns whether it was there. */
+bool kop_condition_remove(app_v1alpha1_status_t *st, const char *type);
 
 #endif /* KOP_APP_STATUS_H */

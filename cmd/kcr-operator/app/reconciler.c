@@ -52,30 +52,51 @@
 #include "app/app_desired.h"
 #include "app/app_status.h"
 #include "app/reconciler.h"
+#include "k8s.h"
 #include "kcr/apierror.h"
 #include "kcr/client.h"
 #include "kcr/clock.h"
 #include "kcr/controllerutil.h"
 #include "kcr/log.h"
 #include "kcr/meta.h"
+#include "kcr/scheme.h"
 
 /* child_kind describes one kind of child. */
 typedef struct child_kind {
   kcr_gvk gvk;
   kcr_gvr gvr; /* for uncached reads through the direct client */
   const char *kind;
-  int (*desired)(const json_t *app, json_t **out, kcr_error_t *err);
+  int (*desired)(const app_v1alpha1_t *app, json_t **out, kcr_error_t *err);
 } child_kind;
 
 static const child_kind children[] = {
     {{"apps", "v1", "Deployment"},
      {"apps", "v1", "deployments"},
      "Deployment",
-     kop_app_desired_deployment},
-    {{"", "v1", "Service"}, {"", "v1", "services"}, "Service", kop_app_desired_service},
-    {{"", "v1", "ConfigMap"}, {"", "v1", "configmaps"}, "ConfigMap", kop_app_desired_configmap},
+     kop_app_desired_deployment_of},
+    {{"", "v1", "Service"}, {"", "v1", "services"}, "Service", kop_app_desired_service_of},
+    {{"", "v1", "ConfigMap"}, {"", "v1", "configmaps"}, "ConfigMap", kop_app_desired_configmap_of},
 };
 static const kcr_gvk app_gvk = {KOP_APP_GROUP, KOP_APP_VERSION, KOP_APP_KIND};
+
+int kop_app_scheme_create(kcr_scheme_t **out, kcr_error_t *err) {
+  kcr_scheme_t *s = NULL;
+  int rc = kcr_scheme_create(&s, err);
+  if (rc == 0)
+    rc = app_v1alpha1_register(s, err);
+  if (rc == 0)
+    rc = k8s_apps_v1_deployment_register(s, err);
+  if (rc == 0)
+    rc = k8s_core_v1_service_register(s, err);
+  if (rc == 0)
+    rc = k8s_core_v1_config_map_register(s, err);
+  if (rc) {
+    kcr_scheme_destroy(s);
+    s = NULL;
+  }
+  *out = s;
+  return rc;
+}
 
 /* record notes an Event regarding the App (never blocks; a full queue drops it). */
 static void record(const kop_app_reconciler *r, json_t *app, const char *type, const char *reason,
@@ -110,8 +131,9 @@ static int read_direct(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, co
  * it. Its log lines carry the reconcile's fields (kcr_reconcile_log).
  */
 static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, const kcr_objclient *c,
-                      json_t *app, const child_kind *k, json_t **observed, bool *conflict,
-                      char *conflict_msg, size_t msg_size, kcr_error_t *err) {
+                      const app_v1alpha1_t *typed, json_t *app, const child_kind *k,
+                      json_t **observed, bool *conflict, char *conflict_msg, size_t msg_size,
+                      kcr_error_t *err) {
   const char *ns = kcr_meta_namespace(app);
   json_t *desired = NULL, *existing = NULL, *merged = NULL, *out = NULL;
   char name[300];
@@ -119,7 +141,7 @@ static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, con
 
   if (observed)
     *observed = NULL;
-  if ((rc = k->desired(app, &desired, err)) != 0)
+  if ((rc = k->desired(typed, &desired, err)) != 0)
     return rc;
   if (strcmp(k->kind, "ConfigMap") == 0)
     snprintf(name, sizeof(name), "%s%s", kcr_meta_name(app), KOP_APP_CONFIG_SUFFIX);
@@ -191,7 +213,7 @@ out:
  * (another App's pass) fails and is retried.
  */
 static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
-                          const kcr_objclient *c, const json_t *app, bool remove,
+                          const kcr_objclient *c, const app_v1alpha1_t *app, bool remove,
                           kcr_error_t *err) {
   static const kcr_gvr configmaps = {"", "v1", "configmaps"};
   const char *dir_ns = r->directory_namespace;
@@ -211,7 +233,7 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
     if (!dir)
       return kcr_error_set(err, KCR_ENOMEM, "app: out of memory");
     data = json_object_get(dir, "data");
-    rc = kop_app_directory_update(data, app, false, &changed, err);
+    rc = kop_app_directory_set(data, app, false, &changed, err);
     if (rc == 0 && changed)
       rc = kcr_objclient_create(c, dir, NULL, err);
     json_decref(dir);
@@ -225,11 +247,38 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
     data = json_object();
     json_object_set_new(dir, "data", data);
   }
-  rc = kop_app_directory_update(data, app, remove, &changed, err);
+  rc = kop_app_directory_set(data, app, remove, &changed, err);
   if (rc == 0 && changed)
     rc = kcr_objclient_update(c, dir, NULL, NULL, err);
   json_decref(dir);
   return rc;
+}
+
+/*
+ * ensure_finalizer adds the finalizer with a JSON Patch of ~140 bytes rather
+ * than a PUT of the whole App. *app (and *id, its identity) become what the
+ * server returned; nothing is sent when the finalizer is there already.
+ */
+static int ensure_finalizer(const kcr_objclient *c, const kop_app_reconciler *r,
+                            app_v1alpha1_t **app, json_t **id, kcr_error_t *err) {
+  app_v1alpha1_t *next = NULL;
+  char *patch = NULL;
+  int rc;
+  if (kcr_finalizer_contains(*id, KOP_APP_FINALIZER))
+    return 0;
+  if ((rc = kcr_finalizer_add_patch(*id, KOP_APP_FINALIZER, &patch, err)) != 0)
+    return rc;
+  rc = kcr_typed_patch(c, r->scheme, &app_gvk, *app, KCR_PATCH_JSON, patch, strlen(patch), NULL,
+                       (void **)&next, err);
+  kcr_free(patch);
+  if (rc)
+    return rc;
+  app_v1alpha1_free(*app);
+  json_decref(*id);
+  *app = next;
+  if (!(*id = kop_app_identity(next)))
+    return kcr_error_set(err, KCR_ENOMEM, "app: out of memory");
+  return 0;
 }
 
 int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
@@ -237,43 +286,47 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
   const kop_app_reconciler *r = data;
   const kcr_objclient *c = kcr_reconcile_client(ctx);
   kcr_error_t *err = kcr_reconcile_err(ctx);
-  json_t *app = NULL, *status = NULL, *deployment = NULL;
+  app_v1alpha1_t *app = NULL;
+  app_v1alpha1_status_t *status = NULL;
+  json_t *id = NULL, *deployment = NULL;
   kop_app_observed obs = {NULL, NULL, NULL};
   char conflict_msg[512] = "";
   bool conflict = false;
   int rc, sync_rc = 0;
 
-  rc = kcr_ignore_not_found(kcr_objclient_get(c, &app_gvk, req->ns, req->name, &app, err), err);
+  rc = kcr_typed_get(c, r->scheme, &app_gvk, req->ns, req->name, (void **)&app, err);
+  if (rc == KCR_EINVAL) /* not decodable as an App: the schema normally prevents it */
+    return kcr_reconcile_terminal(ctx, KCR_EINVAL);
+  rc = kcr_ignore_not_found(rc, err);
   if (rc || !app)
     return rc; /* gone: the finalizer saw to the directory */
+  if (!(id = kop_app_identity(app))) {
+    app_v1alpha1_free(app);
+    return kcr_error_set(err, KCR_ENOMEM, "app: out of memory");
+  }
 
-  if (kcr_meta_is_deleting(app)) {
-    if (kcr_finalizer_contains(app, KOP_APP_FINALIZER)) {
+  if (kcr_meta_is_deleting(id)) {
+    if (kcr_finalizer_contains(id, KOP_APP_FINALIZER)) {
       rc = sync_directory(ctx, r, c, app, true, err);
       if (rc == 0)
-        rc = kcr_finalizer_remove_remote(c, app, KOP_APP_FINALIZER, err);
+        rc = kcr_finalizer_remove_remote(c, id, KOP_APP_FINALIZER, err);
       if (rc == 0)
         kcr_reconcile_log(ctx, KCR_LOG_INFO, "directory entry removed, finalizer released");
     }
-    json_decref(app);
-    return rc;
+    goto out;
   }
-  if (kop_app_check(app, err) != 0) {
-    json_decref(app);
-    return kcr_reconcile_terminal(ctx, KCR_EINVAL); /* the schema normally prevents it */
+  if (kop_app_check_typed(app, err) != 0) {
+    rc = kcr_reconcile_terminal(ctx, KCR_EINVAL); /* the schema normally prevents it */
+    goto out;
   }
-  /* A JSON Patch of ~140 bytes rather than a PUT of the whole App; app becomes
-   * what the server returned. */
-  if ((rc = kcr_finalizer_add_remote(c, app, KOP_APP_FINALIZER, err)) != 0) {
-    json_decref(app);
-    return rc;
-  }
+  if ((rc = ensure_finalizer(c, r, &app, &id, err)) != 0)
+    goto out;
 
-  if (!kop_app_paused(app)) {
+  if (!(app->spec->has_paused && app->spec->paused)) {
     for (size_t i = 0; i < sizeof(children) / sizeof(children[0]) && sync_rc == 0; i++) {
       bool child_conflict = false;
       json_t *seen = NULL;
-      sync_rc = sync_child(ctx, r, c, app, &children[i], &seen, &child_conflict, conflict_msg,
+      sync_rc = sync_child(ctx, r, c, app, id, &children[i], &seen, &child_conflict, conflict_msg,
                            sizeof(conflict_msg), err);
       if (i == 0)
         deployment = seen;
@@ -287,7 +340,7 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
     /* Paused: change nothing, but still report what the Deployment does. */
     json_t *existing = NULL;
     if (kcr_objclient_get(c, &children[0].gvk, req->ns, req->name, &existing, NULL) == 0 &&
-        kop_app_owns(app, existing))
+        kop_app_owns(id, existing))
       deployment = json_incref(existing);
     json_decref(existing);
   }
@@ -298,7 +351,7 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
     obs.degraded_message = conflict_msg;
     kcr_reconcile_log(ctx, KCR_LOG_WARN, "%s", conflict_msg);
     if (r->events)
-      kcr_event_record_object(r->events, app, "Warning", KOP_APP_REASON_NAME_CONFLICT, "Reconcile",
+      kcr_event_record_object(r->events, id, "Warning", KOP_APP_REASON_NAME_CONFLICT, "Reconcile",
                               "%s; it is left alone", conflict_msg);
     /* Look again later: the other object is not cached, so no event says it went. */
     res->requeue_after_ns = KOP_APP_CONFLICT_RECHECK_NS;
@@ -309,16 +362,21 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
   {
     kcr_error_t serr;
     kcr_error_clear(&serr);
-    rc = kop_app_status(app, &obs, kcr_clock_wall(kcr_clock_system()), &status, &serr);
-    if (rc == 0 && kop_app_status_changed(app, status)) {
-      json_object_set(app, "status", status);
-      rc = kcr_objclient_update(c, app, "status", NULL, &serr);
+    rc = kop_app_status_of(app, &obs, kcr_clock_wall(kcr_clock_system()), &status, &serr);
+    if (rc == 0 && kop_app_status_differs(app, status)) {
+      app_v1alpha1_status_free(app->status);
+      app->status = status;
+      status = NULL;
+      rc = kcr_typed_update(c, r->scheme, &app_gvk, app, "status", NULL, &serr);
     }
     if (rc && !sync_rc && err->code == KCR_OK)
       *err = serr;
   }
-  json_decref(status);
+  rc = sync_rc ? sync_rc : rc;
+out:
+  app_v1alpha1_status_free(status);
   json_decref(deployment);
-  json_decref(app);
-  return sync_rc ? sync_rc : rc;
+  json_decref(id);
+  app_v1alpha1_free(app);
+  return rc;
 }

@@ -8,6 +8,7 @@
 
 #include "kcr/controller.h"
 #include "kcr/events.h"
+#include "kcr/scheme.h"
 
 /*
  * KOP_APP_CONFLICT_RECHECK_NS: how soon an App in NameConflict is reconciled
@@ -30,12 +31,23 @@
  *                        does not watch it), and a child a create was refused
  *                        for (AlreadyExists), which the cache, holding only
  *                        labelled children, does not have.
+ *   scheme               the App's and its children's kinds with kcr-gen's
+ *                        codecs (kop_app_scheme_create): the App is read and
+ *                        its status written as the generated C type.
  */
 typedef struct kop_app_reconciler {
   const char *directory_namespace;
   kcr_event_recorder_t *events;
   kcr_client_t *direct;
+  const kcr_scheme_t *scheme;
 } kop_app_reconciler;
+
+/*
+ * kop_app_scheme_create makes a new scheme (*out; kcr_scheme_destroy) with App
+ * kcr.dev/v1alpha1, apps/v1 Deployment, v1 Service and v1 ConfigMap and their
+ * generated codecs. Returns 0 or kcr_scheme_register's error.
+ */
+int kop_app_scheme_create(kcr_scheme_t **out, kcr_error_t *err);
 
 /*
  * kop_app_reconcile reconciles one App (data: a kop_app_reconciler). Returns 0,
