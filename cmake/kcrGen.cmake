@@ -17,6 +17,9 @@ function(kcr_gen_types target)
     message(FATAL_ERROR "kcr_gen_types(${target}): no CRD file ${G_CRD}")
   endif()
   set(dir ${CMAKE_BINARY_DIR}/kcr-gen/${target})
+  # exactly these versions, served or not (one an overlay serves, as behind a
+  # conversion webhook, included)
+  list(JOIN G_VERSIONS "," _versions)
   set(outputs)
   foreach(v IN LISTS G_VERSIONS)
     list(APPEND outputs ${dir}/${G_PREFIX}_${v}.h ${dir}/${G_PREFIX}_${v}.c)
@@ -24,7 +27,7 @@ function(kcr_gen_types target)
   add_custom_command(
     OUTPUT ${outputs}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
-    COMMAND ${KCR_GEN_EXECUTABLE} types -p ${G_PREFIX} -o ${dir} ${G_CRD}
+    COMMAND ${KCR_GEN_EXECUTABLE} types -p ${G_PREFIX} -V "${_versions}" -o ${dir} ${G_CRD}
     DEPENDS ${G_CRD}
     COMMENT "kcr-gen: types from ${G_CRD}"
     VERBATIM)

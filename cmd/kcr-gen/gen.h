@@ -108,11 +108,14 @@ int gen_yaml_load(const char *path, json_t **out, char *msg, size_t size);
 
 /*
  * gen_crd_build finds the CustomResourceDefinition among docs (borrowed) and
- * models each served version; prefix_base NULL means the kind in lowercase.
- * Returns 0, or -1 with a message in msg. Release with gen_crd_free.
+ * models each served version, or, when only is not NULL, exactly the versions
+ * it names (a comma-separated list; served or not: a version an overlay serves,
+ * such as one behind a conversion webhook); prefix_base NULL means the kind in
+ * lowercase. Returns 0, or -1 with a message in msg (a named version the CRD
+ * lacks included). Release with gen_crd_free.
  */
-int gen_crd_build(const json_t *docs, const char *prefix_base, const char *source, gen_crd *crd,
-                  char *msg, size_t size);
+int gen_crd_build(const json_t *docs, const char *prefix_base, const char *only, const char *source,
+                  gen_crd *crd, char *msg, size_t size);
 
 /*
  * gen_openapi_build models one package named prefix (a C identifier) from the

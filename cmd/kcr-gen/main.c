@@ -18,10 +18,10 @@
 
 static void usage(FILE *f) {
   fputs(
-      "usage: kcr-gen types [-p NAME] -o DIR CRD.yaml\n"
+      "usage: kcr-gen types [-p NAME] [-V V1,V2] -o DIR CRD.yaml\n"
       "  Writes DIR/NAME_VERSION.h and DIR/NAME_VERSION.c for each served version of the\n"
-      "  CustomResourceDefinition in CRD.yaml. NAME defaults to the kind in snake case\n"
-      "  (App -> app).\n"
+      "  CustomResourceDefinition in CRD.yaml, or for exactly the versions -V names, served\n"
+      "  or not. NAME defaults to the kind in snake case (App -> app).\n"
       "       kcr-gen openapi -p NAME -o DIR -d DOC.json [-d DOC.json]... KIND...\n"
       "  Writes DIR/NAME.h and DIR/NAME.c: types for each KIND (GROUP/VERSION/KIND, core/v1/Pod;\n"
       "  KIND=PLURAL[,cluster] when the documents lack x-kcr-resources) and every schema it\n"
@@ -48,7 +48,7 @@ static bool prefix_ok(const char *prefix) {
 }
 
 static int types(int argc, char **argv) {
-  const char *prefix = NULL, *dir = NULL, *file = NULL;
+  const char *prefix = NULL, *dir = NULL, *file = NULL, *only = NULL;
   char msg[1024] = "";
   json_t *docs = NULL;
   gen_crd crd;
@@ -59,6 +59,8 @@ static int types(int argc, char **argv) {
     } else if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output-dir") == 0) &&
                i + 1 < argc) {
       dir = argv[++i];
+    } else if ((strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--versions") == 0) && i + 1 < argc) {
+      only = argv[++i];
     } else if (argv[i][0] != '-' && !file) {
       file = argv[i];
     } else {
@@ -76,7 +78,7 @@ static int types(int argc, char **argv) {
     fprintf(stderr, "kcr-gen: %s: %s\n", file, msg);
     return 1;
   }
-  if (gen_crd_build(docs, prefix, file, &crd, msg, sizeof(msg))) {
+  if (gen_crd_build(docs, prefix, only, file, &crd, msg, sizeof(msg))) {
     fprintf(stderr, "kcr-gen: %s: %s\n", file, msg);
     gen_crd_free(&crd);
     json_decref(docs);

@@ -567,8 +567,42 @@ static int version_build(walk *w, const json_t *ver, const char *prefix_base) {
   return 0;
 }
 
-int gen_crd_build(const json_t *docs, const char *prefix_base, const char *source, gen_crd *crd,
-                  char *msg, size_t size) {
+/* listed tells whether name is one of the comma-separated names in list. */
+static bool listed(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0)
+      return true;
+    p += len + (end ? 1 : 0);
+  }
+  return false;
+}
+
+/* missing_version names the first version of only that the CRD lacks, or NULL. */
+static const char *missing_version(const json_t *versions, const char *only, char *buf,
+                                   size_t size) {
+  for (const char *p = only; *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    bool found = false;
+    size_t i;
+    const json_t *ver;
+    snprintf(buf, size, "%.*s", (int)len, p);
+    json_array_foreach(versions, i, ver) {
+      if (str_of(ver, "name") && strcmp(str_of(ver, "name"), buf) == 0)
+        found = true;
+    }
+    if (!found || len == 0)
+      return buf;
+    p += len + (end ? 1 : 0);
+  }
+  return NULL;
+}
+
+int gen_crd_build(const json_t *docs, const char *prefix_base, const char *only, const char *source,
+                  gen_crd *crd, char *msg, size_t size) {
   const json_t *doc = NULL, *d, *spec, *names, *ver;
   size_t i;
   char *base;
@@ -597,13 +631,23 @@ int gen_crd_build(const json_t *docs, const char *prefix_base, const char *sourc
   crd->list_kind =
       str_of(names, "listKind") ? xstrdup(str_of(names, "listKind")) : xprintf("%sList", crd->kind);
   crd->namespaced = !str_of(spec, "scope") || strcmp(str_of(spec, "scope"), "Cluster") != 0;
+  if (only) {
+    char name[128];
+    const char *lacking =
+        missing_version(json_object_get(spec, "versions"), only, name, sizeof(name));
+    if (lacking) {
+      snprintf(msg, size, "the CRD has no version \"%s\"", lacking);
+      return -1;
+    }
+  }
   crd->versions = xcalloc(json_array_size(json_object_get(spec, "versions")), sizeof(gen_version));
   base = prefix_base ? xstrdup(prefix_base) : snake(crd->kind);
   json_array_foreach(json_object_get(spec, "versions"), i, ver) {
     idset ids = {0};
     walk w = {&crd->versions[crd->nversions], &ids, msg, size, NULL, NULL, NULL};
     int rc;
-    if (!str_of(ver, "name") || !json_is_true(json_object_get(ver, "served")))
+    if (!str_of(ver, "name") ||
+        (only ? !listed(only, str_of(ver, "name")) : !json_is_true(json_object_get(ver, "served"))))
       continue;
     crd->nversions++;
     rc = version_build(&w, ver, base);
