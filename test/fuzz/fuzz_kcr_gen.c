@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "app_v1alpha1.h"
+#include "app_v1beta1.h"
 #include "fuzz.h"
 #include "k8s.h"
 
@@ -39,6 +40,12 @@ static bool eq_cm(const void *a, const void *b) {
 }
 static bool eq_pod(const void *a, const void *b) {
   return k8s_core_v1_pod_equal(a, b);
+}
+static bool eq_beta(const void *a, const void *b) {
+  return app_v1beta1_equal(a, b);
+}
+static int cp_beta(const void *v, void **out) {
+  return app_v1beta1_copy(v, (app_v1beta1_t **)out, NULL);
 }
 static int cp_app(const void *v, void **out) {
   return app_v1alpha1_copy(v, (app_v1alpha1_t **)out, NULL);
@@ -79,6 +86,9 @@ static const struct {
     {{k8s_core_v1_pod_scheme_decode, k8s_core_v1_pod_scheme_encode, k8s_core_v1_pod_scheme_free},
      eq_pod,
      cp_pod},
+    {{app_v1beta1_scheme_decode, app_v1beta1_scheme_encode, app_v1beta1_scheme_free},
+     eq_beta,
+     cp_beta},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -35,6 +35,7 @@
 #include <jansson.h>
 
 #include "app_v1alpha1.h"
+#include "app_v1beta1.h"
 #include "k8s.h"
 #include "kcr_testenv.h"
 
@@ -80,6 +81,71 @@ static const char manifest[] =
     "  volumes: [{name: v, configMap: {name: cfg, defaultMode: 0644}}]\n"
     "  tolerations: [{key: k, operator: Exists, effect: NoExecute, tolerationSeconds: 30}]\n";
 
+/*
+ * The base CRD does not serve v1beta1 (only config/default does, behind the
+ * conversion webhook). A copy under a group of its own, rt.kcr.dev, serves
+ * both versions and stores v1beta1, so that a v1beta1 App is a real object of
+ * this server (pruned, defaulted) without the webhook and without changing the
+ * App CRD other tests use.
+ */
+static const char beta_group[] = "rt.kcr.dev";
+static const char beta_app[] =
+    "apiVersion: rt.kcr.dev/v1beta1\n"
+    "kind: App\n"
+    "metadata: {name: beta, labels: {tier: web}, annotations: {note: \"<b>&</b>\"}}\n"
+    "spec:\n"
+    "  image: nginx:1.27\n"
+    "  service: {port: 8080, portName: web}\n"
+    "  env: [{name: A, value: \"1\"}, {name: B}]\n"
+    "  config: {index.html: \"<h1>hi</h1>\\n\"}\n"
+    "  resources: {requests: {cpu: \"0.1\", memory: 64Mi}, limits: {memory: 128Mi}}\n";
+
+static int beta_crd(const char *src) {
+  char path[600], *text = NULL, *out = NULL;
+  json_t *crd, *ver;
+  json_error_t je;
+  size_t i;
+  int rc = -1;
+  snprintf(path, sizeof path, "%s/config/crd/bases/kcr.dev_apps.yaml", src);
+  {
+    const char *const show[] = {"create", "--dry-run=client", "-o", "json", "-f", path, NULL};
+    if (kcr_testenv_kubectl(env, show, &out) != 0)
+      return -1;
+  }
+  if (!(crd = json_loads(out, 0, &je)))
+    goto done;
+  json_object_set_new(json_object_get(crd, "metadata"), "name", json_string("apps.rt.kcr.dev"));
+  json_object_set_new(json_object_get(crd, "spec"), "group", json_string(beta_group));
+  json_array_foreach(json_object_get(json_object_get(crd, "spec"), "versions"), i, ver) {
+    bool beta = strcmp(json_string_value(json_object_get(ver, "name")), "v1beta1") == 0;
+    json_object_set_new(ver, "served", json_true());
+    json_object_set_new(ver, "storage", json_boolean(beta));
+  }
+  if (!(text = json_dumps(crd, JSON_COMPACT)))
+    goto done;
+  {
+    const char *const apply[] = {"apply", "-f", "-", NULL};
+    const char *const wait[] = {"wait", "--for=condition=Established", "--timeout=60s",
+                                "crd/apps.rt.kcr.dev", NULL};
+    const char *const app[] = {"-n", ns, "apply", "-f", "-", NULL};
+    if (kcr_testenv_kubectl_input(env, apply, text, NULL) != 0 ||
+        kcr_testenv_kubectl(env, wait, NULL) != 0)
+      goto done;
+    /* Discovery may lag the Established condition by a moment. */
+    for (int tries = 0; tries < 50; tries++) {
+      if ((rc = kcr_testenv_kubectl_input(env, app, beta_app, NULL)) == 0)
+        break;
+      struct timespec ts = {0, 200 * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+  }
+done:
+  free(text);
+  free(out);
+  json_decref(crd);
+  return rc;
+}
+
 static int setup(void **state) {
   char path[600];
   const char *src;
@@ -103,6 +169,8 @@ static int setup(void **state) {
     if (kcr_testenv_kubectl(env, crd, NULL) != 0 || kcr_testenv_kubectl(env, wait, NULL) != 0)
       return -1;
   }
+  if (beta_crd(src) != 0)
+    return -1;
   snprintf(path, sizeof path, "%s/config/samples/kcr_v1alpha1_app.yaml", src);
   {
     const char *const app[] = {"-n", ns, "apply", "-f", path, NULL};
@@ -116,7 +184,9 @@ static int teardown(void **state) {
   (void)state;
   if (env) {
     const char *const rmns[] = {"delete", "namespace", ns, "--wait=false", NULL};
+    const char *const rmcrd[] = {"delete", "crd", "apps.rt.kcr.dev", "--wait=false", NULL};
     (void)kcr_testenv_kubectl(env, rmns, NULL);
+    (void)kcr_testenv_kubectl(env, rmcrd, NULL);
     kcr_testenv_stop(env);
     env = NULL;
   }
@@ -255,10 +325,31 @@ static void test_kcr_gen_roundtrip_app(void **state) {
   json_decref(j);
 }
 
+/* v1beta1, the version config/default serves: spec.service instead of spec.port. */
+static void test_kcr_gen_roundtrip_app_v1beta1(void **state) {
+  char path[256];
+  json_t *j;
+  app_v1beta1_t *app = NULL;
+  (void)state;
+  snprintf(path, sizeof path, "/apis/%s/v1beta1/namespaces/%s/apps/beta", beta_group, ns);
+  j = raw(path);
+  assert_int_equal(app_v1beta1_decode(j, &app, NULL), 0);
+  assert_string_equal(app->spec->image, "nginx:1.27");
+  assert_non_null(app->spec->service);
+  assert_int_equal(app->spec->service->port, 8080);
+  assert_string_equal(app->spec->service->port_name, "web");
+  assert_null(app->kcr_unknown);
+  assert_null(app->spec->kcr_unknown);
+  app_v1beta1_free(app);
+  round_trip(j, app_v1beta1_scheme_decode, app_v1beta1_scheme_encode, app_v1beta1_scheme_free);
+  json_decref(j);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kcr_gen_roundtrip_builtin),
       cmocka_unit_test(test_kcr_gen_roundtrip_app),
+      cmocka_unit_test(test_kcr_gen_roundtrip_app_v1beta1),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
