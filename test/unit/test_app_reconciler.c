@@ -378,6 +378,31 @@ static void test_app_reconciler_status_conflict(void **state) {
   assert_true(kcr_error_is_conflict(&err)); /* requeued with backoff by a controller */
 }
 
+/* An App the generated type cannot decode is a terminal error: no retry, no write. */
+static void test_app_reconciler_undecodable_app(void **state) {
+  static const kcr_reconcile_request req = {"shop", "web"};
+  env_t *e = *state;
+  json_error_t je;
+  json_t *app = json_load_file(FIXTURE("app_full.json"), 0, &je);
+  kcr_result res;
+  kcr_error_t err;
+  bool terminal = false;
+  uint64_t before;
+  assert_non_null(app);
+  json_object_del(json_object_get(app, "metadata"), "uid");
+  json_object_set_new(json_object_get(app, "spec"), "replicas", json_string("two"));
+  assert_int_equal(kcr_objclient_create(&e->c, app, NULL, NULL), 0);
+  json_decref(app);
+  before = writes(e);
+  kcr_error_clear(&err);
+  assert_int_equal(
+      kcr_testing_reconcile(kop_app_reconcile, &e->r, &e->c, &req, &res, &err, &terminal),
+      KCR_EINVAL);
+  assert_true(terminal);
+  assert_non_null(strstr(err.message, "replicas"));
+  assert_int_equal(writes(e), before);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_app_reconciler_creates_children, setup, teardown),
@@ -390,6 +415,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_app_reconciler_write_failure, setup, teardown),
       cmocka_unit_test_setup_teardown(test_app_reconciler_status_conflict, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_app_reconciler_undecodable_app, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

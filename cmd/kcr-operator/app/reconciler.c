@@ -295,7 +295,7 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
   int rc, sync_rc = 0;
 
   rc = kcr_typed_get(c, r->scheme, &app_gvk, req->ns, req->name, (void **)&app, err);
-  if (rc == KCR_EINVAL) /* not decodable as an App: the schema normally prevents it */
+  if (rc == KCR_EPARSE) /* not decodable as an App: the schema normally prevents it */
     return kcr_reconcile_terminal(ctx, KCR_EINVAL);
   rc = kcr_ignore_not_found(rc, err);
   if (rc || !app)
