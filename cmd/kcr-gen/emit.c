@@ -173,8 +173,94 @@ static void emit_entries(out *o, const gen_type *t) {
   }
 }
 
+/* cxx_keyword tells whether s is a C++ keyword that is not one in C. */
+static bool cxx_keyword(const char *s) {
+  static const char *const kw[] = {"alignas",
+                                   "alignof",
+                                   "and",
+                                   "and_eq",
+                                   "asm",
+                                   "bitand",
+                                   "bitor",
+                                   "bool",
+                                   "catch",
+                                   "char8_t",
+                                   "char16_t",
+                                   "char32_t",
+                                   "class",
+                                   "compl",
+                                   "concept",
+                                   "consteval",
+                                   "constexpr",
+                                   "constinit",
+                                   "const_cast",
+                                   "co_await",
+                                   "co_return",
+                                   "co_yield",
+                                   "decltype",
+                                   "delete",
+                                   "dynamic_cast",
+                                   "explicit",
+                                   "export",
+                                   "false",
+                                   "friend",
+                                   "mutable",
+                                   "namespace",
+                                   "new",
+                                   "noexcept",
+                                   "not",
+                                   "not_eq",
+                                   "nullptr",
+                                   "operator",
+                                   "or",
+                                   "or_eq",
+                                   "private",
+                                   "protected",
+                                   "public",
+                                   "reinterpret_cast",
+                                   "requires",
+                                   "static_assert",
+                                   "static_cast",
+                                   "template",
+                                   "this",
+                                   "thread_local",
+                                   "throw",
+                                   "true",
+                                   "try",
+                                   "typeid",
+                                   "typename",
+                                   "using",
+                                   "virtual",
+                                   "wchar_t",
+                                   "xor",
+                                   "xor_eq",
+                                   NULL};
+  for (const char *const *k = kw; *k; k++)
+    if (strcmp(s, *k) == 0)
+      return true;
+  return false;
+}
+
+/*
+ * member declares one member: type (ending in a space or '*') and name. A
+ * name that is a C++ keyword (a Deployment's spec.template, ObjectMeta's
+ * namespace) is spelt with a trailing '_' when the header is compiled as C++:
+ * the same layout under a name C++ accepts, so C and C++ code share the types.
+ */
+static void member(out *o, const char *type, const char *name) {
+  if (!cxx_keyword(name)) {
+    put(o, "%s%s;", type, name);
+    return;
+  }
+  fputs("#ifdef __cplusplus\n", o->f);
+  put(o, "%s%s_;", type, name);
+  fputs("#else\n", o->f);
+  put(o, "%s%s;", type, name);
+  fputs("#endif\n", o->f);
+}
+
 static void emit_struct(out *o, const gen_type *t) {
-  char buf[300];
+  char buf[300], type[340];
   comment(o, "", t->desc ? t->desc : t->path);
   put(o, "struct %s {", t->base);
   o->indent++;
@@ -187,18 +273,21 @@ static void emit_struct(out *o, const gen_type *t) {
     comment(o, lead, f->desc ? f->desc : "");
     switch (f->shape.kind) {
     case GEN_LIST:
-      put(o, "%s*%s;", ctype(f->shape.elem, buf, sizeof(buf)), f->c_name);
+      snprintf(type, sizeof(type), "%s*", ctype(f->shape.elem, buf, sizeof(buf)));
+      member(o, type, f->c_name);
       put(o, "size_t %s_len;", f->c_name);
       break;
     case GEN_MAP:
-      put(o, "%s_t *%s;", f->shape.entry, f->c_name);
+      snprintf(type, sizeof(type), "%s_t *", f->shape.entry);
+      member(o, type, f->c_name);
       put(o, "size_t %s_len;", f->c_name);
       break;
     case GEN_OBJECT:
-      put(o, "%s_t *%s;", f->shape.obj->base, f->c_name);
+      snprintf(type, sizeof(type), "%s_t *", f->shape.obj->base);
+      member(o, type, f->c_name);
       break;
     default:
-      put(o, "%s%s;", ctype(&f->shape, buf, sizeof(buf)), f->c_name);
+      member(o, ctype(&f->shape, buf, sizeof(buf)), f->c_name);
       break;
     }
     if (has_flag(f))
