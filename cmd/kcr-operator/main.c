@@ -122,6 +122,7 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
   kcr_event_recorder_t *events = NULL;
   kcr_event_recorder_options eo;
   kcr_scheme_t *scheme = NULL;
+  kop_app_directory_memo *memo = NULL;
   char host[256] = "kcr-operator";
   kcr_controller_t *c;
   kcr_error_t err;
@@ -148,7 +149,10 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
   }
   if (rc == 0)
     rc = kop_app_scheme_create(&scheme, &err);
+  if (rc == 0 && (rc = kop_app_directory_memo_create(&memo)) != 0)
+    kcr_error_set(&err, rc, "out of memory");
   rec.scheme = scheme;
+  rec.memo = memo;
   if (rc == 0)
     rc = scope_children(m, children, sizeof(children) / sizeof(children[0]), &err);
   if (rc == 0) {
@@ -194,6 +198,7 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
     kcr_manager_destroy(m);
     kcr_event_recorder_destroy(events);
     kcr_scheme_destroy(scheme);
+    kop_app_directory_memo_destroy(memo);
     kcr_rest_config_unref(cfg);
     return 1;
   }
@@ -212,6 +217,7 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
   kcr_manager_destroy(m);
   kcr_event_recorder_destroy(events);
   kcr_scheme_destroy(scheme);
+  kop_app_directory_memo_destroy(memo);
   kcr_rest_config_unref(cfg);
   return rc ? 1 : 0;
 }

@@ -5,11 +5,12 @@
  * client holds the App and its children, the fake recorder keeps its Events,
  * kcr_testing_ctx_* gives it the context a worker would.
  *
- * The reconciler also keeps a directory ConfigMap through a kcr_client_t
- * ("direct": it lives outside the cache's namespaces). That client is real: it
- * talks HTTP to a scripted server on 127.0.0.1:0 (test/unit/httpserver.c)
- * whose handler answers GET/POST/PUT of configmaps from the same fake tracker,
- * so one store holds everything the reconciler wrote.
+ * The reconciler reads a child a create was refused for through a
+ * kcr_client_t ("direct": uncached). That client is real: it talks HTTP to a
+ * scripted server on 127.0.0.1:0 (test/unit/httpserver.c) whose handler
+ * answers GET/POST/PUT of configmaps from the same fake tracker, so one store
+ * holds everything the reconciler wrote. The directory ConfigMap is written
+ * with merge patches through the fake object client, with a memo.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,7 @@ typedef struct env {
   kcr_rest_config_t *cfg;
   kop_app_reconciler r;
   kcr_scheme_t *scheme;
+  kop_app_directory_memo *memo;
   char dir[64];
 } env_t;
 
@@ -137,6 +139,8 @@ static int setup(void **state) {
   e->r.direct = e->direct;
   assert_int_equal(kop_app_scheme_create(&e->scheme, NULL), 0);
   e->r.scheme = e->scheme;
+  assert_int_equal(kop_app_directory_memo_create(&e->memo), 0);
+  e->r.memo = e->memo;
   *state = e;
   return 0;
 }
@@ -145,6 +149,7 @@ static int teardown(void **state) {
   env_t *e = *state;
   kcr_client_destroy(e->direct);
   kcr_scheme_destroy(e->scheme);
+  kop_app_directory_memo_destroy(e->memo);
   kcr_rest_config_unref(e->cfg);
   kcr_test_http_stop(e->http);
   kcr_event_recorder_destroy(e->events);
@@ -207,7 +212,7 @@ static void test_app_reconciler_creates_children(void **state) {
   assert_non_null(cfg);
   assert_true(kop_app_owns(app, dep));
   assert_int_equal(json_integer_value(kcr_meta_path(dep, "spec.replicas")), 2);
-  /* the directory entry went through the direct client */
+  /* the directory was made with the entry */
   dir = get(e, &cm_gvk, DIR_NS, KOP_APP_DIRECTORY_NAME);
   assert_non_null(dir);
   assert_true(json_object_size(json_object_get(dir, "data")) >= 1);
@@ -378,6 +383,48 @@ static void test_app_reconciler_status_conflict(void **state) {
   assert_true(kcr_error_is_conflict(&err)); /* requeued with backoff by a controller */
 }
 
+/*
+ * The directory is written one key at a time (a merge patch): another App's
+ * entry survives the set and the removal, and nothing reads the directory.
+ */
+static void test_app_reconciler_directory_keys(void **state) {
+  env_t *e = *state;
+  kcr_error_t err;
+  json_t *dir, *app;
+  dir = kop_app_desired_directory(DIR_NS);
+  json_object_set_new(json_object_get(dir, "data"), "other.x", json_string("http://x.other.svc:1"));
+  assert_int_equal(kcr_objclient_create(&e->c, dir, NULL, NULL), 0);
+  json_decref(dir);
+  seed_app(e);
+  assert_int_equal(reconcile(e, &err), 0);
+  dir = get(e, &cm_gvk, DIR_NS, KOP_APP_DIRECTORY_NAME);
+  assert_string_equal(json_string_value(json_object_get(json_object_get(dir, "data"), "other.x")),
+                      "http://x.other.svc:1");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(dir, "data"), "shop.web")),
+                      "http://web.shop.svc:8080");
+  json_decref(dir);
+  app = get(e, &app_gvk, "shop", "web");
+  assert_int_equal(kcr_objclient_del(&e->c, app, NULL, &err), 0);
+  json_decref(app);
+  assert_int_equal(reconcile(e, &err), 0);
+  dir = get(e, &cm_gvk, DIR_NS, KOP_APP_DIRECTORY_NAME);
+  assert_int_equal(json_object_size(json_object_get(dir, "data")), 1);
+  assert_non_null(json_object_get(json_object_get(dir, "data"), "other.x"));
+  json_decref(dir);
+}
+
+/* Without a memo every pass sends its entry again (a no-op on the server). */
+static void test_app_reconciler_directory_no_memo(void **state) {
+  env_t *e = *state;
+  kcr_error_t err;
+  e->r.memo = NULL;
+  seed_app(e);
+  assert_int_equal(reconcile(e, &err), 0);
+  kcr_fake_client_reset_calls(e->fake);
+  assert_int_equal(reconcile(e, &err), 0);
+  assert_int_equal(writes(e), 1); /* the directory's patch, nothing else */
+}
+
 /* An App the generated type cannot decode is a terminal error: no retry, no write. */
 static void test_app_reconciler_undecodable_app(void **state) {
   static const kcr_reconcile_request req = {"shop", "web"};
@@ -416,6 +463,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_app_reconciler_write_failure, setup, teardown),
       cmocka_unit_test_setup_teardown(test_app_reconciler_status_conflict, setup, teardown),
       cmocka_unit_test_setup_teardown(test_app_reconciler_undecodable_app, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_app_reconciler_directory_keys, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_app_reconciler_directory_no_memo, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

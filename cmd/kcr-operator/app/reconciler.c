@@ -46,7 +46,10 @@
  * +kcr:rbac:groups=core,resources=events,verbs=create;patch
  * +kcr:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
  */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app/app_desired.h"
@@ -204,53 +207,197 @@ out:
   return rc;
 }
 
+/* ---- the directory memo ---- */
+
+/* memo_entry: what this process last wrote, or found, for one directory key. */
+typedef struct memo_entry {
+  struct memo_entry *next;
+  char *url; /* NULL: known to be absent */
+  char key[];
+} memo_entry;
+
+struct kop_app_directory_memo {
+  pthread_mutex_t mu;
+  memo_entry **buckets;
+  size_t nbuckets, len;
+};
+
+int kop_app_directory_memo_create(kop_app_directory_memo **out) {
+  kop_app_directory_memo *m = calloc(1, sizeof(*m));
+  *out = NULL;
+  if (!m || !(m->buckets = calloc(64, sizeof(*m->buckets)))) {
+    free(m);
+    return KCR_ENOMEM;
+  }
+  m->nbuckets = 64;
+  pthread_mutex_init(&m->mu, NULL);
+  *out = m;
+  return 0;
+}
+
+void kop_app_directory_memo_destroy(kop_app_directory_memo *m) {
+  if (!m)
+    return;
+  for (size_t i = 0; i < m->nbuckets; i++) {
+    for (memo_entry *e = m->buckets[i], *next; e; e = next) {
+      next = e->next;
+      free(e->url);
+      free(e);
+    }
+  }
+  pthread_mutex_destroy(&m->mu);
+  free(m->buckets);
+  free(m);
+}
+
+/* memo_slot returns where key's entry is or would go (FNV-1a); m->mu held. */
+static memo_entry **memo_slot(kop_app_directory_memo *m, const char *key) {
+  uint64_t h = 1469598103934665603ULL;
+  memo_entry **e;
+  for (const char *c = key; *c; c++)
+    h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+  for (e = &m->buckets[h % m->nbuckets]; *e && strcmp((*e)->key, key) != 0; e = &(*e)->next)
+    ;
+  return e;
+}
+
+/* memo_grow doubles the buckets when there are more entries than buckets. */
+static void memo_grow(kop_app_directory_memo *m) {
+  size_t n = m->nbuckets * 2;
+  memo_entry **b = calloc(n, sizeof(*b)), **old = m->buckets;
+  size_t oldn = m->nbuckets;
+  if (!b)
+    return; /* longer chains, still correct */
+  m->buckets = b;
+  m->nbuckets = n;
+  for (size_t i = 0; i < oldn; i++) {
+    for (memo_entry *e = old[i], *next; e; e = next) {
+      memo_entry **slot = memo_slot(m, e->key);
+      next = e->next;
+      e->next = NULL;
+      *slot = e;
+    }
+  }
+  free(old);
+}
+
+/* memo_says tells whether the memo knows key to hold url (NULL: absent). */
+static bool memo_says(kop_app_directory_memo *m, const char *key, const char *url) {
+  bool yes = false;
+  memo_entry *e;
+  if (!m)
+    return false;
+  pthread_mutex_lock(&m->mu);
+  e = *memo_slot(m, key);
+  if (e)
+    yes = url ? e->url && strcmp(e->url, url) == 0 : e->url == NULL;
+  pthread_mutex_unlock(&m->mu);
+  return yes;
+}
+
 /*
- * sync_directory sets or removes the App's entry in the directory ConfigMap. It
- * reads through the direct client, not the cache: the directory is one object
- * in the operator's namespace, which a cache limited to --namespace does not
- * watch. It writes through the reconcile's object client c, so that the
- * manager's fence holds for it as for every other write. A conflicting write
- * (another App's pass) fails and is retried.
+ * memo_note records that key now holds url (NULL: absent); forget drops the
+ * key instead (the App is gone). Best effort: without memory the next pass
+ * writes again, which is only a redundant request.
+ */
+static void memo_note(kop_app_directory_memo *m, const char *key, const char *url, bool forget) {
+  memo_entry **slot, *e;
+  char *copy = NULL;
+  if (!m)
+    return;
+  if (url && !forget && !(copy = strdup(url)))
+    forget = true;
+  pthread_mutex_lock(&m->mu);
+  slot = memo_slot(m, key);
+  if ((e = *slot) && forget) {
+    *slot = e->next;
+    m->len--;
+    free(e->url);
+    free(e);
+  } else if (e) {
+    free(e->url);
+    e->url = copy;
+    copy = NULL;
+  } else if (!forget && (e = calloc(1, sizeof(*e) + strlen(key) + 1))) {
+    memcpy(e->key, key, strlen(key) + 1);
+    e->url = copy;
+    copy = NULL;
+    *slot = e;
+    if (++m->len > m->nbuckets)
+      memo_grow(m);
+  }
+  pthread_mutex_unlock(&m->mu);
+  free(copy);
+}
+
+/*
+ * sync_directory sets or removes the App's entry in the directory ConfigMap
+ * with a JSON merge patch of that one key ({"data":{"<ns>.<name>":"<url>"}},
+ * null to remove), so it never reads the directory, never sends the other
+ * Apps' entries and never conflicts with another App's pass: each key has one
+ * writer. The memo (r->memo) remembers what this process wrote, so a pass
+ * whose entry is already as wanted sends nothing; after a restart, or on a
+ * new leader, the first pass of each App writes its entry once (a no-op on
+ * the server when it is there). The write goes through the reconcile's object
+ * client c, so the manager's fence holds for it. No directory yet: created
+ * with the entry (a concurrent create makes the patch go again once).
  */
 static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
                           const kcr_objclient *c, const app_v1alpha1_t *app, bool remove,
                           kcr_error_t *err) {
-  static const kcr_gvr configmaps = {"", "v1", "configmaps"};
   const char *dir_ns = r->directory_namespace;
-  kcr_request_options ro;
-  json_t *dir = NULL, *data;
-  bool changed = false;
-  int rc;
+  char key[KCR_META_KEY_MAX], url[KOP_APP_URL_MAX];
+  json_t *del = json_object_get(app->metadata, "deletionTimestamp");
+  const char *want;
+  json_t *ident = NULL, *patch = NULL, *dir = NULL;
+  char *body = NULL;
+  int rc, n;
 
-  memset(&ro, 0, sizeof(ro));
-  ro.cancel = kcr_reconcile_cancel(ctx);
-  rc = kcr_client_get(r->direct, &configmaps, dir_ns, KOP_APP_DIRECTORY_NAME, &ro, &dir, err);
-  if (rc == KCR_EAPI && kcr_error_is_not_found(err)) {
+  (void)ctx;
+  n = snprintf(key, sizeof(key), "%s.%s",
+               json_string_value(json_object_get(app->metadata, "namespace")),
+               json_string_value(json_object_get(app->metadata, "name")));
+  if (n < 0 || (size_t)n >= sizeof(key))
+    return kcr_error_set(err, KCR_ETOOBIG, "app: directory key too long");
+  if ((n = kop_app_url_of(app, url, sizeof(url))) < 0)
+    return kcr_error_set(err, KCR_ETOOBIG, "app: url too long");
+  want = remove || n == 0 || (del && !json_is_null(del)) ? NULL : url;
+  if (memo_says(r->memo, key, want))
+    return 0;
+  ident = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "ConfigMap", "metadata",
+                    "name", KOP_APP_DIRECTORY_NAME, "namespace", dir_ns);
+  patch = json_pack("{s:{s:o}}", "data", key, want ? json_string(want) : json_null());
+  if (!ident || !patch || !(body = json_dumps(patch, JSON_COMPACT))) {
+    rc = kcr_error_set(err, KCR_ENOMEM, "app: directory: out of memory");
+    goto out;
+  }
+  for (int attempt = 0;; attempt++) {
+    rc = kcr_objclient_patch(c, ident, KCR_PATCH_MERGE, body, strlen(body), NULL, NULL, err);
+    if (rc != KCR_EAPI || !kcr_error_is_not_found(err) || attempt > 0)
+      break;
+    /* No directory: nothing to remove, or make it with the entry. */
     kcr_error_clear(err);
-    if (remove)
-      return 0; /* no directory, no entry */
-    dir = kop_app_desired_directory(dir_ns);
-    if (!dir)
-      return kcr_error_set(err, KCR_ENOMEM, "app: out of memory");
-    data = json_object_get(dir, "data");
-    rc = kop_app_directory_set(data, app, false, &changed, err);
-    if (rc == 0 && changed)
-      rc = kcr_objclient_create(c, dir, NULL, err);
-    json_decref(dir);
-    return rc;
+    if (!want) {
+      rc = 0;
+      break;
+    }
+    if (!(dir = kop_app_desired_directory(dir_ns)) ||
+        json_object_set_new(json_object_get(dir, "data"), key, json_string(want)) != 0) {
+      rc = kcr_error_set(err, KCR_ENOMEM, "app: directory: out of memory");
+      break;
+    }
+    rc = kcr_objclient_create(c, dir, NULL, err);
+    if (rc != KCR_EAPI || !kcr_error_is_already_exists(err))
+      break;
+    kcr_error_clear(err); /* another pass made it meanwhile: patch it */
   }
-  if (rc)
-    return rc;
-  json_object_del(kcr_meta_metadata(dir), "managedFields");
-  data = json_object_get(dir, "data");
-  if (!json_is_object(data)) {
-    data = json_object();
-    json_object_set_new(dir, "data", data);
-  }
-  rc = kop_app_directory_set(data, app, remove, &changed, err);
-  if (rc == 0 && changed)
-    rc = kcr_objclient_update(c, dir, NULL, NULL, err);
+  if (rc == 0)
+    memo_note(r->memo, key, want, remove);
+out:
+  free(body);
   json_decref(dir);
+  json_decref(patch);
+  json_decref(ident);
   return rc;
 }
 

@@ -19,6 +19,21 @@
 #define KOP_APP_CONFLICT_RECHECK_NS (15 * KCR_NSEC_PER_SEC)
 
 /*
+ * kop_app_directory_memo: what this process wrote to the directory, one
+ * entry per App key, so that a pass whose entry is already as wanted sends
+ * nothing (reconciler.c, sync_directory). Thread-safe: the controller's
+ * workers share it. An entry someone else removes by hand comes back at the
+ * App's next change or the operator's next start, not at its next pass.
+ */
+typedef struct kop_app_directory_memo kop_app_directory_memo;
+
+/* kop_app_directory_memo_create makes an empty memo (*out). 0 or KCR_ENOMEM. */
+int kop_app_directory_memo_create(kop_app_directory_memo **out);
+
+/* kop_app_directory_memo_destroy frees it. NULL is ignored. */
+void kop_app_directory_memo_destroy(kop_app_directory_memo *m);
+
+/*
  * kop_app_reconciler: the reconciler's data (borrowed for the controller's life).
  *   directory_namespace  where the ConfigMap app-directory lives: the operator's
  *                        own namespace.
@@ -26,11 +41,11 @@
  *                        refused, as Events regarding the App (NULL: none).
  *   direct               a client that talks to the API server directly, for
  *                        uncached reads only (writes go through the reconcile's
- *                        fenced object client): the directory, which lives in
- *                        the operator's namespace (a cache limited to --namespace
- *                        does not watch it), and a child a create was refused
+ *                        fenced object client): a child a create was refused
  *                        for (AlreadyExists), which the cache, holding only
  *                        labelled children, does not have.
+ *   memo                 the directory memo (NULL: every pass writes its
+ *                        entry, a no-op on the server when it is there).
  *   scheme               the App's and its children's kinds with kcr-gen's
  *                        codecs (kop_app_scheme_create): the App is read and
  *                        its status written as the generated C type.
@@ -39,6 +54,7 @@ typedef struct kop_app_reconciler {
   const char *directory_namespace;
   kcr_event_recorder_t *events;
   kcr_client_t *direct;
+  kop_app_directory_memo *memo;
   const kcr_scheme_t *scheme;
 } kop_app_reconciler;
 
