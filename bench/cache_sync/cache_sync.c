@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cache_sync.c: start one informer on the ConfigMaps of a namespace, wait for it
- * to sync and print what that cost: time from start to synced, CPU (user +
- * system), VmRSS when synced and after a short settle, and VmHWM (the peak).
+ * cache_sync.c: start one informer on the ConfigMaps (with -r pods, the Pods) of
+ * a namespace, wait for it to sync and print what that cost: time from start
+ * to synced, CPU (user + system), VmRSS when synced and after a short settle,
+ * and VmHWM (the peak).
  * The kcr side of bench/cache_sync/run.sh; bench/peers/go-cache-sync prints the
  * same line for client-go.
  *
- * Usage: cache_sync -k KUBECONFIG -n NAMESPACE [-s] [-H] [-t SETTLE_S]
+ * Usage: cache_sync -k KUBECONFIG -n NAMESPACE [-r configmaps|pods] [-s] [-H] [-T]
+ *                   [-t SETTLE_S]
+ *   -r  the resource to cache (default configmaps)
  *   -s  streaming list (sendInitialEvents) instead of paged lists
  *   -H  register a handler that counts adds (as a controller's For would)
  *   -T  call malloc_trim(0) once synced and print the RSS after it too (how much
@@ -66,7 +69,7 @@ static long status_kb(const char *field) {
 int main(int argc, char **argv) {
   const char *kubeconfig = getenv("KUBECONFIG"), *ns = "default";
   double settle = 2, t0, t_sync, cpu;
-  int stream = 0, handler = 0, trim = 0, c;
+  int stream = 0, handler = 0, trim = 0, pods = 0, c;
   long rss_trimmed = -1;
   long rss_synced;
   kcr_rest_config_t *cfg = NULL;
@@ -76,13 +79,21 @@ int main(int argc, char **argv) {
   kcr_informer_options io;
   kcr_error_t err;
 
-  while ((c = getopt(argc, argv, "k:n:sHTt:")) != -1) {
+  while ((c = getopt(argc, argv, "k:n:r:sHTt:")) != -1) {
     switch (c) {
     case 'k':
       kubeconfig = optarg;
       break;
     case 'n':
       ns = optarg;
+      break;
+    case 'r':
+      if (strcmp(optarg, "pods") == 0)
+        pods = 1;
+      else if (strcmp(optarg, "configmaps") != 0) {
+        fprintf(stderr, "-r is configmaps or pods\n");
+        return 2;
+      }
       break;
     case 's':
       stream = 1;
@@ -97,7 +108,9 @@ int main(int argc, char **argv) {
       settle = atof(optarg);
       break;
     default:
-      fprintf(stderr, "usage: %s -k KUBECONFIG -n NS [-s] [-H] [-t SETTLE_S]\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s -k KUBECONFIG -n NS [-r configmaps|pods] [-s] [-H] [-T] [-t SETTLE_S]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -116,8 +129,8 @@ int main(int argc, char **argv) {
   }
   memset(&io, 0, sizeof(io));
   io.client = client;
-  io.resource = (kcr_gvr){"", "v1", "configmaps"};
-  io.kind = "ConfigMap";
+  io.resource = (kcr_gvr){"", "v1", pods ? "pods" : "configmaps"};
+  io.kind = pods ? "Pod" : "ConfigMap";
   io.ns = ns;
   io.streaming_list = stream;
   if (kcr_informer_create(&io, &inf, &err)) {

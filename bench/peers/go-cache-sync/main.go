@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 
 // go-cache-sync is the client-go peer of bench/cache_sync: a shared informer on
-// ConfigMaps of one namespace, JSON on the wire (no protobuf), managedFields
+// the ConfigMaps (or, with -resource pods, the Pods) of one namespace, JSON on the wire (no protobuf), managedFields
 // dropped by a transform, as controller-runtime's cache does with
 // DefaultTransform = TransformStripManagedFields. It prints the same lines as
 // the C harness: time start -> synced, CPU, VmRSS and VmHWM once synced, and
 // the objects cached.
 //
-// Usage: go-cache-sync -kubeconfig FILE -namespace NS [-settle SECONDS]
+// Usage: go-cache-sync -kubeconfig FILE -namespace NS [-resource configmaps|pods] [-settle SECONDS]
 package main
 
 import (
@@ -51,8 +51,13 @@ func cpuSeconds() float64 {
 func main() {
 	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file")
 	ns := flag.String("namespace", "default", "namespace to cache")
+	resource := flag.String("resource", "configmaps", "what to cache: configmaps or pods")
 	settle := flag.Float64("settle", 2, "seconds to wait after sync before reading RSS")
 	flag.Parse()
+	if *resource != "configmaps" && *resource != "pods" {
+		fmt.Fprintln(os.Stderr, "-resource is configmaps or pods")
+		os.Exit(2)
+	}
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
@@ -76,7 +81,12 @@ func main() {
 			}
 			return o, nil
 		}))
-	inf := factory.Core().V1().ConfigMaps().Informer()
+	var inf cache.SharedIndexInformer
+	if *resource == "pods" {
+		inf = factory.Core().V1().Pods().Informer()
+	} else {
+		inf = factory.Core().V1().ConfigMaps().Informer()
+	}
 	stop := make(chan struct{})
 	factory.Start(stop)
 	if !cache.WaitForCacheSync(stop, inf.HasSynced) {

@@ -2,13 +2,14 @@
 //
 // rust-cache-sync: the kube-rs peer of bench/cache_sync (issue 17), beside
 // the client-go one (bench/peers/go-cache-sync). A kube-rs reflector (watcher
-// + store) on the ConfigMaps of one namespace, JSON on the wire (kube-rs has
-// no other), managedFields dropped before the store, as the Go peer's
-// transform does. The initial list is streamed over WATCH (sendInitialEvents),
-// as client-go's informer does by default; -paged uses paged LISTs (kube-rs's
-// default, 500 a page) instead.
+// + store) on the ConfigMaps (or, with -resource pods, the Pods) of one
+// namespace, JSON on the wire (kube-rs has no other), managedFields dropped
+// before the store, as the Go peer's transform does. The initial list is
+// streamed over WATCH (sendInitialEvents), as client-go's informer does by
+// default; -paged uses paged LISTs (kube-rs's default, 500 a page) instead.
 //
-// Usage: rust-cache-sync -kubeconfig FILE -namespace NS [-settle SECONDS] [-paged]
+// Usage: rust-cache-sync -kubeconfig FILE -namespace NS [-resource configmaps|pods]
+//                        [-settle SECONDS] [-paged]
 // (Go flag syntax: -flag value, -flag=value, one or two dashes.)
 //
 // It prints the Go peer's line with impl=kube-rs: time start -> synced, CPU,
@@ -17,10 +18,11 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::reflector::Store;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use kube::{Api, Client, Config};
+use kube::{Api, Client, Config, Resource};
 
 fn status(field: &str) -> String {
     let text = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -43,13 +45,17 @@ fn cpu_seconds() -> f64 {
 struct Flags {
     kubeconfig: String,
     namespace: String,
+    resource: String,
     settle: f64,
     paged: bool,
 }
 
 fn usage(msg: &str) -> ! {
     eprintln!("rust-cache-sync: {msg}");
-    eprintln!("usage: rust-cache-sync -kubeconfig FILE -namespace NS [-settle SECONDS] [-paged]");
+    eprintln!(
+        "usage: rust-cache-sync -kubeconfig FILE -namespace NS [-resource configmaps|pods] \
+         [-settle SECONDS] [-paged]"
+    );
     std::process::exit(2);
 }
 
@@ -57,6 +63,7 @@ fn parse_flags() -> Flags {
     let mut f = Flags {
         kubeconfig: std::env::var("KUBECONFIG").unwrap_or_default(),
         namespace: "default".to_string(),
+        resource: "configmaps".to_string(),
         settle: 2.0,
         paged: false,
     };
@@ -79,6 +86,8 @@ fn parse_flags() -> Flags {
         match name.as_str() {
             "kubeconfig" => f.kubeconfig = value,
             "namespace" => f.namespace = value,
+            "resource" if value == "configmaps" || value == "pods" => f.resource = value,
+            "resource" => usage("-resource is configmaps or pods"),
             "settle" => f.settle = value.parse().unwrap_or_else(|_| usage("bad -settle")),
             _ => usage(&format!("flag provided but not defined: -{name}")),
         }
@@ -96,6 +105,47 @@ async fn client(kubeconfig: &str) -> Result<Client, Box<dyn std::error::Error>> 
     Ok(Client::try_from(config)?)
 }
 
+// Objects is the store of the one kind this run caches.
+enum Objects {
+    ConfigMaps(Store<ConfigMap>),
+    Pods(Store<Pod>),
+}
+
+impl Objects {
+    fn len(&self) -> usize {
+        match self {
+            Objects::ConfigMaps(s) => s.state().len(),
+            Objects::Pods(s) => s.state().len(),
+        }
+    }
+}
+
+// reflect starts a reflector on K in flags.namespace, managedFields dropped
+// before the store, and returns its store and the task that drives it.
+fn reflect<K>(client: Client, flags: &Flags) -> (Store<K>, tokio::task::JoinHandle<()>)
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let api: Api<K> = Api::namespaced(client, &flags.namespace);
+    let mut wc = watcher::Config::default();
+    if !flags.paged {
+        wc = wc.streaming_lists();
+    }
+    let (store, writer) = reflector::store();
+    let stream = watcher(api, wc)
+        .default_backoff()
+        .modify(|o: &mut K| o.meta_mut().managed_fields = None)
+        .reflect(writer);
+    let driver = tokio::spawn(stream.for_each(|_| std::future::ready(())));
+    (store, driver)
+}
+
 #[tokio::main]
 async fn main() {
     let flags = parse_flags();
@@ -107,18 +157,18 @@ async fn main() {
             std::process::exit(1);
         }
     };
-    let api: Api<ConfigMap> = Api::namespaced(client, &flags.namespace);
-    let mut wc = watcher::Config::default();
-    if !flags.paged {
-        wc = wc.streaming_lists();
-    }
-    let (store, writer) = reflector::store();
-    let stream = watcher(api, wc)
-        .default_backoff()
-        .modify(|cm: &mut ConfigMap| cm.metadata.managed_fields = None)
-        .reflect(writer);
-    let driver = tokio::spawn(stream.for_each(|_| std::future::ready(())));
-    if store.wait_until_ready().await.is_err() {
+    let (store, driver) = if flags.resource == "pods" {
+        let (s, d) = reflect::<Pod>(client, &flags);
+        (Objects::Pods(s), d)
+    } else {
+        let (s, d) = reflect::<ConfigMap>(client, &flags);
+        (Objects::ConfigMaps(s), d)
+    };
+    let ready = match &store {
+        Objects::ConfigMaps(s) => s.wait_until_ready().await.is_ok(),
+        Objects::Pods(s) => s.wait_until_ready().await.is_ok(),
+    };
+    if !ready {
         eprintln!("not synced");
         std::process::exit(1);
     }
@@ -128,7 +178,7 @@ async fn main() {
     tokio::time::sleep(Duration::from_secs_f64(flags.settle)).await;
     println!(
         "impl=kube-rs objects={} sync_s={:.3} cpu_s={:.3} rss_synced_kb={} rss_kb={} hwm_kb={}",
-        store.state().len(),
+        store.len(),
         synced.as_secs_f64(),
         cpu,
         rss,
