@@ -4,9 +4,11 @@
 #            [--raw NAME=FILE ...]
 # Gathers one bench-full run into one JSON document (bench/results/<date>.json):
 #   sizes: M1, lines "name bytes ldd-summary" from full.sh
-#   sync:  M2-M4, the lines bench/cache_sync/run.sh wrote, per run, plus per N and
-#          implementation the median/min/max of each field, the kcr/client-go
-#          ratios of each pair, and the RSS slope (bytes per object, linear fit)
+#   sync:  M2-M4, the lines bench/cache_sync/run.sh wrote, per run, plus per
+#          shape, N and implementation the median/min/max of each field, the
+#          kcr/client-go and kcr/kube-rs ratios of each pair, and per shape the
+#          RSS slope (bytes per object, linear fit), the wire size of one
+#          object and their ratio
 #   apps:  M5-M6, bench/apps/driver's JSON lines and summarize.py's summary
 #   raw:   U1-U3, the micro-benchmarks' output as text
 import json
@@ -32,46 +34,66 @@ def fit(points):
 
 
 def sync_section(files):
+    # Lines without shape= (results from before the shapes) are cm1k. Every
+    # record, summary row and ratio row carries its shape; the top-level
+    # rss_bytes_per_object stays cm1k's, as before the shapes.
     runs = []
     for fn in files:
         for line in open(fn):
-            if "=" not in line:
+            if "=" not in line or line.startswith("#"):
                 continue
             f = dict(kv.split("=", 1) for kv in line.split())
-            rec = {"n": int(f["n"]), "pair": int(f["pair"]), "impl": f["impl"]}
-            for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb", "rss_synced_kb"):
-                if k in f:
+            rec = {"shape": f.get("shape", "cm1k"), "n": int(f["n"]), "pair": int(f["pair"]),
+                   "impl": f["impl"]}
+            for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb", "rss_synced_kb", "wire_bytes"):
+                if k in f and f[k].replace(".", "", 1).isdigit():
                     rec[k] = float(f[k])
             runs.append(rec)
     by = defaultdict(lambda: defaultdict(list))
     pairs = defaultdict(dict)
+    wire = {}
     for r in runs:
         for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb"):
-            by[(r["n"], r["impl"])][k].append(r[k])
-        pairs[(r["n"], r["pair"])][r["impl"]] = r
+            by[(r["shape"], r["n"], r["impl"])][k].append(r[k])
+        pairs[(r["shape"], r["n"], r["pair"])][r["impl"]] = r
+        if "wire_bytes" in r:
+            wire[r["shape"]] = int(r["wire_bytes"])
     summary = []
-    for (n, impl), v in sorted(by.items()):
-        summary.append({"n": n, "impl": impl, **{k: stats(xs) for k, xs in v.items()}})
+    for (shape, n, impl), v in sorted(by.items()):
+        summary.append({"shape": shape, "n": n, "impl": impl,
+                        **{k: stats(xs) for k, xs in v.items()}})
+
     def ratios_to(peer):
         rows = []
-        for n in sorted({n for n, _ in by}):
-            row = {"n": n}
+        for shape, n in sorted({(s, n) for s, n, _ in by}):
+            row = {"shape": shape, "n": n}
             for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb"):
-                rs = [p["kcr"][k] / p[peer][k] for (pn, _), p in pairs.items()
-                      if pn == n and "kcr" in p and peer in p and p[peer][k]]
+                rs = [p["kcr"][k] / p[peer][k] for (ps, pn, _), p in pairs.items()
+                      if (ps, pn) == (shape, n) and "kcr" in p and peer in p and p[peer][k]]
                 if rs:
                     row[k] = stats(rs)
-            if len(row) > 1:
+            if len(row) > 2:
                 rows.append(row)
         return rows
     ratios = ratios_to("client-go")  # kcr / the client-go informer
     ratios_kube_rs = ratios_to("kube-rs")  # kcr / the kube-rs reflector
-    slopes = {}
-    for impl in {i for _, i in by}:
-        pts = [(n, statistics.median(v["rss_kb"]) * 1024) for (n, i), v in by.items() if i == impl]
-        slopes[impl] = fit(sorted(pts))
+    # RSS slope per shape and implementation: least squares over the medians
+    # of every N of that shape (N = 0 included), and that slope over the wire
+    # size of one object of the shape
+    slopes, over_wire = {}, {}
+    for shape in sorted({s for s, _, _ in by}):
+        slopes[shape], over_wire[shape] = {}, {}
+        for impl in sorted({i for s, _, i in by if s == shape}):
+            pts = [(n, statistics.median(v["rss_kb"]) * 1024)
+                   for (s, n, i), v in by.items() if (s, i) == (shape, impl)]
+            slope = fit(sorted(pts))
+            slopes[shape][impl] = slope
+            w = wire.get(shape)
+            over_wire[shape][impl] = slope / w if slope is not None and w else None
     return {"runs": runs, "summary": summary, "ratios": ratios, "ratios_kube_rs": ratios_kube_rs,
-            "rss_bytes_per_object": slopes}
+            "rss_bytes_per_object": slopes.get("cm1k", {}),
+            "rss_bytes_per_object_by_shape": slopes, "wire_bytes": wire,
+            "rss_bytes_per_object_over_wire": over_wire}
 
 
 def main():

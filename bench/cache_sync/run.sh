@@ -1,14 +1,27 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# run.sh [N ...]: the cache-sync benchmark (issue 17). For each N (default:
-# 1000 10000) it makes sure a namespace cs-N holds N ConfigMaps of 1 KiB, then
-# runs kcr (bench/cache_sync/cache_sync.c), the client-go peer
-# (bench/peers/go-cache-sync) and the kube-rs peer (bench/peers/rust-cache-sync)
-# alternately, PAIRS times each (default 3), every
-# run a fresh process, and prints each run's line and the kcr/peer ratios
-# (median, min-max). Not part of the tests.
+# run.sh [N ...]: the cache-sync benchmark (issue 17). For each shape in
+# SHAPES and each N (default: 1000 10000) it makes sure a namespace holds N
+# objects of that shape, then runs kcr (bench/cache_sync/cache_sync.c), the
+# client-go peer (bench/peers/go-cache-sync) and the kube-rs peer
+# (bench/peers/rust-cache-sync) alternately, PAIRS times each (default 3),
+# every run a fresh process, and prints each run's line and the kcr/peer ratios
+# (median, min-max). N = 0 is the idle process, synced on an empty namespace.
+# Not part of the tests.
+#
+# Shapes (each in its own namespaces):
+#   cm1k   ConfigMaps with 1 KiB of data, namespace cs-N
+#   cm10k  ConfigMaps with 10 KiB of data, namespace cs-cm10k-N
+#   pod    Pods (one container, a few labels and env vars; create.c), which
+#          stay Pending (the cluster has no scheduler), namespace cs-pod-N
+# Each result line carries shape=, n=, pair= and wire_bytes= (one object as the
+# apiserver serves it, managedFields included; create -w) before the run's own
+# fields.
 #
 # Environment:
+#   SHAPES           shapes to run, in this order (default "cm1k")
+#   RESULTS          file the result lines are appended to (default
+#                    $BUILD_DIR/cache_sync/results-<date>.txt)
 #   KCR_CLUSTER_DIR  an existing cluster directory (scripts/cluster.sh up DIR);
 #                    default: start one in build/bench/cluster and stop it after
 #   PAIRS            A/B pairs per N (default 3)
@@ -26,6 +39,16 @@ pairs=${PAIRS:-3}
 kcr_args=${KCR_ARGS--s}
 sizes=("$@")
 ((${#sizes[@]})) || sizes=(1000 10000)
+read -r -a shapes <<<"${SHAPES:-cm1k}"
+for shape in "${shapes[@]}"; do
+  case $shape in
+  cm1k | cm10k | pod) ;;
+  *)
+    echo "run.sh: unknown shape $shape (cm1k, cm10k, pod)" >&2
+    exit 2
+    ;;
+  esac
+done
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCR_BUILD_TESTS=OFF \
   -DKCR_BUILD_EXAMPLES=OFF >/dev/null
@@ -56,24 +79,33 @@ if [ -z "$cluster" ]; then
 fi
 kc=$cluster/kubeconfig
 
-results=$out/results-$(date -u +%Y%m%dT%H%M%SZ).txt
-for n in "${sizes[@]}"; do
-  ns=cs-$n
-  start=$(date +%s.%N)
-  "$out/create" -k "$kc" -n "$ns" -N "$n"
-  echo "# N=$n: $ns ready in $(echo "$(date +%s.%N) - $start" | bc) s" >&2
-  for ((i = 1; i <= pairs; i++)); do
-    # shellcheck disable=SC2086
-    line=$("$out/cache_sync" -k "$kc" -n "$ns" $kcr_args)
-    echo "n=$n pair=$i $line" | tee -a "$results"
-    if [ -n "$peer" ]; then
-      line=$("$peer" -kubeconfig "$kc" -namespace "$ns")
-      echo "n=$n pair=$i $line" | tee -a "$results"
-    fi
-    if [ -n "$rpeer" ]; then
-      line=$("$rpeer" -kubeconfig "$kc" -namespace "$ns")
-      echo "n=$n pair=$i $line" | tee -a "$results"
-    fi
+results=${RESULTS:-$out/results-$(date -u +%Y%m%dT%H%M%SZ).txt}
+for shape in "${shapes[@]}"; do
+  case $shape in
+  cm1k) resource=configmaps create_args=(-b 1024) prefix=cs- ;;
+  cm10k) resource=configmaps create_args=(-b 10240) prefix=cs-cm10k- ;;
+  pod) resource=pods create_args=() prefix=cs-pod- ;;
+  esac
+  for n in "${sizes[@]}"; do
+    ns=$prefix$n
+    start=$(date +%s.%N)
+    wire=$("$out/create" -k "$kc" -n "$ns" -N "$n" -r "$resource" -w "${create_args[@]}")
+    wire=${wire#wire_bytes=}
+    echo "# $shape N=$n: $ns ready in $(echo "$(date +%s.%N) - $start" | bc) s, $wire B an object" >&2
+    tag="shape=$shape n=$n pair"
+    for ((i = 1; i <= pairs; i++)); do
+      # shellcheck disable=SC2086
+      line=$("$out/cache_sync" -k "$kc" -n "$ns" -r "$resource" $kcr_args)
+      echo "$tag=$i wire_bytes=$wire $line" | tee -a "$results"
+      if [ -n "$peer" ]; then
+        line=$("$peer" -kubeconfig "$kc" -namespace "$ns" -resource "$resource")
+        echo "$tag=$i wire_bytes=$wire $line" | tee -a "$results"
+      fi
+      if [ -n "$rpeer" ]; then
+        line=$("$rpeer" -kubeconfig "$kc" -namespace "$ns" -resource "$resource")
+        echo "$tag=$i wire_bytes=$wire $line" | tee -a "$results"
+      fi
+    done
   done
 done
 python3 bench/cache_sync/summarize.py "$results"

@@ -1,45 +1,85 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-# summarize.py RESULTS: medians and min-max per N and implementation of the
-# lines run.sh wrote, and the kcr/peer ratios of the medians (the spread of a
-# ratio is the min and max over the pairs, each pair divided on its own).
+# summarize.py RESULTS...: medians and min-max per shape, N and implementation
+# of the lines run.sh wrote, the kcr/peer ratios of the medians (the spread of
+# a ratio is the min and max over the pairs, each pair divided on its own),
+# and per shape the RSS slope (bytes per cached object, least squares over
+# the medians of every N) against the object's wire size. Lines without
+# shape= (older results) are cm1k.
 import statistics
 import sys
 from collections import defaultdict
 
-runs = defaultdict(lambda: defaultdict(list))  # (n, impl) -> field -> values
-pairs = defaultdict(dict)  # (n, pair) -> impl -> fields
-for line in open(sys.argv[1]):
-    f = dict(kv.split("=", 1) for kv in line.split())
-    for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb"):
-        runs[(int(f["n"]), f["impl"])][k].append(float(f[k]))
-    pairs[(int(f["n"]), int(f["pair"]))][f["impl"]] = f
+FIELDS = ("sync_s", "cpu_s", "rss_kb", "hwm_kb")
+runs = defaultdict(lambda: defaultdict(list))  # (shape, n, impl) -> field -> values
+pairs = defaultdict(dict)  # (shape, n, pair) -> impl -> fields
+wire = {}  # shape -> bytes of one object
+for fn in sys.argv[1:]:
+    for line in open(fn):
+        if "=" not in line or line.startswith("#"):
+            continue
+        f = dict(kv.split("=", 1) for kv in line.split())
+        shape, n = f.get("shape", "cm1k"), int(f["n"])
+        for k in FIELDS:
+            runs[(shape, n, f["impl"])][k].append(float(f[k]))
+        pairs[(shape, n, int(f["pair"]))][f["impl"]] = f
+        if f.get("wire_bytes", "").isdigit():
+            wire[shape] = int(f["wire_bytes"])
 
-fields = ("sync_s", "cpu_s", "rss_kb", "hwm_kb")
-print("| N | impl | sync s | CPU s | RSS MB | peak RSS MB |")
-print("|---|---|---|---|---|---|")
-for (n, impl), v in sorted(runs.items()):
+
+def fit(points):
+    # least-squares slope of y over x
+    if len(points) < 2:
+        return None
+    mx = sum(x for x, _ in points) / len(points)
+    my = sum(y for _, y in points) / len(points)
+    den = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / den if den else None
+
+
+def shape_order(s):
+    return (["cm1k", "cm10k", "pod"] + [s]).index(s)
+
+
+keys = sorted(runs, key=lambda k: (shape_order(k[0]), k[1], k[2]))
+print("| shape | N | impl | sync s | CPU s | RSS MB | peak RSS MB |")
+print("|---|---|---|---|---|---|---|")
+for shape, n, impl in keys:
+    v = runs[(shape, n, impl)]
     cells = []
-    for k in fields:
+    for k in FIELDS:
         xs = v[k]
         scale = 1 / 1024 if k.endswith("_kb") else 1
         cells.append("%.2f (%.2f-%.2f)" % (statistics.median(xs) * scale, min(xs) * scale,
                                             max(xs) * scale))
-    print("| %d | %s | %s |" % (n, impl, " | ".join(cells)))
+    print("| %s | %d | %s | %s |" % (shape, n, impl, " | ".join(cells)))
 print()
+shape_ns = sorted({(s, n) for s, n, _ in runs}, key=lambda k: (shape_order(k[0]), k[1]))
 for peer in ("client-go", "kube-rs"):
     if not any(peer in p for p in pairs.values()):
         continue
-    print("| N | ratio kcr/%s | sync | CPU | RSS | peak RSS |" % peer)
-    print("|---|---|---|---|---|---|")
-    for n in sorted({n for n, _ in runs}):
+    print("| shape | N | ratio kcr/%s | sync | CPU | RSS | peak RSS |" % peer)
+    print("|---|---|---|---|---|---|---|")
+    for shape, n in shape_ns:
         cells = []
-        for k in fields:
+        for k in FIELDS:
             rs = [float(p["kcr"][k]) / float(p[peer][k])
-                  for (pn, _), p in pairs.items() if pn == n and "kcr" in p and peer in p]
+                  for (ps, pn, _), p in pairs.items()
+                  if (ps, pn) == (shape, n) and "kcr" in p and peer in p and float(p[peer][k])]
             if rs:
                 cells.append("%.2f (%.2f-%.2f)" % (statistics.median(rs), min(rs), max(rs)))
             else:
                 cells.append("-")
-        print("| %d | | %s |" % (n, " | ".join(cells)))
+        print("| %s | %d | | %s |" % (shape, n, " | ".join(cells)))
     print()
+print("| shape | wire B | impl | RSS B per object (slope) | / wire |")
+print("|---|---|---|---|---|")
+for shape in sorted({s for s, _, _ in runs}, key=shape_order):
+    for impl in sorted({i for s, _, i in runs if s == shape}):
+        pts = sorted((n, statistics.median(v["rss_kb"]) * 1024)
+                     for (s, n, i), v in runs.items() if (s, i) == (shape, impl))
+        slope = fit(pts)
+        w = wire.get(shape)
+        print("| %s | %s | %s | %s | %s |" % (
+            shape, w if w else "-", impl, "%.0f" % slope if slope is not None else "-",
+            "%.2f" % (slope / w) if slope is not None and w else "-"))
