@@ -6,14 +6,16 @@
 # defaults (creating 100k ConfigMaps alone takes several minutes).
 #
 #   M1      binary sizes (stripped) and runtime dependencies
-#   M2-M4   cache sync of N ConfigMaps (bench/cache_sync/run.sh): kcr against
-#           the client-go peer, PAIRS A/B pairs per N
+#   M2-M4   cache sync of N objects (bench/cache_sync/run.sh): kcr against
+#           the client-go and kube-rs peers, PAIRS A/B/C rounds per shape and N
 #   M5-M6   App throughput (bench/apps/run.sh): kcr, the controller-runtime
 #           twin and the null generator, APP_PAIRS rounds
 #   U1-U3   the micro-benchmarks (bench/workqueue, bench/store, bench/watch)
 #
-# Environment: KCR_CLUSTER_DIR (else a cluster is started and stopped), SIZES
-# (default "1000 10000 50000 100000"), PAIRS (3), APP_N (1000), APP_PAIRS (3),
+# Environment: KCR_CLUSTER_DIR (else a cluster is started and stopped), SHAPES
+# (default "cm1k cm10k pod", see run.sh), SIZES (the N of cm1k, default
+# "0 1000 10000 50000 100000"), SHAPE_SIZES (the N of the other shapes, default
+# "0 10000"), PAIRS (3), APP_N (1000), APP_PAIRS (3),
 # APP_IMPLS ("kcr cr kube-rs null"), SKIP (any of "sizes sync apps micro"), PLOT_DIR
 # (default docs/img). `make bench` is this with small settings.
 set -euo pipefail
@@ -59,9 +61,25 @@ if [[ $skip != *" sizes "* ]]; then
 fi
 
 if [[ $skip != *" sync "* ]]; then
-  # shellcheck disable=SC2086 # SIZES is a list
-  PAIRS=${PAIRS:-3} bash bench/cache_sync/run.sh ${SIZES:-1000 10000 50000 100000}
-  args+=(--sync "$(ls -t "$build"/cache_sync/results-*.txt | head -1)")
+  # cm1k at SIZES, the other shapes at SHAPE_SIZES, each run.sh to its own file
+  read -r -a shapes <<<"${SHAPES-cm1k cm10k pod}"
+  others=()
+  for shape in "${shapes[@]}"; do
+    if [ "$shape" = cm1k ]; then
+      # shellcheck disable=SC2086 # SIZES is a list
+      PAIRS=${PAIRS:-3} SHAPES=cm1k RESULTS="$tmp/sync-cm1k.txt" \
+        bash bench/cache_sync/run.sh ${SIZES:-0 1000 10000 50000 100000}
+      args+=(--sync "$tmp/sync-cm1k.txt")
+    else
+      others+=("$shape")
+    fi
+  done
+  if ((${#others[@]})); then
+    # shellcheck disable=SC2086 # SHAPE_SIZES is a list
+    PAIRS=${PAIRS:-3} SHAPES="${others[*]}" RESULTS="$tmp/sync-shapes.txt" \
+      bash bench/cache_sync/run.sh ${SHAPE_SIZES:-0 10000}
+    args+=(--sync "$tmp/sync-shapes.txt")
+  fi
 fi
 
 if [[ $skip != *" apps "* ]]; then
