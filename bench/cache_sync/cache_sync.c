@@ -2,10 +2,11 @@
 /*
  * cache_sync.c: start one informer on the ConfigMaps (with -r pods, the Pods) of
  * a namespace, wait for it to sync and print what that cost: time from start
- * to synced, CPU (user + system), VmRSS when synced and after a short settle,
- * and VmHWM (the peak).
- * The kcr side of bench/cache_sync/run.sh; bench/peers/go-cache-sync prints the
- * same line for client-go.
+ * to synced, CPU (user + system), VmRSS and VmHWM when synced, VmRSS and VmHWM
+ * (the peak) after the settle time (-t, default 2 s; bench/cache_sync/run.sh's
+ * RELIST=1 forces a relist during it), and the lists the informer stored (1,
+ * plus one per relist). The kcr side of bench/cache_sync/run.sh;
+ * bench/peers/go-cache-sync prints the same line for client-go.
  *
  * Usage: cache_sync -k KUBECONFIG -n NAMESPACE [-r configmaps|pods] [-s] [-H] [-T]
  *                   [-t SETTLE_S]
@@ -71,7 +72,8 @@ int main(int argc, char **argv) {
   double settle = 2, t0, t_sync, cpu;
   int stream = 0, handler = 0, trim = 0, pods = 0, c;
   long rss_trimmed = -1;
-  long rss_synced;
+  long rss_synced, hwm_synced;
+  kcr_informer_stats st;
   kcr_rest_config_t *cfg = NULL;
   kcr_client_t *client = NULL;
   kcr_informer_t *inf = NULL;
@@ -152,11 +154,13 @@ int main(int argc, char **argv) {
   t_sync = now_s() - t0;
   cpu = cpu_s();
   rss_synced = status_kb("VmRSS");
+  hwm_synced = status_kb("VmHWM");
   usleep((useconds_t)(settle * 1e6));
-  printf("impl=kcr objects=%zu sync_s=%.3f cpu_s=%.3f rss_synced_kb=%ld rss_kb=%ld hwm_kb=%ld"
-         " handler_adds=%ld",
-         kcr_store_len(kcr_informer_store(inf)), t_sync, cpu, rss_synced, status_kb("VmRSS"),
-         status_kb("VmHWM"), atomic_load(&adds));
+  kcr_informer_get_stats(inf, &st);
+  printf("impl=kcr objects=%zu sync_s=%.3f cpu_s=%.3f rss_synced_kb=%ld hwm_synced_kb=%ld"
+         " rss_kb=%ld hwm_kb=%ld lists=%llu handler_adds=%ld",
+         kcr_store_len(kcr_informer_store(inf)), t_sync, cpu, rss_synced, hwm_synced,
+         status_kb("VmRSS"), status_kb("VmHWM"), (unsigned long long)st.lists, atomic_load(&adds));
   if (trim) {
     malloc_trim(0);
     rss_trimmed = status_kb("VmRSS");

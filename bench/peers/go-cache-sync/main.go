@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 
 // go-cache-sync is the client-go peer of bench/cache_sync: a shared informer on
-// the ConfigMaps (or, with -resource pods, the Pods) of one namespace, JSON on the wire (no protobuf), managedFields
-// dropped by a transform, as controller-runtime's cache does with
-// DefaultTransform = TransformStripManagedFields. It prints the same lines as
-// the C harness: time start -> synced, CPU, VmRSS and VmHWM once synced, and
-// the objects cached.
+// the ConfigMaps (or, with -resource pods, the Pods) of one namespace, JSON on
+// the wire (no protobuf), managedFields dropped by a transform, as
+// controller-runtime's cache does with DefaultTransform =
+// TransformStripManagedFields. It prints the same lines as
+// the C harness: time start -> synced, CPU, VmRSS and VmHWM once synced and
+// after the settle time, the objects cached and lists= (1, plus one per
+// relist; client-go has no counter for it, so this counts the requests that
+// stream a list, the watches with sendInitialEvents, which are all of them
+// while the server supports the streaming list).
 //
 // Usage: go-cache-sync -kubeconfig FILE -namespace NS [-resource configmaps|pods] [-settle SECONDS]
 package main
@@ -17,6 +21,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -73,8 +78,14 @@ func main() {
 		os.Exit(1)
 	}
 	start := time.Now()
+	var lists atomic.Int64
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0,
 		informers.WithNamespace(*ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			if o.SendInitialEvents != nil && *o.SendInitialEvents {
+				lists.Add(1)
+			}
+		}),
 		informers.WithTransform(func(o interface{}) (interface{}, error) {
 			if m, ok := o.(metav1.Object); ok {
 				m.SetManagedFields(nil)
@@ -95,10 +106,12 @@ func main() {
 	}
 	synced := time.Since(start)
 	cpu := cpuSeconds()
-	rss := status("VmRSS")
+	rss, hwm := status("VmRSS"), status("VmHWM")
 	time.Sleep(time.Duration(*settle * float64(time.Second)))
 	runtime.KeepAlive(inf)
-	fmt.Printf("impl=client-go objects=%d sync_s=%.3f cpu_s=%.3f rss_synced_kb=%s rss_kb=%s hwm_kb=%s\n",
-		len(inf.GetStore().ListKeys()), synced.Seconds(), cpu, rss, status("VmRSS"), status("VmHWM"))
+	fmt.Printf("impl=client-go objects=%d sync_s=%.3f cpu_s=%.3f rss_synced_kb=%s hwm_synced_kb=%s"+
+		" rss_kb=%s hwm_kb=%s lists=%d\n",
+		len(inf.GetStore().ListKeys()), synced.Seconds(), cpu, rss, hwm, status("VmRSS"), status("VmHWM"),
+		lists.Load())
 	close(stop)
 }

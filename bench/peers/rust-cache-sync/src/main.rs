@@ -13,8 +13,11 @@
 // (Go flag syntax: -flag value, -flag=value, one or two dashes.)
 //
 // It prints the Go peer's line with impl=kube-rs: time start -> synced, CPU,
-// VmRSS once synced, VmRSS and VmHWM after the settle time, objects cached.
+// VmRSS and VmHWM once synced and after the settle time, objects cached, and
+// lists= (the watcher's Init events: 1, plus one per relist).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -121,8 +124,13 @@ impl Objects {
 }
 
 // reflect starts a reflector on K in flags.namespace, managedFields dropped
-// before the store, and returns its store and the task that drives it.
-fn reflect<K>(client: Client, flags: &Flags) -> (Store<K>, tokio::task::JoinHandle<()>)
+// before the store, and returns its store and the task that drives it; lists
+// counts the lists the watcher started (its Init events).
+fn reflect<K>(
+    client: Client,
+    flags: &Flags,
+    lists: Arc<AtomicU64>,
+) -> (Store<K>, tokio::task::JoinHandle<()>)
 where
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
@@ -142,7 +150,12 @@ where
         .default_backoff()
         .modify(|o: &mut K| o.meta_mut().managed_fields = None)
         .reflect(writer);
-    let driver = tokio::spawn(stream.for_each(|_| std::future::ready(())));
+    let driver = tokio::spawn(stream.for_each(move |ev| {
+        if let Ok(watcher::Event::Init) = ev {
+            lists.fetch_add(1, Ordering::Relaxed);
+        }
+        std::future::ready(())
+    }));
     (store, driver)
 }
 
@@ -157,11 +170,12 @@ async fn main() {
             std::process::exit(1);
         }
     };
+    let lists = Arc::new(AtomicU64::new(0));
     let (store, driver) = if flags.resource == "pods" {
-        let (s, d) = reflect::<Pod>(client, &flags);
+        let (s, d) = reflect::<Pod>(client, &flags, lists.clone());
         (Objects::Pods(s), d)
     } else {
-        let (s, d) = reflect::<ConfigMap>(client, &flags);
+        let (s, d) = reflect::<ConfigMap>(client, &flags, lists.clone());
         (Objects::ConfigMaps(s), d)
     };
     let ready = match &store {
@@ -174,16 +188,19 @@ async fn main() {
     }
     let synced = start.elapsed();
     let cpu = cpu_seconds();
-    let rss = status("VmRSS");
+    let (rss, hwm) = (status("VmRSS"), status("VmHWM"));
     tokio::time::sleep(Duration::from_secs_f64(flags.settle)).await;
     println!(
-        "impl=kube-rs objects={} sync_s={:.3} cpu_s={:.3} rss_synced_kb={} rss_kb={} hwm_kb={}",
+        "impl=kube-rs objects={} sync_s={:.3} cpu_s={:.3} rss_synced_kb={} hwm_synced_kb={} \
+         rss_kb={} hwm_kb={} lists={}",
         store.len(),
         synced.as_secs_f64(),
         cpu,
         rss,
+        hwm,
         status("VmRSS"),
-        status("VmHWM")
+        status("VmHWM"),
+        lists.load(Ordering::Relaxed)
     );
     driver.abort();
 }
