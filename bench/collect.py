@@ -45,9 +45,13 @@ def sync_section(files):
             f = dict(kv.split("=", 1) for kv in line.split())
             rec = {"shape": f.get("shape", "cm1k"), "n": int(f["n"]), "pair": int(f["pair"]),
                    "impl": f["impl"]}
-            for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb", "rss_synced_kb", "wire_bytes"):
+            for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb", "rss_synced_kb", "hwm_synced_kb",
+                      "wire_bytes", "lists"):
                 if k in f and f[k].replace(".", "", 1).isdigit():
                     rec[k] = float(f[k])
+            if f.get("relist") == "1":
+                # RELIST=1: hwm_kb is the peak after a forced relist
+                rec["relist"] = True
             runs.append(rec)
     by = defaultdict(lambda: defaultdict(list))
     pairs = defaultdict(dict)
@@ -60,8 +64,13 @@ def sync_section(files):
             wire[r["shape"]] = int(r["wire_bytes"])
     summary = []
     for (shape, n, impl), v in sorted(by.items()):
-        summary.append({"shape": shape, "n": n, "impl": impl,
-                        **{k: stats(xs) for k, xs in v.items()}})
+        row = {"shape": shape, "n": n, "impl": impl, **{k: stats(xs) for k, xs in v.items()}}
+        rl = [r for r in runs if (r["shape"], r["n"], r["impl"]) == (shape, n, impl)
+              and r.get("relist") and r.get("rss_synced_kb")]
+        if rl:
+            # peak after the forced relist over the RSS once synced
+            row["relist_hwm_over_synced"] = stats([r["hwm_kb"] / r["rss_synced_kb"] for r in rl])
+        summary.append(row)
 
     def ratios_to(peer):
         rows = []

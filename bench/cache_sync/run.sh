@@ -29,6 +29,17 @@
 #                    as client-go's informer uses by default)
 #   PEER=0           kcr only
 #   RUST_PEER=0      without the kube-rs peer (bench/peers/rust-cache-sync)
+#   RELIST=1         force one relist in every run: each process gets a settle
+#                    window of RELIST_SETTLE s (default 30 + N/5000); after
+#                    RELIST_WAIT s (default 3 + N/10000; a run that took longer
+#                    to sync is flagged) run.sh writes a namespace, compacts
+#                    etcd and kills and restarts kube-apiserver
+#                    (scripts/cluster.sh, KCR_RESTART_GRACE=0), so the
+#                    re-watch from the old version gets 410 Gone and all three
+#                    list again. Lines get relist=1; lists= says how
+#                    many lists each process stored (2 when it worked), hwm_kb
+#                    is the peak after the relist, hwm_synced_kb the one
+#                    before it. Takes about RELIST_SETTLE s a run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -79,6 +90,48 @@ if [ -z "$cluster" ]; then
 fi
 kc=$cluster/kubeconfig
 
+# measure CMD ARGS...: one run of one implementation (a fresh process) on $ns,
+# its line tagged and appended to $results. With RELIST=1 the process gets a
+# long settle window and a relist is forced during it (see the header).
+measure() {
+  local tag="shape=$shape n=$n pair=$i wire_bytes=$wire" line settle wait pid tmp flag log
+  if [ "${RELIST:-0}" = 0 ]; then
+    line=$("$@")
+    echo "$tag $line" | tee -a "$results"
+    return
+  fi
+  settle=${RELIST_SETTLE:-$((30 + n / 5000))}
+  wait=${RELIST_WAIT:-$((3 + n / 10000))}
+  flag=-settle
+  [ "$1" = "$out/cache_sync" ] && flag=-t
+  tmp=$(mktemp)
+  "$@" "$flag" "$settle" >"$tmp" &
+  pid=$!
+  sleep "$wait"
+  # A write after the last version the process saw, compacted away; then
+  # kube-apiserver killed at once (no grace: a graceful stop would send every
+  # watcher a bookmark with the newest version first, from which the re-watch
+  # would resume without a 410) and started again.
+  "$out/create" -k "$kc" -n "cs-bump-$(date +%s%N)" -N 0
+  if ! log=$(bash scripts/cluster.sh compact "$cluster" 2>&1 &&
+    KCR_RESTART_GRACE=0 bash scripts/cluster.sh restart-apiserver "$cluster" 2>&1); then
+    echo "$log" >&2
+    return 1
+  fi
+  wait "$pid"
+  line=$(cat "$tmp")
+  rm -f "$tmp"
+  case " $line " in
+  *" lists=1 "* | *" lists=0 "*) echo "# $shape N=$n: no relist in: $line" >&2 ;;
+  esac
+  # a sync slower than the wait saw the restart during its initial list
+  if awk -v w="$wait" '{ for (k = 1; k <= NF; k++) if ($k ~ /^sync_s=/) { split($k, a, "="); exit !(a[2] >= w) } exit 1 }' <<<"$line"; then
+    echo "# $shape N=$n: synced after the relist was forced: $line" >&2
+    tag+=" relist_early=1"
+  fi
+  echo "$tag relist=1 $line" | tee -a "$results"
+}
+
 results=${RESULTS:-$out/results-$(date -u +%Y%m%dT%H%M%SZ).txt}
 for shape in "${shapes[@]}"; do
   case $shape in
@@ -92,18 +145,14 @@ for shape in "${shapes[@]}"; do
     wire=$("$out/create" -k "$kc" -n "$ns" -N "$n" -r "$resource" -w "${create_args[@]}")
     wire=${wire#wire_bytes=}
     echo "# $shape N=$n: $ns ready in $(echo "$(date +%s.%N) - $start" | bc) s, $wire B an object" >&2
-    tag="shape=$shape n=$n pair"
     for ((i = 1; i <= pairs; i++)); do
       # shellcheck disable=SC2086
-      line=$("$out/cache_sync" -k "$kc" -n "$ns" -r "$resource" $kcr_args)
-      echo "$tag=$i wire_bytes=$wire $line" | tee -a "$results"
+      measure "$out/cache_sync" -k "$kc" -n "$ns" -r "$resource" $kcr_args
       if [ -n "$peer" ]; then
-        line=$("$peer" -kubeconfig "$kc" -namespace "$ns" -resource "$resource")
-        echo "$tag=$i wire_bytes=$wire $line" | tee -a "$results"
+        measure "$peer" -kubeconfig "$kc" -namespace "$ns" -resource "$resource"
       fi
       if [ -n "$rpeer" ]; then
-        line=$("$rpeer" -kubeconfig "$kc" -namespace "$ns" -resource "$resource")
-        echo "$tag=$i wire_bytes=$wire $line" | tee -a "$results"
+        measure "$rpeer" -kubeconfig "$kc" -namespace "$ns" -resource "$resource"
       fi
     done
   done

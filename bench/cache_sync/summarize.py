@@ -5,7 +5,8 @@
 # a ratio is the min and max over the pairs, each pair divided on its own),
 # and per shape the RSS slope (bytes per cached object, least squares over
 # the medians of every N) against the object's wire size. Lines without
-# shape= (older results) are cm1k.
+# shape= (older results) are cm1k. Lines of RELIST=1 runs also get a table
+# of the peak before and after the forced relist against the synced RSS.
 import statistics
 import sys
 from collections import defaultdict
@@ -14,6 +15,7 @@ FIELDS = ("sync_s", "cpu_s", "rss_kb", "hwm_kb")
 runs = defaultdict(lambda: defaultdict(list))  # (shape, n, impl) -> field -> values
 pairs = defaultdict(dict)  # (shape, n, pair) -> impl -> fields
 wire = {}  # shape -> bytes of one object
+relists = defaultdict(list)  # (shape, n, impl) -> relist=1 lines' fields
 for fn in sys.argv[1:]:
     for line in open(fn):
         if "=" not in line or line.startswith("#"):
@@ -25,6 +27,8 @@ for fn in sys.argv[1:]:
         pairs[(shape, n, int(f["pair"]))][f["impl"]] = f
         if f.get("wire_bytes", "").isdigit():
             wire[shape] = int(f["wire_bytes"])
+        if f.get("relist") == "1":
+            relists[(shape, n, f["impl"])].append(f)
 
 
 def fit(points):
@@ -83,3 +87,19 @@ for shape in sorted({s for s, _, _ in runs}, key=shape_order):
         print("| %s | %s | %s | %s | %s |" % (
             shape, w if w else "-", impl, "%.0f" % slope if slope is not None else "-",
             "%.2f" % (slope / w) if slope is not None and w else "-"))
+if relists:
+    print()
+    print("| shape | N | impl | RSS synced MB | peak before relist MB | peak after MB |"
+          " after / synced | lists |")
+    print("|---|---|---|---|---|---|---|---|")
+    for key in sorted(relists, key=lambda k: (shape_order(k[0]), k[1], k[2])):
+        fs = relists[key]
+
+        def med(k):
+            xs = [float(f[k]) for f in fs if k in f]
+            return statistics.median(xs) if xs else float("nan")
+        ratio = [float(f["hwm_kb"]) / float(f["rss_synced_kb"]) for f in fs]
+        print("| %s | %d | %s | %.2f | %.2f | %.2f | %.2f (%.2f-%.2f) | %s |" % (
+            key[0], key[1], key[2], med("rss_synced_kb") / 1024, med("hwm_synced_kb") / 1024,
+            med("hwm_kb") / 1024, statistics.median(ratio), min(ratio), max(ratio),
+            ",".join(f.get("lists", "?") for f in fs)))
