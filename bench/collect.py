@@ -58,7 +58,9 @@ def sync_section(files):
     wire = {}
     for r in runs:
         for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb"):
-            by[(r["shape"], r["n"], r["impl"])][k].append(r[k])
+            # a RELIST=1 run's RSS is the one once synced, before the relist
+            src = "rss_synced_kb" if k == "rss_kb" and r.get("relist") else k
+            by[(r["shape"], r["n"], r["impl"])][k].append(r[src])
         pairs[(r["shape"], r["n"], r["pair"])][r["impl"]] = r
         if "wire_bytes" in r:
             wire[r["shape"]] = int(r["wire_bytes"])

@@ -30,13 +30,14 @@
 #   PEER=0           kcr only
 #   RUST_PEER=0      without the kube-rs peer (bench/peers/rust-cache-sync)
 #   RELIST=1         force one relist in every run: each process gets a settle
-#                    window of RELIST_SETTLE s (default 30 + N/5000); after
-#                    RELIST_WAIT s (default 3 + N/10000; a run that took longer
-#                    to sync is flagged) run.sh writes a namespace, compacts
-#                    etcd and kills and restarts kube-apiserver
-#                    (scripts/cluster.sh, KCR_RESTART_GRACE=0), so the
-#                    re-watch from the old version gets 410 Gone and all three
-#                    list again. Lines get relist=1; lists= says how
+#                    window of RELIST_SETTLE s (default RELIST_WAIT + 30 +
+#                    N/5000); after RELIST_WAIT s (default 3 + N/2000: 10k
+#                    ConfigMaps of 10 KiB take client-go 5 s; a run that
+#                    took longer to sync is flagged) run.sh writes a
+#                    namespace, compacts etcd and kills and restarts
+#                    kube-apiserver (scripts/cluster.sh, KCR_RESTART_GRACE=0),
+#                    so the re-watch from the old version gets 410 Gone and
+#                    all three list again. Lines get relist=1; lists= says how
 #                    many lists each process stored (2 when it worked), hwm_kb
 #                    is the peak after the relist, hwm_synced_kb the one
 #                    before it. Takes about RELIST_SETTLE s a run.
@@ -100,8 +101,8 @@ measure() {
     echo "$tag $line" | tee -a "$results"
     return
   fi
-  settle=${RELIST_SETTLE:-$((30 + n / 5000))}
-  wait=${RELIST_WAIT:-$((3 + n / 10000))}
+  wait=${RELIST_WAIT:-$((3 + n / 2000))}
+  settle=${RELIST_SETTLE:-$((wait + 30 + n / 5000))}
   flag=-settle
   [ "$1" = "$out/cache_sync" ] && flag=-t
   tmp=$(mktemp)

@@ -5,8 +5,9 @@
 # a ratio is the min and max over the pairs, each pair divided on its own),
 # and per shape the RSS slope (bytes per cached object, least squares over
 # the medians of every N) against the object's wire size. Lines without
-# shape= (older results) are cm1k. Lines of RELIST=1 runs also get a table
-# of the peak before and after the forced relist against the synced RSS.
+# shape= (older results) are cm1k. For lines of RELIST=1 runs RSS is the one
+# once synced (before the relist) and the peak the one after it; they also
+# get a table of the peak before and after against the synced RSS.
 import statistics
 import sys
 from collections import defaultdict
@@ -23,7 +24,9 @@ for fn in sys.argv[1:]:
         f = dict(kv.split("=", 1) for kv in line.split())
         shape, n = f.get("shape", "cm1k"), int(f["n"])
         for k in FIELDS:
-            runs[(shape, n, f["impl"])][k].append(float(f[k]))
+            # a RELIST=1 run's RSS is the one once synced, before the relist
+            src = "rss_synced_kb" if k == "rss_kb" and f.get("relist") == "1" else k
+            runs[(shape, n, f["impl"])][k].append(float(f[src]))
         pairs[(shape, n, int(f["pair"]))][f["impl"]] = f
         if f.get("wire_bytes", "").isdigit():
             wire[shape] = int(f["wire_bytes"])
