@@ -97,8 +97,7 @@ for q in "create deployments -n $other" "list deployments -A" "create deployment
   # shellcheck disable=SC2086 # the words of the query
   [ "$(cani $q)" = no ] || fail "auth can-i $q: not no"
 done
-[ "$(cani patch configmaps/app-directory -n "$opns")" = yes ] || fail "cannot patch the directory"
-[ "$(cani update configmaps/app-directory -n "$opns")" = no ] || fail "may update the directory (patch is enough)"
+[ "$(cani update configmaps/app-directory -n "$opns")" = yes ] || fail "cannot update the directory"
 echo "tight: nothing outside $ns but the directory and the Lease"
 
 stop_operator
