@@ -134,6 +134,18 @@ alive() {
     [[ "$cmdline" == *"$dir/"* ]]
 }
 
+# running PID: the process exists and is not a zombie. What wait_ready asks of
+# a process it has just started: until the child has exec'd, its command line
+# is still the shell's (no "$dir/" in it), which alive would take for a
+# recycled pid, and a slow exec on a loaded machine then read as "exited".
+running() {
+    local pid=$1 state
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    [[ -r /proc/$pid/stat ]] || return 1
+    state=$(sed 's/^.*) \(.\).*$/\1/' "/proc/$pid/stat" 2>/dev/null) || return 1
+    [[ "$state" != Z ]]
+}
+
 component_pid() { # NAME: prints the live pid of NAME, fails if not running
     local f pid
     f=$(pidfile "$1")
@@ -335,7 +347,7 @@ wait_ready() {
     pid=$(<"$(pidfile "$name")")
     while :; do
         "$@" && return 0
-        if ! alive "$pid"; then
+        if ! running "$pid"; then
             local tail_out
             tail_out=$(tail -n 40 "$logs/$name.log" 2>/dev/null || true)
             [[ "${tail_out,,}" == *"address already in use"* ]] && return 2
