@@ -207,6 +207,13 @@ typedef struct kcr_request_options {
   int64_t grace_period_seconds;
   int64_t timeout_ns;
   kcr_cancel_t *cancel;
+  /* When the call's out is NULL and this is set: the answer's
+   * metadata.resourceVersion, NUL-terminated, "" when it has none or does not
+   * fit (resource_version_out_size bytes), scanned from the bytes without
+   * building a tree. What the manager's object client needs from a write
+   * whose answer nobody reads, to keep the cache's read-your-writes. */
+  char *resource_version_out;
+  size_t resource_version_out_size;
 } kcr_request_options;
 
 /*

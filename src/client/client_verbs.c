@@ -11,6 +11,7 @@
 
 #include "client/client_internal.h"
 #include "util/alloc.h"
+#include "util/jscan.h"
 
 #define MAX_URL ((size_t)64 * 1024)
 
@@ -165,6 +166,30 @@ oom:
   return NULL;
 }
 
+/*
+ * answer_rv writes the answer's metadata.resourceVersion into rv (size
+ * bytes; "" when none): the scanner reads it without a tree; text it does not
+ * handle takes jansson's path.
+ */
+static void answer_rv(const kcr_response *resp, char *rv, size_t size) {
+  kcr__scan_meta_t meta;
+  kcr_buf_t scratch;
+  const char *v = "";
+  json_t *obj = NULL;
+  kcr_buf_init(&scratch, resp->body_len + 1);
+  if (kcr__scan_object(resp->body, resp->body_len, &scratch, &meta) == 0) {
+    v = meta.rv;
+  } else if ((obj = json_loadb(resp->body, resp->body_len, 0, NULL)) != NULL) {
+    const char *s =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    v = s ? s : "";
+  }
+  if (strlen(v) < size)
+    memcpy(rv, v, strlen(v) + 1);
+  json_decref(obj);
+  kcr_buf_free(&scratch);
+}
+
 /* call runs one verb: path + query built here, body borrowed, JSON answer parsed. */
 static int call(kcr_client_t *c, const char *method, const kcr_gvr *r, const char *ns,
                 const char *name, const char *sub, int kinds, const kcr_request_options *o,
@@ -175,6 +200,7 @@ static int call(kcr_client_t *c, const char *method, const kcr_gvr *r, const cha
   kcr_buf_t path;
   json_error_t jerr;
   json_t *obj;
+  bool want_rv;
   int rc;
 
   if (out)
@@ -204,9 +230,14 @@ static int call(kcr_client_t *c, const char *method, const kcr_gvr *r, const cha
     req.timeout_ns = o->timeout_ns;
     req.cancel = o->cancel;
   }
-  rc = kcr__client_do(c, &req, out ? &resp : NULL, r->group, r->resource, name, err);
+  want_rv = !out && o && o->resource_version_out && o->resource_version_out_size > 0;
+  if (want_rv)
+    o->resource_version_out[0] = '\0';
+  rc = kcr__client_do(c, &req, out || want_rv ? &resp : NULL, r->group, r->resource, name, err);
   if (rc || !out) {
-    if (out)
+    if (rc == 0 && want_rv)
+      answer_rv(&resp, o->resource_version_out, o->resource_version_out_size);
+    if (out || want_rv)
       kcr_response_free(&resp);
     kcr_buf_free(&path);
     return rc;

@@ -42,6 +42,14 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
     free(text);
     json_decref(j);
     resp->body = out;
+  } else if (strcmp(p, "/api/v1/namespaces/default/configmaps/withrv") == 0) {
+    resp->body = "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"withrv\","
+                 "\"resourceVersion\":\"4242\",\"managedFields\":[{\"manager\":\"m\"}]},"
+                 "\"data\":{\"k\":\"v\"}}";
+  } else if (strcmp(p, "/api/v1/namespaces/default/configmaps/escaped") == 0) {
+    /* an escape in a key: the scanner refuses it, jansson reads it */
+    resp->body = "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"escaped\","
+                 "\"resourceVersion\":\"77\"},\"d\\u0061ta\":{}}";
   } else if (strcmp(p, "/api/v1/namespaces/default/configmaps/missing") == 0) {
     resp->status = 404;
     resp->body =
@@ -172,6 +180,44 @@ static void test_client_get_parses_object(void **state) {
   assert_string_equal(json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")),
                       "ok");
   json_decref(obj);
+}
+
+/* A write whose answer is not wanted: only its resourceVersion, scanned. */
+static void test_client_answer_resource_version(void **state) {
+  fixture *f = *state;
+  kcr_request_options o;
+  json_t *body = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+                           "metadata", "name", "withrv", "namespace", "default");
+  json_t *out = NULL;
+  char rv[16], tiny[3];
+  kcr_error_t err;
+  memset(&o, 0, sizeof(o));
+  o.resource_version_out = rv;
+  o.resource_version_out_size = sizeof(rv);
+  kcr_error_clear(&err);
+  snprintf(rv, sizeof(rv), "stale");
+  assert_int_equal(kcr_client_update(f->client, &configmaps, "default", body, &o, NULL, &err), 0);
+  assert_string_equal(rv, "4242");
+  json_object_set_new(json_object_get(body, "metadata"), "name", json_string("escaped"));
+  assert_int_equal(kcr_client_update(f->client, &configmaps, "default", body, &o, NULL, &err), 0);
+  assert_string_equal(rv, "77");
+  /* too small a buffer: "" rather than a cut version */
+  json_object_set_new(json_object_get(body, "metadata"), "name", json_string("withrv"));
+  o.resource_version_out = tiny;
+  o.resource_version_out_size = sizeof(tiny);
+  assert_int_equal(kcr_client_update(f->client, &configmaps, "default", body, &o, NULL, &err), 0);
+  assert_string_equal(tiny, "");
+  /* out given: the answer is parsed as always, the buffer left alone */
+  snprintf(rv, sizeof(rv), "untouched");
+  o.resource_version_out = rv;
+  o.resource_version_out_size = sizeof(rv);
+  assert_int_equal(kcr_client_update(f->client, &configmaps, "default", body, &o, &out, &err), 0);
+  assert_string_equal(rv, "untouched");
+  assert_string_equal(
+      json_string_value(json_object_get(json_object_get(out, "metadata"), "resourceVersion")),
+      "4242");
+  json_decref(out);
+  json_decref(body);
 }
 
 static json_t *echo(fixture *f, const char *method, const kcr_request_options *o, json_t *body) {
@@ -686,6 +732,7 @@ static void test_client_verbose_debug_function(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_client_get_parses_object, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_answer_resource_version, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_sends_expected_wire, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_list_query_is_encoded, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_status_error_is_reported, setup, teardown),
