@@ -185,6 +185,14 @@ KCR_EXTERN int kcr_cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_list
 KCR_EXTERN void kcr_cache_note_write(kcr_cache_t *c, const kcr_gvk *gvk, const json_t *obj);
 
 /*
+ * kcr_cache_note_write_rv is kcr_cache_note_write for a write whose answer was
+ * not parsed: the object is named by ns (NULL or "" for cluster-scoped kinds)
+ * and name, and rv is the resourceVersion the answer carried. Same rules.
+ */
+KCR_EXTERN void kcr_cache_note_write_rv(kcr_cache_t *c, const kcr_gvk *gvk, const char *ns,
+                                        const char *name, const char *rv);
+
+/*
  * kcr_cache_diagnostics returns a JSON array with kcr_informer_diagnostics of
  * every informer the cache has made (new reference; NULL without memory): the
  * body of /debug/informers. Any thread.

@@ -349,16 +349,27 @@ static void ryow_sweep(kcr_cache_t *c) {
 }
 
 void kcr_cache_note_write(kcr_cache_t *c, const kcr_gvk *gvk, const json_t *obj) {
+  if (!c || !gvk_valid(gvk) || !obj)
+    return;
+  kcr_cache_note_write_rv(c, gvk, kcr_meta_namespace(obj), kcr_meta_name(obj),
+                          kcr_meta_resource_version(obj));
+}
+
+void kcr_cache_note_write_rv(kcr_cache_t *c, const kcr_gvk *gvk, const char *ns, const char *name,
+                             const char *rvs) {
   char skey[KCR_META_KEY_MAX], rkey[KCR_META_KEY_MAX + 2 * KCR_MAPPING_NAME_MAX];
   const char *group;
   uint64_t rv;
   ryow_t *r;
+  int n;
 
-  if (!c || !gvk_valid(gvk) || !obj)
+  if (!c || !gvk_valid(gvk) || !name || !*name || !rvs)
     return;
-  rv = parse_rv(kcr_meta_resource_version(obj));
+  rv = parse_rv(rvs);
   group = str0(gvk->group);
-  if (!rv || kcr_meta_key(obj, skey, sizeof(skey)) != 0 ||
+  n = ns && *ns ? snprintf(skey, sizeof(skey), "%s/%s", ns, name)
+                : snprintf(skey, sizeof(skey), "%s", name);
+  if (!rv || n < 0 || (size_t)n >= sizeof(skey) ||
       ryow_key(group, gvk->kind, skey, rkey, sizeof(rkey)) != 0)
     return;
   pthread_mutex_lock(&c->ryow_mu);

@@ -600,6 +600,12 @@ static void test_cache_ryow(void **state) {
   w = written("a", "r", "20");
   kcr_cache_note_write(f->cache, &cm_gvk, w);
   json_decref(w);
+  /* Noted by name, as the manager does for an answer it did not parse. */
+  kcr_cache_note_write_rv(f->cache, &cm_gvk, "a", "r", "18");
+  assert_int_equal(kcr__cache_pending_rv(f->cache, &cm_gvk, "a/r"), 20);
+  kcr_cache_note_write_rv(f->cache, &cm_gvk, "a", "", "30"); /* no name: ignored */
+  kcr_cache_note_write_rv(f->cache, &cm_gvk, "a", "r", NULL);
+  assert_int_equal(kcr__cache_pending_writes(f->cache), 1);
   /* Unparseable or older versions change nothing. */
   w = written("a", "r", "x");
   kcr_cache_note_write(f->cache, &cm_gvk, w);
