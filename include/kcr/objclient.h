@@ -99,8 +99,9 @@ typedef struct kcr_objclient kcr_objclient;
  * calls that reach them. c is the client the call came through (read c->data,
  * c->cancel, c->field_manager). Objects passed in are borrowed; *out receives a
  * new reference, NULL on failure (never NULL out pointers: the wrappers see to
- * it). Options are never NULL (the wrappers pass zeroed ones). Every op is
- * required except list, apply and del, which may be NULL (KCR_ENOTSUP).
+ * it, unless flags has KCR_OBJCLIENT_OUT_OPTIONAL, below). Options are never
+ * NULL (the wrappers pass zeroed ones). Every op is required except list,
+ * apply and del, which may be NULL (KCR_ENOTSUP).
  *   get     one object of gvk.
  *   list    the objects of gvk that o selects, as a List object (above).
  *   create  POST obj.
@@ -124,7 +125,17 @@ typedef struct kcr_objclient_ops {
                const char *subresource, json_t **out, kcr_error_t *err);
   int (*del)(const kcr_objclient *c, const json_t *obj, const kcr_delete_options *o,
              kcr_error_t *err);
+  /* KCR_OBJCLIENT_OUT_OPTIONAL or 0 (the default of an initializer that
+   * leaves it out). */
+  unsigned flags;
 } kcr_objclient_ops;
+
+/*
+ * KCR_OBJCLIENT_OUT_OPTIONAL: create, update, patch and apply take out NULL
+ * when the caller passed NULL (it does not want the answer), so that an
+ * implementation may skip parsing it. The manager's object client sets it.
+ */
+#define KCR_OBJCLIENT_OUT_OPTIONAL 1u
 
 /*
  * kcr_objclient: an object client by value (copy freely): its verbs, their data,

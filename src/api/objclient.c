@@ -59,10 +59,16 @@ int kcr_objclient_list(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_lis
   return rc;
 }
 
+/* answer says where a write's answer goes: nowhere when nobody wants it and
+ * the client can skip it, else into tmp (handed over or released after). */
+static json_t **answer(const kcr_objclient *c, json_t **out, json_t **tmp) {
+  return !out && (c->ops->flags & KCR_OBJCLIENT_OUT_OPTIONAL) ? NULL : tmp;
+}
+
 int kcr_objclient_create(const kcr_objclient *c, const json_t *obj, json_t **out,
                          kcr_error_t *err) {
   json_t *tmp = NULL;
-  int rc = c->ops->create(c, obj, &tmp, err);
+  int rc = c->ops->create(c, obj, answer(c, out, &tmp), err);
   hand_over(tmp, out);
   return rc;
 }
@@ -70,7 +76,7 @@ int kcr_objclient_create(const kcr_objclient *c, const json_t *obj, json_t **out
 int kcr_objclient_update(const kcr_objclient *c, const json_t *obj, const char *subresource,
                          json_t **out, kcr_error_t *err) {
   json_t *tmp = NULL;
-  int rc = c->ops->update(c, obj, subresource, &tmp, err);
+  int rc = c->ops->update(c, obj, subresource, answer(c, out, &tmp), err);
   hand_over(tmp, out);
   return rc;
 }
@@ -79,7 +85,7 @@ int kcr_objclient_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_typ
                         const char *patch, size_t patch_len, const char *subresource, json_t **out,
                         kcr_error_t *err) {
   json_t *tmp = NULL;
-  int rc = c->ops->patch(c, obj, type, patch, patch_len, subresource, &tmp, err);
+  int rc = c->ops->patch(c, obj, type, patch, patch_len, subresource, answer(c, out, &tmp), err);
   hand_over(tmp, out);
   return rc;
 }
@@ -95,7 +101,7 @@ int kcr_objclient_apply(const kcr_objclient *c, const json_t *obj, const kcr_app
     memset(&none, 0, sizeof(none));
     o = &none;
   }
-  rc = c->ops->apply(c, obj, o, subresource, &tmp, err);
+  rc = c->ops->apply(c, obj, o, subresource, answer(c, out, &tmp), err);
   hand_over(tmp, out);
   return rc;
 }

@@ -148,7 +148,19 @@ typedef struct target {
   const char *ns;         /* NULL for cluster-scoped kinds */
   const char *name;       /* the object's */
   kcr_request_options ro; /* the reconcile's cancel token, the fence's timeout */
+  char rv[64];            /* the answer's resourceVersion, when it is not parsed */
 } target_t;
+
+/*
+ * The writes below take out NULL (KCR_OBJCLIENT_OUT_OPTIONAL): the caller
+ * does not want the answer, so it is not parsed; the client scans only its
+ * resourceVersion (t->rv) for read-your-writes, and the object is named as
+ * the request named it. A create by generateName has no name yet: not noted.
+ */
+static void note_scanned(kcr_manager_t *m, const target_t *t) {
+  if (t->rv[0] && t->name && *t->name)
+    kcr_cache_note_write_rv(m->cache, &t->gvk, t->ns, t->name, t->rv);
+}
 
 /* fence_left: how long this process may still write (INT64_MAX: no fence). */
 static int64_t fence_left(kcr_manager_t *m) {
@@ -188,6 +200,8 @@ static int target(const kcr_objclient *c, const json_t *obj, target_t *t, kcr_er
   t->ns = t->mp.namespaced ? kcr_meta_namespace(obj) : NULL;
   t->name = kcr_meta_name(obj);
   t->ro.cancel = c->cancel;
+  t->ro.resource_version_out = t->rv;
+  t->ro.resource_version_out_size = sizeof(t->rv);
   if (left != INT64_MAX)
     t->ro.timeout_ns = left > KCR_NSEC_PER_MSEC ? left : KCR_NSEC_PER_MSEC;
   return 0;
@@ -196,13 +210,16 @@ static int target(const kcr_objclient *c, const json_t *obj, target_t *t, kcr_er
 static int oc_create(const kcr_objclient *c, const json_t *obj, json_t **out, kcr_error_t *err) {
   target_t t;
   int rc;
-  *out = NULL;
+  if (out)
+    *out = NULL;
   if ((rc = target(c, obj, &t, err)) != 0)
     return rc;
   rc = kcr_client_create_object(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj,
                                 &t.ro, out, err);
-  if (rc == 0)
+  if (rc == 0 && out)
     note(c->data, &t.gvk, *out);
+  else if (rc == 0)
+    note_scanned(c->data, &t);
   return rc;
 }
 
@@ -210,14 +227,17 @@ static int oc_update(const kcr_objclient *c, const json_t *obj, const char *sub,
                      kcr_error_t *err) {
   target_t t;
   int rc;
-  *out = NULL;
+  if (out)
+    *out = NULL;
   if ((rc = target(c, obj, &t, err)) != 0)
     return rc;
   t.ro.subresource = sub;
   rc = kcr_client_update(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj, &t.ro, out,
                          err);
-  if (rc == 0)
+  if (rc == 0 && out)
     note(c->data, &t.gvk, *out);
+  else if (rc == 0)
+    note_scanned(c->data, &t);
   return rc;
 }
 
@@ -226,7 +246,8 @@ static int oc_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type ty
                     kcr_error_t *err) {
   target_t t;
   int rc;
-  *out = NULL;
+  if (out)
+    *out = NULL;
   if ((rc = target(c, obj, &t, err)) != 0)
     return rc;
   t.ro.subresource = sub;
@@ -234,8 +255,10 @@ static int oc_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type ty
     t.ro.field_manager = c->field_manager;
   rc = kcr_client_patch(((kcr_manager_t *)c->data)->client, &t.r, t.ns, t.name, type, patch, len,
                         &t.ro, out, err);
-  if (rc == 0)
+  if (rc == 0 && out)
     note(c->data, &t.gvk, *out);
+  else if (rc == 0)
+    note_scanned(c->data, &t);
   return rc;
 }
 
@@ -243,7 +266,8 @@ static int oc_apply(const kcr_objclient *c, const json_t *obj, const kcr_apply_o
                     const char *sub, json_t **out, kcr_error_t *err) {
   target_t t;
   int rc;
-  *out = NULL;
+  if (out)
+    *out = NULL;
   if ((rc = target(c, obj, &t, err)) != 0)
     return rc;
   t.ro.subresource = sub;
@@ -256,8 +280,10 @@ static int oc_apply(const kcr_objclient *c, const json_t *obj, const kcr_apply_o
                          t.gvk.kind);
   rc = kcr_client_apply(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj, &t.ro, out,
                         err);
-  if (rc == 0)
+  if (rc == 0 && out)
     note(c->data, &t.gvk, *out);
+  else if (rc == 0)
+    note_scanned(c->data, &t);
   return rc;
 }
 
@@ -279,8 +305,8 @@ static int oc_del(const kcr_objclient *c, const json_t *obj, const kcr_delete_op
   return rc;
 }
 
-static const kcr_objclient_ops manager_ops = {oc_get,   oc_list,  oc_create, oc_update,
-                                              oc_patch, oc_apply, oc_del};
+static const kcr_objclient_ops manager_ops = {
+    oc_get, oc_list, oc_create, oc_update, oc_patch, oc_apply, oc_del, KCR_OBJCLIENT_OUT_OPTIONAL};
 
 /* ---- controller source ---- */
 

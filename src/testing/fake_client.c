@@ -1146,7 +1146,7 @@ static int f_del(const kcr_objclient *c, const json_t *obj, const kcr_delete_opt
 }
 
 static const kcr_objclient_ops fake_ops = {f_get,   f_list,  f_create, f_update,
-                                           f_patch, f_apply, f_del};
+                                           f_patch, f_apply, f_del,    0};
 
 /* ---- life ---- */
 

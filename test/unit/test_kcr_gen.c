@@ -339,7 +339,7 @@ static int fake_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type 
 }
 
 static const kcr_objclient_ops fake_ops = {fake_get,   fake_list, fake_create, fake_update,
-                                           fake_patch, NULL,      NULL};
+                                           fake_patch, NULL,      NULL,        0};
 
 static void test_kcr_gen_typed_update_keeps_unknown(void **state) {
   fake f = {sample_with_unknowns(), 0};
