@@ -134,9 +134,10 @@ KCR_EXTERN void kcr_scheme_free_typed(const kcr_kind_info *k, void *typed);
  * call of the same name, so a reconciler can read and write its own C structs.
  * Typed values going in are borrowed; *out receives a new typed value (release
  * with kcr_scheme_free_typed), NULL on failure; the writes take out NULL when
- * the caller does not want the server's answer (it is then not decoded). A codec that keeps the fields it
- * does not know (as kcr-gen's does) makes an update through an old type leave
- * them as they are. Blocking; any thread but a client's loop thread.
+ * the caller does not want the server's answer (it is then not decoded). A
+ * codec that keeps the fields it does not know (as kcr-gen's does) makes an
+ * update through an old type leave them as they are. Blocking; any thread but
+ * a client's loop thread.
  *   kcr_typed_get      one object of gvk.
  *   kcr_typed_list     *items: a new array of *n typed values (release with
  *                      kcr_typed_list_free); o as kcr_objclient_list.
