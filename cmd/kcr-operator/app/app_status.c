@@ -131,7 +131,7 @@ int kop_condition_set(app_v1alpha1_status_t *st, const char *type, const char *s
     cond_clear(cur); /* replaced in place: the order of conditions stays stable */
     *cur = next;
   } else {
-    if (st->conditions_len) {
+    if (st->conditions_len && st->conditions) {
       memcpy(grown, st->conditions, st->conditions_len * sizeof(*grown));
     }
     app_v1alpha1_mem_free(st->conditions);

@@ -225,7 +225,8 @@ struct kop_app_directory_memo {
 int kop_app_directory_memo_create(kop_app_directory_memo **out) {
   kop_app_directory_memo *m = calloc(1, sizeof(*m));
   *out = NULL;
-  if (!m || !(m->buckets = calloc(64, sizeof(*m->buckets)))) {
+  if (!m ||
+      !(m->buckets = calloc(64, sizeof(memo_entry *)))) { // NOLINT(bugprone-sizeof-expression)
     free(m);
     return KCR_ENOMEM;
   }
@@ -264,7 +265,8 @@ static memo_entry **memo_slot(kop_app_directory_memo *m, const char *key) {
 /* memo_grow doubles the buckets when there are more entries than buckets. */
 static void memo_grow(kop_app_directory_memo *m) {
   size_t n = m->nbuckets * 2;
-  memo_entry **b = calloc(n, sizeof(*b)), **old = m->buckets;
+  memo_entry **b = calloc(n, sizeof(memo_entry *)); // NOLINT(bugprone-sizeof-expression)
+  memo_entry **old = m->buckets;
   size_t oldn = m->nbuckets;
   if (!b)
     return; /* longer chains, still correct */
