@@ -109,8 +109,8 @@ static int fit(int n, size_t size) {
   return n;
 }
 
-int kop_app_selector_string(const json_t *app, char *buf, size_t size) {
-  const char *name = kcr_meta_name(app);
+/* selector_for writes the pods' selector of an App called name (both forms). */
+static int selector_for(const char *name, char *buf, size_t size) {
   int n = fit(
       snprintf(buf, size, "%s=%s,%s=%s", KOP_APP_LABEL_NAME, name, KOP_APP_LABEL_INSTANCE, name),
       size);
@@ -120,8 +120,8 @@ int kop_app_selector_string(const json_t *app, char *buf, size_t size) {
   return n;
 }
 
-int kop_app_url(const json_t *app, char *buf, size_t size) {
-  int port = kop_app_port(app);
+/* url_for writes the App's URL, "" and 0 when port is 0 (both forms). */
+static int url_for(const char *name, const char *ns, int port, char *buf, size_t size) {
   int n;
   if (size > 0) {
     buf[0] = '\0';
@@ -129,13 +129,19 @@ int kop_app_url(const json_t *app, char *buf, size_t size) {
   if (port == 0) {
     return 0;
   }
-  n = fit(
-      snprintf(buf, size, "http://%s.%s.svc:%d", kcr_meta_name(app), kcr_meta_namespace(app), port),
-      size);
+  n = fit(snprintf(buf, size, "http://%s.%s.svc:%d", name, ns, port), size);
   if (n < 0 && size > 0) {
     buf[0] = '\0';
   }
   return n;
+}
+
+int kop_app_selector_string(const json_t *app, char *buf, size_t size) {
+  return selector_for(kcr_meta_name(app), buf, size);
+}
+
+int kop_app_url(const json_t *app, char *buf, size_t size) {
+  return url_for(kcr_meta_name(app), kcr_meta_namespace(app), kop_app_port(app), buf, size);
 }
 
 int kop_app_directory_key(const json_t *app, char *buf, size_t size) {
@@ -301,31 +307,14 @@ int kop_app_check_typed(const app_v1alpha1_t *app, kcr_error_t *err) {
 }
 
 int kop_app_selector_of(const app_v1alpha1_t *app, char *buf, size_t size) {
-  const char *name = md_str(app, "name");
-  int n = fit(
-      snprintf(buf, size, "%s=%s,%s=%s", KOP_APP_LABEL_NAME, name, KOP_APP_LABEL_INSTANCE, name),
-      size);
-  if (n < 0 && size > 0) {
-    buf[0] = '\0';
-  }
-  return n;
+  return selector_for(md_str(app, "name"), buf, size);
 }
 
 int kop_app_url_of(const app_v1alpha1_t *app, char *buf, size_t size) {
-  int n;
-  if (size > 0) {
-    buf[0] = '\0';
-  }
-  if (!app->spec || !app->spec->has_port || app->spec->port < 1 || app->spec->port > 65535) {
-    return 0;
-  }
-  n = fit(snprintf(buf, size, "http://%s.%s.svc:%d", md_str(app, "name"), md_str(app, "namespace"),
-                   (int)app->spec->port),
-          size);
-  if (n < 0 && size > 0) {
-    buf[0] = '\0';
-  }
-  return n;
+  int port = app->spec && app->spec->has_port && app->spec->port >= 1 && app->spec->port <= 65535
+                 ? (int)app->spec->port
+                 : 0;
+  return url_for(md_str(app, "name"), md_str(app, "namespace"), port, buf, size);
 }
 
 json_t *kop_app_identity(const app_v1alpha1_t *app) {
