@@ -195,8 +195,8 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
   }
   if (rc) {
     kcr_log(KCR_LOG_ERROR, "setup", "unable to set up the manager: %s", err.message);
+    kcr_event_recorder_destroy(events); /* sends through m's client: first */
     kcr_manager_destroy(m);
-    kcr_event_recorder_destroy(events);
     kcr_scheme_destroy(scheme);
     kop_app_directory_memo_destroy(memo);
     kcr_rest_config_unref(cfg);
@@ -214,8 +214,10 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
   else
     kcr_log(KCR_LOG_INFO, "setup", "manager stopped");
   kcr_event_recorder_flush(events, 2 * KCR_NSEC_PER_SEC);
-  kcr_manager_destroy(m);
+  /* The recorder sends through the manager's REST client and asks the
+   * manager's fence: stop its thread before the manager goes. */
   kcr_event_recorder_destroy(events);
+  kcr_manager_destroy(m);
   kcr_scheme_destroy(scheme);
   kop_app_directory_memo_destroy(memo);
   kcr_rest_config_unref(cfg);

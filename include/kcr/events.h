@@ -89,7 +89,9 @@ KCR_EXTERN int kcr_event_recorder_create(const kcr_event_recorder_options *opts,
 
 /*
  * kcr_event_recorder_destroy flushes (bounded by 5 s), stops the sender thread
- * and frees the recorder. NULL is ignored. Not from a recording thread that
+ * and frees the recorder. NULL is ignored. The flush sends through the
+ * options' client and asks their fence: destroy the recorder before either
+ * (before kcr_manager_destroy when they are the manager's). Not from a recording thread that
  * still records afterwards.
  */
 KCR_EXTERN void kcr_event_recorder_destroy(kcr_event_recorder_t *r);
