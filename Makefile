@@ -33,7 +33,7 @@ test-unit: build ## Only the unit tests of the dev build (fast).
 bench: ## Short benchmark: cache sync at 1k and 10k (3 A/B pairs), 200 Apps through kcr, the c-r twin and the null generator (docs/benchmarks.md; under 10 minutes).
 	SHAPES=cm1k SIZES="1000 10000" PAIRS=3 APP_N=200 APP_PAIRS=1 SKIP="micro" PLOT_DIR=build/bench/plots bash bench/full.sh
 
-bench-full: ## BENCH.md's figures M1-M6, U1-U3: sync at 1k-100k, 1000 Apps x3 rounds; bench/results/<date>.json, docs/img plots (about an hour).
+bench-full: ## BENCH.md's figures M1-M6, U1-U3: sync at 1k-100k, 1000 Apps x3 rounds; bench/results/<date>.json, docs/img plots (about half an hour).
 	bash bench/full.sh
 
 lint: ## clang-format check and clang-tidy static analysis.

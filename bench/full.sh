@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # full.sh: `make bench-full`, BENCH.md's figures in one run against one local
 # control plane, written to bench/results/<date>.json and plotted into
-# docs/img/bench-*.png (bench/plot.sh). Long: about an hour here with the
+# docs/img/bench-*.png (bench/plot.sh). Long: 32 minutes here with the
 # defaults (creating 100k ConfigMaps alone takes several minutes).
 #
 #   M1      binary sizes (stripped) and runtime dependencies
