@@ -385,6 +385,37 @@ static void test_app_desired_alloc_failures(void **state) {
   json_decref(app);
 }
 
+/* The typed App's directory entry: key and URL, or NULL when it must go. */
+static void test_app_desired_directory_want(void **state) {
+  json_t *j = load_file(FIXTURE("app_full.json"));
+  app_v1alpha1_t *app = NULL;
+  char key[KCR_META_KEY_MAX], url[KOP_APP_URL_MAX], tiny[4];
+  const char *want = NULL;
+  (void)state;
+  assert_int_equal(kop_app_decode(j, &app, NULL), 0);
+  assert_int_equal(
+      kop_app_directory_want(app, false, key, sizeof key, url, sizeof url, &want, NULL), 0);
+  assert_string_equal(key, "shop.web");
+  assert_string_equal(want, "http://web.shop.svc:8080");
+  assert_int_equal(kop_app_directory_want(app, true, key, sizeof key, url, sizeof url, &want, NULL),
+                   0);
+  assert_null(want);
+  assert_int_equal(
+      kop_app_directory_want(app, false, tiny, sizeof tiny, url, sizeof url, &want, NULL),
+      KCR_ETOOBIG);
+  app->spec->has_port = false;
+  assert_int_equal(
+      kop_app_directory_want(app, false, key, sizeof key, url, sizeof url, &want, NULL), 0);
+  assert_null(want);
+  app->spec->has_port = true;
+  json_object_set_new(app->metadata, "deletionTimestamp", json_string("2025-01-01T00:00:00Z"));
+  assert_int_equal(
+      kop_app_directory_want(app, false, key, sizeof key, url, sizeof url, &want, NULL), 0);
+  assert_null(want);
+  app_v1alpha1_free(app);
+  json_decref(j);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_app_desired_deployment_full),
@@ -398,6 +429,7 @@ int main(void) {
       cmocka_unit_test(test_app_desired_owns),
       cmocka_unit_test(test_app_desired_strings),
       cmocka_unit_test(test_app_desired_directory),
+      cmocka_unit_test(test_app_desired_directory_want),
       cmocka_unit_test(test_app_desired_up_to_date_ignores_server_defaults),
       cmocka_unit_test(test_app_desired_merge_takes_controller_ref),
       cmocka_unit_test(test_app_desired_json_subset),

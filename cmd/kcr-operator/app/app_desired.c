@@ -786,24 +786,25 @@ bool kop_app_child_up_to_date(const json_t *existing, const json_t *desired) {
   return true;
 }
 
-/*
- * directory_apply sets data[key] = url, or removes key when url is "" or gone
- * is true (the App is being deleted, or the finalizer asks).
- */
-static int directory_apply(json_t *data, const char *key, const char *url, bool gone, bool *changed,
-                           kcr_error_t *err) {
-  json_t *cur = json_object_get(data, key);
-  if (gone || !*url) {
+int kop_app_directory_apply(json_t *data, const char *key, const char *want, bool *changed,
+                            kcr_error_t *err) {
+  json_t *cur;
+  *changed = false;
+  if (!json_is_object(data)) {
+    return kcr_error_set(err, KCR_EINVAL, "app: directory data is not an object");
+  }
+  cur = json_object_get(data, key);
+  if (!want) {
     if (cur) {
       json_object_del(data, key);
       *changed = true;
     }
     return 0;
   }
-  if (json_is_string(cur) && !strcmp(json_string_value(cur), url)) {
+  if (json_is_string(cur) && !strcmp(json_string_value(cur), want)) {
     return 0;
   }
-  if (json_object_set_new(data, key, json_string(url)) < 0) {
+  if (json_object_set_new(data, key, json_string(want)) < 0) {
     return kcr_error_set(err, KCR_ENOMEM, "app: directory: out of memory");
   }
   *changed = true;
@@ -814,37 +815,34 @@ int kop_app_directory_update(json_t *data, const json_t *app, bool remove, bool 
                              kcr_error_t *err) {
   char key[KCR_META_KEY_MAX];
   char url[KOP_APP_URL_MAX];
+  int n;
   *changed = false;
-  if (!json_is_object(data)) {
-    return kcr_error_set(err, KCR_EINVAL, "app: directory data is not an object");
-  }
   if (kop_app_directory_key(app, key, sizeof key) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: directory key too long");
   }
-  if (kop_app_url(app, url, sizeof url) < 0) {
+  if ((n = kop_app_url(app, url, sizeof url)) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: url too long");
   }
-  return directory_apply(data, key, url, remove || kcr_meta_is_deleting(app), changed, err);
+  return kop_app_directory_apply(
+      data, key, remove || n == 0 || kcr_meta_is_deleting(app) ? NULL : url, changed, err);
 }
 
-int kop_app_directory_set(json_t *data, const app_v1alpha1_t *app, bool remove, bool *changed,
-                          kcr_error_t *err) {
-  char key[KCR_META_KEY_MAX];
-  char url[KOP_APP_URL_MAX] = "";
-  const char *ns = md_str(app, "namespace"), *name = md_str(app, "name");
+int kop_app_directory_want(const app_v1alpha1_t *app, bool remove, char *key, size_t key_size,
+                           char *url, size_t url_size, const char **want, kcr_error_t *err) {
   json_t *del = json_object_get(app->metadata, "deletionTimestamp");
-  bool deleting = del && !json_is_null(del);
-  *changed = false;
-  if (!json_is_object(data)) {
-    return kcr_error_set(err, KCR_EINVAL, "app: directory data is not an object");
-  }
-  if (fit(snprintf(key, sizeof key, "%s.%s", ns, name), sizeof key) < 0) {
+  int n;
+  *want = NULL;
+  if (fit(snprintf(key, key_size, "%s.%s", md_str(app, "namespace"), md_str(app, "name")),
+          key_size) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: directory key too long");
   }
-  if (kop_app_url_of(app, url, sizeof url) < 0) {
+  if ((n = kop_app_url_of(app, url, url_size)) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: url too long");
   }
-  return directory_apply(data, key, url, remove || deleting, changed, err);
+  if (!remove && n > 0 && !(del && !json_is_null(del))) {
+    *want = url;
+  }
+  return 0;
 }
 
 json_t *kop_app_desired_directory(const char *ns) {

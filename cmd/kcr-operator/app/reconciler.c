@@ -354,21 +354,14 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
   static const kcr_gvr configmaps = {"", "v1", "configmaps"};
   const char *dir_ns = r->directory_namespace;
   char key[KCR_META_KEY_MAX], url[KOP_APP_URL_MAX];
-  json_t *del = json_object_get(app->metadata, "deletionTimestamp");
   kcr_request_options ro;
   json_t *dir = NULL, *data;
   const char *want;
   bool changed = false;
-  int rc, n;
+  int rc;
 
-  n = snprintf(key, sizeof(key), "%s.%s",
-               json_string_value(json_object_get(app->metadata, "namespace")),
-               json_string_value(json_object_get(app->metadata, "name")));
-  if (n < 0 || (size_t)n >= sizeof(key))
-    return kcr_error_set(err, KCR_ETOOBIG, "app: directory key too long");
-  if ((n = kop_app_url_of(app, url, sizeof(url))) < 0)
-    return kcr_error_set(err, KCR_ETOOBIG, "app: url too long");
-  want = remove || n == 0 || (del && !json_is_null(del)) ? NULL : url;
+  if ((rc = kop_app_directory_want(app, remove, key, sizeof(key), url, sizeof(url), &want, err)))
+    return rc;
   if (memo_says(r->memo, key, want))
     return 0;
   memset(&ro, 0, sizeof(ro));
@@ -383,8 +376,7 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
     dir = kop_app_desired_directory(dir_ns);
     if (!dir)
       return kcr_error_set(err, KCR_ENOMEM, "app: out of memory");
-    data = json_object_get(dir, "data");
-    rc = kop_app_directory_set(data, app, false, &changed, err);
+    rc = kop_app_directory_apply(json_object_get(dir, "data"), key, want, &changed, err);
     if (rc == 0 && changed)
       rc = kcr_objclient_create(c, dir, NULL, err);
     goto done;
@@ -397,7 +389,7 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
     data = json_object();
     json_object_set_new(dir, "data", data);
   }
-  rc = kop_app_directory_set(data, app, remove, &changed, err);
+  rc = kop_app_directory_apply(data, key, want, &changed, err);
   if (rc == 0 && changed)
     rc = kcr_objclient_update(c, dir, NULL, NULL, err);
 done:
