@@ -156,9 +156,12 @@ typedef struct target {
  * does not want the answer, so it is not parsed; the client scans only its
  * resourceVersion (t->rv) for read-your-writes, and the object is named as
  * the request named it. A create by generateName has no name yet: not noted.
+ * note_answer notes a successful write either way.
  */
-static void note_scanned(kcr_manager_t *m, const target_t *t) {
-  if (t->rv[0] && t->name && *t->name)
+static void note_answer(kcr_manager_t *m, const target_t *t, json_t **out) {
+  if (out)
+    note(m, &t->gvk, *out);
+  else if (t->rv[0] && t->name && *t->name)
     kcr_cache_note_write_rv(m->cache, &t->gvk, t->ns, t->name, t->rv);
 }
 
@@ -216,10 +219,8 @@ static int oc_create(const kcr_objclient *c, const json_t *obj, json_t **out, kc
     return rc;
   rc = kcr_client_create_object(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj,
                                 &t.ro, out, err);
-  if (rc == 0 && out)
-    note(c->data, &t.gvk, *out);
-  else if (rc == 0)
-    note_scanned(c->data, &t);
+  if (rc == 0)
+    note_answer(c->data, &t, out);
   return rc;
 }
 
@@ -234,10 +235,8 @@ static int oc_update(const kcr_objclient *c, const json_t *obj, const char *sub,
   t.ro.subresource = sub;
   rc = kcr_client_update(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj, &t.ro, out,
                          err);
-  if (rc == 0 && out)
-    note(c->data, &t.gvk, *out);
-  else if (rc == 0)
-    note_scanned(c->data, &t);
+  if (rc == 0)
+    note_answer(c->data, &t, out);
   return rc;
 }
 
@@ -255,10 +254,8 @@ static int oc_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type ty
     t.ro.field_manager = c->field_manager;
   rc = kcr_client_patch(((kcr_manager_t *)c->data)->client, &t.r, t.ns, t.name, type, patch, len,
                         &t.ro, out, err);
-  if (rc == 0 && out)
-    note(c->data, &t.gvk, *out);
-  else if (rc == 0)
-    note_scanned(c->data, &t);
+  if (rc == 0)
+    note_answer(c->data, &t, out);
   return rc;
 }
 
@@ -280,10 +277,8 @@ static int oc_apply(const kcr_objclient *c, const json_t *obj, const kcr_apply_o
                          t.gvk.kind);
   rc = kcr_client_apply(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj, &t.ro, out,
                         err);
-  if (rc == 0 && out)
-    note(c->data, &t.gvk, *out);
-  else if (rc == 0)
-    note_scanned(c->data, &t);
+  if (rc == 0)
+    note_answer(c->data, &t, out);
   return rc;
 }
 
