@@ -118,8 +118,9 @@ typedef void (*kcr_server_handler_cb)(void *data, const kcr_server_request *req,
  *   idle_timeout_ns    a kept-alive connection with no request; 0: 60 s.
  *   max_connections    open connections at once; 0: 64. A new connection
  *                      on a full server sheds the oldest idle one (nothing
- *                      of a request received), else the oldest still
- *                      sending its head, else the oldest not reading its
+ *                      received since accept or its last reply), else the
+ *                      oldest still sending its head or TLS handshake,
+ *                      else the oldest not reading its
  *                      reply; only when every connection is waiting on a
  *                      check or a render is the new one closed at once. So
  *                      idle connections cannot starve the probes.
@@ -158,8 +159,10 @@ typedef void (*kcr_server_handler_cb)(void *data, const kcr_server_request *req,
  * max_header_bytes; a request handed to the worker; a reply body) is charged
  * to a budget of max_buffered_bytes before it is made; what does not fit is
  * refused (a connection is closed, a request answered 503 from static text).
- * So the memory a server holds for its clients never exceeds
- * max_buffered_bytes (16 MiB by default; kcr_manager_serve runs two servers),
+ * A new connection the budget lacks room for only because connections being
+ * closed (shed, timed out) still hold theirs waits in the listen queue for
+ * that memory, one loop iteration, instead of being refused. So the memory a server holds for its
+ * clients never exceeds max_buffered_bytes (16 MiB by default; kcr_manager_serve runs two servers),
  * one connection holds at most its own size plus one reply, and a /metrics
  * body may be at most half the budget (larger: 500). With TLS a connection is
  * charged 57 KiB more (a ciphertext buffer and an estimate of OpenSSL's own),
@@ -262,7 +265,8 @@ KCR_EXTERN void kcr_server_remove_check(kcr_server_t *s, kcr_server_check_t *c);
  * kcr_server_stats: counters for tests and logs. Read with kcr_server_get_stats.
  *   connections         accepted and served.
  *   rejected            closed at once (over max_connections with nothing
- *                       to shed, or over the memory budget).
+ *                       to shed, or the memory budget spent on live
+ *                       connections).
  *   shed                closed to admit a newer connection.
  *   requests            answered (any status).
  *   header_timeouts     closed because a head did not complete in time.
@@ -270,6 +274,9 @@ KCR_EXTERN void kcr_server_remove_check(kcr_server_t *s, kcr_server_check_t *c);
  *   busy                answered 503: the memory budget was spent.
  *   tls_errors          TLS handshakes that failed (bad records, a refused
  *                       protocol version, no shared cipher).
+ *   accept_waits        times a new connection was left in the listen queue
+ *                       until closing connections gave their memory back
+ *                       (a burst of sheds), instead of being refused.
  *   bytes_held          bytes now charged to the memory budget.
  *   bytes_held_peak     the most ever charged (never above max_buffered_bytes).
  */
@@ -282,6 +289,7 @@ typedef struct kcr_server_stats {
   uint64_t busy;
   uint64_t shed;
   uint64_t tls_errors;
+  uint64_t accept_waits;
   size_t bytes_held;
   size_t bytes_held_peak;
 } kcr_server_stats;

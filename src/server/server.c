@@ -25,7 +25,9 @@
  * buffer), a job and the loop's queue node that posts its reply back, and a
  * reply body (charged at its maximum before rendering, trimmed to its actual
  * capacity after). When the budget (max_buffered_bytes) cannot take a new
- * connection it is refused; when it cannot take a job or a body, the request is
+ * connection it is refused, unless closing connections hold what it lacks:
+ * then it waits in the listen queue until their close callbacks (see admit);
+ * when the budget cannot take a job or a body, the request is
  * answered 503 from static text, which needs nothing. So `held` never exceeds
  * max_buffered_bytes (the bound kcr/server.h states); the only allocations
  * outside it are the few bytes of a refused connection's handle, freed on the
@@ -131,6 +133,7 @@ typedef struct conn {
   int reading;      /* uv_read_start is in effect */
   int reading_head; /* a request's first byte has arrived */
   int busy;         /* a request is being answered: its job is out or its reply unsent */
+  int heard;        /* bytes arrived since `since` (TLS: handshake records count) */
   int close_after;  /* the reply in flight ends the connection */
   uint64_t since;   /* loop time its current state (idle, head, reply) began */
   job_t *job;       /* the request the worker is answering, or NULL */
@@ -211,11 +214,13 @@ struct kcr_server {
   int max_conns;
   struct sockaddr_storage addr;
 
-  uv_tcp_t listener; /* loop thread */
-  int listener_open; /* loop thread */
-  conn_t *conns;     /* loop thread */
-  int nconns;        /* loop thread: allocated, closing ones included */
-  int nactive;       /* loop thread: not closing */
+  uv_tcp_t listener;  /* loop thread */
+  int listener_open;  /* loop thread */
+  conn_t *conns;      /* loop thread */
+  int nconns;         /* loop thread: allocated, closing ones included */
+  int nactive;        /* loop thread: not closing */
+  int accept_waiting; /* loop thread: a connection waits in the listen queue for
+                       * the memory of closing ones (see admit) */
   atomic_int port;
 
   pthread_mutex_t mu; /* for the create/destroy handshakes */
@@ -254,7 +259,7 @@ struct kcr_server {
 
   atomic_size_t held, held_peak; /* the budget: bytes allocated for clients */
   atomic_uint_fast64_t st_connections, st_rejected, st_requests, st_timeouts, st_too_large, st_busy,
-      st_shed, st_tls_errors;
+      st_shed, st_tls_errors, st_accept_waits;
 };
 
 /* ---- the memory budget ---- */
@@ -300,6 +305,7 @@ static void maybe_stop_done(kcr_server_t *s) {
 }
 
 static void job_free(job_t *j);
+static void admit(kcr_server_t *s);
 
 static void conn_free(conn_t *c) {
   kcr_server_t *s = c->srv;
@@ -326,6 +332,10 @@ static void conn_unlink_free(conn_t *c) {
   if (c->job)
     c->job->conn = NULL; /* the worker's reply will be dropped */
   conn_free(c);
+  /* Its memory is back: the connection waiting in the listen queue for it
+   * may be admitted now. */
+  if (s->accept_waiting && s->listener_open && !s->stopping)
+    admit(s);
   maybe_stop_done(s);
 }
 
@@ -433,6 +443,7 @@ static void reply_done(conn_t *c, int status) {
   c->len -= c->head_len;
   c->head_len = 0;
   c->reading_head = c->len > 0;
+  c->heard = c->reading_head;
   c->since = uv_now(c->tcp.loop);
   arm_timer(c, c->reading_head ? s->header_timeout_ms : s->idle_timeout_ms);
   process(c);
@@ -1395,6 +1406,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
   }
   if (n == 0 || c->closing)
     return;
+  c->heard = 1;
   if (c->ssl) {
     if (BIO_write(c->rbio, c->cbuf, (int)n) != (int)n) {
       ERR_clear_error();
@@ -1445,9 +1457,10 @@ static void refuse(kcr_server_t *s, uv_stream_t *l) {
 
 /*
  * shed_one closes the connection least worth keeping so that a new one can be
- * admitted; returns 0 when none may go. Order: idle connections (nothing of a
- * request received: new, or kept alive between requests), then ones still
- * sending a head (slowloris), then ones not reading their reply; the oldest in
+ * admitted; returns 0 when none may go. Order: idle connections (nothing
+ * received since accept, or kept alive between requests), then ones sending a
+ * head or, with TLS, a handshake (a client part-way through is worth more than
+ * one that has sent nothing), then ones not reading their reply; the oldest in
  * its state first. A connection whose request is with the worker is never
  * shed: the server, not the client, owes it progress. Bounded by
  * max_connections. Loop thread.
@@ -1459,8 +1472,9 @@ static int shed_one(kcr_server_t *s) {
     int rank;
     if (c->closing || c->job)
       continue;
-    rank = c->busy ? 2 : c->len > 0 || c->pending ? 1 : 0;
-    if (rank < victim_rank || (rank == victim_rank && c->since < victim->since)) {
+    rank = c->busy ? 2 : c->heard || c->len > 0 || c->pending ? 1 : 0;
+    /* The list runs newest first: on a tie the later one is the older. */
+    if (rank < victim_rank || (rank == victim_rank && c->since <= victim->since)) {
       victim = c;
       victim_rank = rank;
     }
@@ -1472,14 +1486,31 @@ static int shed_one(kcr_server_t *s) {
   return 1;
 }
 
-static void on_connection(uv_stream_t *l, int status) {
-  kcr_server_t *s = l->data;
+/*
+ * admit takes the connection waiting in the listener's queue. A full server
+ * sheds one to make room: the probe that just connected is worth more than a
+ * connection that has sent nothing for seconds. When the budget cannot take
+ * it only because connections already closing still hold their memory (a
+ * burst of sheds frees it at the end of this loop iteration, in the close
+ * callbacks), the connection is not refused but left in the queue: libuv
+ * stops watching the listener until uv_accept, and conn_unlink_free admits
+ * it once that memory is back. Only a budget spent on live connections
+ * refuses. Loop thread.
+ */
+static void admit(kcr_server_t *s) {
+  uv_stream_t *l = (uv_stream_t *)&s->listener;
   conn_t *c;
-  if (status < 0)
+  s->accept_waiting = 0;
+  if (s->nactive >= s->max_conns && !shed_one(s)) {
+    refuse(s, l);
     return;
-  /* A full server makes room: the probe that just connected is worth more
-   * than a connection that has sent nothing for seconds. */
-  if ((s->nactive >= s->max_conns && !shed_one(s)) || !charge(s, s->conn_size)) {
+  }
+  if (!charge(s, s->conn_size)) {
+    if (s->nconns > s->nactive) {
+      s->accept_waiting = 1;
+      atomic_fetch_add(&s->st_accept_waits, 1);
+      return;
+    }
     refuse(s, l);
     return;
   }
@@ -1536,6 +1567,13 @@ static void on_connection(uv_stream_t *l, int status) {
   /* Nothing sent yet counts as reading a head: the header timeout applies. */
   c->reading_head = 1;
   arm_timer(c, s->header_timeout_ms);
+}
+
+static void on_connection(uv_stream_t *l, int status) {
+  kcr_server_t *s = l->data;
+  if (status < 0)
+    return;
+  admit(s);
 }
 
 /* ---- start / stop on the loop ---- */
@@ -1925,6 +1963,7 @@ void kcr_server_get_stats(kcr_server_t *s, kcr_server_stats *out) {
   out->busy = atomic_load(&s->st_busy);
   out->shed = atomic_load(&s->st_shed);
   out->tls_errors = atomic_load(&s->st_tls_errors);
+  out->accept_waits = atomic_load(&s->st_accept_waits);
   out->bytes_held = atomic_load(&s->held);
   out->bytes_held_peak = atomic_load(&s->held_peak);
 }
