@@ -198,6 +198,9 @@ KCR_EXTERN const char *kcr_informer_relist_reason_name(kcr_informer_relist_reaso
  *   lists        complete lists stored (1 after the first sync; more after 410s),
  *                streamed ones included.
  *   streamed_lists  of those, how many came from a streaming list.
+ *   relist_reused  objects a list (a relist: the first finds the store empty)
+ *                brought at the version the store held: the stored object was
+ *                kept and the listed copy freed as it arrived.
  *   watches      watches started.
  *   watch_errors watches that ended with an error.
  *   events       watch events queued.
@@ -219,6 +222,7 @@ KCR_EXTERN const char *kcr_informer_relist_reason_name(kcr_informer_relist_reaso
 typedef struct kcr_informer_stats {
   uint64_t lists;
   uint64_t streamed_lists;
+  uint64_t relist_reused;
   uint64_t watches;
   uint64_t watch_errors;
   uint64_t events;

@@ -154,7 +154,8 @@ struct kcr_informer {
   int streaming;          /* protected by mu: the watch is delivering its initial events */
   json_t *stream_items;   /* reflector thread while streaming: key -> compact object */
   atomic_uint_fast64_t streams;
-  int synced; /* protected by mu */
+  atomic_uint_fast64_t reused; /* listed objects kept as stored (reuse_stored) */
+  int synced;                  /* protected by mu */
 
   atomic_uint_fast64_t lists, watches, watch_errors, events;
 
@@ -249,6 +250,28 @@ static int to_compact(kcr_informer_t *inf, json_t **obj) {
   return rc;
 }
 
+/*
+ * reuse_stored takes a listed compact object (steals cobj) and returns the one
+ * the store holds under key when that is at the same resourceVersion (a new
+ * reference; cobj is released), else cobj. A relist mostly lists objects the
+ * store already has: keeping the stored ones and dropping each listed copy as
+ * it arrives makes a relist's peak the store plus what changed, not twice the
+ * store, and the Replace that follows shares the objects. Reflector thread.
+ */
+static json_t *reuse_stored(kcr_informer_t *inf, const char *key, json_t *cobj) {
+  json_t *stored = NULL;
+  const char *rv = kcr__cobj_is(cobj) ? kcr__cobj_rv(cobj) : "";
+  if (!rv[0] || kcr__store_get_compact(inf->store, key, &stored) != 0)
+    return cobj;
+  if (stored != cobj && kcr__cobj_is(stored) && strcmp(kcr__cobj_rv(stored), rv) == 0) {
+    json_decref(cobj);
+    atomic_fetch_add(&inf->reused, 1);
+    return stored;
+  }
+  json_decref(stored);
+  return cobj;
+}
+
 /* sleep_or_stop waits ns on the informer's clock; returns 1 when stopping. */
 static int sleep_or_stop(kcr_informer_t *inf, int64_t ns) {
   int64_t deadline = kcr_clock_now(inf->clock) + ns;
@@ -294,7 +317,7 @@ static void fill_kind(json_t *list, json_t *item) {
 static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
   json_t *all = json_array(), *page = NULL;
   kcr_request_options o;
-  char cont[4096] = "", rv[RV_MAX] = "";
+  char cont[4096] = "", rv[RV_MAX] = "", key[KCR_META_KEY_MAX];
   int rc = 0;
 
   if (!all)
@@ -338,6 +361,8 @@ static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
         kcr_error_set(err, rc, "list %s: cannot store an item: %s", inf->plural, kcr_strerror(rc));
         break;
       }
+      if (kcr__cobj_key_fn(item, key, sizeof(key), NULL) == 0)
+        item = reuse_stored(inf, key, item);
       if (json_array_append_new(all, item) != 0) {
         rc = kcr_error_set(err, KCR_ENOMEM, "list %s: out of memory", inf->plural);
         break;
@@ -394,7 +419,7 @@ static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event *ev, const
       return 0;
     }
     /* Already transformed (on_watch_event): the map holds the stored form. */
-    if (json_object_set_new(inf->stream_items, key, ev->object) != 0) {
+    if (json_object_set_new(inf->stream_items, key, reuse_stored(inf, key, ev->object)) != 0) {
       kcr_log(KCR_LOG_ERROR, "reflector", "%s: out of memory collecting a streamed list",
               kind_name(inf));
       return KCR_ENOMEM;
@@ -1356,6 +1381,7 @@ void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *out) {
   out->watch_errors = atomic_load(&inf->watch_errors);
   out->events = atomic_load(&inf->events);
   out->streamed_lists = atomic_load(&inf->streams);
+  out->relist_reused = atomic_load(&inf->reused);
   pthread_mutex_lock(&inf->mu);
   out->processed_rv = inf->processed_rv;
   pthread_mutex_unlock(&inf->mu);

@@ -12,6 +12,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +146,7 @@ static int converged(kcr_informer_t *inf) {
       fail_msg("timed out waiting for %s", what);                                                  \
   } while (0)
 
-static kcr_informer_t *start_informer(kcr_client_t *c, int64_t idle_ns) {
+static kcr_informer_t *start_informer_with(kcr_client_t *c, int64_t idle_ns, bool streaming) {
   kcr_informer_options o;
   kcr_informer_t *inf;
   kcr_error_t err;
@@ -156,11 +157,16 @@ static kcr_informer_t *start_informer(kcr_client_t *c, int64_t idle_ns) {
   o.ns = "default";
   o.label_selector = "faults=yes";
   o.watch_idle_timeout_ns = idle_ns;
+  o.streaming_list = streaming;
   kcr_error_clear(&err);
   if (kcr_informer_create(&o, &inf, &err) != 0 || kcr_informer_start(inf, &err) != 0 ||
       kcr_informer_wait_for_sync(inf, 60 * KCR_NSEC_PER_SEC, &err) != 0)
     fail_msg("informer: %s", err.message);
   return inf;
+}
+
+static kcr_informer_t *start_informer(kcr_client_t *c, int64_t idle_ns) {
+  return start_informer_with(c, idle_ns, false);
 }
 
 static uint64_t watch_errors(kcr_informer_t *inf) {
@@ -192,16 +198,35 @@ static void test_informer_stalled_connection_is_detected_and_recovered(void **st
   kcr_informer_destroy(inf);
 }
 
-static void test_informer_relists_after_compaction_gone(void **state) {
+/* stored_rv: the cached version of key, copied into rv ("" when absent). */
+static void stored_rv(kcr_informer_t *inf, const char *key, char *rv, size_t size) {
+  json_t *o = NULL;
+  rv[0] = '\0';
+  if (kcr_store_get_by_key(kcr_informer_store(inf), key, &o) == 0)
+    snprintf(rv, size, "%s", kcr_meta_resource_version(o));
+  json_decref(o);
+}
+
+/*
+ * relist_after_gone: objects change, one goes and one comes while the informer
+ * is off the network and etcd compacts; the re-watch gets 410 and the relist
+ * (paged, or streamed) converges. The objects the relist brings back at the
+ * version already cached are kept as cached (relist_reused): gone-keep, which
+ * nothing changed, at least.
+ */
+static void relist_after_gone(bool streaming) {
   kcr_informer_t *inf;
+  kcr_informer_stats st;
   uint64_t before;
-  char rev[64];
-  (void)state;
+  char rev[64], kept[32], now[32];
   put_cm("gone-a", "1");
   put_cm("gone-b", "1");
-  inf = start_informer(proxied, 0);
+  put_cm("gone-keep", "1");
+  inf = start_informer_with(proxied, 0, streaming);
   WAIT_FOR(converged(inf), 30, "the first sync");
   before = lists(inf);
+  stored_rv(inf, "default/gone-keep", kept, sizeof(kept));
+  assert_true(kept[0] != '\0');
   /* Take the informer off the network, change things, compact them away. */
   kcr_faultproxy_refuse(proxy, true);
   kcr_faultproxy_cut(proxy);
@@ -221,7 +246,25 @@ static void test_informer_relists_after_compaction_gone(void **state) {
     json_t *gone = NULL;
     assert_int_not_equal(kcr_store_get_by_key(kcr_informer_store(inf), "default/gone-b", &gone), 0);
   }
+  stored_rv(inf, "default/gone-keep", now, sizeof(now));
+  assert_string_equal(now, kept);
+  kcr_informer_get_stats(inf, &st);
+  assert_true(st.relist_reused >= 1);
+  if (streaming)
+    assert_true(st.streamed_lists >= 2);
   kcr_informer_destroy(inf);
+  del_cm("gone-a");
+  del_cm("gone-c");
+}
+
+static void test_informer_relists_after_compaction_gone(void **state) {
+  (void)state;
+  relist_after_gone(false);
+}
+
+static void test_informer_streamed_relist_after_compaction_gone(void **state) {
+  (void)state;
+  relist_after_gone(true);
 }
 
 static void test_informer_survives_apiserver_restart(void **state) {
@@ -243,6 +286,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_informer_stalled_connection_is_detected_and_recovered),
       cmocka_unit_test(test_informer_relists_after_compaction_gone),
+      cmocka_unit_test(test_informer_streamed_relist_after_compaction_gone),
       cmocka_unit_test(test_informer_survives_apiserver_restart),
   };
   return cmocka_run_group_tests_name("informer_faults_it", tests, group_setup, group_teardown);

@@ -17,6 +17,7 @@
 
 #include "httpserver.h"
 #include "kcr/informer.h"
+#include "kcr/meta.h"
 #include "testutil.h"
 
 static const kcr_gvr configmaps = {"", "v1", "configmaps"};
@@ -44,7 +45,8 @@ enum {
   SC_NORMAL_END,
   SC_STREAM_REFUSED,
   SC_EVERY_TYPE,
-  SC_LIST_FORBIDDEN
+  SC_LIST_FORBIDDEN,
+  SC_GONE_UNCHANGED
 };
 
 static const char list_two[] =
@@ -54,6 +56,10 @@ static const char list_two[] =
 static const char list_one[] =
     "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"200\"},"
     "\"items\":[{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"150\"}}]}";
+/* the relist of SC_GONE_UNCHANGED: a as first listed, b gone */
+static const char list_a_unchanged[] =
+    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"200\"},"
+    "\"items\":[{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"90\"}}]}";
 static const char page_one[] =
     "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"100\","
     "\"continue\":\"tok1\"},\"items\":[{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\","
@@ -101,6 +107,8 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
     }
     if (s->scenario == SC_CONTINUE_EXPIRED)
       resp->body = n == 0 ? page_one : list_one;
+    else if (s->scenario == SC_GONE_UNCHANGED)
+      resp->body = n == 0 ? list_two : list_a_unchanged;
     else
       resp->body = n == 0 ? list_two : list_one;
     return;
@@ -121,7 +129,7 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
       snprintf(s->watch_rvs[n], sizeof(s->watch_rvs[n]), "%.*s", (int)strcspn(rv + 16, "&"),
                rv + 16);
     pthread_mutex_unlock(&s->mu);
-    if (s->scenario == SC_GONE && n == 0) {
+    if ((s->scenario == SC_GONE || s->scenario == SC_GONE_UNCHANGED) && n == 0) {
       resp->body = event_then_gone;
       resp->chunk_size = 64;
       return;
@@ -289,6 +297,28 @@ static void test_informer_gone_watch_relists_with_tombstones(void **state) {
   kcr_informer_get_stats(f->inf, &st);
   assert_int_equal(st.lists, 2);
   assert_true(st.watch_errors >= 1);
+  assert_int_equal(st.relist_reused, 0); /* a came back at a new version */
+  stop(f);
+}
+
+/* A relist that brings an object at the version the store holds keeps the
+ * stored object (the listed copy is dropped as it arrives); the handlers see
+ * the relist as for any other: an update of a, the vanished ones deleted. */
+static void test_informer_relist_keeps_unchanged_objects(void **state) {
+  fixture *f = start(SC_GONE_UNCHANGED);
+  kcr_informer_stats st;
+  json_t *a = NULL;
+  (void)state;
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  WAIT_FOR(atomic_load(&f->script.lists) == 2 && !store_has(f, "ns/b") && !store_has(f, "ns/c"));
+  WAIT_FOR(seen(f, &f->seen.tombstones) == 2);
+  WAIT_FOR(seen(f, &f->seen.updates) == 1);
+  kcr_informer_get_stats(f->inf, &st);
+  assert_int_equal(st.lists, 2);
+  assert_int_equal(st.relist_reused, 1);
+  assert_int_equal(kcr_store_get_by_key(kcr_informer_store(f->inf), "ns/a", &a), 0);
+  assert_string_equal(kcr_meta_resource_version(a), "90");
+  json_decref(a);
   stop(f);
 }
 
@@ -499,6 +529,7 @@ int main(void) {
       cmocka_unit_test(test_informer_metrics_count_a_gone_relist),
       cmocka_unit_test(test_informer_metrics_count_a_failed_list),
       cmocka_unit_test(test_informer_diagnostics_json),
+      cmocka_unit_test(test_informer_relist_keeps_unchanged_objects),
   };
   return cmocka_run_group_tests_name("informer", tests, NULL, NULL);
 }
