@@ -101,7 +101,9 @@ typedef struct kcr_objclient kcr_objclient;
  * new reference, NULL on failure (never NULL out pointers: the wrappers see to
  * it, unless flags has KCR_OBJCLIENT_OUT_OPTIONAL, below). Options are never
  * NULL (the wrappers pass zeroed ones). Every op is required except list,
- * apply and del, which may be NULL (KCR_ENOTSUP).
+ * apply and del, which may be NULL (KCR_ENOTSUP), and update_rv. Fill it with
+ * designated initializers: members are added at the end as the interface
+ * grows, and one left out is NULL.
  *   get     one object of gvk.
  *   list    the objects of gvk that o selects, as a List object (above).
  *   create  POST obj.
@@ -128,6 +130,13 @@ typedef struct kcr_objclient_ops {
   /* KCR_OBJCLIENT_OUT_OPTIONAL or 0 (the default of an initializer that
    * leaves it out). */
   unsigned flags;
+  /* update_rv: optional (NULL: kcr_objclient_update_rv calls update with an
+   * answer and reads the version from it). PUT obj, or its subresource, and
+   * write the answer's metadata.resourceVersion into rv (rv_size bytes, at
+   * least 1; NUL-terminated, "" when the answer has none or it does not fit)
+   * without parsing the rest of the answer. */
+  int (*update_rv)(const kcr_objclient *c, const json_t *obj, const char *subresource, char *rv,
+                   size_t rv_size, kcr_error_t *err);
 } kcr_objclient_ops;
 
 /*
@@ -165,6 +174,18 @@ KCR_EXTERN int kcr_objclient_create(const kcr_objclient *c, const json_t *obj, j
                                     kcr_error_t *err);
 KCR_EXTERN int kcr_objclient_update(const kcr_objclient *c, const json_t *obj,
                                     const char *subresource, json_t **out, kcr_error_t *err);
+/*
+ * kcr_objclient_update_rv is kcr_objclient_update for a caller that keeps the
+ * object it sent and needs of the answer only its new resourceVersion (to send
+ * the object again later, say): rv (rv_size bytes, at least 1) receives it,
+ * NUL-terminated, "" when the answer has none or it does not fit. The
+ * manager's client scans it from the answer's bytes without parsing them;
+ * another client parses the answer. On failure rv is "". Blocking; any thread
+ * but a client's loop thread.
+ */
+KCR_EXTERN int kcr_objclient_update_rv(const kcr_objclient *c, const json_t *obj,
+                                       const char *subresource, char *rv, size_t rv_size,
+                                       kcr_error_t *err);
 KCR_EXTERN int kcr_objclient_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type type,
                                    const char *patch, size_t patch_len, const char *subresource,
                                    json_t **out, kcr_error_t *err);

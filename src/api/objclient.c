@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kcr/apierror.h"
+#include "kcr/meta.h"
 #include "kcr/objclient.h"
 
 /* hand_over gives tmp to *out, or drops it when the caller did not want it. */
@@ -78,6 +79,30 @@ int kcr_objclient_update(const kcr_objclient *c, const json_t *obj, const char *
   json_t *tmp = NULL;
   int rc = c->ops->update(c, obj, subresource, answer(c, out, &tmp), err);
   hand_over(tmp, out);
+  return rc;
+}
+
+int kcr_objclient_update_rv(const kcr_objclient *c, const json_t *obj, const char *subresource,
+                            char *rv, size_t rv_size, kcr_error_t *err) {
+  json_t *tmp = NULL;
+  int rc;
+  if (!rv || rv_size == 0)
+    return kcr_error_set(err, KCR_EINVAL, "object client: update_rv needs room for the version");
+  rv[0] = '\0';
+  if (c->ops->update_rv) {
+    rc = c->ops->update_rv(c, obj, subresource, rv, rv_size, err);
+    if (rc)
+      rv[0] = '\0';
+    return rc;
+  }
+  rc = c->ops->update(c, obj, subresource, &tmp, err);
+  if (rc == 0) {
+    const char *v = tmp ? kcr_meta_resource_version(tmp) : "";
+    size_t n = strlen(v);
+    if (n < rv_size)
+      memcpy(rv, v, n + 1);
+  }
+  json_decref(tmp);
   return rc;
 }
 

@@ -240,6 +240,25 @@ static int oc_update(const kcr_objclient *c, const json_t *obj, const char *sub,
   return rc;
 }
 
+static int oc_update_rv(const kcr_objclient *c, const json_t *obj, const char *sub, char *rv,
+                        size_t rv_size, kcr_error_t *err) {
+  target_t t;
+  size_t n;
+  int rc;
+  if ((rc = target(c, obj, &t, err)) != 0)
+    return rc;
+  t.ro.subresource = sub;
+  rc = kcr_client_update(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj, &t.ro, NULL,
+                         err);
+  if (rc)
+    return rc;
+  note_answer(c->data, &t, NULL);
+  n = strlen(t.rv);
+  if (n < rv_size)
+    memcpy(rv, t.rv, n + 1);
+  return 0;
+}
+
 static int oc_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type type,
                     const char *patch, size_t len, const char *sub, json_t **out,
                     kcr_error_t *err) {
@@ -300,8 +319,15 @@ static int oc_del(const kcr_objclient *c, const json_t *obj, const kcr_delete_op
   return rc;
 }
 
-static const kcr_objclient_ops manager_ops = {
-    oc_get, oc_list, oc_create, oc_update, oc_patch, oc_apply, oc_del, KCR_OBJCLIENT_OUT_OPTIONAL};
+static const kcr_objclient_ops manager_ops = {.get = oc_get,
+                                              .list = oc_list,
+                                              .create = oc_create,
+                                              .update = oc_update,
+                                              .patch = oc_patch,
+                                              .apply = oc_apply,
+                                              .del = oc_del,
+                                              .flags = KCR_OBJCLIENT_OUT_OPTIONAL,
+                                              .update_rv = oc_update_rv};
 
 /* ---- controller source ---- */
 

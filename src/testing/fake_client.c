@@ -1145,8 +1145,13 @@ static int f_del(const kcr_objclient *c, const json_t *obj, const kcr_delete_opt
   return rc;
 }
 
-static const kcr_objclient_ops fake_ops = {f_get,   f_list,  f_create, f_update,
-                                           f_patch, f_apply, f_del,    0};
+static const kcr_objclient_ops fake_ops = {.get = f_get,
+                                           .list = f_list,
+                                           .create = f_create,
+                                           .update = f_update,
+                                           .patch = f_patch,
+                                           .apply = f_apply,
+                                           .del = f_del};
 
 /* ---- life ---- */
 

@@ -433,6 +433,79 @@ static void test_app_reconciler_directory_memo(void **state) {
   assert_int_equal(writes(e), 0);
 }
 
+/* seed_named creates the fixture App under another name in shop. */
+static void seed_named(env_t *e, const char *name) {
+  json_error_t je;
+  json_t *app = json_load_file(FIXTURE("app_full.json"), 0, &je);
+  assert_non_null(app);
+  json_object_del(json_object_get(app, "metadata"), "uid");
+  json_object_del(json_object_get(app, "metadata"), "generation");
+  json_object_set_new(json_object_get(app, "metadata"), "name", json_string(name));
+  assert_int_equal(kcr_objclient_create(&e->c, app, NULL, NULL), 0);
+  json_decref(app);
+}
+
+static int reconcile_named(env_t *e, const char *name, kcr_error_t *err) {
+  kcr_reconcile_request req = {"shop", name};
+  kcr_result res;
+  kcr_error_clear(err);
+  return kcr_testing_reconcile(kop_app_reconcile, &e->r, &e->c, &req, &res, err, NULL);
+}
+
+static const char *dir_entry(json_t *dir, const char *key) {
+  return json_string_value(json_object_get(json_object_get(dir, "data"), key));
+}
+
+/*
+ * The next App's pass starts from the directory as this process last wrote
+ * it: no read. When someone else changed the directory since, the write from
+ * that copy is refused (409): the pass reads the directory and writes again,
+ * and keeps the other writer's entry. When the directory was deleted, the
+ * pass makes it again.
+ */
+static void test_app_reconciler_directory_from_last_write(void **state) {
+  env_t *e = *state;
+  kcr_error_t err;
+  json_t *dir;
+  dir = kop_app_desired_directory(DIR_NS);
+  json_object_set_new(json_object_get(dir, "data"), "other.x", json_string("http://x.other.svc:1"));
+  assert_int_equal(kcr_objclient_create(&e->c, dir, NULL, NULL), 0);
+  json_decref(dir);
+  seed_app(e);
+  assert_int_equal(reconcile(e, &err), 0);
+  assert_int_equal(e->direct_requests, 1); /* the first pass reads it */
+  e->direct_requests = 0;
+  seed_named(e, "api");
+  assert_int_equal(reconcile_named(e, "api", &err), 0);
+  assert_int_equal(e->direct_requests, 0);
+  dir = get(e, &cm_gvk, DIR_NS, KOP_APP_DIRECTORY_NAME);
+  assert_string_equal(dir_entry(dir, "other.x"), "http://x.other.svc:1");
+  assert_string_equal(dir_entry(dir, "shop.web"), "http://web.shop.svc:8080");
+  assert_string_equal(dir_entry(dir, "shop.api"), "http://api.shop.svc:8080");
+  /* someone else writes the directory */
+  json_object_set_new(json_object_get(dir, "data"), "outside.y", json_string("http://y:2"));
+  assert_int_equal(kcr_objclient_update(&e->c, dir, NULL, NULL, &err), 0);
+  json_decref(dir);
+  seed_named(e, "db");
+  assert_int_equal(reconcile_named(e, "db", &err), 0);
+  assert_int_equal(e->direct_requests, 1); /* 409 from the kept copy, then a read */
+  dir = get(e, &cm_gvk, DIR_NS, KOP_APP_DIRECTORY_NAME);
+  assert_string_equal(dir_entry(dir, "outside.y"), "http://y:2");
+  assert_string_equal(dir_entry(dir, "shop.api"), "http://api.shop.svc:8080");
+  assert_string_equal(dir_entry(dir, "shop.db"), "http://db.shop.svc:8080");
+  /* the directory deleted: 404 from the kept copy, then a read, then a create */
+  assert_int_equal(kcr_objclient_del(&e->c, dir, NULL, &err), 0);
+  json_decref(dir);
+  e->direct_requests = 0;
+  seed_named(e, "cache");
+  assert_int_equal(reconcile_named(e, "cache", &err), 0);
+  assert_int_equal(e->direct_requests, 1);
+  dir = get(e, &cm_gvk, DIR_NS, KOP_APP_DIRECTORY_NAME);
+  assert_non_null(dir);
+  assert_string_equal(dir_entry(dir, "shop.cache"), "http://cache.shop.svc:8080");
+  json_decref(dir);
+}
+
 /* An App the generated type cannot decode is a terminal error: no retry, no write. */
 static void test_app_reconciler_undecodable_app(void **state) {
   static const kcr_reconcile_request req = {"shop", "web"};
@@ -473,6 +546,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_app_reconciler_undecodable_app, setup, teardown),
       cmocka_unit_test_setup_teardown(test_app_reconciler_directory_keys, setup, teardown),
       cmocka_unit_test_setup_teardown(test_app_reconciler_directory_memo, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_app_reconciler_directory_from_last_write, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

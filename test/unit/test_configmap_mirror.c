@@ -98,8 +98,12 @@ static int f_del(const kcr_objclient *c, const json_t *obj, const kcr_delete_opt
   return 0;
 }
 
-static const kcr_objclient_ops fake_ops = {f_get,   f_list, f_create, f_update,
-                                           f_patch, NULL,   f_del,    0};
+static const kcr_objclient_ops fake_ops = {.get = f_get,
+                                           .list = f_list,
+                                           .create = f_create,
+                                           .update = f_update,
+                                           .patch = f_patch,
+                                           .del = f_del};
 
 static json_t *list_of(const char *kind, json_t *items) {
   return json_pack("{s:s, s:s, s:{}, s:o}", "apiVersion", "v1", "kind", kind, "metadata", "items",

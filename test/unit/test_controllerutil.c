@@ -327,7 +327,8 @@ static int f_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type typ
   return 0;
 }
 
-static const kcr_objclient_ops fake_ops = {f_get, NULL, f_create, f_update, f_patch, NULL, NULL, 0};
+static const kcr_objclient_ops fake_ops = {
+    .get = f_get, .create = f_create, .update = f_update, .patch = f_patch};
 
 static int set_data(json_t *obj, void *data, kcr_error_t *err) {
   (void)err;

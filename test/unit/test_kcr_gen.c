@@ -338,8 +338,11 @@ static int fake_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type 
   return 0;
 }
 
-static const kcr_objclient_ops fake_ops = {fake_get,   fake_list, fake_create, fake_update,
-                                           fake_patch, NULL,      NULL,        0};
+static const kcr_objclient_ops fake_ops = {.get = fake_get,
+                                           .list = fake_list,
+                                           .create = fake_create,
+                                           .update = fake_update,
+                                           .patch = fake_patch};
 
 static void test_kcr_gen_typed_update_keeps_unknown(void **state) {
   fake f = {sample_with_unknowns(), 0};

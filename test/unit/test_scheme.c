@@ -256,8 +256,8 @@ static int s_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type typ
   return kcr_error_set(err, KCR_ENOTSUP, "not in this test");
 }
 
-static const kcr_objclient_ops store1_ops = {s_get,   s_list, s_write, s_update,
-                                             s_patch, NULL,   NULL,    0};
+static const kcr_objclient_ops store1_ops = {
+    .get = s_get, .list = s_list, .create = s_write, .update = s_update, .patch = s_patch};
 
 static void test_scheme_typed_objects_through_a_client(void **state) {
   static const kcr_gvk cm = {"", "v1", "ConfigMap"}, secret = {"", "v1", "Secret"},

@@ -220,6 +220,8 @@ struct kop_app_directory_memo {
   pthread_mutex_t mu;
   memo_entry **buckets;
   size_t nbuckets, len;
+  json_t *dir; /* the directory as this process last wrote it, at the version
+                * the server answered; NULL: read it */
 };
 
 int kop_app_directory_memo_create(kop_app_directory_memo **out) {
@@ -246,9 +248,43 @@ void kop_app_directory_memo_destroy(kop_app_directory_memo *m) {
       free(e);
     }
   }
+  json_decref(m->dir);
   pthread_mutex_destroy(&m->mu);
   free(m->buckets);
   free(m);
+}
+
+/* memo_take_dir hands over the directory last written (new reference), or
+ * NULL: the caller reads it. */
+static json_t *memo_take_dir(kop_app_directory_memo *m) {
+  json_t *d;
+  if (!m)
+    return NULL;
+  pthread_mutex_lock(&m->mu);
+  d = m->dir;
+  m->dir = NULL;
+  pthread_mutex_unlock(&m->mu);
+  return d;
+}
+
+/* memo_keep_dir keeps dir (stolen), just written at version rv, for the next
+ * pass; of two workers' directories the newer version stays. */
+static void memo_keep_dir(kop_app_directory_memo *m, json_t *dir, const char *rv) {
+  json_t *old = NULL;
+  if (!m || !*rv ||
+      json_object_set_new(kcr_meta_metadata(dir), "resourceVersion", json_string(rv)) != 0) {
+    json_decref(dir);
+    return;
+  }
+  pthread_mutex_lock(&m->mu);
+  if (m->dir && strtoull(kcr_meta_resource_version(m->dir), NULL, 10) > strtoull(rv, NULL, 10)) {
+    old = dir;
+  } else {
+    old = m->dir;
+    m->dir = dir;
+  }
+  pthread_mutex_unlock(&m->mu);
+  json_decref(old);
 }
 
 /* memo_slot returns where key's entry is or would go (FNV-1a); m->mu held. */
@@ -337,11 +373,20 @@ static void memo_note(kop_app_directory_memo *m, const char *key, const char *ur
  * The memo (r->memo) remembers what this process wrote or found for the App's
  * key, so a pass whose entry is already as wanted neither reads nor writes;
  * after a restart, or on a new leader, the first pass of each App looks once.
- * Otherwise it reads through the direct client, not the cache: the directory
- * is one object in the operator's namespace, which a cache limited to
- * --namespace does not watch. It writes through the reconcile's object client
- * c, so that the manager's fence holds for it as for every other write. A
- * conflicting write (another App's pass) fails and is retried.
+ *
+ * The memo also keeps the directory as this process last wrote it, with the
+ * version the server answered (kcr_objclient_update_rv: the answer is not
+ * parsed), and the next pass that must change it starts from that copy instead
+ * of reading the directory again: the PUT carries that version, so a directory
+ * someone else changed meanwhile answers 409 (gone: 404), and the pass then
+ * reads it and writes again. With N Apps the directory is O(N) bytes, and its
+ * read was the largest single cost per App (docs/benchmarks.md).
+ *
+ * The read goes through the direct client, not the cache: the directory is one
+ * object in the operator's namespace, which a cache limited to --namespace
+ * does not watch. It writes through the reconcile's object client c, so that
+ * the manager's fence holds for it as for every other write. A conflicting
+ * write from a read copy (another App's pass) fails and is retried.
  *
  * Why GET and PUT, not a merge patch of the one key: measured with 1000 Apps
  * (docs/benchmarks.md), the patch saved operator CPU but cost the API server
@@ -353,9 +398,9 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
                           kcr_error_t *err) {
   static const kcr_gvr configmaps = {"", "v1", "configmaps"};
   const char *dir_ns = r->directory_namespace;
-  char key[KCR_META_KEY_MAX], url[KOP_APP_URL_MAX];
+  char key[KCR_META_KEY_MAX], url[KOP_APP_URL_MAX], rv[64] = "";
   kcr_request_options ro;
-  json_t *dir = NULL, *data;
+  json_t *dir, *data;
   const char *want;
   bool changed = false;
   int rc;
@@ -364,6 +409,21 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
     return rc;
   if (memo_says(r->memo, key, want))
     return 0;
+  if ((dir = memo_take_dir(r->memo)) != NULL) {
+    rc = kop_app_directory_apply(json_object_get(dir, "data"), key, want, &changed, err);
+    if (rc == 0 && changed)
+      rc = kcr_objclient_update_rv(c, dir, NULL, rv, sizeof(rv), err);
+    if (rc == 0) {
+      memo_note(r->memo, key, want, remove);
+      memo_keep_dir(r->memo, dir, rv[0] ? rv : kcr_meta_resource_version(dir));
+      return 0;
+    }
+    json_decref(dir);
+    if (rc != KCR_EAPI || !(kcr_error_is_conflict(err) || kcr_error_is_not_found(err)))
+      return rc;
+    kcr_error_clear(err); /* changed or gone since this process wrote it: read it */
+    changed = false;
+  }
   memset(&ro, 0, sizeof(ro));
   ro.cancel = kcr_reconcile_cancel(ctx);
   rc = kcr_client_get(r->direct, &configmaps, dir_ns, KOP_APP_DIRECTORY_NAME, &ro, &dir, err);
@@ -379,7 +439,10 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
     rc = kop_app_directory_apply(json_object_get(dir, "data"), key, want, &changed, err);
     if (rc == 0 && changed)
       rc = kcr_objclient_create(c, dir, NULL, err);
-    goto done;
+    if (rc == 0)
+      memo_note(r->memo, key, want, remove);
+    json_decref(dir);
+    return rc;
   }
   if (rc)
     return rc;
@@ -391,12 +454,14 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
   }
   rc = kop_app_directory_apply(data, key, want, &changed, err);
   if (rc == 0 && changed)
-    rc = kcr_objclient_update(c, dir, NULL, NULL, err);
-done:
-  if (rc == 0)
-    memo_note(r->memo, key, want, remove);
-  json_decref(dir);
-  return rc;
+    rc = kcr_objclient_update_rv(c, dir, NULL, rv, sizeof(rv), err);
+  if (rc) {
+    json_decref(dir);
+    return rc;
+  }
+  memo_note(r->memo, key, want, remove);
+  memo_keep_dir(r->memo, dir, rv[0] ? rv : kcr_meta_resource_version(dir));
+  return 0;
 }
 
 /*
