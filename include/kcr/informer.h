@@ -201,6 +201,11 @@ KCR_EXTERN const char *kcr_informer_relist_reason_name(kcr_informer_relist_reaso
  *   relist_reused  objects a list (a relist: the first finds the store empty)
  *                brought at the version the store held: the stored object was
  *                kept and the listed copy freed as it arrived.
+ *   scanned      watch events (ADDED, MODIFIED, DELETED; a streaming list's
+ *                included) whose object was scanned from its line straight
+ *                into the stored form, with no tree: all of them when the
+ *                informer has no transform (the default drops managedFields),
+ *                none with one.
  *   watches      watches started.
  *   watch_errors watches that ended with an error.
  *   events       watch events queued.
@@ -223,6 +228,7 @@ typedef struct kcr_informer_stats {
   uint64_t lists;
   uint64_t streamed_lists;
   uint64_t relist_reused;
+  uint64_t scanned;
   uint64_t watches;
   uint64_t watch_errors;
   uint64_t events;

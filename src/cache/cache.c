@@ -236,8 +236,14 @@ static int create_informer(kcr_cache_t *c, entry_t *e, const kcr_rest_mapping *m
   o.label_selector = e->label_selector;
   o.field_selector = e->field_selector;
   o.resync_period_ns = c->resync_ns;
-  o.transform = entry_transform;
-  o.transform_data = e;
+  /* Whole objects without a transform of the user's: the informer's own default
+   * (managedFields dropped) is what entry_transform would do, and the informer
+   * does it while scanning each watch line into the stored form, with no tree;
+   * a transform of any kind makes every line a tree first. */
+  if (e->metadata_only || e->transform) {
+    o.transform = entry_transform;
+    o.transform_data = e;
+  }
   o.metrics = c->metrics;
   o.streaming_list = c->streaming_list;
   rc = kcr_informer_create(&o, &e->inf, err);

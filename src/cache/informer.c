@@ -154,8 +154,9 @@ struct kcr_informer {
   int streaming;          /* protected by mu: the watch is delivering its initial events */
   json_t *stream_items;   /* reflector thread while streaming: key -> compact object */
   atomic_uint_fast64_t streams;
-  atomic_uint_fast64_t reused; /* listed objects kept as stored (reuse_stored) */
-  int synced;                  /* protected by mu */
+  atomic_uint_fast64_t reused;  /* listed objects kept as stored (reuse_stored) */
+  atomic_uint_fast64_t scanned; /* watch objects that came as compact objects */
+  int synced;                   /* protected by mu */
 
   atomic_uint_fast64_t lists, watches, watch_errors, events;
 
@@ -484,6 +485,10 @@ static int on_watch_event(const kcr_watch_event *event, void *data) {
   pthread_mutex_lock(&inf->mu);
   streaming = inf->streaming;
   pthread_mutex_unlock(&inf->mu);
+  if ((ev->type == KCR_WATCH_ADDED || ev->type == KCR_WATCH_MODIFIED ||
+       ev->type == KCR_WATCH_DELETED) &&
+      kcr__cobj_is(ev->object))
+    atomic_fetch_add(&inf->scanned, 1);
   if ((ev->type == KCR_WATCH_ADDED || ev->type == KCR_WATCH_MODIFIED ||
        ev->type == KCR_WATCH_DELETED) &&
       !kcr__cobj_is(ev->object)) {
@@ -1382,6 +1387,7 @@ void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *out) {
   out->events = atomic_load(&inf->events);
   out->streamed_lists = atomic_load(&inf->streams);
   out->relist_reused = atomic_load(&inf->reused);
+  out->scanned = atomic_load(&inf->scanned);
   pthread_mutex_lock(&inf->mu);
   out->processed_rv = inf->processed_rv;
   pthread_mutex_unlock(&inf->mu);

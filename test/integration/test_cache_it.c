@@ -25,6 +25,7 @@
 #include "kcr/cache.h"
 #include "kcr/client.h"
 #include "kcr/config.h"
+#include "kcr/informer.h"
 #include "kcr/meta.h"
 #include "kcr_itutil.h"
 #include "kcr_testenv.h"
@@ -170,6 +171,17 @@ static void test_cache_it_configmaps(void **state) {
   assert_true(seen);
   assert_int_equal(
       count_list(c, &(kcr_list_options){.ns = ns, .index = "color", .index_value = "red"}), 3);
+  {
+    /* No transform of the user's: watch lines are scanned, never trees. */
+    kcr_informer_t *inf = NULL;
+    kcr_informer_stats st;
+    CHECK(kcr_cache_get_informer(c, &cm_gvk, &inf, E));
+    kcr_informer_get_stats(inf, &st);
+    assert_true(st.scanned >= 1);
+    assert_int_equal(st.scanned, st.received[KCR_WATCH_ADDED - 1] +
+                                     st.received[KCR_WATCH_MODIFIED - 1] +
+                                     st.received[KCR_WATCH_DELETED - 1]);
+  }
 
   /* Scope errors. */
   kcr_error_clear(&err);
@@ -240,6 +252,14 @@ static void test_cache_it_metadata_only_secrets(void **state) {
     assert_int_equal(json_array_size(kcr_list_items(list)), 1);
     json_array_foreach(kcr_list_items(list), i, item) assert_int_equal(json_object_size(item), 3);
     json_decref(list);
+  }
+  {
+    /* Metadata only is a transform: every line becomes a tree and is cut. */
+    kcr_informer_t *inf = NULL;
+    kcr_informer_stats st;
+    CHECK(kcr_cache_get_informer(c, &secret_gvk, &inf, E));
+    kcr_informer_get_stats(inf, &st);
+    assert_int_equal(st.scanned, 0);
   }
   kcr_cache_destroy(c);
 }
