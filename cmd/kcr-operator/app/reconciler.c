@@ -414,6 +414,8 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
     if (rc == 0 && changed)
       rc = kcr_objclient_update_rv(c, dir, NULL, rv, sizeof(rv), err);
     if (rc == 0) {
+      kcr_reconcile_log(ctx, KCR_LOG_DEBUG, "directory %s from the copy last written (%s)",
+                        changed ? "written" : "already right", rv[0] ? rv : "unchanged");
       memo_note(r->memo, key, want, remove);
       memo_keep_dir(r->memo, dir, rv[0] ? rv : kcr_meta_resource_version(dir));
       return 0;
