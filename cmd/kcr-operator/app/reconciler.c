@@ -128,7 +128,8 @@ static int read_direct(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, co
 
 /*
  * sync_child brings one child in line. *observed (may be NULL) receives the
- * child as it now is when the App controls it (new reference). *conflict is set
+ * child as it now is when the App controls it (new reference); without it a
+ * write's answer is not parsed. *conflict is set
  * when the App wants the child and a same-named one exists that the App does
  * not control; a child the spec does not ask for is no conflict, whoever owns
  * it. Its log lines carry the reconcile's fields (kcr_reconcile_log).
@@ -164,7 +165,7 @@ static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, con
     goto out;
   }
   if (!existing) {
-    rc = kcr_objclient_create(c, desired, &out, err);
+    rc = kcr_objclient_create(c, desired, observed ? &out : NULL, err);
     if (rc == 0) {
       kcr_reconcile_log(ctx, KCR_LOG_INFO, "created %s %s/%s", k->kind, ns, name);
       record(r, app, "Normal", "Created", "Create", k->kind, ns, name);
@@ -187,7 +188,7 @@ static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, con
   if (!kop_app_child_up_to_date(existing, desired)) {
     rc = kop_app_merge_child(existing, desired, &merged, err);
     if (rc == 0)
-      rc = kcr_objclient_update(c, merged, NULL, &out, err);
+      rc = kcr_objclient_update(c, merged, NULL, observed ? &out : NULL, err);
     if (rc == 0) {
       kcr_reconcile_log(ctx, KCR_LOG_INFO, "updated %s %s/%s", k->kind, ns, name);
       record(r, app, "Normal", "Updated", "Update", k->kind, ns, name);
@@ -538,12 +539,12 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
     for (size_t i = 0; i < sizeof(children) / sizeof(children[0]) && sync_rc == 0; i++) {
       bool child_conflict = false;
       json_t *seen = NULL;
-      sync_rc = sync_child(ctx, r, c, app, id, &children[i], &seen, &child_conflict, conflict_msg,
-                           sizeof(conflict_msg), err);
+      /* Only the Deployment's answer is read (for the status): the others
+       * are not parsed. */
+      sync_rc = sync_child(ctx, r, c, app, id, &children[i], i == 0 ? &seen : NULL, &child_conflict,
+                           conflict_msg, sizeof(conflict_msg), err);
       if (i == 0)
         deployment = seen;
-      else
-        json_decref(seen);
       conflict = conflict || child_conflict;
     }
     if (sync_rc == 0)
