@@ -15,11 +15,22 @@
  * events.k8s.io/v1 Event (with its series if it already has one), a series
  * whose count moved is PATCHed (merge patch of series.count and
  * lastObservedTime) once its patch interval has passed, or at once while a
- * flush is asked for. The request body is built under the lock and sent
- * without it; the entry is marked busy meanwhile so eviction leaves it alone. A
- * PATCH answered 404 (the Event expired or was deleted) re-creates it. Entries
- * whose series window has passed are evicted lazily when the table is full.
- * Waits use kcr_clock_timedwait, so tests drive windows with a fake clock.
+ * flush is asked for. Of the entries due, the one queued first goes first. So
+ * that picking it does not walk every series waiting for its interval (about
+ * one per object at scale), each queued entry is also filed in one of two
+ * binary min-heaps: "ready" (due now: not created yet, or its interval has
+ * passed), ordered by its place in the FIFO, and "waiting" (created), ordered
+ * by when its interval ends. The sender moves the waiting entries whose time
+ * has come to ready, then takes ready's first: O(log N) a send, amortised.
+ * While a flush or a stop is asked for every entry is due, and the FIFO's head
+ * goes first. An entry whose created flag changes while it is queued (recorded
+ * again during its own write) is filed again. The heaps' arrays hold a slot
+ * for every entry in the table, reserved when the entry is made, so queueing
+ * never allocates. The request body is built under the lock and sent without
+ * it; the entry is marked busy meanwhile so eviction leaves it alone. A PATCH
+ * answered 404 (the Event expired or was deleted) re-creates it. Entries whose
+ * series window has passed are evicted lazily when the table is full. Waits
+ * use kcr_clock_timedwait, so tests drive windows with a fake clock.
  *
  * The key is client-go's tools/events getKey: the reporting controller and
  * instance, the regarding object (apiVersion, kind, namespace, name, uid,
@@ -57,9 +68,15 @@
 
 static const kcr_gvr events_gvr = {"events.k8s.io", "v1", "events"};
 
+struct heap;
+
 typedef struct entry {
   char *key;                        /* immutable; the entries map's key */
-  struct entry *qnext;              /* protected by mu: the pending FIFO */
+  struct entry *qnext, *qprev;      /* protected by mu: the pending FIFO */
+  uint64_t seq;                     /* protected by mu: its place in the FIFO */
+  struct heap *heap;                /* protected by mu: the heap it is filed in, or NULL */
+  size_t hidx;                      /* protected by mu: its slot in that heap */
+  int64_t hkey;                     /* protected by mu: that heap's order (seq or due time) */
   int queued, busy;                 /* protected by mu */
   int created;                      /* protected by mu: POSTed successfully */
   long long count;                  /* protected by mu */
@@ -73,6 +90,16 @@ typedef struct entry {
   char type[16], reason[KCR_EVENT_FIELD_MAX], action[KCR_EVENT_FIELD_MAX];
   char note[KCR_EVENT_NOTE_MAX + 1];
 } entry_t;
+
+/*
+ * heap: a binary min-heap of queued entries by hkey, in an array whose
+ * capacity is reserved ahead (heap_reserve), so pushing never fails. Each entry
+ * keeps its slot (hidx) so that it can be taken out from anywhere.
+ */
+typedef struct heap {
+  entry_t **v;
+  size_t len, cap;
+} heap_t;
 
 typedef struct spam {
   char *key; /* immutable; the spam map's key */
@@ -95,7 +122,10 @@ struct kcr_event_recorder {
   pthread_cond_t done_cond;       /* wakes flushers */
   kcr__hmap_t entries;            /* key -> entry_t; protected by mu */
   kcr__hmap_t spam;               /* object key -> spam_t; protected by mu */
-  entry_t *qhead, *qtail;         /* protected by mu */
+  entry_t *qhead, *qtail;         /* protected by mu: the FIFO of queued entries */
+  uint64_t qseq;                  /* protected by mu: the next entry_t.seq */
+  heap_t ready;                   /* protected by mu: queued entries due now, by seq */
+  heap_t waiting;                 /* protected by mu: queued created ones, by due time */
   int nqueued;                    /* protected by mu */
   int flushing;                   /* protected by mu */
   int stop;                       /* protected by mu */
@@ -118,18 +148,139 @@ static void entry_free(entry_t *e) {
   kcr__free(e);
 }
 
+/* heap_reserve makes room for n entries in h. 0 or -1 (out of memory). */
+static int heap_reserve(heap_t *h, size_t n) {
+  entry_t **v;
+  size_t cap;
+  if (n <= h->cap)
+    return 0;
+  cap = h->cap ? h->cap : 16;
+  while (cap < n)
+    cap *= 2;
+  v = kcr__realloc(h->v, cap * sizeof(void *));
+  if (!v)
+    return -1;
+  h->v = v;
+  h->cap = cap;
+  return 0;
+}
+
+static bool heap_less(const entry_t *a, const entry_t *b) {
+  return a->hkey < b->hkey;
+}
+
+static void heap_set(heap_t *h, size_t i, entry_t *e) {
+  h->v[i] = e;
+  e->hidx = i;
+}
+
+static void heap_up(heap_t *h, size_t i) {
+  entry_t *e = h->v[i];
+  while (i > 0 && heap_less(e, h->v[(i - 1) / 2])) {
+    heap_set(h, i, h->v[(i - 1) / 2]);
+    i = (i - 1) / 2;
+  }
+  heap_set(h, i, e);
+}
+
+static void heap_down(heap_t *h, size_t i) {
+  entry_t *e = h->v[i];
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= h->len)
+      break;
+    if (c + 1 < h->len && heap_less(h->v[c + 1], h->v[c]))
+      c++;
+    if (!heap_less(h->v[c], e))
+      break;
+    heap_set(h, i, h->v[c]);
+    i = c;
+  }
+  heap_set(h, i, e);
+}
+
+static void heap_push(heap_t *h, entry_t *e, int64_t key) {
+  assert(h->len < h->cap); /* reserved when the entry was made */
+  e->hkey = key;
+  e->heap = h;
+  heap_set(h, h->len++, e);
+  heap_up(h, h->len - 1);
+}
+
+static void heap_remove(heap_t *h, entry_t *e) {
+  size_t i = e->hidx;
+  assert(e->heap == h && i < h->len && h->v[i] == e);
+  e->heap = NULL;
+  if (i == --h->len)
+    return;
+  heap_set(h, i, h->v[h->len]);
+  heap_down(h, i);
+  heap_up(h, i);
+}
+
+static entry_t *heap_top(const heap_t *h) {
+  return h->len ? h->v[0] : NULL;
+}
+
+/* heap_clear empties h (its entries stay as they are, filed nowhere). */
+static void heap_clear(heap_t *h) {
+  for (size_t i = 0; i < h->len; i++)
+    h->v[i]->heap = NULL;
+  h->len = 0;
+}
+
+/* file_entry files a queued entry by when it is due: a new one now, a created one
+ * when its patch interval has passed since its last write. */
+static void file_entry(kcr_event_recorder_t *r, entry_t *e) {
+  int64_t due;
+  if (!e->created) {
+    heap_push(&r->ready, e, (int64_t)e->seq);
+    return;
+  }
+  due = e->last_patch > INT64_MAX - r->patch_ns ? INT64_MAX : e->last_patch + r->patch_ns;
+  heap_push(&r->waiting, e, due);
+}
+
+/* refile files e again after its created flag changed, if it is filed. */
+static void refile(kcr_event_recorder_t *r, entry_t *e) {
+  if (!e->heap)
+    return;
+  heap_remove(e->heap, e);
+  file_entry(r, e);
+}
+
 static void enqueue(kcr_event_recorder_t *r, entry_t *e) {
   if (e->queued)
     return;
   e->queued = 1;
+  e->seq = r->qseq++;
   e->qnext = NULL;
+  e->qprev = r->qtail;
   if (r->qtail)
     r->qtail->qnext = e;
   else
     r->qhead = e;
   r->qtail = e;
+  file_entry(r, e);
   r->nqueued++;
   pthread_cond_signal(&r->cond);
+}
+
+/* dequeue takes a queued entry out of the FIFO and its heap. */
+static void dequeue(kcr_event_recorder_t *r, entry_t *e) {
+  if (e->qprev)
+    e->qprev->qnext = e->qnext;
+  else
+    r->qhead = e->qnext;
+  if (e->qnext)
+    e->qnext->qprev = e->qprev;
+  else
+    r->qtail = e->qprev;
+  e->qnext = e->qprev = NULL;
+  if (e->heap)
+    heap_remove(e->heap, e);
+  e->queued = 0;
+  r->nqueued--;
 }
 
 /* evict_expired drops entries whose window passed (not queued nor busy). */
@@ -239,7 +390,9 @@ static int record_note(kcr_event_recorder_t *r, const kcr_object_ref *ref, const
     return KCR_EAGAIN;
   }
   e = kcr__calloc(1, sizeof(*e));
-  if (!e || !(e->key = kcr__strdup(key)) ||
+  /* a slot in each heap for every entry in the table: enqueue cannot fail */
+  if (!e || heap_reserve(&r->ready, r->entries.len + 1) ||
+      heap_reserve(&r->waiting, r->entries.len + 1) || !(e->key = kcr__strdup(key)) ||
       !(e->regarding =
             json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "apiVersion", nz(ref->api_version), "kind",
                       ref->kind, "namespace", nz(ref->namespace_), "name", ref->name, "uid",
@@ -320,29 +473,27 @@ static json_t *build_event(kcr_event_recorder_t *r, const entry_t *e) {
   return ev;
 }
 
-/* next_due picks the first queued entry that is due, or NULL; *wake gets the
- * earliest time a queued series patch becomes due. Called with mu held. */
+/* take_due takes the first queued entry (in FIFO order) that is due, or returns
+ * NULL; then *wake gets the earliest time a queued series patch becomes due
+ * (INT64_MAX: none). While flushing or stopping every entry is due. Called with
+ * mu held. */
 static entry_t *take_due(kcr_event_recorder_t *r, int64_t now, int64_t *wake) {
-  entry_t **p = &r->qhead, *prev = NULL;
+  entry_t *e;
   *wake = INT64_MAX;
-  while (*p) {
-    entry_t *e = *p;
-    int64_t due = e->created ? e->last_patch + r->patch_ns : now;
-    if (due <= now || r->flushing || r->stop) {
-      *p = e->qnext;
-      if (r->qtail == e)
-        r->qtail = prev;
-      e->queued = 0;
-      e->qnext = NULL;
-      r->nqueued--;
-      return e;
+  if (r->flushing || r->stop) {
+    e = r->qhead;
+  } else {
+    while ((e = heap_top(&r->waiting)) && e->hkey <= now) {
+      heap_remove(&r->waiting, e);
+      heap_push(&r->ready, e, (int64_t)e->seq);
     }
-    if (due < *wake)
-      *wake = due;
-    prev = e;
-    p = &e->qnext;
+    e = heap_top(&r->ready);
+    if (!e && heap_top(&r->waiting))
+      *wake = heap_top(&r->waiting)->hkey;
   }
-  return NULL;
+  if (e)
+    dequeue(r, e);
+  return e;
 }
 
 /* jfree releases what json_dumps returned, with jansson's allocator (which
@@ -405,7 +556,10 @@ static void send_entry(kcr_event_recorder_t *r, entry_t *e) {
   pthread_mutex_lock(&r->mu);
   e->busy = 0;
   if (rc == 0) {
-    e->created = 1;
+    if (!e->created) {
+      e->created = 1;
+      refile(r, e); /* recorded again while being POSTed: now due after the interval */
+    }
     e->sent_count = count;
     if (create)
       r->stats.created++;
@@ -417,6 +571,7 @@ static void send_entry(kcr_event_recorder_t *r, entry_t *e) {
     r->stats.failed++;
     if (!create && kcr_error_is_not_found(&err)) {
       e->created = 0; /* expired or deleted: create it again, series and all */
+      refile(r, e);
       enqueue(r, e);
     }
   }
@@ -575,6 +730,8 @@ void kcr_event_recorder_destroy(kcr_event_recorder_t *r) {
   pthread_mutex_lock(&r->mu);
   r->stop = 1;
   r->qhead = r->qtail = NULL; /* what is left after the flush is dropped */
+  heap_clear(&r->ready);
+  heap_clear(&r->waiting);
   pthread_cond_signal(&r->cond);
   pthread_mutex_unlock(&r->mu);
   if (r->has_thread)
@@ -585,6 +742,8 @@ void kcr_event_recorder_destroy(kcr_event_recorder_t *r) {
     entry_free(sl->val);
   }
   kcr__hmap_free(&r->entries);
+  kcr__free(r->ready.v);
+  kcr__free(r->waiting.v);
   spam_free_all(r);
   pthread_mutex_destroy(&r->mu);
   pthread_cond_destroy(&r->cond);
