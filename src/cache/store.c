@@ -44,7 +44,8 @@
 /* item: one stored key. obj and ivals are protected by the store lock. */
 typedef struct item {
   json_t *obj; /* a compact object */
-  char *ivals; /* per indexer, in order: uint32 count, then count NUL-terminated values */
+  char *ivals; /* per indexer after the namespace one, in order: uint32 count, then count
+                * NUL-terminated values; NULL when there is no such indexer */
   char key[];
 } item_t;
 
@@ -165,17 +166,33 @@ static char *exact_copy(kcr_buf_t *b) {
   return p;
 }
 
-/* compute_ivals runs indexers [0, n) on obj (a tree, or a compact object that
- * is parsed only when an indexer besides the namespace one needs it) into a
- * new packed blob. */
+/* ns_value is the namespace index's value for obj (a tree or a compact
+ * object): the namespace the compact form of obj keeps. */
+static const char *ns_value(const json_t *obj) {
+  return kcr__cobj_is(obj) ? kcr__cobj_ns(obj) : kcr_meta_namespace(obj);
+}
+
+/*
+ * compute_ivals runs indexers [1, n) on obj (a tree, or a compact object that
+ * is parsed only when such an indexer exists) into a new packed blob, NULL when
+ * n is 1. The namespace index's value is not kept: it is the stored object's
+ * namespace (igroup), which saves an allocation per item. It is checked here
+ * as kcr_index_values_add would.
+ */
 static int compute_ivals(const indexer_t *idx, size_t n, const json_t *obj, char **out,
                          kcr_error_t *err) {
   kcr_buf_t b;
   json_t *tree = NULL;
   int rc = 0;
   *out = NULL;
+  assert(n >= 1 && idx[0].fn == ns_index);
+  if (strlen(ns_value(obj)) >= KCR_STORE_INDEX_VALUE_MAX)
+    return kcr_error_set(err, KCR_ETOOBIG, "store: index %s: %s", idx[0].name,
+                         kcr_strerror(KCR_ETOOBIG));
+  if (n == 1)
+    return 0;
   kcr_buf_init(&b, (size_t)1 << 24);
-  for (size_t i = 0; i < n && rc == 0; i++) {
+  for (size_t i = 1; i < n && rc == 0; i++) {
     const json_t *arg = obj;
     if (kcr__cobj_is(obj) && idx[i].fn != ns_index) {
       if (!tree && (rc = sobj_parse(obj, &tree)) != 0) {
@@ -196,7 +213,7 @@ static int compute_ivals(const indexer_t *idx, size_t n, const json_t *obj, char
   return 0;
 }
 
-/* group finds indexer i's group in a blob: returns its first value, sets *count. */
+/* group finds group i of a blob (indexer i + 1): returns its first value, sets *count. */
 static const char *group(const char *ivals, size_t i, uint32_t *count) {
   const char *p = ivals;
   uint32_t c;
@@ -214,6 +231,15 @@ static const char *group(const char *ivals, size_t i, uint32_t *count) {
   }
   *count = c;
   return p;
+}
+
+/* igroup finds indexer i's values for an item holding obj (NULL: none) and
+ * ivals: the namespace index's one value is obj's namespace. */
+static const char *igroup(const json_t *obj, const char *ivals, size_t i, uint32_t *count) {
+  if (i > 0)
+    return group(ivals, i - 1, count);
+  *count = obj ? 1 : 0;
+  return obj ? kcr__cobj_ns(obj) : NULL;
 }
 
 /* ivals_len is the byte length of the first ngroups groups of a blob. */
@@ -426,10 +452,11 @@ int kcr_store_add_indexer(kcr_store_t *s, const char *name, kcr_index_fn fn, voi
     kcr_buf_t b;
     uint32_t c;
     const char *g;
-    size_t old_len = ivals_len(it->ivals, s->nidx);
+    size_t old_len = ivals_len(it->ivals, s->nidx - 1);
 
     kcr_buf_init(&b, (size_t)1 << 24);
-    if ((rc = sobj_parse(it->obj, &obj)) || (rc = kcr_buf_append(&b, it->ivals, old_len)) ||
+    if ((rc = sobj_parse(it->obj, &obj)) ||
+        (old_len && (rc = kcr_buf_append(&b, it->ivals, old_len))) ||
         (rc = run_indexer(&nix, obj, &b, err))) {
       json_decref(obj);
       kcr_buf_free(&b);
@@ -441,7 +468,7 @@ int kcr_store_add_indexer(kcr_store_t *s, const char *name, kcr_index_fn fn, voi
       rc = kcr_error_set(err, KCR_ENOMEM, "store: out of memory");
       goto out;
     }
-    g = group(blobs[i], s->nidx, &c);
+    g = group(blobs[i], s->nidx - 1, &c);
     if ((rc = link_values(&nix.values, it, g, c, NULL, 0))) {
       i++;
       kcr_error_set(err, rc, "store: out of memory");
@@ -497,7 +524,7 @@ static int put(kcr_store_t *s, const char *key, json_t *o, const json_t *src, js
   }
   for (i = 0; i < s->nidx; i++, linked++) {
     uint32_t nn, on;
-    const char *ng = group(ivals, i, &nn), *og = group(it->ivals, i, &on);
+    const char *ng = igroup(o, ivals, i, &nn), *og = igroup(it->obj, it->ivals, i, &on);
     if ((rc = link_values(&s->idx[i].values, it, ng, nn, og, on))) {
       linked++; /* partially linked: undo it too */
       kcr_error_set(err, rc, "store: out of memory");
@@ -506,7 +533,7 @@ static int put(kcr_store_t *s, const char *key, json_t *o, const json_t *src, js
   }
   for (i = 0; i < s->nidx; i++) {
     uint32_t nn, on;
-    const char *ng = group(ivals, i, &nn), *og = group(it->ivals, i, &on);
+    const char *ng = igroup(o, ivals, i, &nn), *og = igroup(it->obj, it->ivals, i, &on);
     unlink_values(&s->idx[i].values, key, og, on, ng, nn);
   }
   if (fresh)
@@ -527,7 +554,7 @@ fail:
     it = fresh ? fresh : kcr__hmap_get(&s->items, key);
     for (i = 0; it && i < linked; i++) {
       uint32_t nn, on;
-      const char *ng = group(ivals, i, &nn), *og = group(it->ivals, i, &on);
+      const char *ng = igroup(o, ivals, i, &nn), *og = igroup(it->obj, it->ivals, i, &on);
       unlink_values(&s->idx[i].values, key, ng, nn, og, on);
     }
   }
@@ -572,7 +599,7 @@ static item_t *detach_locked(kcr_store_t *s, const char *key) {
     return NULL;
   for (size_t i = 0; i < s->nidx; i++) {
     uint32_t c;
-    const char *g = group(it->ivals, i, &c);
+    const char *g = igroup(it->obj, it->ivals, i, &c);
     unlink_values(&s->idx[i].values, key, g, c, NULL, 0);
   }
   (void)kcr__hmap_del(&s->items, key);
@@ -659,7 +686,7 @@ int kcr_store_replace(kcr_store_t *s, const json_t *items, const char *resource_
     item_t *it = sl->val;
     for (size_t x = 0; x < s->nidx; x++) {
       uint32_t c;
-      const char *g = group(it->ivals, x, &c);
+      const char *g = igroup(it->obj, it->ivals, x, &c);
       if (link_values(&nvalues[x], it, g, c, NULL, 0)) {
         rc = kcr_error_set(err, KCR_ENOMEM, "store: out of memory");
         goto fail_locked;

@@ -399,6 +399,37 @@ static void test_store_custom_key(void **state) {
   kcr_store_destroy(s);
 }
 
+/* The namespace index's value is the stored object's namespace, not a copy:
+ * with a key that does not hold the namespace, an update under the same key
+ * moves it, beside another index, through Replace and on delete. */
+static void test_store_custom_key_moves_namespace(void **state) {
+  kcr_store_t *s = NULL;
+  json_t *list;
+  char buf[512];
+  (void)state;
+  assert_int_equal(kcr_store_create(by_name_key, NULL, &s, NULL), 0);
+  add(s, mk("ns1", "a", "1", NULL));
+  add(s, mk("ns1", "b", "1", NULL));
+  assert_string_equal(index_keys(s, KCR_STORE_INDEX_NAMESPACE, "ns1", buf), "k-a,k-b");
+  add(s, mk("ns2", "a", "2", NULL));
+  assert_string_equal(index_keys(s, KCR_STORE_INDEX_NAMESPACE, "ns1", buf), "k-b");
+  assert_string_equal(index_keys(s, KCR_STORE_INDEX_NAMESPACE, "ns2", buf), "k-a");
+  assert_int_equal(kcr_store_add_indexer(s, "vals", by_label, NULL, NULL), 0);
+  add(s, mk("ns3", "b", "2", "{\"vals\":\"x\"}"));
+  assert_string_equal(index_values(s, KCR_STORE_INDEX_NAMESPACE, buf), "ns2,ns3");
+  assert_string_equal(index_keys(s, "vals", "x", buf), "k-b");
+  list = json_pack("[o,o]", mk("ns4", "a", "3", "{\"vals\":\"x\"}"), mk("ns2", "b", "3", NULL));
+  assert_int_equal(kcr_store_replace(s, list, "3", NULL), 0);
+  json_decref(list);
+  assert_string_equal(index_values(s, KCR_STORE_INDEX_NAMESPACE, buf), "ns2,ns4");
+  assert_string_equal(index_keys(s, KCR_STORE_INDEX_NAMESPACE, "ns4", buf), "k-a");
+  assert_string_equal(index_keys(s, "vals", "x", buf), "k-a");
+  assert_int_equal(kcr_store_delete_key(s, "k-a"), 0);
+  assert_string_equal(index_values(s, KCR_STORE_INDEX_NAMESPACE, buf), "ns2");
+  assert_string_equal(index_values(s, "vals", buf), "");
+  kcr_store_destroy(s);
+}
+
 static void test_store_index_value_too_long(void **state) {
   kcr_store_t *s = NULL;
   char *big = malloc(KCR_STORE_INDEX_VALUE_MAX + 1);
@@ -618,6 +649,7 @@ int main(void) {
       cmocka_unit_test(test_store_replace),
       cmocka_unit_test(test_store_foreach),
       cmocka_unit_test(test_store_custom_key),
+      cmocka_unit_test(test_store_custom_key_moves_namespace),
       cmocka_unit_test(test_store_index_value_too_long),
       cmocka_unit_test(test_store_add_alloc_failure),
       cmocka_unit_test(test_store_replace_alloc_failure),
