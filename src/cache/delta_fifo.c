@@ -29,10 +29,13 @@
 #include "util/alloc.h"
 #include "util/hmap.h"
 
-/* fitem: one queued key. */
+/* fitem: one queued key. d is inl until a second delta comes: most keys have
+ * one delta when popped (every object of a list), and one allocation per key
+ * instead of two leaves half the holes in the heap once the list is popped. */
 typedef struct fitem {
   kcr_delta *d;
   size_t n, cap;
+  kcr_delta inl;
   char key[];
 } fitem_t;
 
@@ -87,7 +90,8 @@ static void fitem_free(fitem_t *it) {
     return;
   for (size_t i = 0; i < it->n; i++)
     delta_release(&it->d[i]);
-  kcr__free(it->d);
+  if (it->d != &it->inl)
+    kcr__free(it->d);
   kcr__free(it);
 }
 
@@ -109,9 +113,19 @@ static int fitem_reserve(fitem_t *it) {
   size_t cap;
   if (it->n < it->cap)
     return 0;
-  cap = it->cap ? it->cap * 2 : 2;
-  if (!(d = kcr__realloc(it->d, cap * sizeof(*d))))
+  if (it->cap == 0) {
+    it->d = &it->inl;
+    it->cap = 1;
+    return 0;
+  }
+  cap = it->cap * 2;
+  if (it->d == &it->inl) {
+    if (!(d = kcr__malloc(cap * sizeof(*d))))
+      return KCR_ENOMEM;
+    memcpy(d, it->d, it->n * sizeof(*d));
+  } else if (!(d = kcr__realloc(it->d, cap * sizeof(*d)))) {
     return KCR_ENOMEM;
+  }
   it->d = d;
   it->cap = cap;
   return 0;

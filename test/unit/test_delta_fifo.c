@@ -356,6 +356,41 @@ static void test_delta_fifo_requeue_on_pop(void **state) {
   kcr_delta_fifo_destroy(f);
 }
 
+/* A FIFO drained after a large list gives its map and ring back; it works the
+ * same afterwards, a requeue of the last key included, and a key's deltas
+ * grow past the first one (kept in the key's own allocation) in order. */
+static void test_delta_fifo_drained_after_list(void **state) {
+  kcr_delta_fifo_t *f = new_fifo(NULL, NULL);
+  json_t *list = json_array();
+  char name[16], buf[256];
+  int mode = 0;
+  (void)state;
+  for (int i = 0; i < 500; i++) {
+    snprintf(name, sizeof(name), "o%03d", i);
+    json_array_append_new(list, mk(name, i));
+  }
+  replace(f, list);
+  for (int i = 0; i < 500; i++)
+    assert_int_equal(pop_newest_val(f), i);
+  assert_int_equal(kcr_delta_fifo_len(f), 0);
+  assert_string_equal(fifo_keys(f, buf, sizeof(buf)), "");
+  assert_string_equal(queued(f, "o001", buf, sizeof(buf)), "<none>");
+  add(f, mk("foo", 1));
+  update(f, mk("foo", 2));
+  update(f, mk("foo", 3));
+  del(f, mk("foo", 4));
+  assert_string_equal(queued(f, "foo", buf, sizeof(buf)),
+                      "Added:foo=1,Updated:foo=2,Updated:foo=3,Deleted:foo=4");
+  assert_int_equal(kcr_delta_fifo_pop(f, on_requeue, &mode), 0);
+  assert_string_equal(queued(f, "foo", buf, sizeof(buf)),
+                      "Added:foo=1,Updated:foo=2,Updated:foo=3,Deleted:foo=4");
+  mode = 2;
+  assert_int_equal(kcr_delta_fifo_pop(f, on_requeue, &mode), 0);
+  add(f, mk("bar", 5));
+  expect_pop(f, "Added:bar=5");
+  kcr_delta_fifo_destroy(f);
+}
+
 static void test_delta_fifo_add_update(void **state) {
   kcr_delta_fifo_t *f = new_fifo(NULL, NULL);
   json_t *list = NULL, *probe;
@@ -969,6 +1004,7 @@ int main(void) {
       cmocka_unit_test(test_delta_fifo_replace_with_delete_delta_in),
       cmocka_unit_test(test_delta_fifo_replace_deletes_objects_only_in_queue),
       cmocka_unit_test(test_delta_fifo_requeue_on_pop),
+      cmocka_unit_test(test_delta_fifo_drained_after_list),
       cmocka_unit_test(test_delta_fifo_add_update),
       cmocka_unit_test(test_delta_fifo_transformer),
       cmocka_unit_test(test_delta_fifo_enqueueing_no_lister),
