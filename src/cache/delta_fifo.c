@@ -39,6 +39,11 @@ typedef struct fitem {
   char key[];
 } fitem_t;
 
+/* FIFO_KEEP_SLOTS: a drained FIFO gives back its map and ring when either is
+ * larger than this (what a list made), and keeps them otherwise, so that the
+ * steady flow of watch events does not allocate them over and over. */
+#define FIFO_KEEP_SLOTS 64
+
 struct kcr_delta_fifo {
   pthread_mutex_t mu;
   pthread_cond_t cond;        /* signalled when a key is queued or the FIFO closes */
@@ -612,6 +617,13 @@ int kcr_delta_fifo_pop(kcr_delta_fifo_t *f, kcr_delta_fifo_process_cb process, v
     ring_push(f, it);
     pthread_cond_broadcast(&f->cond);
     it = NULL;
+  } else if (f->len == 0 && (f->items.cap > FIFO_KEEP_SLOTS || f->cap > FIFO_KEEP_SLOTS)) {
+    /* Drained after a list: the map and the ring it grew are empty, and would
+     * stay so, at 24 + 8 bytes a slot, for as long as the informer runs. */
+    kcr__hmap_free(&f->items);
+    kcr__free(f->ring);
+    f->ring = NULL;
+    f->head = f->cap = 0;
   }
   pthread_mutex_unlock(&f->mu);
   fitem_free(it);
