@@ -441,7 +441,10 @@ static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event *ev, const
       return KCR_ENOMEM;
     }
   }
-  json_object_clear(inf->stream_items);
+  /* Freed, not cleared: its table (about 21 bytes an object) would otherwise
+   * stay until this watch ends. Not used again once streaming is 0. */
+  json_decref(inf->stream_items);
+  inf->stream_items = NULL;
   kcr_error_clear(&err);
   rc = kcr_delta_fifo_replace_new(inf->fifo, items, rv, &err); /* steals items */
   if (rc) {
