@@ -17,11 +17,19 @@
  * fast and spreads names that differ only in a suffix ("pod-1", "pod-2"); it is
  * not a keyed PRF, so flooding a map is a matter of guessing its seed, which is
  * why maps keyed by names a client chooses take a random one.
+ *
+ * Tables of HMAP_MAP_BYTES and more are mapped from the kernel, not malloc'd.
+ * A map that grows to N entries frees tables of about N slots in all on its
+ * way, and glibc's mmap threshold rises to the size of every mapped block it
+ * frees, so those tables ended up in the heap, where the freed ones stayed
+ * resident: at 50k cached objects, 3.9 MB of free heap in the store's thread
+ * alone (malloc_info). Mapped, a freed table goes back to the kernel at once.
  */
 #include "util/hmap.h"
 
 #include <assert.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "kcr/error.h"
 #include "util/alloc.h"
@@ -63,8 +71,31 @@ uint64_t kcr__hmap_hash(const kcr__hmap_t *m, const char *key, size_t *len_out) 
   return mix(h);
 }
 
+/* HMAP_MAP_BYTES: the size from which a table is mapped (see the top). */
+#define HMAP_MAP_BYTES ((size_t)256 * 1024)
+
+/* table_alloc returns a zeroed table of cap slots, NULL when out of memory. */
+static kcr__hmap_slot_t *table_alloc(size_t cap) {
+  size_t bytes = cap * sizeof(kcr__hmap_slot_t);
+  void *p;
+  if (bytes < HMAP_MAP_BYTES)
+    return kcr__calloc(cap, sizeof(kcr__hmap_slot_t));
+  p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+/* table_free releases what table_alloc(cap) returned (NULL is a no-op). */
+static void table_free(kcr__hmap_slot_t *slots, size_t cap) {
+  if (!slots)
+    return;
+  if (cap * sizeof(kcr__hmap_slot_t) < HMAP_MAP_BYTES)
+    kcr__free(slots);
+  else
+    (void)munmap(slots, cap * sizeof(kcr__hmap_slot_t));
+}
+
 void kcr__hmap_free(kcr__hmap_t *m) {
-  kcr__free(m->slots);
+  table_free(m->slots, m->cap);
   m->slots = NULL;
   m->cap = 0;
   m->len = 0;
@@ -80,13 +111,13 @@ static void place(kcr__hmap_slot_t *slots, size_t cap, kcr__hmap_slot_t e) {
 
 /* resize moves every entry into a new table of cap slots. */
 static int resize(kcr__hmap_t *m, size_t cap) {
-  kcr__hmap_slot_t *slots = kcr__calloc(cap, sizeof(*slots));
+  kcr__hmap_slot_t *slots = table_alloc(cap);
   if (!slots)
     return KCR_ENOMEM;
   for (size_t i = 0; i < m->cap; i++)
     if (m->slots[i].key)
       place(slots, cap, m->slots[i]);
-  kcr__free(m->slots);
+  table_free(m->slots, m->cap);
   m->slots = slots;
   m->cap = cap;
   return 0;
