@@ -152,7 +152,7 @@ struct kcr_informer {
   int64_t lag_probe_ns;   /* protected by mu: when that bookmark was received */
   int stream_enabled;     /* reflector thread: use the streaming list */
   int streaming;          /* protected by mu: the watch is delivering its initial events */
-  json_t *stream_items;   /* reflector thread while streaming: key -> compact object */
+  json_t *stream_items;   /* reflector thread while streaming: its events (kcr__cobj_collapse) */
   atomic_uint_fast64_t streams;
   atomic_uint_fast64_t reused;  /* listed objects kept as stored (reuse_stored) */
   atomic_uint_fast64_t scanned; /* watch objects that came as compact objects */
@@ -401,8 +401,7 @@ static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
  */
 static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event *ev, const char *rv) {
   char key[KCR_META_KEY_MAX];
-  json_t *items, *obj;
-  const char *k;
+  json_t *items;
   const char *end;
   kcr_error_t err;
   int rc, is_end;
@@ -414,13 +413,17 @@ static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event *ev, const
       json_decref(ev->object);
       return KCR_EPROTO;
     }
-    if (ev->type == KCR_WATCH_DELETED) {
-      json_object_del(inf->stream_items, key);
+    /* Already transformed (on_watch_event): the stored form, in arrival order,
+     * a deletion marked by a null before it; no allocation per object. */
+    if (ev->type == KCR_WATCH_DELETED && json_array_append_new(inf->stream_items, json_null())) {
       json_decref(ev->object);
-      return 0;
+      rc = KCR_ENOMEM;
+    } else {
+      /* An object at the version stored: keep the stored one (reuse_stored). */
+      json_t *obj = ev->type == KCR_WATCH_DELETED ? ev->object : reuse_stored(inf, key, ev->object);
+      rc = json_array_append_new(inf->stream_items, obj) ? KCR_ENOMEM : 0; /* steals */
     }
-    /* Already transformed (on_watch_event): the map holds the stored form. */
-    if (json_object_set_new(inf->stream_items, key, reuse_stored(inf, key, ev->object)) != 0) {
+    if (rc) {
       kcr_log(KCR_LOG_ERROR, "reflector", "%s: out of memory collecting a streamed list",
               kind_name(inf));
       return KCR_ENOMEM;
@@ -432,17 +435,10 @@ static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event *ev, const
   json_decref(ev->object);
   if (!is_end)
     return 0;
-  items = json_array();
-  if (!items)
-    return KCR_ENOMEM;
-  json_object_foreach(inf->stream_items, k, obj) {
-    if (json_array_append(items, obj) != 0) {
-      json_decref(items);
-      return KCR_ENOMEM;
-    }
-  }
-  /* Freed, not cleared: its table (about 21 bytes an object) would otherwise
-   * stay until this watch ends. Not used again once streaming is 0. */
+  if ((rc = kcr__cobj_collapse(inf->stream_items, &items)) != 0)
+    return rc;
+  /* Freed now: it would otherwise stay until this watch ends. Not used again
+   * once streaming is 0. */
   json_decref(inf->stream_items);
   inf->stream_items = NULL;
   kcr_error_clear(&err);
@@ -575,7 +571,7 @@ static next_t watch_once(kcr_informer_t *inf, int stream, int *streamed) {
   *streamed = 0;
   if (stream) {
     json_decref(inf->stream_items);
-    inf->stream_items = json_object();
+    inf->stream_items = json_array();
     if (!inf->stream_items)
       return NEXT_BACKOFF_WATCH;
   }

@@ -1067,3 +1067,65 @@ int kcr__cobj_key_fn(const json_t *obj, char *buf, size_t size, void *data) {
   memcpy(buf + (nl ? nl + 1 : 0), name, ml + 1);
   return 0;
 }
+
+int kcr__cobj_collapse(const json_t *events, json_t **out) {
+  size_t n = json_array_size(events), total = 0, nout = 0, i;
+  char key[KCR_META_KEY_MAX], *keys = NULL, *p;
+  json_t **slot = NULL, *arr = NULL;
+  kcr__hmap_t at = {0}; /* key -> 1 + its index in slot */
+  int rc = KCR_ENOMEM;
+
+  assert(out);
+  *out = NULL;
+  for (i = 0; i < n; i++) {
+    const json_t *o = json_array_get(events, i);
+    if (json_is_null(o))
+      continue;
+    if (kcr__cobj_key_fn(o, key, sizeof(key), NULL))
+      return KCR_EINVAL;
+    total += strlen(key) + 1;
+  }
+  if (!(keys = kcr__malloc(total ? total : 1)) || !(slot = kcr__calloc(n ? n : 1, sizeof(*slot))) ||
+      kcr__hmap_reserve(&at, n))
+    goto out;
+  p = keys;
+  for (i = 0; i < n; i++) {
+    json_t *o = json_array_get(events, i);
+    bool del = false;
+    uintptr_t pos;
+    if (json_is_null(o)) {
+      if (++i == n)
+        break;
+      o = json_array_get(events, i);
+      del = true;
+      if (json_is_null(o))
+        continue;
+    }
+    (void)kcr__cobj_key_fn(o, p, KCR_META_KEY_MAX, NULL);
+    pos = (uintptr_t)kcr__hmap_get(&at, p);
+    if (pos && slot[pos - 1] && !del) {
+      slot[pos - 1] = o; /* an update keeps the key's place */
+    } else if (pos && slot[pos - 1]) {
+      slot[pos - 1] = NULL;
+      (void)kcr__hmap_del(&at, p);
+    } else if (!del) {
+      slot[nout] = o;
+      kcr__hmap_insert(&at, p, (void *)(uintptr_t)++nout);
+      p += strlen(p) + 1;
+    }
+  }
+  if (!(arr = json_array()))
+    goto out;
+  for (i = 0; i < nout; i++)
+    if (slot[i] && json_array_append(arr, slot[i]))
+      goto out;
+  *out = arr;
+  arr = NULL;
+  rc = 0;
+out:
+  json_decref(arr);
+  kcr__hmap_free(&at);
+  kcr__free(slot);
+  kcr__free(keys);
+  return rc;
+}

@@ -41,4 +41,17 @@ int kcr__store_list_compact(kcr_store_t *s, json_t ***out, size_t *n);
  */
 int kcr__cobj_key_fn(const json_t *obj, char *buf, size_t size, void *data);
 
+/*
+ * kcr__cobj_collapse turns the events of a streamed list into the list a
+ * Replace takes, as a map key -> object filled in order would: events (borrowed)
+ * is an array of compact objects, each an add or update of its key, except one
+ * that follows a JSON null, which deletes its key. *out is a new array of new
+ * references: each key's last object unless its last event deleted it, in the
+ * order in which the keys first came (a key deleted and added again comes where
+ * it was added again). Collecting the events as an array keeps the stream from
+ * allocating per object; the temporaries here are a few large blocks, freed
+ * before return. Returns 0, KCR_EINVAL (an object without a name) or KCR_ENOMEM.
+ */
+int kcr__cobj_collapse(const json_t *events, json_t **out);
+
 #endif /* KCR_CACHE_STORE_INTERNAL_H */

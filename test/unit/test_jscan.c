@@ -241,6 +241,58 @@ static int on_event(const kcr_watch_event *ev, void *data) {
   return 0;
 }
 
+/* cobj_of makes the compact object of {"metadata":{name,namespace,resourceVersion}}. */
+static json_t *cobj_of(const char *ns, const char *name, const char *rv) {
+  json_t *t = json_pack("{s:{s:s,s:s,s:s}}", "metadata", "name", name, "namespace", ns,
+                        "resourceVersion", rv);
+  json_t *c = NULL;
+  assert_non_null(t);
+  assert_int_equal(from_tree_once(t, &c), 0);
+  json_decref(t);
+  return c;
+}
+
+/* A streamed list's events collapse as a map filled in order would hold them. */
+static void test_cobj_collapse(void **state) {
+  json_t *ev = json_array(), *out = NULL, *bad;
+  char buf[256] = "";
+  size_t off = 0, i;
+  json_t *o;
+  (void)state;
+  json_array_append_new(ev, cobj_of("ns", "a", "1"));
+  json_array_append_new(ev, cobj_of("ns", "b", "2"));
+  json_array_append_new(ev, cobj_of("other", "a", "3")); /* another key */
+  json_array_append_new(ev, cobj_of("ns", "a", "4"));    /* an update keeps a's place */
+  json_array_append_new(ev, json_null());
+  json_array_append_new(ev, cobj_of("ns", "b", "5")); /* b deleted */
+  json_array_append_new(ev, json_null());
+  json_array_append_new(ev, cobj_of("ns", "x", "6")); /* deleting what is not there */
+  json_array_append_new(ev, cobj_of("ns", "c", "7"));
+  json_array_append_new(ev, cobj_of("ns", "b", "8")); /* b again, at the end */
+  assert_int_equal(kcr__cobj_collapse(ev, &out), 0);
+  json_array_foreach(out, i, o) {
+    off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s/%s@%s", i ? "," : "",
+                            kcr__cobj_ns(o), kcr__cobj_name(o), kcr__cobj_rv(o));
+  }
+  assert_string_equal(buf, "ns/a@4,other/a@3,ns/c@7,ns/b@8");
+  json_decref(out);
+  json_decref(ev);
+
+  ev = json_array();
+  assert_int_equal(kcr__cobj_collapse(ev, &out), 0);
+  assert_int_equal(json_array_size(out), 0);
+  json_decref(out);
+  json_array_append_new(ev, cobj_of("ns", "a", "1"));
+  bad = json_pack("{s:{}}", "metadata");
+  assert_int_equal(from_tree_once(bad, &o), 0);
+  json_decref(bad);
+  json_array_append_new(ev, o); /* no name */
+  out = NULL;
+  assert_int_equal(kcr__cobj_collapse(ev, &out), KCR_EINVAL);
+  assert_null(out);
+  json_decref(ev);
+}
+
 static void test_jscan_decoder_compact_mode(void **state) {
   static const char stream[] =
       "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\","
@@ -298,6 +350,7 @@ int main(void) {
       cmocka_unit_test(test_jscan_allocation_failures),
       cmocka_unit_test(test_jscan_decoder_compact_mode),
       cmocka_unit_test(test_jscan_decoder_compact_mode_keeps_errors),
+      cmocka_unit_test(test_cobj_collapse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
