@@ -23,11 +23,32 @@
  */
 #include <assert.h>
 #include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "kcr/delta_fifo.h"
 #include "util/alloc.h"
 #include "util/hmap.h"
+
+/*
+ * fslab: the items a large Replace makes for its new keys, in one mapping
+ * (SLAB_MIN_BYTES and more) that goes back to the kernel with the last of
+ * them. Made one by one, on the reflector thread and after the list's
+ * objects, the items of an initial list were freed by the processor into a
+ * heap that no later allocation used (4 MB at 50k objects). refs counts the
+ * items handed out and not freed, plus one for the Replace while it runs.
+ */
+typedef struct fslab {
+  atomic_size_t refs;
+  size_t bytes; /* of the mapping, this header included */
+  char *next;   /* protected by the FIFO's mu */
+  char *end;
+} fslab_t;
+
+#define SLAB_MIN_BYTES ((size_t)256 * 1024)
 
 /* fitem: one queued key. d is inl until a second delta comes: most keys have
  * one delta when popped (every object of a list), and one allocation per key
@@ -35,9 +56,21 @@
 typedef struct fitem {
   kcr_delta *d;
   size_t n, cap;
+  fslab_t *slab; /* NULL: the item is its own allocation */
   kcr_delta inl;
   char key[];
 } fitem_t;
+
+/* fitem_bytes is the room an item for a key of len bytes takes in a slab. */
+static size_t fitem_bytes(size_t len) {
+  size_t a = alignof(fitem_t);
+  return (offsetof(fitem_t, key) + len + 1 + a - 1) / a * a;
+}
+
+static void slab_unref(fslab_t *sl) {
+  if (sl && atomic_fetch_sub_explicit(&sl->refs, 1, memory_order_acq_rel) == 1)
+    (void)munmap(sl, sl->bytes);
+}
 
 /* FIFO_KEEP_SLOTS: a drained FIFO gives back its map and ring when either is
  * larger than this (what a list made), and keeps them otherwise, so that the
@@ -53,6 +86,7 @@ struct kcr_delta_fifo {
   bool has_known;             /* immutable */
   kcr_transform_fn transform; /* immutable */
   void *transform_data;       /* immutable */
+  fslab_t *slab;              /* protected by mu: where a running Replace takes new items */
   kcr__hmap_t items;          /* key -> fitem_t; protected by mu */
   fitem_t **ring;             /* protected by mu */
   size_t head, len, cap;      /* protected by mu */
@@ -97,14 +131,28 @@ static void fitem_free(fitem_t *it) {
     delta_release(&it->d[i]);
   if (it->d != &it->inl)
     kcr__free(it->d);
-  kcr__free(it);
+  if (it->slab)
+    slab_unref(it->slab);
+  else
+    kcr__free(it);
 }
 
-static fitem_t *fitem_new(const char *key) {
+/* fitem_new makes an item for key, in f's slab while a Replace has one with
+ * room (FIFO lock held), else as an allocation of its own. */
+static fitem_t *fitem_new(kcr_delta_fifo_t *f, const char *key) {
   size_t n = strlen(key);
-  fitem_t *it = kcr__malloc(sizeof(*it) + n + 1);
-  if (!it)
+  fslab_t *sl = f->slab;
+  fitem_t *it;
+  if (sl && (size_t)(sl->end - sl->next) >= fitem_bytes(n)) {
+    it = (fitem_t *)(void *)sl->next;
+    sl->next += fitem_bytes(n);
+    atomic_fetch_add_explicit(&sl->refs, 1, memory_order_relaxed);
+  } else if (!(it = kcr__malloc(sizeof(*it) + n + 1))) {
     return NULL;
+  } else {
+    sl = NULL;
+  }
+  it->slab = sl;
   it->d = NULL;
   it->n = 0;
   it->cap = 0;
@@ -280,7 +328,7 @@ static int queue_locked(kcr_delta_fifo_t *f, kcr_delta_type type, kcr_delta_type
     if (fitem_reserve(it))
       goto nomem;
   } else {
-    if (!(fresh = fitem_new(key)) || fitem_reserve(fresh) || kcr__hmap_reserve(&f->items, 1) ||
+    if (!(fresh = fitem_new(f, key)) || fitem_reserve(fresh) || kcr__hmap_reserve(&f->items, 1) ||
         ring_reserve(f))
       goto nomem;
     it = fresh;
@@ -379,11 +427,37 @@ int kcr_delta_fifo_delete_new(kcr_delta_fifo_t *f, json_t *obj, kcr_error_t *err
   return delete_obj(f, obj, true, err);
 }
 
+/* slab_for maps a slab for the listed keys that f does not hold, when they
+ * need SLAB_MIN_BYTES or more; NULL otherwise or when the mapping fails (the
+ * items are then allocated one by one). Lock held. */
+static fslab_t *slab_for(kcr_delta_fifo_t *f, const kcr__hmap_t *listed) {
+  size_t bytes = fitem_bytes(0); /* the header's room, rounded like an item */
+  fslab_t *sl;
+  void *p;
+  static_assert(sizeof(fslab_t) <= offsetof(fitem_t, key), "header fits an item's room");
+  KCR__HMAP_FOREACH(listed, e) {
+    if (!kcr__hmap_find(&f->items, e->key))
+      bytes += fitem_bytes(strlen(e->key));
+  }
+  if (bytes < SLAB_MIN_BYTES)
+    return NULL;
+  p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return NULL;
+  sl = p;
+  atomic_init(&sl->refs, 1);
+  sl->bytes = bytes;
+  sl->next = (char *)p + fitem_bytes(0);
+  sl->end = (char *)p + bytes;
+  return sl;
+}
+
 /* replace_impl is Replace; with steal, list is the caller's reference, dropped on
  * every path and, once anything was queued, under the lock (see queue_obj). */
 static int replace_impl(kcr_delta_fifo_t *f, json_t *list, bool steal, kcr_error_t *err) {
   char key[KCR_META_KEY_MAX], **known_keys = NULL, *keys = NULL, *p;
   kcr__hmap_t listed = {0};
+  fslab_t *slab = NULL;
   size_t total = 0, queued_deletions = 0, i;
   json_t *obj;
   int rc = 0;
@@ -413,6 +487,8 @@ static int replace_impl(kcr_delta_fifo_t *f, json_t *list, bool steal, kcr_error
   }
 
   pthread_mutex_lock(&f->mu);
+  slab = slab_for(f, &listed);
+  f->slab = slab;
   /* Replaced for every listed object (the transform applies: internal Replaced). */
   p = keys;
   json_array_foreach(list, i, obj) {
@@ -459,11 +535,13 @@ static int replace_impl(kcr_delta_fifo_t *f, json_t *list, bool steal, kcr_error
     f->initial = listed.len + queued_deletions;
   }
 unlock:
+  f->slab = NULL;
   if (steal) {
     json_decref(list);
     list = NULL;
   }
   pthread_mutex_unlock(&f->mu);
+  slab_unref(slab); /* the Replace's hold: an unused slab goes at once */
 out:
   if (steal)
     json_decref(list);
@@ -567,9 +645,9 @@ int kcr_delta_fifo_add_if_not_present(kcr_delta_fifo_t *f, const kcr_delta *delt
   f->populated = true;
   if (kcr__hmap_find(&f->items, key))
     goto out;
-  if (!(it = fitem_new(key)) || copy_deltas(deltas, n, &copy) || kcr__hmap_reserve(&f->items, 1) ||
-      ring_reserve(f)) {
-    kcr__free(it);
+  if (!(it = fitem_new(f, key)) || copy_deltas(deltas, n, &copy) ||
+      kcr__hmap_reserve(&f->items, 1) || ring_reserve(f)) {
+    fitem_free(it);
     kcr_deltas_free(copy, n);
     rc = kcr_error_set(err, KCR_ENOMEM, "delta fifo: out of memory");
     goto out;

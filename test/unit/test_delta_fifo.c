@@ -339,6 +339,16 @@ static int on_requeue(const char *key, const kcr_delta *d, size_t n, bool initia
   return *mode == 1 ? KCR_EAGAIN : 0;
 }
 
+static int on_requeue_any(const char *key, const kcr_delta *d, size_t n, bool initial,
+                          bool *requeue, void *data) {
+  (void)key;
+  (void)d;
+  (void)n;
+  (void)initial;
+  *requeue = *(int *)data == 0;
+  return 0;
+}
+
 static void test_delta_fifo_requeue_on_pop(void **state) {
   kcr_delta_fifo_t *f = new_fifo(NULL, NULL);
   char buf[256];
@@ -389,6 +399,42 @@ static void test_delta_fifo_drained_after_list(void **state) {
   add(f, mk("bar", 5));
   expect_pop(f, "Added:bar=5");
   kcr_delta_fifo_destroy(f);
+}
+
+/* A Replace of thousands of new keys keeps their items in one block (a slab):
+ * they pop, requeue, take more deltas and outlive a second Replace and the
+ * FIFO's end like any item. */
+static void test_delta_fifo_large_replace(void **state) {
+  kcr_delta_fifo_t *f = new_fifo(NULL, NULL);
+  json_t *list = json_array();
+  char name[16], buf[256];
+  int mode = 0;
+  (void)state;
+  for (int i = 0; i < 6000; i++) {
+    snprintf(name, sizeof(name), "o%04d", i);
+    json_array_append_new(list, mk(name, i));
+  }
+  replace(f, list);
+  for (int i = 0; i < 3000; i++)
+    assert_int_equal(pop_newest_val(f), i);
+  update(f, mk("o5999", 7));
+  assert_string_equal(queued(f, "o5999", buf, sizeof(buf)), "Replaced:o5999=5999,Updated:o5999=7");
+  list = json_array();
+  for (int i = 2000; i < 8000; i++) { /* 3000 queued keys, 1000 popped, 2000 new */
+    snprintf(name, sizeof(name), "o%04d", i);
+    json_array_append_new(list, mk(name, i + 10000));
+  }
+  replace(f, list);
+  assert_string_equal(queued(f, "o3000", buf, sizeof(buf)),
+                      "Replaced:o3000=3000,Replaced:o3000=13000");
+  assert_string_equal(queued(f, "o2000", buf, sizeof(buf)), "Replaced:o2000=12000");
+  add(f, mk("foo", 1));
+  for (int i = 3000; i < 6000; i++)
+    assert_int_equal(pop_newest_val(f), i + 10000);
+  mode = 0;
+  assert_int_equal(kcr_delta_fifo_pop(f, on_requeue_any, &mode), 0); /* o2000 requeued */
+  assert_string_equal(queued(f, "o2000", buf, sizeof(buf)), "Replaced:o2000=12000");
+  kcr_delta_fifo_destroy(f); /* with 3000 keys of both Replaces queued */
 }
 
 static void test_delta_fifo_add_update(void **state) {
@@ -1005,6 +1051,7 @@ int main(void) {
       cmocka_unit_test(test_delta_fifo_replace_deletes_objects_only_in_queue),
       cmocka_unit_test(test_delta_fifo_requeue_on_pop),
       cmocka_unit_test(test_delta_fifo_drained_after_list),
+      cmocka_unit_test(test_delta_fifo_large_replace),
       cmocka_unit_test(test_delta_fifo_add_update),
       cmocka_unit_test(test_delta_fifo_transformer),
       cmocka_unit_test(test_delta_fifo_enqueueing_no_lister),
