@@ -394,8 +394,9 @@ static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
 
 /*
  * on_stream_event handles an event of a streaming list's initial phase (watch with
- * sendInitialEvents): objects collect in a private map until the bookmark
- * annotated k8s.io/initial-events-end, which turns them into one Replace, exactly
+ * sendInitialEvents): events collect in a private array until the bookmark
+ * annotated k8s.io/initial-events-end, which turns them (kcr__cobj_collapse: a
+ * key's last object, deletions applied) into one Replace, exactly
  * what a paged list would have done; the same watch then goes on as a normal one.
  * Reflector thread (inside kcr_watch_run).
  */

@@ -14,7 +14,8 @@
  * whole parse, and an object replaced meanwhile stays alive until its last
  * reader is done. What the store changes in place lives beside the block, in
  * the key's `item`: the pointer to the current block and the packed values the
- * index functions produced for it. Keeping those values means an update or a
+ * index functions produced for it (but the namespace index's: that value is the
+ * block's own namespace). Keeping those values means an update or a
  * delete never re-parses the old object to find which index entries to move.
  *
  * The item (with the key inline) lives as long as the key is stored, so the hash
