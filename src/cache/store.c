@@ -1073,7 +1073,7 @@ int kcr__cobj_collapse(const json_t *events, json_t **out) {
   size_t n = json_array_size(events), total = 0, nout = 0, i;
   char key[KCR_META_KEY_MAX], *keys = NULL, *p;
   json_t **slot = NULL, *arr = NULL;
-  kcr__hmap_t at = {0}; /* key -> 1 + its index in slot */
+  kcr__hmap_t at = {0}; /* key -> its place in slot */
   int rc = KCR_ENOMEM;
 
   assert(out);
@@ -1086,14 +1086,14 @@ int kcr__cobj_collapse(const json_t *events, json_t **out) {
       return KCR_EINVAL;
     total += strlen(key) + 1;
   }
-  if (!(keys = kcr__malloc(total ? total : 1)) || !(slot = kcr__calloc(n ? n : 1, sizeof(*slot))) ||
-      kcr__hmap_reserve(&at, n))
+  if (!(keys = kcr__malloc(total ? total : 1)) ||
+      !(slot = kcr__calloc(n ? n : 1, sizeof(json_t *))) || kcr__hmap_reserve(&at, n))
     goto out;
   p = keys;
   for (i = 0; i < n; i++) {
     json_t *o = json_array_get(events, i);
     bool del = false;
-    uintptr_t pos;
+    json_t **pos;
     if (json_is_null(o)) {
       if (++i == n)
         break;
@@ -1103,15 +1103,15 @@ int kcr__cobj_collapse(const json_t *events, json_t **out) {
         continue;
     }
     (void)kcr__cobj_key_fn(o, p, KCR_META_KEY_MAX, NULL);
-    pos = (uintptr_t)kcr__hmap_get(&at, p);
-    if (pos && slot[pos - 1] && !del) {
-      slot[pos - 1] = o; /* an update keeps the key's place */
-    } else if (pos && slot[pos - 1]) {
-      slot[pos - 1] = NULL;
+    pos = kcr__hmap_get(&at, p);
+    if (pos && !del) {
+      *pos = o; /* an update keeps the key's place */
+    } else if (pos) {
+      *pos = NULL;
       (void)kcr__hmap_del(&at, p);
     } else if (!del) {
       slot[nout] = o;
-      kcr__hmap_insert(&at, p, (void *)(uintptr_t)++nout);
+      kcr__hmap_insert(&at, p, &slot[nout++]);
       p += strlen(p) + 1;
     }
   }
