@@ -386,17 +386,23 @@ static void test_app_reconciler_status_conflict(void **state) {
   assert_true(kcr_error_is_conflict(&err)); /* requeued with backoff by a controller */
 }
 
+/* seed_directory_and_reconcile makes the directory with another App's entry,
+ * then the fixture App, and runs its first pass. */
+static void seed_directory_and_reconcile(env_t *e, kcr_error_t *err) {
+  json_t *dir = kop_app_desired_directory(DIR_NS);
+  json_object_set_new(json_object_get(dir, "data"), "other.x", json_string("http://x.other.svc:1"));
+  assert_int_equal(kcr_objclient_create(&e->c, dir, NULL, NULL), 0);
+  json_decref(dir);
+  seed_app(e);
+  assert_int_equal(reconcile(e, err), 0);
+}
+
 /* Another App's entry in the directory survives this App's set and removal. */
 static void test_app_reconciler_directory_keys(void **state) {
   env_t *e = *state;
   kcr_error_t err;
   json_t *dir, *app;
-  dir = kop_app_desired_directory(DIR_NS);
-  json_object_set_new(json_object_get(dir, "data"), "other.x", json_string("http://x.other.svc:1"));
-  assert_int_equal(kcr_objclient_create(&e->c, dir, NULL, NULL), 0);
-  json_decref(dir);
-  seed_app(e);
-  assert_int_equal(reconcile(e, &err), 0);
+  seed_directory_and_reconcile(e, &err);
   dir = get(e, &cm_gvk, DIR_NS, KOP_APP_DIRECTORY_NAME);
   assert_string_equal(json_string_value(json_object_get(json_object_get(dir, "data"), "other.x")),
                       "http://x.other.svc:1");
@@ -467,12 +473,7 @@ static void test_app_reconciler_directory_from_last_write(void **state) {
   env_t *e = *state;
   kcr_error_t err;
   json_t *dir;
-  dir = kop_app_desired_directory(DIR_NS);
-  json_object_set_new(json_object_get(dir, "data"), "other.x", json_string("http://x.other.svc:1"));
-  assert_int_equal(kcr_objclient_create(&e->c, dir, NULL, NULL), 0);
-  json_decref(dir);
-  seed_app(e);
-  assert_int_equal(reconcile(e, &err), 0);
+  seed_directory_and_reconcile(e, &err);
   assert_int_equal(e->direct_requests, 1); /* the first pass reads it */
   e->direct_requests = 0;
   seed_named(e, "api");
