@@ -452,7 +452,7 @@ static void test_server_tls_garbage_and_stalled_handshake(void **state) {
 /* peer_closed: whether the server closed fd within ms (a read sees EOF or a
  * reset rather than timing out). */
 static int peer_closed(int fd, int ms) {
-  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+  struct timeval tv = {ms / 1000, (suseconds_t)(ms % 1000) * 1000};
   char b[64];
   ssize_t n;
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
