@@ -469,6 +469,7 @@ static int on_watch_event(const kcr_watch_event *event, void *data) {
       kcr__cobj_is(ev->object) ? kcr__cobj_rv(ev->object) : kcr_meta_resource_version(ev->object);
   kcr_error_t err;
   int rc = 0, streaming;
+  bool has_object;
   char rv_copy[RV_MAX];
 
   /* The FIFO steals the object (the _new forms), so read its version first. */
@@ -485,13 +486,11 @@ static int on_watch_event(const kcr_watch_event *event, void *data) {
   pthread_mutex_lock(&inf->mu);
   streaming = inf->streaming;
   pthread_mutex_unlock(&inf->mu);
-  if ((ev->type == KCR_WATCH_ADDED || ev->type == KCR_WATCH_MODIFIED ||
-       ev->type == KCR_WATCH_DELETED) &&
-      kcr__cobj_is(ev->object))
+  has_object = ev->type == KCR_WATCH_ADDED || ev->type == KCR_WATCH_MODIFIED ||
+               ev->type == KCR_WATCH_DELETED; /* not a bookmark nor an error */
+  if (has_object && kcr__cobj_is(ev->object)) {
     atomic_fetch_add(&inf->scanned, 1);
-  if ((ev->type == KCR_WATCH_ADDED || ev->type == KCR_WATCH_MODIFIED ||
-       ev->type == KCR_WATCH_DELETED) &&
-      !kcr__cobj_is(ev->object)) {
+  } else if (has_object) {
     /* not scanned (a custom transform, or a line the scanner left to jansson) */
     if ((rc = inf->transform(ev->object, inf->transform_data)) != 0) {
       kcr_log(KCR_LOG_ERROR, "reflector", "%s: the transform refused a watch event: %s",

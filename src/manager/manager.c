@@ -224,39 +224,36 @@ static int oc_create(const kcr_objclient *c, const json_t *obj, json_t **out, kc
   return rc;
 }
 
-static int oc_update(const kcr_objclient *c, const json_t *obj, const char *sub, json_t **out,
-                     kcr_error_t *err) {
-  target_t t;
+/* put PUTs obj (or its subresource) through the fence, as t, and notes the
+ * answer: parsed into *out, or (out NULL) only its version scanned into t->rv. */
+static int put(const kcr_objclient *c, const json_t *obj, const char *sub, json_t **out,
+               target_t *t, kcr_error_t *err) {
   int rc;
   if (out)
     *out = NULL;
-  if ((rc = target(c, obj, &t, err)) != 0)
+  if ((rc = target(c, obj, t, err)) != 0)
     return rc;
-  t.ro.subresource = sub;
-  rc = kcr_client_update(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj, &t.ro, out,
-                         err);
+  t->ro.subresource = sub;
+  rc = kcr_client_update(((kcr_manager_t *)c->data)->client, &t->r, t->ns, (json_t *)obj, &t->ro,
+                         out, err);
   if (rc == 0)
-    note_answer(c->data, &t, out);
+    note_answer(c->data, t, out);
   return rc;
+}
+
+static int oc_update(const kcr_objclient *c, const json_t *obj, const char *sub, json_t **out,
+                     kcr_error_t *err) {
+  target_t t;
+  return put(c, obj, sub, out, &t, err);
 }
 
 static int oc_update_rv(const kcr_objclient *c, const json_t *obj, const char *sub, char *rv,
                         size_t rv_size, kcr_error_t *err) {
   target_t t;
-  size_t n;
-  int rc;
-  if ((rc = target(c, obj, &t, err)) != 0)
-    return rc;
-  t.ro.subresource = sub;
-  rc = kcr_client_update(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj, &t.ro, NULL,
-                         err);
-  if (rc)
-    return rc;
-  note_answer(c->data, &t, NULL);
-  n = strlen(t.rv);
-  if (n < rv_size)
-    memcpy(rv, t.rv, n + 1);
-  return 0;
+  int rc = put(c, obj, sub, NULL, &t, err);
+  if (rc == 0 && strlen(t.rv) < rv_size)
+    memcpy(rv, t.rv, strlen(t.rv) + 1);
+  return rc;
 }
 
 static int oc_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type type,
