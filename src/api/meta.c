@@ -152,27 +152,34 @@ const char *kcr_meta_path_string(const json_t *obj, const char *path) {
 
 /* --- keys ---------------------------------------------------------------- */
 
-int kcr_meta_key(const json_t *obj, char *buf, size_t size) {
-  json_t *name = meta_field(obj, "name");
-  const char *ns = kcr_meta_namespace(obj);
-  size_t ns_len = strlen(ns), name_len, need;
-
+int kcr__meta_join_key(const char *ns, size_t ns_len, const char *name, size_t name_len, char *buf,
+                       size_t size) {
+  size_t at = ns_len ? ns_len + 1 : 0;
   assert(buf && size > 0);
   buf[0] = '\0';
-  if (!json_is_string(name) || json_string_length(name) == 0)
+  if (name_len == 0)
     return KCR_EINVAL;
-  name_len = json_string_length(name);
-  need = (ns_len ? ns_len + 1 : 0) + name_len + 1;
-  if (need > size)
+  if (at + name_len + 1 > size)
     return KCR_ETOOBIG;
   if (ns_len) {
     memcpy(buf, ns, ns_len);
     buf[ns_len] = '/';
-    memcpy(buf + ns_len + 1, json_string_value(name), name_len + 1);
-  } else {
-    memcpy(buf, json_string_value(name), name_len + 1);
   }
+  memcpy(buf + at, name, name_len);
+  buf[at + name_len] = '\0';
   return 0;
+}
+
+int kcr_meta_key(const json_t *obj, char *buf, size_t size) {
+  json_t *name = meta_field(obj, "name");
+  const char *ns = kcr_meta_namespace(obj);
+  assert(buf && size > 0);
+  if (!json_is_string(name)) {
+    buf[0] = '\0';
+    return KCR_EINVAL;
+  }
+  return kcr__meta_join_key(ns, strlen(ns), json_string_value(name), json_string_length(name), buf,
+                            size);
 }
 
 int kcr_meta_key_fn(const json_t *obj, char *buf, size_t size, void *data) {

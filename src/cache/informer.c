@@ -16,10 +16,10 @@
  * token restarts the list without one.
  *
  * No tree on the way in: what the FIFO and the store hold are compact objects
- * (util/jscan.h), made once per object on this thread. With the default
- * transform a watch line is scanned straight into one (the decoder's compact
- * mode: no tree at all); a list page, or any object under a custom transform,
- * is parsed, transformed and dumped. The streaming list and Replace therefore
+ * (cache/cobj.h), made once per object on this thread. With the default
+ * transform a watch line is scanned straight into one (on_watch_line, the
+ * decoder's line hook: no tree at all); a list page, or any object under a
+ * custom transform, is parsed, transformed and dumped. The streaming list and Replace therefore
  * hold only compact forms.
  *
  * Processing (its own thread): pops the FIFO; each delta updates the store and
@@ -54,6 +54,7 @@
  * -> a listener's mu; mu (reflector
  * state) is held only to take a watch's own mutex (kcr_watch_stop), never another.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -61,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cobj.h"
 #include "cache/store_internal.h"
 #include "client/watch_internal.h"
 #include "kcr/apierror.h"
@@ -82,8 +84,8 @@ typedef enum { NOTE_ADD, NOTE_UPDATE, NOTE_DELETE } note_type;
 typedef struct lazy {
   atomic_uint refs;
   pthread_mutex_t mu;
-  json_t *cobj; /* own reference; immutable */
-  json_t *tree; /* protected by mu: NULL until first asked for */
+  kcr__cobj_t *cobj; /* own reference; immutable */
+  json_t *tree;      /* protected by mu: NULL until first asked for */
 } lazy_t;
 
 typedef struct note {
@@ -124,8 +126,8 @@ struct kcr_informer {
   kcr_clock_t *clock;
   kcr_transform_fn transform; /* reflector thread: runs before the FIFO sees an object */
   void *transform_data;
-  bool compact_watch; /* immutable: the default transform, done by the scanner */
-  kcr_buf_t scratch;  /* reflector thread: dumps trees into compact objects */
+  bool scan_watch;   /* immutable: the default transform, done by the scanner */
+  kcr_buf_t scratch; /* reflector thread: the scanner's output, dumped trees */
 
   kcr_store_t *store;
   kcr_delta_fifo_t *fifo;
@@ -152,7 +154,8 @@ struct kcr_informer {
   int64_t lag_probe_ns;   /* protected by mu: when that bookmark was received */
   int stream_enabled;     /* reflector thread: use the streaming list */
   int streaming;          /* protected by mu: the watch is delivering its initial events */
-  json_t *stream_items;   /* reflector thread while streaming: its events (kcr__cobj_collapse) */
+  json_t
+      *stream_items; /* reflector thread while streaming: its events' slots (kcr__cobj_collapse) */
   atomic_uint_fast64_t streams;
   atomic_uint_fast64_t reused;  /* listed objects kept as stored (reuse_stored) */
   atomic_uint_fast64_t scanned; /* watch objects that came as compact objects */
@@ -236,18 +239,19 @@ static int default_transform(json_t *obj, void *data) {
   return kcr_meta_strip_managed_fields(obj);
 }
 
-/* to_compact replaces *obj (a tree, ours) by its compact object; returns 0 or a
- * kcr_err (*obj is then NULL, the tree released). */
-static int to_compact(kcr_informer_t *inf, json_t **obj) {
-  json_t *c = NULL;
-  int rc;
-  if (kcr__cobj_is(*obj))
-    return 0;
-  rc = kcr__cobj_from_tree(*obj, &inf->scratch, &c);
-  json_decref(*obj);
-  *obj = c;
+/* trim_scratch frees the scratch buffer after one huge object, so that it
+ * does not pin its size. */
+static void trim_scratch(kcr_informer_t *inf) {
   if (inf->scratch.cap > (size_t)256 * 1024)
-    kcr_buf_free(&inf->scratch); /* one huge object does not pin its buffer */
+    kcr_buf_free(&inf->scratch);
+}
+
+/* to_compact makes *out, the compact object of tree (stolen: released on every
+ * path); returns 0 or a kcr_err (*out NULL). */
+static int to_compact(kcr_informer_t *inf, json_t *tree, kcr__cobj_t **out) {
+  int rc = kcr__cobj_from_tree(tree, &inf->scratch, out);
+  json_decref(tree);
+  trim_scratch(inf);
   return rc;
 }
 
@@ -259,17 +263,17 @@ static int to_compact(kcr_informer_t *inf, json_t **obj) {
  * it arrives makes a relist's peak the store plus what changed, not twice the
  * store, and the Replace that follows shares the objects. Reflector thread.
  */
-static json_t *reuse_stored(kcr_informer_t *inf, const char *key, json_t *cobj) {
-  json_t *stored = NULL;
-  const char *rv = kcr__cobj_is(cobj) ? kcr__cobj_rv(cobj) : "";
+static kcr__cobj_t *reuse_stored(kcr_informer_t *inf, const char *key, kcr__cobj_t *cobj) {
+  kcr__cobj_t *stored = NULL;
+  const char *rv = kcr__cobj_rv(cobj);
   if (!rv[0] || kcr__store_get_compact(inf->store, key, &stored) != 0)
     return cobj;
-  if (stored != cobj && kcr__cobj_is(stored) && strcmp(kcr__cobj_rv(stored), rv) == 0) {
-    json_decref(cobj);
+  if (stored != cobj && strcmp(kcr__cobj_rv(stored), rv) == 0) {
+    kcr__cobj_unref(cobj);
     atomic_fetch_add(&inf->reused, 1);
     return stored;
   }
-  json_decref(stored);
+  kcr__cobj_unref(stored);
   return cobj;
 }
 
@@ -351,20 +355,20 @@ static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
     if (!rv[0] && prv)
       snprintf(rv, sizeof(rv), "%s", prv);
     json_array_foreach(json_object_get(page, "items"), i, item) {
+      kcr__cobj_t *c;
       fill_kind(page, item);
       if ((rc = inf->transform(item, inf->transform_data)) != 0) {
         kcr_error_set(err, rc, "list %s: the transform refused an item: %s", inf->plural,
                       kcr_strerror(rc));
         break;
       }
-      json_incref(item);
-      if ((rc = to_compact(inf, &item)) != 0) {
+      if ((rc = to_compact(inf, json_incref(item), &c)) != 0) {
         kcr_error_set(err, rc, "list %s: cannot store an item: %s", inf->plural, kcr_strerror(rc));
         break;
       }
-      if (kcr__cobj_key_fn(item, key, sizeof(key), NULL) == 0)
-        item = reuse_stored(inf, key, item);
-      if (json_array_append_new(all, item) != 0) {
+      if (kcr__cobj_key(c, key, sizeof(key)) == 0)
+        c = reuse_stored(inf, key, c);
+      if (json_array_append_new(all, kcr__cobj_slot(c)) != 0) {
         rc = kcr_error_set(err, KCR_ENOMEM, "list %s: out of memory", inf->plural);
         break;
       }
@@ -392,49 +396,95 @@ static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
 
 /* ---- watch ---- */
 
-/*
- * on_stream_event handles an event of a streaming list's initial phase (watch with
- * sendInitialEvents): events collect in a private array until the bookmark
- * annotated k8s.io/initial-events-end, which turns them (kcr__cobj_collapse: a
- * key's last object, deletions applied) into one Replace, exactly
- * what a paged list would have done; the same watch then goes on as a normal one.
- * Reflector thread (inside kcr_watch_run).
- */
-static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event *ev, const char *rv) {
-  char key[KCR_META_KEY_MAX];
-  json_t *items;
-  const char *end;
-  kcr_error_t err;
-  int rc, is_end;
+static void note_drained(kcr_informer_t *inf);
 
-  if (ev->type != KCR_WATCH_BOOKMARK) {
-    if (kcr__cobj_key_fn(ev->object, key, sizeof(key), NULL) != 0) {
-      kcr_log(KCR_LOG_ERROR, "reflector", "%s: a streamed %s event has no name", kind_name(inf),
-              kcr_watch_event_type_name(ev->type));
-      json_decref(ev->object);
-      return KCR_EPROTO;
-    }
-    /* Already transformed (on_watch_event): the stored form, in arrival order,
-     * a deletion marked by a null before it; no allocation per object. */
-    if (ev->type == KCR_WATCH_DELETED && json_array_append_new(inf->stream_items, json_null())) {
-      json_decref(ev->object);
-      rc = KCR_ENOMEM;
-    } else {
-      /* An object at the version stored: keep the stored one (reuse_stored). */
-      json_t *obj = ev->type == KCR_WATCH_DELETED ? ev->object : reuse_stored(inf, key, ev->object);
-      rc = json_array_append_new(inf->stream_items, obj) ? KCR_ENOMEM : 0; /* steals */
-    }
-    if (rc) {
-      kcr_log(KCR_LOG_ERROR, "reflector", "%s: out of memory collecting a streamed list",
-              kind_name(inf));
-      return KCR_ENOMEM;
-    }
-    return 0;
+/*
+ * begin_event does what every watch event does first: count it, note the last
+ * version seen and when. Returns whether the watch is still streaming its
+ * initial list. Reflector thread.
+ */
+static int begin_event(kcr_informer_t *inf, kcr_watch_event_type type, const char *rv) {
+  int streaming;
+  if (type >= KCR_WATCH_ADDED && type <= KCR_WATCH_ERROR) {
+    atomic_fetch_add(&inf->received[type - 1], 1);
+    kcr_metric_inc(inf->m_received[type - 1]);
   }
-  end = kcr_meta_annotation(ev->object, "k8s.io/initial-events-end");
-  is_end = end && strcmp(end, "true") == 0;
-  json_decref(ev->object);
-  if (!is_end)
+  if (type != KCR_WATCH_ERROR && parse_rv(rv))
+    atomic_store(&inf->last_seen_rv, parse_rv(rv));
+  atomic_store(&inf->last_event_ns, kcr_clock_now(inf->clock));
+  pthread_mutex_lock(&inf->mu);
+  streaming = inf->streaming;
+  pthread_mutex_unlock(&inf->mu);
+  return streaming;
+}
+
+/* end_event records a queued object's or a bookmark's version as the last one
+ * (rc 0), or logs why it could not be queued; returns rc. */
+static int end_event(kcr_informer_t *inf, kcr_watch_event_type type, const char *rv, int rc,
+                     const kcr_error_t *err) {
+  if (rc == 0 && *rv) {
+    pthread_mutex_lock(&inf->mu);
+    snprintf(inf->last_rv, sizeof(inf->last_rv), "%s", rv);
+    if (type == KCR_WATCH_BOOKMARK && !inf->lag_probe_rv && parse_rv(rv)) {
+      inf->lag_probe_rv = parse_rv(rv);
+      inf->lag_probe_ns = kcr_clock_now(inf->clock);
+    }
+    pthread_mutex_unlock(&inf->mu);
+    if (type == KCR_WATCH_BOOKMARK)
+      note_drained(inf); /* an idle FIFO is past the bookmark at once */
+  }
+  if (rc == 0 && type != KCR_WATCH_BOOKMARK)
+    atomic_fetch_add(&inf->events, 1);
+  if (rc)
+    kcr_log(KCR_LOG_ERROR, "reflector", "%s: cannot queue a watch event: %s", kind_name(inf),
+            err->message);
+  return rc;
+}
+
+/*
+ * A streaming list (watch with sendInitialEvents) first sends the current
+ * state: its object events collect in a private array of slots until the
+ * bookmark annotated k8s.io/initial-events-end, which turns them
+ * (kcr__cobj_collapse: a key's last object, deletions applied) into one
+ * Replace, exactly what a paged list would have done; the same watch then goes
+ * on as a normal one. Reflector thread (inside kcr_watch_run).
+ */
+
+/* stream_object collects one object event of the initial phase (c stolen). */
+static int stream_object(kcr_informer_t *inf, kcr_watch_event_type type, kcr__cobj_t *c) {
+  char key[KCR_META_KEY_MAX];
+  int rc;
+  if (kcr__cobj_key(c, key, sizeof(key)) != 0) {
+    kcr_log(KCR_LOG_ERROR, "reflector", "%s: a streamed %s event has no name", kind_name(inf),
+            kcr_watch_event_type_name(type));
+    kcr__cobj_unref(c);
+    return KCR_EPROTO;
+  }
+  /* In arrival order, a deletion marked by a null before it; no allocation per
+   * object. An object at the version stored: keep the stored one. */
+  if (type == KCR_WATCH_DELETED && json_array_append_new(inf->stream_items, json_null())) {
+    kcr__cobj_unref(c);
+    rc = KCR_ENOMEM;
+  } else {
+    if (type != KCR_WATCH_DELETED)
+      c = reuse_stored(inf, key, c);
+    rc = json_array_append_new(inf->stream_items, kcr__cobj_slot(c)) ? KCR_ENOMEM : 0;
+  }
+  if (rc)
+    kcr_log(KCR_LOG_ERROR, "reflector", "%s: out of memory collecting a streamed list",
+            kind_name(inf));
+  return rc;
+}
+
+/* stream_bookmark ends the initial phase at the initial-events-end bookmark
+ * (borrowed) at rv; other bookmarks are ignored while streaming. */
+static int stream_bookmark(kcr_informer_t *inf, const json_t *bookmark, const char *rv) {
+  const char *end = kcr_meta_annotation(bookmark, "k8s.io/initial-events-end");
+  json_t *items;
+  kcr_error_t err;
+  int rc;
+
+  if (!end || strcmp(end, "true") != 0)
     return 0;
   if ((rc = kcr__cobj_collapse(inf->stream_items, &items)) != 0)
     return rc;
@@ -460,66 +510,104 @@ static int on_stream_event(kcr_informer_t *inf, const kcr_watch_event *ev, const
   return 0;
 }
 
-static void note_drained(kcr_informer_t *inf);
-
-static int on_watch_event(const kcr_watch_event *event, void *data) {
-  kcr_informer_t *inf = data;
-  kcr_watch_event evc = *event, *ev = &evc;
-  const char *rv =
-      kcr__cobj_is(ev->object) ? kcr__cobj_rv(ev->object) : kcr_meta_resource_version(ev->object);
+/* queue_object queues an ADDED, MODIFIED or DELETED event's compact object
+ * (stolen) at rv, after begin_event said whether the watch is streaming. */
+static int queue_object(kcr_informer_t *inf, kcr_watch_event_type type, kcr__cobj_t *c,
+                        int streaming, const char *rv) {
   kcr_error_t err;
-  int rc = 0, streaming;
-  bool has_object;
-  char rv_copy[RV_MAX];
-
-  /* The FIFO steals the object (the _new forms), so read its version first. */
-  snprintf(rv_copy, sizeof(rv_copy), "%s", rv ? rv : "");
-  rv = rv_copy;
-  if (ev->type >= KCR_WATCH_ADDED && ev->type <= KCR_WATCH_ERROR) {
-    atomic_fetch_add(&inf->received[ev->type - 1], 1);
-    kcr_metric_inc(inf->m_received[ev->type - 1]);
-  }
-  if (ev->type != KCR_WATCH_ERROR && parse_rv(rv))
-    atomic_store(&inf->last_seen_rv, parse_rv(rv));
-  atomic_store(&inf->last_event_ns, kcr_clock_now(inf->clock));
+  int rc;
+  if (streaming)
+    return stream_object(inf, type, c);
   kcr_error_clear(&err);
-  pthread_mutex_lock(&inf->mu);
-  streaming = inf->streaming;
-  pthread_mutex_unlock(&inf->mu);
-  has_object = ev->type == KCR_WATCH_ADDED || ev->type == KCR_WATCH_MODIFIED ||
-               ev->type == KCR_WATCH_DELETED; /* not a bookmark nor an error */
-  if (has_object && kcr__cobj_is(ev->object)) {
-    atomic_fetch_add(&inf->scanned, 1);
-  } else if (has_object) {
-    /* not scanned (a custom transform, or a line the scanner left to jansson) */
+  if (type == KCR_WATCH_ADDED)
+    rc = kcr_delta_fifo_add_new(inf->fifo, kcr__cobj_slot(c), &err);
+  else if (type == KCR_WATCH_MODIFIED)
+    rc = kcr_delta_fifo_update_new(inf->fifo, kcr__cobj_slot(c), &err);
+  else
+    rc = kcr_delta_fifo_delete_new(inf->fifo, kcr__cobj_slot(c), &err);
+  return end_event(inf, type, rv, rc, &err);
+}
+
+/* object_event_type parses the event types that carry an object, 0 otherwise. */
+static kcr_watch_event_type object_event_type(const char *type) {
+  if (strcmp(type, "ADDED") == 0)
+    return KCR_WATCH_ADDED;
+  if (strcmp(type, "MODIFIED") == 0)
+    return KCR_WATCH_MODIFIED;
+  if (strcmp(type, "DELETED") == 0)
+    return KCR_WATCH_DELETED;
+  return 0;
+}
+
+/*
+ * on_watch_line is the decoder's line hook (with the default transform): an
+ * ADDED, MODIFIED or DELETED line the scanner accepts, whose object has a name,
+ * becomes a compact object with no tree built (1: taken). Every other line is
+ * left to the decoder (0), which parses it and reports its errors as jansson
+ * sees them; on_watch_event then gets it.
+ */
+static int on_watch_line(const char *line, size_t len, void *data) {
+  kcr_informer_t *inf = data;
+  kcr__scan_meta_t meta;
+  kcr_watch_event_type t;
+  kcr__cobj_t *c;
+  char type[16];
+  int rc;
+
+  kcr_buf_reset(&inf->scratch);
+  rc = kcr__scan_event(line, len, type, sizeof(type), &inf->scratch, &meta);
+  t = rc == 0 ? object_event_type(type) : 0;
+  if (!t || !meta.name[0]) {
+    trim_scratch(inf);
+    return rc == KCR_ENOMEM ? rc : 0;
+  }
+  rc = kcr__cobj_from_buf(&inf->scratch, 0, &meta, &c);
+  trim_scratch(inf);
+  if (rc)
+    return rc == KCR_ENOMEM ? rc : 0;
+  atomic_fetch_add(&inf->scanned, 1);
+  rc = queue_object(inf, t, c, begin_event(inf, t, meta.rv), meta.rv);
+  return rc ? rc : 1;
+}
+
+/* on_watch_event handles the events the line hook left to the decoder: objects
+ * under a custom transform or that the scanner refused, bookmarks and errors.
+ * Reflector thread. */
+static int on_watch_event(const kcr_watch_event *ev, void *data) {
+  kcr_informer_t *inf = data;
+  const char *v = kcr_meta_resource_version(ev->object);
+  kcr_error_t err;
+  kcr__cobj_t *c;
+  char rv[RV_MAX];
+  int rc, streaming;
+
+  snprintf(rv, sizeof(rv), "%s", v ? v : ""); /* before anything takes the object */
+  streaming = begin_event(inf, ev->type, rv);
+  switch (ev->type) {
+  case KCR_WATCH_ADDED:
+  case KCR_WATCH_MODIFIED:
+  case KCR_WATCH_DELETED:
     if ((rc = inf->transform(ev->object, inf->transform_data)) != 0) {
       kcr_log(KCR_LOG_ERROR, "reflector", "%s: the transform refused a watch event: %s",
               kind_name(inf), kcr_strerror(rc));
       json_decref(ev->object);
       return rc;
     }
-    if ((rc = to_compact(inf, &ev->object)) != 0) {
+    if ((rc = to_compact(inf, ev->object, &c)) != 0) {
       kcr_log(KCR_LOG_ERROR, "reflector", "%s: cannot queue a watch event: %s", kind_name(inf),
               kcr_strerror(rc));
       return rc;
     }
-  }
-  if (streaming && ev->type != KCR_WATCH_ERROR)
-    return on_stream_event(inf, ev, rv);
-  switch (ev->type) {
-  case KCR_WATCH_ADDED:
-    rc = kcr_delta_fifo_add_new(inf->fifo, ev->object, &err);
-    break;
-  case KCR_WATCH_MODIFIED:
-    rc = kcr_delta_fifo_update_new(inf->fifo, ev->object, &err);
-    break;
-  case KCR_WATCH_DELETED:
-    rc = kcr_delta_fifo_delete_new(inf->fifo, ev->object, &err);
-    break;
+    return queue_object(inf, ev->type, c, streaming, rv);
   case KCR_WATCH_BOOKMARK:
+    rc = streaming ? stream_bookmark(inf, ev->object, rv) : 0;
     json_decref(ev->object);
-    break;
+    if (streaming)
+      return rc;
+    kcr_error_clear(&err);
+    return end_event(inf, ev->type, rv, 0, &err);
   case KCR_WATCH_ERROR:
+  default:
     pthread_mutex_lock(&inf->mu);
     inf->watch_err = *ev->error;
     inf->watch_gone = kcr_error_is_gone(ev->error);
@@ -527,23 +615,6 @@ static int on_watch_event(const kcr_watch_event *event, void *data) {
     json_decref(ev->object);
     return KCR_EAPI;
   }
-  if (rc == 0 && rv && *rv) {
-    pthread_mutex_lock(&inf->mu);
-    snprintf(inf->last_rv, sizeof(inf->last_rv), "%s", rv);
-    if (ev->type == KCR_WATCH_BOOKMARK && !inf->lag_probe_rv && parse_rv(rv)) {
-      inf->lag_probe_rv = parse_rv(rv);
-      inf->lag_probe_ns = kcr_clock_now(inf->clock);
-    }
-    pthread_mutex_unlock(&inf->mu);
-    if (ev->type == KCR_WATCH_BOOKMARK)
-      note_drained(inf); /* an idle FIFO is past the bookmark at once */
-  }
-  if (rc == 0 && ev->type != KCR_WATCH_BOOKMARK)
-    atomic_fetch_add(&inf->events, 1);
-  if (rc)
-    kcr_log(KCR_LOG_ERROR, "reflector", "%s: cannot queue a watch event: %s", kind_name(inf),
-            err.message);
-  return rc;
 }
 
 typedef enum { NEXT_WATCH, NEXT_BACKOFF_WATCH, NEXT_RELIST } next_t;
@@ -601,7 +672,8 @@ static next_t watch_once(kcr_informer_t *inf, int stream, int *streamed) {
     kcr_watch_stop(w); /* kcr_informer_stop ran before it could see the watch */
   pthread_mutex_unlock(&inf->mu);
   kcr_error_clear(&err);
-  kcr__watch_set_compact(w, inf->compact_watch);
+  if (inf->scan_watch)
+    kcr__watch_set_line_fn(w, on_watch_line, inf);
   code = kcr_watch_run(w, on_watch_event, inf, &err); /* decodes here, on this thread */
   pthread_mutex_lock(&inf->mu);
   inf->watch = NULL;
@@ -715,13 +787,13 @@ static void *reflector_main(void *arg) {
 /* ---- processing ---- */
 
 /* lazy_new wraps a compact object (a new reference is taken); NULL without memory. */
-static lazy_t *lazy_new(json_t *cobj) {
+static lazy_t *lazy_new(kcr__cobj_t *cobj) {
   lazy_t *l = kcr__malloc(sizeof(*l));
   if (!l)
     return NULL;
   atomic_init(&l->refs, 1);
   pthread_mutex_init(&l->mu, NULL);
-  l->cobj = json_incref(cobj);
+  l->cobj = kcr__cobj_ref(cobj);
   l->tree = NULL;
   return l;
 }
@@ -736,7 +808,7 @@ static void lazy_unref(lazy_t *l) {
   if (!l || atomic_fetch_sub_explicit(&l->refs, 1, memory_order_acq_rel) != 1)
     return;
   json_decref(l->tree);
-  json_decref(l->cobj);
+  kcr__cobj_unref(l->cobj);
   pthread_mutex_destroy(&l->mu);
   kcr__free(l);
 }
@@ -879,8 +951,8 @@ static int notify(handler_t *h, note_type type, bool initial, lazy_t *old_obj, l
 
 /* distribute hands one change (compact objects, borrowed) to every listener.
  * handlers_mu held. */
-static void distribute(kcr_informer_t *inf, note_type type, bool initial, json_t *old_cobj,
-                       json_t *cobj, const char *key, const char *tombstone) {
+static void distribute(kcr_informer_t *inf, note_type type, bool initial, kcr__cobj_t *old_cobj,
+                       kcr__cobj_t *cobj, const char *key, const char *tombstone) {
   lazy_t *old_obj = NULL, *obj = NULL;
   int nomem = 0;
   if (!inf->handlers)
@@ -910,20 +982,21 @@ static int process(const char *key, const kcr_delta *deltas, size_t n, bool init
   pthread_mutex_lock(&inf->handlers_mu);
   for (size_t i = 0; i < n && rc == 0; i++) {
     const kcr_delta *d = &deltas[i];
-    json_t *old = NULL;
+    kcr__cobj_t *c = kcr__cobj_of_slot(d->object), *old = NULL;
     kcr_error_t err;
     kcr_error_clear(&err);
     if (d->type == KCR_DELTA_DELETED) {
       kcr_store_delete_key(inf->store, d->tombstone_key ? d->tombstone_key : key);
-      distribute(inf, NOTE_DELETE, false, NULL, d->object, key, d->tombstone_key);
+      distribute(inf, NOTE_DELETE, false, NULL, c, key, d->tombstone_key);
       continue;
     }
-    rc = kcr__store_put(inf->store, d->object, &old, &err);
+    assert(c); /* everything the reflector queues is compact */
+    rc = kcr__store_put(inf->store, c, &old, &err);
     if (rc == 0 && old)
-      distribute(inf, NOTE_UPDATE, false, old, d->object, key, NULL);
+      distribute(inf, NOTE_UPDATE, false, old, c, key, NULL);
     else if (rc == 0)
-      distribute(inf, NOTE_ADD, initial, NULL, d->object, key, NULL);
-    json_decref(old);
+      distribute(inf, NOTE_ADD, initial, NULL, c, key, NULL);
+    kcr__cobj_unref(old);
     if (rc)
       kcr_log(KCR_LOG_ERROR, "informer", "%s: cannot store %s: %s", kind_name(inf), key,
               err.message);
@@ -1078,7 +1151,10 @@ static int known_list_keys(void *data, char ***out, size_t *n) {
 }
 
 static int known_get_by_key(void *data, const char *key, json_t **out) {
-  return kcr__store_get_compact(data, key, out);
+  kcr__cobj_t *c = NULL;
+  int rc = kcr__store_get_compact(data, key, &c);
+  *out = kcr__cobj_slot(c);
+  return rc;
 }
 
 static bool known_contains(void *data, const char *key) {
@@ -1120,7 +1196,7 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
   atomic_store(&inf->watch_lag_ns, -1);
   inf->transform = o->transform ? o->transform : default_transform;
   inf->transform_data = o->transform ? o->transform_data : NULL;
-  inf->compact_watch = !o->transform;
+  inf->scan_watch = !o->transform;
   kcr_buf_init(&inf->scratch, KCR_STORE_OBJECT_MAX);
   inf->resource.group = inf->group;
   inf->resource.version = inf->version;
@@ -1160,7 +1236,7 @@ fail:
 int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, uint64_t *id,
                              kcr_error_t *err) {
   handler_t *n = kcr__calloc(1, sizeof(*n)), **tail;
-  json_t **existing = NULL;
+  kcr__cobj_t **existing = NULL;
   size_t count = 0;
   int rc;
 
@@ -1187,7 +1263,7 @@ int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, ui
     if (rc == 0 && (!l || (rc = notify(n, NOTE_ADD, true, NULL, l, NULL)) != 0))
       rc = KCR_ENOMEM;
     lazy_unref(l);
-    json_decref(existing[i]);
+    kcr__cobj_unref(existing[i]);
   }
   kcr__free(existing);
   if (rc) {

@@ -35,16 +35,16 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cache/cobj.h"
 #include "cache/store_internal.h"
 #include "kcr/buf.h"
 #include "kcr/store.h"
 #include "util/alloc.h"
 #include "util/hmap.h"
-#include "util/jscan.h"
 
 /* item: one stored key. obj and ivals are protected by the store lock. */
 typedef struct item {
-  json_t *obj; /* a compact object */
+  kcr__cobj_t *obj;
   char *ivals; /* per indexer after the namespace one, in order: uint32 count, then count
                 * NUL-terminated values; NULL when there is no such indexer */
   char key[];
@@ -65,13 +65,13 @@ typedef struct indexer {
 
 struct kcr_store {
   pthread_rwlock_t lock;
-  kcr_key_fn key_fn; /* immutable */
-  void *key_data;    /* immutable */
-  kcr__hmap_t items; /* key -> item_t; protected by lock */
-  indexer_t *idx;    /* protected by lock; idx[0] is the namespace index */
-  size_t nidx;       /* protected by lock */
-  json_t *rv_obj;    /* protected by lock; the last added object, whose rv is the store's */
-  char *rv_str;      /* protected by lock; the rv of the last replace, if newer */
+  kcr_key_fn key_fn;   /* immutable */
+  void *key_data;      /* immutable */
+  kcr__hmap_t items;   /* key -> item_t; protected by lock */
+  indexer_t *idx;      /* protected by lock; idx[0] is the namespace index */
+  size_t nidx;         /* protected by lock */
+  kcr__cobj_t *rv_obj; /* protected by lock; the last added object, whose rv is the store's */
+  char *rv_str;        /* protected by lock; the rv of the last replace, if newer */
 };
 
 struct kcr_index_values {
@@ -83,16 +83,8 @@ struct kcr_index_values {
 
 /* --- stored objects ------------------------------------------------------ */
 
-static void sobj_unref(json_t *o) {
-  json_decref(o);
-}
-
-static json_t *sobj_ref(json_t *o) {
-  return json_incref(o);
-}
-
 /* sobj_make serialises obj compactly into a new compact object. */
-static int sobj_make(const json_t *obj, json_t **out, kcr_error_t *err) {
+static int sobj_make(const json_t *obj, kcr__cobj_t **out, kcr_error_t *err) {
   kcr_buf_t b;
   int rc;
   kcr_buf_init(&b, KCR_STORE_OBJECT_MAX);
@@ -108,7 +100,7 @@ static int sobj_make(const json_t *obj, json_t **out, kcr_error_t *err) {
 
 /* sobj_parse parses a stored object into a new tree. The text is always valid
  * JSON, so the only way to fail is memory. */
-static int sobj_parse(const json_t *o, json_t **out) {
+static int sobj_parse(const kcr__cobj_t *o, json_t **out) {
   return kcr__cobj_parse(o, out);
 }
 
@@ -138,18 +130,14 @@ static int ns_index(const json_t *obj, kcr_index_values_t *v, void *data) {
   return kcr_index_values_add(v, kcr_meta_namespace(obj));
 }
 
-/* run_indexer appends indexer ix's group for obj to b. obj is a tree, or a
- * compact object for the namespace index, which needs no tree. */
+/* run_indexer appends indexer ix's group for obj (a tree) to b. */
 static int run_indexer(const indexer_t *ix, const json_t *obj, kcr_buf_t *b, kcr_error_t *err) {
   kcr_index_values_t v = {b, b->len, 0, 0};
   uint32_t zero = 0;
   int rc;
   if ((rc = kcr_buf_append(b, &zero, sizeof(zero))))
     return kcr_error_set(err, rc, "store: out of memory");
-  if (kcr__cobj_is(obj))
-    rc = kcr_index_values_add(&v, kcr__cobj_ns(obj));
-  else
-    rc = ix->fn(obj, &v, ix->data);
+  rc = ix->fn(obj, &v, ix->data);
   if (rc == 0)
     rc = v.rc;
   if (rc)
@@ -167,44 +155,33 @@ static char *exact_copy(kcr_buf_t *b) {
   return p;
 }
 
-/* ns_value is the namespace index's value for obj (a tree or a compact
- * object): the namespace the compact form of obj keeps. */
-static const char *ns_value(const json_t *obj) {
-  return kcr__cobj_is(obj) ? kcr__cobj_ns(obj) : kcr_meta_namespace(obj);
-}
-
 /*
- * compute_ivals runs indexers [1, n) on obj (a tree, or a compact object that
- * is parsed only when such an indexer exists) into a new packed blob, NULL when
- * n is 1. The namespace index's value is not kept: it is the stored object's
- * namespace (igroup), which saves an allocation per item. It is checked here
- * as kcr_index_values_add would.
+ * compute_ivals runs indexers [1, n) on the object o holds, given as tree when
+ * the caller has one (else o is parsed, only when such an indexer exists), into
+ * a new packed blob, NULL when n is 1. The namespace index's value is not kept: it is the stored
+ * object's namespace (igroup), which saves an allocation per item. It is checked here as
+ * kcr_index_values_add would.
  */
-static int compute_ivals(const indexer_t *idx, size_t n, const json_t *obj, char **out,
-                         kcr_error_t *err) {
+static int compute_ivals(const indexer_t *idx, size_t n, const kcr__cobj_t *o, const json_t *tree,
+                         char **out, kcr_error_t *err) {
   kcr_buf_t b;
-  json_t *tree = NULL;
+  json_t *parsed = NULL;
   int rc = 0;
   *out = NULL;
   assert(n >= 1 && idx[0].fn == ns_index);
-  if (strlen(ns_value(obj)) >= KCR_STORE_INDEX_VALUE_MAX)
+  if (strlen(kcr__cobj_ns(o)) >= KCR_STORE_INDEX_VALUE_MAX)
     return kcr_error_set(err, KCR_ETOOBIG, "store: index %s: %s", idx[0].name,
                          kcr_strerror(KCR_ETOOBIG));
   if (n == 1)
     return 0;
   kcr_buf_init(&b, (size_t)1 << 24);
-  for (size_t i = 1; i < n && rc == 0; i++) {
-    const json_t *arg = obj;
-    if (kcr__cobj_is(obj) && idx[i].fn != ns_index) {
-      if (!tree && (rc = sobj_parse(obj, &tree)) != 0) {
-        kcr_error_set(err, rc, "store: out of memory");
-        break;
-      }
-      arg = tree;
-    }
-    rc = run_indexer(&idx[i], arg, &b, err);
+  if (!tree && (rc = sobj_parse(o, &parsed)) != 0) {
+    kcr_buf_free(&b);
+    return kcr_error_set(err, rc, "store: out of memory");
   }
-  json_decref(tree);
+  for (size_t i = 1; i < n && rc == 0; i++)
+    rc = run_indexer(&idx[i], tree ? tree : parsed, &b, err);
+  json_decref(parsed);
   if (rc) {
     kcr_buf_free(&b);
     return rc;
@@ -236,7 +213,7 @@ static const char *group(const char *ivals, size_t i, uint32_t *count) {
 
 /* igroup finds indexer i's values for an item holding obj (NULL: none) and
  * ivals: the namespace index's one value is obj's namespace. */
-static const char *igroup(const json_t *obj, const char *ivals, size_t i, uint32_t *count) {
+static const char *igroup(const kcr__cobj_t *obj, const char *ivals, size_t i, uint32_t *count) {
   if (i > 0)
     return group(ivals, i - 1, count);
   *count = obj ? 1 : 0;
@@ -321,7 +298,7 @@ static void free_values(kcr__hmap_t *values) {
 static void item_free(item_t *it) {
   if (!it)
     return;
-  sobj_unref(it->obj);
+  kcr__cobj_unref(it->obj);
   kcr__free(it->ivals);
   kcr__free(it);
 }
@@ -347,16 +324,16 @@ static item_t *item_new(const char *key) {
 /* set_rv_obj makes the last added object's resourceVersion the store's: a
  * reference to its block instead of a copy, so that no add needs an allocation
  * for it (and none can fail because of it). */
-static void set_rv_obj(kcr_store_t *s, json_t *o) {
-  sobj_unref(s->rv_obj);
-  s->rv_obj = sobj_ref(o);
+static void set_rv_obj(kcr_store_t *s, kcr__cobj_t *o) {
+  kcr__cobj_unref(s->rv_obj);
+  s->rv_obj = kcr__cobj_ref(o);
   kcr__free(s->rv_str);
   s->rv_str = NULL;
 }
 
 /* set_rv_str makes str (owned, may be NULL) the store's resourceVersion. */
 static void set_rv_str(kcr_store_t *s, char *str) {
-  sobj_unref(s->rv_obj);
+  kcr__cobj_unref(s->rv_obj);
   s->rv_obj = NULL;
   kcr__free(s->rv_str);
   s->rv_str = str;
@@ -500,11 +477,11 @@ out:
 
 /* --- writes -------------------------------------------------------------- */
 
-/* put stores o (a compact object; stolen) under key, indexing src (obj's tree,
- * or o itself). *old (may be NULL) receives the object it replaced, a new
+/* put stores o (stolen) under key, indexing tree (o's tree when the caller has
+ * one, else NULL). *old (may be NULL) receives the object it replaced, a new
  * reference, NULL when the key is new. */
-static int put(kcr_store_t *s, const char *key, json_t *o, const json_t *src, json_t **old,
-               kcr_error_t *err) {
+static int put(kcr_store_t *s, const char *key, kcr__cobj_t *o, const json_t *tree,
+               kcr__cobj_t **old, kcr_error_t *err) {
   char *ivals = NULL;
   item_t *it, *fresh = NULL;
   size_t i, linked = 0;
@@ -513,7 +490,7 @@ static int put(kcr_store_t *s, const char *key, json_t *o, const json_t *src, js
   if (old)
     *old = NULL;
   pthread_rwlock_wrlock(&s->lock);
-  if ((rc = compute_ivals(s->idx, s->nidx, src, &ivals, err)))
+  if ((rc = compute_ivals(s->idx, s->nidx, o, tree, &ivals, err)))
     goto fail;
   it = kcr__hmap_get(&s->items, key);
   if (!it) {
@@ -542,7 +519,7 @@ static int put(kcr_store_t *s, const char *key, json_t *o, const json_t *src, js
   if (old)
     *old = it->obj; /* the item's reference moves to the caller */
   else
-    sobj_unref(it->obj);
+    kcr__cobj_unref(it->obj);
   kcr__free(it->ivals);
   it->obj = o;
   it->ivals = ivals;
@@ -562,13 +539,13 @@ fail:
   pthread_rwlock_unlock(&s->lock);
   kcr__free(fresh);
   kcr__free(ivals);
-  sobj_unref(o);
+  kcr__cobj_unref(o);
   return rc;
 }
 
 int kcr_store_add(kcr_store_t *s, const json_t *obj, kcr_error_t *err) {
   char key[KCR_META_KEY_MAX];
-  json_t *o = NULL;
+  kcr__cobj_t *o = NULL;
   int rc;
 
   assert(s);
@@ -579,14 +556,14 @@ int kcr_store_add(kcr_store_t *s, const json_t *obj, kcr_error_t *err) {
   return put(s, key, o, obj, NULL, err);
 }
 
-int kcr__store_put(kcr_store_t *s, json_t *cobj, json_t **old, kcr_error_t *err) {
+int kcr__store_put(kcr_store_t *s, kcr__cobj_t *cobj, kcr__cobj_t **old, kcr_error_t *err) {
   char key[KCR_META_KEY_MAX];
   int rc;
 
-  assert(s && kcr__cobj_is(cobj));
-  if ((rc = kcr__cobj_key_fn(cobj, key, sizeof(key), NULL)))
+  assert(s && cobj);
+  if ((rc = kcr__cobj_key(cobj, key, sizeof(key))))
     return kcr_error_set(err, rc, "store: object has no key: %s", kcr_strerror(rc));
-  return put(s, key, json_incref(cobj), cobj, old, err);
+  return put(s, key, kcr__cobj_ref(cobj), NULL, old, err);
 }
 
 int kcr_store_update(kcr_store_t *s, const json_t *obj, kcr_error_t *err) {
@@ -668,11 +645,11 @@ int kcr_store_replace(kcr_store_t *s, const json_t *items, const char *resource_
   }
   json_array_foreach(items, i, obj) {
     item_t *have;
-    if ((rc = compute_ivals(s->idx, s->nidx, obj, &pre[i]->ivals, err)))
+    if ((rc = compute_ivals(s->idx, s->nidx, pre[i]->obj, obj, &pre[i]->ivals, err)))
       goto fail_locked;
     have = kcr__hmap_get(&nitems, pre[i]->key);
     if (have) { /* a later duplicate wins */
-      json_t *o = have->obj;
+      kcr__cobj_t *o = have->obj;
       char *iv = have->ivals;
       have->obj = pre[i]->obj;
       have->ivals = pre[i]->ivals;
@@ -731,28 +708,28 @@ free_pre:
 
 int kcr_store_get_by_key(kcr_store_t *s, const char *key, json_t **out) {
   item_t *it;
-  json_t *o = NULL;
+  kcr__cobj_t *o = NULL;
   int rc;
   assert(s && key && out);
   *out = NULL;
   pthread_rwlock_rdlock(&s->lock);
   if ((it = kcr__hmap_get(&s->items, key)))
-    o = sobj_ref(it->obj);
+    o = kcr__cobj_ref(it->obj);
   pthread_rwlock_unlock(&s->lock);
   if (!o)
     return KCR_ENOENT;
   rc = sobj_parse(o, out);
-  sobj_unref(o);
+  kcr__cobj_unref(o);
   return rc;
 }
 
-int kcr__store_get_compact(kcr_store_t *s, const char *key, json_t **out) {
+int kcr__store_get_compact(kcr_store_t *s, const char *key, kcr__cobj_t **out) {
   item_t *it;
   assert(s && key && out);
   *out = NULL;
   pthread_rwlock_rdlock(&s->lock);
   if ((it = kcr__hmap_get(&s->items, key)))
-    *out = sobj_ref(it->obj);
+    *out = kcr__cobj_ref(it->obj);
   pthread_rwlock_unlock(&s->lock);
   return *out ? 0 : KCR_ENOENT;
 }
@@ -800,13 +777,13 @@ int kcr_store_resource_version(kcr_store_t *s, char *buf, size_t size) {
 }
 
 /* refs_of takes references on the objects of the items in map m (lock held). */
-static int refs_of(const kcr__hmap_t *m, json_t ***out, size_t *n) {
-  json_t **v = kcr__malloc((m->len ? m->len : 1) * sizeof(json_t *));
+static int refs_of(const kcr__hmap_t *m, kcr__cobj_t ***out, size_t *n) {
+  kcr__cobj_t **v = kcr__malloc((m->len ? m->len : 1) * sizeof(*v));
   size_t k = 0;
   if (!v)
     return KCR_ENOMEM;
   KCR__HMAP_FOREACH(m, sl) {
-    v[k++] = sobj_ref(((item_t *)sl->val)->obj);
+    v[k++] = kcr__cobj_ref(((item_t *)sl->val)->obj);
   }
   *out = v;
   *n = k;
@@ -814,14 +791,14 @@ static int refs_of(const kcr__hmap_t *m, json_t ***out, size_t *n) {
 }
 
 /* parse_all parses referenced objects into a new array and drops the references. */
-static int parse_all(json_t **v, size_t n, json_t **out) {
+static int parse_all(kcr__cobj_t **v, size_t n, json_t **out) {
   json_t *arr = json_array();
   int rc = arr ? 0 : KCR_ENOMEM;
   for (size_t i = 0; i < n; i++) {
     json_t *obj = NULL;
     if (rc == 0 && (rc = sobj_parse(v[i], &obj)) == 0 && json_array_append_new(arr, obj))
       rc = KCR_ENOMEM;
-    sobj_unref(v[i]);
+    kcr__cobj_unref(v[i]);
   }
   kcr__free(v);
   if (rc) {
@@ -833,7 +810,7 @@ static int parse_all(json_t **v, size_t n, json_t **out) {
 }
 
 int kcr_store_list(kcr_store_t *s, json_t **out) {
-  json_t **v;
+  kcr__cobj_t **v;
   size_t n;
   int rc;
   assert(s && out);
@@ -844,7 +821,7 @@ int kcr_store_list(kcr_store_t *s, json_t **out) {
   return rc ? rc : parse_all(v, n, out);
 }
 
-int kcr__store_list_compact(kcr_store_t *s, json_t ***out, size_t *n) {
+int kcr__store_list_compact(kcr_store_t *s, kcr__cobj_t ***out, size_t *n) {
   int rc;
   assert(s && out && n);
   pthread_rwlock_rdlock(&s->lock);
@@ -906,7 +883,7 @@ static int keys_under(kcr_store_t *s, const char *name, const char *value,
 
 int kcr_store_by_index(kcr_store_t *s, const char *index_name, const char *value, json_t **out) {
   const kcr__hmap_t *keys;
-  json_t **v = NULL;
+  kcr__cobj_t **v = NULL;
   size_t n = 0;
   int rc;
   assert(s && index_name && value && out);
@@ -947,7 +924,7 @@ int kcr_store_index(kcr_store_t *s, const char *index_name, const json_t *obj, j
   indexer_t *ix;
   kcr_buf_t b;
   kcr__hmap_t seen = {0};
-  json_t **v = NULL;
+  kcr__cobj_t **v = NULL;
   size_t n = 0;
   int rc;
 
@@ -1040,93 +1017,4 @@ void kcr_store_known_objects(kcr_store_t *s, kcr_known_objects *out) {
   out->get_by_key = known_get_by_key;
   out->contains = known_contains;
   out->data = s;
-}
-
-/* Here rather than in util/jscan.c: a tree falls back to kcr_meta_key (api
- * layer), and util must not call up. */
-int kcr__cobj_key_fn(const json_t *obj, char *buf, size_t size, void *data) {
-  const char *ns, *name;
-  size_t nl, ml, need;
-  (void)data;
-  assert(buf && size > 0);
-  buf[0] = '\0';
-  if (!kcr__cobj_is(obj))
-    return kcr_meta_key(obj, buf, size);
-  ns = kcr__cobj_ns(obj);
-  name = kcr__cobj_name(obj);
-  nl = strlen(ns);
-  ml = strlen(name);
-  if (ml == 0)
-    return KCR_EINVAL;
-  need = (nl ? nl + 1 : 0) + ml + 1;
-  if (need > size)
-    return KCR_ETOOBIG;
-  if (nl) {
-    memcpy(buf, ns, nl);
-    buf[nl] = '/';
-  }
-  memcpy(buf + (nl ? nl + 1 : 0), name, ml + 1);
-  return 0;
-}
-
-int kcr__cobj_collapse(const json_t *events, json_t **out) {
-  size_t n = json_array_size(events), total = 0, nout = 0, i;
-  char key[KCR_META_KEY_MAX], *keys = NULL, *p;
-  json_t **slot = NULL, *arr = NULL;
-  kcr__hmap_t at = {0}; /* key -> its place in slot */
-  int rc = KCR_ENOMEM;
-
-  assert(out);
-  *out = NULL;
-  for (i = 0; i < n; i++) {
-    const json_t *o = json_array_get(events, i);
-    if (json_is_null(o))
-      continue;
-    if (kcr__cobj_key_fn(o, key, sizeof(key), NULL))
-      return KCR_EINVAL;
-    total += strlen(key) + 1;
-  }
-  if (!(keys = kcr__malloc(total ? total : 1)) ||
-      !(slot = kcr__calloc(n ? n : 1, sizeof(json_t *))) || kcr__hmap_reserve(&at, n))
-    goto out;
-  p = keys;
-  for (i = 0; i < n; i++) {
-    json_t *o = json_array_get(events, i);
-    bool del = false;
-    json_t **pos;
-    if (json_is_null(o)) {
-      if (++i == n)
-        break;
-      o = json_array_get(events, i);
-      del = true;
-      if (json_is_null(o))
-        continue;
-    }
-    (void)kcr__cobj_key_fn(o, p, KCR_META_KEY_MAX, NULL);
-    pos = kcr__hmap_get(&at, p);
-    if (pos && !del) {
-      *pos = o; /* an update keeps the key's place */
-    } else if (pos) {
-      *pos = NULL;
-      (void)kcr__hmap_del(&at, p);
-    } else if (!del) {
-      slot[nout] = o;
-      kcr__hmap_insert(&at, p, &slot[nout++]);
-      p += strlen(p) + 1;
-    }
-  }
-  if (!(arr = json_array()))
-    goto out;
-  for (i = 0; i < nout; i++)
-    if (slot[i] && json_array_append(arr, slot[i]))
-      goto out;
-  *out = arr;
-  arr = NULL;
-  rc = 0;
-out:
-  json_decref(arr);
-  kcr__hmap_free(&at);
-  kcr__free(slot);
-  kcr__free(keys);
-  return rc;
 }

@@ -269,8 +269,8 @@ static int end_code(kcr_watch_t *w, int overflow, int nomem, kcr_error_t *err) {
   return kcr_watch_decoder_finish(w->decoder, err);
 }
 
-void kcr__watch_set_compact(kcr_watch_t *w, bool on) {
-  kcr__watch_decoder_set_compact(w->decoder, on); /* before run: the decoder is idle */
+void kcr__watch_set_line_fn(kcr_watch_t *w, kcr__watch_line_fn fn, void *data) {
+  kcr__watch_decoder_set_line_fn(w->decoder, fn, data); /* before run: the decoder is idle */
 }
 
 int kcr_watch_run(kcr_watch_t *w, kcr_watch_cb on_event, void *data, kcr_error_t *err) {

@@ -19,10 +19,10 @@
  * be framed right afterwards, and the caller's answer (close, back off, watch
  * again) is the same as client-go's.
  *
- * Compact mode (watch_internal.h): for the informer, an ADDED, MODIFIED or
- * DELETED line is first offered to the scanner (util/jscan.h), which minifies
- * its object without managedFields into a compact object and builds no tree;
- * a line it does not take goes the usual way, so errors stay jansson's.
+ * The line hook (watch_internal.h): the informer is offered each line before
+ * jansson sees it and takes the ones it can store without a tree; a line it
+ * leaves goes the usual way, so errors stay jansson's. What it makes of a line
+ * is the cache's business: this file knows no stored form.
  *
  * Positions in errors count lines from 1 and stream bytes from 0, over all feeds
  * since create or reset, so a message can be matched against a capture.
@@ -37,7 +37,6 @@
 #include "kcr/buf.h"
 #include "kcr/watch.h"
 #include "util/alloc.h"
-#include "util/jscan.h"
 
 /* A split-line buffer grown past this is freed after its line, not kept. */
 #define RETAIN_MAX ((size_t)256 * 1024)
@@ -46,19 +45,20 @@ struct kcr_watch_decoder {
   kcr_watch_event_cb cb;
   void *data;
   size_t max_line;
-  kcr_buf_t partial;   /* the unfinished line's bytes so far */
-  kcr_buf_t scratch;   /* compact mode: the scanner's output */
-  uint64_t line_no;    /* number of the line being read, from 1 */
-  uint64_t line_start; /* stream offset of its first byte */
-  uint64_t fed;        /* stream bytes taken by earlier feeds */
-  int failed;          /* the sticky error code, 0 while healthy */
-  int finished;        /* finish was called */
-  int in_callback;     /* guards against the callback re-entering */
-  bool compact;        /* kcr__watch_decoder_set_compact */
+  kcr_buf_t partial;          /* the unfinished line's bytes so far */
+  uint64_t line_no;           /* number of the line being read, from 1 */
+  uint64_t line_start;        /* stream offset of its first byte */
+  uint64_t fed;               /* stream bytes taken by earlier feeds */
+  int failed;                 /* the sticky error code, 0 while healthy */
+  int finished;               /* finish was called */
+  int in_callback;            /* guards against the callback re-entering */
+  kcr__watch_line_fn line_fn; /* kcr__watch_decoder_set_line_fn; NULL: none */
+  void *line_data;
 };
 
-void kcr__watch_decoder_set_compact(kcr_watch_decoder_t *dec, bool on) {
-  dec->compact = on;
+void kcr__watch_decoder_set_line_fn(kcr_watch_decoder_t *dec, kcr__watch_line_fn fn, void *data) {
+  dec->line_fn = fn;
+  dec->line_data = data;
 }
 
 static const char *const type_names[] = {NULL, "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
@@ -100,7 +100,6 @@ int kcr_watch_decoder_create(size_t max_line, kcr_watch_event_cb cb, void *data,
   dec->data = data;
   dec->max_line = max_line ? max_line : KCR_WATCH_MAX_LINE_DEFAULT;
   kcr_buf_init(&dec->partial, dec->max_line);
-  kcr_buf_init(&dec->scratch, dec->max_line + 1024);
   dec->line_no = 1;
   *out = dec;
   return 0;
@@ -109,7 +108,6 @@ int kcr_watch_decoder_create(size_t max_line, kcr_watch_event_cb cb, void *data,
 void kcr_watch_decoder_reset(kcr_watch_decoder_t *dec) {
   assert(!dec->in_callback);
   kcr_buf_free(&dec->partial);
-  kcr_buf_free(&dec->scratch);
   dec->line_no = 1;
   dec->line_start = 0;
   dec->fed = 0;
@@ -122,7 +120,6 @@ void kcr_watch_decoder_destroy(kcr_watch_decoder_t *dec) {
     return;
   assert(!dec->in_callback);
   kcr_buf_free(&dec->partial);
-  kcr_buf_free(&dec->scratch);
   kcr__free(dec);
 }
 
@@ -183,34 +180,19 @@ static int deliver(kcr_watch_decoder_t *dec, const kcr_watch_event *ev, kcr_erro
   return 0;
 }
 
-/* scan_line offers a line to the scanner (compact mode): 1 with *ev holding a
- * compact object, 0 when the line goes jansson's way, KCR_ENOMEM. */
-static int scan_line(kcr_watch_decoder_t *dec, const char *line, size_t len, kcr_watch_event *ev) {
-  char type[16];
-  kcr__scan_meta_t meta;
-  kcr_watch_event_type t;
+/* offer_line hands a line to the line hook: 1 when the hook took it, 0 when
+ * it goes jansson's way, or the sticky failure of the hook's error. */
+static int offer_line(kcr_watch_decoder_t *dec, const char *line, size_t len, kcr_error_t *err) {
   int rc;
-
-  ev->object = NULL;
-  kcr_buf_reset(&dec->scratch);
-  rc = kcr__scan_event(line, len, type, sizeof(type), &dec->scratch, &meta);
-  t = rc == 0 ? event_type(type) : 0;
-  if (t == KCR_WATCH_ADDED || t == KCR_WATCH_MODIFIED || t == KCR_WATCH_DELETED) {
-    if (meta.name[0]) {
-      rc = kcr__cobj_from_buf(&dec->scratch, 0, meta.rv, meta.ns, meta.name, &ev->object);
-      if (rc == 0) {
-        ev->type = t;
-        ev->error = NULL;
-      }
-    } else {
-      rc = 1; /* no name: jansson's way, for the usual error */
-    }
+  dec->in_callback = 1;
+  rc = dec->line_fn(line, len, dec->line_data);
+  dec->in_callback = 0;
+  if (rc < 0) {
+    kcr_error_set(err, rc, "watch line hook stopped the stream at line %" PRIu64 ": %s",
+                  dec->line_no, kcr_strerror(rc));
+    return fail(dec, rc);
   }
-  if (dec->scratch.cap > RETAIN_MAX)
-    kcr_buf_free(&dec->scratch);
-  if (rc == KCR_ENOMEM)
-    return rc;
-  return rc == 0 && ev->object ? 1 : 0;
+  return rc > 0;
 }
 
 /* decode_line parses one complete line (newline excluded) and calls back. */
@@ -227,14 +209,8 @@ static int decode_line(kcr_watch_decoder_t *dec, const char *line, size_t len, k
   if (i == len)
     return 0; /* an empty line is not an event */
 
-  if (dec->compact) {
-    rc = scan_line(dec, line, len, &ev);
-    if (rc < 0)
-      return fail(dec, kcr_error_set(err, rc, "out of memory decoding watch stream line %" PRIu64,
-                                     dec->line_no));
-    if (rc > 0)
-      return deliver(dec, &ev, err);
-  }
+  if (dec->line_fn && (rc = offer_line(dec, line, len, err)) != 0)
+    return rc < 0 ? rc : 0;
   memset(&jerr, 0, sizeof(jerr));
   root = json_loadb(line, len, 0, &jerr);
   if (!root)

@@ -1,29 +1,35 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * watch_internal.h: the decoder's compact mode, for the informer (no tree on
- * the way in). A property of one decoder, set by its owner before feeding it.
+ * watch_internal.h: the decoder's line hook, for the informer (no tree on the
+ * way in). A property of one decoder, set by its owner before feeding it.
  */
 #ifndef KCR_CLIENT_WATCH_INTERNAL_H
 #define KCR_CLIENT_WATCH_INTERNAL_H
 
-#include <stdbool.h>
+#include <stddef.h>
 
 #include "kcr/client.h"
 #include "kcr/watch.h"
 
 /*
- * kcr__watch_decoder_set_compact turns dec's compact mode on or off (before it is
- * fed). In compact mode an ADDED, MODIFIED or DELETED event whose line
- * kcr__scan_event accepts, and whose object has a name, carries a compact object
- * (util/jscan.h: a jansson string, metadata.managedFields already dropped)
- * instead of a tree; every other line is decoded as usual, errors included.
+ * kcr__watch_line_fn is offered each non-empty line of a stream (newline
+ * excluded; borrowed for the call) before the decoder parses it, on the thread
+ * that feeds the decoder. It returns 1 when it took the line (the decoder's
+ * event callback is then not called for it), 0 to let the decoder parse it as
+ * usual, or a negative kcr_err, which fails the stream as a callback's error
+ * does. Like the event callback, it must not call back into the decoder.
  */
-void kcr__watch_decoder_set_compact(kcr_watch_decoder_t *dec, bool on);
+typedef int (*kcr__watch_line_fn)(const char *line, size_t len, void *data);
+
+/* kcr__watch_decoder_set_line_fn sets dec's line hook (NULL: none), before the
+ * decoder is fed. */
+void kcr__watch_decoder_set_line_fn(kcr_watch_decoder_t *dec, kcr__watch_line_fn fn, void *data);
 
 /*
- * kcr__watch_set_compact sets the compact mode of w's decoder: the informer
- * calls it between kcr_client_watch and kcr_watch_run.
+ * kcr__watch_set_line_fn sets the line hook of w's decoder: the informer calls
+ * it between kcr_client_watch and kcr_watch_run, so that the lines it can store
+ * without a tree never become one.
  */
-void kcr__watch_set_compact(kcr_watch_t *w, bool on);
+void kcr__watch_set_line_fn(kcr_watch_t *w, kcr__watch_line_fn fn, void *data);
 
 #endif /* KCR_CLIENT_WATCH_INTERNAL_H */

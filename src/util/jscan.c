@@ -2,7 +2,8 @@
 /*
  * jscan.c: a validating JSON scanner that minifies one object on the way to the
  * store, dropping metadata.managedFields and noting the metadata the store keys
- * on, without a jansson tree; and the compact-object helpers (jscan.h).
+ * on, without a jansson tree (jscan.h). What the cache builds from its output
+ * is the cache's business (cache/cobj.c).
  *
  * DESIGN. One pass over the bytes, recursive descent, output appended to a
  * caller's bounded buffer. Strings, numbers and literals are copied verbatim
@@ -20,7 +21,6 @@
 #include <assert.h>
 #include <string.h>
 
-#include "kcr/meta.h"
 #include "util/jscan.h"
 
 #define MAX_DEPTH 512 /* below jansson's 2048: deeper texts go to jansson */
@@ -377,7 +377,7 @@ static int finish_meta(const scan_t *s, kcr__scan_meta_t *meta) {
   if (s->have_name && copy_span(&s->name, meta->name, sizeof(meta->name)))
     return -1;
   /* kcr_meta_key's bound: a key that would not fit goes to jansson's path */
-  if (strlen(meta->ns) + strlen(meta->name) + 2 > KCR_META_KEY_MAX)
+  if (strlen(meta->ns) + strlen(meta->name) + 2 > KCR__SCAN_KEY_MAX)
     return -1;
   return 0;
 }
@@ -487,85 +487,4 @@ int kcr__scan_event(const char *in, size_t len, char *type, size_t size, kcr_buf
   if (s.p != s.end || !have_obj || !type[0])
     return refused(&s, base);
   return 0;
-}
-
-/* --- compact objects ----------------------------------------------------- */
-
-int kcr__cobj_from_buf(kcr_buf_t *b, size_t base, const char *rv, const char *ns, const char *name,
-                       json_t **out) {
-  int rc;
-  *out = NULL;
-  if ((rc = kcr_buf_appendc(b, '\0')) || (rc = kcr_buf_appends(b, rv)) ||
-      (rc = kcr_buf_appendc(b, '\0')) || (rc = kcr_buf_appends(b, ns)) ||
-      (rc = kcr_buf_appendc(b, '\0')) || (rc = kcr_buf_appends(b, name)))
-    return rc; /* b was freed */
-  if (!(*out = json_stringn_nocheck(b->data + base, b->len - base)))
-    rc = KCR_ENOMEM;
-  b->len = base;
-  if (b->data)
-    b->data[base] = '\0';
-  return rc;
-}
-
-/* dump_ctx: where json_dump_callback writes, and why it stopped. */
-typedef struct dump_ctx {
-  kcr_buf_t *b;
-  int rc;
-} dump_ctx_t;
-
-/* dump_cb appends jansson's output to a bounded buffer. */
-static int dump_cb(const char *p, size_t n, void *data) {
-  dump_ctx_t *c = data;
-  if (c->rc == 0)
-    c->rc = kcr_buf_append(c->b, p, n);
-  return c->rc ? -1 : 0;
-}
-
-/* meta_str reads metadata.<field> as a string, "" when absent (util cannot use
- * kcr/meta.h's accessors: they live in the api layer above). */
-static const char *meta_str(const json_t *obj, const char *field) {
-  const char *v = json_string_value(json_object_get(json_object_get(obj, "metadata"), field));
-  return v ? v : "";
-}
-
-int kcr__cobj_from_tree(const json_t *obj, kcr_buf_t *scratch, json_t **out) {
-  dump_ctx_t c = {scratch, 0};
-  *out = NULL;
-  kcr_buf_reset(scratch);
-  if (json_dump_callback(obj, dump_cb, &c, JSON_COMPACT) != 0 || scratch->len == 0) {
-    kcr_buf_reset(scratch);
-    return c.rc ? c.rc : KCR_ENOMEM;
-  }
-  return kcr__cobj_from_buf(scratch, 0, meta_str(obj, "resourceVersion"),
-                            meta_str(obj, "namespace"), meta_str(obj, "name"), out);
-}
-
-const char *kcr__cobj_json(const json_t *c, size_t *len) {
-  const char *v = json_string_value(c);
-  if (len)
-    *len = strlen(v);
-  return v;
-}
-
-const char *kcr__cobj_rv(const json_t *c) {
-  const char *v = json_string_value(c);
-  return v + strlen(v) + 1;
-}
-
-const char *kcr__cobj_ns(const json_t *c) {
-  const char *rv = kcr__cobj_rv(c);
-  return rv + strlen(rv) + 1;
-}
-
-const char *kcr__cobj_name(const json_t *c) {
-  const char *ns = kcr__cobj_ns(c);
-  return ns + strlen(ns) + 1;
-}
-
-int kcr__cobj_parse(const json_t *c, json_t **out) {
-  json_error_t jerr;
-  size_t len;
-  const char *text = kcr__cobj_json(c, &len);
-  *out = json_loadb(text, len, 0, &jerr);
-  return *out ? 0 : KCR_ENOMEM;
 }

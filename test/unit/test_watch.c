@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "client/watch_internal.h"
 #include "kcr/apierror.h"
 #include "kcr/watch.h"
 #include "testutil.h"
@@ -428,6 +429,67 @@ static void test_watch_alloc_failure(void **state) {
   free(data);
 }
 
+/* The line hook: what it takes never reaches the callback, what it leaves is
+ * decoded as usual (errors included), and its error fails the stream. */
+typedef struct hooked {
+  int offered, taken, events;
+  int fail_at; /* offer number whose hook fails, 0: never */
+} hooked_t;
+
+static int on_line(const char *line, size_t len, void *data) {
+  hooked_t *h = data;
+  h->offered++;
+  if (h->fail_at && h->offered == h->fail_at)
+    return KCR_ENOMEM;
+  if (len > 6 && memcmp(line, "{\"take", 6) == 0) {
+    h->taken++;
+    return 1;
+  }
+  return 0;
+}
+
+static int on_hooked_event(const kcr_watch_event *ev, void *data) {
+  ((hooked_t *)data)->events++;
+  json_decref(ev->object);
+  return 0;
+}
+
+static void test_watch_line_hook(void **state) {
+  static const char stream[] = "{\"take\":1}\n"
+                               "\n"
+                               "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n"
+                               "{\"take\":2}\n";
+  static const char bad[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":1}\n";
+  kcr_watch_decoder_t *dec;
+  hooked_t h = {0};
+  kcr_error_t err;
+  (void)state;
+  assert_int_equal(kcr_watch_decoder_create(0, on_hooked_event, &h, &dec, NULL), 0);
+  kcr__watch_decoder_set_line_fn(dec, on_line, &h);
+  assert_int_equal(kcr_watch_decoder_feed(dec, stream, strlen(stream), NULL), 0);
+  assert_int_equal(h.offered, 3); /* not the empty line */
+  assert_int_equal(h.taken, 2);
+  assert_int_equal(h.events, 1);
+  /* a line the hook leaves keeps jansson's error */
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_watch_decoder_feed(dec, bad, strlen(bad), &err), KCR_EPARSE);
+  assert_non_null(strstr(err.message, "invalid JSON"));
+  kcr_watch_decoder_destroy(dec);
+
+  memset(&h, 0, sizeof(h));
+  h.fail_at = 2;
+  assert_int_equal(kcr_watch_decoder_create(0, on_hooked_event, &h, &dec, NULL), 0);
+  kcr__watch_decoder_set_line_fn(dec, on_line, &h);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_watch_decoder_feed(dec, stream, strlen(stream), &err), KCR_ENOMEM);
+  assert_non_null(strstr(err.message, "line 3"));
+  assert_int_equal(h.events, 0);
+  /* sticky: nothing more is taken */
+  assert_int_not_equal(kcr_watch_decoder_feed(dec, "{}\n", 3, NULL), 0);
+  assert_int_equal(h.offered, 2);
+  kcr_watch_decoder_destroy(dec);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_watch_recorded_stream),
@@ -444,6 +506,7 @@ int main(void) {
       cmocka_unit_test(test_watch_callback_stops_stream),
       cmocka_unit_test(test_watch_type_names),
       cmocka_unit_test(test_watch_alloc_failure),
+      cmocka_unit_test(test_watch_line_hook),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
