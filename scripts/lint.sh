@@ -3,7 +3,8 @@
 # lint.sh: the checks `make lint` runs. 1) every tracked .c/.h is formatted by the
 # committed .clang-format; 2) clang-tidy (the clang static analyzer plus the curated
 # checks in .clang-tidy) over the library and test sources, with warnings as errors;
-# 3) scripts/check-includes.sh: no include or dependency circle, layers point down.
+# 3) scripts/check-includes.sh: no include or dependency circle, layers point down;
+# 4) scripts/check-cobj.sh: the cache's compact object stays the cache's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,9 @@ fi
 
 echo "lint: include graph and layers"
 if ! scripts/check-includes.sh; then
+  status=1
+fi
+if ! scripts/check-cobj.sh; then
   status=1
 fi
 
