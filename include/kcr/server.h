@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kcr/server.h: the server layer (src/server/server.c), the HTTP/1.1 server
+ * kcr/server.h: the server layer (src/server/), the HTTP/1.1 server
  * that the manager runs for health probes (/healthz, /readyz) and Prometheus
  * metrics (/metrics), as controller-runtime's HealthProbeBindAddress and
  * metrics server provide them. Its sockets live on the I/O loop (kcr/loop.h),

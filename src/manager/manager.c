@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * manager.c: the manager — runnables in controller-runtime's start order, the
- * graceful stop in reverse, signals, the leader-election seam, and the manager's
- * object client (informer reads, direct writes, read-your-own-writes).
+ * graceful stop in reverse, signals, the leader-election seam, and the wiring
+ * of its object client (src/cache/cache_client.c: informer reads, direct
+ * writes, read-your-own-writes) to the leader fence.
  *
  * Design: kcr_manager_run is a small state machine on the caller's thread. It
  * starts the groups in order (servers, informer sync, background, then leader
@@ -17,10 +18,11 @@
  * requests the stop, a second calls _exit(1) (controller-runtime's os.Exit(1)).
  * run closes the thread by writing a 0 byte and restores the old handlers.
  *
- * Fencing: with an elector that has a fence, every write of the object client
- * asks it first and fails at once (KCR_ECANCELED) once the leader is past its
- * renew deadline, and each controller's workers are gated on it; a write that
- * goes out gets its timeout cut to what is left of the fence.
+ * Fencing: with an elector that has a fence, the manager installs it as the
+ * object client's write fence (on_write_fence): every write asks it first and
+ * fails at once (KCR_ECANCELED) once the leader is past its renew deadline,
+ * and a write that goes out gets its timeout cut to what is left of it. Each
+ * controller's workers are gated on the same fence (on_gate).
  *
  * Lock: mu guards the event flags and the state; it is never held while calling
  * a runnable, a controller or the elector.
@@ -35,11 +37,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache/cache_client_internal.h"
 #include "controller/controller_internal.h"
-#include "kcr/apierror.h"
 #include "kcr/log.h"
 #include "kcr/manager.h"
-#include "kcr/meta.h"
 #include "kcr/otlp.h"
 #include "kcr/trace.h"
 #include "manager/manager_internal.h"
@@ -59,7 +60,8 @@ struct kcr_manager {
   kcr_client_t *client;
   kcr_rest_mapper_t *mapper;
   kcr_cache_t *cache;
-  kcr_objclient objclient;
+  kcr__cache_client_t cclient; /* the object client's state; read-only after create */
+  kcr_objclient objclient;     /* its ops over cclient; read-only after create */
   int64_t grace_ns, sync_ns;
   bool handle_signals;
 
@@ -85,85 +87,7 @@ struct kcr_manager {
   atomic_bool leading_started;
 };
 
-/* ---- the object client ---- */
-
-/* typed sets apiVersion and kind, which list items from the server lack. */
-static int typed(json_t *obj, const char *av, const char *kind) {
-  if (json_object_set_new(obj, "apiVersion", json_string(av)) != 0 ||
-      json_object_set_new(obj, "kind", json_string(kind)) != 0)
-    return KCR_ENOMEM;
-  return 0;
-}
-
-static int oc_get(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns, const char *name,
-                  json_t **out, kcr_error_t *err) {
-  kcr_manager_t *m = c->data;
-  char av[2 * KCR_MAPPING_NAME_MAX + 2];
-  int rc;
-  *out = NULL;
-  if (kcr_gvk_api_version(gvk, av, sizeof(av)) < 0)
-    return kcr_error_set(err, KCR_EINVAL, "object client: the kind's group or version is too long");
-  rc = kcr_cache_get(m->cache, gvk, ns, name, out, err);
-  if (rc == 0 && (rc = typed(*out, av, gvk->kind)) != 0) {
-    json_decref(*out);
-    *out = NULL;
-    kcr_error_set(err, rc, "object client: out of memory");
-  }
-  return rc;
-}
-
-static int oc_list(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_options *o,
-                   json_t **out, kcr_error_t *err) {
-  kcr_manager_t *m = c->data;
-  char av[2 * KCR_MAPPING_NAME_MAX + 2];
-  json_t *item;
-  size_t i;
-  int rc;
-  *out = NULL;
-  if (kcr_gvk_api_version(gvk, av, sizeof(av)) < 0)
-    return kcr_error_set(err, KCR_EINVAL, "object client: the kind's group or version is too long");
-  if ((rc = kcr_cache_list(m->cache, gvk, o, out, err)) != 0)
-    return rc;
-  json_array_foreach(kcr_list_items(*out), i, item) {
-    if (typed(item, av, gvk->kind) != 0) {
-      json_decref(*out);
-      *out = NULL;
-      return kcr_error_set(err, KCR_ENOMEM, "object client: out of memory");
-    }
-  }
-  return 0;
-}
-
-static void note(kcr_manager_t *m, const kcr_gvk *gvk, const json_t *obj) {
-  if (obj && *kcr_meta_resource_version(obj))
-    kcr_cache_note_write(m->cache, gvk, obj);
-}
-
-/* target_t: where a write goes, resolved once per call (see target). */
-typedef struct target {
-  char group[KCR_GVK_GROUP_MAX];
-  kcr_gvk gvk; /* gvk.group points into group, the rest into the object */
-  kcr_rest_mapping mp;
-  kcr_gvr r;              /* points into mp */
-  const char *ns;         /* NULL for cluster-scoped kinds */
-  const char *name;       /* the object's */
-  kcr_request_options ro; /* the reconcile's cancel token, the fence's timeout */
-  char rv[64];            /* the answer's resourceVersion, when it is not parsed */
-} target_t;
-
-/*
- * The writes below take out NULL (KCR_OBJCLIENT_OUT_OPTIONAL): the caller
- * does not want the answer, so it is not parsed; the client scans only its
- * resourceVersion (t->rv) for read-your-writes, and the object is named as
- * the request named it. A create by generateName has no name yet: not noted.
- * note_answer notes a successful write either way.
- */
-static void note_answer(kcr_manager_t *m, const target_t *t, json_t **out) {
-  if (out)
-    note(m, &t->gvk, *out);
-  else if (t->rv[0] && t->name && *t->name)
-    kcr_cache_note_write_rv(m->cache, &t->gvk, t->ns, t->name, t->rv);
-}
+/* ---- the leader fence ---- */
 
 /* fence_left: how long this process may still write (INT64_MAX: no fence). */
 static int64_t fence_left(kcr_manager_t *m) {
@@ -181,150 +105,11 @@ static bool on_gate(void *data) {
   return fence_left(data) > 0;
 }
 
-/* target resolves the object's apiVersion/kind to a resource and scope, for
- * the writes below, after the fence: a leader past its renew deadline writes
- * nothing. */
-static int target(const kcr_objclient *c, const json_t *obj, target_t *t, kcr_error_t *err) {
-  kcr_manager_t *m = c->data;
-  int64_t left = fence_left(m);
-  int rc;
-  memset(t, 0, sizeof(*t));
-  if (left <= 0)
-    return kcr_error_set(err, KCR_ECANCELED,
-                         "not the leader (the lease is unrenewed past the renew deadline, or "
-                         "lost): write of %s refused",
-                         *kcr_meta_kind(obj) ? kcr_meta_kind(obj) : "an object");
-  if (kcr_meta_gvk(obj, &t->gvk, t->group, sizeof(t->group)) != 0)
-    return kcr_error_set(err, KCR_EINVAL, "object client: the object needs apiVersion and kind");
-  if ((rc = kcr_rest_mapper_mapping(m->mapper, t->gvk.group, t->gvk.version, t->gvk.kind, &t->mp,
-                                    err)) != 0)
-    return rc;
-  t->r = kcr_rest_mapping_gvr(&t->mp);
-  t->ns = t->mp.namespaced ? kcr_meta_namespace(obj) : NULL;
-  t->name = kcr_meta_name(obj);
-  t->ro.cancel = c->cancel;
-  t->ro.resource_version_out = t->rv;
-  t->ro.resource_version_out_size = sizeof(t->rv);
-  if (left != INT64_MAX)
-    t->ro.timeout_ns = left > KCR_NSEC_PER_MSEC ? left : KCR_NSEC_PER_MSEC;
-  return 0;
+/* on_write_fence: the object client's fence, asked before each write (the
+ * writing thread). */
+static int64_t on_write_fence(void *data) {
+  return fence_left(data);
 }
-
-static int oc_create(const kcr_objclient *c, const json_t *obj, json_t **out, kcr_error_t *err) {
-  target_t t;
-  int rc;
-  if (out)
-    *out = NULL;
-  if ((rc = target(c, obj, &t, err)) != 0)
-    return rc;
-  rc = kcr_client_create_object(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj,
-                                &t.ro, out, err);
-  if (rc == 0)
-    note_answer(c->data, &t, out);
-  return rc;
-}
-
-/* put PUTs obj (or its subresource) through the fence, as t, and notes the
- * answer: parsed into *out, or (out NULL) only its version scanned into t->rv. */
-static int put(const kcr_objclient *c, const json_t *obj, const char *sub, json_t **out,
-               target_t *t, kcr_error_t *err) {
-  int rc;
-  if (out)
-    *out = NULL;
-  if ((rc = target(c, obj, t, err)) != 0)
-    return rc;
-  t->ro.subresource = sub;
-  rc = kcr_client_update(((kcr_manager_t *)c->data)->client, &t->r, t->ns, (json_t *)obj, &t->ro,
-                         out, err);
-  if (rc == 0)
-    note_answer(c->data, t, out);
-  return rc;
-}
-
-static int oc_update(const kcr_objclient *c, const json_t *obj, const char *sub, json_t **out,
-                     kcr_error_t *err) {
-  target_t t;
-  return put(c, obj, sub, out, &t, err);
-}
-
-static int oc_update_rv(const kcr_objclient *c, const json_t *obj, const char *sub, char *rv,
-                        size_t rv_size, kcr_error_t *err) {
-  target_t t;
-  int rc = put(c, obj, sub, NULL, &t, err);
-  if (rc == 0 && strlen(t.rv) < rv_size)
-    memcpy(rv, t.rv, strlen(t.rv) + 1);
-  return rc;
-}
-
-static int oc_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type type,
-                    const char *patch, size_t len, const char *sub, json_t **out,
-                    kcr_error_t *err) {
-  target_t t;
-  int rc;
-  if (out)
-    *out = NULL;
-  if ((rc = target(c, obj, &t, err)) != 0)
-    return rc;
-  t.ro.subresource = sub;
-  if (type == KCR_PATCH_APPLY)
-    t.ro.field_manager = c->field_manager;
-  rc = kcr_client_patch(((kcr_manager_t *)c->data)->client, &t.r, t.ns, t.name, type, patch, len,
-                        &t.ro, out, err);
-  if (rc == 0)
-    note_answer(c->data, &t, out);
-  return rc;
-}
-
-static int oc_apply(const kcr_objclient *c, const json_t *obj, const kcr_apply_options *o,
-                    const char *sub, json_t **out, kcr_error_t *err) {
-  target_t t;
-  int rc;
-  if (out)
-    *out = NULL;
-  if ((rc = target(c, obj, &t, err)) != 0)
-    return rc;
-  t.ro.subresource = sub;
-  t.ro.field_manager = o->field_manager ? o->field_manager : c->field_manager;
-  t.ro.force = o->force;
-  if (!t.ro.field_manager || !*t.ro.field_manager)
-    return kcr_error_set(err, KCR_EINVAL,
-                         "apply %s: no field manager (set kcr_apply_options.field_manager; a "
-                         "reconcile's client uses the controller's name)",
-                         t.gvk.kind);
-  rc = kcr_client_apply(((kcr_manager_t *)c->data)->client, &t.r, t.ns, (json_t *)obj, &t.ro, out,
-                        err);
-  if (rc == 0)
-    note_answer(c->data, &t, out);
-  return rc;
-}
-
-static int oc_del(const kcr_objclient *c, const json_t *obj, const kcr_delete_options *o,
-                  kcr_error_t *err) {
-  json_t *got = NULL;
-  target_t t;
-  int rc;
-  if ((rc = target(c, obj, &t, err)) != 0)
-    return rc;
-  t.ro.grace_period_seconds = o->has_grace_period ? o->grace_period_seconds : -1;
-  t.ro.propagation_policy = o->propagation_policy;
-  t.ro.precondition_uid = o->precondition_uid;
-  t.ro.precondition_resource_version = o->precondition_resource_version;
-  rc = kcr_client_delete(((kcr_manager_t *)c->data)->client, &t.r, t.ns, t.name, &t.ro, &got, err);
-  if (rc == 0 && got && t.gvk.kind && strcmp(kcr_meta_kind(got), t.gvk.kind) == 0)
-    note(c->data, &t.gvk, got); /* the object as finalizers hold it */
-  json_decref(got);
-  return rc;
-}
-
-static const kcr_objclient_ops manager_ops = {.get = oc_get,
-                                              .list = oc_list,
-                                              .create = oc_create,
-                                              .update = oc_update,
-                                              .patch = oc_patch,
-                                              .apply = oc_apply,
-                                              .del = oc_del,
-                                              .flags = KCR_OBJCLIENT_OUT_OPTIONAL,
-                                              .update_rv = oc_update_rv};
 
 /* ---- controller source ---- */
 
@@ -422,8 +207,8 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
     kcr_manager_destroy(m);
     return rc;
   }
-  m->objclient.ops = &manager_ops;
-  m->objclient.data = m;
+  kcr__cache_client_init(&m->cclient, m->client, m->mapper, m->cache, on_write_fence, m);
+  m->objclient = kcr__cache_client_objclient(&m->cclient);
   start_exporter(m);
   *out = m;
   return 0;

@@ -1,73 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server_internal.h: the server's HTTP request parsing, exposed for its fuzz
- * target (test/fuzz/fuzz_http_request.c) and tests. The server itself calls
- * these on the loop thread (the head) and the worker (the query); they are pure
- * functions of their arguments, safe on any thread.
+ * server_internal.h: the server layer's shared state: struct kcr_server, its
+ * checks and its memory budget, which server.c (lifecycle, checks), conn.c
+ * (connections on the loop) and worker.c (the worker thread) all use, and the
+ * certificate functions of tls.c. Each field says which thread or lock owns
+ * it. Request parsing is http1_internal.h's; the connection and the job it
+ * hands the worker are conn_internal.h's.
  */
 #ifndef KCR_SERVER_INTERNAL_H
 #define KCR_SERVER_INTERNAL_H
 
+#include <assert.h>
 #include <openssl/ssl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
 
-/* KCR__HTTP_TARGET_MAX: the longest request target accepted, NUL included. */
-#define KCR__HTTP_TARGET_MAX 4096
-
-/*
- * kcr__http_head: one parsed request head.
- *   method        NUL-terminated, at most 15 bytes, no white space.
- *   target        the path, NUL-terminated (the '?' replaced by NUL).
- *   query         into target, after the '?'; NULL without one.
- *   head_only     the method is HEAD.
- *   close_after   the connection ends with this answer: HTTP/1.0 without
- *                 keep-alive, "Connection: close", or a request body announced
- *                 (Content-Length other than 0, or Transfer-Encoding), since the
- *                 built-in endpoints read none.
- *   keep_alive    the connection may go on after this request if its body is
- *                 read (close_after without the body rule).
- *   content_length  the Content-Length value, -1 when absent, -2 when it is not
- *                 a plain decimal number (or more than one is given).
- *   chunked       Transfer-Encoding is present (a body of unknown length).
- */
-typedef struct kcr__http_head {
-  char method[16];
-  char target[KCR__HTTP_TARGET_MAX];
-  const char *query;
-  int head_only;
-  int close_after;
-  int keep_alive;
-  long long content_length;
-  int chunked;
-} kcr__http_head;
-
-/*
- * kcr__http_head_end returns the length of the request head at the start of
- * buf[0..len) through its blank line ("\r\n\r\n"), or 0 while it is not
- * complete. buf need not be NUL-terminated.
- */
-size_t kcr__http_head_end(const char *buf, size_t len);
-
-/*
- * kcr__http_parse_head parses the head in head[0..len) (not NUL-terminated;
- * normally what kcr__http_head_end measured) into *out. Returns 0, or -1 for a
- * request the server answers 400 (no request line, not three fields, a target
- * over KCR__HTTP_TARGET_MAX - 1 bytes, a version other than HTTP/1.x).
- */
-int kcr__http_parse_head(const char *head, size_t len, kcr__http_head *out);
-
-/* kcr__http_query_has tells whether query q (NULL: none) has key, with or
- * without a value. */
-int kcr__http_query_has(const char *q, const char *key);
-
-/*
- * kcr__http_query_excludes tells whether name is listed in an exclude= value of
- * q (repeatable; comma-separated; percent and '+' decoded), as /healthz and
- * /readyz take it. A value is decoded into at most 255 bytes; a name cut off
- * by that limit matches nothing.
- */
-int kcr__http_query_excludes(const char *q, const char *name);
+#include "kcr/loop.h"
+#include "kcr/metrics.h"
+#include "kcr/server.h"
 
 /* ---- tls.c: certificates (never on the loop thread: they read files) ---- */
 
@@ -106,5 +60,137 @@ void kcr__tls_stamp(const char *cert_path, const char *key_path, kcr__tls_stamp_
 
 /* kcr__tls_stamp_equal tells whether nothing moved between a and b. */
 int kcr__tls_stamp_equal(const kcr__tls_stamp_t *a, const kcr__tls_stamp_t *b);
+
+/* ---- the server's state ---- */
+
+/* MAX_CHECKS: the most checks one server takes. */
+#define MAX_CHECKS 64
+/* PROBE_BODY_MAX: a probe's verbose body: 65 lines of at most a 128-byte name
+ * and 20 more. */
+#define PROBE_BODY_MAX ((size_t)16 * 1024)
+/* TEXT_PLAIN: the content type of every built-in answer but /metrics. */
+#define TEXT_PLAIN "text/plain; charset=utf-8"
+/* BUSY_TEXT: the 503 a request gets when the budget cannot take its work. */
+#define BUSY_TEXT "503 server busy\n"
+/* TLS_CBUF: a TLS connection reads ciphertext into a buffer of its own: one
+ * record. */
+#define TLS_CBUF ((size_t)17 * 1024)
+/* TLS_SSL_COST: what OpenSSL holds for one connection (the SSL object, its
+ * record buffers while in use), charged to the budget as an estimate:
+ * OpenSSL's allocations do not go through ours. */
+#define TLS_SSL_COST ((size_t)40 * 1024)
+
+/* conn_t: one client connection (conn_internal.h). */
+typedef struct kcr__conn conn_t;
+/* job_t: one request for the worker (conn_internal.h). */
+typedef struct kcr__job job_t;
+
+/* kcr_server_check: one registered check; the list is the server's, under
+ * checks_mu. */
+struct kcr_server_check {
+  char *name;
+  kcr_probe_kind kind;
+  kcr_check_cb cb; /* NULL: a flag check */
+  void *data;
+  atomic_int flag;
+  kcr_server_check_t *next; /* protected by checks_mu */
+};
+
+/* kcr_server: one server; every field says its thread or lock (no mark:
+ * set at create, read-only after). */
+struct kcr_server {
+  kcr_loop_t *loop;
+  kcr_metrics_registry_t *metrics;
+  int probes;
+  size_t max_header;
+  size_t conn_size;  /* what one connection is charged */
+  size_t conn_alloc; /* what one connection allocates */
+  size_t max_buffered;
+  size_t max_reply; /* largest reply body */
+  uint64_t header_timeout_ms;
+  uint64_t idle_timeout_ms;
+  int max_conns;
+  struct sockaddr_storage addr;
+
+  uv_tcp_t listener;  /* loop thread */
+  int listener_open;  /* loop thread */
+  conn_t *conns;      /* loop thread */
+  int nconns;         /* loop thread: allocated, closing ones included */
+  int nactive;        /* loop thread: not closing */
+  int accept_waiting; /* loop thread: a connection waits in the listen queue for
+                       * the memory of closing ones (see admit) */
+  atomic_int port;
+
+  pthread_mutex_t mu; /* for the create/destroy handshakes */
+  pthread_cond_t cond;
+  int start_done;      /* protected by mu */
+  int start_rc;        /* protected by mu */
+  char start_msg[160]; /* protected by mu */
+  int stop_done;       /* protected by mu */
+  int stopping;        /* loop thread */
+
+  pthread_mutex_t checks_mu;
+  kcr_server_check_t *checks; /* protected by checks_mu */
+
+  pthread_t worker;
+  int worker_started;
+  pthread_mutex_t jobs_mu;
+  pthread_cond_t jobs_cond;
+  job_t *jobs_head, *jobs_tail; /* protected by jobs_mu */
+  job_t *orphans;               /* protected by jobs_mu: answered, never sent */
+  int jobs_stop;                /* protected by jobs_mu */
+
+  /* TLS. ctx is swapped by the worker's reload, read by the loop at accept. */
+  int tls;
+  pthread_mutex_t ctx_mu;
+  SSL_CTX *ctx;               /* protected by ctx_mu */
+  char *cert_path, *key_path; /* NULL: self-signed, not watched */
+  int64_t cert_poll_ns;
+  int64_t next_poll;      /* worker thread */
+  kcr__tls_stamp_t stamp; /* worker thread (create, before it starts) */
+  kcr_metric_child_t *m_cert_reads, *m_cert_errors;
+  kcr_server_auth_cb auth;
+  void *auth_data;
+  kcr_server_handler_cb handler;
+  void *handler_data;
+  size_t max_body;
+
+  atomic_size_t held, held_peak; /* the budget: bytes allocated for clients */
+  atomic_uint_fast64_t st_connections, st_rejected, st_requests, st_timeouts, st_too_large, st_busy,
+      st_shed, st_tls_errors, st_accept_waits;
+};
+
+/* ---- the memory budget (any thread) ---- */
+
+/* note_peak raises held_peak to now. */
+static inline void note_peak(kcr_server_t *s, size_t now) {
+  size_t peak = atomic_load(&s->held_peak);
+  while (now > peak && !atomic_compare_exchange_weak(&s->held_peak, &peak, now))
+    ;
+}
+
+/* charge reserves n bytes of the budget; 0 when they do not fit. Any thread. */
+static inline int charge(kcr_server_t *s, size_t n) {
+  size_t cur = atomic_load(&s->held);
+  do {
+    if (n > s->max_buffered || cur > s->max_buffered - n)
+      return 0;
+  } while (!atomic_compare_exchange_weak(&s->held, &cur, cur + n));
+  note_peak(s, cur + n);
+  return 1;
+}
+
+/* charge_anyway counts n bytes that must be spent (a refused connection's
+ * handle, freed on the next iteration). */
+static inline void charge_anyway(kcr_server_t *s, size_t n) {
+  note_peak(s, atomic_fetch_add(&s->held, n) + n);
+}
+
+/* uncharge gives n bytes back to the budget. Any thread. */
+static inline void uncharge(kcr_server_t *s, size_t n) {
+  size_t before = atomic_fetch_sub(&s->held, n);
+  assert(before >= n);
+  (void)before;
+}
 
 #endif /* KCR_SERVER_INTERNAL_H */

@@ -3,9 +3,9 @@
  * trace.c: the span core (kcr/trace.h): ids, the W3C traceparent, the
  * sampler, the per-thread current span, and handing ended spans to a sink.
  *
- * DESIGN. Nothing here knows about HTTP or OTLP: the exporter (client layer,
- * src/client/otlp.c) is a sink set from above, so util stays at the bottom of
- * the layers. The per-thread current span is a plain thread-local pointer:
+ * DESIGN. Nothing here knows about HTTP or OTLP: the exporter (the otlp
+ * layer, src/otlp/otlp.c) is a sink set from above, so util stays at the
+ * bottom of the layers. The per-thread current span is a plain thread-local pointer:
  * a span is started and ended on one thread, and its parent pointer restores
  * the previous current span at the end, so nesting needs no stack of its own.
  * Ids come from a per-thread generator seeded from the kernel (no lock).

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_http_request.c: the probes/metrics server's request parsing
- * (src/server/server_internal.h) on arbitrary bytes: finding the end of a head,
+ * (src/server/http1_internal.h) on arbitrary bytes: finding the end of a head,
  * parsing it, and reading the /healthz query (?verbose, ?exclude=). What parses
  * must have a method of 1..15 printable bytes and a target that starts where
  * the request line's second field does; parsing is deterministic; a head found
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "server/server_internal.h"
+#include "server/http1_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *buf = (const char *)data;

@@ -16,7 +16,6 @@
 
 #include "kcr/loop.h"
 #include "kcr/server.h"
-#include "server/server_internal.h"
 #include "testutil.h"
 
 static int64_t now_ms(void) {
@@ -719,68 +718,6 @@ static void test_server_default_first_byte_timeout(void **state) {
   stop(f);
 }
 
-static int parse(const char *head, kcr__http_head *h) {
-  return kcr__http_parse_head(head, strlen(head), h);
-}
-
-/* The request parser the fuzz target drives, on the cases it must get right. */
-static void test_server_parse_head(void **state) {
-  kcr__http_head h;
-  char *big;
-  (void)state;
-  assert_int_equal(kcr__http_head_end("GET / HTTP/1.1\r\n\r\nGET", 23), 18);
-  assert_int_equal(kcr__http_head_end("GET / HTTP/1.1\r\n\r", 17), 0);
-
-  assert_int_equal(parse("GET /readyz?verbose&exclude=a HTTP/1.1\r\nHost: x\r\n\r\n", &h), 0);
-  assert_string_equal(h.method, "GET");
-  assert_string_equal(h.target, "/readyz");
-  assert_string_equal(h.query, "verbose&exclude=a");
-  assert_int_equal(h.head_only, 0);
-  assert_int_equal(h.close_after, 0);
-  assert_true(kcr__http_query_has(h.query, "verbose"));
-  assert_false(kcr__http_query_has(h.query, "verb"));
-  assert_true(kcr__http_query_excludes(h.query, "a"));
-
-  assert_int_equal(parse("HEAD /healthz HTTP/1.0\r\n\r\n", &h), 0);
-  assert_true(h.head_only);
-  assert_true(h.close_after); /* HTTP/1.0 without keep-alive */
-  assert_null(h.query);
-  assert_int_equal(parse("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", &h), 0);
-  assert_false(h.close_after);
-  assert_int_equal(parse("GET / HTTP/1.1\r\ncontent-length: 3\r\n\r\n", &h), 0);
-  assert_true(h.close_after); /* a body nobody reads */
-
-  assert_int_equal(parse("garbage\r\n\r\n", &h), -1);
-  assert_int_equal(parse("GET / HTTP/2\r\n\r\n", &h), -1);
-  assert_int_equal(parse("GET / HTTP/1.1 extra\r\n\r\n", &h), -1);
-  assert_int_equal(kcr__http_parse_head("G\0T / HTTP/1.1\r\n\r\n", 21, &h), -1);
-  assert_int_equal(parse("ABCDEFGHIJKLMNOP / HTTP/1.1\r\n\r\n", &h), -1); /* 16-byte method */
-  /* A target one byte over the limit is refused, not cut to fit. */
-  big = malloc(KCR__HTTP_TARGET_MAX + 64);
-  memcpy(big, "GET /", 5);
-  memset(big + 5, 'a', KCR__HTTP_TARGET_MAX - 1 - 1);
-  memcpy(big + 5 + KCR__HTTP_TARGET_MAX - 2, " HTTP/1.1\r\n\r\n", 14);
-  assert_int_equal(parse(big, &h), 0);
-  assert_int_equal(strlen(h.target), KCR__HTTP_TARGET_MAX - 1);
-  memset(big + 5, 'a', KCR__HTTP_TARGET_MAX - 1);
-  memcpy(big + 5 + KCR__HTTP_TARGET_MAX - 1, " HTTP/1.1\r\n\r\n", 14);
-  assert_int_equal(parse(big, &h), -1);
-  free(big);
-
-  /* exclude= decodes %XX and '+', splits on commas, and a name cut off at the
-   * 255-byte limit matches nothing (not its prefix). */
-  assert_true(kcr__http_query_excludes("exclude=a%2Cb+c", "b c"));
-  assert_true(kcr__http_query_excludes("x=1&exclude=p&exclude=q", "q"));
-  assert_false(kcr__http_query_excludes("exclude=,,", ""));
-  big = malloc(512);
-  memcpy(big, "exclude=", 8);
-  memset(big + 8, 'x', 250);
-  memcpy(big + 258, ",pingpong", 10);
-  assert_false(kcr__http_query_excludes(big, "ping"));
-  assert_false(kcr__http_query_excludes(big, "pingpong"));
-  free(big);
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_server_healthz_readyz),
@@ -797,7 +734,6 @@ int main(void) {
       cmocka_unit_test(test_server_pipelining_without_reading_is_bounded),
       cmocka_unit_test(test_server_idle_connections_do_not_starve_probes),
       cmocka_unit_test(test_server_default_first_byte_timeout),
-      cmocka_unit_test(test_server_parse_head),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,17 +11,25 @@
  * at a time, so a slow collector backs spans up into the ring, which then
  * drops new ones (counted). The exporter's thread starts no span of its own
  * (kcr_trace_suppress), so exporting never feeds itself.
+ *
+ * A layer of its own (otlp), just above the loop: the exporter needs the
+ * loop's curl transfers, the metrics registry and util's span core, and
+ * nothing of the REST client, which it must not go through anyway (the
+ * client starts a span per request). Spans stay in util, since the logger
+ * stamps each record with the current span, and only the manager, above,
+ * creates an exporter and sets it as the sink.
  */
+#include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client_internal.h"
 #include "kcr/clock.h"
 #include "kcr/log.h"
 #include "kcr/otlp.h"
+#include "loop/loop_internal.h"
 #include "util/alloc.h"
 
 #define DEFAULT_QUEUE 2048

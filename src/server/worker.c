@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * worker.c: the server's worker thread (worker_internal.h): it takes the jobs
+ * the loop queues, answers them (the probes, running the user's checks;
+ * /metrics, running the collectors and the auth hook; options.handler), posts
+ * each answer back to the loop, and reloads the TLS certificate when its
+ * files move.
+ *
+ * DESIGN. The loop only parses requests and writes replies: whatever runs
+ * user code or may block (a check, a collector, a TokenReview, reading a
+ * certificate) runs here, one job at a time, so a slow check delays only the
+ * probes queued behind it, never the loop
+ * (test_server_slow_check_does_not_block_loop). A job is a copy of what the
+ * answer needs; the worker fills its answer and never touches a connection
+ * (job->conn is the loop's). A reply body is charged to the budget at its
+ * largest before it is rendered and trimmed to its capacity after, so the
+ * worker never takes the server past max_buffered_bytes; when the budget is
+ * spent the answer is 503 from static text. Checks run with checks_mu held,
+ * which makes kcr_server_remove_check a barrier. The worker waits on
+ * jobs_cond, with a timeout on the monotonic clock while it polls a
+ * certificate; a post the stopping loop refuses leaves the job with the
+ * orphans, freed by kcr__worker_stop once the loop thread is gone.
+ */
+#include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kcr/buf.h"
+#include "kcr/clock.h"
+#include "kcr/error.h"
+#include "kcr/log.h"
+#include "kcr/metrics.h"
+#include "server/conn_internal.h"
+#include "server/http1_internal.h"
+#include "server/server_internal.h"
+#include "server/worker_internal.h"
+#include "util/alloc.h"
+
+static void job_text(job_t *j, int status, const char *text) {
+  j->status = status;
+  j->content_type = TEXT_PLAIN;
+  j->body = text;
+  j->body_len = strlen(text);
+}
+
+/* job_take_body hands b's contents to j as its body; cap was charged for b. */
+static void job_take_body(job_t *j, int status, const char *content_type, kcr_buf_t *b,
+                          size_t charged) {
+  kcr_server_t *s = j->srv;
+  size_t cap = b->cap;
+  assert(cap <= charged);
+  j->owned = kcr_buf_take(b, &j->body_len);
+  if (!j->owned) {
+    uncharge(s, charged);
+    job_text(j, 500, "500 out of memory\n");
+    return;
+  }
+  if (cap == 0) /* kcr_buf_take allocated "" for an empty buffer */
+    cap = 1;
+  uncharge(s, charged - cap);
+  j->owned_cap = cap;
+  j->status = status;
+  j->content_type = content_type;
+  j->body = j->owned;
+}
+
+typedef struct part {
+  const char *name;
+  int healthy;
+  int excluded;
+} part_t;
+
+static int cmp_part(const void *a, const void *b) {
+  return strcmp(((const part_t *)a)->name, ((const part_t *)b)->name);
+}
+
+static int run_check(kcr_server_check_t *k) {
+  if (!k->cb)
+    return atomic_load(&k->flag) ? 0 : -1;
+  return k->cb(k->data);
+}
+
+/* serve_probe answers a probe job: the worker thread, running user checks. */
+static void serve_probe(job_t *j) {
+  kcr_server_t *s = j->srv;
+  kcr_probe_kind kind = j->kind;
+  const char *kindname = j->kindname, *sub = j->sub, *query = j->query;
+  part_t parts[MAX_CHECKS + 1];
+  size_t n = 0;
+  int failed = 0, verbose = kcr__http_query_has(query, "verbose"), rc = 0;
+  kcr_buf_t b;
+
+  pthread_mutex_lock(&s->checks_mu);
+  if (sub) {
+    int found = 0, ok = 1;
+    if (strcmp(sub, "ping") == 0)
+      found = 1;
+    for (kcr_server_check_t *k = s->checks; k && !found; k = k->next) {
+      if ((k->kind & kind) && strcmp(k->name, sub) == 0) {
+        found = 1;
+        ok = run_check(k) == 0;
+      }
+    }
+    pthread_mutex_unlock(&s->checks_mu);
+    if (!found)
+      job_text(j, 404, "404 page not found\n");
+    else if (ok)
+      job_text(j, 200, "ok");
+    else
+      job_text(j, 500, "internal server error: check failed\n");
+    return;
+  }
+  parts[n++] = (part_t){"ping", 1, kcr__http_query_excludes(query, "ping")};
+  for (kcr_server_check_t *k = s->checks; k && n < MAX_CHECKS + 1; k = k->next) {
+    if (!(k->kind & kind))
+      continue;
+    parts[n].name = k->name;
+    parts[n].excluded = kcr__http_query_excludes(query, k->name);
+    parts[n].healthy = parts[n].excluded || run_check(k) == 0;
+    if (!parts[n].healthy) {
+      failed = 1;
+      kcr_log(KCR_LOG_DEBUG, "server", "%s check failed: %s", kindname, k->name);
+    }
+    n++;
+  }
+  qsort(parts, n, sizeof(parts[0]), cmp_part);
+  if (!failed && !verbose) {
+    pthread_mutex_unlock(&s->checks_mu);
+    job_text(j, 200, "ok");
+    return;
+  }
+  if (!charge(s, PROBE_BODY_MAX)) {
+    pthread_mutex_unlock(&s->checks_mu);
+    atomic_fetch_add(&s->st_busy, 1);
+    job_text(j, 503, BUSY_TEXT);
+    return;
+  }
+  kcr_buf_init(&b, PROBE_BODY_MAX - 1);
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    if (parts[i].excluded)
+      rc = kcr_buf_appendf(&b, "[+]%s excluded: ok\n", parts[i].name);
+    else if (parts[i].healthy)
+      rc = kcr_buf_appendf(&b, "[+]%s ok\n", parts[i].name);
+    else
+      rc = kcr_buf_appendf(&b, "[-]%s failed: reason withheld\n", parts[i].name);
+  }
+  pthread_mutex_unlock(&s->checks_mu);
+  if (rc == 0)
+    rc = kcr_buf_appendf(&b, "%s check %s\n", kindname, failed ? "failed" : "passed");
+  if (rc != 0) {
+    kcr_buf_free(&b);
+    uncharge(s, PROBE_BODY_MAX);
+    job_text(j, 500, "500 out of memory\n");
+    return;
+  }
+  job_take_body(j, failed ? 500 : 200, TEXT_PLAIN, &b, PROBE_BODY_MAX);
+}
+
+/* serve_metrics answers /metrics: the worker thread, running the collectors. */
+static void serve_metrics(job_t *j) {
+  kcr_server_t *s = j->srv;
+  kcr_buf_t b;
+  int rc;
+  if (s->auth) {
+    int st = s->auth(s->auth_data, j->token, "get", "/metrics");
+    if (st != 200) {
+      job_text(j, st == 401 || st == 403 ? st : 500,
+               st == 401   ? "Unauthorized\n"
+               : st == 403 ? "Forbidden\n"
+                           : "Authorization failed\n");
+      return;
+    }
+  }
+  /* The body's largest size is charged before rendering, so a scrape never
+   * takes the server past its budget; the unused part is given back after. */
+  if (!charge(s, s->max_reply)) {
+    atomic_fetch_add(&s->st_busy, 1);
+    job_text(j, 503, BUSY_TEXT);
+    return;
+  }
+  kcr_buf_init(&b, s->max_reply - 1);
+  rc = kcr_metrics_render(s->metrics, &b);
+  if (rc != 0) {
+    kcr_buf_free(&b);
+    uncharge(s, s->max_reply);
+    kcr_log(KCR_LOG_ERROR, "server", "rendering /metrics failed: %s", kcr_strerror(rc));
+    job_text(j, 500, "metrics unavailable\n");
+    return;
+  }
+  job_take_body(j, 200, KCR_METRICS_CONTENT_TYPE, &b, s->max_reply);
+}
+
+/* serve_handler answers a request for options.handler: the worker thread. */
+static void serve_handler(job_t *j) {
+  kcr_server_t *s = j->srv;
+  kcr_server_request rq;
+  kcr_server_response rs;
+  memset(&rs, 0, sizeof(rs));
+  if (!charge(s, s->max_reply)) {
+    atomic_fetch_add(&s->st_busy, 1);
+    job_text(j, 503, BUSY_TEXT);
+    return;
+  }
+  rq.method = j->method;
+  rq.path = j->path;
+  rq.query = j->query;
+  rq.body = j->req_body ? j->req_body : "";
+  rq.body_len = j->req_len;
+  kcr_buf_init(&rs.body, s->max_reply - 1);
+  s->handler(s->handler_data, &rq, &rs);
+  if (j->req_body) { /* read: give its memory back before the reply is sent */
+    kcr__free(j->req_body);
+    uncharge(s, j->req_charged);
+    j->req_body = NULL;
+  }
+  job_take_body(j, rs.status > 0 ? rs.status : 200,
+                rs.content_type ? rs.content_type : "application/json", &rs.body, s->max_reply);
+}
+
+/* kcr__worker_load_certs reads the certificate files into a new context and swaps it
+ * in; on failure the old one stays. Counted as certwatcher counts. The worker
+ * thread (or create, before the worker starts). */
+int kcr__worker_load_certs(kcr_server_t *s, char *msg, size_t size) {
+  SSL_CTX *ctx, *old;
+  kcr_metric_inc(s->m_cert_reads);
+  ctx = kcr__tls_ctx_from_files(s->cert_path, s->key_path, msg, size);
+  if (!ctx) {
+    kcr_metric_inc(s->m_cert_errors);
+    return KCR_ECONFIG;
+  }
+  pthread_mutex_lock(&s->ctx_mu);
+  old = s->ctx;
+  s->ctx = ctx;
+  pthread_mutex_unlock(&s->ctx_mu);
+  SSL_CTX_free(old); /* connections using it hold their own reference */
+  return 0;
+}
+
+/* poll_certs re-reads the certificate when its files have moved. Worker. */
+static void poll_certs(kcr_server_t *s) {
+  kcr__tls_stamp_t now;
+  char msg[400];
+  kcr__tls_stamp(s->cert_path, s->key_path, &now);
+  if (kcr__tls_stamp_equal(&now, &s->stamp))
+    return;
+  s->stamp = now;
+  if (kcr__worker_load_certs(s, msg, sizeof(msg)) != 0)
+    kcr_log(KCR_LOG_ERROR, "server", "certificate reload failed, keeping the old one: %s", msg);
+  else
+    kcr_log(KCR_LOG_INFO, "server", "certificate reloaded from %s", s->cert_path);
+}
+
+void *kcr__worker_main(void *arg) {
+  kcr_server_t *s = arg;
+  kcr_clock_t *clk = kcr_clock_system();
+  for (;;) {
+    job_t *j;
+    if (s->cert_path && kcr_clock_now(clk) >= s->next_poll) {
+      poll_certs(s);
+      s->next_poll = kcr_clock_now(clk) + s->cert_poll_ns;
+    }
+    pthread_mutex_lock(&s->jobs_mu);
+    while (!s->jobs_head && !s->jobs_stop) {
+      if (!s->cert_path) {
+        pthread_cond_wait(&s->jobs_cond, &s->jobs_mu);
+      } else if (kcr_clock_timedwait(clk, &s->jobs_cond, &s->jobs_mu, s->next_poll) ==
+                 KCR_ETIMEDOUT) {
+        break;
+      }
+    }
+    j = s->jobs_head;
+    if (!j) {
+      int stop = s->jobs_stop;
+      pthread_mutex_unlock(&s->jobs_mu);
+      if (stop)
+        return NULL;
+      continue; /* time to poll the certificate */
+    }
+    s->jobs_head = j->next;
+    if (!s->jobs_head)
+      s->jobs_tail = NULL;
+    pthread_mutex_unlock(&s->jobs_mu);
+    if (j->what == JOB_METRICS)
+      serve_metrics(j);
+    else if (j->what == JOB_HANDLER)
+      serve_handler(j);
+    else
+      serve_probe(j);
+    /* A failed post means the loop is stopping: nobody will send this reply.
+     * The connection may still point at the job, so it is kept until
+     * kcr__worker_stop, which runs once the loop thread is gone. */
+    if (kcr_loop_post(s->loop, kcr__conn_job_done, j) != 0) {
+      pthread_mutex_lock(&s->jobs_mu);
+      j->next = s->orphans;
+      s->orphans = j;
+      pthread_mutex_unlock(&s->jobs_mu);
+    }
+  }
+}
+
+/* kcr__worker_stop joins the worker and drops the jobs it never took (their
+ * connections are gone). */
+void kcr__worker_stop(kcr_server_t *s) {
+  job_t *j, *next;
+  if (!s->worker_started)
+    return;
+  pthread_mutex_lock(&s->jobs_mu);
+  s->jobs_stop = 1;
+  pthread_cond_signal(&s->jobs_cond);
+  pthread_mutex_unlock(&s->jobs_mu);
+  pthread_join(s->worker, NULL);
+  s->worker_started = 0;
+  for (j = s->jobs_head; j; j = next) {
+    next = j->next;
+    kcr__job_free(j);
+  }
+  for (j = s->orphans; j; j = next) {
+    next = j->next;
+    kcr__job_free(j);
+  }
+  s->jobs_head = s->jobs_tail = s->orphans = NULL;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * worker_internal.h: the server's worker thread (worker.c), started and
+ * stopped by server.c.
+ */
+#ifndef KCR_WORKER_INTERNAL_H
+#define KCR_WORKER_INTERNAL_H
+
+#include <stddef.h>
+
+#include "server/server_internal.h"
+
+/* kcr__worker_main is the worker thread's body (pthread_create's start routine,
+ * arg the kcr_server_t): it answers queued jobs until jobs_stop. */
+void *kcr__worker_main(void *arg);
+
+/* kcr__worker_stop joins the worker and frees the jobs it never took and the
+ * orphans whose post failed (their connections are gone). The destroying
+ * thread, once the loop no longer runs our callbacks. */
+void kcr__worker_stop(kcr_server_t *s);
+
+/* kcr__worker_load_certs reads the certificate files into a new context and
+ * swaps it in (on failure the old one stays, msg says why); counted as
+ * certwatcher counts. The worker thread, or create before it starts. 0 or
+ * KCR_ECONFIG. */
+int kcr__worker_load_certs(kcr_server_t *s, char *msg, size_t size);
+
+#endif /* KCR_WORKER_INTERNAL_H */
