@@ -27,8 +27,8 @@ typedef enum gen_kind {
   GEN_INT64,    /* int64_t, any other integer */
   GEN_NUMBER,   /* double */
   GEN_BOOL,     /* bool */
-  GEN_INTSTR,   /* kcrgen_int_or_string_t (x-kubernetes-int-or-string) */
-  GEN_QUANTITY, /* kcrgen_quantity_t (int-or-string with the quantity pattern) */
+  GEN_INTSTR,   /* kcr_int_or_string_t (x-kubernetes-int-or-string) */
+  GEN_QUANTITY, /* kcr_quantity_t (int-or-string with the quantity pattern) */
   GEN_OBJECT,   /* a generated struct (properties) */
   GEN_JSON,     /* json_t *: anything else, kept whole */
   GEN_LIST,     /* counted array of elem */

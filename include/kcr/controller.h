@@ -93,9 +93,10 @@ KCR_EXTERN int kcr_predicate_label_selector(const char *selector, kcr_predicate_
 
 /*
  * kcr_predicate_funcs: a custom predicate (predicate.Funcs). A NULL function
- * passes its events. Objects are borrowed for the call; the functions run on
- * informer threads with the informer's locks held: quick, no kcr calls that
- * block. destroy (may be NULL) releases data with the predicate.
+ * passes its events. Objects are borrowed for the call; the functions run on the
+ * watch's listener thread (kcr_event_handler), holding no informer lock, in
+ * event order: a slow one delays only this watch's events. destroy (may be
+ * NULL) releases data with the predicate.
  */
 typedef struct kcr_predicate_funcs {
   bool (*create)(const json_t *obj, void *data);

@@ -5,11 +5,15 @@
  * pops it into an indexed store (kcr/store.h, compact) and tells the registered
  * handlers what changed.
  *
- * Threads: the reflector has a thread of its own (listing blocks; watch events
- * arrive on the client's loop thread and are queued there, which is quick); the
- * processing thread updates the store and runs the handlers, one delta at a time,
- * in order. Handlers must be quick (controllers only enqueue keys): they run with
- * the FIFO's and the handler list's locks held.
+ * Threads: the reflector has a thread of its own: it lists, and it decodes a
+ * watch's bytes (the client's loop thread only receives them), runs the
+ * transform and queues each event into the DeltaFIFO. The processing thread
+ * pops the FIFO, updates the store and appends one notification per handler,
+ * under the FIFO's and the handler list's locks. The store's index functions
+ * (kcr_store_add_indexer on kcr_informer_store, kcr_cache_add_index) run there,
+ * under those locks and the store's write lock: they must be quick and must not
+ * call into the informer. Each handler runs on a listener thread of its own,
+ * holding no informer lock (see kcr_event_handler).
  */
 #ifndef KCR_INFORMER_H
 #define KCR_INFORMER_H

@@ -900,7 +900,7 @@ static void *listener_main(void *arg) {
   return NULL;
 }
 
-/* handler_stop drops what the listener has not begun and joins its thread (the
+/* handler_stop_free drops what the listener has not begun and joins its thread (the
  * current call, if any, finishes first). From the listener's own thread it only
  * marks it: the thread frees the handler as it leaves. */
 static void handler_stop_free(handler_t *h) {
@@ -1045,7 +1045,7 @@ static void *processor_main(void *arg) {
 
 /* ---- diagnostics ---- */
 
-/* listener_backlog sums the handlers' buffers. handlers_mu not held. */
+/* count_listeners sums the handlers' buffers. handlers_mu not held. */
 static void count_listeners(kcr_informer_t *inf, uint64_t *backlog, uint64_t *handlers) {
   *backlog = 0;
   *handlers = 0;

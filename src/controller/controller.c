@@ -6,11 +6,11 @@
  * Design: set-up calls only record watches; start asks the source (the manager's
  * cache) for one shared informer per watched kind, registers a handler whose data
  * is the watch, waits for the informers to sync and starts N workers. Handlers
- * run on informer threads with the informer's locks held, so they do nothing but
+ * run on their listener threads (one per watch, no informer lock held): they
  * evaluate predicates and add "ns/name" keys to the workqueue (an add is a lock
- * and a hash lookup). Workers block in kcr_workqueue_get; the queue guarantees a
- * key is never on two workers at once, so the reconciler needs no per-object
- * locking.
+ * and a hash lookup), so a watch's events wait for nothing but its own. Workers block in
+ * kcr_workqueue_get; the queue guarantees a key is never on two workers at once, so the reconciler
+ * needs no per-object locking.
  *
  * Stop (graceful): the handlers are removed first (no new work), the
  * cancellation token fires (requests of reconciles in flight end with

@@ -345,6 +345,37 @@ static void test_informer_expired_continue_restarts_list(void **state) {
   stop(f);
 }
 
+/* reentrant: a handler that calls back into its informer. */
+typedef struct reentrant {
+  kcr_informer_t *inf;
+  atomic_int calls;
+} reentrant_t;
+
+static void on_add_reentrant(json_t *obj, bool initial, void *data) {
+  reentrant_t *r = data;
+  kcr_informer_stats st;
+  json_t *all = NULL;
+  (void)obj;
+  (void)initial;
+  kcr_informer_get_stats(r->inf, &st); /* the FIFO's lock and the handler list's */
+  if (kcr_store_list(kcr_informer_store(r->inf), &all) == 0) /* the store's */
+    atomic_fetch_add(&r->calls, 1);
+  json_decref(all);
+}
+
+/* kcr/informer.h's contract: a handler holds no informer lock, so one that
+ * takes them all (stats, a store read) neither deadlocks nor waits. */
+static void test_informer_handlers_hold_no_informer_lock(void **state) {
+  fixture *f = start(SC_NORMAL_END);
+  reentrant_t r = {f->inf, 0};
+  kcr_event_handler h = {on_add_reentrant, NULL, NULL, &r};
+  (void)state;
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  assert_int_equal(kcr_informer_add_handler(f->inf, &h, NULL, NULL), 0);
+  WAIT_FOR(atomic_load(&r.calls) == 2); /* both listed objects, as a late handler's adds */
+  stop(f);
+}
+
 static void test_informer_normal_end_resumes_from_last_version(void **state) {
   fixture *f = start(SC_NORMAL_END);
   (void)state;
@@ -524,6 +555,7 @@ int main(void) {
       cmocka_unit_test(test_informer_throttled_watch_backs_off_without_relist),
       cmocka_unit_test(test_informer_expired_continue_restarts_list),
       cmocka_unit_test(test_informer_normal_end_resumes_from_last_version),
+      cmocka_unit_test(test_informer_handlers_hold_no_informer_lock),
       cmocka_unit_test(test_informer_refused_streaming_list_falls_back_to_paged_list),
       cmocka_unit_test(test_informer_metrics_count_events_by_type),
       cmocka_unit_test(test_informer_metrics_count_a_gone_relist),
