@@ -17,6 +17,8 @@
 #ifndef KCR_APIERROR_H
 #define KCR_APIERROR_H
 
+#include <stdbool.h>
+
 #include "kcr/common.h"
 #include "kcr/error.h"
 
@@ -25,22 +27,22 @@ extern "C" {
 #endif
 
 /* kcr_error_is_api tells whether err holds an error the API server returned. */
-KCR_EXTERN int kcr_error_is_api(const kcr_error_t *err);
+KCR_EXTERN bool kcr_error_is_api(const kcr_error_t *err);
 
 /* kcr_error_is_not_found: reason NotFound, or HTTP 404 with an unknown reason. */
-KCR_EXTERN int kcr_error_is_not_found(const kcr_error_t *err);
+KCR_EXTERN bool kcr_error_is_not_found(const kcr_error_t *err);
 
 /* kcr_error_is_already_exists: reason AlreadyExists (a create hit an existing name). */
-KCR_EXTERN int kcr_error_is_already_exists(const kcr_error_t *err);
+KCR_EXTERN bool kcr_error_is_already_exists(const kcr_error_t *err);
 
 /*
  * kcr_error_is_conflict: reason Conflict ("the object has been modified": re-read
  * and retry), or HTTP 409 with an unknown reason.
  */
-KCR_EXTERN int kcr_error_is_conflict(const kcr_error_t *err);
+KCR_EXTERN bool kcr_error_is_conflict(const kcr_error_t *err);
 
 /* kcr_error_is_invalid: reason Invalid (causes says which fields), or HTTP 422. */
-KCR_EXTERN int kcr_error_is_invalid(const kcr_error_t *err);
+KCR_EXTERN bool kcr_error_is_invalid(const kcr_error_t *err);
 
 /*
  * kcr_error_is_gone: reason Gone or Expired, or HTTP 410 with an unknown reason:
@@ -48,41 +50,41 @@ KCR_EXTERN int kcr_error_is_invalid(const kcr_error_t *err);
  * This is apimachinery's IsGone || IsResourceExpired, the pair client-go's
  * reflector tests together.
  */
-KCR_EXTERN int kcr_error_is_gone(const kcr_error_t *err);
+KCR_EXTERN bool kcr_error_is_gone(const kcr_error_t *err);
 
 /*
  * kcr_error_is_too_many_requests: reason TooManyRequests, or HTTP 429 whatever
  * the reason (as apimachinery, for compatibility). retry_after_seconds says how
  * long to wait.
  */
-KCR_EXTERN int kcr_error_is_too_many_requests(const kcr_error_t *err);
+KCR_EXTERN bool kcr_error_is_too_many_requests(const kcr_error_t *err);
 
 /* kcr_error_is_forbidden: reason Forbidden, or HTTP 403 with an unknown reason. */
-KCR_EXTERN int kcr_error_is_forbidden(const kcr_error_t *err);
+KCR_EXTERN bool kcr_error_is_forbidden(const kcr_error_t *err);
 
 /* kcr_error_is_unauthorized: reason Unauthorized, or HTTP 401 with an unknown reason. */
-KCR_EXTERN int kcr_error_is_unauthorized(const kcr_error_t *err);
+KCR_EXTERN bool kcr_error_is_unauthorized(const kcr_error_t *err);
 
 /*
  * kcr_error_is_server_timeout: reason ServerTimeout only (the server asks the
  * client to retry; no HTTP status stands for it).
  */
-KCR_EXTERN int kcr_error_is_server_timeout(const kcr_error_t *err);
+KCR_EXTERN bool kcr_error_is_server_timeout(const kcr_error_t *err);
 
 /* kcr_error_is_timeout: reason Timeout, or HTTP 504 with an unknown reason. */
-KCR_EXTERN int kcr_error_is_timeout(const kcr_error_t *err);
+KCR_EXTERN bool kcr_error_is_timeout(const kcr_error_t *err);
 
 /* kcr_error_is_bad_request: reason BadRequest, or HTTP 400 with an unknown reason. */
-KCR_EXTERN int kcr_error_is_bad_request(const kcr_error_t *err);
+KCR_EXTERN bool kcr_error_is_bad_request(const kcr_error_t *err);
 
 /* kcr_error_is_internal_error: reason InternalError, or HTTP 500 with an unknown reason. */
-KCR_EXTERN int kcr_error_is_internal_error(const kcr_error_t *err);
+KCR_EXTERN bool kcr_error_is_internal_error(const kcr_error_t *err);
 
 /*
  * kcr_error_is_service_unavailable: reason ServiceUnavailable, or HTTP 503 with an
  * unknown reason.
  */
-KCR_EXTERN int kcr_error_is_service_unavailable(const kcr_error_t *err);
+KCR_EXTERN bool kcr_error_is_service_unavailable(const kcr_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,7 @@
 #ifndef KCR_LEADERELECTION_H
 #define KCR_LEADERELECTION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kcr/client.h"
@@ -153,7 +154,7 @@ KCR_EXTERN void kcr_leader_election_destroy(kcr_leader_election_t *le);
 
 /* kcr_leader_election_is_leader tells whether this process holds the lease now
  * (as last observed). Any thread. */
-KCR_EXTERN int kcr_leader_election_is_leader(kcr_leader_election_t *le);
+KCR_EXTERN bool kcr_leader_election_is_leader(kcr_leader_election_t *le);
 
 /*
  * kcr_leader_election_identity returns this candidate's identity. Borrowed,

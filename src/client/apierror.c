@@ -479,67 +479,67 @@ static int reason_known(const char *reason) {
 
 /* is_reason_or_status: reason matches, or (status != 0) the reason is unknown and
  * the HTTP status is status. */
-static int is_reason_or_status(const kcr_error_t *err, const char *reason, int status) {
+static bool is_reason_or_status(const kcr_error_t *err, const char *reason, int status) {
   if (!kcr_error_is_api(err))
-    return 0;
+    return false;
   if (strcmp(err->reason, reason) == 0)
-    return 1;
+    return true;
   return status != 0 && err->http_status == status && !reason_known(err->reason);
 }
 
-int kcr_error_is_api(const kcr_error_t *err) {
+bool kcr_error_is_api(const kcr_error_t *err) {
   return err && err->code == KCR_EAPI;
 }
 
-int kcr_error_is_not_found(const kcr_error_t *err) {
+bool kcr_error_is_not_found(const kcr_error_t *err) {
   return is_reason_or_status(err, "NotFound", 404);
 }
 
-int kcr_error_is_already_exists(const kcr_error_t *err) {
+bool kcr_error_is_already_exists(const kcr_error_t *err) {
   return is_reason_or_status(err, "AlreadyExists", 0);
 }
 
-int kcr_error_is_conflict(const kcr_error_t *err) {
+bool kcr_error_is_conflict(const kcr_error_t *err) {
   return is_reason_or_status(err, "Conflict", 409);
 }
 
-int kcr_error_is_invalid(const kcr_error_t *err) {
+bool kcr_error_is_invalid(const kcr_error_t *err) {
   return is_reason_or_status(err, "Invalid", 422);
 }
 
-int kcr_error_is_gone(const kcr_error_t *err) {
+bool kcr_error_is_gone(const kcr_error_t *err) {
   return is_reason_or_status(err, "Gone", 410) || is_reason_or_status(err, "Expired", 0);
 }
 
-int kcr_error_is_too_many_requests(const kcr_error_t *err) {
+bool kcr_error_is_too_many_requests(const kcr_error_t *err) {
   return is_reason_or_status(err, "TooManyRequests", 0) ||
          (kcr_error_is_api(err) && err->http_status == 429);
 }
 
-int kcr_error_is_forbidden(const kcr_error_t *err) {
+bool kcr_error_is_forbidden(const kcr_error_t *err) {
   return is_reason_or_status(err, "Forbidden", 403);
 }
 
-int kcr_error_is_unauthorized(const kcr_error_t *err) {
+bool kcr_error_is_unauthorized(const kcr_error_t *err) {
   return is_reason_or_status(err, "Unauthorized", 401);
 }
 
-int kcr_error_is_server_timeout(const kcr_error_t *err) {
+bool kcr_error_is_server_timeout(const kcr_error_t *err) {
   return is_reason_or_status(err, "ServerTimeout", 0);
 }
 
-int kcr_error_is_timeout(const kcr_error_t *err) {
+bool kcr_error_is_timeout(const kcr_error_t *err) {
   return is_reason_or_status(err, "Timeout", 504);
 }
 
-int kcr_error_is_bad_request(const kcr_error_t *err) {
+bool kcr_error_is_bad_request(const kcr_error_t *err) {
   return is_reason_or_status(err, "BadRequest", 400);
 }
 
-int kcr_error_is_internal_error(const kcr_error_t *err) {
+bool kcr_error_is_internal_error(const kcr_error_t *err) {
   return is_reason_or_status(err, "InternalError", 500);
 }
 
-int kcr_error_is_service_unavailable(const kcr_error_t *err) {
+bool kcr_error_is_service_unavailable(const kcr_error_t *err) {
   return is_reason_or_status(err, "ServiceUnavailable", 503);
 }

@@ -217,8 +217,8 @@ static int is_leader_locked(kcr_leader_election_t *le) {
   return strcmp(le->observed.holder, le->identity) == 0;
 }
 
-int kcr_leader_election_is_leader(kcr_leader_election_t *le) {
-  int r;
+bool kcr_leader_election_is_leader(kcr_leader_election_t *le) {
+  bool r;
   pthread_mutex_lock(&le->mu);
   r = is_leader_locked(le);
   pthread_mutex_unlock(&le->mu);

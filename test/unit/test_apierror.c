@@ -390,19 +390,19 @@ static void test_apierror_from_status_object(void **state) {
 
 static void test_apierror_predicate_table(void **state) {
   enum { NF, AE, CF, IV, GN, TM, FB, UA, ST, TO, BR, IE, SU, NPRED };
-  static int (*const preds[NPRED])(const kcr_error_t *) = {kcr_error_is_not_found,
-                                                           kcr_error_is_already_exists,
-                                                           kcr_error_is_conflict,
-                                                           kcr_error_is_invalid,
-                                                           kcr_error_is_gone,
-                                                           kcr_error_is_too_many_requests,
-                                                           kcr_error_is_forbidden,
-                                                           kcr_error_is_unauthorized,
-                                                           kcr_error_is_server_timeout,
-                                                           kcr_error_is_timeout,
-                                                           kcr_error_is_bad_request,
-                                                           kcr_error_is_internal_error,
-                                                           kcr_error_is_service_unavailable};
+  static bool (*const preds[NPRED])(const kcr_error_t *) = {kcr_error_is_not_found,
+                                                            kcr_error_is_already_exists,
+                                                            kcr_error_is_conflict,
+                                                            kcr_error_is_invalid,
+                                                            kcr_error_is_gone,
+                                                            kcr_error_is_too_many_requests,
+                                                            kcr_error_is_forbidden,
+                                                            kcr_error_is_unauthorized,
+                                                            kcr_error_is_server_timeout,
+                                                            kcr_error_is_timeout,
+                                                            kcr_error_is_bad_request,
+                                                            kcr_error_is_internal_error,
+                                                            kcr_error_is_service_unavailable};
   static const struct {
     const char *reason;
     int status;
