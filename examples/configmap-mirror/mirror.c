@@ -35,7 +35,7 @@ static int delete_copies(const kcr_objclient *c, const char *name, kcr_error_t *
   rc = kcr_objclient_list(c, &configmap, &(kcr_list_options){.label_selector = sel}, &list, err);
   json_array_foreach(kcr_list_items(list), i, item) {
     /* Gone already is what we want. */
-    if ((rc = kcr_ignore_not_found(kcr_objclient_del(c, item, NULL, err), err)) != 0)
+    if ((rc = kcr_ignore_not_found(kcr_objclient_delete(c, item, NULL, err), err)) != 0)
       break;
   }
   json_decref(list);

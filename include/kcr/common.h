@@ -29,6 +29,17 @@ extern "C" {
 #define KCR_PRINTF(f, a)
 #endif
 
+/*
+ * KCR_DEPRECATED(msg) marks a name kept only so that installed users still
+ * build: msg says since when and what replaces it. Deprecated names go in the
+ * first release six months after their date.
+ */
+#if defined(__GNUC__)
+#define KCR_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define KCR_DEPRECATED(msg)
+#endif
+
 #define KCR_VERSION_MAJOR 0
 #define KCR_VERSION_MINOR 1
 #define KCR_VERSION_PATCH 0

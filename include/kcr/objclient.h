@@ -192,6 +192,12 @@ KCR_EXTERN int kcr_objclient_patch(const kcr_objclient *c, const json_t *obj, kc
 KCR_EXTERN int kcr_objclient_apply(const kcr_objclient *c, const json_t *obj,
                                    const kcr_apply_options *o, const char *subresource,
                                    json_t **out, kcr_error_t *err);
+KCR_EXTERN int kcr_objclient_delete(const kcr_objclient *c, const json_t *obj,
+                                    const kcr_delete_options *o, kcr_error_t *err);
+
+/* kcr_objclient_del is kcr_objclient_delete's old name (the ops field keeps
+ * it: delete is a C++ keyword). */
+KCR_DEPRECATED("since 2026-12-02: use kcr_objclient_delete")
 KCR_EXTERN int kcr_objclient_del(const kcr_objclient *c, const json_t *obj,
                                  const kcr_delete_options *o, kcr_error_t *err);
 

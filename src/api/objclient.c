@@ -131,8 +131,8 @@ int kcr_objclient_apply(const kcr_objclient *c, const json_t *obj, const kcr_app
   return rc;
 }
 
-int kcr_objclient_del(const kcr_objclient *c, const json_t *obj, const kcr_delete_options *o,
-                      kcr_error_t *err) {
+int kcr_objclient_delete(const kcr_objclient *c, const json_t *obj, const kcr_delete_options *o,
+                         kcr_error_t *err) {
   kcr_delete_options none;
   if (!c->ops->del)
     return unsupported(NULL, err, "delete");
@@ -141,6 +141,11 @@ int kcr_objclient_del(const kcr_objclient *c, const json_t *obj, const kcr_delet
     o = &none;
   }
   return c->ops->del(c, obj, o, err);
+}
+
+int kcr_objclient_del(const kcr_objclient *c, const json_t *obj, const kcr_delete_options *o,
+                      kcr_error_t *err) {
+  return kcr_objclient_delete(c, obj, o, err);
 }
 
 int kcr_ignore_not_found(int rc, kcr_error_t *err) {

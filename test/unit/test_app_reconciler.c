@@ -323,7 +323,7 @@ static void test_app_reconciler_deletion_releases_finalizer(void **state) {
   seed_app(e);
   assert_int_equal(reconcile(e, &err), 0);
   app = get(e, &app_gvk, "shop", "web");
-  assert_int_equal(kcr_objclient_del(&e->c, app, NULL, &err), 0);
+  assert_int_equal(kcr_objclient_delete(&e->c, app, NULL, &err), 0);
   json_decref(app);
   app = get(e, &app_gvk, "shop", "web");
   assert_true(kcr_meta_is_deleting(app)); /* the finalizer holds it */
@@ -410,7 +410,7 @@ static void test_app_reconciler_directory_keys(void **state) {
                       "http://web.shop.svc:8080");
   json_decref(dir);
   app = get(e, &app_gvk, "shop", "web");
-  assert_int_equal(kcr_objclient_del(&e->c, app, NULL, &err), 0);
+  assert_int_equal(kcr_objclient_delete(&e->c, app, NULL, &err), 0);
   json_decref(app);
   assert_int_equal(reconcile(e, &err), 0);
   dir = get(e, &cm_gvk, DIR_NS, KOP_APP_DIRECTORY_NAME);
@@ -495,7 +495,7 @@ static void test_app_reconciler_directory_from_last_write(void **state) {
   assert_string_equal(dir_entry(dir, "shop.api"), "http://api.shop.svc:8080");
   assert_string_equal(dir_entry(dir, "shop.db"), "http://db.shop.svc:8080");
   /* the directory deleted: 404 from the kept copy, then a read, then a create */
-  assert_int_equal(kcr_objclient_del(&e->c, dir, NULL, &err), 0);
+  assert_int_equal(kcr_objclient_delete(&e->c, dir, NULL, &err), 0);
   json_decref(dir);
   e->direct_requests = 0;
   seed_named(e, "cache");

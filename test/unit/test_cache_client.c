@@ -194,7 +194,7 @@ static void test_cache_client_fence_refuses(void **state) {
   assert_int_equal(kcr_objclient_patch(&c, obj, KCR_PATCH_MERGE, "{}", 2, NULL, &out, &err),
                    KCR_ECANCELED);
   assert_int_equal(kcr_objclient_apply(&c, obj, &ao, NULL, &out, &err), KCR_ECANCELED);
-  assert_int_equal(kcr_objclient_del(&c, obj, NULL, &err), KCR_ECANCELED);
+  assert_int_equal(kcr_objclient_delete(&c, obj, NULL, &err), KCR_ECANCELED);
   assert_int_equal(atomic_load(&f->fence_calls), 5);
   assert_int_equal(atomic_load(&writes), 0);
   json_decref(obj);

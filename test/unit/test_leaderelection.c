@@ -612,7 +612,7 @@ static void assert_writes_fenced(const kcr_objclient *c) {
   kcr_error_clear(&err);
   assert_int_equal(kcr_objclient_apply(c, obj, NULL, NULL, &out, &err), KCR_ECANCELED);
   kcr_error_clear(&err);
-  assert_int_equal(kcr_objclient_del(c, obj, NULL, &err), KCR_ECANCELED);
+  assert_int_equal(kcr_objclient_delete(c, obj, NULL, &err), KCR_ECANCELED);
   assert_int_equal(api_requests(), before); /* refused without a request */
   json_decref(obj);
 }

@@ -157,7 +157,7 @@ static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, con
   if (!desired) {
     /* The spec no longer asks for this child: delete ours, leave anyone else's. */
     if (existing && kop_app_owns(app, existing)) {
-      rc = kcr_ignore_not_found(kcr_objclient_del(c, existing, NULL, err), err);
+      rc = kcr_ignore_not_found(kcr_objclient_delete(c, existing, NULL, err), err);
       if (rc == 0)
         kcr_reconcile_log(ctx, KCR_LOG_INFO, "deleted %s %s/%s (no longer in the spec)", k->kind,
                           ns, name);
