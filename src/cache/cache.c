@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/fieldsel_internal.h"
 #include "cache/cache_internal.h"
 #include "kcr/apierror.h"
 #include "kcr/cache.h"
@@ -935,69 +936,45 @@ static int list_by_field(entry_t *e, const char *index, const char *value, const
 
 /* fsel_t: what a field selector asks of the cache, reduced to what it can do. */
 typedef struct fsel {
-  char buf[1024];    /* the selector, split in place */
-  const char *ns;    /* metadata.namespace= */
-  const char *name;  /* metadata.name= */
-  const char *index; /* an indexed field= */
+  kcr__fieldsel_t sel; /* the parsed terms (api/fieldsel_internal.h) */
+  const char *ns;      /* metadata.namespace= */
+  const char *name;    /* metadata.name= */
+  const char *index;   /* an indexed field= */
   const char *value;
-  const char *not_ns[8], *not_name[8]; /* != terms */
-  size_t n_not_ns, n_not_name;
 } fsel_t;
 
-/* parse_fsel splits "f=v,f==v,f!=v" into f. Values and fields are trimmed of
- * nothing: the API server refuses spaces there too. */
+/* parse_fsel parses sel and sorts its terms into what the cache answers. */
 static int parse_fsel(const char *sel, fsel_t *f, const char *kind, kcr_error_t *err) {
-  char *p, *term, *save = NULL;
-  memset(f, 0, sizeof(*f));
-  if (strlen(sel) >= sizeof(f->buf))
-    return kcr_error_set(err, KCR_EINVAL, "cache: list %s: field selector too long", kind);
-  memcpy(f->buf, sel, strlen(sel) + 1);
-  for (term = strtok_r(f->buf, ",", &save); term; term = strtok_r(NULL, ",", &save)) {
-    char *val;
-    int neg = 0;
-    if ((p = strstr(term, "!=")) != NULL) {
-      neg = 1;
-      val = p + 2;
-    } else if ((p = strstr(term, "==")) != NULL) {
-      val = p + 2;
-    } else if ((p = strchr(term, '=')) != NULL) {
-      val = p + 1;
-    } else {
-      return kcr_error_set(err, KCR_EPARSE,
-                           "cache: list %s: field selector term without = or != (want f=v)", kind);
-    }
-    *p = '\0';
-    if (!*term)
-      return kcr_error_set(err, KCR_EPARSE, "cache: list %s: field selector term without a field",
-                           kind);
-    if (strcmp(term, "metadata.namespace") == 0) {
-      if (neg && f->n_not_ns < 8)
-        f->not_ns[f->n_not_ns++] = val;
-      else if (!neg && (!f->ns || strcmp(f->ns, val) == 0))
-        f->ns = val;
-      else
+  int rc;
+  f->ns = f->name = f->index = f->value = NULL;
+  if ((rc = kcr__fieldsel_parse(sel, &f->sel, err)) != 0) {
+    kcr_error_prefix(err, "cache: list %s: ", kind);
+    return rc;
+  }
+  for (size_t i = 0; i < f->sel.n; i++) {
+    const kcr__fieldsel_term_t *t = &f->sel.terms[i];
+    if (strcmp(t->field, "metadata.namespace") == 0) {
+      if (t->negate)
+        continue; /* fsel_keeps */
+      if (f->ns && strcmp(f->ns, t->value) != 0)
         return kcr_error_set(err, KCR_EINVAL,
-                             "cache: list %s: field selector asks for two namespaces or too "
-                             "many != terms",
+                             "cache: list %s: field selector asks for two namespaces", kind);
+      f->ns = t->value;
+    } else if (strcmp(t->field, "metadata.name") == 0) {
+      if (t->negate)
+        continue; /* fsel_keeps */
+      if (f->name)
+        return kcr_error_set(err, KCR_EINVAL, "cache: list %s: field selector asks for two names",
                              kind);
-    } else if (strcmp(term, "metadata.name") == 0) {
-      if (neg && f->n_not_name < 8)
-        f->not_name[f->n_not_name++] = val;
-      else if (!neg && !f->name)
-        f->name = val;
-      else
-        return kcr_error_set(err, KCR_EINVAL,
-                             "cache: list %s: field selector asks for two names or too many "
-                             "!= terms",
-                             kind);
-    } else if (!neg && !f->index) {
-      f->index = term;
-      f->value = val;
+      f->name = t->value;
+    } else if (!t->negate && !f->index) {
+      f->index = t->field;
+      f->value = t->value;
     } else {
       return kcr_error_set(err, KCR_EINVAL,
                            "cache: list %s: field selector term on %s: the cache answers "
                            "metadata.name, metadata.namespace and one equality on an indexed field",
-                           kind, term);
+                           kind, t->field);
     }
   }
   return 0;
@@ -1008,12 +985,15 @@ static bool fsel_keeps(const fsel_t *f, const json_t *obj) {
   const char *name = kcr_meta_name(obj), *ns = kcr_meta_namespace(obj);
   if (f->name && strcmp(f->name, name) != 0)
     return false;
-  for (size_t i = 0; i < f->n_not_name; i++)
-    if (strcmp(f->not_name[i], name) == 0)
+  for (size_t i = 0; i < f->sel.n; i++) {
+    const kcr__fieldsel_term_t *t = &f->sel.terms[i];
+    if (!t->negate)
+      continue;
+    if (strcmp(t->field, "metadata.name") == 0 && strcmp(t->value, name) == 0)
       return false;
-  for (size_t i = 0; i < f->n_not_ns; i++)
-    if (strcmp(f->not_ns[i], ns) == 0)
+    if (strcmp(t->field, "metadata.namespace") == 0 && strcmp(t->value, ns) == 0)
       return false;
+  }
   return true;
 }
 
@@ -1106,7 +1086,7 @@ static int cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_list_options
   value = o->index_value;
   if (index && !value)
     return kcr_error_set(err, KCR_EINVAL, "cache: list %s: an index needs a value", gvk->kind);
-  if ((rc = parse_fsel(o->field_selector ? o->field_selector : "", &f, gvk->kind, err)) != 0)
+  if ((rc = parse_fsel(o->field_selector, &f, gvk->kind, err)) != 0)
     return rc;
   if (f.ns) {
     if (ns && strcmp(ns, f.ns) != 0)
