@@ -63,6 +63,7 @@
 #include "util/alloc.h"
 #include "util/heap.h"
 #include "util/hmap.h"
+#include "util/list.h"
 
 #define MAX_ENTRIES 4096
 #define MAX_SPAM 4096
@@ -71,7 +72,7 @@ static const kcr_gvr events_gvr = {"events.k8s.io", "v1", "events"};
 
 typedef struct entry {
   char *key;                        /* immutable; the entries map's key */
-  struct entry *qnext, *qprev;      /* protected by mu: the pending FIFO */
+  kcr__list_node_t qlink;           /* protected by mu: the pending FIFO */
   uint64_t seq;                     /* protected by mu: its place in the FIFO */
   kcr__heap_t *heap;                /* protected by mu: the heap it is filed in, or NULL */
   kcr__heap_node_t hnode;           /* protected by mu: its node there (key: seq or due time) */
@@ -110,7 +111,7 @@ struct kcr_event_recorder {
   pthread_cond_t done_cond;       /* wakes flushers */
   kcr__hmap_t entries;            /* key -> entry_t; protected by mu */
   kcr__hmap_t spam;               /* object key -> spam_t; protected by mu */
-  entry_t *qhead, *qtail;         /* protected by mu: the FIFO of queued entries */
+  kcr__list_t pending;            /* protected by mu: the FIFO of queued entries */
   uint64_t qseq;                  /* protected by mu: the next entry_t.seq */
   kcr__heap_t ready;              /* protected by mu: queued entries due now, by seq */
   kcr__heap_t waiting;            /* protected by mu: queued created ones, by due time */
@@ -189,13 +190,7 @@ static void enqueue(kcr_event_recorder_t *r, entry_t *e) {
     return;
   e->queued = 1;
   e->seq = r->qseq++;
-  e->qnext = NULL;
-  e->qprev = r->qtail;
-  if (r->qtail)
-    r->qtail->qnext = e;
-  else
-    r->qhead = e;
-  r->qtail = e;
+  kcr__list_push_back(&r->pending, &e->qlink);
   file_entry(r, e);
   r->nqueued++;
   pthread_cond_signal(&r->cond);
@@ -203,15 +198,7 @@ static void enqueue(kcr_event_recorder_t *r, entry_t *e) {
 
 /* dequeue takes a queued entry out of the FIFO and its heap. */
 static void dequeue(kcr_event_recorder_t *r, entry_t *e) {
-  if (e->qprev)
-    e->qprev->qnext = e->qnext;
-  else
-    r->qhead = e->qnext;
-  if (e->qnext)
-    e->qnext->qprev = e->qprev;
-  else
-    r->qtail = e->qprev;
-  e->qnext = e->qprev = NULL;
+  kcr__list_remove(&r->pending, &e->qlink);
   if (e->heap)
     heap_remove(e->heap, e);
   e->queued = 0;
@@ -418,7 +405,7 @@ static entry_t *take_due(kcr_event_recorder_t *r, int64_t now, int64_t *wake) {
   entry_t *e;
   *wake = INT64_MAX;
   if (r->flushing || r->stop) {
-    e = r->qhead;
+    e = r->pending.first ? KCR__CONTAINER_OF(r->pending.first, entry_t, qlink) : NULL;
   } else {
     while ((e = heap_top(&r->waiting)) && e->hnode.key <= now) {
       heap_remove(&r->waiting, e);
@@ -643,9 +630,9 @@ int kcr_event_recorder_flush(kcr_event_recorder_t *r, int64_t timeout_ns) {
   pthread_mutex_lock(&r->mu);
   r->flushing++;
   pthread_cond_signal(&r->cond);
-  while (r->qhead || busy_any(r)) {
+  while (!kcr__list_empty(&r->pending) || busy_any(r)) {
     if (pthread_cond_timedwait(&r->done_cond, &r->mu, &ts) == ETIMEDOUT) {
-      rc = (r->qhead || busy_any(r)) ? KCR_ETIMEDOUT : 0;
+      rc = (!kcr__list_empty(&r->pending) || busy_any(r)) ? KCR_ETIMEDOUT : 0;
       break;
     }
   }
@@ -666,7 +653,7 @@ void kcr_event_recorder_destroy(kcr_event_recorder_t *r) {
   kcr_event_recorder_flush(r, 5 * KCR_NSEC_PER_SEC);
   pthread_mutex_lock(&r->mu);
   r->stop = 1;
-  r->qhead = r->qtail = NULL; /* what is left after the flush is dropped */
+  r->pending = (kcr__list_t){0}; /* what is left after the flush is dropped */
   heap_clear(&r->ready);
   heap_clear(&r->waiting);
   pthread_cond_signal(&r->cond);

@@ -7,7 +7,8 @@
  * second wakes shutdown_with_drain. Each key the queue knows has exactly one
  * entry, found through the string hash map (util/hmap.h), holding the key inline and
  * three memberships: dirty (and then, unless processing, linked into the FIFO),
- * processing (linked into a list, for the unfinished-work metrics), and waiting
+ * processing (linked into a list, for the unfinished-work metrics; both lists
+ * are util/list.h's and share the entry's one link), and waiting
  * (a node in util/heap.h's min-heap, by ready time, then by arrival). An entry is
  * allocated when a key first arrives and freed when it leaves all three, so an
  * add of a dirty key, a re-add while processing, and a re-queue at done allocate
@@ -52,11 +53,12 @@
 #include "util/alloc.h"
 #include "util/heap.h"
 #include "util/hmap.h"
+#include "util/list.h"
 
 typedef struct entry {
-  struct entry *next;      /* FIFO link while queued */
-  struct entry *proc_prev; /* processing list links while processing */
-  struct entry *proc_next;
+  /* the FIFO while queued, the processing list while processing: never both,
+   * since a key made dirty while processing waits outside the FIFO until done */
+  kcr__list_node_t link;
   uint64_t hash;
   size_t keylen;
   int64_t add_ns;        /* metrics: when it last became dirty; -1 when not recorded */
@@ -73,13 +75,12 @@ struct kcr_workqueue {
   pthread_cond_t drain_cond; /* shutdown_with_drain waits here */
   kcr_clock_t *clock;        /* borrowed */
   kcr_ratelimiter_t *limiter;
-  char *name;      /* "" when unnamed */
-  int metrics_on;  /* named, with a registry; immutable */
-  kcr__hmap_t set; /* key -> entry; protected by mu */
-  entry *head;     /* FIFO of queued keys; protected by mu */
-  entry *tail;
+  char *name;       /* "" when unnamed */
+  int metrics_on;   /* named, with a registry; immutable */
+  kcr__hmap_t set;  /* key -> entry; protected by mu */
+  kcr__list_t fifo; /* queued keys, oldest first; protected by mu */
   size_t len;
-  entry *proc; /* processing list; protected by mu */
+  kcr__list_t proc; /* keys being processed; protected by mu */
   size_t n_processing;
   kcr__heap_t heap; /* waiting keys by (ready time, arrival); protected by mu */
   uint64_t seq;
@@ -131,8 +132,8 @@ static void on_collect(kcr_metrics_emitter_t *e, void *data) {
   pthread_mutex_lock(&q->mu);
   promote(q);
   now = kcr_clock_now(q->clock);
-  for (const entry *p = q->proc; p; p = p->proc_next) {
-    age = now - p->start_ns;
+  KCR__LIST_FOREACH(&q->proc, n) {
+    age = now - KCR__CONTAINER_OF(n, entry, link)->start_ns;
     total += age;
     if (age > oldest)
       oldest = age;
@@ -249,12 +250,7 @@ static int lookup_or_make(kcr_workqueue_t *q, const keyref *k, entry **out) {
 }
 
 static void push(kcr_workqueue_t *q, entry *e) {
-  e->next = NULL;
-  if (q->tail)
-    q->tail->next = e;
-  else
-    q->head = e;
-  q->tail = e;
+  kcr__list_push_back(&q->fifo, &e->link);
   q->len++;
   atomic_store_explicit(&q->hint, q->len, memory_order_relaxed);
   if (q->getters)
@@ -501,7 +497,7 @@ int kcr_workqueue_get(kcr_workqueue_t *q, char **key_out) {
   pthread_mutex_lock(&q->mu);
   for (int spun = 0;;) {
     promote(q);
-    if (q->head)
+    if (!kcr__list_empty(&q->fifo))
       break;
     if (q->shutting_down) {
       pthread_mutex_unlock(&q->mu);
@@ -521,7 +517,7 @@ int kcr_workqueue_get(kcr_workqueue_t *q, char **key_out) {
       pthread_cond_wait(&q->cond, &q->mu);
     q->getters--;
   }
-  e = q->head;
+  e = KCR__CONTAINER_OF(q->fifo.first, entry, link);
   copy = kcr__malloc(e->keylen + 1);
   if (!copy) {
     pthread_mutex_unlock(&q->mu);
@@ -529,19 +525,12 @@ int kcr_workqueue_get(kcr_workqueue_t *q, char **key_out) {
   }
   memcpy(copy, e->key, e->keylen + 1);
 
-  q->head = e->next;
-  if (!q->head)
-    q->tail = NULL;
+  kcr__list_remove(&q->fifo, &e->link);
   q->len--;
   atomic_store_explicit(&q->hint, q->len, memory_order_relaxed);
-  e->next = NULL;
   e->dirty = 0;
   e->processing = 1;
-  e->proc_prev = NULL;
-  e->proc_next = q->proc;
-  if (q->proc)
-    q->proc->proc_prev = e;
-  q->proc = e;
+  kcr__list_push_back(&q->proc, &e->link);
   q->n_processing++;
   if (q->metrics_on) {
     int64_t now = kcr_clock_now(q->clock);
@@ -570,12 +559,7 @@ void kcr_workqueue_done(kcr_workqueue_t *q, const char *key) {
   if (q->metrics_on)
     observe(q->m_work_duration, kcr_clock_now(q->clock) - e->start_ns);
   e->processing = 0;
-  if (e->proc_prev)
-    e->proc_prev->proc_next = e->proc_next;
-  else
-    q->proc = e->proc_next;
-  if (e->proc_next)
-    e->proc_next->proc_prev = e->proc_prev;
+  kcr__list_remove(&q->proc, &e->link);
   q->n_processing--;
   if (e->dirty)
     push(q, e);
