@@ -57,6 +57,7 @@
 #include "kcr/trace.h"
 #include "util/alloc.h"
 #include "util/hmap.h"
+#include "util/list.h"
 
 #define DEFAULT_SYNC_TIMEOUT_NS (120 * KCR_NSEC_PER_SEC)
 #define DEFAULT_RYOW_TIMEOUT_NS (10 * KCR_NSEC_PER_SEC)
@@ -70,7 +71,7 @@
 #define FIELD_PREFIX "field:"
 
 typedef struct entry {
-  struct entry *next;
+  kcr__list_node_t link; /* in the cache's entries */
   char *group, *version, *kind;
   /* by-object options (copied) */
   char *ns, *label_selector, *field_selector;
@@ -99,7 +100,7 @@ struct kcr_cache {
   bool streaming_list;             /* immutable: informers use the streaming list */
 
   pthread_mutex_t mu;
-  entry_t *entries; /* protected by mu */
+  kcr__list_t entries; /* entry_t, newest first; protected by mu */
 
   pthread_mutex_t ryow_mu;
   kcr__hmap_t ryow;  /* protected by ryow_mu */
@@ -158,10 +159,10 @@ static void entry_free(entry_t *e) {
 
 /* find_entry returns gvk's entry or NULL. mu held. */
 static entry_t *find_entry(kcr_cache_t *c, const kcr_gvk *gvk) {
-  for (entry_t *e = c->entries; e; e = e->next)
-    if (strcmp(e->group, str0(gvk->group)) == 0 && strcmp(e->version, gvk->version) == 0 &&
-        strcmp(e->kind, gvk->kind) == 0)
-      return e;
+  KCR__LIST_EACH(&c->entries, entry_t, link, e)
+  if (strcmp(e->group, str0(gvk->group)) == 0 && strcmp(e->version, gvk->version) == 0 &&
+      strcmp(e->kind, gvk->kind) == 0)
+    return e;
   return NULL;
 }
 
@@ -180,8 +181,7 @@ static entry_t *ensure_entry(kcr_cache_t *c, const kcr_gvk *gvk) {
     entry_free(e);
     return NULL;
   }
-  e->next = c->entries;
-  c->entries = e;
+  kcr__list_push_front(&c->entries, &e->link);
   return e;
 }
 
@@ -305,10 +305,13 @@ static kcr_informer_t *find_informer(kcr_cache_t *c, const char *group, size_t g
                                      const char *kind, size_t kind_len) {
   kcr_informer_t *inf = NULL;
   pthread_mutex_lock(&c->mu);
-  for (entry_t *e = c->entries; e && !inf; e = e->next)
+  KCR__LIST_EACH(&c->entries, entry_t, link, e) {
     if (e->inf && strlen(e->group) == group_len && memcmp(e->group, group, group_len) == 0 &&
-        strlen(e->kind) == kind_len && memcmp(e->kind, kind, kind_len) == 0)
+        strlen(e->kind) == kind_len && memcmp(e->kind, kind, kind_len) == 0) {
       inf = e->inf;
+      break;
+    }
+  }
   pthread_mutex_unlock(&c->mu);
   return inf;
 }
@@ -670,12 +673,11 @@ void kcr_cache_destroy(kcr_cache_t *c) {
   if (!c)
     return;
   /* Stop every informer first, so that no transform runs while entries go. */
-  for (entry_t *e = c->entries; e; e = e->next)
-    if (e->inf)
-      kcr_informer_stop(e->inf);
-  while (c->entries) {
-    entry_t *e = c->entries;
-    c->entries = e->next;
+  KCR__LIST_EACH(&c->entries, entry_t, link, e)
+  if (e->inf)
+    kcr_informer_stop(e->inf);
+  while (!kcr__list_empty(&c->entries)) {
+    entry_t *e = KCR__CONTAINER_OF(kcr__list_pop_front(&c->entries), entry_t, link);
     entry_free(e);
   }
   KCR__HMAP_FOREACH(&c->ryow, s) {
@@ -779,8 +781,8 @@ int kcr_cache_wait_for_sync(kcr_cache_t *c, int64_t timeout_ns, kcr_error_t *err
 
   kcr_error_clear(&first);
   pthread_mutex_lock(&c->mu);
-  for (entry_t *e = c->entries; e; e = e->next)
-    n += e->inf != NULL;
+  KCR__LIST_EACH(&c->entries, entry_t, link, e)
+  n += e->inf != NULL;
   w = kcr__calloc(n ? n : 1, sizeof(*w));
   if (!w) {
     pthread_mutex_unlock(&c->mu);
@@ -788,7 +790,7 @@ int kcr_cache_wait_for_sync(kcr_cache_t *c, int64_t timeout_ns, kcr_error_t *err
     return KCR_ENOMEM;
   }
   n = 0;
-  for (entry_t *e = c->entries; e; e = e->next) {
+  KCR__LIST_EACH(&c->entries, entry_t, link, e) {
     if (!e->inf)
       continue;
     if (!e->started && (rc = kcr_informer_start(e->inf, err)) != 0)
@@ -1200,19 +1202,19 @@ json_t *kcr_cache_diagnostics(kcr_cache_t *c) {
   json_t *arr = json_array();
   kcr_informer_t **infs = NULL;
   size_t n = 0, cap = 0;
-  entry_t *e;
   if (!arr || !c)
     return arr;
   /* Informers live as long as the cache: collect them under mu, then ask each
    * without holding it (diagnostics take the informer's own locks). */
   pthread_mutex_lock(&c->mu);
-  for (e = c->entries; e; e = e->next)
-    if (e->inf)
-      cap++;
+  KCR__LIST_EACH(&c->entries, entry_t, link, e)
+  if (e->inf)
+    cap++;
   infs = cap ? kcr__calloc(cap, sizeof(kcr_informer_t *)) : NULL;
-  for (e = c->entries; e && infs; e = e->next)
-    if (e->inf && n < cap)
-      infs[n++] = e->inf;
+  if (infs)
+    KCR__LIST_EACH(&c->entries, entry_t, link, e)
+  if (e->inf && n < cap)
+    infs[n++] = e->inf;
   pthread_mutex_unlock(&c->mu);
   if (cap && !infs) {
     json_decref(arr);

@@ -3,8 +3,10 @@
  * list.h: the one internal intrusive list of libkcr, doubly linked and
  * NULL-terminated, used as a FIFO (push at the back, pop at the front) and as a
  * set that a member leaves from anywhere in O(1). The workqueue's queue and
- * processing list, the event recorder's pending FIFO, the loop's posted calls,
- * a watch's inbox of chunks and a metric family's children use it.
+ * processing list, the event recorder's pending FIFO, the loop's posted calls
+ * and active transfers, a watch's inbox of chunks, the metrics registry's
+ * families, collectors and series, the cache's entries, a controller's watches
+ * and a cancel token's waiters use it.
  *
  * An element embeds a kcr__list_node_t and finds itself again from the node
  * with KCR__CONTAINER_OF, so linking allocates nothing and costs no
@@ -76,6 +78,11 @@ static inline void kcr__list_remove(kcr__list_t *l, kcr__list_node_t *n) {
   n->prev = n->next = NULL;
 }
 
+/* kcr__list_linked tells whether n, which is in l or in no list, is in l. */
+static inline bool kcr__list_linked(const kcr__list_t *l, const kcr__list_node_t *n) {
+  return n->prev != NULL || l->first == n;
+}
+
 /* kcr__list_pop_front unlinks and returns l's first node, NULL when empty. */
 static inline kcr__list_node_t *kcr__list_pop_front(kcr__list_t *l) {
   kcr__list_node_t *n = l->first;
@@ -101,6 +108,12 @@ static inline void kcr__list_take(kcr__list_t *dst, kcr__list_t *src) {
 
 /* KCR__LIST_FOREACH walks l front to back (no changes meanwhile). */
 #define KCR__LIST_FOREACH(l, n) for (kcr__list_node_t *n = (l)->first; n; n = n->next)
+
+/* KCR__LIST_EACH walks l front to back as elements: var is a type * whose
+ * kcr__list_node_t is member (no changes meanwhile). */
+#define KCR__LIST_EACH(l, type, member, var)                                                       \
+  for (type *var = (l)->first ? KCR__CONTAINER_OF((l)->first, type, member) : NULL; var;           \
+       var = var->member.next ? KCR__CONTAINER_OF(var->member.next, type, member) : NULL)
 
 /* KCR__LIST_FOREACH_SAFE walks l front to back; the body may unlink or free n. */
 #define KCR__LIST_FOREACH_SAFE(l, n, tmp)                                                          \

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_list.c: libkcr's one intrusive list (util/list.h), as the workqueue,
- * the event recorder, the loop, a watch's inbox and the metrics registry use
- * it: a FIFO, removal from anywhere, pushing at the front, taking a whole list
- * out, walking while freeing, and a zero-initialised list being valid. The list
- * never allocates, so there is no failure loop; churn is checked against an
- * array model.
+ * the event recorder, the loop, a watch's inbox, the metrics registry, the
+ * cache, the controller and cancel tokens use it: a FIFO, removal from
+ * anywhere, pushing at the front, taking a whole list out, walking as nodes and
+ * as elements, membership, walking while freeing, and a zero-initialised list
+ * being valid. The list never allocates, so there is no failure loop; churn is
+ * checked against an array model.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,29 @@ static void test_list_foreach_safe_frees(void **state) {
   assert_true(kcr__list_empty(&l));
 }
 
+static void test_list_each_and_linked(void **state) {
+  kcr__list_t l = {0}, other = {0};
+  item it[3] = {{0, {0}}, {1, {0}}, {2, {0}}};
+  int n = 0;
+  (void)state;
+  KCR__LIST_EACH(&l, item, link, x) {
+    (void)x;
+    fail();
+  }
+  for (int i = 0; i < 3; i++) {
+    assert_false(kcr__list_linked(&l, &it[i].link));
+    kcr__list_push_back(&l, &it[i].link);
+    assert_true(kcr__list_linked(&l, &it[i].link));
+  }
+  assert_false(kcr__list_linked(&other, &it[0].link) && other.first != NULL);
+  KCR__LIST_EACH(&l, item, link, x)
+  assert_int_equal(x->id, n++);
+  assert_int_equal(n, 3);
+  kcr__list_remove(&l, &it[0].link); /* the first: prev is NULL in the list too */
+  assert_false(kcr__list_linked(&l, &it[0].link));
+  assert_true(kcr__list_linked(&l, &it[1].link));
+}
+
 /* churn: random pushes at both ends, pops and removals, against an array. */
 static void test_list_churn_matches_model(void **state) {
   enum { N = 64 };
@@ -179,6 +203,7 @@ int main(void) {
       cmocka_unit_test(test_list_remove_anywhere_and_push_front),
       cmocka_unit_test(test_list_take_appends_whole_list),
       cmocka_unit_test(test_list_foreach_safe_frees),
+      cmocka_unit_test(test_list_each_and_linked),
       cmocka_unit_test(test_list_churn_matches_model),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
