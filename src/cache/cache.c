@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/fieldsel_internal.h"
 #include "cache/cache_internal.h"
 #include "kcr/apierror.h"
 #include "kcr/cache.h"
@@ -56,6 +57,7 @@
 #include "kcr/trace.h"
 #include "util/alloc.h"
 #include "util/hmap.h"
+#include "util/list.h"
 
 #define DEFAULT_SYNC_TIMEOUT_NS (120 * KCR_NSEC_PER_SEC)
 #define DEFAULT_RYOW_TIMEOUT_NS (10 * KCR_NSEC_PER_SEC)
@@ -69,7 +71,7 @@
 #define FIELD_PREFIX "field:"
 
 typedef struct entry {
-  struct entry *next;
+  kcr__list_node_t link; /* in the cache's entries */
   char *group, *version, *kind;
   /* by-object options (copied) */
   char *ns, *label_selector, *field_selector;
@@ -98,7 +100,7 @@ struct kcr_cache {
   bool streaming_list;             /* immutable: informers use the streaming list */
 
   pthread_mutex_t mu;
-  entry_t *entries; /* protected by mu */
+  kcr__list_t entries; /* entry_t, newest first; protected by mu */
 
   pthread_mutex_t ryow_mu;
   kcr__hmap_t ryow;  /* protected by ryow_mu */
@@ -157,10 +159,10 @@ static void entry_free(entry_t *e) {
 
 /* find_entry returns gvk's entry or NULL. mu held. */
 static entry_t *find_entry(kcr_cache_t *c, const kcr_gvk *gvk) {
-  for (entry_t *e = c->entries; e; e = e->next)
-    if (strcmp(e->group, str0(gvk->group)) == 0 && strcmp(e->version, gvk->version) == 0 &&
-        strcmp(e->kind, gvk->kind) == 0)
-      return e;
+  KCR__LIST_EACH(&c->entries, entry_t, link, e)
+  if (strcmp(e->group, str0(gvk->group)) == 0 && strcmp(e->version, gvk->version) == 0 &&
+      strcmp(e->kind, gvk->kind) == 0)
+    return e;
   return NULL;
 }
 
@@ -179,8 +181,7 @@ static entry_t *ensure_entry(kcr_cache_t *c, const kcr_gvk *gvk) {
     entry_free(e);
     return NULL;
   }
-  e->next = c->entries;
-  c->entries = e;
+  kcr__list_push_front(&c->entries, &e->link);
   return e;
 }
 
@@ -304,10 +305,13 @@ static kcr_informer_t *find_informer(kcr_cache_t *c, const char *group, size_t g
                                      const char *kind, size_t kind_len) {
   kcr_informer_t *inf = NULL;
   pthread_mutex_lock(&c->mu);
-  for (entry_t *e = c->entries; e && !inf; e = e->next)
+  KCR__LIST_EACH(&c->entries, entry_t, link, e) {
     if (e->inf && strlen(e->group) == group_len && memcmp(e->group, group, group_len) == 0 &&
-        strlen(e->kind) == kind_len && memcmp(e->kind, kind, kind_len) == 0)
+        strlen(e->kind) == kind_len && memcmp(e->kind, kind, kind_len) == 0) {
       inf = e->inf;
+      break;
+    }
+  }
   pthread_mutex_unlock(&c->mu);
   return inf;
 }
@@ -669,12 +673,11 @@ void kcr_cache_destroy(kcr_cache_t *c) {
   if (!c)
     return;
   /* Stop every informer first, so that no transform runs while entries go. */
-  for (entry_t *e = c->entries; e; e = e->next)
-    if (e->inf)
-      kcr_informer_stop(e->inf);
-  while (c->entries) {
-    entry_t *e = c->entries;
-    c->entries = e->next;
+  KCR__LIST_EACH(&c->entries, entry_t, link, e)
+  if (e->inf)
+    kcr_informer_stop(e->inf);
+  while (!kcr__list_empty(&c->entries)) {
+    entry_t *e = KCR__CONTAINER_OF(kcr__list_pop_front(&c->entries), entry_t, link);
     entry_free(e);
   }
   KCR__HMAP_FOREACH(&c->ryow, s) {
@@ -778,8 +781,8 @@ int kcr_cache_wait_for_sync(kcr_cache_t *c, int64_t timeout_ns, kcr_error_t *err
 
   kcr_error_clear(&first);
   pthread_mutex_lock(&c->mu);
-  for (entry_t *e = c->entries; e; e = e->next)
-    n += e->inf != NULL;
+  KCR__LIST_EACH(&c->entries, entry_t, link, e)
+  n += e->inf != NULL;
   w = kcr__calloc(n ? n : 1, sizeof(*w));
   if (!w) {
     pthread_mutex_unlock(&c->mu);
@@ -787,7 +790,7 @@ int kcr_cache_wait_for_sync(kcr_cache_t *c, int64_t timeout_ns, kcr_error_t *err
     return KCR_ENOMEM;
   }
   n = 0;
-  for (entry_t *e = c->entries; e; e = e->next) {
+  KCR__LIST_EACH(&c->entries, entry_t, link, e) {
     if (!e->inf)
       continue;
     if (!e->started && (rc = kcr_informer_start(e->inf, err)) != 0)
@@ -935,69 +938,45 @@ static int list_by_field(entry_t *e, const char *index, const char *value, const
 
 /* fsel_t: what a field selector asks of the cache, reduced to what it can do. */
 typedef struct fsel {
-  char buf[1024];    /* the selector, split in place */
-  const char *ns;    /* metadata.namespace= */
-  const char *name;  /* metadata.name= */
-  const char *index; /* an indexed field= */
+  kcr__fieldsel_t sel; /* the parsed terms (api/fieldsel_internal.h) */
+  const char *ns;      /* metadata.namespace= */
+  const char *name;    /* metadata.name= */
+  const char *index;   /* an indexed field= */
   const char *value;
-  const char *not_ns[8], *not_name[8]; /* != terms */
-  size_t n_not_ns, n_not_name;
 } fsel_t;
 
-/* parse_fsel splits "f=v,f==v,f!=v" into f. Values and fields are trimmed of
- * nothing: the API server refuses spaces there too. */
+/* parse_fsel parses sel and sorts its terms into what the cache answers. */
 static int parse_fsel(const char *sel, fsel_t *f, const char *kind, kcr_error_t *err) {
-  char *p, *term, *save = NULL;
-  memset(f, 0, sizeof(*f));
-  if (strlen(sel) >= sizeof(f->buf))
-    return kcr_error_set(err, KCR_EINVAL, "cache: list %s: field selector too long", kind);
-  memcpy(f->buf, sel, strlen(sel) + 1);
-  for (term = strtok_r(f->buf, ",", &save); term; term = strtok_r(NULL, ",", &save)) {
-    char *val;
-    int neg = 0;
-    if ((p = strstr(term, "!=")) != NULL) {
-      neg = 1;
-      val = p + 2;
-    } else if ((p = strstr(term, "==")) != NULL) {
-      val = p + 2;
-    } else if ((p = strchr(term, '=')) != NULL) {
-      val = p + 1;
-    } else {
-      return kcr_error_set(err, KCR_EPARSE,
-                           "cache: list %s: field selector term without = or != (want f=v)", kind);
-    }
-    *p = '\0';
-    if (!*term)
-      return kcr_error_set(err, KCR_EPARSE, "cache: list %s: field selector term without a field",
-                           kind);
-    if (strcmp(term, "metadata.namespace") == 0) {
-      if (neg && f->n_not_ns < 8)
-        f->not_ns[f->n_not_ns++] = val;
-      else if (!neg && (!f->ns || strcmp(f->ns, val) == 0))
-        f->ns = val;
-      else
+  int rc;
+  f->ns = f->name = f->index = f->value = NULL;
+  if ((rc = kcr__fieldsel_parse(sel, &f->sel, err)) != 0) {
+    kcr_error_prefix(err, "cache: list %s: ", kind);
+    return rc;
+  }
+  for (size_t i = 0; i < f->sel.n; i++) {
+    const kcr__fieldsel_term_t *t = &f->sel.terms[i];
+    if (strcmp(t->field, "metadata.namespace") == 0) {
+      if (t->negate)
+        continue; /* fsel_keeps */
+      if (f->ns && strcmp(f->ns, t->value) != 0)
         return kcr_error_set(err, KCR_EINVAL,
-                             "cache: list %s: field selector asks for two namespaces or too "
-                             "many != terms",
+                             "cache: list %s: field selector asks for two namespaces", kind);
+      f->ns = t->value;
+    } else if (strcmp(t->field, "metadata.name") == 0) {
+      if (t->negate)
+        continue; /* fsel_keeps */
+      if (f->name)
+        return kcr_error_set(err, KCR_EINVAL, "cache: list %s: field selector asks for two names",
                              kind);
-    } else if (strcmp(term, "metadata.name") == 0) {
-      if (neg && f->n_not_name < 8)
-        f->not_name[f->n_not_name++] = val;
-      else if (!neg && !f->name)
-        f->name = val;
-      else
-        return kcr_error_set(err, KCR_EINVAL,
-                             "cache: list %s: field selector asks for two names or too many "
-                             "!= terms",
-                             kind);
-    } else if (!neg && !f->index) {
-      f->index = term;
-      f->value = val;
+      f->name = t->value;
+    } else if (!t->negate && !f->index) {
+      f->index = t->field;
+      f->value = t->value;
     } else {
       return kcr_error_set(err, KCR_EINVAL,
                            "cache: list %s: field selector term on %s: the cache answers "
                            "metadata.name, metadata.namespace and one equality on an indexed field",
-                           kind, term);
+                           kind, t->field);
     }
   }
   return 0;
@@ -1008,12 +987,15 @@ static bool fsel_keeps(const fsel_t *f, const json_t *obj) {
   const char *name = kcr_meta_name(obj), *ns = kcr_meta_namespace(obj);
   if (f->name && strcmp(f->name, name) != 0)
     return false;
-  for (size_t i = 0; i < f->n_not_name; i++)
-    if (strcmp(f->not_name[i], name) == 0)
+  for (size_t i = 0; i < f->sel.n; i++) {
+    const kcr__fieldsel_term_t *t = &f->sel.terms[i];
+    if (!t->negate)
+      continue;
+    if (strcmp(t->field, "metadata.name") == 0 && strcmp(t->value, name) == 0)
       return false;
-  for (size_t i = 0; i < f->n_not_ns; i++)
-    if (strcmp(f->not_ns[i], ns) == 0)
+    if (strcmp(t->field, "metadata.namespace") == 0 && strcmp(t->value, ns) == 0)
       return false;
+  }
   return true;
 }
 
@@ -1106,7 +1088,7 @@ static int cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_list_options
   value = o->index_value;
   if (index && !value)
     return kcr_error_set(err, KCR_EINVAL, "cache: list %s: an index needs a value", gvk->kind);
-  if ((rc = parse_fsel(o->field_selector ? o->field_selector : "", &f, gvk->kind, err)) != 0)
+  if ((rc = parse_fsel(o->field_selector, &f, gvk->kind, err)) != 0)
     return rc;
   if (f.ns) {
     if (ns && strcmp(ns, f.ns) != 0)
@@ -1220,19 +1202,19 @@ json_t *kcr_cache_diagnostics(kcr_cache_t *c) {
   json_t *arr = json_array();
   kcr_informer_t **infs = NULL;
   size_t n = 0, cap = 0;
-  entry_t *e;
   if (!arr || !c)
     return arr;
   /* Informers live as long as the cache: collect them under mu, then ask each
    * without holding it (diagnostics take the informer's own locks). */
   pthread_mutex_lock(&c->mu);
-  for (e = c->entries; e; e = e->next)
-    if (e->inf)
-      cap++;
+  KCR__LIST_EACH(&c->entries, entry_t, link, e)
+  if (e->inf)
+    cap++;
   infs = cap ? kcr__calloc(cap, sizeof(kcr_informer_t *)) : NULL;
-  for (e = c->entries; e && infs; e = e->next)
-    if (e->inf && n < cap)
-      infs[n++] = e->inf;
+  if (infs)
+    KCR__LIST_EACH(&c->entries, entry_t, link, e)
+  if (e->inf && n < cap)
+    infs[n++] = e->inf;
   pthread_mutex_unlock(&c->mu);
   if (cap && !infs) {
     json_decref(arr);

@@ -39,6 +39,7 @@
 #include "kcr/log.h"
 #include "kcr/trace.h"
 #include "util/alloc.h"
+#include "util/list.h"
 
 #define DEFAULT_MAX_RESPONSE (256u << 20)
 #define DEFAULT_MAX_RETRIES 10
@@ -47,8 +48,8 @@
 
 struct kcr_cancel {
   pthread_mutex_t mu;
-  int fired;                /* protected by mu */
-  struct sync_req *waiters; /* protected by mu: requests using the token */
+  int fired;           /* protected by mu */
+  kcr__list_t waiters; /* protected by mu: the sync_reqs using the token */
 };
 
 struct kcr_client {
@@ -98,7 +99,7 @@ typedef struct sync_req {
   char errbuf[CURL_ERROR_SIZE];
   int64_t started_ns;
   kcr_cancel_t *cancel;
-  struct sync_req *cancel_next; /* protected by cancel->mu */
+  kcr__list_node_t cancel_link; /* in cancel->waiters; protected by cancel->mu */
 } sync_req;
 
 /* ---- small helpers ---- */
@@ -360,7 +361,7 @@ int kcr_cancel_fired(kcr_cancel_t *t) {
 void kcr_cancel_destroy(kcr_cancel_t *t) {
   if (!t)
     return;
-  assert(!t->waiters);
+  assert(kcr__list_empty(&t->waiters));
   pthread_mutex_destroy(&t->mu);
   kcr__free(t);
 }
@@ -391,8 +392,9 @@ void kcr_cancel_fire(kcr_cancel_t *t) {
   pthread_mutex_lock(&t->mu);
   if (!t->fired) {
     t->fired = 1;
-    for (sync_req *r = t->waiters; r; r = r->cancel_next)
-      post_cancel(r);
+    KCR__LIST_FOREACH(&t->waiters, n) {
+      post_cancel(KCR__CONTAINER_OF(n, sync_req, cancel_link));
+    }
   }
   pthread_mutex_unlock(&t->mu);
 }
@@ -406,23 +408,18 @@ static int cancel_attach(sync_req *r) {
   if (r->cancel->fired) {
     rc = KCR_ECANCELED;
   } else {
-    r->cancel_next = r->cancel->waiters;
-    r->cancel->waiters = r;
+    kcr__list_push_front(&r->cancel->waiters, &r->cancel_link);
   }
   pthread_mutex_unlock(&r->cancel->mu);
   return rc;
 }
 
 static void cancel_detach(sync_req *r) {
-  sync_req **pp;
   if (!r->cancel)
     return;
   pthread_mutex_lock(&r->cancel->mu);
-  for (pp = &r->cancel->waiters; *pp; pp = &(*pp)->cancel_next)
-    if (*pp == r) {
-      *pp = r->cancel_next;
-      break;
-    }
+  if (kcr__list_linked(&r->cancel->waiters, &r->cancel_link))
+    kcr__list_remove(&r->cancel->waiters, &r->cancel_link);
   pthread_mutex_unlock(&r->cancel->mu);
 }
 

@@ -37,6 +37,7 @@
 #include "kcr/clock.h"
 #include "kcr/log.h"
 #include "util/alloc.h"
+#include "util/list.h"
 
 #define ERROR_BODY_MAX ((size_t)64 * 1024)
 #define DEFAULT_IDLE_NS (600 * KCR_NSEC_PER_SEC)
@@ -44,7 +45,7 @@
 
 /* chunk: bytes as the network delivered them, waiting for the consumer. */
 typedef struct chunk {
-  struct chunk *next;
+  kcr__list_node_t link; /* in the inbox, or a batch taken from it */
   size_t len;
   char bytes[];
 } chunk_t;
@@ -70,8 +71,7 @@ struct kcr_watch {
   pthread_mutex_t mu;
   pthread_cond_t cond; /* signalled when a chunk arrives, on done and on stop */
   int refs;            /* protected by mu */
-  chunk_t *head;       /* protected by mu: the inbox, oldest first */
-  chunk_t **tail;      /* protected by mu */
+  kcr__list_t inbox;   /* protected by mu: chunk_t, oldest first */
   size_t buffered;     /* protected by mu: bytes queued or being decoded */
   int waiting;         /* protected by mu: the consumer sleeps on cond */
   int done;            /* protected by mu: the transfer has ended */
@@ -81,12 +81,11 @@ struct kcr_watch {
   int ran;             /* protected by mu: kcr_watch_run was called */
 };
 
-static void free_chunks(chunk_t *c) {
-  while (c) {
-    chunk_t *next = c->next;
-    kcr__free(c);
-    c = next;
+static void free_chunks(kcr__list_t *chunks) {
+  KCR__LIST_FOREACH_SAFE(chunks, n, next) {
+    kcr__free(KCR__CONTAINER_OF(n, chunk_t, link));
   }
+  *chunks = (kcr__list_t){0};
 }
 
 static void watch_unref(kcr_watch_t *w) {
@@ -101,7 +100,7 @@ static void watch_unref(kcr_watch_t *w) {
   curl_slist_free_all(w->headers);
   kcr_watch_decoder_destroy(w->decoder);
   kcr_buf_free(&w->error_body);
-  free_chunks(w->head);
+  free_chunks(&w->inbox);
   kcr__free(w->content_type);
   kcr__free(w->path);
   pthread_cond_destroy(&w->cond);
@@ -141,12 +140,10 @@ static size_t on_stream(char *bytes, size_t size, size_t n, void *userp) {
     pthread_mutex_unlock(&w->mu);
     return CURL_WRITEFUNC_ERROR;
   }
-  c->next = NULL;
   c->len = len;
   memcpy(c->bytes, bytes, len);
   pthread_mutex_lock(&w->mu);
-  *w->tail = c;
-  w->tail = &c->next;
+  kcr__list_push_back(&w->inbox, &c->link);
   w->buffered += len;
   if (w->waiting)
     pthread_cond_signal(&w->cond);
@@ -287,9 +284,10 @@ int kcr_watch_run(kcr_watch_t *w, kcr_watch_cb on_event, void *data, kcr_error_t
   w->on_event = on_event;
   w->data = data;
   for (;;) {
-    chunk_t *batch;
+    kcr__list_t batch = {0};
+    kcr__list_node_t *n;
     size_t fed = 0;
-    while (!w->head && !w->done && !w->stopped) {
+    while (kcr__list_empty(&w->inbox) && !w->done && !w->stopped) {
       w->waiting = 1;
       pthread_cond_wait(&w->cond, &w->mu);
       w->waiting = 0;
@@ -298,20 +296,17 @@ int kcr_watch_run(kcr_watch_t *w, kcr_watch_cb on_event, void *data, kcr_error_t
       rc = kcr_error_set(err, KCR_ECANCELED, "watch %s: stopped", w->path);
       break;
     }
-    if (!w->head)
+    if (kcr__list_empty(&w->inbox))
       break; /* done, and everything received is decoded */
-    batch = w->head;
-    w->head = NULL;
-    w->tail = &w->head;
+    kcr__list_take(&batch, &w->inbox);
     pthread_mutex_unlock(&w->mu);
-    while (batch && rc == 0) {
-      chunk_t *c = batch;
-      batch = c->next;
+    while (rc == 0 && (n = kcr__list_pop_front(&batch)) != NULL) {
+      chunk_t *c = KCR__CONTAINER_OF(n, chunk_t, link);
       fed += c->len;
       rc = kcr_watch_decoder_feed(w->decoder, c->bytes, c->len, err);
       kcr__free(c);
     }
-    free_chunks(batch);
+    free_chunks(&batch);
     if (rc) {
       kcr_watch_stop(w); /* the stream is over for us: let the loop drop it */
       return rc;
@@ -375,7 +370,6 @@ int kcr_client_watch(kcr_client_t *c, const kcr_gvr *r, const char *ns, const kc
   pthread_cond_init(&w->cond, NULL);
   w->refs = 1; /* the owner's */
   w->client = c;
-  w->tail = &w->head;
   w->max_buffered = o && o->max_buffered ? o->max_buffered : KCR_WATCH_MAX_BUFFERED_DEFAULT;
   w->t.done = on_watch_done;
   kcr_buf_init(&w->error_body, ERROR_BODY_MAX);

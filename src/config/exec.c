@@ -13,7 +13,7 @@
  * Output is bounded: stdout up to spec->max_stdout (1 MiB) or the plugin is
  * killed with KCR_ETOOBIG; stderr's first 4 KiB are kept for the error message
  * and the rest drained. The whole run is bounded by spec->timeout_ns (30 s) on
- * the real monotonic clock, after which the group is killed and the child
+ * the real monotonic clock (kcr_clock_system), after which the group is killed and the child
  * reaped: no zombie is left on any path. Messages name the command, never the
  * output: stdout holds the credential.
  */
@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "config/exec.h"
+#include "kcr/clock.h"
 #include "util/alloc.h"
 
 extern char **environ;
@@ -55,12 +56,6 @@ void kcr__exec_result_free(kcr__exec_result_t *r) {
   kcr__wipe_free(r->cert, r->cert_len);
   kcr__wipe_free(r->key, r->key_len);
   memset(r, 0, sizeof(*r));
-}
-
-static int64_t mono_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * KCR_NSEC_PER_SEC + ts.tv_nsec;
 }
 
 static const char *hint_sep(const kcr__exec_spec_t *s) {
@@ -235,11 +230,11 @@ int kcr__exec_run(const kcr__exec_spec_t *spec, kcr_buf_t *out, kcr_error_t *err
   close(errp[1]);
   outp[1] = errp[1] = -1;
 
-  deadline = mono_now() + spec->timeout_ns;
+  deadline = kcr_clock_now(kcr_clock_system()) + spec->timeout_ns;
   while (outp[0] >= 0 || errp[0] >= 0) {
     struct pollfd fds[2];
     char chunk[READ_CHUNK];
-    int64_t left = deadline - mono_now();
+    int64_t left = deadline - kcr_clock_now(kcr_clock_system());
     int ready;
     if (left <= 0)
       goto timeout;
@@ -308,7 +303,7 @@ int kcr__exec_run(const kcr__exec_spec_t *spec, kcr_buf_t *out, kcr_error_t *err
       status = 0;
       break;
     }
-    if (mono_now() >= deadline)
+    if (kcr_clock_now(kcr_clock_system()) >= deadline)
       goto timeout;
     {
       struct timespec ts = {0, 2 * KCR_NSEC_PER_MSEC};

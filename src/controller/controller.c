@@ -44,6 +44,7 @@
 #include "kcr/meta.h"
 #include "kcr/rand.h"
 #include "util/alloc.h"
+#include "util/list.h"
 
 #define DEFAULT_SYNC_TIMEOUT (120 * KCR_NSEC_PER_SEC)
 #define NS_MAX 256
@@ -71,7 +72,7 @@ const char *kcr_reconcile_outcome_name(kcr_reconcile_outcome o) {
 typedef enum wkind { W_FOR, W_OWNS, W_MAP } wkind;
 
 typedef struct watch {
-  struct watch *next;
+  kcr__list_node_t link; /* in the controller's watches */
   kcr_controller_t *ctl;
   wkind kind;
   char *group, *version, *kind_name;
@@ -96,7 +97,7 @@ struct kcr_controller {
   kcr_cancel_t *cancel;
 
   /* set-up, then read-only once started */
-  watch_t *watches, **tail;
+  kcr__list_t watches; /* watch_t, in the order they were set */
   size_t nwatches;
   kcr_predicate_t **filters;
   size_t nfilters;
@@ -293,7 +294,6 @@ int kcr_controller_create(const kcr_controller_options *o, kcr_controller_t **ou
     kcr_ratelimiter_destroy(rl);
     return kcr_error_set(err, KCR_ENOMEM, "controller: out of memory");
   }
-  c->tail = &c->watches;
   c->reconcile = o->reconcile;
   c->data = o->data;
   c->workers = o->max_concurrent_reconciles > 0 ? o->max_concurrent_reconciles : 1;
@@ -406,8 +406,7 @@ static int add_watch(kcr_controller_t *c, wkind kind, const kcr_gvk *gvk, kcr_ma
   w->pred = pred;
   w->fn = fn;
   w->fn_data = fn_data;
-  *c->tail = w;
-  c->tail = &w->next;
+  kcr__list_push_back(&c->watches, &w->link);
   c->nwatches++;
   return 0;
 }
@@ -570,11 +569,13 @@ static void on_delete(json_t *obj, const char *tombstone_key, void *data) {
 }
 
 bool kcr__controller_handler(kcr_controller_t *c, size_t i, kcr_event_handler *out) {
-  watch_t *w = c->watches;
-  while (w && i--)
-    w = w->next;
-  if (!w)
+  kcr__list_node_t *n = c->watches.first;
+  watch_t *w;
+  while (n && i--)
+    n = n->next;
+  if (!n)
     return false;
+  w = KCR__CONTAINER_OF(n, watch_t, link);
   out->on_add = on_add;
   out->on_update = on_update;
   out->on_delete = on_delete;
@@ -744,7 +745,7 @@ static void *worker_main(void *arg) {
 /* ---- start, stop ---- */
 
 static void unregister(kcr_controller_t *c) {
-  for (watch_t *w = c->watches; w; w = w->next) {
+  KCR__LIST_EACH(&c->watches, watch_t, link, w) {
     if (w->registered) {
       kcr_informer_remove_handler(w->inf, w->handler_id);
       w->registered = false;
@@ -754,7 +755,7 @@ static void unregister(kcr_controller_t *c) {
 
 static int register_watches(kcr_controller_t *c, kcr_error_t *err) {
   int rc;
-  for (watch_t *w = c->watches; w; w = w->next) {
+  KCR__LIST_EACH(&c->watches, watch_t, link, w) {
     kcr_gvk gvk = {w->group, w->version, w->kind_name};
     kcr_event_handler h = {on_add, on_update, on_delete, w};
     if ((rc = c->source.get_informer(c->source.data, &gvk, &w->inf, err)) != 0) {
@@ -774,9 +775,9 @@ int kcr_controller_start(kcr_controller_t *c, kcr_error_t *err) {
   int64_t deadline;
   bool has_for = c->primary_kind != NULL, has_owns = false;
   int rc;
-  for (watch_t *w = c->watches; w; w = w->next)
-    has_owns |= w->kind == W_OWNS;
-  if (!c->watches)
+  KCR__LIST_EACH(&c->watches, watch_t, link, w)
+  has_owns |= w->kind == W_OWNS;
+  if (kcr__list_empty(&c->watches))
     return kcr_error_set(err, KCR_EINVAL, "controller %s: nothing to watch (call for())", c->name);
   if (has_owns && !has_for)
     return kcr_error_set(err, KCR_EINVAL, "controller %s: owns() needs for()", c->name);
@@ -791,10 +792,11 @@ int kcr_controller_start(kcr_controller_t *c, kcr_error_t *err) {
   pthread_mutex_unlock(&c->mu);
 
   if (has_for && c->source.is_namespaced) {
-    kcr_gvk pg = {c->primary_group, c->watches->version, c->primary_kind};
-    for (watch_t *w = c->watches; w; w = w->next)
-      if (w->kind == W_FOR)
-        pg.version = w->version;
+    kcr_gvk pg = {c->primary_group, KCR__CONTAINER_OF(c->watches.first, watch_t, link)->version,
+                  c->primary_kind};
+    KCR__LIST_EACH(&c->watches, watch_t, link, w)
+    if (w->kind == W_FOR)
+      pg.version = w->version;
     if ((rc = c->source.is_namespaced(c->source.data, &pg, &c->primary_namespaced, err)) != 0) {
       kcr_error_prefix(err, "controller %s: ", c->name);
       goto fail;
@@ -804,7 +806,7 @@ int kcr_controller_start(kcr_controller_t *c, kcr_error_t *err) {
     goto fail;
   ctl_log(c, KCR_LOG_INFO, "Starting Controller");
   deadline = kcr_clock_now(kcr_clock_system()) + c->sync_timeout;
-  for (watch_t *w = c->watches; w; w = w->next) {
+  KCR__LIST_EACH(&c->watches, watch_t, link, w) {
     int64_t left = deadline - kcr_clock_now(kcr_clock_system());
     rc = kcr_informer_wait_for_sync(w->inf, left > 0 ? left : 1, err);
     if (rc) {
@@ -882,7 +884,6 @@ int kcr_controller_stop(kcr_controller_t *c, int64_t timeout_ns) {
 }
 
 void kcr_controller_destroy(kcr_controller_t *c) {
-  watch_t *w, *next;
   if (!c)
     return;
   if (c->q) {
@@ -891,8 +892,8 @@ void kcr_controller_destroy(kcr_controller_t *c) {
       pthread_join(c->threads[i], NULL);
   }
   kcr__free(c->threads);
-  for (w = c->watches; w; w = next) {
-    next = w->next;
+  KCR__LIST_FOREACH_SAFE(&c->watches, n, next) {
+    watch_t *w = KCR__CONTAINER_OF(n, watch_t, link);
     kcr_predicate_destroy(w->pred);
     kcr__free(w->group);
     kcr__free(w->version);

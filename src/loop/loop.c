@@ -44,13 +44,14 @@
 #include "kcr/log.h"
 #include "loop/loop_internal.h"
 #include "util/alloc.h"
+#include "util/list.h"
 
 /* QUIET_MS: how long a partly answered HTTP/2 request may stay silent before its
  * connection is nudged (see above). A stall then costs at most two periods. */
 #define QUIET_MS 250
 
 typedef struct post {
-  struct post *next;
+  kcr__list_node_t link; /* in the loop's posts */
   kcr_loop_fn fn;
   void *data;
 } post_t;
@@ -63,20 +64,20 @@ typedef struct sock {
 } sock_t;
 
 struct kcr_loop {
-  uv_loop_t uv;            /* loop thread (after start) */
-  uv_async_t doorbell;     /* loop thread; uv_async_send from any thread */
-  uv_timer_t curl_timer;   /* loop thread */
-  uv_timer_t quiet_timer;  /* loop thread: runs while a nudgeable transfer is active */
-  uint64_t quiet_ms;       /* loop thread (or before start); 0: no nudging */
-  CURLM *multi;            /* loop thread */
-  pthread_t thread;        /* owner thread (create/start/stop) */
-  int started;             /* owner thread */
-  int joined;              /* owner thread */
-  kcr__transfer_t *active; /* loop thread: transfers on the multi handle */
+  uv_loop_t uv;           /* loop thread (after start) */
+  uv_async_t doorbell;    /* loop thread; uv_async_send from any thread */
+  uv_timer_t curl_timer;  /* loop thread */
+  uv_timer_t quiet_timer; /* loop thread: runs while a nudgeable transfer is active */
+  uint64_t quiet_ms;      /* loop thread (or before start); 0: no nudging */
+  CURLM *multi;           /* loop thread */
+  pthread_t thread;       /* owner thread (create/start/stop) */
+  int started;            /* owner thread */
+  int joined;             /* owner thread */
+  kcr__list_t active;     /* loop thread: transfers on the multi handle */
 
   pthread_mutex_t mu;
-  post_t *head, *tail; /* protected by mu */
-  int closing;         /* protected by mu */
+  kcr__list_t posts; /* post_t, oldest first; protected by mu */
+  int closing;       /* protected by mu */
 
   atomic_uint_fast64_t connections_opened;
   atomic_uint_fast64_t transfers_started;
@@ -169,13 +170,7 @@ static curl_socket_t on_open_socket(void *data, curlsocktype purpose, struct cur
 }
 
 static void unlink_transfer(kcr_loop_t *l, kcr__transfer_t *t) {
-  if (t->prev)
-    t->prev->next = t->next;
-  else
-    l->active = t->next;
-  if (t->next)
-    t->next->prev = t->prev;
-  t->prev = t->next = NULL;
+  kcr__list_remove(&l->active, &t->link);
   t->active = 0;
 }
 
@@ -279,9 +274,9 @@ static void nudge(kcr_loop_t *l, kcr__transfer_t *t) {
 /* on_quiet_tick nudges the connections of quiet, partly answered HTTP/2 requests. */
 static void on_quiet_tick(uv_timer_t *h) {
   kcr_loop_t *l = h->data;
-  kcr__transfer_t *t;
   int any = 0;
-  for (t = l->active; t; t = t->next) {
+  KCR__LIST_FOREACH(&l->active, n) {
+    kcr__transfer_t *t = KCR__CONTAINER_OF(n, kcr__transfer_t, link);
     curl_off_t body = 0, seen;
     long head = 0, version = 0;
     if (!t->nudge_when_quiet)
@@ -324,11 +319,7 @@ int kcr__loop_add_transfer(kcr_loop_t *l, kcr__transfer_t *t) {
   t->active = 1;
   t->nudge = NULL;
   t->seen = t->nudged_at = 0;
-  t->prev = NULL;
-  t->next = l->active;
-  if (l->active)
-    l->active->prev = t;
-  l->active = t;
+  kcr__list_push_front(&l->active, &t->link);
   atomic_fetch_add(&l->transfers_started, 1);
   if (t->nudge_when_quiet && l->quiet_ms && !uv_is_active((uv_handle_t *)&l->quiet_timer))
     uv_timer_start(&l->quiet_timer, on_quiet_tick, l->quiet_ms, l->quiet_ms);
@@ -363,8 +354,8 @@ static void on_close_any(uv_handle_t *h, void *arg) {
 
 /* shut_down runs on the loop thread after the last posted closure. */
 static void shut_down(kcr_loop_t *l) {
-  while (l->active)
-    finish(l, l->active, CURLE_ABORTED_BY_CALLBACK);
+  while (!kcr__list_empty(&l->active))
+    finish(l, KCR__CONTAINER_OF(l->active.first, kcr__transfer_t, link), CURLE_ABORTED_BY_CALLBACK);
   curl_multi_cleanup(l->multi);
   l->multi = NULL;
   uv_walk(&l->uv, on_close_any, NULL);
@@ -372,20 +363,20 @@ static void shut_down(kcr_loop_t *l) {
 
 static void on_doorbell(uv_async_t *h) {
   kcr_loop_t *l = h->data;
-  post_t *p, *next;
+  kcr__list_t batch;
   int closing;
 
   atomic_fetch_add(&l->wakeups, 1);
   for (;;) {
+    batch = (kcr__list_t){0};
     pthread_mutex_lock(&l->mu);
-    p = l->head;
-    l->head = l->tail = NULL;
+    kcr__list_take(&batch, &l->posts);
     closing = l->closing;
     pthread_mutex_unlock(&l->mu);
-    if (!p)
+    if (kcr__list_empty(&batch))
       break;
-    for (; p; p = next) {
-      next = p->next;
+    KCR__LIST_FOREACH_SAFE(&batch, n, next) {
+      post_t *p = KCR__CONTAINER_OF(n, post_t, link);
       p->fn(l, p->data);
       kcr__free(p);
     }
@@ -462,7 +453,6 @@ int kcr_loop_post(kcr_loop_t *l, kcr_loop_fn fn, void *data) {
   post_t *p = kcr__malloc(sizeof(*p));
   if (!p)
     return KCR_ENOMEM;
-  p->next = NULL;
   p->fn = fn;
   p->data = data;
   pthread_mutex_lock(&l->mu);
@@ -471,11 +461,7 @@ int kcr_loop_post(kcr_loop_t *l, kcr_loop_fn fn, void *data) {
     kcr__free(p);
     return KCR_ECLOSED;
   }
-  if (l->tail)
-    l->tail->next = p;
-  else
-    l->head = p;
-  l->tail = p;
+  kcr__list_push_back(&l->posts, &p->link);
   pthread_mutex_unlock(&l->mu);
   uv_async_send(&l->doorbell);
   return 0;

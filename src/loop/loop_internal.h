@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "kcr/loop.h"
+#include "util/list.h"
 
 typedef struct kcr__transfer kcr__transfer_t;
 
@@ -37,11 +38,11 @@ struct kcr__transfer {
   CURL *easy;
   kcr__transfer_done_cb done;
   int nudge_when_quiet;
-  kcr__transfer_t *prev, *next; /* loop thread: the loop's active list */
-  int active;                   /* loop thread */
-  CURL *nudge;                  /* loop thread: the HEAD sent for it, or NULL */
-  curl_off_t seen;              /* loop thread: bytes received at the last check */
-  curl_off_t nudged_at;         /* loop thread: seen when the last nudge went out */
+  kcr__list_node_t link; /* loop thread: in the loop's active list */
+  int active;            /* loop thread */
+  CURL *nudge;           /* loop thread: the HEAD sent for it, or NULL */
+  curl_off_t seen;       /* loop thread: bytes received at the last check */
+  curl_off_t nudged_at;  /* loop thread: seen when the last nudge went out */
 };
 
 /*

@@ -18,7 +18,7 @@
  * flush is asked for. Of the entries due, the one queued first goes first. So
  * that picking it does not walk every series waiting for its interval (about
  * one per object at scale), each queued entry is also filed in one of two
- * binary min-heaps: "ready" (due now: not created yet, or its interval has
+ * binary min-heaps (util/heap.h): "ready" (due now: not created yet, or its interval has
  * passed), ordered by its place in the FIFO, and "waiting" (created), ordered
  * by when its interval ends. The sender moves the waiting entries whose time
  * has come to ready, then takes ready's first: O(log N) a send, amortised.
@@ -61,22 +61,21 @@
 #include "kcr/time.h"
 #include "manager/events_internal.h"
 #include "util/alloc.h"
+#include "util/heap.h"
 #include "util/hmap.h"
+#include "util/list.h"
 
 #define MAX_ENTRIES 4096
 #define MAX_SPAM 4096
 
 static const kcr_gvr events_gvr = {"events.k8s.io", "v1", "events"};
 
-struct heap;
-
 typedef struct entry {
   char *key;                        /* immutable; the entries map's key */
-  struct entry *qnext, *qprev;      /* protected by mu: the pending FIFO */
+  kcr__list_node_t qlink;           /* protected by mu: the pending FIFO */
   uint64_t seq;                     /* protected by mu: its place in the FIFO */
-  struct heap *heap;                /* protected by mu: the heap it is filed in, or NULL */
-  size_t hidx;                      /* protected by mu: its slot in that heap */
-  int64_t hkey;                     /* protected by mu: that heap's order (seq or due time) */
+  kcr__heap_t *heap;                /* protected by mu: the heap it is filed in, or NULL */
+  kcr__heap_node_t hnode;           /* protected by mu: its node there (key: seq or due time) */
   int queued, busy;                 /* protected by mu */
   int created;                      /* protected by mu: POSTed successfully */
   long long count;                  /* protected by mu */
@@ -90,16 +89,6 @@ typedef struct entry {
   char type[16], reason[KCR_EVENT_FIELD_MAX], action[KCR_EVENT_FIELD_MAX];
   char note[KCR_EVENT_NOTE_MAX + 1];
 } entry_t;
-
-/*
- * heap: a binary min-heap of queued entries by hkey, in an array whose
- * capacity is reserved ahead (heap_reserve), so pushing never fails. Each entry
- * keeps its slot (hidx) so that it can be taken out from anywhere.
- */
-typedef struct heap {
-  entry_t **v;
-  size_t len, cap;
-} heap_t;
 
 typedef struct spam {
   char *key; /* immutable; the spam map's key */
@@ -122,10 +111,10 @@ struct kcr_event_recorder {
   pthread_cond_t done_cond;       /* wakes flushers */
   kcr__hmap_t entries;            /* key -> entry_t; protected by mu */
   kcr__hmap_t spam;               /* object key -> spam_t; protected by mu */
-  entry_t *qhead, *qtail;         /* protected by mu: the FIFO of queued entries */
+  kcr__list_t pending;            /* protected by mu: the FIFO of queued entries */
   uint64_t qseq;                  /* protected by mu: the next entry_t.seq */
-  heap_t ready;                   /* protected by mu: queued entries due now, by seq */
-  heap_t waiting;                 /* protected by mu: queued created ones, by due time */
+  kcr__heap_t ready;              /* protected by mu: queued entries due now, by seq */
+  kcr__heap_t waiting;            /* protected by mu: queued created ones, by due time */
   int nqueued;                    /* protected by mu */
   int flushing;                   /* protected by mu */
   int stop;                       /* protected by mu */
@@ -148,85 +137,32 @@ static void entry_free(entry_t *e) {
   kcr__free(e);
 }
 
-/* heap_reserve makes room for n entries in h. 0 or -1 (out of memory). */
-static int heap_reserve(heap_t *h, size_t n) {
-  entry_t **v;
-  size_t cap;
-  if (n <= h->cap)
-    return 0;
-  cap = h->cap ? h->cap : 16;
-  while (cap < n)
-    cap *= 2;
-  v = kcr__realloc(h->v, cap * sizeof(void *));
-  if (!v)
-    return -1;
-  h->v = v;
-  h->cap = cap;
-  return 0;
-}
-
-static bool heap_less(const entry_t *a, const entry_t *b) {
-  return a->hkey < b->hkey;
-}
-
-static void heap_set(heap_t *h, size_t i, entry_t *e) {
-  h->v[i] = e;
-  e->hidx = i;
-}
-
-static void heap_up(heap_t *h, size_t i) {
-  entry_t *e = h->v[i];
-  while (i > 0 && heap_less(e, h->v[(i - 1) / 2])) {
-    heap_set(h, i, h->v[(i - 1) / 2]);
-    i = (i - 1) / 2;
-  }
-  heap_set(h, i, e);
-}
-
-static void heap_down(heap_t *h, size_t i) {
-  entry_t *e = h->v[i];
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= h->len)
-      break;
-    if (c + 1 < h->len && heap_less(h->v[c + 1], h->v[c]))
-      c++;
-    if (!heap_less(h->v[c], e))
-      break;
-    heap_set(h, i, h->v[c]);
-    i = c;
-  }
-  heap_set(h, i, e);
-}
-
-static void heap_push(heap_t *h, entry_t *e, int64_t key) {
-  assert(h->len < h->cap); /* reserved when the entry was made */
-  e->hkey = key;
+/*
+ * The two heaps are util/heap.h's, with a slot for every entry in the table
+ * reserved when the entry is made, so filing never fails. An entry records
+ * which heap it is in, so that it can be taken out from anywhere.
+ */
+static void heap_push(kcr__heap_t *h, entry_t *e, int64_t key) {
   e->heap = h;
-  heap_set(h, h->len++, e);
-  heap_up(h, h->len - 1);
+  kcr__heap_push(h, &e->hnode, key, e->seq);
 }
 
-static void heap_remove(heap_t *h, entry_t *e) {
-  size_t i = e->hidx;
-  assert(e->heap == h && i < h->len && h->v[i] == e);
+static void heap_remove(kcr__heap_t *h, entry_t *e) {
+  assert(e->heap == h);
   e->heap = NULL;
-  if (i == --h->len)
-    return;
-  heap_set(h, i, h->v[h->len]);
-  heap_down(h, i);
-  heap_up(h, i);
+  kcr__heap_remove(h, &e->hnode);
 }
 
-static entry_t *heap_top(const heap_t *h) {
-  return h->len ? h->v[0] : NULL;
+static entry_t *heap_top(const kcr__heap_t *h) {
+  kcr__heap_node_t *n = kcr__heap_top(h);
+  return n ? KCR__CONTAINER_OF(n, entry_t, hnode) : NULL;
 }
 
 /* heap_clear empties h (its entries stay as they are, filed nowhere). */
-static void heap_clear(heap_t *h) {
+static void heap_clear(kcr__heap_t *h) {
   for (size_t i = 0; i < h->len; i++)
-    h->v[i]->heap = NULL;
-  h->len = 0;
+    KCR__CONTAINER_OF(h->v[i], entry_t, hnode)->heap = NULL;
+  kcr__heap_clear(h);
 }
 
 /* file_entry files a queued entry by when it is due: a new one now, a created one
@@ -254,13 +190,7 @@ static void enqueue(kcr_event_recorder_t *r, entry_t *e) {
     return;
   e->queued = 1;
   e->seq = r->qseq++;
-  e->qnext = NULL;
-  e->qprev = r->qtail;
-  if (r->qtail)
-    r->qtail->qnext = e;
-  else
-    r->qhead = e;
-  r->qtail = e;
+  kcr__list_push_back(&r->pending, &e->qlink);
   file_entry(r, e);
   r->nqueued++;
   pthread_cond_signal(&r->cond);
@@ -268,15 +198,7 @@ static void enqueue(kcr_event_recorder_t *r, entry_t *e) {
 
 /* dequeue takes a queued entry out of the FIFO and its heap. */
 static void dequeue(kcr_event_recorder_t *r, entry_t *e) {
-  if (e->qprev)
-    e->qprev->qnext = e->qnext;
-  else
-    r->qhead = e->qnext;
-  if (e->qnext)
-    e->qnext->qprev = e->qprev;
-  else
-    r->qtail = e->qprev;
-  e->qnext = e->qprev = NULL;
+  kcr__list_remove(&r->pending, &e->qlink);
   if (e->heap)
     heap_remove(e->heap, e);
   e->queued = 0;
@@ -390,9 +312,11 @@ static int record_note(kcr_event_recorder_t *r, const kcr_object_ref *ref, const
     return KCR_EAGAIN;
   }
   e = kcr__calloc(1, sizeof(*e));
+  if (e)
+    kcr__heap_node_init(&e->hnode);
   /* a slot in each heap for every entry in the table: enqueue cannot fail */
-  if (!e || heap_reserve(&r->ready, r->entries.len + 1) ||
-      heap_reserve(&r->waiting, r->entries.len + 1) || !(e->key = kcr__strdup(key)) ||
+  if (!e || kcr__heap_reserve(&r->ready, r->entries.len + 1) ||
+      kcr__heap_reserve(&r->waiting, r->entries.len + 1) || !(e->key = kcr__strdup(key)) ||
       !(e->regarding =
             json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "apiVersion", nz(ref->api_version), "kind",
                       ref->kind, "namespace", nz(ref->namespace_), "name", ref->name, "uid",
@@ -481,15 +405,15 @@ static entry_t *take_due(kcr_event_recorder_t *r, int64_t now, int64_t *wake) {
   entry_t *e;
   *wake = INT64_MAX;
   if (r->flushing || r->stop) {
-    e = r->qhead;
+    e = r->pending.first ? KCR__CONTAINER_OF(r->pending.first, entry_t, qlink) : NULL;
   } else {
-    while ((e = heap_top(&r->waiting)) && e->hkey <= now) {
+    while ((e = heap_top(&r->waiting)) && e->hnode.key <= now) {
       heap_remove(&r->waiting, e);
       heap_push(&r->ready, e, (int64_t)e->seq);
     }
     e = heap_top(&r->ready);
     if (!e && heap_top(&r->waiting))
-      *wake = heap_top(&r->waiting)->hkey;
+      *wake = heap_top(&r->waiting)->hnode.key;
   }
   if (e)
     dequeue(r, e);
@@ -706,9 +630,9 @@ int kcr_event_recorder_flush(kcr_event_recorder_t *r, int64_t timeout_ns) {
   pthread_mutex_lock(&r->mu);
   r->flushing++;
   pthread_cond_signal(&r->cond);
-  while (r->qhead || busy_any(r)) {
+  while (!kcr__list_empty(&r->pending) || busy_any(r)) {
     if (pthread_cond_timedwait(&r->done_cond, &r->mu, &ts) == ETIMEDOUT) {
-      rc = (r->qhead || busy_any(r)) ? KCR_ETIMEDOUT : 0;
+      rc = (!kcr__list_empty(&r->pending) || busy_any(r)) ? KCR_ETIMEDOUT : 0;
       break;
     }
   }
@@ -729,7 +653,7 @@ void kcr_event_recorder_destroy(kcr_event_recorder_t *r) {
   kcr_event_recorder_flush(r, 5 * KCR_NSEC_PER_SEC);
   pthread_mutex_lock(&r->mu);
   r->stop = 1;
-  r->qhead = r->qtail = NULL; /* what is left after the flush is dropped */
+  r->pending = (kcr__list_t){0}; /* what is left after the flush is dropped */
   heap_clear(&r->ready);
   heap_clear(&r->waiting);
   pthread_cond_signal(&r->cond);
@@ -742,8 +666,8 @@ void kcr_event_recorder_destroy(kcr_event_recorder_t *r) {
     entry_free(sl->val);
   }
   kcr__hmap_free(&r->entries);
-  kcr__free(r->ready.v);
-  kcr__free(r->waiting.v);
+  kcr__heap_free(&r->ready);
+  kcr__heap_free(&r->waiting);
   spam_free_all(r);
   pthread_mutex_destroy(&r->mu);
   pthread_cond_destroy(&r->cond);

@@ -43,10 +43,11 @@
 #include "util/alloc.h"
 #include "util/file.h"
 #include "util/hmap.h"
+#include "util/list.h"
 
 struct kcr_metric_child {
   kcr_metric_t *family;
-  kcr_metric_child_t *onext;   /* protected by family->mu */
+  kcr__list_node_t link;       /* in family->series; protected by family->mu */
   char *key;                   /* the family map's key (child_key), immutable */
   char **values;               /* nlabels strings, immutable */
   _Atomic uint64_t value_bits; /* counter/gauge value, or histogram sum */
@@ -63,22 +64,22 @@ struct kcr_metric {
   size_t nbounds;
   double *bounds;
   pthread_mutex_t mu;
-  kcr__hmap_t children;             /* child_key -> child; protected by mu */
-  size_t nchildren;                 /* protected by mu */
-  kcr_metric_child_t *first, *last; /* protected by mu */
-  kcr_metric_t *next;               /* protected by the registry's mu */
+  kcr__hmap_t children;  /* child_key -> child; protected by mu */
+  size_t nchildren;      /* protected by mu */
+  kcr__list_t series;    /* children, oldest first; protected by mu */
+  kcr__list_node_t link; /* in the registry's families; its mu */
 };
 
 struct kcr_metrics_collector {
   kcr_metrics_collect_cb cb;
   void *data;
-  kcr_metrics_collector_t *next;
+  kcr__list_node_t link; /* in the registry's collectors; its mu */
 };
 
 struct kcr_metrics_registry {
   pthread_mutex_t mu;
-  kcr_metric_t *families;              /* protected by mu */
-  kcr_metrics_collector_t *collectors; /* protected by mu */
+  kcr__list_t families;   /* kcr_metric_t, newest first; protected by mu */
+  kcr__list_t collectors; /* kcr_metrics_collector_t, in order; protected by mu */
 };
 
 /* ---- atomics on doubles ---- */
@@ -166,12 +167,10 @@ static void child_free(kcr_metric_child_t *c, size_t nlabels) {
 }
 
 static void family_free(kcr_metric_t *m) {
-  kcr_metric_child_t *c, *next;
   if (!m)
     return;
-  for (c = m->first; c; c = next) {
-    next = c->onext;
-    child_free(c, m->nlabels);
+  KCR__LIST_FOREACH_SAFE(&m->series, n, next) {
+    child_free(KCR__CONTAINER_OF(n, kcr_metric_child_t, link), m->nlabels);
   }
   kcr__hmap_free(&m->children);
   kcr__free(m->name);
@@ -183,17 +182,13 @@ static void family_free(kcr_metric_t *m) {
 }
 
 void kcr_metrics_registry_destroy(kcr_metrics_registry_t *r) {
-  kcr_metric_t *m, *mn;
-  kcr_metrics_collector_t *c, *cn;
   if (!r)
     return;
-  for (m = r->families; m; m = mn) {
-    mn = m->next;
-    family_free(m);
+  KCR__LIST_FOREACH_SAFE(&r->families, n, next) {
+    family_free(KCR__CONTAINER_OF(n, kcr_metric_t, link));
   }
-  for (c = r->collectors; c; c = cn) {
-    cn = c->next;
-    kcr__free(c);
+  KCR__LIST_FOREACH_SAFE(&r->collectors, n, next) {
+    kcr__free(KCR__CONTAINER_OF(n, kcr_metrics_collector_t, link));
   }
   pthread_mutex_destroy(&r->mu);
   kcr__free(r);
@@ -252,7 +247,8 @@ static int register_family(kcr_metrics_registry_t *r, kcr_metric_type type, cons
   }
 
   pthread_mutex_lock(&r->mu);
-  for (it = r->families; it; it = it->next) {
+  KCR__LIST_FOREACH(&r->families, n) {
+    it = KCR__CONTAINER_OF(n, kcr_metric_t, link);
     if (strcmp(it->name, name) == 0) {
       int same = same_shape(it, type, label_names, nlabels, bounds, nbounds);
       pthread_mutex_unlock(&r->mu);
@@ -288,8 +284,7 @@ static int register_family(kcr_metrics_registry_t *r, kcr_metric_type type, cons
     memcpy(m->bounds, bounds, nbounds * sizeof(double));
     m->nbounds = nbounds;
   }
-  m->next = r->families;
-  r->families = m;
+  kcr__list_push_front(&r->families, &m->link);
   pthread_mutex_unlock(&r->mu);
   *out = m;
   return 0;
@@ -317,13 +312,17 @@ int kcr_metrics_histogram(kcr_metrics_registry_t *r, const char *name, const cha
 }
 
 kcr_metric_t *kcr_metrics_find(kcr_metrics_registry_t *r, const char *name) {
-  kcr_metric_t *m;
+  kcr_metric_t *m = NULL;
   if (!r || !name)
     return NULL;
   pthread_mutex_lock(&r->mu);
-  for (m = r->families; m; m = m->next)
-    if (strcmp(m->name, name) == 0)
+  KCR__LIST_FOREACH(&r->families, n) {
+    kcr_metric_t *it = KCR__CONTAINER_OF(n, kcr_metric_t, link);
+    if (strcmp(it->name, name) == 0) {
+      m = it;
       break;
+    }
+  }
   pthread_mutex_unlock(&r->mu);
   return m;
 }
@@ -400,11 +399,7 @@ kcr_metric_child_t *kcr_metric_with(kcr_metric_t *m, const char *const *values, 
   atomic_init(&c->value_bits, dbits(0.0));
   atomic_init(&c->count, 0);
   kcr__hmap_insert(&m->children, c->key, c);
-  if (m->last)
-    m->last->onext = c;
-  else
-    m->first = c;
-  m->last = c;
+  kcr__list_push_back(&m->series, &c->link);
   m->nchildren++;
 out:
   pthread_mutex_unlock(&m->mu);
@@ -490,7 +485,7 @@ uint64_t kcr_metric_count(const kcr_metric_child_t *c) {
 
 int kcr_metrics_register_collector(kcr_metrics_registry_t *r, kcr_metrics_collect_cb cb, void *data,
                                    kcr_metrics_collector_t **out) {
-  kcr_metrics_collector_t *c, **tail;
+  kcr_metrics_collector_t *c;
   assert(r && cb);
   if (out)
     *out = NULL;
@@ -500,9 +495,7 @@ int kcr_metrics_register_collector(kcr_metrics_registry_t *r, kcr_metrics_collec
   c->cb = cb;
   c->data = data;
   pthread_mutex_lock(&r->mu);
-  for (tail = &r->collectors; *tail; tail = &(*tail)->next) {
-  }
-  *tail = c;
+  kcr__list_push_back(&r->collectors, &c->link);
   pthread_mutex_unlock(&r->mu);
   if (out)
     *out = c;
@@ -510,18 +503,12 @@ int kcr_metrics_register_collector(kcr_metrics_registry_t *r, kcr_metrics_collec
 }
 
 void kcr_metrics_unregister_collector(kcr_metrics_registry_t *r, kcr_metrics_collector_t *c) {
-  kcr_metrics_collector_t **p;
   if (!r || !c)
     return;
   pthread_mutex_lock(&r->mu);
-  for (p = &r->collectors; *p; p = &(*p)->next) {
-    if (*p == c) {
-      *p = c->next;
-      kcr__free(c);
-      break;
-    }
-  }
+  kcr__list_remove(&r->collectors, &c->link);
   pthread_mutex_unlock(&r->mu);
+  kcr__free(c);
 }
 
 /* ---- rendering ---- */
@@ -722,9 +709,10 @@ static int emit_family(kcr_metrics_emitter_t *e, kcr_metric_t *m) {
   pthread_mutex_lock(&m->mu);
   /* As in client_golang, a vector without series writes nothing, while a family
    * without labels has its one series (at zero) from the start. */
-  if (!m->first && m->nlabels == 0 && m->type != KCR_METRIC_HISTOGRAM)
+  if (kcr__list_empty(&m->series) && m->nlabels == 0 && m->type != KCR_METRIC_HISTOGRAM)
     rc = kcr_metrics_emit(e, m->name, m->help, m->type, NULL, NULL, 0, 0.0);
-  for (kcr_metric_child_t *c = m->first; c && rc == 0; c = c->onext) {
+  for (kcr__list_node_t *n = m->series.first; n && rc == 0; n = n->next) {
+    const kcr_metric_child_t *c = KCR__CONTAINER_OF(n, kcr_metric_child_t, link);
     const char *const *names = (const char *const *)m->labels;
     const char *const *values = (const char *const *)c->values;
     if (m->type == KCR_METRIC_HISTOGRAM) {
@@ -757,10 +745,12 @@ int kcr_metrics_render(kcr_metrics_registry_t *r, kcr_buf_t *out) {
   int rc = 0;
 
   pthread_mutex_lock(&r->mu);
-  for (kcr_metrics_collector_t *c = r->collectors; c && !e.error; c = c->next)
+  for (kcr__list_node_t *n = r->collectors.first; n && !e.error; n = n->next) {
+    kcr_metrics_collector_t *c = KCR__CONTAINER_OF(n, kcr_metrics_collector_t, link);
     c->cb(&e, c->data);
-  for (kcr_metric_t *m = r->families; m && !e.error; m = m->next)
-    emit_family(&e, m);
+  }
+  for (kcr__list_node_t *n = r->families.first; n && !e.error; n = n->next)
+    emit_family(&e, KCR__CONTAINER_OF(n, kcr_metric_t, link));
   pthread_mutex_unlock(&r->mu);
 
   rc = e.error;

@@ -23,9 +23,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "kcr/base64.h"
+#include "kcr/clock.h"
 #include "kcr/log.h"
 #include "kcr/server.h"
 #include "kcr/webhook.h"
@@ -369,10 +369,9 @@ json_t *kcr__conversion_review(const char *body, size_t len, kcr_conversion_cb c
   return out;
 }
 
+/* now_s: the system clock's monotonic reading in seconds. */
 static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  return (double)kcr_clock_now(kcr_clock_system()) / 1e9;
 }
 
 static hook_t *find_hook(kcr_webhook_server_t *ws, const char *path) {

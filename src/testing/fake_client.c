@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/fieldsel_internal.h"
 #include "client/apierror_internal.h"
 #include "kcr/apierror.h"
 #include "kcr/controllerutil.h"
@@ -684,59 +685,32 @@ static int f_get(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns, con
   return *out ? 0 : oom(err);
 }
 
-/* field_term: one parsed field selector requirement. */
-typedef struct field_term {
-  char field[64];
-  char value[256];
-  bool negate;
-} field_term;
-
-#define MAX_FIELD_TERMS 8
-
-static int parse_fields(const char *sel, field_term *t, size_t *n, kcr_error_t *err) {
-  char buf[1024], *save = NULL, *term;
-  *n = 0;
-  if (!sel || !*sel)
-    return 0;
-  if (strlen(sel) >= sizeof(buf))
-    return bad_request(err, "field selector too long");
-  snprintf(buf, sizeof(buf), "%s", sel);
-  for (term = strtok_r(buf, ",", &save); term; term = strtok_r(NULL, ",", &save)) {
-    char *op = strstr(term, "!=");
-    size_t skip = 2;
-    bool negate = op != NULL;
-    if (!op) {
-      op = strstr(term, "==");
-      if (!op) {
-        op = strchr(term, '=');
-        skip = 1;
-      }
-    }
-    if (!op || *n == MAX_FIELD_TERMS) {
-      char msg[300];
-      snprintf(msg, sizeof(msg), "invalid field selector: '%s'", term);
+/* parse_fields parses sel and checks that the fake answers each term: the API
+ * server's field labels common to every kind, metadata.name and
+ * metadata.namespace. */
+static int parse_fields(const char *sel, kcr__fieldsel_t *fs, kcr_error_t *err) {
+  kcr_error_t perr;
+  char msg[300];
+  kcr_error_clear(&perr);
+  if (kcr__fieldsel_parse(sel, fs, &perr) != 0)
+    return bad_request(err, perr.message);
+  for (size_t i = 0; i < fs->n; i++) {
+    const char *field = fs->terms[i].field;
+    if (strcmp(field, "metadata.name") != 0 && strcmp(field, "metadata.namespace") != 0) {
+      snprintf(msg, sizeof(msg), "field label not supported: %.200s", field);
       return bad_request(err, msg);
     }
-    *op = '\0';
-    if (strcmp(term, "metadata.name") != 0 && strcmp(term, "metadata.namespace") != 0) {
-      char msg[300];
-      snprintf(msg, sizeof(msg), "field label not supported: %s", term);
-      return bad_request(err, msg);
-    }
-    snprintf(t[*n].field, sizeof(t[*n].field), "%s", term);
-    snprintf(t[*n].value, sizeof(t[*n].value), "%s", op + skip);
-    t[*n].negate = negate;
-    (*n)++;
   }
   return 0;
 }
 
-static bool fields_match(const field_term *t, size_t n, const json_t *obj) {
-  for (size_t i = 0; i < n; i++) {
+static bool fields_match(const kcr__fieldsel_t *fs, const json_t *obj) {
+  for (size_t i = 0; i < fs->n; i++) {
+    const kcr__fieldsel_term_t *t = &fs->terms[i];
     const char *v =
-        strcmp(t[i].field, "metadata.name") == 0 ? kcr_meta_name(obj) : kcr_meta_namespace(obj);
-    bool eq = strcmp(v ? v : "", t[i].value) == 0;
-    if (eq == t[i].negate)
+        strcmp(t->field, "metadata.name") == 0 ? kcr_meta_name(obj) : kcr_meta_namespace(obj);
+    bool eq = strcmp(v ? v : "", t->value) == 0;
+    if (eq == t->negate)
       return false;
   }
   return true;
@@ -763,8 +737,8 @@ static int f_list(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_opt
   kcr_fake_call call = {KCR_FAKE_LIST, gvk, o->ns ? o->ns : "", NULL, NULL, NULL};
   const char *group = gvk->group ? gvk->group : "";
   kcr_selector_t *sel = NULL;
-  field_term terms[MAX_FIELD_TERMS];
-  size_t nterms = 0, nsel = 0, given = 0;
+  kcr__fieldsel_t fields;
+  size_t nsel = 0, given = 0;
   json_t **selected = NULL, *list = NULL, *items = NULL;
   char prefix[512], api_version[KCR_GVK_GROUP_MAX + 64], kind[160], rv[32], last[600] = "";
   int rc;
@@ -780,7 +754,7 @@ static int f_list(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_opt
     return rc == KCR_ENOMEM
                ? oom(err)
                : bad_request(err, "unable to parse requirement: invalid label selector");
-  if ((rc = parse_fields(o->field_selector, terms, &nterms, err)) != 0) {
+  if ((rc = parse_fields(o->field_selector, &fields, err)) != 0) {
     kcr_selector_destroy(sel);
     return rc;
   }
@@ -799,7 +773,7 @@ static int f_list(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_opt
       continue;
     if (sel && !kcr_selector_matches_obj(sel, obj))
       continue;
-    if (!fields_match(terms, nterms, obj))
+    if (!fields_match(&fields, obj))
       continue;
     selected[nsel++] = json_deep_copy(obj);
     if (!selected[nsel - 1])

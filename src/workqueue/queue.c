@@ -7,8 +7,9 @@
  * second wakes shutdown_with_drain. Each key the queue knows has exactly one
  * entry, found through the string hash map (util/hmap.h), holding the key inline and
  * three memberships: dirty (and then, unless processing, linked into the FIFO),
- * processing (linked into a list, for the unfinished-work metrics), and waiting
- * (an index in a min-heap ordered by ready time, then by arrival). An entry is
+ * processing (linked into a list, for the unfinished-work metrics; both lists
+ * are util/list.h's and share the entry's one link), and waiting
+ * (a node in util/heap.h's min-heap, by ready time, then by arrival). An entry is
  * allocated when a key first arrives and freed when it leaves all three, so an
  * add of a dirty key, a re-add while processing, and a re-queue at done allocate
  * nothing; the only per-cycle allocation is the copy get hands out.
@@ -50,21 +51,19 @@
 
 #include "kcr/rand.h"
 #include "util/alloc.h"
+#include "util/heap.h"
 #include "util/hmap.h"
-
-#define NOT_WAITING SIZE_MAX
+#include "util/list.h"
 
 typedef struct entry {
-  struct entry *next;      /* FIFO link while queued */
-  struct entry *proc_prev; /* processing list links while processing */
-  struct entry *proc_next;
+  /* the FIFO while queued, the processing list while processing: never both,
+   * since a key made dirty while processing waits outside the FIFO until done */
+  kcr__list_node_t link;
   uint64_t hash;
   size_t keylen;
-  int64_t add_ns;   /* metrics: when it last became dirty; -1 when not recorded */
-  int64_t start_ns; /* metrics: when get handed it out */
-  int64_t ready_ns; /* waiting: when it is due */
-  uint64_t seq;     /* waiting: arrival order among equal ready times */
-  size_t heap_idx;  /* waiting: index in the heap, NOT_WAITING otherwise */
+  int64_t add_ns;        /* metrics: when it last became dirty; -1 when not recorded */
+  int64_t start_ns;      /* metrics: when get handed it out */
+  kcr__heap_node_t wait; /* waiting: key = when it is due, tie = arrival order */
   unsigned char dirty;
   unsigned char processing;
   char key[];
@@ -76,17 +75,14 @@ struct kcr_workqueue {
   pthread_cond_t drain_cond; /* shutdown_with_drain waits here */
   kcr_clock_t *clock;        /* borrowed */
   kcr_ratelimiter_t *limiter;
-  char *name;      /* "" when unnamed */
-  int metrics_on;  /* named, with a registry; immutable */
-  kcr__hmap_t set; /* key -> entry; protected by mu */
-  entry *head;     /* FIFO of queued keys; protected by mu */
-  entry *tail;
+  char *name;       /* "" when unnamed */
+  int metrics_on;   /* named, with a registry; immutable */
+  kcr__hmap_t set;  /* key -> entry; protected by mu */
+  kcr__list_t fifo; /* queued keys, oldest first; protected by mu */
   size_t len;
-  entry *proc; /* processing list; protected by mu */
+  kcr__list_t proc; /* keys being processed; protected by mu */
   size_t n_processing;
-  entry **heap; /* waiting keys, min-heap; protected by mu */
-  size_t heap_len;
-  size_t heap_cap;
+  kcr__heap_t heap; /* waiting keys by (ready time, arrival); protected by mu */
   uint64_t seq;
   int shutting_down; /* protected by mu */
   int drain;
@@ -136,8 +132,8 @@ static void on_collect(kcr_metrics_emitter_t *e, void *data) {
   pthread_mutex_lock(&q->mu);
   promote(q);
   now = kcr_clock_now(q->clock);
-  for (const entry *p = q->proc; p; p = p->proc_next) {
-    age = now - p->start_ns;
+  KCR__LIST_FOREACH(&q->proc, n) {
+    age = now - KCR__CONTAINER_OF(n, entry, link)->start_ns;
     total += age;
     if (age > oldest)
       oldest = age;
@@ -195,76 +191,16 @@ static int register_metrics(kcr_workqueue_t *q, kcr_metrics_registry_t *r, kcr_e
   return 0;
 }
 
-/* ---- the waiting heap: min by (ready_ns, seq) ---- */
+/* ---- the waiting heap (util/heap.h) ---- */
 
-static int earlier(const entry *a, const entry *b) {
-  return a->ready_ns < b->ready_ns || (a->ready_ns == b->ready_ns && a->seq < b->seq);
-}
-
-static void heap_set(kcr_workqueue_t *q, size_t i, entry *e) {
-  q->heap[i] = e;
-  e->heap_idx = i;
-}
-
-static void sift_up(kcr_workqueue_t *q, size_t i) {
-  entry *e = q->heap[i];
-  while (i > 0) {
-    size_t parent = (i - 1) / 2;
-    if (!earlier(e, q->heap[parent]))
-      break;
-    heap_set(q, i, q->heap[parent]);
-    i = parent;
-  }
-  heap_set(q, i, e);
-}
-
-static void sift_down(kcr_workqueue_t *q, size_t i) {
-  entry *e = q->heap[i];
-  for (;;) {
-    size_t child = 2 * i + 1;
-    if (child >= q->heap_len)
-      break;
-    if (child + 1 < q->heap_len && earlier(q->heap[child + 1], q->heap[child]))
-      child++;
-    if (!earlier(q->heap[child], e))
-      break;
-    heap_set(q, i, q->heap[child]);
-    i = child;
-  }
-  heap_set(q, i, e);
-}
-
-static int heap_reserve(kcr_workqueue_t *q) {
-  entry **h;
-  size_t cap;
-  if (q->heap_len < q->heap_cap)
-    return 0;
-  cap = q->heap_cap ? q->heap_cap * 2 : 16;
-  if (cap > SIZE_MAX / sizeof(entry *))
-    return KCR_ENOMEM;
-  h = kcr__realloc(q->heap, cap * sizeof(entry *));
-  if (!h)
-    return KCR_ENOMEM;
-  q->heap = h;
-  q->heap_cap = cap;
-  return 0;
-}
-
-static entry *heap_pop(kcr_workqueue_t *q) {
-  entry *top = q->heap[0];
-  q->heap_len--;
-  if (q->heap_len > 0) {
-    heap_set(q, 0, q->heap[q->heap_len]);
-    sift_down(q, 0);
-  }
-  top->heap_idx = NOT_WAITING;
-  return top;
+static entry *waiting_entry(kcr__heap_node_t *n) {
+  return KCR__CONTAINER_OF(n, entry, wait);
 }
 
 /* ---- entries ---- */
 
 static void maybe_free(kcr_workqueue_t *q, entry *e) {
-  if (e->dirty || e->processing || e->heap_idx != NOT_WAITING)
+  if (e->dirty || e->processing || kcr__heap_node_filed(&e->wait))
     return;
   (void)kcr__hmap_del_hashed(&q->set, e->key, e->hash);
   kcr__hmap_shrink(&q->set);
@@ -306,7 +242,7 @@ static int lookup_or_make(kcr_workqueue_t *q, const keyref *k, entry **out) {
   e->hash = h;
   e->keylen = len;
   e->add_ns = -1;
-  e->heap_idx = NOT_WAITING;
+  kcr__heap_node_init(&e->wait);
   memcpy(e->key, k->key, len + 1);
   kcr__hmap_insert_hashed(&q->set, e->key, h, e);
   *out = e;
@@ -314,12 +250,7 @@ static int lookup_or_make(kcr_workqueue_t *q, const keyref *k, entry **out) {
 }
 
 static void push(kcr_workqueue_t *q, entry *e) {
-  e->next = NULL;
-  if (q->tail)
-    q->tail->next = e;
-  else
-    q->head = e;
-  q->tail = e;
+  kcr__list_push_back(&q->fifo, &e->link);
   q->len++;
   atomic_store_explicit(&q->hint, q->len, memory_order_relaxed);
   if (q->getters)
@@ -344,12 +275,12 @@ static void make_dirty(kcr_workqueue_t *q, entry *e, int64_t now_ns) {
 /* promote moves every due waiting key into the queue (the waiting loop's job). */
 static void promote(kcr_workqueue_t *q) {
   int64_t now;
-  if (!q->heap_len || q->shutting_down)
+  if (!q->heap.len || q->shutting_down)
     return;
   now = kcr_clock_now(q->clock);
-  while (q->heap_len && q->heap[0]->ready_ns <= now) {
-    entry *e = heap_pop(q);
-    make_dirty(q, e, e->ready_ns);
+  while (q->heap.len && kcr__heap_top(&q->heap)->key <= now) {
+    entry *e = waiting_entry(kcr__heap_pop(&q->heap));
+    make_dirty(q, e, e->wait.key);
   }
 }
 
@@ -461,7 +392,7 @@ void kcr_workqueue_destroy(kcr_workqueue_t *q) {
     kcr__free(sl->val);
   }
   kcr__hmap_free(&q->set);
-  kcr__free(q->heap);
+  kcr__heap_free(&q->heap);
   kcr_ratelimiter_destroy(q->limiter);
   pthread_cond_destroy(&q->drain_cond);
   pthread_cond_destroy(&q->cond);
@@ -500,7 +431,7 @@ int kcr_workqueue_add(kcr_workqueue_t *q, const char *key) {
 int kcr_workqueue_add_after(kcr_workqueue_t *q, const char *key, int64_t delay_ns) {
   keyref k;
   entry *e;
-  int64_t now;
+  int64_t now, ready;
   int rc;
 
   assert(q && key);
@@ -514,28 +445,22 @@ int kcr_workqueue_add_after(kcr_workqueue_t *q, const char *key, int64_t delay_n
   }
   promote(q);
   now = kcr_clock_now(q->clock);
-  if ((rc = heap_reserve(q)) || (rc = lookup_or_make(q, &k, &e))) {
+  if ((rc = kcr__heap_reserve(&q->heap, q->heap.len + 1)) || (rc = lookup_or_make(q, &k, &e))) {
     pthread_mutex_unlock(&q->mu);
     return rc;
   }
   if (q->metrics_on)
     kcr_metric_inc(q->m_retries);
-  if (e->heap_idx != NOT_WAITING) {
-    int64_t ready = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;
+  ready = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;
+  if (kcr__heap_node_filed(&e->wait)) {
     /* Already waiting: keep the earlier ready time. */
-    if (ready < e->ready_ns) {
-      e->ready_ns = ready;
-      sift_up(q, e->heap_idx);
-    }
+    if (ready < e->wait.key)
+      kcr__heap_rekey(&q->heap, &e->wait, ready, e->wait.tie);
   } else {
-    e->ready_ns = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;
-    e->seq = q->seq++;
-    e->heap_idx = q->heap_len++;
-    q->heap[e->heap_idx] = e;
-    sift_up(q, e->heap_idx);
+    kcr__heap_push(&q->heap, &e->wait, ready, q->seq++);
   }
   /* A new earliest ready time: one getter must shorten its sleep. */
-  if (e->heap_idx == 0 && q->getters)
+  if (e->wait.idx == 0 && q->getters)
     pthread_cond_signal(&q->cond);
   pthread_mutex_unlock(&q->mu);
   return 0;
@@ -572,13 +497,13 @@ int kcr_workqueue_get(kcr_workqueue_t *q, char **key_out) {
   pthread_mutex_lock(&q->mu);
   for (int spun = 0;;) {
     promote(q);
-    if (q->head)
+    if (!kcr__list_empty(&q->fifo))
       break;
     if (q->shutting_down) {
       pthread_mutex_unlock(&q->mu);
       return KCR_ECLOSED;
     }
-    if (!spun && q->spin && !q->heap_len) {
+    if (!spun && q->spin && !q->heap.len) {
       spun = 1;
       pthread_mutex_unlock(&q->mu);
       (void)spin_for_work(q);
@@ -586,13 +511,13 @@ int kcr_workqueue_get(kcr_workqueue_t *q, char **key_out) {
       continue;
     }
     q->getters++;
-    if (q->heap_len)
-      (void)kcr_clock_timedwait(q->clock, &q->cond, &q->mu, q->heap[0]->ready_ns);
+    if (q->heap.len)
+      (void)kcr_clock_timedwait(q->clock, &q->cond, &q->mu, kcr__heap_top(&q->heap)->key);
     else
       pthread_cond_wait(&q->cond, &q->mu);
     q->getters--;
   }
-  e = q->head;
+  e = KCR__CONTAINER_OF(q->fifo.first, entry, link);
   copy = kcr__malloc(e->keylen + 1);
   if (!copy) {
     pthread_mutex_unlock(&q->mu);
@@ -600,19 +525,12 @@ int kcr_workqueue_get(kcr_workqueue_t *q, char **key_out) {
   }
   memcpy(copy, e->key, e->keylen + 1);
 
-  q->head = e->next;
-  if (!q->head)
-    q->tail = NULL;
+  kcr__list_remove(&q->fifo, &e->link);
   q->len--;
   atomic_store_explicit(&q->hint, q->len, memory_order_relaxed);
-  e->next = NULL;
   e->dirty = 0;
   e->processing = 1;
-  e->proc_prev = NULL;
-  e->proc_next = q->proc;
-  if (q->proc)
-    q->proc->proc_prev = e;
-  q->proc = e;
+  kcr__list_push_back(&q->proc, &e->link);
   q->n_processing++;
   if (q->metrics_on) {
     int64_t now = kcr_clock_now(q->clock);
@@ -641,12 +559,7 @@ void kcr_workqueue_done(kcr_workqueue_t *q, const char *key) {
   if (q->metrics_on)
     observe(q->m_work_duration, kcr_clock_now(q->clock) - e->start_ns);
   e->processing = 0;
-  if (e->proc_prev)
-    e->proc_prev->proc_next = e->proc_next;
-  else
-    q->proc = e->proc_next;
-  if (e->proc_next)
-    e->proc_next->proc_prev = e->proc_prev;
+  kcr__list_remove(&q->proc, &e->link);
   q->n_processing--;
   if (e->dirty)
     push(q, e);
