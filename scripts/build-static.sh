@@ -81,7 +81,7 @@ mapfile -t sources < <(ls cmd/kcr-operator/app/*.c cmd/kcr-operator/*.c ${gen_di
 read -r -a libs <<<"$(pkg-config --static --libs libcurl jansson yaml-0.1 libuv-static openssl)"
 echo "build-static: linking kcr-operator (${#sources[@]} sources)" >&2
 "$cc" -std=c11 -O2 -g -ffunction-sections -fdata-sections -Wl,--gc-sections -D_GNU_SOURCE -DKCR_OPERATOR_VERSION="\"$version\"" \
-  -Iinclude -Isrc -Icmd/kcr-operator "${gen_dirs[@]/#/-I}" $(pkg-config --cflags libcurl) \
+  -Iinclude -Icmd/kcr-operator "${gen_dirs[@]/#/-I}" $(pkg-config --cflags libcurl) \
   -static -o "$out/kcr-operator.debug" "${sources[@]}" "$build/kcr/libkcr.a" "${libs[@]}" \
   -pthread 2>"$build/link.log" || {
   cat "$build/link.log" >&2

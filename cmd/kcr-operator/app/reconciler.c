@@ -62,9 +62,7 @@
 #include "kcr/controllerutil.h"
 #include "kcr/log.h"
 #include "kcr/meta.h"
-#include "kcr/rand.h"
 #include "kcr/scheme.h"
-#include "util/hmap.h"
 
 /* child_kind describes one kind of child. */
 typedef struct child_kind {
@@ -214,24 +212,28 @@ out:
 
 /* memo_entry: what this process last wrote, or found, for one directory key. */
 typedef struct memo_entry {
-  char *url;  /* NULL: known to be absent */
-  char key[]; /* the map's key */
+  struct memo_entry *next;
+  char *url; /* NULL: known to be absent */
+  char key[];
 } memo_entry;
 
 struct kop_app_directory_memo {
   pthread_mutex_t mu;
-  kcr__hmap_t map; /* key -> memo_entry (libkcr's one hash map, util/hmap.h) */
-  json_t *dir;     /* the directory as this process last wrote it, at the version
-                    * the server answered; NULL: read it */
+  memo_entry **buckets;
+  size_t nbuckets, len;
+  json_t *dir; /* the directory as this process last wrote it, at the version
+                * the server answered; NULL: read it */
 };
 
 int kop_app_directory_memo_create(kop_app_directory_memo **out) {
   kop_app_directory_memo *m = calloc(1, sizeof(*m));
   *out = NULL;
-  if (!m)
+  if (!m ||
+      !(m->buckets = calloc(64, sizeof(memo_entry *)))) { // NOLINT(bugprone-sizeof-expression)
+    free(m);
     return KCR_ENOMEM;
-  /* keys are App names, which users choose: a random seed */
-  kcr__hmap_init(&m->map, kcr_rand_seed());
+  }
+  m->nbuckets = 64;
   pthread_mutex_init(&m->mu, NULL);
   *out = m;
   return 0;
@@ -240,14 +242,16 @@ int kop_app_directory_memo_create(kop_app_directory_memo **out) {
 void kop_app_directory_memo_destroy(kop_app_directory_memo *m) {
   if (!m)
     return;
-  KCR__HMAP_FOREACH(&m->map, sl) {
-    memo_entry *e = sl->val;
-    free(e->url);
-    free(e);
+  for (size_t i = 0; i < m->nbuckets; i++) {
+    for (memo_entry *e = m->buckets[i], *next; e; e = next) {
+      next = e->next;
+      free(e->url);
+      free(e);
+    }
   }
-  kcr__hmap_free(&m->map);
   json_decref(m->dir);
   pthread_mutex_destroy(&m->mu);
+  free(m->buckets);
   free(m);
 }
 
@@ -284,6 +288,38 @@ static void memo_keep_dir(kop_app_directory_memo *m, json_t *dir, const char *rv
   json_decref(old);
 }
 
+/* memo_slot returns where key's entry is or would go (FNV-1a); m->mu held. */
+static memo_entry **memo_slot(kop_app_directory_memo *m, const char *key) {
+  uint64_t h = 1469598103934665603ULL;
+  memo_entry **e;
+  for (const char *c = key; *c; c++)
+    h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+  for (e = &m->buckets[h % m->nbuckets]; *e && strcmp((*e)->key, key) != 0; e = &(*e)->next)
+    ;
+  return e;
+}
+
+/* memo_grow doubles the buckets when there are more entries than buckets. */
+static void memo_grow(kop_app_directory_memo *m) {
+  size_t n = m->nbuckets * 2;
+  memo_entry **b = calloc(n, sizeof(memo_entry *)); // NOLINT(bugprone-sizeof-expression)
+  memo_entry **old = m->buckets;
+  size_t oldn = m->nbuckets;
+  if (!b)
+    return; /* longer chains, still correct */
+  m->buckets = b;
+  m->nbuckets = n;
+  for (size_t i = 0; i < oldn; i++) {
+    for (memo_entry *e = old[i], *next; e; e = next) {
+      memo_entry **slot = memo_slot(m, e->key);
+      next = e->next;
+      e->next = NULL;
+      *slot = e;
+    }
+  }
+  free(old);
+}
+
 /* memo_says tells whether the memo knows key to hold url (NULL: absent). */
 static bool memo_says(kop_app_directory_memo *m, const char *key, const char *url) {
   bool yes = false;
@@ -291,7 +327,7 @@ static bool memo_says(kop_app_directory_memo *m, const char *key, const char *ur
   if (!m)
     return false;
   pthread_mutex_lock(&m->mu);
-  e = kcr__hmap_get(&m->map, key);
+  e = *memo_slot(m, key);
   if (e)
     yes = url ? e->url && strcmp(e->url, url) == 0 : e->url == NULL;
   pthread_mutex_unlock(&m->mu);
@@ -304,16 +340,17 @@ static bool memo_says(kop_app_directory_memo *m, const char *key, const char *ur
  * writes again, which is only a redundant request.
  */
 static void memo_note(kop_app_directory_memo *m, const char *key, const char *url, bool forget) {
-  memo_entry *e;
+  memo_entry **slot, *e;
   char *copy = NULL;
   if (!m)
     return;
   if (url && !forget && !(copy = strdup(url)))
     forget = true;
   pthread_mutex_lock(&m->mu);
-  e = kcr__hmap_get(&m->map, key);
-  if (e && forget) {
-    (void)kcr__hmap_del(&m->map, key);
+  slot = memo_slot(m, key);
+  if ((e = *slot) && forget) {
+    *slot = e->next;
+    m->len--;
     free(e->url);
     free(e);
   } else if (e) {
@@ -323,10 +360,10 @@ static void memo_note(kop_app_directory_memo *m, const char *key, const char *ur
   } else if (!forget && (e = calloc(1, sizeof(*e) + strlen(key) + 1))) {
     memcpy(e->key, key, strlen(key) + 1);
     e->url = copy;
-    if (kcr__hmap_put(&m->map, e->key, e) == 0)
-      copy = NULL;
-    else
-      free(e); /* no room: the next pass looks again */
+    copy = NULL;
+    *slot = e;
+    if (++m->len > m->nbuckets)
+      memo_grow(m);
   }
   pthread_mutex_unlock(&m->mu);
   free(copy);
