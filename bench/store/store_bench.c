@@ -2,7 +2,8 @@
 /*
  * store_bench.c: memory per cached object and the cost of reads, for the compact
  * store against keeping parsed jansson trees (what the store was designed
- * against; docs/cache.md has the figures and the decision).
+ * against; docs/cache.md has the decision, bench/results/notes-20261201.txt
+ * the figures).
  *
  * For N ConfigMaps with 1 KiB of data and N Pod-like objects (~4.5 KB on the
  * wire, 1.7 KB of it managedFields), each generated, passed through the default

@@ -390,7 +390,7 @@ static void memo_note(kop_app_directory_memo *m, const char *key, const char *ur
  * write from a read copy (another App's pass) fails and is retried.
  *
  * Why GET and PUT, not a merge patch of the one key: measured with 1000 Apps
- * (docs/benchmarks.md), the patch saved operator CPU but cost the API server
+ * (bench/results/notes-20261201.txt), the patch saved operator CPU but cost the API server
  * more (it re-encodes the whole directory to apply a patch, and retries on its
  * own stale cache) and made the run slower; the memo keeps the saving.
  */
