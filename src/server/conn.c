@@ -110,12 +110,7 @@ void kcr__conn_free(conn_t *c) {
 
 static void conn_unlink_free(conn_t *c) {
   kcr_server_t *s = c->srv;
-  if (c->prev)
-    c->prev->next = c->next;
-  else
-    s->conns = c->next;
-  if (c->next)
-    c->next->prev = c->prev;
+  kcr__list_remove(&s->conns, &c->link);
   s->nconns--;
   if (c->job)
     c->job->conn = NULL; /* the worker's reply will be dropped */
@@ -519,11 +514,7 @@ static void queue_job(conn_t *c, job_t *j, int close_after) {
   c->reading_head = 0;
   arm_timer(c, s->idle_timeout_ms);
   pthread_mutex_lock(&s->jobs_mu);
-  if (s->jobs_tail)
-    s->jobs_tail->next = j;
-  else
-    s->jobs_head = j;
-  s->jobs_tail = j;
+  kcr__list_push_back(&s->jobs, &j->link);
   pthread_cond_signal(&s->jobs_cond);
   pthread_mutex_unlock(&s->jobs_mu);
 }
@@ -777,7 +768,7 @@ static void refuse(kcr_server_t *s, uv_stream_t *l) {
 static int shed_one(kcr_server_t *s) {
   conn_t *victim = NULL;
   int victim_rank = 3;
-  for (conn_t *c = s->conns; c; c = c->next) {
+  KCR__LIST_EACH(&s->conns, conn_t, link, c) {
     int rank;
     if (c->closing || c->job)
       continue;
@@ -857,10 +848,7 @@ static void admit(kcr_server_t *s) {
     return;
   }
   c->tcp.data = c;
-  c->next = s->conns;
-  if (s->conns)
-    s->conns->prev = c;
-  s->conns = c;
+  kcr__list_push_front(&s->conns, &c->link);
   s->nconns++;
   s->nactive++;
   c->since = uv_now(l->loop);

@@ -22,9 +22,9 @@ struct kcr__conn {
   uv_timer_t timer;
   uv_write_t wreq; /* the reply in flight, while busy */
   kcr_server_t *srv;
-  conn_t *prev, *next;
-  size_t len;      /* bytes in buf */
-  size_t head_len; /* the head being answered; consumed once its reply is written */
+  kcr__list_node_t link; /* in srv->conns */
+  size_t len;            /* bytes in buf */
+  size_t head_len;       /* the head being answered; consumed once its reply is written */
   int open_handles;
   int closing;
   int reading;      /* uv_read_start is in effect */
@@ -72,7 +72,7 @@ enum { JOB_PROBE, JOB_METRICS, JOB_HANDLER };
  * loop sends and frees it. Only the loop reads or writes conn.
  */
 struct kcr__job {
-  job_t *next; /* protected by jobs_mu while queued */
+  kcr__list_node_t link; /* in srv->jobs or srv->orphans, protected by jobs_mu */
   kcr_server_t *srv;
   conn_t *conn; /* loop thread; NULL once the connection is gone */
   size_t charged;

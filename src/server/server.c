@@ -110,8 +110,8 @@ static void do_stop(kcr_loop_t *loop, void *data) {
   s->stopping = 1;
   if (s->listener_open && !uv_is_closing((uv_handle_t *)&s->listener))
     uv_close((uv_handle_t *)&s->listener, on_listener_closed);
-  for (conn_t *c = s->conns; c; c = c->next)
-    kcr__conn_close(c);
+  KCR__LIST_EACH(&s->conns, conn_t, link, c)
+  kcr__conn_close(c);
   kcr__conn_maybe_stop_done(s);
 }
 
@@ -305,7 +305,7 @@ int kcr_server_port(const kcr_server_t *s) {
 }
 
 void kcr_server_destroy(kcr_server_t *s) {
-  conn_t *c, *next;
+  kcr__list_node_t *n;
   if (!s)
     return;
   assert(!kcr_loop_on_thread(s->loop));
@@ -319,10 +319,8 @@ void kcr_server_destroy(kcr_server_t *s) {
     /* The loop has stopped and closed our handles without callbacks; jobs
      * still out are freed by stop_worker. */
     kcr__worker_stop(s);
-    for (c = s->conns; c; c = next) {
-      next = c->next;
-      kcr__conn_free(c);
-    }
+    while ((n = kcr__list_pop_front(&s->conns)))
+      kcr__conn_free(KCR__CONTAINER_OF(n, conn_t, link));
   }
   server_free(s);
 }

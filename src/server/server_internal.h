@@ -22,6 +22,8 @@
 #include "kcr/loop.h"
 #include "kcr/metrics.h"
 #include "kcr/server.h"
+#include "util/container.h"
+#include "util/list.h"
 
 /* ---- tls.c: certificates (never on the loop thread: they read files) ---- */
 
@@ -114,7 +116,7 @@ struct kcr_server {
 
   uv_tcp_t listener;  /* loop thread */
   int listener_open;  /* loop thread */
-  conn_t *conns;      /* loop thread */
+  kcr__list_t conns;  /* loop thread; conn_t by link, newest first */
   int nconns;         /* loop thread: allocated, closing ones included */
   int nactive;        /* loop thread: not closing */
   int accept_waiting; /* loop thread: a connection waits in the listen queue for
@@ -136,9 +138,9 @@ struct kcr_server {
   int worker_started;
   pthread_mutex_t jobs_mu;
   pthread_cond_t jobs_cond;
-  job_t *jobs_head, *jobs_tail; /* protected by jobs_mu */
-  job_t *orphans;               /* protected by jobs_mu: answered, never sent */
-  int jobs_stop;                /* protected by jobs_mu */
+  kcr__list_t jobs;    /* protected by jobs_mu; job_t by link, oldest first */
+  kcr__list_t orphans; /* protected by jobs_mu; job_t by link: answered, never sent */
+  int jobs_stop;       /* protected by jobs_mu */
 
   /* TLS. ctx is swapped by the worker's reload, read by the loop at accept. */
   int tls;

@@ -256,13 +256,14 @@ void *kcr__worker_main(void *arg) {
   kcr_server_t *s = arg;
   kcr_clock_t *clk = kcr_clock_system();
   for (;;) {
+    kcr__list_node_t *n;
     job_t *j;
     if (s->cert_path && kcr_clock_now(clk) >= s->next_poll) {
       poll_certs(s);
       s->next_poll = kcr_clock_now(clk) + s->cert_poll_ns;
     }
     pthread_mutex_lock(&s->jobs_mu);
-    while (!s->jobs_head && !s->jobs_stop) {
+    while (kcr__list_empty(&s->jobs) && !s->jobs_stop) {
       if (!s->cert_path) {
         pthread_cond_wait(&s->jobs_cond, &s->jobs_mu);
       } else if (kcr_clock_timedwait(clk, &s->jobs_cond, &s->jobs_mu, s->next_poll) ==
@@ -270,17 +271,15 @@ void *kcr__worker_main(void *arg) {
         break;
       }
     }
-    j = s->jobs_head;
-    if (!j) {
+    n = kcr__list_pop_front(&s->jobs);
+    if (!n) {
       int stop = s->jobs_stop;
       pthread_mutex_unlock(&s->jobs_mu);
       if (stop)
         return NULL;
       continue; /* time to poll the certificate */
     }
-    s->jobs_head = j->next;
-    if (!s->jobs_head)
-      s->jobs_tail = NULL;
+    j = KCR__CONTAINER_OF(n, job_t, link);
     pthread_mutex_unlock(&s->jobs_mu);
     if (j->what == JOB_METRICS)
       serve_metrics(j);
@@ -293,8 +292,7 @@ void *kcr__worker_main(void *arg) {
      * kcr__worker_stop, which runs once the loop thread is gone. */
     if (kcr_loop_post(s->loop, kcr__conn_job_done, j) != 0) {
       pthread_mutex_lock(&s->jobs_mu);
-      j->next = s->orphans;
-      s->orphans = j;
+      kcr__list_push_back(&s->orphans, &j->link);
       pthread_mutex_unlock(&s->jobs_mu);
     }
   }
@@ -303,7 +301,7 @@ void *kcr__worker_main(void *arg) {
 /* kcr__worker_stop joins the worker and drops the jobs it never took (their
  * connections are gone). */
 void kcr__worker_stop(kcr_server_t *s) {
-  job_t *j, *next;
+  kcr__list_node_t *n;
   if (!s->worker_started)
     return;
   pthread_mutex_lock(&s->jobs_mu);
@@ -312,13 +310,6 @@ void kcr__worker_stop(kcr_server_t *s) {
   pthread_mutex_unlock(&s->jobs_mu);
   pthread_join(s->worker, NULL);
   s->worker_started = 0;
-  for (j = s->jobs_head; j; j = next) {
-    next = j->next;
-    kcr__job_free(j);
-  }
-  for (j = s->orphans; j; j = next) {
-    next = j->next;
-    kcr__job_free(j);
-  }
-  s->jobs_head = s->jobs_tail = s->orphans = NULL;
+  while ((n = kcr__list_pop_front(&s->jobs)) || (n = kcr__list_pop_front(&s->orphans)))
+    kcr__job_free(KCR__CONTAINER_OF(n, job_t, link));
 }
