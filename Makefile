@@ -79,7 +79,7 @@ undeploy: ## Remove everything deploy installed (the same rendering, deleted).
 	KUBECTL=$(KUSTOMIZE_KUBECTL) IMG=$(IMG) KUSTOMIZE_DIR=$(KUSTOMIZE_DIR) bash scripts/build-installer.sh - | \
 		$(KUBECTL) delete --ignore-not-found -f -
 
-generate: ## Build kcr-gen and the C types it makes (App from the CRD, built-in kinds from api/openapi).
+generate: ## Build kcr-gen and the C types it makes (App from the CRD, built-in kinds from cmd/kcr-gen/openapi).
 	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target kcr_gen kcr_gen_app_types kcr_gen_k8s_types
 
@@ -89,7 +89,7 @@ manifests: ## Regenerate config/rbac/role.yaml from the +kcr:rbac markers, then 
 	KCR_GEN=$(BUILD_DIR)/cmd/kcr-gen/kcr-gen bash scripts/manifests.sh
 	$(MAKE) build-installer
 
-openapi: ## Refetch api/openapi/k8s.json from the local control plane (make cluster-up first; commit it).
+openapi: ## Refetch cmd/kcr-gen/openapi/k8s.json from the local control plane (make cluster-up first; commit it).
 	python3 scripts/openapi-fetch.py --kubeconfig $${KCR_CLUSTER_DIR:-$$PWD/.kcr-cluster}/kubeconfig \
 		--kubectl $${KCR_CLUSTER_DIR:-$$PWD/.kcr-cluster}/bin/kubectl
 

@@ -14,7 +14,7 @@ Usage:
   scripts/openapi-fetch.py [--kubeconfig FILE] [--kubectl PATH] [-o OUT] [--check]
                            [GROUP/VERSION/KIND ...]
   Without kinds: the kinds the project generates (DEFAULT_KINDS). -o defaults
-  to api/openapi/k8s.json. --check writes nothing and exits 1 when OUT differs
+  to cmd/kcr-gen/openapi/k8s.json. --check writes nothing and exits 1 when OUT differs
   from what the cluster serves (the staleness test runs this).
 """
 import argparse
@@ -99,7 +99,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
     p.add_argument("--kubectl", default="kubectl")
-    p.add_argument("-o", "--output", default=os.path.join(here, "..", "api", "openapi", "k8s.json"))
+    p.add_argument("-o", "--output", default=os.path.join(here, "..", "cmd", "kcr-gen", "openapi", "k8s.json"))
     p.add_argument("--check", action="store_true")
     p.add_argument("kinds", nargs="*")
     args = p.parse_args()

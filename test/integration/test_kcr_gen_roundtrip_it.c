@@ -8,7 +8,7 @@
  * read as bytes (both dumped with sorted keys): managedFields, status,
  * defaults and all. Every member the server sent must be known to the type
  * (kcr_unknown is NULL at the top), so the committed documents
- * (api/openapi/k8s.json) really are this server's.
+ * (cmd/kcr-gen/openapi/k8s.json) really are this server's.
  *
  * Runs against the cluster named by KCR_TEST_KUBECONFIG (the CTest fixture
  * `controlplane`), or starts its own (test/support/kcr_testenv.h).

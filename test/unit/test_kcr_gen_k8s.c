@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_kcr_gen_k8s.c: the built-in kinds' types kcr-gen writes from the
- * trimmed /openapi/v3 documents (api/openapi/k8s.json -> k8s.h): a Deployment,
+ * trimmed /openapi/v3 documents (cmd/kcr-gen/openapi/k8s.json -> k8s.h): a Deployment,
  * a Service, a ConfigMap and a Pod as the local control plane returned them
  * (data/kcr-gen/k8s/, saved with kubectl get -o json) decode to typed values
  * with $ref'd types, int32/int64, int-or-string and quantities, and encode back
