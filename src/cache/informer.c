@@ -12,12 +12,11 @@
  * contents without missing or repeating an event. Nothing in a pop runs user
  * code: the FIFO lock is held only for the store update and the appends. A
  * notification holds the compact object, shared by all handlers through a
- * lazy_t; the first listener to need the tree parses it, so objects no handler
- * asks for are never parsed.
+ * kcr__lazy_t, which the first listener to need the tree parses.
  *
- * Listeners (client-go's processorListener): one thread per handler, fed by an
- * unbounded buffer, calls the handler in order. A slow handler delays only its
- * own notifications; stopping drops what it has not been handed yet.
+ * Listeners (cache/listener.c): one thread per handler, fed by an unbounded
+ * buffer, calls the handler in order. The informer keeps them in a list under
+ * handlers_mu, appends to them and stops them.
  *
  * Read-your-own-writes: processed_rv is a resource version up to which every
  * change is in the store: the reflector's last known version (an event, a list or
@@ -30,9 +29,7 @@
  * received, a handler called, a relist decided); with a registry they also
  * bump kcr_informer_* counter series looked up once at create, and a collector
  * refreshes the gauges (versions, FIFO depth, backlog, time since the last
- * event) at scrape time. A listener counts a call only while it is still
- * registered, so a handler removed from inside itself never touches a freed
- * informer.
+ * event) at scrape time.
  *
  * Lock order: the metrics registry (a collector) -> FIFO -> handlers_mu -> store
  * -> a listener's mu; the metrics registry (a collector) -> mu (sync and
@@ -49,6 +46,7 @@
 #include <string.h>
 
 #include "cache/cobj.h"
+#include "cache/listener_internal.h"
 #include "cache/reflector_internal.h"
 #include "cache/store_internal.h"
 #include "kcr/informer.h"
@@ -57,44 +55,6 @@
 #include "util/alloc.h"
 
 #define DEFAULT_PAGE 500
-
-/* note: one notification waiting in a listener's buffer. */
-typedef enum { NOTE_ADD, NOTE_UPDATE, NOTE_DELETE } note_type;
-/* lazy: a compact object and, once a listener asked, its tree, shared by the
- * notifications of every handler for one change. */
-typedef struct lazy {
-  atomic_uint refs;
-  pthread_mutex_t mu;
-  kcr__cobj_t *cobj; /* own reference; immutable */
-  json_t *tree;      /* protected by mu: NULL until first asked for */
-} lazy_t;
-
-typedef struct note {
-  struct note *next;
-  note_type type;
-  bool initial;
-  lazy_t *old_obj; /* own reference (updates) */
-  lazy_t *obj;     /* own reference, NULL for a tombstone without a last state */
-  char *tombstone; /* own copy, or NULL */
-} note_t;
-
-/* handler: a registered kcr_event_handler and the listener thread that calls it. */
-typedef struct handler {
-  struct handler *next; /* protected by the informer's handlers_mu */
-  uint64_t id;          /* immutable */
-  kcr_event_handler h;  /* immutable */
-  pthread_t thread;
-  int thread_started; /* owner: set before the handler is linked */
-  pthread_mutex_t mu;
-  pthread_cond_t cond;
-  note_t *head, **tail; /* protected by mu: the buffer, oldest first */
-  size_t pending;       /* protected by mu */
-  size_t initial_left;  /* protected by mu: initial-list adds not yet handled */
-  int stopping;         /* protected by mu */
-  int detached;         /* protected by mu: removed from its own thread; it frees itself */
-  atomic_uint_fast64_t *deliveries; /* the informer's counter; touched only while registered */
-  kcr_metric_child_t *m_deliveries; /* immutable; NULL: no metrics */
-} handler_t;
 
 struct kcr_informer {
   char *group, *version, *plural, *kind, *ns, *label_selector, *field_selector;
@@ -106,8 +66,8 @@ struct kcr_informer {
   kcr__reflector_t refl; /* lists and watches into fifo; configured at create */
 
   pthread_mutex_t handlers_mu;
-  handler_t *handlers; /* protected by handlers_mu */
-  uint64_t next_id;    /* protected by handlers_mu */
+  kcr__listener_t *handlers; /* protected by handlers_mu */
+  uint64_t next_id;          /* protected by handlers_mu */
 
   pthread_t processor_thread;
   int started; /* owner thread */
@@ -171,189 +131,27 @@ static int default_transform(json_t *obj, void *data) {
 
 /* ---- processing ---- */
 
-/* lazy_new wraps a compact object (a new reference is taken); NULL without memory. */
-static lazy_t *lazy_new(kcr__cobj_t *cobj) {
-  lazy_t *l = kcr__malloc(sizeof(*l));
-  if (!l)
-    return NULL;
-  atomic_init(&l->refs, 1);
-  pthread_mutex_init(&l->mu, NULL);
-  l->cobj = kcr__cobj_ref(cobj);
-  l->tree = NULL;
-  return l;
-}
-
-static lazy_t *lazy_ref(lazy_t *l) {
-  if (l)
-    atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed);
-  return l;
-}
-
-static void lazy_unref(lazy_t *l) {
-  if (!l || atomic_fetch_sub_explicit(&l->refs, 1, memory_order_acq_rel) != 1)
-    return;
-  json_decref(l->tree);
-  kcr__cobj_unref(l->cobj);
-  pthread_mutex_destroy(&l->mu);
-  kcr__free(l);
-}
-
-/* lazy_tree returns the object's tree (borrowed from l), parsing it on first
- * use; NULL without memory. A listener's thread. */
-static json_t *lazy_tree(lazy_t *l) {
-  json_t *t;
-  pthread_mutex_lock(&l->mu);
-  if (!l->tree && kcr__cobj_parse(l->cobj, &l->tree) != 0)
-    l->tree = NULL;
-  t = l->tree;
-  pthread_mutex_unlock(&l->mu);
-  return t;
-}
-
-static void note_free(note_t *n) {
-  lazy_unref(n->old_obj);
-  lazy_unref(n->obj);
-  kcr__free(n->tombstone);
-  kcr__free(n);
-}
-
-/* handler_free drops a stopped listener's buffer and frees it. */
-static void handler_free(handler_t *h) {
-  while (h->head) {
-    note_t *n = h->head;
-    h->head = n->next;
-    note_free(n);
-  }
-  pthread_cond_destroy(&h->cond);
-  pthread_mutex_destroy(&h->mu);
-  kcr__free(h);
-}
-
-static void *listener_main(void *arg) {
-  handler_t *h = arg;
-  int detached;
-  pthread_mutex_lock(&h->mu);
-  for (;;) {
-    note_t *n;
-    while (!h->head && !h->stopping)
-      pthread_cond_wait(&h->cond, &h->mu);
-    if (h->stopping)
-      break;
-    n = h->head;
-    h->head = n->next;
-    if (!h->head)
-      h->tail = &h->head;
-    h->pending--;
-    pthread_mutex_unlock(&h->mu);
-    {
-      json_t *obj = n->obj ? lazy_tree(n->obj) : NULL;
-      json_t *old = n->old_obj ? lazy_tree(n->old_obj) : NULL;
-      if ((n->obj && !obj) || (n->old_obj && !old)) {
-        kcr_log(KCR_LOG_ERROR, "informer", "out of memory: a handler misses a notification");
-      } else {
-        switch (n->type) {
-        case NOTE_ADD:
-          if (h->h.on_add)
-            h->h.on_add(obj, n->initial, h->h.data);
-          break;
-        case NOTE_UPDATE:
-          if (h->h.on_update)
-            h->h.on_update(old, obj, h->h.data);
-          break;
-        case NOTE_DELETE:
-          if (h->h.on_delete)
-            h->h.on_delete(obj, n->tombstone, h->h.data);
-          break;
-        }
-      }
-    }
-    pthread_mutex_lock(&h->mu);
-    if (n->initial)
-      h->initial_left--;
-    if (!h->detached) { /* still registered: the informer is alive */
-      atomic_fetch_add(h->deliveries, 1);
-      kcr_metric_inc(h->m_deliveries);
-    }
-    pthread_mutex_unlock(&h->mu);
-    note_free(n);
-    pthread_mutex_lock(&h->mu);
-  }
-  detached = h->detached;
-  pthread_mutex_unlock(&h->mu);
-  if (detached)
-    handler_free(h); /* kcr_informer_remove_handler ran inside this handler */
-  return NULL;
-}
-
-/* handler_stop_free drops what the listener has not begun and joins its thread (the
- * current call, if any, finishes first). From the listener's own thread it only
- * marks it: the thread frees the handler as it leaves. */
-static void handler_stop_free(handler_t *h) {
-  pthread_mutex_lock(&h->mu);
-  h->stopping = 1;
-  pthread_cond_signal(&h->cond);
-  if (h->thread_started && pthread_equal(h->thread, pthread_self())) {
-    h->detached = 1;
-    pthread_mutex_unlock(&h->mu);
-    pthread_detach(h->thread);
-    return;
-  }
-  pthread_mutex_unlock(&h->mu);
-  if (h->thread_started)
-    pthread_join(h->thread, NULL);
-  handler_free(h);
-}
-
-/* notify appends one notification to h's buffer; steals nothing (it takes its
- * own references). Returns 0 or KCR_ENOMEM. */
-static int notify(handler_t *h, note_type type, bool initial, lazy_t *old_obj, lazy_t *obj,
-                  const char *tombstone) {
-  note_t *n;
-  if ((type == NOTE_ADD && !h->h.on_add) || (type == NOTE_UPDATE && !h->h.on_update) ||
-      (type == NOTE_DELETE && !h->h.on_delete))
-    return 0;
-  n = kcr__calloc(1, sizeof(*n));
-  if (!n)
-    return KCR_ENOMEM;
-  if (tombstone && !(n->tombstone = kcr__strdup(tombstone))) {
-    kcr__free(n);
-    return KCR_ENOMEM;
-  }
-  n->type = type;
-  n->initial = initial;
-  n->old_obj = lazy_ref(old_obj);
-  n->obj = lazy_ref(obj);
-  pthread_mutex_lock(&h->mu);
-  *h->tail = n;
-  h->tail = &n->next;
-  h->pending++;
-  if (initial)
-    h->initial_left++;
-  pthread_cond_signal(&h->cond);
-  pthread_mutex_unlock(&h->mu);
-  return 0;
-}
-
 /* distribute hands one change (compact objects, borrowed) to every listener.
  * handlers_mu held. */
-static void distribute(kcr_informer_t *inf, note_type type, bool initial, kcr__cobj_t *old_cobj,
-                       kcr__cobj_t *cobj, const char *key, const char *tombstone) {
-  lazy_t *old_obj = NULL, *obj = NULL;
+static void distribute(kcr_informer_t *inf, kcr__note_type type, bool initial,
+                       kcr__cobj_t *old_cobj, kcr__cobj_t *cobj, const char *key,
+                       const char *tombstone) {
+  kcr__lazy_t *old_obj = NULL, *obj = NULL;
   int nomem = 0;
   if (!inf->handlers)
     return;
-  if ((old_cobj && !(old_obj = lazy_new(old_cobj))) || (cobj && !(obj = lazy_new(cobj))))
+  if ((old_cobj && !(old_obj = kcr__lazy_new(old_cobj))) || (cobj && !(obj = kcr__lazy_new(cobj))))
     nomem = 1;
-  for (handler_t *h = inf->handlers; h; h = h->next)
-    if (nomem || notify(h, type, initial, old_obj, obj, tombstone) != 0)
+  for (kcr__listener_t *h = inf->handlers; h; h = h->next)
+    if (nomem || kcr__listener_notify(h, type, initial, old_obj, obj, tombstone) != 0)
       kcr_log(KCR_LOG_ERROR, "informer", "%s: out of memory: a handler misses the %s of %s",
               kind_name(inf),
-              type == NOTE_ADD      ? "add"
-              : type == NOTE_UPDATE ? "update"
-                                    : "delete",
+              type == KCR__NOTE_ADD      ? "add"
+              : type == KCR__NOTE_UPDATE ? "update"
+                                         : "delete",
               key);
-  lazy_unref(old_obj);
-  lazy_unref(obj);
+  kcr__lazy_unref(old_obj);
+  kcr__lazy_unref(obj);
 }
 
 /* process applies one key's deltas (compact objects) to the store and tells
@@ -372,15 +170,15 @@ static int process(const char *key, const kcr_delta *deltas, size_t n, bool init
     kcr_error_clear(&err);
     if (d->type == KCR_DELTA_DELETED) {
       kcr_store_delete_key(inf->store, d->tombstone_key ? d->tombstone_key : key);
-      distribute(inf, NOTE_DELETE, false, NULL, c, key, d->tombstone_key);
+      distribute(inf, KCR__NOTE_DELETE, false, NULL, c, key, d->tombstone_key);
       continue;
     }
     assert(c); /* everything the reflector queues is compact */
     rc = kcr__store_put(inf->store, c, &old, &err);
     if (rc == 0 && old)
-      distribute(inf, NOTE_UPDATE, false, old, c, key, NULL);
+      distribute(inf, KCR__NOTE_UPDATE, false, old, c, key, NULL);
     else if (rc == 0)
-      distribute(inf, NOTE_ADD, initial, NULL, c, key, NULL);
+      distribute(inf, KCR__NOTE_ADD, initial, NULL, c, key, NULL);
     kcr__cobj_unref(old);
     if (rc)
       kcr_log(KCR_LOG_ERROR, "informer", "%s: cannot store %s: %s", kind_name(inf), key,
@@ -433,10 +231,8 @@ static void count_listeners(kcr_informer_t *inf, uint64_t *backlog, uint64_t *ha
   *backlog = 0;
   *handlers = 0;
   pthread_mutex_lock(&inf->handlers_mu);
-  for (handler_t *h = inf->handlers; h; h = h->next) {
-    pthread_mutex_lock(&h->mu);
-    *backlog += h->pending;
-    pthread_mutex_unlock(&h->mu);
+  for (kcr__listener_t *h = inf->handlers; h; h = h->next) {
+    *backlog += kcr__listener_pending(h);
     (*handlers)++;
   }
   pthread_mutex_unlock(&inf->handlers_mu);
@@ -651,40 +447,31 @@ fail:
 
 int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, uint64_t *id,
                              kcr_error_t *err) {
-  handler_t *n = kcr__calloc(1, sizeof(*n)), **tail;
+  kcr__listener_t *n, **tail;
   kcr__cobj_t **existing = NULL;
   size_t count = 0;
-  int rc;
+  int rc = kcr__listener_start(h, &inf->deliveries, inf->m_deliveries, &n);
 
-  if (!n)
+  if (rc == KCR_ENOMEM)
     return kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
-  n->h = *h;
-  n->tail = &n->head;
-  n->deliveries = &inf->deliveries;
-  n->m_deliveries = inf->m_deliveries;
-  pthread_mutex_init(&n->mu, NULL);
-  pthread_cond_init(&n->cond, NULL);
-  if (pthread_create(&n->thread, NULL, listener_main, n) != 0) {
-    handler_stop_free(n);
+  if (rc)
     return kcr_error_set(err, KCR_ESYS, "informer %s: cannot start a handler's thread",
                          kind_name(inf));
-  }
-  n->thread_started = 1;
   pthread_mutex_lock(&inf->handlers_mu);
   /* Under handlers_mu no delta is being applied: the store is consistent with
    * everything the other handlers have been handed. */
   rc = kcr__store_list_compact(inf->store, &existing, &count);
   for (size_t i = 0; i < count; i++) {
-    lazy_t *l = rc == 0 ? lazy_new(existing[i]) : NULL;
-    if (rc == 0 && (!l || (rc = notify(n, NOTE_ADD, true, NULL, l, NULL)) != 0))
+    kcr__lazy_t *l = rc == 0 ? kcr__lazy_new(existing[i]) : NULL;
+    if (rc == 0 && (!l || (rc = kcr__listener_notify(n, KCR__NOTE_ADD, true, NULL, l, NULL)) != 0))
       rc = KCR_ENOMEM;
-    lazy_unref(l);
+    kcr__lazy_unref(l);
     kcr__cobj_unref(existing[i]);
   }
   kcr__free(existing);
   if (rc) {
     pthread_mutex_unlock(&inf->handlers_mu);
-    handler_stop_free(n);
+    kcr__listener_stop_free(n);
     return kcr_error_set(err, rc, "informer %s: cannot hand the cached objects to a new handler",
                          kind_name(inf));
   }
@@ -699,7 +486,7 @@ int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, ui
 }
 
 void kcr_informer_remove_handler(kcr_informer_t *inf, uint64_t id) {
-  handler_t **pp, *dead = NULL;
+  kcr__listener_t **pp, *dead = NULL;
   pthread_mutex_lock(&inf->handlers_mu);
   for (pp = &inf->handlers; *pp; pp = &(*pp)->next)
     if ((*pp)->id == id) {
@@ -709,7 +496,7 @@ void kcr_informer_remove_handler(kcr_informer_t *inf, uint64_t id) {
     }
   pthread_mutex_unlock(&inf->handlers_mu);
   if (dead)
-    handler_stop_free(dead); /* waits out a call in progress */
+    kcr__listener_stop_free(dead); /* waits out a call in progress */
 }
 
 bool kcr_informer_handler_has_synced(kcr_informer_t *inf, uint64_t id) {
@@ -717,11 +504,9 @@ bool kcr_informer_handler_has_synced(kcr_informer_t *inf, uint64_t id) {
   if (!kcr_informer_has_synced(inf))
     return false;
   pthread_mutex_lock(&inf->handlers_mu);
-  for (handler_t *h = inf->handlers; h; h = h->next)
+  for (kcr__listener_t *h = inf->handlers; h; h = h->next)
     if (h->id == id) {
-      pthread_mutex_lock(&h->mu);
-      synced = h->initial_left == 0;
-      pthread_mutex_unlock(&h->mu);
+      synced = kcr__listener_synced(h);
       break;
     }
   pthread_mutex_unlock(&inf->handlers_mu);
@@ -743,7 +528,7 @@ int kcr_informer_start(kcr_informer_t *inf, kcr_error_t *err) {
 }
 
 void kcr_informer_stop(kcr_informer_t *inf) {
-  handler_t *handlers;
+  kcr__listener_t *handlers;
   if (!inf->started || inf->stopped)
     return;
   inf->stopped = 1;
@@ -760,9 +545,9 @@ void kcr_informer_stop(kcr_informer_t *inf) {
   inf->handlers = NULL;
   pthread_mutex_unlock(&inf->handlers_mu);
   while (handlers) {
-    handler_t *h = handlers;
+    kcr__listener_t *h = handlers;
     handlers = h->next;
-    handler_stop_free(h);
+    kcr__listener_stop_free(h);
   }
 }
 
@@ -772,9 +557,9 @@ void kcr_informer_destroy(kcr_informer_t *inf) {
   kcr_informer_stop(inf);
   kcr_metrics_unregister_collector(inf->registry, inf->collector);
   while (inf->handlers) { /* never started: the listeners still run */
-    handler_t *h = inf->handlers;
+    kcr__listener_t *h = inf->handlers;
     inf->handlers = h->next;
-    handler_stop_free(h);
+    kcr__listener_stop_free(h);
   }
   kcr_delta_fifo_destroy(inf->fifo);
   kcr_store_destroy(inf->store);
