@@ -1,26 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * informer.c: the shared informer and its reflector.
+ * informer.c: the shared informer.
  *
- * Reflector (its own thread, client-go's ListAndWatch): list in pages of 500 into
- * one array and Replace the FIFO with it; then watch from the list's resource
- * version with bookmarks and a random timeout in [300, 600] s. The loop thread
- * only receives a watch's bytes; this thread decodes them (kcr_watch_run), runs
- * the transform and queues each event into the FIFO, so neither the JSON parse
- * nor a user's transform ever runs on the loop. When a watch ends the reflector
- * decides: a normal end (the server's timeout) re-watches at once from the last
- * resource version; a 410 (too old) relists from scratch; a connection failure,
- * an idle (half-open) connection or a 429 backs off (800 ms doubling to 30 s,
- * jittered, reset after 2 minutes without trouble) and re-watches from the last
- * version; any other failure backs off and relists. A 410 on a list's continue
- * token restarts the list without one.
- *
- * No tree on the way in: what the FIFO and the store hold are compact objects
- * (cache/cobj.h), made once per object on this thread. With the default
- * transform a watch line is scanned straight into one (on_watch_line, the
- * decoder's line hook: no tree at all); a list page, or any object under a
- * custom transform, is parsed, transformed and dumped. The streaming list and Replace therefore
- * hold only compact forms.
+ * Reflector (its own thread, cache/reflector.c): lists and watches the
+ * resource into the FIFO as compact objects (cache/cobj.h). The informer owns
+ * it: configures, starts and stops it, and reads its state and counters.
  *
  * Processing (its own thread): pops the FIFO; each delta updates the store and
  * becomes a notification appended to every listener's buffer, under the
@@ -28,12 +12,11 @@
  * contents without missing or repeating an event. Nothing in a pop runs user
  * code: the FIFO lock is held only for the store update and the appends. A
  * notification holds the compact object, shared by all handlers through a
- * lazy_t; the first listener to need the tree parses it, so objects no handler
- * asks for are never parsed.
+ * kcr__lazy_t, which the first listener to need the tree parses.
  *
- * Listeners (client-go's processorListener): one thread per handler, fed by an
- * unbounded buffer, calls the handler in order. A slow handler delays only its
- * own notifications; stopping drops what it has not been handed yet.
+ * Listeners (cache/listener.c): one thread per handler, fed by an unbounded
+ * buffer, calls the handler in order. The informer keeps them in a list under
+ * handlers_mu, appends to them and stops them.
  *
  * Read-your-own-writes: processed_rv is a resource version up to which every
  * change is in the store: the reflector's last known version (an event, a list or
@@ -46,13 +29,13 @@
  * received, a handler called, a relist decided); with a registry they also
  * bump kcr_informer_* counter series looked up once at create, and a collector
  * refreshes the gauges (versions, FIFO depth, backlog, time since the last
- * event) at scrape time. A listener counts a call only while it is still
- * registered, so a handler removed from inside itself never touches a freed
- * informer.
+ * event) at scrape time.
  *
  * Lock order: the metrics registry (a collector) -> FIFO -> handlers_mu -> store
- * -> a listener's mu; mu (reflector
- * state) is held only to take a watch's own mutex (kcr_watch_stop), never another.
+ * -> a listener's mu; the metrics registry (a collector) -> mu (sync and
+ * read-your-own-writes state), which is held with no other lock of the
+ * informer's. The reflector's own mu is held only to take a watch's own mutex
+ * (kcr_watch_stop), never another.
  */
 #include <assert.h>
 #include <inttypes.h>
@@ -63,117 +46,48 @@
 #include <string.h>
 
 #include "cache/cobj.h"
+#include "cache/listener_internal.h"
+#include "cache/reflector_internal.h"
 #include "cache/store_internal.h"
-#include "client/watch_internal.h"
-#include "kcr/apierror.h"
-#include "kcr/backoff.h"
 #include "kcr/informer.h"
 #include "kcr/log.h"
 #include "kcr/meta.h"
-#include "kcr/rand.h"
 #include "util/alloc.h"
-#include "util/jscan.h"
 
 #define DEFAULT_PAGE 500
-#define RV_MAX 64
-
-/* note: one notification waiting in a listener's buffer. */
-typedef enum { NOTE_ADD, NOTE_UPDATE, NOTE_DELETE } note_type;
-/* lazy: a compact object and, once a listener asked, its tree, shared by the
- * notifications of every handler for one change. */
-typedef struct lazy {
-  atomic_uint refs;
-  pthread_mutex_t mu;
-  kcr__cobj_t *cobj; /* own reference; immutable */
-  json_t *tree;      /* protected by mu: NULL until first asked for */
-} lazy_t;
-
-typedef struct note {
-  struct note *next;
-  note_type type;
-  bool initial;
-  lazy_t *old_obj; /* own reference (updates) */
-  lazy_t *obj;     /* own reference, NULL for a tombstone without a last state */
-  char *tombstone; /* own copy, or NULL */
-} note_t;
-
-/* handler: a registered kcr_event_handler and the listener thread that calls it. */
-typedef struct handler {
-  struct handler *next; /* protected by the informer's handlers_mu */
-  uint64_t id;          /* immutable */
-  kcr_event_handler h;  /* immutable */
-  pthread_t thread;
-  int thread_started; /* owner: set before the handler is linked */
-  pthread_mutex_t mu;
-  pthread_cond_t cond;
-  note_t *head, **tail; /* protected by mu: the buffer, oldest first */
-  size_t pending;       /* protected by mu */
-  size_t initial_left;  /* protected by mu: initial-list adds not yet handled */
-  int stopping;         /* protected by mu */
-  int detached;         /* protected by mu: removed from its own thread; it frees itself */
-  atomic_uint_fast64_t *deliveries; /* the informer's counter; touched only while registered */
-  kcr_metric_child_t *m_deliveries; /* immutable; NULL: no metrics */
-} handler_t;
 
 struct kcr_informer {
-  kcr_client_t *client;
-  kcr_gvr resource; /* strings below */
   char *group, *version, *plural, *kind, *ns, *label_selector, *field_selector;
   int64_t resync_ns;
-  long page_size;
-  long min_timeout_s, max_timeout_s;
-  int64_t idle_ns;
   kcr_clock_t *clock;
-  kcr_transform_fn transform; /* reflector thread: runs before the FIFO sees an object */
-  void *transform_data;
-  bool scan_watch;   /* immutable: the default transform, done by the scanner */
-  kcr_buf_t scratch; /* reflector thread: the scanner's output, dumped trees */
 
   kcr_store_t *store;
   kcr_delta_fifo_t *fifo;
+  kcr__reflector_t refl; /* lists and watches into fifo; configured at create */
 
   pthread_mutex_t handlers_mu;
-  handler_t *handlers; /* protected by handlers_mu */
-  uint64_t next_id;    /* protected by handlers_mu */
+  kcr__listener_t *handlers; /* protected by handlers_mu */
+  uint64_t next_id;          /* protected by handlers_mu */
 
-  pthread_t reflector_thread, processor_thread;
+  pthread_t processor_thread;
   int started; /* owner thread */
   int stopped; /* owner thread */
 
   pthread_mutex_t mu;
   pthread_cond_t cond;
-  int stopping;           /* protected by mu */
-  char last_rv[RV_MAX];   /* protected by mu: the reflector's last known version */
-  kcr_watch_t *watch;     /* protected by mu: the running watch */
-  kcr_error_t watch_err;  /* protected by mu */
-  int watch_gone;         /* protected by mu: a 410 ERROR event arrived */
-  kcr_error_t last_error; /* protected by mu: the reflector's latest failure */
-  kcr_cancel_t *cancel;   /* fired on stop: aborts a list in flight */
-  uint64_t processed_rv;  /* protected by mu */
-  uint64_t lag_probe_rv;  /* protected by mu: a bookmark's version, 0: none pending */
-  int64_t lag_probe_ns;   /* protected by mu: when that bookmark was received */
-  int stream_enabled;     /* reflector thread: use the streaming list */
-  int streaming;          /* protected by mu: the watch is delivering its initial events */
-  json_t
-      *stream_items; /* reflector thread while streaming: its events' slots (kcr__cobj_collapse) */
-  atomic_uint_fast64_t streams;
-  atomic_uint_fast64_t reused;  /* listed objects kept as stored (reuse_stored) */
-  atomic_uint_fast64_t scanned; /* watch objects that came as compact objects */
-  int synced;                   /* protected by mu */
+  int stopping;          /* protected by mu */
+  uint64_t processed_rv; /* protected by mu */
+  uint64_t lag_probe_rv; /* protected by mu: a bookmark's version, 0: none pending */
+  int64_t lag_probe_ns;  /* protected by mu: when that bookmark was received */
+  int synced;            /* protected by mu */
 
-  atomic_uint_fast64_t lists, watches, watch_errors, events;
-
-  /* diagnostics (kcr_informer_stats) */
-  atomic_uint_fast64_t received[5]; /* by kcr_watch_event_type - 1 */
+  /* diagnostics (kcr_informer_stats; the reflector's counters are in refl) */
   atomic_uint_fast64_t deliveries;
-  atomic_uint_fast64_t relists[KCR_INFORMER_RELIST_REASONS];
-  atomic_uint_fast64_t last_seen_rv;
-  atomic_int_fast64_t last_event_ns; /* informer's clock; 0 until started */
-  atomic_int_fast64_t watch_lag_ns;  /* bookmark received -> store past it; -1: none yet */
+  atomic_int_fast64_t watch_lag_ns; /* bookmark received -> store past it; -1: none yet */
   /* metrics: children of the registry's families (immutable; NULL without) */
   kcr_metrics_registry_t *registry;   /* borrowed */
   kcr_metrics_collector_t *collector; /* refreshes the gauges */
-  kcr_metric_child_t *m_received[5], *m_deliveries, *m_relists[KCR_INFORMER_RELIST_REASONS];
+  kcr_metric_child_t *m_deliveries;
   kcr_metric_child_t *m_seen_rv, *m_processed_rv, *m_depth, *m_since, *m_backlog;
   kcr_metric_child_t *m_lag;
 };
@@ -184,15 +98,6 @@ static char *dup_opt(const char *s) {
   return s && *s ? kcr__strdup(s) : NULL;
 }
 
-static uint64_t parse_rv(const char *rv) {
-  char *end;
-  unsigned long long v;
-  if (!rv || !*rv)
-    return 0;
-  v = strtoull(rv, &end, 10);
-  return *end ? 0 : (uint64_t)v;
-}
-
 static const char *kind_name(kcr_informer_t *inf) {
   return inf->kind ? inf->kind : inf->plural;
 }
@@ -201,21 +106,6 @@ static const char *const relist_names[KCR_INFORMER_RELIST_REASONS] = {"gone", "e
 
 const char *kcr_informer_relist_reason_name(kcr_informer_relist_reason r) {
   return (unsigned)r < KCR_INFORMER_RELIST_REASONS ? relist_names[r] : "unknown";
-}
-
-/* count_relist notes that the reflector will list again, and why. */
-static void count_relist(kcr_informer_t *inf, kcr_informer_relist_reason r) {
-  atomic_fetch_add(&inf->relists[r], 1);
-  kcr_metric_inc(inf->m_relists[r]);
-}
-
-/* relist_reason classifies the failure that makes the reflector list again. */
-static kcr_informer_relist_reason relist_reason(int code, const kcr_error_t *err) {
-  if (code == KCR_EAPI && kcr_error_is_gone(err))
-    return KCR_INFORMER_RELIST_GONE;
-  if (code == KCR_ETIMEDOUT)
-    return KCR_INFORMER_RELIST_TIMEOUT;
-  return KCR_INFORMER_RELIST_ERROR;
 }
 
 /* raise_processed also closes a pending bookmark probe: the watch-to-store
@@ -239,736 +129,29 @@ static int default_transform(json_t *obj, void *data) {
   return kcr_meta_strip_managed_fields(obj);
 }
 
-/* trim_scratch frees the scratch buffer after one huge object, so that it
- * does not pin its size. */
-static void trim_scratch(kcr_informer_t *inf) {
-  if (inf->scratch.cap > (size_t)256 * 1024)
-    kcr_buf_free(&inf->scratch);
-}
-
-/* to_compact makes *out, the compact object of tree (stolen: released on every
- * path); returns 0 or a kcr_err (*out NULL). */
-static int to_compact(kcr_informer_t *inf, json_t *tree, kcr__cobj_t **out) {
-  int rc = kcr__cobj_from_tree(tree, &inf->scratch, out);
-  json_decref(tree);
-  trim_scratch(inf);
-  return rc;
-}
-
-/*
- * reuse_stored takes a listed compact object (steals cobj) and returns the one
- * the store holds under key when that is at the same resourceVersion (a new
- * reference; cobj is released), else cobj. A relist mostly lists objects the
- * store already has: keeping the stored ones and dropping each listed copy as
- * it arrives makes a relist's peak the store plus what changed, not twice the
- * store, and the Replace that follows shares the objects. Reflector thread.
- */
-static kcr__cobj_t *reuse_stored(kcr_informer_t *inf, const char *key, kcr__cobj_t *cobj) {
-  kcr__cobj_t *stored = NULL;
-  const char *rv = kcr__cobj_rv(cobj);
-  if (!rv[0] || kcr__store_get_compact(inf->store, key, &stored) != 0)
-    return cobj;
-  if (stored != cobj && strcmp(kcr__cobj_rv(stored), rv) == 0) {
-    kcr__cobj_unref(cobj);
-    atomic_fetch_add(&inf->reused, 1);
-    return stored;
-  }
-  kcr__cobj_unref(stored);
-  return cobj;
-}
-
-/* sleep_or_stop waits ns on the informer's clock; returns 1 when stopping. */
-static int sleep_or_stop(kcr_informer_t *inf, int64_t ns) {
-  int64_t deadline = kcr_clock_now(inf->clock) + ns;
-  int stopping;
-  pthread_mutex_lock(&inf->mu);
-  while (!inf->stopping &&
-         kcr_clock_timedwait(inf->clock, &inf->cond, &inf->mu, deadline) != KCR_ETIMEDOUT)
-    ;
-  stopping = inf->stopping;
-  pthread_mutex_unlock(&inf->mu);
-  return stopping;
-}
-
-static int is_stopping(kcr_informer_t *inf) {
-  int s;
-  pthread_mutex_lock(&inf->mu);
-  s = inf->stopping;
-  pthread_mutex_unlock(&inf->mu);
-  return s;
-}
-
-static void set_last_error(kcr_informer_t *inf, const kcr_error_t *err) {
-  pthread_mutex_lock(&inf->mu);
-  inf->last_error = *err;
-  pthread_mutex_unlock(&inf->mu);
-}
-
-/* ---- list ---- */
-
-/* fill_kind gives list items the kind and apiVersion the list implies (a list's
- * items omit them; watch events carry them). */
-static void fill_kind(json_t *list, json_t *item) {
-  const char *lk = json_string_value(json_object_get(list, "kind"));
-  const char *av = json_string_value(json_object_get(list, "apiVersion"));
-  size_t n = lk ? strlen(lk) : 0;
-  if (!json_object_get(item, "kind") && n > 4 && strcmp(lk + n - 4, "List") == 0)
-    json_object_set_new(item, "kind", json_stringn(lk, n - 4));
-  if (!json_object_get(item, "apiVersion") && av)
-    json_object_set_new(item, "apiVersion", json_string(av));
-}
-
-/* do_list lists everything (paged) and replaces the FIFO's contents with it. */
-static int do_list(kcr_informer_t *inf, kcr_error_t *err) {
-  json_t *all = json_array(), *page = NULL;
-  kcr_request_options o;
-  char cont[4096] = "", rv[RV_MAX] = "", key[KCR_META_KEY_MAX];
-  int rc = 0;
-
-  if (!all)
-    return kcr_error_set(err, KCR_ENOMEM, "list %s: out of memory", inf->plural);
-  for (;;) {
-    const char *next, *prv;
-    size_t i;
-    json_t *item;
-    memset(&o, 0, sizeof(o));
-    o.label_selector = inf->label_selector;
-    o.field_selector = inf->field_selector;
-    o.limit = inf->page_size;
-    o.continue_token = cont[0] ? cont : NULL;
-    o.cancel = inf->cancel;
-    rc = kcr_client_list(inf->client, &inf->resource, inf->ns, &o, &page, err);
-    if (rc == KCR_EAPI && cont[0] && kcr_error_is_gone(err)) {
-      /* The continue token expired (compaction): start over with a full list. */
-      kcr_log(KCR_LOG_INFO, "reflector", "%s: list continue token expired, listing again",
-              kind_name(inf));
-      kcr_error_clear(err);
-      count_relist(inf, KCR_INFORMER_RELIST_GONE);
-      json_array_clear(all);
-      cont[0] = '\0';
-      rv[0] = '\0'; /* the new list has a version of its own */
-      continue;
-    }
-    if (rc)
-      break;
-    prv = json_string_value(json_object_get(json_object_get(page, "metadata"), "resourceVersion"));
-    if (!rv[0] && prv)
-      snprintf(rv, sizeof(rv), "%s", prv);
-    json_array_foreach(json_object_get(page, "items"), i, item) {
-      kcr__cobj_t *c;
-      fill_kind(page, item);
-      if ((rc = inf->transform(item, inf->transform_data)) != 0) {
-        kcr_error_set(err, rc, "list %s: the transform refused an item: %s", inf->plural,
-                      kcr_strerror(rc));
-        break;
-      }
-      if ((rc = to_compact(inf, json_incref(item), &c)) != 0) {
-        kcr_error_set(err, rc, "list %s: cannot store an item: %s", inf->plural, kcr_strerror(rc));
-        break;
-      }
-      if (kcr__cobj_key(c, key, sizeof(key)) == 0)
-        c = reuse_stored(inf, key, c);
-      if (json_array_append_new(all, kcr__cobj_slot(c)) != 0) {
-        rc = kcr_error_set(err, KCR_ENOMEM, "list %s: out of memory", inf->plural);
-        break;
-      }
-    }
-    next = json_string_value(json_object_get(json_object_get(page, "metadata"), "continue"));
-    snprintf(cont, sizeof(cont), "%s", next ? next : "");
-    json_decref(page);
-    page = NULL;
-    if (rc || !cont[0])
-      break;
-  }
-  if (rc == 0)
-    rc = kcr_delta_fifo_replace_new(inf->fifo, all, rv, err); /* steals all */
-  else
-    json_decref(all);
-  if (rc == 0) {
-    pthread_mutex_lock(&inf->mu);
-    snprintf(inf->last_rv, sizeof(inf->last_rv), "%s", rv);
-    pthread_mutex_unlock(&inf->mu);
-    atomic_fetch_add(&inf->lists, 1);
-    kcr_log(KCR_LOG_DEBUG, "reflector", "%s: listed at resourceVersion %s", kind_name(inf), rv);
-  }
-  return rc;
-}
-
-/* ---- watch ---- */
-
-static void note_drained(kcr_informer_t *inf);
-
-/*
- * begin_event does what every watch event does first: count it, note the last
- * version seen and when. Returns whether the watch is still streaming its
- * initial list. Reflector thread.
- */
-static int begin_event(kcr_informer_t *inf, kcr_watch_event_type type, const char *rv) {
-  int streaming;
-  if (type >= KCR_WATCH_ADDED && type <= KCR_WATCH_ERROR) {
-    atomic_fetch_add(&inf->received[type - 1], 1);
-    kcr_metric_inc(inf->m_received[type - 1]);
-  }
-  if (type != KCR_WATCH_ERROR && parse_rv(rv))
-    atomic_store(&inf->last_seen_rv, parse_rv(rv));
-  atomic_store(&inf->last_event_ns, kcr_clock_now(inf->clock));
-  pthread_mutex_lock(&inf->mu);
-  streaming = inf->streaming;
-  pthread_mutex_unlock(&inf->mu);
-  return streaming;
-}
-
-/* end_event records a queued object's or a bookmark's version as the last one
- * (rc 0), or logs why it could not be queued; returns rc. */
-static int end_event(kcr_informer_t *inf, kcr_watch_event_type type, const char *rv, int rc,
-                     const kcr_error_t *err) {
-  if (rc == 0 && *rv) {
-    pthread_mutex_lock(&inf->mu);
-    snprintf(inf->last_rv, sizeof(inf->last_rv), "%s", rv);
-    if (type == KCR_WATCH_BOOKMARK && !inf->lag_probe_rv && parse_rv(rv)) {
-      inf->lag_probe_rv = parse_rv(rv);
-      inf->lag_probe_ns = kcr_clock_now(inf->clock);
-    }
-    pthread_mutex_unlock(&inf->mu);
-    if (type == KCR_WATCH_BOOKMARK)
-      note_drained(inf); /* an idle FIFO is past the bookmark at once */
-  }
-  if (rc == 0 && type != KCR_WATCH_BOOKMARK)
-    atomic_fetch_add(&inf->events, 1);
-  if (rc)
-    kcr_log(KCR_LOG_ERROR, "reflector", "%s: cannot queue a watch event: %s", kind_name(inf),
-            err->message);
-  return rc;
-}
-
-/*
- * A streaming list (watch with sendInitialEvents) first sends the current
- * state: its object events collect in a private array of slots until the
- * bookmark annotated k8s.io/initial-events-end, which turns them
- * (kcr__cobj_collapse: a key's last object, deletions applied) into one
- * Replace, exactly what a paged list would have done; the same watch then goes
- * on as a normal one. Reflector thread (inside kcr_watch_run).
- */
-
-/* stream_object collects one object event of the initial phase (c stolen). */
-static int stream_object(kcr_informer_t *inf, kcr_watch_event_type type, kcr__cobj_t *c) {
-  char key[KCR_META_KEY_MAX];
-  int rc;
-  if (kcr__cobj_key(c, key, sizeof(key)) != 0) {
-    kcr_log(KCR_LOG_ERROR, "reflector", "%s: a streamed %s event has no name", kind_name(inf),
-            kcr_watch_event_type_name(type));
-    kcr__cobj_unref(c);
-    return KCR_EPROTO;
-  }
-  /* In arrival order, a deletion marked by a null before it; no allocation per
-   * object. An object at the version stored: keep the stored one. */
-  if (type == KCR_WATCH_DELETED && json_array_append_new(inf->stream_items, json_null())) {
-    kcr__cobj_unref(c);
-    rc = KCR_ENOMEM;
-  } else {
-    if (type != KCR_WATCH_DELETED)
-      c = reuse_stored(inf, key, c);
-    rc = json_array_append_new(inf->stream_items, kcr__cobj_slot(c)) ? KCR_ENOMEM : 0;
-  }
-  if (rc)
-    kcr_log(KCR_LOG_ERROR, "reflector", "%s: out of memory collecting a streamed list",
-            kind_name(inf));
-  return rc;
-}
-
-/* stream_bookmark ends the initial phase at the initial-events-end bookmark
- * (borrowed) at rv; other bookmarks are ignored while streaming. */
-static int stream_bookmark(kcr_informer_t *inf, const json_t *bookmark, const char *rv) {
-  const char *end = kcr_meta_annotation(bookmark, "k8s.io/initial-events-end");
-  json_t *items;
-  kcr_error_t err;
-  int rc;
-
-  if (!end || strcmp(end, "true") != 0)
-    return 0;
-  if ((rc = kcr__cobj_collapse(inf->stream_items, &items)) != 0)
-    return rc;
-  /* Freed now: it would otherwise stay until this watch ends. Not used again
-   * once streaming is 0. */
-  json_decref(inf->stream_items);
-  inf->stream_items = NULL;
-  kcr_error_clear(&err);
-  rc = kcr_delta_fifo_replace_new(inf->fifo, items, rv, &err); /* steals items */
-  if (rc) {
-    kcr_log(KCR_LOG_ERROR, "reflector", "%s: cannot store the streamed list: %s", kind_name(inf),
-            err.message);
-    return rc;
-  }
-  pthread_mutex_lock(&inf->mu);
-  inf->streaming = 0;
-  snprintf(inf->last_rv, sizeof(inf->last_rv), "%s", rv);
-  pthread_mutex_unlock(&inf->mu);
-  atomic_fetch_add(&inf->streams, 1);
-  atomic_fetch_add(&inf->lists, 1);
-  kcr_log(KCR_LOG_DEBUG, "reflector", "%s: streamed list complete at resourceVersion %s",
-          kind_name(inf), rv);
-  return 0;
-}
-
-/* queue_object queues an ADDED, MODIFIED or DELETED event's compact object
- * (stolen) at rv, after begin_event said whether the watch is streaming. */
-static int queue_object(kcr_informer_t *inf, kcr_watch_event_type type, kcr__cobj_t *c,
-                        int streaming, const char *rv) {
-  kcr_error_t err;
-  int rc;
-  if (streaming)
-    return stream_object(inf, type, c);
-  kcr_error_clear(&err);
-  if (type == KCR_WATCH_ADDED)
-    rc = kcr_delta_fifo_add_new(inf->fifo, kcr__cobj_slot(c), &err);
-  else if (type == KCR_WATCH_MODIFIED)
-    rc = kcr_delta_fifo_update_new(inf->fifo, kcr__cobj_slot(c), &err);
-  else
-    rc = kcr_delta_fifo_delete_new(inf->fifo, kcr__cobj_slot(c), &err);
-  return end_event(inf, type, rv, rc, &err);
-}
-
-/* object_event_type parses the event types that carry an object, 0 otherwise. */
-static kcr_watch_event_type object_event_type(const char *type) {
-  if (strcmp(type, "ADDED") == 0)
-    return KCR_WATCH_ADDED;
-  if (strcmp(type, "MODIFIED") == 0)
-    return KCR_WATCH_MODIFIED;
-  if (strcmp(type, "DELETED") == 0)
-    return KCR_WATCH_DELETED;
-  return 0;
-}
-
-/*
- * on_watch_line is the decoder's line hook (with the default transform): an
- * ADDED, MODIFIED or DELETED line the scanner accepts, whose object has a name,
- * becomes a compact object with no tree built (1: taken). Every other line is
- * left to the decoder (0), which parses it and reports its errors as jansson
- * sees them; on_watch_event then gets it.
- */
-static int on_watch_line(const char *line, size_t len, void *data) {
-  kcr_informer_t *inf = data;
-  kcr__scan_meta_t meta;
-  kcr_watch_event_type t;
-  kcr__cobj_t *c;
-  char type[16];
-  int rc;
-
-  kcr_buf_reset(&inf->scratch);
-  rc = kcr__scan_event(line, len, type, sizeof(type), &inf->scratch, &meta);
-  t = rc == 0 ? object_event_type(type) : 0;
-  if (!t || !meta.name[0]) {
-    trim_scratch(inf);
-    return rc == KCR_ENOMEM ? rc : 0;
-  }
-  rc = kcr__cobj_from_buf(&inf->scratch, 0, &meta, &c);
-  trim_scratch(inf);
-  if (rc)
-    return rc == KCR_ENOMEM ? rc : 0;
-  atomic_fetch_add(&inf->scanned, 1);
-  rc = queue_object(inf, t, c, begin_event(inf, t, meta.rv), meta.rv);
-  return rc ? rc : 1;
-}
-
-/* on_watch_event handles the events the line hook left to the decoder: objects
- * under a custom transform or that the scanner refused, bookmarks and errors.
- * Reflector thread. */
-static int on_watch_event(const kcr_watch_event *ev, void *data) {
-  kcr_informer_t *inf = data;
-  const char *v = kcr_meta_resource_version(ev->object);
-  kcr_error_t err;
-  kcr__cobj_t *c;
-  char rv[RV_MAX];
-  int rc, streaming;
-
-  snprintf(rv, sizeof(rv), "%s", v ? v : ""); /* before anything takes the object */
-  streaming = begin_event(inf, ev->type, rv);
-  switch (ev->type) {
-  case KCR_WATCH_ADDED:
-  case KCR_WATCH_MODIFIED:
-  case KCR_WATCH_DELETED:
-    if ((rc = inf->transform(ev->object, inf->transform_data)) != 0) {
-      kcr_log(KCR_LOG_ERROR, "reflector", "%s: the transform refused a watch event: %s",
-              kind_name(inf), kcr_strerror(rc));
-      json_decref(ev->object);
-      return rc;
-    }
-    if ((rc = to_compact(inf, ev->object, &c)) != 0) {
-      kcr_log(KCR_LOG_ERROR, "reflector", "%s: cannot queue a watch event: %s", kind_name(inf),
-              kcr_strerror(rc));
-      return rc;
-    }
-    return queue_object(inf, ev->type, c, streaming, rv);
-  case KCR_WATCH_BOOKMARK:
-    rc = streaming ? stream_bookmark(inf, ev->object, rv) : 0;
-    json_decref(ev->object);
-    if (streaming)
-      return rc;
-    kcr_error_clear(&err);
-    return end_event(inf, ev->type, rv, 0, &err);
-  case KCR_WATCH_ERROR:
-  default:
-    pthread_mutex_lock(&inf->mu);
-    inf->watch_err = *ev->error;
-    inf->watch_gone = kcr_error_is_gone(ev->error);
-    pthread_mutex_unlock(&inf->mu);
-    json_decref(ev->object);
-    return KCR_EAPI;
-  }
-}
-
-typedef enum { NEXT_WATCH, NEXT_BACKOFF_WATCH, NEXT_RELIST } next_t;
-
-/*
- * watch_once runs one watch to its end and says what to do next. With stream, the
- * watch first streams the current state (sendInitialEvents) in place of a list;
- * *streamed tells whether that initial phase completed.
- */
-static next_t watch_once(kcr_informer_t *inf, int stream, int *streamed) {
-  kcr_watch_options o;
-  kcr_watch_t *w = NULL;
-  kcr_error_t err;
-  char rv[RV_MAX];
-  uint64_t r = kcr_rand_seed();
-  long span = inf->max_timeout_s - inf->min_timeout_s;
-  int code, gone, rc;
-
-  pthread_mutex_lock(&inf->mu);
-  snprintf(rv, sizeof(rv), "%s", inf->last_rv);
-  inf->watch_gone = 0;
-  inf->streaming = stream;
-  kcr_error_clear(&inf->watch_err);
-  pthread_mutex_unlock(&inf->mu);
-  *streamed = 0;
-  if (stream) {
-    json_decref(inf->stream_items);
-    inf->stream_items = json_array();
-    if (!inf->stream_items)
-      return NEXT_BACKOFF_WATCH;
-  }
-
-  memset(&o, 0, sizeof(o));
-  o.label_selector = inf->label_selector;
-  o.field_selector = inf->field_selector;
-  o.resource_version = rv;
-  o.allow_bookmarks = 1;
-  o.idle_timeout_ns = inf->idle_ns;
-  if (stream) {
-    o.send_initial_events = 1;
-    o.resource_version_match = "NotOlderThan";
-  }
-  o.timeout_seconds = inf->min_timeout_s + (span > 0 ? (long)(r % (uint64_t)(span + 1)) : 0);
-  kcr_error_clear(&err);
-  rc = kcr_client_watch(inf->client, &inf->resource, inf->ns, &o, &w, &err);
-  if (rc) {
-    set_last_error(inf, &err);
-    kcr_log(KCR_LOG_WARN, "reflector", "%s: cannot start a watch: %s", kind_name(inf), err.message);
-    return NEXT_BACKOFF_WATCH;
-  }
-  atomic_fetch_add(&inf->watches, 1);
-  pthread_mutex_lock(&inf->mu);
-  inf->watch = w;
-  if (inf->stopping)
-    kcr_watch_stop(w); /* kcr_informer_stop ran before it could see the watch */
-  pthread_mutex_unlock(&inf->mu);
-  kcr_error_clear(&err);
-  if (inf->scan_watch)
-    kcr__watch_set_line_fn(w, on_watch_line, inf);
-  code = kcr_watch_run(w, on_watch_event, inf, &err); /* decodes here, on this thread */
-  pthread_mutex_lock(&inf->mu);
-  inf->watch = NULL;
-  pthread_mutex_unlock(&inf->mu);
-  kcr_watch_destroy(w);
-
-  json_decref(inf->stream_items);
-  inf->stream_items = NULL;
-  pthread_mutex_lock(&inf->mu);
-  *streamed = stream && !inf->streaming;
-  inf->streaming = 0;
-  if (code && inf->watch_err.code == KCR_OK)
-    inf->watch_err = err;
-  gone = inf->watch_gone || (code == KCR_EAPI && kcr_error_is_gone(&inf->watch_err));
-  err = inf->watch_err;
-  if (code)
-    inf->last_error = err;
-  pthread_mutex_unlock(&inf->mu);
-
-  if (code == 0)
-    return NEXT_WATCH;
-  atomic_fetch_add(&inf->watch_errors, 1);
-  if (code == KCR_ECANCELED)
-    return NEXT_WATCH; /* stopping: the caller sees it */
-  if (gone) {
-    kcr_log(KCR_LOG_INFO, "reflector", "%s: watch from resourceVersion %s expired: %s",
-            kind_name(inf), rv, err.message);
-    count_relist(inf, KCR_INFORMER_RELIST_GONE);
-    return NEXT_RELIST;
-  }
-  kcr_log(KCR_LOG_WARN, "reflector", "%s: watch ended: %s", kind_name(inf), err.message);
-  if (code == KCR_ECONN || code == KCR_ETIMEDOUT || code == KCR_ETLS ||
-      kcr_error_is_too_many_requests(&err) || (code == KCR_EAPI && err.http_status >= 500))
-    return NEXT_BACKOFF_WATCH;
-  count_relist(inf, relist_reason(code, &err));
-  return NEXT_RELIST;
-}
-
-static void *reflector_main(void *arg) {
-  kcr_informer_t *inf = arg;
-  kcr_backoff_t backoff;
-  int need_list = 1;
-
-  kcr_backoff_init(&backoff, KCR_BACKOFF_REFLECTOR, inf->clock, 0);
-  while (!is_stopping(inf)) {
-    next_t next;
-    int streamed = 0;
-    if (need_list && inf->stream_enabled) {
-      /* The streaming list: one watch streams the state, then goes on watching. */
-      next = watch_once(inf, 1, &streamed);
-      if (is_stopping(inf))
-        break;
-      if (streamed) {
-        need_list = 0;
-      } else {
-        kcr_error_t last;
-        pthread_mutex_lock(&inf->mu);
-        last = inf->last_error;
-        pthread_mutex_unlock(&inf->mu);
-        /* A server that refuses it (a 4xx other than 410/429: WatchList off, an old
-         * server) never will: list from now on, as client-go falls back. */
-        if (last.code == KCR_EAPI && last.http_status >= 400 && last.http_status < 500 &&
-            last.http_status != 410 && last.http_status != 429) {
-          kcr_log(KCR_LOG_INFO, "reflector", "%s: streaming list refused (%s); listing instead",
-                  kind_name(inf), last.message);
-          inf->stream_enabled = 0;
-          continue;
-        }
-        if (next != NEXT_RELIST) /* watch_once counted that one */
-          count_relist(inf, relist_reason(last.code, &last));
-        if (sleep_or_stop(inf, kcr_backoff_next(&backoff)))
-          break;
-        continue;
-      }
-      if (next == NEXT_WATCH)
-        continue;
-      if (next == NEXT_RELIST)
-        need_list = 1;
-      if (sleep_or_stop(inf, kcr_backoff_next(&backoff)))
-        break;
-      continue;
-    }
-    if (need_list) {
-      kcr_error_t err;
-      kcr_error_clear(&err);
-      if (do_list(inf, &err) != 0) {
-        if (is_stopping(inf))
-          break;
-        set_last_error(inf, &err);
-        kcr_log(KCR_LOG_WARN, "reflector", "%s: list failed: %s", kind_name(inf), err.message);
-        count_relist(inf, relist_reason(err.code, &err));
-        if (sleep_or_stop(inf, kcr_backoff_next(&backoff)))
-          break;
-        continue;
-      }
-      need_list = 0;
-    }
-    next = watch_once(inf, 0, &streamed);
-    if (is_stopping(inf))
-      break;
-    if (next == NEXT_WATCH)
-      continue;
-    if (next == NEXT_RELIST)
-      need_list = 1;
-    if (sleep_or_stop(inf, kcr_backoff_next(&backoff)))
-      break;
-  }
-  return NULL;
-}
-
 /* ---- processing ---- */
-
-/* lazy_new wraps a compact object (a new reference is taken); NULL without memory. */
-static lazy_t *lazy_new(kcr__cobj_t *cobj) {
-  lazy_t *l = kcr__malloc(sizeof(*l));
-  if (!l)
-    return NULL;
-  atomic_init(&l->refs, 1);
-  pthread_mutex_init(&l->mu, NULL);
-  l->cobj = kcr__cobj_ref(cobj);
-  l->tree = NULL;
-  return l;
-}
-
-static lazy_t *lazy_ref(lazy_t *l) {
-  if (l)
-    atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed);
-  return l;
-}
-
-static void lazy_unref(lazy_t *l) {
-  if (!l || atomic_fetch_sub_explicit(&l->refs, 1, memory_order_acq_rel) != 1)
-    return;
-  json_decref(l->tree);
-  kcr__cobj_unref(l->cobj);
-  pthread_mutex_destroy(&l->mu);
-  kcr__free(l);
-}
-
-/* lazy_tree returns the object's tree (borrowed from l), parsing it on first
- * use; NULL without memory. A listener's thread. */
-static json_t *lazy_tree(lazy_t *l) {
-  json_t *t;
-  pthread_mutex_lock(&l->mu);
-  if (!l->tree && kcr__cobj_parse(l->cobj, &l->tree) != 0)
-    l->tree = NULL;
-  t = l->tree;
-  pthread_mutex_unlock(&l->mu);
-  return t;
-}
-
-static void note_free(note_t *n) {
-  lazy_unref(n->old_obj);
-  lazy_unref(n->obj);
-  kcr__free(n->tombstone);
-  kcr__free(n);
-}
-
-/* handler_free drops a stopped listener's buffer and frees it. */
-static void handler_free(handler_t *h) {
-  while (h->head) {
-    note_t *n = h->head;
-    h->head = n->next;
-    note_free(n);
-  }
-  pthread_cond_destroy(&h->cond);
-  pthread_mutex_destroy(&h->mu);
-  kcr__free(h);
-}
-
-static void *listener_main(void *arg) {
-  handler_t *h = arg;
-  int detached;
-  pthread_mutex_lock(&h->mu);
-  for (;;) {
-    note_t *n;
-    while (!h->head && !h->stopping)
-      pthread_cond_wait(&h->cond, &h->mu);
-    if (h->stopping)
-      break;
-    n = h->head;
-    h->head = n->next;
-    if (!h->head)
-      h->tail = &h->head;
-    h->pending--;
-    pthread_mutex_unlock(&h->mu);
-    {
-      json_t *obj = n->obj ? lazy_tree(n->obj) : NULL;
-      json_t *old = n->old_obj ? lazy_tree(n->old_obj) : NULL;
-      if ((n->obj && !obj) || (n->old_obj && !old)) {
-        kcr_log(KCR_LOG_ERROR, "informer", "out of memory: a handler misses a notification");
-      } else {
-        switch (n->type) {
-        case NOTE_ADD:
-          if (h->h.on_add)
-            h->h.on_add(obj, n->initial, h->h.data);
-          break;
-        case NOTE_UPDATE:
-          if (h->h.on_update)
-            h->h.on_update(old, obj, h->h.data);
-          break;
-        case NOTE_DELETE:
-          if (h->h.on_delete)
-            h->h.on_delete(obj, n->tombstone, h->h.data);
-          break;
-        }
-      }
-    }
-    pthread_mutex_lock(&h->mu);
-    if (n->initial)
-      h->initial_left--;
-    if (!h->detached) { /* still registered: the informer is alive */
-      atomic_fetch_add(h->deliveries, 1);
-      kcr_metric_inc(h->m_deliveries);
-    }
-    pthread_mutex_unlock(&h->mu);
-    note_free(n);
-    pthread_mutex_lock(&h->mu);
-  }
-  detached = h->detached;
-  pthread_mutex_unlock(&h->mu);
-  if (detached)
-    handler_free(h); /* kcr_informer_remove_handler ran inside this handler */
-  return NULL;
-}
-
-/* handler_stop_free drops what the listener has not begun and joins its thread (the
- * current call, if any, finishes first). From the listener's own thread it only
- * marks it: the thread frees the handler as it leaves. */
-static void handler_stop_free(handler_t *h) {
-  pthread_mutex_lock(&h->mu);
-  h->stopping = 1;
-  pthread_cond_signal(&h->cond);
-  if (h->thread_started && pthread_equal(h->thread, pthread_self())) {
-    h->detached = 1;
-    pthread_mutex_unlock(&h->mu);
-    pthread_detach(h->thread);
-    return;
-  }
-  pthread_mutex_unlock(&h->mu);
-  if (h->thread_started)
-    pthread_join(h->thread, NULL);
-  handler_free(h);
-}
-
-/* notify appends one notification to h's buffer; steals nothing (it takes its
- * own references). Returns 0 or KCR_ENOMEM. */
-static int notify(handler_t *h, note_type type, bool initial, lazy_t *old_obj, lazy_t *obj,
-                  const char *tombstone) {
-  note_t *n;
-  if ((type == NOTE_ADD && !h->h.on_add) || (type == NOTE_UPDATE && !h->h.on_update) ||
-      (type == NOTE_DELETE && !h->h.on_delete))
-    return 0;
-  n = kcr__calloc(1, sizeof(*n));
-  if (!n)
-    return KCR_ENOMEM;
-  if (tombstone && !(n->tombstone = kcr__strdup(tombstone))) {
-    kcr__free(n);
-    return KCR_ENOMEM;
-  }
-  n->type = type;
-  n->initial = initial;
-  n->old_obj = lazy_ref(old_obj);
-  n->obj = lazy_ref(obj);
-  pthread_mutex_lock(&h->mu);
-  *h->tail = n;
-  h->tail = &n->next;
-  h->pending++;
-  if (initial)
-    h->initial_left++;
-  pthread_cond_signal(&h->cond);
-  pthread_mutex_unlock(&h->mu);
-  return 0;
-}
 
 /* distribute hands one change (compact objects, borrowed) to every listener.
  * handlers_mu held. */
-static void distribute(kcr_informer_t *inf, note_type type, bool initial, kcr__cobj_t *old_cobj,
-                       kcr__cobj_t *cobj, const char *key, const char *tombstone) {
-  lazy_t *old_obj = NULL, *obj = NULL;
+static void distribute(kcr_informer_t *inf, kcr__note_type type, bool initial,
+                       kcr__cobj_t *old_cobj, kcr__cobj_t *cobj, const char *key,
+                       const char *tombstone) {
+  kcr__lazy_t *old_obj = NULL, *obj = NULL;
   int nomem = 0;
   if (!inf->handlers)
     return;
-  if ((old_cobj && !(old_obj = lazy_new(old_cobj))) || (cobj && !(obj = lazy_new(cobj))))
+  if ((old_cobj && !(old_obj = kcr__lazy_new(old_cobj))) || (cobj && !(obj = kcr__lazy_new(cobj))))
     nomem = 1;
-  for (handler_t *h = inf->handlers; h; h = h->next)
-    if (nomem || notify(h, type, initial, old_obj, obj, tombstone) != 0)
+  for (kcr__listener_t *h = inf->handlers; h; h = h->next)
+    if (nomem || kcr__listener_notify(h, type, initial, old_obj, obj, tombstone) != 0)
       kcr_log(KCR_LOG_ERROR, "informer", "%s: out of memory: a handler misses the %s of %s",
               kind_name(inf),
-              type == NOTE_ADD      ? "add"
-              : type == NOTE_UPDATE ? "update"
-                                    : "delete",
+              type == KCR__NOTE_ADD      ? "add"
+              : type == KCR__NOTE_UPDATE ? "update"
+                                         : "delete",
               key);
-  lazy_unref(old_obj);
-  lazy_unref(obj);
+  kcr__lazy_unref(old_obj);
+  kcr__lazy_unref(obj);
 }
 
 /* process applies one key's deltas (compact objects) to the store and tells
@@ -987,15 +170,15 @@ static int process(const char *key, const kcr_delta *deltas, size_t n, bool init
     kcr_error_clear(&err);
     if (d->type == KCR_DELTA_DELETED) {
       kcr_store_delete_key(inf->store, d->tombstone_key ? d->tombstone_key : key);
-      distribute(inf, NOTE_DELETE, false, NULL, c, key, d->tombstone_key);
+      distribute(inf, KCR__NOTE_DELETE, false, NULL, c, key, d->tombstone_key);
       continue;
     }
     assert(c); /* everything the reflector queues is compact */
     rc = kcr__store_put(inf->store, c, &old, &err);
     if (rc == 0 && old)
-      distribute(inf, NOTE_UPDATE, false, old, c, key, NULL);
+      distribute(inf, KCR__NOTE_UPDATE, false, old, c, key, NULL);
     else if (rc == 0)
-      distribute(inf, NOTE_ADD, initial, NULL, c, key, NULL);
+      distribute(inf, KCR__NOTE_ADD, initial, NULL, c, key, NULL);
     kcr__cobj_unref(old);
     if (rc)
       kcr_log(KCR_LOG_ERROR, "informer", "%s: cannot store %s: %s", kind_name(inf), key,
@@ -1011,12 +194,10 @@ static int process(const char *key, const kcr_delta *deltas, size_t n, bool init
  * pops nothing, so sync is noted here too. Any thread; mu not held. */
 static void note_drained(kcr_informer_t *inf) {
   uint64_t rv;
-  pthread_mutex_lock(&inf->mu);
-  rv = parse_rv(inf->last_rv);
-  pthread_mutex_unlock(&inf->mu);
+  rv = kcr__reflector_last_rv(&inf->refl);
   if (kcr_delta_fifo_len(inf->fifo) == 0) {
     raise_processed(inf, rv);
-    if (kcr_delta_fifo_has_synced(inf->fifo) && atomic_load(&inf->lists) > 0) {
+    if (kcr_delta_fifo_has_synced(inf->fifo) && atomic_load(&inf->refl.lists) > 0) {
       pthread_mutex_lock(&inf->mu);
       if (!inf->synced) {
         inf->synced = 1;
@@ -1050,17 +231,15 @@ static void count_listeners(kcr_informer_t *inf, uint64_t *backlog, uint64_t *ha
   *backlog = 0;
   *handlers = 0;
   pthread_mutex_lock(&inf->handlers_mu);
-  for (handler_t *h = inf->handlers; h; h = h->next) {
-    pthread_mutex_lock(&h->mu);
-    *backlog += h->pending;
-    pthread_mutex_unlock(&h->mu);
+  for (kcr__listener_t *h = inf->handlers; h; h = h->next) {
+    *backlog += kcr__listener_pending(h);
     (*handlers)++;
   }
   pthread_mutex_unlock(&inf->handlers_mu);
 }
 
 static double since_last_event(kcr_informer_t *inf) {
-  int64_t last = atomic_load(&inf->last_event_ns), now;
+  int64_t last = atomic_load(&inf->refl.last_event_ns), now;
   if (!last)
     return 0;
   now = kcr_clock_now(inf->clock);
@@ -1076,7 +255,7 @@ static void on_collect(kcr_metrics_emitter_t *e, void *data) {
   processed = inf->processed_rv;
   pthread_mutex_unlock(&inf->mu);
   count_listeners(inf, &backlog, &handlers);
-  kcr_metric_set(inf->m_seen_rv, (double)atomic_load(&inf->last_seen_rv));
+  kcr_metric_set(inf->m_seen_rv, (double)atomic_load(&inf->refl.last_seen_rv));
   kcr_metric_set(inf->m_processed_rv, (double)processed);
   kcr_metric_set(inf->m_depth, (double)kcr_delta_fifo_len(inf->fifo));
   kcr_metric_set(inf->m_backlog, (double)backlog);
@@ -1125,10 +304,11 @@ static int register_metrics(kcr_informer_t *inf, kcr_metrics_registry_t *r, kcr_
                               l3, &lag, err)) != 0)
     return rc;
   for (int t = KCR_WATCH_ADDED; t <= KCR_WATCH_ERROR; t++)
-    ok &= (inf->m_received[t - 1] = kcr_metric_withv(
+    ok &= (inf->refl.m_received[t - 1] = kcr_metric_withv(
                events, g, v, k, kcr_watch_event_type_name((kcr_watch_event_type)t), NULL)) != NULL;
   for (int i = 0; i < KCR_INFORMER_RELIST_REASONS; i++)
-    ok &= (inf->m_relists[i] = kcr_metric_withv(relists, g, v, k, relist_names[i], NULL)) != NULL;
+    ok &= (inf->refl.m_relists[i] = kcr_metric_withv(relists, g, v, k, relist_names[i], NULL)) !=
+          NULL;
   ok &= (inf->m_deliveries = kcr_metric_withv(deliv, g, v, k, NULL)) != NULL;
   ok &= (inf->m_seen_rv = kcr_metric_withv(seen, g, v, k, NULL)) != NULL;
   ok &= (inf->m_processed_rv = kcr_metric_withv(proc, g, v, k, NULL)) != NULL;
@@ -1144,6 +324,51 @@ static int register_metrics(kcr_informer_t *inf, kcr_metrics_registry_t *r, kcr_
 }
 
 /* ---- lifecycle ---- */
+
+/* on_bookmark (the reflector, once a bookmark's version is the last) opens a
+ * watch-lag probe when none is pending; an idle FIFO is past the bookmark at
+ * once. */
+static void on_bookmark(void *data, uint64_t rv) {
+  kcr_informer_t *inf = data;
+  if (rv) {
+    pthread_mutex_lock(&inf->mu);
+    if (!inf->lag_probe_rv) {
+      inf->lag_probe_rv = rv;
+      inf->lag_probe_ns = kcr_clock_now(inf->clock);
+    }
+    pthread_mutex_unlock(&inf->mu);
+  }
+  note_drained(inf);
+}
+
+/* configure_reflector gives the reflector the options it runs by; the strings
+ * are the informer's. */
+static void configure_reflector(kcr_informer_t *inf, const kcr_informer_options *o) {
+  kcr__reflector_t *r = &inf->refl;
+  r->client = o->client;
+  r->resource.group = inf->group;
+  r->resource.version = inf->version;
+  r->resource.resource = inf->plural;
+  r->ns = inf->ns;
+  r->label_selector = inf->label_selector;
+  r->field_selector = inf->field_selector;
+  r->name = kind_name(inf);
+  r->page_size = o->page_size > 0 ? o->page_size : DEFAULT_PAGE;
+  r->min_timeout_s = o->min_watch_timeout_s > 0 ? o->min_watch_timeout_s : 300;
+  r->max_timeout_s = o->max_watch_timeout_s >= r->min_timeout_s ? o->max_watch_timeout_s
+                     : o->max_watch_timeout_s > 0               ? r->min_timeout_s
+                                                                : 600;
+  r->idle_ns = o->watch_idle_timeout_ns;
+  r->stream_enabled = o->streaming_list;
+  r->clock = inf->clock;
+  r->transform = o->transform ? o->transform : default_transform;
+  r->transform_data = o->transform ? o->transform_data : NULL;
+  r->scan_watch = !o->transform;
+  r->fifo = inf->fifo;
+  r->store = inf->store;
+  r->on_bookmark = on_bookmark;
+  r->data = inf;
+}
 
 /* The FIFO's known objects: the store, handing out its compact objects. */
 static int known_list_keys(void *data, char ***out, size_t *n) {
@@ -1165,7 +390,7 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
   kcr_informer_t *inf;
   kcr_delta_fifo_options fo;
   kcr_known_objects known;
-  int rc;
+  int rc, reflector_rc;
 
   *out = NULL;
   if (!o || !o->client || !o->resource.version || !o->resource.resource)
@@ -1176,7 +401,7 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
   pthread_mutex_init(&inf->mu, NULL);
   kcr_clock_cond_init(&inf->cond);
   pthread_mutex_init(&inf->handlers_mu, NULL);
-  inf->client = o->client;
+  reflector_rc = kcr__reflector_init(&inf->refl);
   inf->group = kcr__strdup(o->resource.group ? o->resource.group : "");
   inf->version = kcr__strdup(o->resource.version);
   inf->plural = kcr__strdup(o->resource.resource);
@@ -1185,30 +410,16 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
   inf->label_selector = dup_opt(o->label_selector);
   inf->field_selector = dup_opt(o->field_selector);
   inf->resync_ns = o->resync_period_ns;
-  inf->page_size = o->page_size > 0 ? o->page_size : DEFAULT_PAGE;
-  inf->min_timeout_s = o->min_watch_timeout_s > 0 ? o->min_watch_timeout_s : 300;
-  inf->max_timeout_s = o->max_watch_timeout_s >= inf->min_timeout_s ? o->max_watch_timeout_s
-                       : o->max_watch_timeout_s > 0                 ? inf->min_timeout_s
-                                                                    : 600;
-  inf->idle_ns = o->watch_idle_timeout_ns;
-  inf->stream_enabled = o->streaming_list;
   inf->clock = o->clock ? o->clock : kcr_clock_system();
   atomic_store(&inf->watch_lag_ns, -1);
-  inf->transform = o->transform ? o->transform : default_transform;
-  inf->transform_data = o->transform ? o->transform_data : NULL;
-  inf->scan_watch = !o->transform;
-  kcr_buf_init(&inf->scratch, KCR_STORE_OBJECT_MAX);
-  inf->resource.group = inf->group;
-  inf->resource.version = inf->version;
-  inf->resource.resource = inf->plural;
   if (!inf->group || !inf->version || !inf->plural || (o->kind && !inf->kind) ||
       (o->ns && *o->ns && !inf->ns) || (o->label_selector && !inf->label_selector) ||
       (o->field_selector && !inf->field_selector)) {
     rc = kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
     goto fail;
   }
-  if ((rc = kcr_store_create(NULL, NULL, &inf->store, NULL)) != 0 ||
-      (rc = kcr_cancel_create(&inf->cancel, NULL)) != 0) {
+  if ((rc = kcr_store_create(NULL, NULL, &inf->store, NULL)) != 0 || reflector_rc != 0) {
+    rc = rc ? rc : reflector_rc;
     kcr_error_set(err, rc, "informer: cannot create its store");
     goto fail;
   }
@@ -1223,6 +434,7 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
     kcr_error_set(err, rc, "informer: cannot create its queue");
     goto fail;
   }
+  configure_reflector(inf, o);
   if (o->metrics && (rc = register_metrics(inf, o->metrics, err)) != 0)
     goto fail;
   *out = inf;
@@ -1235,40 +447,31 @@ fail:
 
 int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, uint64_t *id,
                              kcr_error_t *err) {
-  handler_t *n = kcr__calloc(1, sizeof(*n)), **tail;
+  kcr__listener_t *n, **tail;
   kcr__cobj_t **existing = NULL;
   size_t count = 0;
-  int rc;
+  int rc = kcr__listener_start(h, &inf->deliveries, inf->m_deliveries, &n);
 
-  if (!n)
+  if (rc == KCR_ENOMEM)
     return kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
-  n->h = *h;
-  n->tail = &n->head;
-  n->deliveries = &inf->deliveries;
-  n->m_deliveries = inf->m_deliveries;
-  pthread_mutex_init(&n->mu, NULL);
-  pthread_cond_init(&n->cond, NULL);
-  if (pthread_create(&n->thread, NULL, listener_main, n) != 0) {
-    handler_stop_free(n);
+  if (rc)
     return kcr_error_set(err, KCR_ESYS, "informer %s: cannot start a handler's thread",
                          kind_name(inf));
-  }
-  n->thread_started = 1;
   pthread_mutex_lock(&inf->handlers_mu);
   /* Under handlers_mu no delta is being applied: the store is consistent with
    * everything the other handlers have been handed. */
   rc = kcr__store_list_compact(inf->store, &existing, &count);
   for (size_t i = 0; i < count; i++) {
-    lazy_t *l = rc == 0 ? lazy_new(existing[i]) : NULL;
-    if (rc == 0 && (!l || (rc = notify(n, NOTE_ADD, true, NULL, l, NULL)) != 0))
+    kcr__lazy_t *l = rc == 0 ? kcr__lazy_new(existing[i]) : NULL;
+    if (rc == 0 && (!l || (rc = kcr__listener_notify(n, KCR__NOTE_ADD, true, NULL, l, NULL)) != 0))
       rc = KCR_ENOMEM;
-    lazy_unref(l);
+    kcr__lazy_unref(l);
     kcr__cobj_unref(existing[i]);
   }
   kcr__free(existing);
   if (rc) {
     pthread_mutex_unlock(&inf->handlers_mu);
-    handler_stop_free(n);
+    kcr__listener_stop_free(n);
     return kcr_error_set(err, rc, "informer %s: cannot hand the cached objects to a new handler",
                          kind_name(inf));
   }
@@ -1283,7 +486,7 @@ int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, ui
 }
 
 void kcr_informer_remove_handler(kcr_informer_t *inf, uint64_t id) {
-  handler_t **pp, *dead = NULL;
+  kcr__listener_t **pp, *dead = NULL;
   pthread_mutex_lock(&inf->handlers_mu);
   for (pp = &inf->handlers; *pp; pp = &(*pp)->next)
     if ((*pp)->id == id) {
@@ -1293,7 +496,7 @@ void kcr_informer_remove_handler(kcr_informer_t *inf, uint64_t id) {
     }
   pthread_mutex_unlock(&inf->handlers_mu);
   if (dead)
-    handler_stop_free(dead); /* waits out a call in progress */
+    kcr__listener_stop_free(dead); /* waits out a call in progress */
 }
 
 bool kcr_informer_handler_has_synced(kcr_informer_t *inf, uint64_t id) {
@@ -1301,11 +504,9 @@ bool kcr_informer_handler_has_synced(kcr_informer_t *inf, uint64_t id) {
   if (!kcr_informer_has_synced(inf))
     return false;
   pthread_mutex_lock(&inf->handlers_mu);
-  for (handler_t *h = inf->handlers; h; h = h->next)
+  for (kcr__listener_t *h = inf->handlers; h; h = h->next)
     if (h->id == id) {
-      pthread_mutex_lock(&h->mu);
-      synced = h->initial_left == 0;
-      pthread_mutex_unlock(&h->mu);
+      synced = kcr__listener_synced(h);
       break;
     }
   pthread_mutex_unlock(&inf->handlers_mu);
@@ -1315,10 +516,9 @@ bool kcr_informer_handler_has_synced(kcr_informer_t *inf, uint64_t id) {
 int kcr_informer_start(kcr_informer_t *inf, kcr_error_t *err) {
   if (inf->started)
     return kcr_error_set(err, KCR_EINVAL, "informer %s: already started", kind_name(inf));
-  atomic_store(&inf->last_event_ns, kcr_clock_now(inf->clock));
   if (pthread_create(&inf->processor_thread, NULL, processor_main, inf) != 0)
     return kcr_error_set(err, KCR_ESYS, "informer %s: cannot start a thread", kind_name(inf));
-  if (pthread_create(&inf->reflector_thread, NULL, reflector_main, inf) != 0) {
+  if (kcr__reflector_start(&inf->refl) != 0) {
     kcr_delta_fifo_close(inf->fifo);
     pthread_join(inf->processor_thread, NULL);
     return kcr_error_set(err, KCR_ESYS, "informer %s: cannot start a thread", kind_name(inf));
@@ -1328,19 +528,15 @@ int kcr_informer_start(kcr_informer_t *inf, kcr_error_t *err) {
 }
 
 void kcr_informer_stop(kcr_informer_t *inf) {
-  kcr_watch_t *w;
-  handler_t *handlers;
+  kcr__listener_t *handlers;
   if (!inf->started || inf->stopped)
     return;
   inf->stopped = 1;
   pthread_mutex_lock(&inf->mu);
   inf->stopping = 1;
-  w = inf->watch;
   pthread_cond_broadcast(&inf->cond);
-  kcr_watch_stop(w); /* under mu: the reflector destroys it only after clearing inf->watch */
   pthread_mutex_unlock(&inf->mu);
-  kcr_cancel_fire(inf->cancel);
-  pthread_join(inf->reflector_thread, NULL);
+  kcr__reflector_stop(&inf->refl);
   kcr_delta_fifo_close(inf->fifo);
   pthread_join(inf->processor_thread, NULL);
   /* The listeners last: each finishes the call it is in and drops the rest. */
@@ -1349,9 +545,9 @@ void kcr_informer_stop(kcr_informer_t *inf) {
   inf->handlers = NULL;
   pthread_mutex_unlock(&inf->handlers_mu);
   while (handlers) {
-    handler_t *h = handlers;
+    kcr__listener_t *h = handlers;
     handlers = h->next;
-    handler_stop_free(h);
+    kcr__listener_stop_free(h);
   }
 }
 
@@ -1361,15 +557,13 @@ void kcr_informer_destroy(kcr_informer_t *inf) {
   kcr_informer_stop(inf);
   kcr_metrics_unregister_collector(inf->registry, inf->collector);
   while (inf->handlers) { /* never started: the listeners still run */
-    handler_t *h = inf->handlers;
+    kcr__listener_t *h = inf->handlers;
     inf->handlers = h->next;
-    handler_stop_free(h);
+    kcr__listener_stop_free(h);
   }
-  json_decref(inf->stream_items);
-  kcr_buf_free(&inf->scratch);
   kcr_delta_fifo_destroy(inf->fifo);
   kcr_store_destroy(inf->store);
-  kcr_cancel_destroy(inf->cancel);
+  kcr__reflector_destroy(&inf->refl);
   kcr__free(inf->group);
   kcr__free(inf->version);
   kcr__free(inf->plural);
@@ -1409,10 +603,10 @@ int kcr_informer_wait_for_sync(kcr_informer_t *inf, int64_t timeout_ns, kcr_erro
     pthread_mutex_lock(&inf->mu);
   }
   synced = inf->synced;
-  last = inf->last_error;
   pthread_mutex_unlock(&inf->mu);
   if (synced)
     return 0;
+  kcr__reflector_last_error(&inf->refl, &last);
   return kcr_error_set(err, KCR_ETIMEDOUT,
                        "timed out waiting for the cache of %s (%s%s%s) to sync%s%s; usual causes: "
                        "the kind is not served (CRD not installed) or RBAC forbids list/watch",
@@ -1426,7 +620,7 @@ kcr_store_t *kcr_informer_store(kcr_informer_t *inf) {
 
 int kcr_informer_wait_for_resource_version(kcr_informer_t *inf, const char *rv, int64_t timeout_ns,
                                            kcr_error_t *err) {
-  uint64_t want = parse_rv(rv);
+  uint64_t want = kcr__reflector_parse_rv(rv);
   int64_t deadline = kcr_clock_now(kcr_clock_system()) + timeout_ns;
   int ok;
   if (!want)
@@ -1456,22 +650,22 @@ int kcr_informer_wait_for_resource_version(kcr_informer_t *inf, const char *rv, 
 }
 
 void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *out) {
-  out->lists = atomic_load(&inf->lists);
-  out->watches = atomic_load(&inf->watches);
-  out->watch_errors = atomic_load(&inf->watch_errors);
-  out->events = atomic_load(&inf->events);
-  out->streamed_lists = atomic_load(&inf->streams);
-  out->relist_reused = atomic_load(&inf->reused);
-  out->scanned = atomic_load(&inf->scanned);
+  out->lists = atomic_load(&inf->refl.lists);
+  out->watches = atomic_load(&inf->refl.watches);
+  out->watch_errors = atomic_load(&inf->refl.watch_errors);
+  out->events = atomic_load(&inf->refl.events);
+  out->streamed_lists = atomic_load(&inf->refl.streams);
+  out->relist_reused = atomic_load(&inf->refl.reused);
+  out->scanned = atomic_load(&inf->refl.scanned);
   pthread_mutex_lock(&inf->mu);
   out->processed_rv = inf->processed_rv;
   pthread_mutex_unlock(&inf->mu);
   for (int i = 0; i < 5; i++)
-    out->received[i] = atomic_load(&inf->received[i]);
+    out->received[i] = atomic_load(&inf->refl.received[i]);
   out->deliveries = atomic_load(&inf->deliveries);
   for (int i = 0; i < KCR_INFORMER_RELIST_REASONS; i++)
-    out->relists[i] = atomic_load(&inf->relists[i]);
-  out->last_seen_rv = atomic_load(&inf->last_seen_rv);
+    out->relists[i] = atomic_load(&inf->refl.relists[i]);
+  out->last_seen_rv = atomic_load(&inf->refl.last_seen_rv);
   out->queue_depth = kcr_delta_fifo_len(inf->fifo);
   count_listeners(inf, &out->listener_backlog, &out->handlers);
   out->seconds_since_last_event = since_last_event(inf);
@@ -1498,9 +692,7 @@ json_t *kcr_informer_diagnostics(kcr_informer_t *inf) {
   bool synced = kcr_informer_has_synced(inf);
 
   kcr_informer_get_stats(inf, &st);
-  pthread_mutex_lock(&inf->mu);
-  last = inf->last_error;
-  pthread_mutex_unlock(&inf->mu);
+  kcr__reflector_last_error(&inf->refl, &last);
   for (int t = KCR_WATCH_ADDED; t <= KCR_WATCH_ERROR && !bad; t++)
     bad |= set_u64(ev, kcr_watch_event_type_name((kcr_watch_event_type)t), st.received[t - 1]);
   for (int i = 0; i < KCR_INFORMER_RELIST_REASONS && !bad; i++)
