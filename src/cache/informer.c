@@ -53,6 +53,8 @@
 #include "kcr/log.h"
 #include "kcr/meta.h"
 #include "util/alloc.h"
+#include "util/container.h"
+#include "util/list.h"
 
 #define DEFAULT_PAGE 500
 
@@ -66,8 +68,8 @@ struct kcr_informer {
   kcr__reflector_t refl; /* lists and watches into fifo; configured at create */
 
   pthread_mutex_t handlers_mu;
-  kcr__listener_t *handlers; /* protected by handlers_mu */
-  uint64_t next_id;          /* protected by handlers_mu */
+  kcr__list_t handlers; /* protected by handlers_mu; kcr__listener_t by link, in order */
+  uint64_t next_id;     /* protected by handlers_mu */
 
   pthread_t processor_thread;
   int started; /* owner thread */
@@ -138,18 +140,18 @@ static void distribute(kcr_informer_t *inf, kcr__note_type type, bool initial,
                        const char *tombstone) {
   kcr__lazy_t *old_obj = NULL, *obj = NULL;
   int nomem = 0;
-  if (!inf->handlers)
+  if (kcr__list_empty(&inf->handlers))
     return;
   if ((old_cobj && !(old_obj = kcr__lazy_new(old_cobj))) || (cobj && !(obj = kcr__lazy_new(cobj))))
     nomem = 1;
-  for (kcr__listener_t *h = inf->handlers; h; h = h->next)
-    if (nomem || kcr__listener_notify(h, type, initial, old_obj, obj, tombstone) != 0)
-      kcr_log(KCR_LOG_ERROR, "informer", "%s: out of memory: a handler misses the %s of %s",
-              kind_name(inf),
-              type == KCR__NOTE_ADD      ? "add"
-              : type == KCR__NOTE_UPDATE ? "update"
-                                         : "delete",
-              key);
+  KCR__LIST_EACH(&inf->handlers, kcr__listener_t, link, h)
+  if (nomem || kcr__listener_notify(h, type, initial, old_obj, obj, tombstone) != 0)
+    kcr_log(KCR_LOG_ERROR, "informer", "%s: out of memory: a handler misses the %s of %s",
+            kind_name(inf),
+            type == KCR__NOTE_ADD      ? "add"
+            : type == KCR__NOTE_UPDATE ? "update"
+                                       : "delete",
+            key);
   kcr__lazy_unref(old_obj);
   kcr__lazy_unref(obj);
 }
@@ -231,7 +233,7 @@ static void count_listeners(kcr_informer_t *inf, uint64_t *backlog, uint64_t *ha
   *backlog = 0;
   *handlers = 0;
   pthread_mutex_lock(&inf->handlers_mu);
-  for (kcr__listener_t *h = inf->handlers; h; h = h->next) {
+  KCR__LIST_EACH(&inf->handlers, kcr__listener_t, link, h) {
     *backlog += kcr__listener_pending(h);
     (*handlers)++;
   }
@@ -447,7 +449,7 @@ fail:
 
 int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, uint64_t *id,
                              kcr_error_t *err) {
-  kcr__listener_t *n, **tail;
+  kcr__listener_t *n;
   kcr__cobj_t **existing = NULL;
   size_t count = 0;
   int rc = kcr__listener_start(h, &inf->deliveries, inf->m_deliveries, &n);
@@ -476,9 +478,7 @@ int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, ui
                          kind_name(inf));
   }
   n->id = ++inf->next_id;
-  for (tail = &inf->handlers; *tail; tail = &(*tail)->next)
-    ;
-  *tail = n;
+  kcr__list_push_back(&inf->handlers, &n->link);
   if (id)
     *id = n->id;
   pthread_mutex_unlock(&inf->handlers_mu);
@@ -486,14 +486,15 @@ int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, ui
 }
 
 void kcr_informer_remove_handler(kcr_informer_t *inf, uint64_t id) {
-  kcr__listener_t **pp, *dead = NULL;
+  kcr__listener_t *dead = NULL;
   pthread_mutex_lock(&inf->handlers_mu);
-  for (pp = &inf->handlers; *pp; pp = &(*pp)->next)
-    if ((*pp)->id == id) {
-      dead = *pp;
-      *pp = dead->next;
-      break;
-    }
+  KCR__LIST_EACH(&inf->handlers, kcr__listener_t, link, h)
+  if (h->id == id) {
+    dead = h;
+    break;
+  }
+  if (dead)
+    kcr__list_remove(&inf->handlers, &dead->link);
   pthread_mutex_unlock(&inf->handlers_mu);
   if (dead)
     kcr__listener_stop_free(dead); /* waits out a call in progress */
@@ -504,11 +505,11 @@ bool kcr_informer_handler_has_synced(kcr_informer_t *inf, uint64_t id) {
   if (!kcr_informer_has_synced(inf))
     return false;
   pthread_mutex_lock(&inf->handlers_mu);
-  for (kcr__listener_t *h = inf->handlers; h; h = h->next)
-    if (h->id == id) {
-      synced = kcr__listener_synced(h);
-      break;
-    }
+  KCR__LIST_EACH(&inf->handlers, kcr__listener_t, link, h)
+  if (h->id == id) {
+    synced = kcr__listener_synced(h);
+    break;
+  }
   pthread_mutex_unlock(&inf->handlers_mu);
   return synced;
 }
@@ -528,7 +529,8 @@ int kcr_informer_start(kcr_informer_t *inf, kcr_error_t *err) {
 }
 
 void kcr_informer_stop(kcr_informer_t *inf) {
-  kcr__listener_t *handlers;
+  kcr__list_t handlers = {0};
+  kcr__list_node_t *node;
   if (!inf->started || inf->stopped)
     return;
   inf->stopped = 1;
@@ -541,26 +543,20 @@ void kcr_informer_stop(kcr_informer_t *inf) {
   pthread_join(inf->processor_thread, NULL);
   /* The listeners last: each finishes the call it is in and drops the rest. */
   pthread_mutex_lock(&inf->handlers_mu);
-  handlers = inf->handlers;
-  inf->handlers = NULL;
+  kcr__list_take(&handlers, &inf->handlers);
   pthread_mutex_unlock(&inf->handlers_mu);
-  while (handlers) {
-    kcr__listener_t *h = handlers;
-    handlers = h->next;
-    kcr__listener_stop_free(h);
-  }
+  while ((node = kcr__list_pop_front(&handlers)))
+    kcr__listener_stop_free(KCR__CONTAINER_OF(node, kcr__listener_t, link));
 }
 
 void kcr_informer_destroy(kcr_informer_t *inf) {
+  kcr__list_node_t *node;
   if (!inf)
     return;
   kcr_informer_stop(inf);
   kcr_metrics_unregister_collector(inf->registry, inf->collector);
-  while (inf->handlers) { /* never started: the listeners still run */
-    kcr__listener_t *h = inf->handlers;
-    inf->handlers = h->next;
-    kcr__listener_stop_free(h);
-  }
+  while ((node = kcr__list_pop_front(&inf->handlers))) /* never started: listeners still run */
+    kcr__listener_stop_free(KCR__CONTAINER_OF(node, kcr__listener_t, link));
   kcr_delta_fifo_destroy(inf->fifo);
   kcr_store_destroy(inf->store);
   kcr__reflector_destroy(&inf->refl);

@@ -25,6 +25,7 @@
 #include "cache/listener_internal.h"
 #include "kcr/log.h"
 #include "util/alloc.h"
+#include "util/container.h"
 
 struct kcr__lazy {
   atomic_uint refs;
@@ -35,7 +36,7 @@ struct kcr__lazy {
 
 /* note: one notification waiting in a listener's buffer. */
 struct kcr__note {
-  struct kcr__note *next;
+  kcr__list_node_t link; /* in its listener's notes */
   kcr__note_type type;
   bool initial;
   kcr__lazy_t *old_obj; /* own reference (updates) */
@@ -90,11 +91,9 @@ static void note_free(kcr__note_t *n) {
 
 /* listener_free drops a stopped listener's buffer and frees it. */
 static void listener_free(kcr__listener_t *h) {
-  while (h->head) {
-    kcr__note_t *n = h->head;
-    h->head = n->next;
-    note_free(n);
-  }
+  kcr__list_node_t *n;
+  while ((n = kcr__list_pop_front(&h->notes)))
+    note_free(KCR__CONTAINER_OF(n, kcr__note_t, link));
   pthread_cond_destroy(&h->cond);
   pthread_mutex_destroy(&h->mu);
   kcr__free(h);
@@ -108,14 +107,11 @@ static void *listener_main(void *arg) {
   pthread_mutex_lock(&h->mu);
   for (;;) {
     kcr__note_t *n;
-    while (!h->head && !h->stopping)
+    while (kcr__list_empty(&h->notes) && !h->stopping)
       pthread_cond_wait(&h->cond, &h->mu);
     if (h->stopping)
       break;
-    n = h->head;
-    h->head = n->next;
-    if (!h->head)
-      h->tail = &h->head;
+    n = KCR__CONTAINER_OF(kcr__list_pop_front(&h->notes), kcr__note_t, link);
     h->pending--;
     pthread_mutex_unlock(&h->mu);
     {
@@ -192,8 +188,7 @@ int kcr__listener_notify(kcr__listener_t *h, kcr__note_type type, bool initial,
   n->old_obj = lazy_ref(old_obj);
   n->obj = lazy_ref(obj);
   pthread_mutex_lock(&h->mu);
-  *h->tail = n;
-  h->tail = &n->next;
+  kcr__list_push_back(&h->notes, &n->link);
   h->pending++;
   if (initial)
     h->initial_left++;
@@ -209,7 +204,6 @@ int kcr__listener_start(const kcr_event_handler *h, atomic_uint_fast64_t *delive
   if (!n)
     return KCR_ENOMEM;
   n->h = *h;
-  n->tail = &n->head;
   n->deliveries = deliveries;
   n->m_deliveries = m_deliveries;
   pthread_mutex_init(&n->mu, NULL);

@@ -19,6 +19,7 @@
 
 #include "cache/cobj.h"
 #include "kcr/informer.h"
+#include "util/list.h"
 
 typedef enum { KCR__NOTE_ADD, KCR__NOTE_UPDATE, KCR__NOTE_DELETE } kcr__note_type;
 
@@ -37,18 +38,18 @@ typedef struct kcr__note kcr__note_t;
 
 /* kcr__listener_t: a registered kcr_event_handler and the thread that calls it. */
 typedef struct kcr__listener {
-  struct kcr__listener *next; /* the owner's: protected by its handlers_mu */
-  uint64_t id;                /* the owner's: set before the listener is linked */
-  kcr_event_handler h;        /* immutable */
+  kcr__list_node_t link; /* the owner's: protected by its handlers_mu */
+  uint64_t id;           /* the owner's: set before the listener is linked */
+  kcr_event_handler h;   /* immutable */
   pthread_t thread;
   int thread_started; /* owner: set before the handler is linked */
   pthread_mutex_t mu;
   pthread_cond_t cond;
-  kcr__note_t *head, **tail; /* protected by mu: the buffer, oldest first */
-  size_t pending;            /* protected by mu */
-  size_t initial_left;       /* protected by mu: initial-list adds not yet handled */
-  int stopping;              /* protected by mu */
-  int detached;              /* protected by mu: removed from its own thread; it frees itself */
+  kcr__list_t notes;   /* protected by mu: the buffer (kcr__note_t), oldest first */
+  size_t pending;      /* protected by mu */
+  size_t initial_left; /* protected by mu: initial-list adds not yet handled */
+  int stopping;        /* protected by mu */
+  int detached;        /* protected by mu: removed from its own thread; it frees itself */
   atomic_uint_fast64_t *deliveries; /* the informer's counter; touched only while registered */
   kcr_metric_child_t *m_deliveries; /* immutable; NULL: no metrics */
 } kcr__listener_t;
