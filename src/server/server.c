@@ -156,9 +156,9 @@ static int parse_address(const char *a, struct sockaddr_storage *out) {
 }
 
 static void server_free(kcr_server_t *s) {
-  kcr_server_check_t *k, *kn;
-  for (k = s->checks; k; k = kn) {
-    kn = k->next;
+  kcr__list_node_t *n;
+  while ((n = kcr__list_pop_front(&s->checks))) {
+    kcr_server_check_t *k = KCR__CONTAINER_OF(n, kcr_server_check_t, link);
     kcr__free(k->name);
     kcr__free(k);
   }
@@ -339,8 +339,8 @@ static int valid_check_name(const char *n) {
 
 static int add_check(kcr_server_t *s, kcr_probe_kind kind, const char *name, kcr_check_cb cb,
                      void *data, int healthy, kcr_server_check_t **out) {
-  kcr_server_check_t *k, **tail;
-  int n = 0;
+  kcr_server_check_t *k;
+  int n = 0, rc = 0;
   if (out)
     *out = NULL;
   if (!valid_check_name(name) || strcmp(name, "ping") == 0 || !(kind & KCR_PROBE_BOTH))
@@ -355,18 +355,22 @@ static int add_check(kcr_server_t *s, kcr_probe_kind kind, const char *name, kcr
   k->data = data;
   atomic_init(&k->flag, healthy ? 1 : 0);
   pthread_mutex_lock(&s->checks_mu);
-  for (tail = &s->checks; *tail; tail = &(*tail)->next, n++) {
-    if (((*tail)->kind & kind) && strcmp((*tail)->name, name) == 0)
+  KCR__LIST_EACH(&s->checks, kcr_server_check_t, link, have) {
+    if ((have->kind & kind) && strcmp(have->name, name) == 0) {
+      rc = KCR_EEXIST;
       break;
+    }
+    n++;
   }
-  if (*tail || n >= MAX_CHECKS) {
-    int rc = *tail ? KCR_EEXIST : KCR_ETOOBIG;
+  if (rc == 0 && n >= MAX_CHECKS)
+    rc = KCR_ETOOBIG;
+  if (rc) {
     pthread_mutex_unlock(&s->checks_mu);
     kcr__free(k->name);
     kcr__free(k);
     return rc;
   }
-  *tail = k;
+  kcr__list_push_back(&s->checks, &k->link);
   pthread_mutex_unlock(&s->checks_mu);
   if (out)
     *out = k;
@@ -390,16 +394,11 @@ void kcr_server_check_set(kcr_server_check_t *c, int healthy) {
 }
 
 void kcr_server_remove_check(kcr_server_t *s, kcr_server_check_t *c) {
-  kcr_server_check_t **p;
   if (!s || !c)
     return;
   pthread_mutex_lock(&s->checks_mu);
-  for (p = &s->checks; *p; p = &(*p)->next) {
-    if (*p == c) {
-      *p = c->next;
-      break;
-    }
-  }
+  if (kcr__list_linked(&s->checks, &c->link))
+    kcr__list_remove(&s->checks, &c->link);
   pthread_mutex_unlock(&s->checks_mu);
   kcr__free(c->name);
   kcr__free(c);

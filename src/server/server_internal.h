@@ -95,7 +95,7 @@ struct kcr_server_check {
   kcr_check_cb cb; /* NULL: a flag check */
   void *data;
   atomic_int flag;
-  kcr_server_check_t *next; /* protected by checks_mu */
+  kcr__list_node_t link; /* in the server's checks, protected by checks_mu */
 };
 
 /* kcr_server: one server; every field says its thread or lock (no mark:
@@ -132,7 +132,7 @@ struct kcr_server {
   int stopping;        /* loop thread */
 
   pthread_mutex_t checks_mu;
-  kcr_server_check_t *checks; /* protected by checks_mu */
+  kcr__list_t checks; /* protected by checks_mu; kcr_server_check_t by link, in order */
 
   pthread_t worker;
   int worker_started;

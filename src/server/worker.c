@@ -97,7 +97,9 @@ static void serve_probe(job_t *j) {
     int found = 0, ok = 1;
     if (strcmp(sub, "ping") == 0)
       found = 1;
-    for (kcr_server_check_t *k = s->checks; k && !found; k = k->next) {
+    KCR__LIST_EACH(&s->checks, kcr_server_check_t, link, k) {
+      if (found)
+        break;
       if ((k->kind & kind) && strcmp(k->name, sub) == 0) {
         found = 1;
         ok = run_check(k) == 0;
@@ -113,7 +115,9 @@ static void serve_probe(job_t *j) {
     return;
   }
   parts[n++] = (part_t){"ping", 1, kcr__http_query_excludes(query, "ping")};
-  for (kcr_server_check_t *k = s->checks; k && n < MAX_CHECKS + 1; k = k->next) {
+  KCR__LIST_EACH(&s->checks, kcr_server_check_t, link, k) {
+    if (n >= MAX_CHECKS + 1)
+      break;
     if (!(k->kind & kind))
       continue;
     parts[n].name = k->name;
