@@ -275,7 +275,7 @@ static int get_entry(kcr_cache_t *c, const kcr_gvk *gvk, int start, entry_t **ou
   if (!e || !e->inf) {
     pthread_mutex_unlock(&c->mu);
     /* Discovery may block on the network: outside mu. */
-    rc = kcr_rest_mapper_mapping(c->mapper, str0(gvk->group), gvk->version, gvk->kind, &m, err);
+    rc = kcr_rest_mapper_mapping_for_kind(c->mapper, gvk, &m, err);
     if (rc)
       return rc;
     pthread_mutex_lock(&c->mu);
