@@ -88,10 +88,15 @@ KCR_EXTERN int kcr_scheme_register(kcr_scheme_t *s, const kcr_kind_info *info, k
 KCR_EXTERN int kcr_scheme_add_builtins(kcr_scheme_t *s, kcr_error_t *err);
 
 /*
- * kcr_scheme_lookup finds a kind: version NULL or "" matches the first registered
- * version of group/kind. Returns a borrowed entry (valid for the scheme's life)
- * or NULL.
+ * kcr_scheme_lookup_gvk finds the kind gvk (borrowed) names: gvk->group "" or
+ * NULL is the core group; gvk->version NULL or "" matches the first registered
+ * version of group/kind. Returns a borrowed entry (valid for the scheme's life),
+ * or NULL (not registered, or gvk or its kind NULL). Any thread.
  */
+KCR_EXTERN const kcr_kind_info *kcr_scheme_lookup_gvk(const kcr_scheme_t *s, const kcr_gvk *gvk);
+
+/* kcr_scheme_lookup: kcr_scheme_lookup_gvk with the kind as loose strings. Deprecated. */
+KCR_DEPRECATED("since 2026-12-02: use kcr_scheme_lookup_gvk")
 KCR_EXTERN const kcr_kind_info *kcr_scheme_lookup(const kcr_scheme_t *s, const char *group,
                                                   const char *version, const char *kind);
 
@@ -103,6 +108,9 @@ KCR_EXTERN const kcr_kind_info *kcr_scheme_lookup_resource(const kcr_scheme_t *s
  * kind. Returns the entry or NULL (unknown, or obj lacks them).
  */
 KCR_EXTERN const kcr_kind_info *kcr_scheme_kind_of(const kcr_scheme_t *s, const json_t *obj);
+
+/* kcr_kind_info_gvk returns the entry's kind (strings borrowed from k). Any thread. */
+KCR_EXTERN kcr_gvk kcr_kind_info_gvk(const kcr_kind_info *k);
 
 /* kcr_kind_info_gvr returns the entry's group, version and resource (borrowed). */
 KCR_EXTERN kcr_gvr kcr_kind_info_gvr(const kcr_kind_info *k);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kcr/meta.h"
 #include "kcr/scheme.h"
 #include "util/alloc.h"
 
@@ -49,15 +50,22 @@ static int streq(const char *a, const char *b) {
   return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
-const kcr_kind_info *kcr_scheme_lookup(const kcr_scheme_t *s, const char *group,
-                                       const char *version, const char *kind) {
+const kcr_kind_info *kcr_scheme_lookup_gvk(const kcr_scheme_t *s, const kcr_gvk *gvk) {
+  if (!gvk || !gvk->kind)
+    return NULL;
   for (size_t i = 0; i < s->n; i++) {
     const kcr_kind_info *k = &s->entries[i]->info;
-    if (streq(k->group, group) && streq(k->kind, kind) &&
-        (!version || !*version || streq(k->version, version)))
+    if (streq(k->group, gvk->group) && streq(k->kind, gvk->kind) &&
+        (!gvk->version || !*gvk->version || streq(k->version, gvk->version)))
       return k;
   }
   return NULL;
+}
+
+const kcr_kind_info *kcr_scheme_lookup(const kcr_scheme_t *s, const char *group,
+                                       const char *version, const char *kind) {
+  kcr_gvk gvk = {group, version, kind};
+  return kcr_scheme_lookup_gvk(s, &gvk);
 }
 
 const kcr_kind_info *kcr_scheme_lookup_resource(const kcr_scheme_t *s, const kcr_gvr *r) {
@@ -78,6 +86,7 @@ int kcr_scheme_register(kcr_scheme_t *s, const kcr_kind_info *info, kcr_error_t 
   entry_t *e;
   char *p;
   kcr_gvr r;
+  kcr_gvk gvk;
   int codecs;
 
   codecs = !!info->decode + !!info->encode + !!info->free_typed;
@@ -88,7 +97,8 @@ int kcr_scheme_register(kcr_scheme_t *s, const kcr_kind_info *info, kcr_error_t 
                          "needs decode, encode and free (%s/%s %s)",
                          group, info->version ? info->version : "", info->kind ? info->kind : "");
   r = (kcr_gvr){group, info->version, info->resource};
-  if (kcr_scheme_lookup(s, group, info->version, info->kind) || kcr_scheme_lookup_resource(s, &r))
+  gvk = (kcr_gvk){group, info->version, info->kind};
+  if (kcr_scheme_lookup_gvk(s, &gvk) || kcr_scheme_lookup_resource(s, &r))
     return kcr_error_set(err, KCR_EEXIST,
                          "scheme: %s%s%s, Kind=%s (resource %s) is registered already", group,
                          *group ? "/" : "", info->version, info->kind, info->resource);
@@ -176,20 +186,16 @@ int kcr_scheme_add_builtins(kcr_scheme_t *s, kcr_error_t *err) {
 }
 
 const kcr_kind_info *kcr_scheme_kind_of(const kcr_scheme_t *s, const json_t *obj) {
-  const char *av = json_string_value(json_object_get(obj, "apiVersion"));
-  const char *kind = json_string_value(json_object_get(obj, "kind"));
-  const char *slash;
-  char group[256];
-  if (!av || !kind)
+  char group[KCR_GVK_GROUP_MAX];
+  kcr_gvk gvk;
+  if (kcr_meta_gvk(obj, &gvk, group, sizeof(group)) != 0)
     return NULL;
-  slash = strchr(av, '/');
-  if (!slash)
-    return kcr_scheme_lookup(s, "", av, kind);
-  if ((size_t)(slash - av) >= sizeof(group))
-    return NULL;
-  memcpy(group, av, (size_t)(slash - av));
-  group[slash - av] = '\0';
-  return kcr_scheme_lookup(s, group, slash + 1, kind);
+  return kcr_scheme_lookup_gvk(s, &gvk);
+}
+
+kcr_gvk kcr_kind_info_gvk(const kcr_kind_info *k) {
+  kcr_gvk g = {k->group, k->version, k->kind};
+  return g;
 }
 
 kcr_gvr kcr_kind_info_gvr(const kcr_kind_info *k) {
@@ -247,7 +253,7 @@ void kcr_scheme_free_typed(const kcr_kind_info *k, void *typed) {
 /* codec_of finds gvk's entry with a codec (*k), or says why not. */
 static int codec_of(const kcr_scheme_t *s, const kcr_gvk *gvk, const kcr_kind_info **k,
                     kcr_error_t *err) {
-  *k = gvk ? kcr_scheme_lookup(s, gvk->group ? gvk->group : "", gvk->version, gvk->kind) : NULL;
+  *k = kcr_scheme_lookup_gvk(s, gvk);
   if (!*k) {
     kcr_error_set(err, KCR_ENOENT, "scheme: kind %s is not registered",
                   gvk && gvk->kind ? gvk->kind : "(none)");
@@ -286,7 +292,7 @@ void kcr_typed_list_free(const kcr_scheme_t *s, const kcr_gvk *gvk, void **items
   const kcr_kind_info *k;
   if (!items)
     return;
-  k = kcr_scheme_lookup(s, gvk->group ? gvk->group : "", gvk->version, gvk->kind);
+  k = kcr_scheme_lookup_gvk(s, gvk);
   for (size_t i = 0; i < n && k; i++)
     kcr_scheme_free_typed(k, items[i]);
   kcr__free(items);

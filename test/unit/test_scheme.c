@@ -51,19 +51,25 @@ static void test_scheme_register_and_lookup(void **state) {
   kcr_scheme_t *s;
   const kcr_kind_info *k;
   kcr_gvr r = {"kcr.dev", "v1alpha1", "apps"};
+  kcr_gvk g;
   kcr_error_t err;
   (void)state;
   assert_int_equal(kcr_scheme_create(&s, NULL), 0);
   assert_int_equal(kcr_scheme_register(s, &app_kind, NULL), 0);
-  k = kcr_scheme_lookup(s, "kcr.dev", "v1alpha1", "App");
+  k = kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", "v1alpha1", "App"});
   assert_non_null(k);
   assert_string_equal(k->resource, "apps");
   assert_string_equal(k->list_kind, "AppList");
   assert_true(k->namespaced);
-  assert_ptr_equal(kcr_scheme_lookup(s, "kcr.dev", NULL, "App"), k);
+  assert_ptr_equal(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", NULL, "App"}), k);
   assert_ptr_equal(kcr_scheme_lookup_resource(s, &r), k);
-  assert_null(kcr_scheme_lookup(s, "kcr.dev", "v1", "App"));
-  assert_null(kcr_scheme_lookup(s, "", "v1alpha1", "App"));
+  assert_null(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", "v1", "App"}));
+  assert_null(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1alpha1", "App"}));
+  assert_null(kcr_scheme_lookup_gvk(s, NULL));
+  assert_null(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", "v1alpha1", NULL}));
+  g = kcr_kind_info_gvk(k);
+  assert_ptr_equal(g.kind, k->kind); /* borrowed from the entry */
+  assert_ptr_equal(kcr_scheme_lookup_gvk(s, &g), k);
   r = kcr_kind_info_gvr(k);
   assert_string_equal(r.resource, "apps");
   kcr_error_clear(&err);
@@ -71,6 +77,21 @@ static void test_scheme_register_and_lookup(void **state) {
   assert_non_null(strstr(err.message, "kcr.dev/v1alpha1, Kind=App"));
   kcr_scheme_destroy(s);
   kcr_scheme_destroy(NULL);
+}
+
+/* The deprecated loose-string lookup: the same entries as kcr_scheme_lookup_gvk. */
+static void test_scheme_deprecated_lookup(void **state) {
+  kcr_scheme_t *s;
+  (void)state;
+  assert_int_equal(kcr_scheme_create(&s, NULL), 0);
+  assert_int_equal(kcr_scheme_register(s, &app_kind, NULL), 0);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  assert_ptr_equal(kcr_scheme_lookup(s, "kcr.dev", NULL, "App"),
+                   kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", "v1alpha1", "App"}));
+  assert_null(kcr_scheme_lookup(s, NULL, "v1alpha1", "App"));
+#pragma GCC diagnostic pop
+  kcr_scheme_destroy(s);
 }
 
 static void test_scheme_rejects_incomplete_kinds(void **state) {
@@ -105,10 +126,11 @@ static void test_scheme_builtins_and_kind_of(void **state) {
   assert_string_equal(k->group, "apps");
   assert_string_equal(k->resource, "deployments");
   assert_null(kcr_scheme_kind_of(s, odd));
-  assert_false(kcr_scheme_lookup(s, "", "v1", "Namespace")->namespaced);
+  assert_false(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1", "Namespace"})->namespaced);
   /* Two kinds may share a name across groups (core Event and events.k8s.io Event). */
-  assert_string_not_equal(kcr_scheme_lookup(s, "", "v1", "Event")->group,
-                          kcr_scheme_lookup(s, "events.k8s.io", "v1", "Event")->group);
+  assert_string_not_equal(
+      kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1", "Event"})->group,
+      kcr_scheme_lookup_gvk(s, &(kcr_gvk){"events.k8s.io", "v1", "Event"})->group);
   assert_int_equal(kcr_scheme_add_builtins(s, NULL), KCR_EEXIST);
   json_decref(cm);
   json_decref(dep);
@@ -295,8 +317,8 @@ static void test_scheme_typed_objects_through_a_client(void **state) {
   assert_true(json_is_true(json_object_get(json_object_get(st.obj, "futureField"), "kept")));
   assert_string_equal(kcr_meta_resource_version(st.obj), "7");
   assert_string_equal(kcr_meta_api_version(st.obj), "v1"); /* set by the scheme */
-  kcr_scheme_free_typed(kcr_scheme_lookup(s, "", "v1", "ConfigMap"), back);
-  kcr_scheme_free_typed(kcr_scheme_lookup(s, "", "v1", "ConfigMap"), n);
+  kcr_scheme_free_typed(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1", "ConfigMap"}), back);
+  kcr_scheme_free_typed(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1", "ConfigMap"}), n);
 
   assert_int_equal(kcr_typed_list(&c, s, &cm, NULL, &items, &count, &err), 0);
   assert_int_equal(count, 2);
@@ -307,7 +329,7 @@ static void test_scheme_typed_objects_through_a_client(void **state) {
   assert_string_equal(back->name, "new");
   assert_string_equal(kcr_meta_kind(st.obj), "ConfigMap");
   assert_int_equal(st.writes, 2);
-  kcr_scheme_free_typed(kcr_scheme_lookup(s, "", "v1", "ConfigMap"), back);
+  kcr_scheme_free_typed(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1", "ConfigMap"}), back);
   /* A write whose answer the caller does not want: out NULL, still sent. */
   snprintf(fresh.text, sizeof(fresh.text), "no answer");
   assert_int_equal(kcr_typed_update(&c, s, &cm, &fresh, NULL, NULL, &err), 0);
@@ -343,6 +365,7 @@ static void test_scheme_allocation_failure(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scheme_register_and_lookup),
+      cmocka_unit_test(test_scheme_deprecated_lookup),
       cmocka_unit_test(test_scheme_rejects_incomplete_kinds),
       cmocka_unit_test(test_scheme_builtins_and_kind_of),
       cmocka_unit_test(test_scheme_typed_codec_round_trip),
