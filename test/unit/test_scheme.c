@@ -44,13 +44,16 @@ static void free_app(void *typed, void *data) {
   free(typed);
 }
 
-static const kcr_kind_info app_kind = {"kcr.dev", "v1alpha1", "App",      "apps",   NULL,
-                                       true,      decode_app, encode_app, free_app, NULL};
+static const kcr_kind_info app_kind = {.group = "kcr.dev",
+                                       .version = "v1alpha1",
+                                       .kind = "App",
+                                       .decode = decode_app,
+                                       .encode = encode_app,
+                                       .free_typed = free_app};
 
 static void test_scheme_register_and_lookup(void **state) {
   kcr_scheme_t *s;
   const kcr_kind_info *k;
-  kcr_gvr r = {"kcr.dev", "v1alpha1", "apps"};
   kcr_gvk g;
   kcr_error_t err;
   (void)state;
@@ -58,11 +61,8 @@ static void test_scheme_register_and_lookup(void **state) {
   assert_int_equal(kcr_scheme_register(s, &app_kind, NULL), 0);
   k = kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", "v1alpha1", "App"});
   assert_non_null(k);
-  assert_string_equal(k->resource, "apps");
   assert_string_equal(k->list_kind, "AppList");
-  assert_true(k->namespaced);
   assert_ptr_equal(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", NULL, "App"}), k);
-  assert_ptr_equal(kcr_scheme_lookup_resource(s, &r), k);
   assert_null(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", "v1", "App"}));
   assert_null(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1alpha1", "App"}));
   assert_null(kcr_scheme_lookup_gvk(s, NULL));
@@ -70,8 +70,6 @@ static void test_scheme_register_and_lookup(void **state) {
   g = kcr_kind_info_gvk(k);
   assert_ptr_equal(g.kind, k->kind); /* borrowed from the entry */
   assert_ptr_equal(kcr_scheme_lookup_gvk(s, &g), k);
-  r = kcr_kind_info_gvr(k);
-  assert_string_equal(r.resource, "apps");
   kcr_error_clear(&err);
   assert_int_equal(kcr_scheme_register(s, &app_kind, &err), KCR_EEXIST);
   assert_non_null(strstr(err.message, "kcr.dev/v1alpha1, Kind=App"));
@@ -94,12 +92,50 @@ static void test_scheme_deprecated_lookup(void **state) {
   kcr_scheme_destroy(s);
 }
 
+/*
+ * The deprecated resource and namespaced: kept as registered and read back by
+ * the deprecated kcr_scheme_lookup_resource and kcr_kind_info_gvr; the library
+ * itself asks the REST mapper.
+ */
+static void test_scheme_deprecated_resource(void **state) {
+  kcr_scheme_t *s;
+  const kcr_kind_info *k;
+  kcr_kind_info with = app_kind, other = app_kind;
+  kcr_gvr r = {"kcr.dev", "v1alpha1", "apps"};
+  kcr_error_t err;
+  (void)state;
+  assert_int_equal(kcr_scheme_create(&s, NULL), 0);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  with.resource = "apps";
+  with.namespaced = true;
+  assert_int_equal(kcr_scheme_register(s, &with, NULL), 0);
+  assert_non_null(k = kcr_scheme_lookup_resource(s, &r));
+  assert_true(k->namespaced);
+  r = kcr_kind_info_gvr(k);
+  assert_string_equal(r.resource, "apps");
+  /* a second kind may not claim the same resource */
+  other.kind = "Other";
+  other.resource = "apps";
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_scheme_register(s, &other, &err), KCR_EEXIST);
+  assert_non_null(strstr(err.message, "(resource apps)"));
+  /* without one, a kind has none, and no lookup by resource finds it */
+  other.resource = NULL;
+  assert_int_equal(kcr_scheme_register(s, &other, NULL), 0);
+  k = kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", "v1alpha1", "Other"});
+  assert_null(k->resource);
+  assert_null(kcr_scheme_lookup_resource(s, &(kcr_gvr){"kcr.dev", "v1alpha1", ""}));
+#pragma GCC diagnostic pop
+  kcr_scheme_destroy(s);
+}
+
 static void test_scheme_rejects_incomplete_kinds(void **state) {
   kcr_scheme_t *s;
   kcr_kind_info k = app_kind;
   (void)state;
   assert_int_equal(kcr_scheme_create(&s, NULL), 0);
-  k.resource = NULL;
+  k.kind = NULL;
   assert_int_equal(kcr_scheme_register(s, &k, NULL), KCR_EINVAL);
   k = app_kind;
   k.encode = NULL; /* a codec in part */
@@ -121,12 +157,11 @@ static void test_scheme_builtins_and_kind_of(void **state) {
   assert_int_equal(kcr_scheme_add_builtins(s, NULL), 0);
   k = kcr_scheme_kind_of(s, cm);
   assert_non_null(k);
-  assert_string_equal(k->resource, "configmaps");
+  assert_string_equal(k->kind, "ConfigMap");
   k = kcr_scheme_kind_of(s, dep);
   assert_string_equal(k->group, "apps");
-  assert_string_equal(k->resource, "deployments");
+  assert_string_equal(k->list_kind, "DeploymentList");
   assert_null(kcr_scheme_kind_of(s, odd));
-  assert_false(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1", "Namespace"})->namespaced);
   /* Two kinds may share a name across groups (core Event and events.k8s.io Event). */
   assert_string_not_equal(
       kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1", "Event"})->group,
@@ -366,6 +401,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scheme_register_and_lookup),
       cmocka_unit_test(test_scheme_deprecated_lookup),
+      cmocka_unit_test(test_scheme_deprecated_resource),
       cmocka_unit_test(test_scheme_rejects_incomplete_kinds),
       cmocka_unit_test(test_scheme_builtins_and_kind_of),
       cmocka_unit_test(test_scheme_typed_codec_round_trip),
