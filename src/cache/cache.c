@@ -231,8 +231,8 @@ static int create_informer(kcr_cache_t *c, entry_t *e, const kcr_rest_mapping *m
   }
   memset(&o, 0, sizeof(o));
   o.client = c->client;
-  o.resource = kcr_rest_mapping_gvr(&e->mapping);
-  o.kind = e->kind;
+  o.gvk = kcr_rest_mapping_gvk(&e->mapping);
+  o.resource = kcr_rest_mapping_gvr(&e->mapping); /* resolved already: no second lookup */
   o.ns = e->scope_ns;
   o.label_selector = e->label_selector;
   o.field_selector = e->field_selector;
