@@ -410,9 +410,8 @@ static void emit_header(out *o, const gen_crd *crd, const gen_version *v) {
     put(o, "void %s_scheme_free(void *typed, void *data);", kp);
     blank(o);
     put(o, "/*");
-    put(o, " * %s_register adds %s %s%s%s (resource %s, %s) to s with the codec above,", kp,
-        k->kind, k->group, k->group[0] ? "/" : "", k->version, k->plural,
-        k->namespaced ? "namespaced" : "cluster");
+    put(o, " * %s_register adds %s %s%s%s to s with the codec above,", kp, k->kind, k->group,
+        k->group[0] ? "/" : "", k->version);
     put(o, " * so kcr_typed_get/list/create/update/patch work on %s_t. 0 or", kp);
     put(o, " * kcr_scheme_register's error.");
     put(o, " */");
@@ -926,9 +925,7 @@ static void emit_source(out *o, const gen_crd *crd, const gen_version *v, const 
     put(o, "  k.group = \"%s\";", k->group);
     put(o, "  k.version = \"%s\";", k->version);
     put(o, "  k.kind = \"%s\";", k->kind);
-    put(o, "  k.resource = \"%s\";", k->plural);
     put(o, "  k.list_kind = \"%s\";", k->list_kind);
-    put(o, "  k.namespaced = %s;", k->namespaced ? "true" : "false");
     put(o, "  k.decode = %s_scheme_decode;", kp);
     put(o, "  k.encode = %s_scheme_encode;", kp);
     put(o, "  k.free_typed = %s_scheme_free;", kp);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kcr/common.h: definitions every kcr header shares: the export macro, the
- * library version and the allocator hooks.
+ * kcr/common.h: definitions every kcr header shares: the export and deprecation
+ * macros, the library version, the allocator hooks and kcr_gvk, the kind type.
  */
 #ifndef KCR_COMMON_H
 #define KCR_COMMON_H
@@ -39,6 +39,18 @@ extern "C" {
 #else
 #define KCR_DEPRECATED(msg)
 #endif
+
+/*
+ * kcr_gvk: a kind — the one way kcr names one (a group, version and kind; group
+ * "" or NULL is the core group), from the REST mapper up. Strings are borrowed
+ * for each call that takes one. Writes name their kind through the object's own
+ * apiVersion and kind instead; kcr_gvr (kcr/client.h) is what a URL names.
+ */
+typedef struct kcr_gvk {
+  const char *group;
+  const char *version;
+  const char *kind;
+} kcr_gvk;
 
 #define KCR_VERSION_MAJOR 0
 #define KCR_VERSION_MINOR 1

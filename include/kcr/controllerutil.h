@@ -122,10 +122,18 @@ KCR_EXTERN int kcr_owner_ref_set(const json_t *owner, json_t *obj, kcr_error_t *
 KCR_EXTERN int kcr_owner_ref_remove(const json_t *owner, json_t *obj, kcr_error_t *err);
 
 /*
- * kcr_owner_ref_refers tells whether the owner reference ref (borrowed) names an
- * object of group (of apiVersion api_version), kind and name: the comparison
- * controller-runtime makes (the version is ignored).
+ * kcr_owner_ref_refers_to tells whether the owner reference ref (borrowed) names
+ * the object of kind gvk (borrowed) called name: group, kind and name compared,
+ * the version ignored, as controller-runtime does. false when an argument is
+ * NULL or ref lacks a field. Any thread.
  */
+KCR_EXTERN bool kcr_owner_ref_refers_to(const json_t *ref, const kcr_gvk *gvk, const char *name);
+
+/*
+ * kcr_owner_ref_refers: kcr_owner_ref_refers_to with the kind as an apiVersion
+ * and a kind (borrowed). Deprecated.
+ */
+KCR_DEPRECATED("since 2026-12-02: use kcr_owner_ref_refers_to")
 KCR_EXTERN bool kcr_owner_ref_refers(const json_t *ref, const char *api_version, const char *kind,
                                      const char *name);
 

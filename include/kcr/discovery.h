@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kcr/discovery.h: which resources the API server serves, and the REST mapper
- * that turns a kind (group, version, kind) into the resource a URL names and
- * says whether it is namespaced — client-go's discovery client and
- * controller-runtime's lazy REST mapper.
+ * that turns a kind (kcr_gvk) into the resource a URL names and says whether it
+ * is namespaced — client-go's discovery client and controller-runtime's lazy
+ * REST mapper. The mapper is kcr's one answer to kind -> resource: the cache,
+ * the informer, the cached client and the manager all ask it.
  *
  * Discovery prefers the aggregated form (apidiscovery.k8s.io/v2: two requests for
  * the whole server) and falls back to the per-group-version documents on servers
@@ -28,7 +29,7 @@ extern "C" {
 
 /*
  * kcr_rest_mapping: one kind's REST mapping, as plain data (copy freely). The
- * kcr_gvr returned by kcr_rest_mapping_gvr points into it.
+ * kcr_gvk and kcr_gvr returned by kcr_rest_mapping_gvk and _gvr point into it.
  */
 typedef struct kcr_rest_mapping {
   char group[KCR_MAPPING_NAME_MAX];
@@ -37,6 +38,9 @@ typedef struct kcr_rest_mapping {
   char resource[KCR_MAPPING_NAME_MAX];
   int namespaced;
 } kcr_rest_mapping;
+
+/* kcr_rest_mapping_gvk returns m's kind (strings borrowed from m). Any thread. */
+KCR_EXTERN kcr_gvk kcr_rest_mapping_gvk(const kcr_rest_mapping *m);
 
 /* kcr_rest_mapping_gvr returns m's group, version and resource (borrowed from m). */
 KCR_EXTERN kcr_gvr kcr_rest_mapping_gvr(const kcr_rest_mapping *m);
@@ -56,13 +60,22 @@ KCR_EXTERN int kcr_rest_mapper_create(kcr_client_t *client, kcr_rest_mapper_t **
 KCR_EXTERN void kcr_rest_mapper_destroy(kcr_rest_mapper_t *m);
 
 /*
- * kcr_rest_mapper_mapping finds the mapping of group/kind at version (NULL or "":
- * the server's preferred version). group "" is the core group. On a miss it
- * rediscovers (unless it did so less than a second ago) and looks again. Returns
- * 0 with *out filled, KCR_ENOENT when the server does not serve the kind (the
- * message names it), or the error of the discovery request. Blocks on the network
- * when it rediscovers: not on the loop thread.
+ * kcr_rest_mapper_mapping_for_kind finds the mapping of gvk (borrowed) at
+ * gvk->version (NULL or "": the server's preferred version); gvk->group "" or
+ * NULL is the core group. On a miss it rediscovers (unless it did so less than a
+ * second ago) and looks again. Returns 0 with *out filled, KCR_EINVAL (gvk or
+ * its kind missing), KCR_ENOENT when the server does not serve the kind (the
+ * message names it), or the error of the discovery request. Blocks on the
+ * network when it rediscovers: any thread but a client's loop thread.
  */
+KCR_EXTERN int kcr_rest_mapper_mapping_for_kind(kcr_rest_mapper_t *m, const kcr_gvk *gvk,
+                                                kcr_rest_mapping *out, kcr_error_t *err);
+
+/*
+ * kcr_rest_mapper_mapping: kcr_rest_mapper_mapping_for_kind with the kind as
+ * loose strings (borrowed). Deprecated.
+ */
+KCR_DEPRECATED("since 2026-12-02: use kcr_rest_mapper_mapping_for_kind")
 KCR_EXTERN int kcr_rest_mapper_mapping(kcr_rest_mapper_t *m, const char *group, const char *version,
                                        const char *kind, kcr_rest_mapping *out, kcr_error_t *err);
 

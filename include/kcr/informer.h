@@ -26,6 +26,7 @@
 #include "kcr/clock.h"
 #include "kcr/common.h"
 #include "kcr/delta_fifo.h"
+#include "kcr/discovery.h"
 #include "kcr/error.h"
 #include "kcr/metrics.h"
 #include "kcr/store.h"
@@ -40,8 +41,14 @@ typedef struct kcr_informer kcr_informer_t;
 /*
  * kcr_informer_options: zero-initialise and set what you need. Strings are copied.
  *   client          required; borrowed, must outlive the informer.
- *   resource        required: group, version, resource (plural).
- *   kind            for messages ("ConfigMap"); optional.
+ *   gvk             the kind to watch: kcr_informer_create resolves it to its
+ *                   resource through mapper (and refuses ns for a cluster-scoped
+ *                   kind) unless resource.resource is set.
+ *   mapper          borrowed, used by kcr_informer_create only; NULL: a mapper of
+ *                   its own on client for that one lookup (a discovery round).
+ *   resource, kind  the REST-level form, instead of gvk: group, version, resource
+ *                   (plural), used as given; kind names it in messages (NULL:
+ *                   gvk.kind, else the resource).
  *   ns              watch one namespace; NULL or "": all.
  *   label_selector, field_selector  restrict what is cached.
  *   resync_period_ns  0: no periodic resync.
@@ -68,6 +75,8 @@ typedef struct kcr_informer kcr_informer_t;
  */
 typedef struct kcr_informer_options {
   kcr_client_t *client;
+  kcr_gvk gvk;
+  kcr_rest_mapper_t *mapper;
   kcr_gvr resource;
   const char *kind;
   const char *ns;
@@ -110,7 +119,10 @@ typedef struct kcr_event_handler {
 
 /*
  * kcr_informer_create makes a stopped informer. *out: new informer. Errors:
- * KCR_EINVAL (no client or resource), KCR_ENOMEM.
+ * KCR_EINVAL (no client, neither a resource nor gvk with a kind, or ns for a
+ * cluster-scoped gvk), the mapper's (KCR_ENOENT: the server does not serve
+ * gvk), KCR_ENOMEM. Resolving gvk may block on discovery: any thread but a
+ * client's loop thread.
  */
 KCR_EXTERN int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out,
                                    kcr_error_t *err);

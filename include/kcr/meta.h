@@ -28,16 +28,7 @@
 extern "C" {
 #endif
 
-/*
- * kcr_gvk: a kind — the one way kcr names one (a group, version and kind; group
- * "" is the core group). Strings are borrowed for each call that takes one.
- * Writes name their kind through the object's own apiVersion and kind instead.
- */
-typedef struct kcr_gvk {
-  const char *group;
-  const char *version;
-  const char *kind;
-} kcr_gvk;
+/* kcr_gvk, the kind type, is declared in kcr/common.h (the REST mapper takes it too). */
 
 /* KCR_GVK_GROUP_MAX: the size of a group buffer for kcr_meta_gvk (a DNS subdomain). */
 #define KCR_GVK_GROUP_MAX 254

@@ -1,14 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kcr/scheme.h: a registry of kinds (apimachinery's runtime.Scheme, reduced to
- * what a C operator needs): for each group/version/kind, its resource (plural),
- * whether it is namespaced, its list kind, and optionally a typed codec, so that
- * a program can map a kind to a C struct of its own and convert between that
- * struct and the json_t the client and cache speak.
- *
- * The scheme answers offline what the REST mapper (kcr/discovery.h) learns from
- * the server; registering a kind is how an operator names the kinds it uses
- * without a discovery round, and how it states the resource for a CRD it ships.
+ * what a C operator needs): for each group/version/kind, its list kind and
+ * optionally a typed codec, so that a program can map a kind to a C struct of
+ * its own and convert between that struct and the json_t the client and cache
+ * speak. Which resource serves a kind, and its scope, is the REST mapper's to
+ * say (kcr_rest_mapper_mapping_for_kind, kcr/discovery.h), from the server.
  *
  * Threads: register kinds before sharing the scheme; lookups and codecs are then
  * safe from any thread (the scheme is not changed after that).
@@ -47,15 +44,16 @@ typedef void (*kcr_free_typed_fn)(void *typed, void *data);
 /*
  * kcr_kind_info: one kind. group "" is the core group. list_kind NULL means kind +
  * "List". The codec functions are optional, all three or none. Strings are copied
- * by kcr_scheme_register; lookups return the scheme's copy.
+ * by kcr_scheme_register; lookups return the scheme's copy. resource and
+ * namespaced are deprecated and optional: kept as given, never read by kcr.
  */
 typedef struct kcr_kind_info {
   const char *group;
   const char *version;
   const char *kind;
-  const char *resource;
+  const char *resource KCR_DEPRECATED("since 2026-12-02: use kcr_rest_mapper_mapping_for_kind");
   const char *list_kind;
-  bool namespaced;
+  bool namespaced KCR_DEPRECATED("since 2026-12-02: use kcr_rest_mapper_mapping_for_kind");
   kcr_decode_fn decode;
   kcr_encode_fn encode;
   kcr_free_typed_fn free_typed;
@@ -72,9 +70,9 @@ KCR_EXTERN int kcr_scheme_create(kcr_scheme_t **out, kcr_error_t *err);
 KCR_EXTERN void kcr_scheme_destroy(kcr_scheme_t *s);
 
 /*
- * kcr_scheme_register adds a kind. Errors: KCR_EINVAL (version, kind or resource
- * missing, or a codec given only in part), KCR_EEXIST (the group/version/kind or
- * the group/version/resource is registered already), KCR_ENOMEM.
+ * kcr_scheme_register adds a kind. Errors: KCR_EINVAL (version or kind missing,
+ * or a codec given only in part), KCR_EEXIST (the group/version/kind, or a
+ * resource given, is registered already), KCR_ENOMEM.
  */
 KCR_EXTERN int kcr_scheme_register(kcr_scheme_t *s, const kcr_kind_info *info, kcr_error_t *err);
 
@@ -88,14 +86,20 @@ KCR_EXTERN int kcr_scheme_register(kcr_scheme_t *s, const kcr_kind_info *info, k
 KCR_EXTERN int kcr_scheme_add_builtins(kcr_scheme_t *s, kcr_error_t *err);
 
 /*
- * kcr_scheme_lookup finds a kind: version NULL or "" matches the first registered
- * version of group/kind. Returns a borrowed entry (valid for the scheme's life)
- * or NULL.
+ * kcr_scheme_lookup_gvk finds the kind gvk (borrowed) names: gvk->group "" or
+ * NULL is the core group; gvk->version NULL or "" matches the first registered
+ * version of group/kind. Returns a borrowed entry (valid for the scheme's life),
+ * or NULL (not registered, or gvk or its kind NULL). Any thread.
  */
+KCR_EXTERN const kcr_kind_info *kcr_scheme_lookup_gvk(const kcr_scheme_t *s, const kcr_gvk *gvk);
+
+/* kcr_scheme_lookup: kcr_scheme_lookup_gvk with the kind as loose strings. Deprecated. */
+KCR_DEPRECATED("since 2026-12-02: use kcr_scheme_lookup_gvk")
 KCR_EXTERN const kcr_kind_info *kcr_scheme_lookup(const kcr_scheme_t *s, const char *group,
                                                   const char *version, const char *kind);
 
-/* kcr_scheme_lookup_resource finds a kind by group/version/resource, or NULL. */
+/* kcr_scheme_lookup_resource finds a kind registered with resource r, or NULL. Deprecated. */
+KCR_DEPRECATED("since 2026-12-02: use kcr_rest_mapper_mapping_for_resource")
 KCR_EXTERN const kcr_kind_info *kcr_scheme_lookup_resource(const kcr_scheme_t *s, const kcr_gvr *r);
 
 /*
@@ -104,7 +108,11 @@ KCR_EXTERN const kcr_kind_info *kcr_scheme_lookup_resource(const kcr_scheme_t *s
  */
 KCR_EXTERN const kcr_kind_info *kcr_scheme_kind_of(const kcr_scheme_t *s, const json_t *obj);
 
-/* kcr_kind_info_gvr returns the entry's group, version and resource (borrowed). */
+/* kcr_kind_info_gvk returns the entry's kind (strings borrowed from k). Any thread. */
+KCR_EXTERN kcr_gvk kcr_kind_info_gvk(const kcr_kind_info *k);
+
+/* kcr_kind_info_gvr returns the entry's group, version and resource (borrowed). Deprecated. */
+KCR_DEPRECATED("since 2026-12-02: use kcr_rest_mapping_gvr")
 KCR_EXTERN kcr_gvr kcr_kind_info_gvr(const kcr_kind_info *k);
 
 /*

@@ -184,19 +184,41 @@ const char *kcr_api_version_group(const char *api_version, size_t *len) {
   return api_version ? api_version : "";
 }
 
-static bool group_equal(const char *a, const char *b) {
-  size_t la, lb;
-  const char *ga = kcr_api_version_group(a, &la), *gb = kcr_api_version_group(b, &lb);
-  return la == lb && memcmp(ga, gb, la) == 0;
+bool kcr_owner_ref_refers_to(const json_t *ref, const kcr_gvk *gvk, const char *name) {
+  const char *rv = json_string_value(json_object_get(ref, "apiVersion"));
+  const char *rk = json_string_value(json_object_get(ref, "kind"));
+  const char *rn = json_string_value(json_object_get(ref, "name"));
+  const char *g = gvk && gvk->group ? gvk->group : "", *rg;
+  size_t rglen;
+  if (!rv || !rk || !rn || !gvk || !gvk->kind || !name)
+    return false;
+  rg = kcr_api_version_group(rv, &rglen);
+  return strlen(g) == rglen && memcmp(rg, g, rglen) == 0 && strcmp(rk, gvk->kind) == 0 &&
+         strcmp(rn, name) == 0;
 }
 
 bool kcr_owner_ref_refers(const json_t *ref, const char *api_version, const char *kind,
                           const char *name) {
-  const char *rv = json_string_value(json_object_get(ref, "apiVersion"));
-  const char *rk = json_string_value(json_object_get(ref, "kind"));
-  const char *rn = json_string_value(json_object_get(ref, "name"));
-  return rv && rk && rn && kind && name && group_equal(rv, api_version) && strcmp(rk, kind) == 0 &&
-         strcmp(rn, name) == 0;
+  char group[KCR_GVK_GROUP_MAX];
+  const char *g;
+  size_t len;
+  kcr_gvk gvk;
+  g = kcr_api_version_group(api_version, &len); /* NULL: the core group */
+  if (len >= sizeof(group))
+    return false;
+  memcpy(group, g, len);
+  group[len] = '\0';
+  gvk = (kcr_gvk){group, NULL, kind};
+  return kcr_owner_ref_refers_to(ref, &gvk, name);
+}
+
+/* refers_to_object tells whether ref names obj (an object, or another owner
+ * reference: both carry apiVersion and kind at the top). */
+static bool refers_to_object(const json_t *ref, const json_t *obj, const char *name) {
+  char group[KCR_GVK_GROUP_MAX];
+  kcr_gvk gvk;
+  return kcr_meta_gvk(obj, &gvk, group, sizeof(group)) == 0 &&
+         kcr_owner_ref_refers_to(ref, &gvk, name);
 }
 
 /* validate_owner is controller-runtime's validateOwner plus field checks. */
@@ -228,8 +250,6 @@ static int upsert(json_t *obj, json_t *ref) {
   json_t *md = json_object_get(obj, "metadata"), *refs;
   size_t i;
   json_t *r;
-  const char *av = json_string_value(json_object_get(ref, "apiVersion"));
-  const char *k = json_string_value(json_object_get(ref, "kind"));
   const char *n = json_string_value(json_object_get(ref, "name"));
   if (!md) {
     md = json_object();
@@ -255,7 +275,7 @@ static int upsert(json_t *obj, json_t *ref) {
     return KCR_EINVAL;
   }
   json_array_foreach(refs, i, r) {
-    if (kcr_owner_ref_refers(r, av, k, n))
+    if (refers_to_object(r, ref, n))
       return json_array_set_new(refs, i, ref) == 0 ? 0 : KCR_ENOMEM;
   }
   return json_array_append_new(refs, ref) == 0 ? 0 : KCR_ENOMEM;
@@ -268,8 +288,7 @@ static int set_ref(const json_t *owner, json_t *obj, bool controller, kcr_error_
     return rc;
   if (controller) {
     existing = kcr_meta_controller_ref(obj);
-    if (existing && !kcr_owner_ref_refers(existing, kcr_meta_api_version(owner),
-                                          kcr_meta_kind(owner), kcr_meta_name(owner))) {
+    if (existing && !refers_to_object(existing, owner, kcr_meta_name(owner))) {
       const char *ek = json_string_value(json_object_get(existing, "kind"));
       const char *en = json_string_value(json_object_get(existing, "name"));
       return kcr_error_set(err, KCR_EEXIST,
@@ -308,8 +327,7 @@ int kcr_owner_ref_remove(const json_t *owner, json_t *obj, kcr_error_t *err) {
     return kcr_error_set(err, KCR_ENOENT, "%s %s does not have any owner references",
                          kcr_meta_kind(obj), kcr_meta_name(obj));
   for (size_t i = json_array_size(refs); i-- > 0;) {
-    if (kcr_owner_ref_refers(json_array_get(refs, i), kcr_meta_api_version(owner),
-                             kcr_meta_kind(owner), kcr_meta_name(owner))) {
+    if (refers_to_object(json_array_get(refs, i), owner, kcr_meta_name(owner))) {
       json_array_remove(refs, i);
       found = true;
     }

@@ -231,8 +231,8 @@ static int create_informer(kcr_cache_t *c, entry_t *e, const kcr_rest_mapping *m
   }
   memset(&o, 0, sizeof(o));
   o.client = c->client;
-  o.resource = kcr_rest_mapping_gvr(&e->mapping);
-  o.kind = e->kind;
+  o.gvk = kcr_rest_mapping_gvk(&e->mapping);
+  o.resource = kcr_rest_mapping_gvr(&e->mapping); /* resolved already: no second lookup */
   o.ns = e->scope_ns;
   o.label_selector = e->label_selector;
   o.field_selector = e->field_selector;
@@ -275,7 +275,7 @@ static int get_entry(kcr_cache_t *c, const kcr_gvk *gvk, int start, entry_t **ou
   if (!e || !e->inf) {
     pthread_mutex_unlock(&c->mu);
     /* Discovery may block on the network: outside mu. */
-    rc = kcr_rest_mapper_mapping(c->mapper, str0(gvk->group), gvk->version, gvk->kind, &m, err);
+    rc = kcr_rest_mapper_mapping_for_kind(c->mapper, gvk, &m, err);
     if (rc)
       return rc;
     pthread_mutex_lock(&c->mu);

@@ -129,8 +129,7 @@ static int target(const kcr_objclient *c, const json_t *obj, target_t *t, kcr_er
                          *kcr_meta_kind(obj) ? kcr_meta_kind(obj) : "an object");
   if (kcr_meta_gvk(obj, &t->gvk, t->group, sizeof(t->group)) != 0)
     return kcr_error_set(err, KCR_EINVAL, "object client: the object needs apiVersion and kind");
-  if ((rc = kcr_rest_mapper_mapping(cc->mapper, t->gvk.group, t->gvk.version, t->gvk.kind, &t->mp,
-                                    err)) != 0)
+  if ((rc = kcr_rest_mapper_mapping_for_kind(cc->mapper, &t->gvk, &t->mp, err)) != 0)
     return rc;
   t->r = kcr_rest_mapping_gvr(&t->mp);
   t->ns = t->mp.namespaced ? kcr_meta_namespace(obj) : NULL;

@@ -388,15 +388,46 @@ static bool known_contains(void *data, const char *key) {
   return kcr_store_contains(data, key);
 }
 
+/*
+ * resolve_gvk maps o->gvk to its resource through o->mapper, or through a mapper
+ * of its own on o->client made for this one lookup. *m: the mapping.
+ */
+static int resolve_gvk(const kcr_informer_options *o, kcr_rest_mapping *m, kcr_error_t *err) {
+  kcr_rest_mapper_t *own = NULL;
+  int rc = 0;
+  if (!o->mapper)
+    rc = kcr_rest_mapper_create(o->client, &own, err);
+  if (rc == 0)
+    rc = kcr_rest_mapper_mapping_for_kind(o->mapper ? o->mapper : own, &o->gvk, m, err);
+  kcr_rest_mapper_destroy(own);
+  if (rc == 0 && !m->namespaced && o->ns && *o->ns)
+    rc =
+        kcr_error_set(err, KCR_EINVAL, "informer: %s is cluster-scoped: ns must be empty", m->kind);
+  return rc;
+}
+
 int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr_error_t *err) {
   kcr_informer_t *inf;
   kcr_delta_fifo_options fo;
   kcr_known_objects known;
+  kcr_rest_mapping m;
+  kcr_gvr resource;
+  const char *kind;
   int rc, reflector_rc;
 
   *out = NULL;
-  if (!o || !o->client || !o->resource.version || !o->resource.resource)
-    return kcr_error_set(err, KCR_EINVAL, "informer: a client and a resource are required");
+  if (!o || !o->client || (!o->resource.resource && (!o->gvk.kind || !*o->gvk.kind)))
+    return kcr_error_set(err, KCR_EINVAL,
+                         "informer: a client and a resource or a kind (gvk) are required");
+  resource = o->resource;
+  kind = o->kind && *o->kind ? o->kind : o->gvk.kind;
+  if (!resource.resource) {
+    if ((rc = resolve_gvk(o, &m, err)) != 0)
+      return rc;
+    resource = kcr_rest_mapping_gvr(&m);
+  }
+  if (!resource.version || !*resource.version || !*resource.resource)
+    return kcr_error_set(err, KCR_EINVAL, "informer: the resource needs a version and a name");
   inf = kcr__calloc(1, sizeof(*inf));
   if (!inf)
     return kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
@@ -404,17 +435,17 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
   kcr_clock_cond_init(&inf->cond);
   pthread_mutex_init(&inf->handlers_mu, NULL);
   reflector_rc = kcr__reflector_init(&inf->refl);
-  inf->group = kcr__strdup(o->resource.group ? o->resource.group : "");
-  inf->version = kcr__strdup(o->resource.version);
-  inf->plural = kcr__strdup(o->resource.resource);
-  inf->kind = dup_opt(o->kind);
+  inf->group = kcr__strdup(resource.group ? resource.group : "");
+  inf->version = kcr__strdup(resource.version);
+  inf->plural = kcr__strdup(resource.resource);
+  inf->kind = dup_opt(kind);
   inf->ns = dup_opt(o->ns);
   inf->label_selector = dup_opt(o->label_selector);
   inf->field_selector = dup_opt(o->field_selector);
   inf->resync_ns = o->resync_period_ns;
   inf->clock = o->clock ? o->clock : kcr_clock_system();
   atomic_store(&inf->watch_lag_ns, -1);
-  if (!inf->group || !inf->version || !inf->plural || (o->kind && !inf->kind) ||
+  if (!inf->group || !inf->version || !inf->plural || (kind && *kind && !inf->kind) ||
       (o->ns && *o->ns && !inf->ns) || (o->label_selector && !inf->label_selector) ||
       (o->field_selector && !inf->field_selector)) {
     rc = kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");

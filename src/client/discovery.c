@@ -49,6 +49,11 @@ struct kcr_rest_mapper {
   pthread_mutex_t round_mu;  /* one discovery round at a time */
 };
 
+kcr_gvk kcr_rest_mapping_gvk(const kcr_rest_mapping *m) {
+  kcr_gvk g = {m->group, m->version, m->kind};
+  return g;
+}
+
 kcr_gvr kcr_rest_mapping_gvr(const kcr_rest_mapping *m) {
   kcr_gvr r = {m->group, m->version, m->resource};
   return r;
@@ -344,18 +349,27 @@ static int find(kcr_rest_mapper_t *m, match_fn match, const void *key, kcr_rest_
                        what);
 }
 
-int kcr_rest_mapper_mapping(kcr_rest_mapper_t *m, const char *group, const char *version,
-                            const char *kind, kcr_rest_mapping *out, kcr_error_t *err) {
-  struct kind_key key = {group ? group : "", version, kind};
+int kcr_rest_mapper_mapping_for_kind(kcr_rest_mapper_t *m, const kcr_gvk *gvk,
+                                     kcr_rest_mapping *out, kcr_error_t *err) {
+  struct kind_key key;
   char what[600];
-  if (!kind || !*kind)
+  if (!gvk || !gvk->kind || !*gvk->kind)
     return kcr_error_set(err, KCR_EINVAL, "rest mapper: a kind is required");
+  key.group = gvk->group ? gvk->group : "";
+  key.version = gvk->version;
+  key.kind = gvk->kind;
   if (lookup(m, match_kind, &key, out) == 1)
     return 0; /* the common case: no message to format */
-  snprintf(what, sizeof(what), "kind %s%s%s%s%s", group && *group ? group : "",
-           group && *group ? "/" : "", version && *version ? version : "",
-           version && *version ? ", Kind=" : "", kind);
+  snprintf(what, sizeof(what), "kind %s%s%s%s%s", key.group, *key.group ? "/" : "",
+           key.version && *key.version ? key.version : "",
+           key.version && *key.version ? ", Kind=" : "", key.kind);
   return find(m, match_kind, &key, out, what, err);
+}
+
+int kcr_rest_mapper_mapping(kcr_rest_mapper_t *m, const char *group, const char *version,
+                            const char *kind, kcr_rest_mapping *out, kcr_error_t *err) {
+  kcr_gvk gvk = {group, version, kind};
+  return kcr_rest_mapper_mapping_for_kind(m, &gvk, out, err);
 }
 
 int kcr_rest_mapper_mapping_for_resource(kcr_rest_mapper_t *m, const kcr_gvr *r,

@@ -122,8 +122,7 @@ static int src_get_informer(void *data, const kcr_gvk *gvk, kcr_informer_t **out
 static int src_is_namespaced(void *data, const kcr_gvk *gvk, bool *out, kcr_error_t *err) {
   kcr_manager_t *m = data;
   kcr_rest_mapping mp = {0};
-  int rc = kcr_rest_mapper_mapping(m->mapper, gvk->group ? gvk->group : "", gvk->version, gvk->kind,
-                                   &mp, err);
+  int rc = kcr_rest_mapper_mapping_for_kind(m->mapper, gvk, &mp, err);
   *out = rc == 0 ? mp.namespaced != 0 : true;
   return rc;
 }

@@ -5,12 +5,21 @@
  * an object is converted, never per event, and an array keeps the borrowed entries
  * simple (entries are never moved once the scheme is shared: registration happens
  * before, as the header says). Strings are copied into one allocation per entry.
+ *
+ * An entry's resource and namespaced are deprecated (kind -> resource is the REST
+ * mapper's alone): they are stored as given so old readers keep their answers,
+ * and read only between DEPRECATED_OK_BEGIN and _END, in this file.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "kcr/meta.h"
 #include "kcr/scheme.h"
 #include "util/alloc.h"
+
+#define DEPRECATED_OK_BEGIN                                                                        \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wdeprecated-declarations\"")
+#define DEPRECATED_OK_END _Pragma("GCC diagnostic pop")
 
 typedef struct entry {
   kcr_kind_info info; /* strings point into text */
@@ -49,26 +58,37 @@ static int streq(const char *a, const char *b) {
   return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
-const kcr_kind_info *kcr_scheme_lookup(const kcr_scheme_t *s, const char *group,
-                                       const char *version, const char *kind) {
+const kcr_kind_info *kcr_scheme_lookup_gvk(const kcr_scheme_t *s, const kcr_gvk *gvk) {
+  if (!gvk || !gvk->kind)
+    return NULL;
   for (size_t i = 0; i < s->n; i++) {
     const kcr_kind_info *k = &s->entries[i]->info;
-    if (streq(k->group, group) && streq(k->kind, kind) &&
-        (!version || !*version || streq(k->version, version)))
+    if (streq(k->group, gvk->group) && streq(k->kind, gvk->kind) &&
+        (!gvk->version || !*gvk->version || streq(k->version, gvk->version)))
       return k;
   }
   return NULL;
 }
 
+const kcr_kind_info *kcr_scheme_lookup(const kcr_scheme_t *s, const char *group,
+                                       const char *version, const char *kind) {
+  kcr_gvk gvk = {group, version, kind};
+  return kcr_scheme_lookup_gvk(s, &gvk);
+}
+
+DEPRECATED_OK_BEGIN
 const kcr_kind_info *kcr_scheme_lookup_resource(const kcr_scheme_t *s, const kcr_gvr *r) {
+  if (!r || !r->resource || !*r->resource)
+    return NULL;
   for (size_t i = 0; i < s->n; i++) {
     const kcr_kind_info *k = &s->entries[i]->info;
-    if (streq(k->group, r->group) && streq(k->version, r->version) &&
+    if (k->resource && streq(k->group, r->group) && streq(k->version, r->version) &&
         streq(k->resource, r->resource))
       return k;
   }
   return NULL;
 }
+DEPRECATED_OK_END
 
 int kcr_scheme_register(kcr_scheme_t *s, const kcr_kind_info *info, kcr_error_t *err) {
   const char *group = info->group ? info->group : "";
@@ -78,26 +98,34 @@ int kcr_scheme_register(kcr_scheme_t *s, const kcr_kind_info *info, kcr_error_t 
   entry_t *e;
   char *p;
   kcr_gvr r;
+  kcr_gvk gvk;
   int codecs;
 
+  DEPRECATED_OK_BEGIN
+  const char *resource = info->resource && *info->resource ? info->resource : NULL;
+  DEPRECATED_OK_END
   codecs = !!info->decode + !!info->encode + !!info->free_typed;
-  if (!info->version || !*info->version || !info->kind || !*info->kind || !info->resource ||
-      !*info->resource || (codecs != 0 && codecs != 3))
+  if (!info->version || !*info->version || !info->kind || !*info->kind ||
+      (codecs != 0 && codecs != 3))
     return kcr_error_set(err, KCR_EINVAL,
-                         "scheme: a kind needs a version, a kind and a resource, and a codec "
-                         "needs decode, encode and free (%s/%s %s)",
+                         "scheme: a kind needs a version and a kind, and a codec needs decode, "
+                         "encode and free (%s/%s %s)",
                          group, info->version ? info->version : "", info->kind ? info->kind : "");
-  r = (kcr_gvr){group, info->version, info->resource};
-  if (kcr_scheme_lookup(s, group, info->version, info->kind) || kcr_scheme_lookup_resource(s, &r))
-    return kcr_error_set(err, KCR_EEXIST,
-                         "scheme: %s%s%s, Kind=%s (resource %s) is registered already", group,
-                         *group ? "/" : "", info->version, info->kind, info->resource);
+  r = (kcr_gvr){group, info->version, resource};
+  gvk = (kcr_gvk){group, info->version, info->kind};
+  DEPRECATED_OK_BEGIN
+  if (kcr_scheme_lookup_gvk(s, &gvk) || (resource && kcr_scheme_lookup_resource(s, &r)))
+    return kcr_error_set(err, KCR_EEXIST, "scheme: %s%s%s, Kind=%s%s%s%s is registered already",
+                         group, *group ? "/" : "", info->version, info->kind,
+                         resource ? " (resource " : "", resource ? resource : "",
+                         resource ? ")" : "");
+  DEPRECATED_OK_END
   snprintf(list_kind, sizeof(list_kind), "%s%s", info->list_kind ? info->list_kind : info->kind,
            info->list_kind ? "" : "List");
   parts[0] = group;
   parts[1] = info->version;
   parts[2] = info->kind;
-  parts[3] = info->resource;
+  parts[3] = resource ? resource : "";
   parts[4] = list_kind;
   for (int i = 0; i < 5; i++)
     total += (lens[i] = strlen(parts[i])) + 1;
@@ -126,7 +154,9 @@ int kcr_scheme_register(kcr_scheme_t *s, const kcr_kind_info *info, kcr_error_t 
   e->info.group = parts[0];
   e->info.version = parts[1];
   e->info.kind = parts[2];
-  e->info.resource = parts[3];
+  DEPRECATED_OK_BEGIN
+  e->info.resource = resource ? parts[3] : NULL;
+  DEPRECATED_OK_END
   e->info.list_kind = parts[4];
   s->entries[s->n++] = e;
   return 0;
@@ -167,8 +197,10 @@ int kcr_scheme_add_builtins(kcr_scheme_t *s, kcr_error_t *err) {
     k.group = builtins[i].group;
     k.version = builtins[i].version;
     k.kind = builtins[i].kind;
+    DEPRECATED_OK_BEGIN
     k.resource = builtins[i].resource;
     k.namespaced = builtins[i].namespaced;
+    DEPRECATED_OK_END
     if ((rc = kcr_scheme_register(s, &k, err)) != 0)
       return rc;
   }
@@ -176,26 +208,24 @@ int kcr_scheme_add_builtins(kcr_scheme_t *s, kcr_error_t *err) {
 }
 
 const kcr_kind_info *kcr_scheme_kind_of(const kcr_scheme_t *s, const json_t *obj) {
-  const char *av = json_string_value(json_object_get(obj, "apiVersion"));
-  const char *kind = json_string_value(json_object_get(obj, "kind"));
-  const char *slash;
-  char group[256];
-  if (!av || !kind)
+  char group[KCR_GVK_GROUP_MAX];
+  kcr_gvk gvk;
+  if (kcr_meta_gvk(obj, &gvk, group, sizeof(group)) != 0)
     return NULL;
-  slash = strchr(av, '/');
-  if (!slash)
-    return kcr_scheme_lookup(s, "", av, kind);
-  if ((size_t)(slash - av) >= sizeof(group))
-    return NULL;
-  memcpy(group, av, (size_t)(slash - av));
-  group[slash - av] = '\0';
-  return kcr_scheme_lookup(s, group, slash + 1, kind);
+  return kcr_scheme_lookup_gvk(s, &gvk);
 }
 
+kcr_gvk kcr_kind_info_gvk(const kcr_kind_info *k) {
+  kcr_gvk g = {k->group, k->version, k->kind};
+  return g;
+}
+
+DEPRECATED_OK_BEGIN
 kcr_gvr kcr_kind_info_gvr(const kcr_kind_info *k) {
   kcr_gvr r = {k->group, k->version, k->resource};
   return r;
 }
+DEPRECATED_OK_END
 
 static const char *or_none(const char *s) {
   return s ? s : "none";
@@ -247,7 +277,7 @@ void kcr_scheme_free_typed(const kcr_kind_info *k, void *typed) {
 /* codec_of finds gvk's entry with a codec (*k), or says why not. */
 static int codec_of(const kcr_scheme_t *s, const kcr_gvk *gvk, const kcr_kind_info **k,
                     kcr_error_t *err) {
-  *k = gvk ? kcr_scheme_lookup(s, gvk->group ? gvk->group : "", gvk->version, gvk->kind) : NULL;
+  *k = kcr_scheme_lookup_gvk(s, gvk);
   if (!*k) {
     kcr_error_set(err, KCR_ENOENT, "scheme: kind %s is not registered",
                   gvk && gvk->kind ? gvk->kind : "(none)");
@@ -286,7 +316,7 @@ void kcr_typed_list_free(const kcr_scheme_t *s, const kcr_gvk *gvk, void **items
   const kcr_kind_info *k;
   if (!items)
     return;
-  k = kcr_scheme_lookup(s, gvk->group ? gvk->group : "", gvk->version, gvk->kind);
+  k = kcr_scheme_lookup_gvk(s, gvk);
   for (size_t i = 0; i < n && k; i++)
     kcr_scheme_free_typed(k, items[i]);
   kcr__free(items);

@@ -275,6 +275,8 @@ static const char gadget_crd[] =
     "\"string\"}}}}}}}]}}";
 
 static void test_it_crd_after_start_status_and_scale(void **state) {
+  const kcr_gvk gadget = {"it.kcr.dev", NULL, "Gadget"}, cm = {"", NULL, "ConfigMap"};
+  const kcr_gvk dep = {"apps", NULL, "Deployment"}, nsk = {"", "v1", "Namespace"};
   kcr_rest_mapper_t *mapper;
   kcr_rest_mapping m;
   kcr_error_t err;
@@ -287,15 +289,14 @@ static void test_it_crd_after_start_status_and_scale(void **state) {
   CHECK(kcr_rest_mapper_create(client, &mapper, E));
   /* Before the CRD exists the mapper does not know the kind. */
   kcr_error_clear(&err);
-  assert_int_equal(kcr_rest_mapper_mapping(mapper, "it.kcr.dev", NULL, "Gadget", &m, &err),
-                   KCR_ENOENT);
+  assert_int_equal(kcr_rest_mapper_mapping_for_kind(mapper, &gadget, &m, &err), KCR_ENOENT);
   assert_non_null(strstr(err.message, "Gadget"));
-  CHECK(kcr_rest_mapper_mapping(mapper, "", NULL, "ConfigMap", &m, E));
+  CHECK(kcr_rest_mapper_mapping_for_kind(mapper, &cm, &m, E));
   assert_string_equal(m.resource, "configmaps");
   assert_true(m.namespaced);
-  CHECK(kcr_rest_mapper_mapping(mapper, "apps", NULL, "Deployment", &m, E));
+  CHECK(kcr_rest_mapper_mapping_for_kind(mapper, &dep, &m, E));
   assert_string_equal(m.version, "v1");
-  CHECK(kcr_rest_mapper_mapping(mapper, "", "v1", "Namespace", &m, E));
+  CHECK(kcr_rest_mapper_mapping_for_kind(mapper, &nsk, &m, E));
   assert_false(m.namespaced);
 
   crd = json_loads(gadget_crd, 0, NULL);
@@ -305,7 +306,7 @@ static void test_it_crd_after_start_status_and_scale(void **state) {
   /* The lazy mapper rediscovers on a miss (at most once a second). */
   for (int i = 0; i < 60 && !found; i++) {
     kcr_error_clear(&err);
-    if (kcr_rest_mapper_mapping(mapper, "it.kcr.dev", NULL, "Gadget", &m, &err) == 0)
+    if (kcr_rest_mapper_mapping_for_kind(mapper, &gadget, &m, &err) == 0)
       found = 1;
     else
       kcr_it_sleep_ms(500);

@@ -32,6 +32,7 @@
 #include "kcr_testenv.h"
 
 static const kcr_gvr configmaps = {"", "v1", "configmaps"};
+static const kcr_gvk configmap_kind = {"", "v1", "ConfigMap"};
 
 static kcr_testenv_t *env;
 static kcr_rest_config_t *config;
@@ -171,8 +172,7 @@ static kcr_informer_t *make_informer(counts_t *c) {
   kcr_error_t err;
   memset(&o, 0, sizeof(o));
   o.client = client;
-  o.resource = configmaps;
-  o.kind = "ConfigMap";
+  o.gvk = configmap_kind; /* resolved through a discovery round of its own */
   o.ns = ns;
   o.label_selector = "it=informer";
   kcr_error_clear(&err);
@@ -331,6 +331,12 @@ static void test_informer_sync_error_names_the_kind(void **state) {
   (void)state;
   memset(&o, 0, sizeof(o));
   o.client = client;
+  /* By kind, the mapper says at once that the server does not serve it. */
+  o.gvk = (kcr_gvk){"nothere.kcr.dev", "v1", "Ghost"};
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_informer_create(&o, &inf, &err), KCR_ENOENT);
+  assert_non_null(strstr(err.message, "Kind=Ghost"));
+  /* By resource (the REST-level form), it is found out when the list fails. */
   o.resource = (kcr_gvr){"nothere.kcr.dev", "v1", "ghosts"};
   o.kind = "Ghost";
   kcr_error_clear(&err);
@@ -356,8 +362,7 @@ static void test_informer_streaming_list(void **state) {
   (void)state;
   memset(&o, 0, sizeof(o));
   o.client = client;
-  o.resource = configmaps;
-  o.kind = "ConfigMap";
+  o.gvk = configmap_kind;
   o.ns = ns;
   o.label_selector = "it=informer";
   o.streaming_list = true;

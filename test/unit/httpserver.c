@@ -319,3 +319,27 @@ int kcr_test_kubeconfig(const char *dir, int port, const char *token, char *path
     fprintf(f, "    username: u\n    password: p\n");
   return fclose(f) == 0 ? 0 : -1;
 }
+
+int kcr_test_client_start(kcr_test_http_handler handler, void *data, kcr_test_client *t) {
+  kcr_client_options o;
+  memset(t, 0, sizeof(*t));
+  snprintf(t->dir, sizeof(t->dir), "/tmp/kcr-test-client-XXXXXX");
+  if (!mkdtemp(t->dir) || kcr_test_http_start(handler, data, &t->server) != 0 ||
+      kcr_test_kubeconfig(t->dir, kcr_test_http_port(t->server), "t", t->kubeconfig,
+                          sizeof(t->kubeconfig)) != 0 ||
+      kcr_rest_config_from_kubeconfig(t->kubeconfig, NULL, NULL, &t->config, NULL) != 0)
+    return -1;
+  memset(&o, 0, sizeof(o));
+  o.config = t->config;
+  return kcr_client_create(&o, &t->client, NULL) == 0 ? 0 : -1;
+}
+
+void kcr_test_client_stop(kcr_test_client *t) {
+  kcr_client_destroy(t->client);
+  kcr_rest_config_unref(t->config);
+  kcr_test_http_stop(t->server);
+  if (t->kubeconfig[0])
+    unlink(t->kubeconfig);
+  rmdir(t->dir);
+  memset(t, 0, sizeof(*t));
+}

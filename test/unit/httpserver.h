@@ -11,6 +11,9 @@
 
 #include <stddef.h>
 
+#include "kcr/client.h"
+#include "kcr/config.h"
+
 /* A request as the server read it. Borrowed by the handler for the call. */
 typedef struct kcr_test_http_request {
   char method[16];
@@ -74,5 +77,22 @@ void kcr_test_http_stop(kcr_test_http_t *s);
  * file's path (size bytes).
  */
 int kcr_test_kubeconfig(const char *dir, int port, const char *token, char *path, size_t size);
+
+/*
+ * kcr_test_client: a scripted server, a kubeconfig in a temporary directory
+ * pointing at it, and a config and client made from that kubeconfig.
+ * kcr_test_client_start fills *t (serving with handler and data); returns 0 or
+ * -1. kcr_test_client_stop releases all of it, the files included.
+ */
+typedef struct kcr_test_client {
+  kcr_test_http_t *server;
+  kcr_rest_config_t *config;
+  kcr_client_t *client;
+  char dir[64];
+  char kubeconfig[128];
+} kcr_test_client;
+
+int kcr_test_client_start(kcr_test_http_handler handler, void *data, kcr_test_client *t);
+void kcr_test_client_stop(kcr_test_client *t);
 
 #endif /* KCR_TEST_HTTPSERVER_H */

@@ -153,6 +153,32 @@ static void test_controllerutil_controller_ref(void **state) {
   json_decref(other);
 }
 
+static void test_controllerutil_owner_ref_refers_to(void **state) {
+  json_t *ref = load("{\"apiVersion\":\"kcr.dev/v1\",\"kind\":\"App\",\"name\":\"app\"}");
+  json_t *core = load("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"c\"}");
+  const kcr_gvk app = {"kcr.dev", "v2", "App"}; /* the version is ignored */
+  (void)state;
+  assert_true(kcr_owner_ref_refers_to(ref, &app, "app"));
+  assert_true(kcr_owner_ref_refers_to(ref, &(kcr_gvk){"kcr.dev", NULL, "App"}, "app"));
+  assert_false(kcr_owner_ref_refers_to(ref, &(kcr_gvk){"", "v1", "App"}, "app"));
+  assert_false(kcr_owner_ref_refers_to(ref, &(kcr_gvk){"kcr.dev", "v1", "Other"}, "app"));
+  assert_false(kcr_owner_ref_refers_to(ref, &app, "other"));
+  assert_false(kcr_owner_ref_refers_to(ref, NULL, "app"));
+  assert_false(kcr_owner_ref_refers_to(ref, &app, NULL));
+  assert_false(kcr_owner_ref_refers_to(ref, &(kcr_gvk){"kcr.dev", "v1", NULL}, "app"));
+  assert_true(kcr_owner_ref_refers_to(core, &(kcr_gvk){NULL, "v1", "ConfigMap"}, "c"));
+  assert_false(kcr_owner_ref_refers_to(core, &(kcr_gvk){"apps", "v1", "ConfigMap"}, "c"));
+  /* the deprecated apiVersion form: the same comparison */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  assert_true(kcr_owner_ref_refers(ref, "kcr.dev/v9", "App", "app"));
+  assert_false(kcr_owner_ref_refers(ref, "v1", "App", "app"));
+  assert_true(kcr_owner_ref_refers(core, NULL, "ConfigMap", "c"));
+#pragma GCC diagnostic pop
+  json_decref(ref);
+  json_decref(core);
+}
+
 static void test_controllerutil_owner_ref_alloc(void **state) {
   json_t *owner = load(OWNER);
   const char *fixture = "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"c\"}}";
@@ -421,6 +447,7 @@ int main(void) {
       cmocka_unit_test(test_controllerutil_finalizer_patch_bytes),
       cmocka_unit_test(test_controllerutil_finalizer_add_patch_bytes),
       cmocka_unit_test(test_controllerutil_controller_ref),
+      cmocka_unit_test(test_controllerutil_owner_ref_refers_to),
       cmocka_unit_test(test_controllerutil_owner_ref_alloc),
       cmocka_unit_test(test_controllerutil_conditions),
       cmocka_unit_test(test_controllerutil_merge_diff),

@@ -5,7 +5,9 @@
  * deletes; a 429 on a watch backs off and resumes without relisting; a 410 on a
  * list's continue token restarts the list; a normal watch end resumes from the
  * last resource version. The diagnostics (kcr_informer_* metrics and
- * kcr_informer_diagnostics) follow what the script delivers.
+ * kcr_informer_diagnostics) follow what the script delivers. The informer names
+ * its kind by kcr_gvk, resolved through the script's legacy discovery; the
+ * REST-level form (resource and kind) and bad options are covered too.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,12 +23,14 @@
 #include "testutil.h"
 
 static const kcr_gvr configmaps = {"", "v1", "configmaps"};
+static const kcr_gvk configmap_kind = {"", "v1", "ConfigMap"};
 
 typedef struct script {
-  atomic_int lists, watches, continues;
+  atomic_int lists, watches, continues, discoveries;
   int scenario;
   pthread_mutex_t mu;
   char watch_rvs[8][32]; /* protected by mu: resourceVersion of each watch request */
+  char list_path[128];   /* protected by mu: the path of the last list */
 } script_t;
 
 /* watch_rv copies the resourceVersion the nth watch asked for. */
@@ -88,10 +92,32 @@ static const char every_type[] =
     "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{"
     "\"resourceVersion\":\"104\"}}}\n";
 
+/* discovery answers the legacy discovery documents: core v1 only. */
+static bool discovery(const char *path, kcr_test_http_response *resp) {
+  if (strcmp(path, "/api") == 0)
+    resp->body = "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"]}";
+  else if (strcmp(path, "/apis") == 0)
+    resp->body = "{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\",\"groups\":[]}";
+  else if (strcmp(path, "/api/v1") == 0)
+    resp->body = "{\"kind\":\"APIResourceList\",\"groupVersion\":\"v1\",\"resources\":["
+                 "{\"name\":\"configmaps\",\"namespaced\":true,\"kind\":\"ConfigMap\"},"
+                 "{\"name\":\"namespaces\",\"namespaced\":false,\"kind\":\"Namespace\"}]}";
+  else
+    return false;
+  return true;
+}
+
 static void handler(const kcr_test_http_request *req, kcr_test_http_response *resp, void *data) {
   script_t *s = data;
+  if (discovery(req->path, resp)) {
+    atomic_fetch_add(&s->discoveries, 1);
+    return;
+  }
   if (!strstr(req->path, "watch=true")) {
     int n;
+    pthread_mutex_lock(&s->mu);
+    snprintf(s->list_path, sizeof(s->list_path), "%.100s", req->path);
+    pthread_mutex_unlock(&s->mu);
     if (strstr(req->path, "continue=tok1")) {
       atomic_fetch_add(&s->continues, 1);
       resp->status = 410;
@@ -234,8 +260,7 @@ static fixture *start_with(int scenario, bool streaming) {
   memset(&io, 0, sizeof(io));
   io.metrics = f->metrics;
   io.client = f->client;
-  io.resource = configmaps;
-  io.kind = "ConfigMap";
+  io.gvk = configmap_kind;
   io.streaming_list = streaming;
   assert_int_equal(kcr_informer_create(&io, &f->inf, NULL), 0);
   h = (kcr_event_handler){on_add, on_update, on_delete, &f->seen};
@@ -549,6 +574,75 @@ static void test_informer_diagnostics_json(void **state) {
   stop(f);
 }
 
+/* create_with makes (and destroys) an informer with o on f's client; its result. */
+static int create_with(fixture *f, kcr_informer_options o, kcr_error_t *err) {
+  kcr_informer_t *inf = NULL;
+  int rc;
+  o.client = f->client;
+  kcr_error_clear(err);
+  rc = kcr_informer_create(&o, &inf, err);
+  assert_true(rc == 0 ? inf != NULL : inf == NULL);
+  kcr_informer_destroy(inf);
+  return rc;
+}
+
+static void test_informer_options_name_the_kind(void **state) {
+  fixture *f = start(SC_NORMAL_END);
+  kcr_informer_options o;
+  kcr_rest_mapper_t *mapper;
+  kcr_rest_mapper_stats ms;
+  kcr_error_t err;
+  int before;
+  (void)state;
+  /* The fixture's informer named its kind by gvk: the list went to its resource. */
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  pthread_mutex_lock(&f->script.mu);
+  assert_int_equal(strncmp(f->script.list_path, "/api/v1/configmaps?", 19), 0);
+  pthread_mutex_unlock(&f->script.mu);
+  assert_true(atomic_load(&f->script.discoveries) >= 3);
+
+  /* The REST-level form is used as given: no discovery. */
+  before = atomic_load(&f->script.discoveries);
+  memset(&o, 0, sizeof(o));
+  o.resource = configmaps;
+  o.kind = "ConfigMap";
+  assert_int_equal(create_with(f, o, &err), 0);
+  assert_int_equal(atomic_load(&f->script.discoveries), before);
+
+  /* A mapper given is used (and kept): one round for two informers. */
+  assert_int_equal(kcr_rest_mapper_create(f->client, &mapper, NULL), 0);
+  memset(&o, 0, sizeof(o));
+  o.gvk = configmap_kind;
+  o.mapper = mapper;
+  o.ns = "ns";
+  assert_int_equal(create_with(f, o, &err), 0);
+  assert_int_equal(create_with(f, o, &err), 0);
+  kcr_rest_mapper_get_stats(mapper, &ms);
+  assert_int_equal(ms.discoveries, 1);
+
+  /* Bad options are clear errors. */
+  memset(&o, 0, sizeof(o));
+  assert_int_equal(create_with(f, o, &err), KCR_EINVAL);
+  assert_non_null(strstr(err.message, "a resource or a kind (gvk)"));
+  o.gvk = (kcr_gvk){"", "v1", ""};
+  assert_int_equal(create_with(f, o, &err), KCR_EINVAL);
+  o.gvk = (kcr_gvk){"", "v1", "Namespace"};
+  o.mapper = mapper;
+  o.ns = "ns";
+  assert_int_equal(create_with(f, o, &err), KCR_EINVAL);
+  assert_non_null(strstr(err.message, "Namespace is cluster-scoped"));
+  o.ns = NULL;
+  assert_int_equal(create_with(f, o, &err), 0);
+  o.gvk = (kcr_gvk){"it.kcr.dev", "v1", "Gadget"};
+  assert_int_equal(create_with(f, o, &err), KCR_ENOENT);
+  assert_non_null(strstr(err.message, "Kind=Gadget"));
+  memset(&o, 0, sizeof(o));
+  o.resource = (kcr_gvr){"", NULL, "configmaps"};
+  assert_int_equal(create_with(f, o, &err), KCR_EINVAL);
+  kcr_rest_mapper_destroy(mapper);
+  stop(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_informer_gone_watch_relists_with_tombstones),
@@ -562,6 +656,7 @@ int main(void) {
       cmocka_unit_test(test_informer_metrics_count_a_failed_list),
       cmocka_unit_test(test_informer_diagnostics_json),
       cmocka_unit_test(test_informer_relist_keeps_unchanged_objects),
+      cmocka_unit_test(test_informer_options_name_the_kind),
   };
   return cmocka_run_group_tests_name("informer", tests, NULL, NULL);
 }

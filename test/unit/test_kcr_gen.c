@@ -360,11 +360,11 @@ static void test_kcr_gen_typed_update_keeps_unknown(void **state) {
   kcr_error_clear(&err);
   assert_int_equal(kcr_scheme_create(&s, &err), 0);
   assert_int_equal(app_v1alpha1_register(s, &err), 0);
-  k = kcr_scheme_lookup(s, "kcr.dev", "v1alpha1", "App");
+  k = kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", "v1alpha1", "App"});
   assert_non_null(k);
-  assert_string_equal(k->resource, "apps");
   assert_string_equal(k->list_kind, "AppList");
-  assert_true(k->namespaced);
+  assert_string_equal(APP_V1ALPHA1_RESOURCE,
+                      "apps"); /* the REST mapper's to use, not the scheme's */
   assert_int_equal(app_v1alpha1_register(s, &err), KCR_EEXIST);
   kcr_error_clear(&err);
 
@@ -607,14 +607,12 @@ static void test_kcr_gen_shapes_versions(void **state) {
   assert_true(json_equal(j, out));
   json_decref(out);
   shapes_v2_free(v);
-  /* both served versions register; the scope is the CRD's (Cluster) */
+  /* both served versions register */
   assert_int_equal(kcr_scheme_create(&s, NULL), 0);
   assert_int_equal(shapes_v1_register(s, NULL), 0);
   assert_int_equal(shapes_v2_register(s, NULL), 0);
-  k = kcr_scheme_lookup(s, "test.kcr.dev", "v2", "Shape");
+  k = kcr_scheme_lookup_gvk(s, &(kcr_gvk){"test.kcr.dev", "v2", "Shape"});
   assert_non_null(k);
-  assert_false(k->namespaced);
-  assert_string_equal(k->resource, "shapes");
   assert_string_equal(k->list_kind, "ShapeList");
   /* through the scheme's codec: apiVersion and kind come from the scheme */
   {

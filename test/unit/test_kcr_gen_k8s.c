@@ -230,10 +230,8 @@ static void test_kcr_gen_k8s_register(void **state) {
   assert_int_equal(kcr_scheme_create(&s, NULL), 0);
   assert_int_equal(k8s_apps_v1_deployment_register(s, NULL), 0);
   assert_int_equal(k8s_core_v1_pod_register(s, NULL), 0);
-  assert_non_null(k = kcr_scheme_lookup(s, "", "v1", "Pod"));
-  assert_string_equal(k->resource, "pods");
+  assert_non_null(k = kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1", "Pod"}));
   assert_string_equal(k->list_kind, "PodList");
-  assert_true(k->namespaced);
   assert_non_null(k->decode);
   kcr_scheme_destroy(s);
 }

@@ -44,28 +44,32 @@ static void free_app(void *typed, void *data) {
   free(typed);
 }
 
-static const kcr_kind_info app_kind = {"kcr.dev", "v1alpha1", "App",      "apps",   NULL,
-                                       true,      decode_app, encode_app, free_app, NULL};
+static const kcr_kind_info app_kind = {.group = "kcr.dev",
+                                       .version = "v1alpha1",
+                                       .kind = "App",
+                                       .decode = decode_app,
+                                       .encode = encode_app,
+                                       .free_typed = free_app};
 
 static void test_scheme_register_and_lookup(void **state) {
   kcr_scheme_t *s;
   const kcr_kind_info *k;
-  kcr_gvr r = {"kcr.dev", "v1alpha1", "apps"};
+  kcr_gvk g;
   kcr_error_t err;
   (void)state;
   assert_int_equal(kcr_scheme_create(&s, NULL), 0);
   assert_int_equal(kcr_scheme_register(s, &app_kind, NULL), 0);
-  k = kcr_scheme_lookup(s, "kcr.dev", "v1alpha1", "App");
+  k = kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", "v1alpha1", "App"});
   assert_non_null(k);
-  assert_string_equal(k->resource, "apps");
   assert_string_equal(k->list_kind, "AppList");
-  assert_true(k->namespaced);
-  assert_ptr_equal(kcr_scheme_lookup(s, "kcr.dev", NULL, "App"), k);
-  assert_ptr_equal(kcr_scheme_lookup_resource(s, &r), k);
-  assert_null(kcr_scheme_lookup(s, "kcr.dev", "v1", "App"));
-  assert_null(kcr_scheme_lookup(s, "", "v1alpha1", "App"));
-  r = kcr_kind_info_gvr(k);
-  assert_string_equal(r.resource, "apps");
+  assert_ptr_equal(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", NULL, "App"}), k);
+  assert_null(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", "v1", "App"}));
+  assert_null(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1alpha1", "App"}));
+  assert_null(kcr_scheme_lookup_gvk(s, NULL));
+  assert_null(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", "v1alpha1", NULL}));
+  g = kcr_kind_info_gvk(k);
+  assert_ptr_equal(g.kind, k->kind); /* borrowed from the entry */
+  assert_ptr_equal(kcr_scheme_lookup_gvk(s, &g), k);
   kcr_error_clear(&err);
   assert_int_equal(kcr_scheme_register(s, &app_kind, &err), KCR_EEXIST);
   assert_non_null(strstr(err.message, "kcr.dev/v1alpha1, Kind=App"));
@@ -73,12 +77,65 @@ static void test_scheme_register_and_lookup(void **state) {
   kcr_scheme_destroy(NULL);
 }
 
+/* The deprecated loose-string lookup: the same entries as kcr_scheme_lookup_gvk. */
+static void test_scheme_deprecated_lookup(void **state) {
+  kcr_scheme_t *s;
+  (void)state;
+  assert_int_equal(kcr_scheme_create(&s, NULL), 0);
+  assert_int_equal(kcr_scheme_register(s, &app_kind, NULL), 0);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  assert_ptr_equal(kcr_scheme_lookup(s, "kcr.dev", NULL, "App"),
+                   kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", "v1alpha1", "App"}));
+  assert_null(kcr_scheme_lookup(s, NULL, "v1alpha1", "App"));
+#pragma GCC diagnostic pop
+  kcr_scheme_destroy(s);
+}
+
+/*
+ * The deprecated resource and namespaced: kept as registered and read back by
+ * the deprecated kcr_scheme_lookup_resource and kcr_kind_info_gvr; the library
+ * itself asks the REST mapper.
+ */
+static void test_scheme_deprecated_resource(void **state) {
+  kcr_scheme_t *s;
+  const kcr_kind_info *k;
+  kcr_kind_info with = app_kind, other = app_kind;
+  kcr_gvr r = {"kcr.dev", "v1alpha1", "apps"};
+  kcr_error_t err;
+  (void)state;
+  assert_int_equal(kcr_scheme_create(&s, NULL), 0);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  with.resource = "apps";
+  with.namespaced = true;
+  assert_int_equal(kcr_scheme_register(s, &with, NULL), 0);
+  assert_non_null(k = kcr_scheme_lookup_resource(s, &r));
+  assert_true(k->namespaced);
+  r = kcr_kind_info_gvr(k);
+  assert_string_equal(r.resource, "apps");
+  /* a second kind may not claim the same resource */
+  other.kind = "Other";
+  other.resource = "apps";
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_scheme_register(s, &other, &err), KCR_EEXIST);
+  assert_non_null(strstr(err.message, "(resource apps)"));
+  /* without one, a kind has none, and no lookup by resource finds it */
+  other.resource = NULL;
+  assert_int_equal(kcr_scheme_register(s, &other, NULL), 0);
+  k = kcr_scheme_lookup_gvk(s, &(kcr_gvk){"kcr.dev", "v1alpha1", "Other"});
+  assert_null(k->resource);
+  assert_null(kcr_scheme_lookup_resource(s, &(kcr_gvr){"kcr.dev", "v1alpha1", ""}));
+#pragma GCC diagnostic pop
+  kcr_scheme_destroy(s);
+}
+
 static void test_scheme_rejects_incomplete_kinds(void **state) {
   kcr_scheme_t *s;
   kcr_kind_info k = app_kind;
   (void)state;
   assert_int_equal(kcr_scheme_create(&s, NULL), 0);
-  k.resource = NULL;
+  k.kind = NULL;
   assert_int_equal(kcr_scheme_register(s, &k, NULL), KCR_EINVAL);
   k = app_kind;
   k.encode = NULL; /* a codec in part */
@@ -100,15 +157,15 @@ static void test_scheme_builtins_and_kind_of(void **state) {
   assert_int_equal(kcr_scheme_add_builtins(s, NULL), 0);
   k = kcr_scheme_kind_of(s, cm);
   assert_non_null(k);
-  assert_string_equal(k->resource, "configmaps");
+  assert_string_equal(k->kind, "ConfigMap");
   k = kcr_scheme_kind_of(s, dep);
   assert_string_equal(k->group, "apps");
-  assert_string_equal(k->resource, "deployments");
+  assert_string_equal(k->list_kind, "DeploymentList");
   assert_null(kcr_scheme_kind_of(s, odd));
-  assert_false(kcr_scheme_lookup(s, "", "v1", "Namespace")->namespaced);
   /* Two kinds may share a name across groups (core Event and events.k8s.io Event). */
-  assert_string_not_equal(kcr_scheme_lookup(s, "", "v1", "Event")->group,
-                          kcr_scheme_lookup(s, "events.k8s.io", "v1", "Event")->group);
+  assert_string_not_equal(
+      kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1", "Event"})->group,
+      kcr_scheme_lookup_gvk(s, &(kcr_gvk){"events.k8s.io", "v1", "Event"})->group);
   assert_int_equal(kcr_scheme_add_builtins(s, NULL), KCR_EEXIST);
   json_decref(cm);
   json_decref(dep);
@@ -295,8 +352,8 @@ static void test_scheme_typed_objects_through_a_client(void **state) {
   assert_true(json_is_true(json_object_get(json_object_get(st.obj, "futureField"), "kept")));
   assert_string_equal(kcr_meta_resource_version(st.obj), "7");
   assert_string_equal(kcr_meta_api_version(st.obj), "v1"); /* set by the scheme */
-  kcr_scheme_free_typed(kcr_scheme_lookup(s, "", "v1", "ConfigMap"), back);
-  kcr_scheme_free_typed(kcr_scheme_lookup(s, "", "v1", "ConfigMap"), n);
+  kcr_scheme_free_typed(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1", "ConfigMap"}), back);
+  kcr_scheme_free_typed(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1", "ConfigMap"}), n);
 
   assert_int_equal(kcr_typed_list(&c, s, &cm, NULL, &items, &count, &err), 0);
   assert_int_equal(count, 2);
@@ -307,7 +364,7 @@ static void test_scheme_typed_objects_through_a_client(void **state) {
   assert_string_equal(back->name, "new");
   assert_string_equal(kcr_meta_kind(st.obj), "ConfigMap");
   assert_int_equal(st.writes, 2);
-  kcr_scheme_free_typed(kcr_scheme_lookup(s, "", "v1", "ConfigMap"), back);
+  kcr_scheme_free_typed(kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1", "ConfigMap"}), back);
   /* A write whose answer the caller does not want: out NULL, still sent. */
   snprintf(fresh.text, sizeof(fresh.text), "no answer");
   assert_int_equal(kcr_typed_update(&c, s, &cm, &fresh, NULL, NULL, &err), 0);
@@ -343,6 +400,8 @@ static void test_scheme_allocation_failure(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scheme_register_and_lookup),
+      cmocka_unit_test(test_scheme_deprecated_lookup),
+      cmocka_unit_test(test_scheme_deprecated_resource),
       cmocka_unit_test(test_scheme_rejects_incomplete_kinds),
       cmocka_unit_test(test_scheme_builtins_and_kind_of),
       cmocka_unit_test(test_scheme_typed_codec_round_trip),
