@@ -91,6 +91,8 @@ static void guess_resource(const char *kind, char *out, size_t size) {
   lower[n] = '\0';
   if (n == 0)
     snprintf(out, size, "%s", "");
+  else if (n >= 9 && strcmp(lower + n - 9, "endpoints") == 0)
+    snprintf(out, size, "%s", lower); /* its unpluralized suffix */
   else if (lower[n - 1] == 's')
     snprintf(out, size, "%ses", lower);
   else if (lower[n - 1] == 'y') {

@@ -144,6 +144,21 @@ static void test_testing_get_not_found(void **state) {
   assert_string_equal(fx->err.reason, "NotFound");
   assert_string_equal(fx->err.message, "deployments.apps \"nope\" not found");
   assert_int_equal(kcr_ignore_not_found(rc, &fx->err), 0);
+  /* plurals as apimachinery guesses them: -s, -es, -ies, and endpoints as is */
+  {
+    static const struct {
+      kcr_gvk gvk;
+      const char *want;
+    } plural[] = {{{"", "v1", "Endpoints"}, "endpoints \"nope\" not found"},
+                  {{"", "v1", "Status"}, "statuses \"nope\" not found"},
+                  {{"policy", "v1", "Policy"}, "policies.policy \"nope\" not found"}};
+    for (size_t i = 0; i < sizeof(plural) / sizeof(plural[0]); i++) {
+      assert_int_equal(kcr_objclient_get(&fx->c, &plural[i].gvk, "default", "nope", &out, &fx->err),
+                       KCR_EAPI);
+      assert_string_equal(fx->err.message, plural[i].want);
+      kcr_error_clear(&fx->err);
+    }
+  }
   assert_int_equal(fx->err.code, KCR_OK);
   /* the namespace is part of the key */
   assert_int_equal(kcr_fake_client_add_json(fx->f,
