@@ -23,7 +23,7 @@ _Static_assert(KCR__SCAN_KEY_MAX == KCR_META_KEY_MAX, "the scanner's key bound i
 
 /* as_json and as_cobj are the representation's two casts. */
 static json_t *as_json(const kcr__cobj_t *c) {
-  return (json_t *)(void *)(uintptr_t)c;
+  return (json_t *)(void *)c; /* immutable: only reference counts change */
 }
 
 static kcr__cobj_t *as_cobj(json_t *v) {
@@ -136,7 +136,7 @@ json_t *kcr__cobj_slot(kcr__cobj_t *c) {
 }
 
 kcr__cobj_t *kcr__cobj_of_slot(const json_t *slot) {
-  return json_is_string(slot) ? as_cobj((json_t *)(uintptr_t)slot) : NULL;
+  return json_is_string(slot) ? as_cobj((json_t *)slot) : NULL;
 }
 
 int kcr__cobj_key_fn(const json_t *slot, char *buf, size_t size, void *data) {

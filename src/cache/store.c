@@ -778,7 +778,7 @@ int kcr_store_resource_version(kcr_store_t *s, char *buf, size_t size) {
 
 /* refs_of takes references on the objects of the items in map m (lock held). */
 static int refs_of(const kcr__hmap_t *m, kcr__cobj_t ***out, size_t *n) {
-  kcr__cobj_t **v = kcr__malloc((m->len ? m->len : 1) * sizeof(*v));
+  kcr__cobj_t **v = kcr__malloc((m->len ? m->len : 1) * sizeof(kcr__cobj_t *));
   size_t k = 0;
   if (!v)
     return KCR_ENOMEM;

@@ -30,7 +30,7 @@ int kcr__heap_reserve(kcr__heap_t *h, size_t n) {
   cap = h->cap ? h->cap : 16;
   while (cap < n)
     cap *= 2;
-  v = kcr__realloc(h->v, cap * sizeof(*v));
+  v = kcr__realloc(h->v, cap * sizeof(kcr__heap_node_t *));
   if (!v)
     return KCR_ENOMEM;
   h->v = v;

@@ -10,9 +10,15 @@
 #include <string.h>
 
 #include "kcr/error.h"
+#include "kcr/rand.h"
 #include "testutil.h"
 #include "util/alloc.h"
 #include "util/heap.h"
+
+/* pick returns a number in [0, n) from the test's own generator. */
+static int pick(uint64_t *rng, int n) {
+  return (int)(kcr_rand_next(rng) % (uint64_t)n);
+}
 
 typedef struct item {
   int id;
@@ -84,23 +90,23 @@ static void test_heap_churn_matches_model(void **state) {
   int64_t model[N];
   size_t nmodel = 0;
   (void)state;
-  srand(7);
+  uint64_t rng = 7; /* a fixed seed: the same sequence every run */
   assert_int_equal(kcr__heap_reserve(&h, N), 0);
   for (int i = 0; i < N; i++) {
     it[i].id = i;
     kcr__heap_node_init(&it[i].node);
-    kcr__heap_push(&h, &it[i].node, rand() % 100, (uint64_t)i);
+    kcr__heap_push(&h, &it[i].node, pick(&rng, 100), (uint64_t)i);
   }
   check_shape(&h);
   for (int round = 0; round < 4 * N; round++) {
-    item *x = &it[rand() % N];
-    int op = rand() % 3;
+    item *x = &it[pick(&rng, N)];
+    int op = pick(&rng, 3);
     if (!kcr__heap_node_filed(&x->node))
-      kcr__heap_push(&h, &x->node, rand() % 100, (uint64_t)round);
+      kcr__heap_push(&h, &x->node, pick(&rng, 100), (uint64_t)round);
     else if (op == 0)
       kcr__heap_remove(&h, &x->node);
     else
-      kcr__heap_rekey(&h, &x->node, rand() % 100, x->node.tie);
+      kcr__heap_rekey(&h, &x->node, pick(&rng, 100), x->node.tie);
     check_shape(&h);
   }
   for (int i = 0; i < N; i++)

@@ -11,8 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kcr/rand.h"
 #include "testutil.h"
 #include "util/list.h"
+
+/* pick returns a number in [0, n) from the test's own generator. */
+static int pick(uint64_t *rng, int n) {
+  return (int)(kcr_rand_next(rng) % (uint64_t)n);
+}
 
 typedef struct item {
   int id;
@@ -161,13 +167,13 @@ static void test_list_churn_matches_model(void **state) {
   int model[N], nmodel = 0;
   bool in[N] = {false};
   (void)state;
-  srand(11);
+  uint64_t rng = 11; /* a fixed seed: the same sequence every run */
   for (int i = 0; i < N; i++)
     it[i].id = i;
   for (int round = 0; round < 5000; round++) {
-    int x = rand() % N;
+    int x = pick(&rng, N);
     if (!in[x]) {
-      if (rand() % 2) {
+      if (pick(&rng, 2)) {
         kcr__list_push_back(&l, &it[x].link);
         model[nmodel++] = x;
       } else {
@@ -177,7 +183,7 @@ static void test_list_churn_matches_model(void **state) {
         nmodel++;
       }
       in[x] = true;
-    } else if (rand() % 4 == 0) {
+    } else if (pick(&rng, 4) == 0) {
       int y = id_of(kcr__list_pop_front(&l));
       assert_int_equal(y, model[0]);
       memmove(model, model + 1, (size_t)(nmodel - 1) * sizeof(int));
