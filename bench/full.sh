@@ -22,6 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 build=${BUILD_DIR:-build/bench}
+bash scripts/install-deps.sh gnuplot-nox >/dev/null # the plots (bench/plot.sh)
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 tmp=$build/full-$stamp
 mkdir -p "$tmp" bench/results

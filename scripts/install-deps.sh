@@ -3,6 +3,8 @@
 # install-deps.sh: install everything kcr needs to build and test, from Debian's
 # packages. Idempotent: a machine that has every package returns at once; a machine
 # that lacks any runs `apt-get update` once and installs what is missing.
+# Arguments name more packages a caller needs on top (bench/full.sh: gnuplot-nox
+# for its plots), checked and installed the same way.
 set -euo pipefail
 
 packages=(
@@ -10,6 +12,7 @@ packages=(
   libcurl4-openssl-dev libjansson-dev libyaml-dev libssl-dev libuv1-dev libcmocka-dev
   valgrind clang-format clang-tidy cppcheck
   openssl iproute2 procps psmisc curl python3 python3-yaml
+  "$@"
 )
 
 missing=()
