@@ -944,7 +944,7 @@ static int write_file(const char *dir, const char *name, const gen_crd *crd, con
   snprintf(path, sizeof(path), "%s/%s", dir, name);
   snprintf(tmp, sizeof(tmp), "%s.tmp", path);
   snprintf(hname, sizeof(hname), "%s.h", v->prefix);
-  if (!(o.f = fopen(tmp, "w"))) {
+  if (gen_mkdirs(path) != 0 || !(o.f = fopen(tmp, "w"))) {
     snprintf(msg, size, "%s: %s", tmp, strerror(errno));
     return -1;
   }

@@ -138,6 +138,10 @@ void gen_crd_free(gen_crd *crd);
  */
 int gen_emit(const gen_crd *crd, const gen_version *v, const char *dir, char *msg, size_t size);
 
+/* gen_mkdirs makes every directory on the way to the file at path (0755),
+ * those that exist already included. Returns 0, or -1 with errno set. */
+int gen_mkdirs(const char *path);
+
 /*
  * gen_rbac is `kcr-gen rbac ARGS...` (rbac.c): roles from +kcr:rbac markers.
  * Returns the exit status.

@@ -502,7 +502,7 @@ int gen_rbac(int argc, char **argv) {
   }
   qsort(split.v, split.n, sizeof(*split.v), cmp_role);
   snprintf(tmp, sizeof(tmp), "%s.tmp", out);
-  if (!(f = strcmp(out, "-") == 0 ? stdout : fopen(tmp, "w"))) {
+  if (!(f = strcmp(out, "-") == 0 ? stdout : gen_mkdirs(out) == 0 ? fopen(tmp, "w") : NULL)) {
     fprintf(stderr, "kcr-gen: %s: cannot write\n", tmp);
     goto done;
   }

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gen.h"
 #include "kcr_gen_scaffold.h"
 #include "scaffold.h"
 
@@ -157,8 +158,7 @@ static char *read_all(const char *path) {
   return buf;
 }
 
-/* mkdirs: every directory on the way to the file at path. */
-static int mkdirs(const char *path) {
+int gen_mkdirs(const char *path) {
   char tmp[4096];
   snprintf(tmp, sizeof(tmp), "%s", path);
   for (char *p = tmp + 1; *p; p++) {
@@ -175,7 +175,7 @@ static int mkdirs(const char *path) {
 static int write_file(const char *path, const char *text, bool executable) {
   char tmp[4200];
   snprintf(tmp, sizeof(tmp), "%s.kcr-gen-tmp", path);
-  if (mkdirs(path) != 0)
+  if (gen_mkdirs(path) != 0)
     return -1;
   FILE *f = fopen(tmp, "wb");
   if (!f)
