@@ -72,16 +72,13 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
 }
 
 typedef struct fixture {
-  kcr_test_http_t *server;
-  kcr_rest_config_t *config;
+  kcr_test_client t; /* the scripted server and a client of it */
   kcr_client_t *client;
   kcr_rest_mapper_t *mapper;
   kcr_cache_t *cache;
   kcr__cache_client_t cc;
   atomic_int fence_calls;
   atomic_llong fence_ns; /* what the fence answers */
-  char dir[64];
-  char kubeconfig[128];
 } fixture;
 
 static int64_t on_fence(void *data) {
@@ -92,23 +89,16 @@ static int64_t on_fence(void *data) {
 
 static int setup(void **state) {
   fixture *f = calloc(1, sizeof(*f));
-  kcr_client_options opts;
   kcr_cache_options co;
   if (!f)
     return -1;
   atomic_store(&writes, 0);
   atomic_store(&stall_post, 0);
   atomic_store(&f->fence_ns, INT64_MAX);
-  snprintf(f->dir, sizeof(f->dir), "/tmp/kcr-test-cc-XXXXXX");
-  if (!mkdtemp(f->dir) || kcr_test_http_start(handler, NULL, &f->server) != 0 ||
-      kcr_test_kubeconfig(f->dir, kcr_test_http_port(f->server), "t", f->kubeconfig,
-                          sizeof(f->kubeconfig)) != 0 ||
-      kcr_rest_config_from_kubeconfig(f->kubeconfig, NULL, NULL, &f->config, NULL) != 0)
+  if (kcr_test_client_start(handler, NULL, &f->t) != 0)
     return -1;
-  memset(&opts, 0, sizeof(opts));
-  opts.config = f->config;
-  if (kcr_client_create(&opts, &f->client, NULL) != 0 ||
-      kcr_rest_mapper_create(f->client, &f->mapper, NULL) != 0)
+  f->client = f->t.client;
+  if (kcr_rest_mapper_create(f->client, &f->mapper, NULL) != 0)
     return -1;
   memset(&co, 0, sizeof(co));
   co.client = f->client;
@@ -126,11 +116,7 @@ static int teardown(void **state) {
   fixture *f = *state;
   kcr_cache_destroy(f->cache);
   kcr_rest_mapper_destroy(f->mapper);
-  kcr_client_destroy(f->client);
-  kcr_rest_config_unref(f->config);
-  kcr_test_http_stop(f->server);
-  unlink(f->kubeconfig);
-  rmdir(f->dir);
+  kcr_test_client_stop(&f->t);
   free(f);
   return 0;
 }
