@@ -56,9 +56,16 @@ typedef struct gen_field {
   bool nullable;
 } gen_field;
 
-/* gen_type: one struct: base is the C name without _t ("app_v1alpha1_spec"). */
+/*
+ * gen_type: one struct: base is the C name without _t ("app_v1alpha1_spec").
+ * ext, when not NULL, says the type is libkcr's (kcr/meta_v1.h: ObjectMeta,
+ * Condition, LabelSelector...), not the package's: it has no fields here, and
+ * the package reaches it through its public functions; ext is the prefix of
+ * that package's _mem_ functions ("kcr_meta_v1").
+ */
 struct gen_type {
   char *base;
+  char *ext;
   char *path; /* where in the kind it sits ("spec.env[]"), for comments */
   char *desc;
   gen_field *fields;
@@ -85,6 +92,8 @@ typedef struct gen_kindinfo {
 typedef struct gen_version {
   char *name;       /* "v1alpha1"; the package name for openapi */
   char *prefix;     /* "app_v1alpha1": the file names and the _mem_ functions */
+  char *file;       /* the files' base name: NULL means prefix */
+  char *include;    /* how the source includes its header: NULL means file.h */
   gen_type **types; /* types[0] is the first kind; children follow parents */
   size_t ntypes;
   gen_kindinfo *kinds;
@@ -123,11 +132,29 @@ int gen_crd_build(const json_t *docs, const char *prefix_base, const char *only,
  * components.schemas merged, the first of a name winning) for the kinds
  * ("apps/v1/Deployment", "core/v1/Pod"; an optional "=plural" or
  * "=plural,cluster" says what discovery would, else the documents'
- * x-kcr-resources must) and every schema they reach through $ref. The result
- * has one gen_version. Returns 0, or -1 with a message in msg.
+ * x-kcr-resources must) and every schema they reach through $ref. A "kind"
+ * without a '/' is a components.schemas name: that schema becomes a type (and
+ * what it reaches) without a kind. The meta/v1 schemas libkcr ships
+ * (kcr/meta_v1.h) are referenced, not made, unless prefix is "kcr": that is
+ * how libkcr's own package is made. The result has one gen_version. Returns
+ * 0, or -1 with a message in msg.
  */
 int gen_openapi_build(const json_t *docs, const char *prefix, const char *const *kinds,
                       size_t nkinds, const char *source, gen_crd *crd, char *msg, size_t size);
+
+/*
+ * gen_ext_header is the header that declares the external types (ext set):
+ * "kcr/meta_v1.h".
+ */
+#define GEN_EXT_HEADER "kcr/meta_v1.h"
+
+/*
+ * gen_version_name_files makes v's files FILE.h and FILE.c, its allocator
+ * PREFIX_FILE_mem_*, and, when include is not NULL, the source include its
+ * header as include. Returns 0, or -1 when out of memory.
+ */
+int gen_version_name_files(gen_version *v, const char *prefix, const char *file,
+                           const char *include);
 
 /* gen_crd_free releases what gen_crd_build made. */
 void gen_crd_free(gen_crd *crd);

@@ -22,11 +22,14 @@ static void usage(FILE *f) {
       "  Writes DIR/NAME_VERSION.h and DIR/NAME_VERSION.c for each served version of the\n"
       "  CustomResourceDefinition in CRD.yaml, or for exactly the versions -V names, served\n"
       "  or not. NAME defaults to the kind in snake case (App -> app).\n"
-      "       kcr-gen openapi -p NAME -o DIR -d DOC.json [-d DOC.json]... KIND...\n"
+      "       kcr-gen openapi -p NAME [-n FILE [-i INCLUDE]] -o DIR -d DOC.json [-d DOC.json]...\n"
+      "                       KIND...\n"
       "  Writes DIR/NAME.h and DIR/NAME.c: types for each KIND (GROUP/VERSION/KIND, core/v1/Pod;\n"
-      "  KIND=PLURAL[,cluster] when the documents lack x-kcr-resources) and every schema it\n"
-      "  reaches, from OpenAPI v3 documents (an API server's /openapi/v3/...; see\n"
-      "  scripts/openapi-fetch.py). See docs/kcr-gen.md.\n"
+      "  KIND=PLURAL[,cluster] when the documents lack x-kcr-resources; or a schema's name)\n"
+      "  and every schema it reaches, from OpenAPI v3 documents (an API server's\n"
+      "  /openapi/v3/...; see scripts/openapi-fetch.py). -n names the files DIR/FILE.h and\n"
+      "  .c (the allocator becomes NAME_FILE_mem_*), -i how the source includes the header.\n"
+      "  See docs/kcr-gen.md.\n"
       "       kcr-gen init [--domain DOMAIN] [--project-name NAME] [DIR]\n"
       "  A new operator project in DIR (default .): CMake, Makefile, config/, main.c.\n"
       "       kcr-gen create api --group GROUP --version VERSION --kind KIND\n"
@@ -113,7 +116,7 @@ static int load_doc(const char *file, json_t *docs) {
 }
 
 static int openapi(int argc, char **argv) {
-  const char *prefix = NULL, *dir = NULL, *source = NULL;
+  const char *prefix = NULL, *dir = NULL, *source = NULL, *file = NULL, *include = NULL;
   const char **kinds = calloc((size_t)argc + 1, sizeof(*kinds));
   size_t nkinds = 0;
   char msg[1024] = "";
@@ -128,6 +131,10 @@ static int openapi(int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     if ((strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "--prefix") == 0) && i + 1 < argc) {
       prefix = argv[++i];
+    } else if ((strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "--file") == 0) && i + 1 < argc) {
+      file = argv[++i];
+    } else if ((strcmp(argv[i], "-i") == 0 || strcmp(argv[i], "--include") == 0) && i + 1 < argc) {
+      include = argv[++i];
     } else if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output-dir") == 0) &&
                i + 1 < argc) {
       dir = argv[++i];
@@ -144,7 +151,8 @@ static int openapi(int argc, char **argv) {
       goto done;
     }
   }
-  if (!prefix || !dir || !source || nkinds == 0 || !prefix_ok(prefix)) {
+  if (!prefix || !dir || !source || nkinds == 0 || !prefix_ok(prefix) ||
+      (file && !prefix_ok(file)) || (include && !file)) {
     usage(stderr);
     goto done;
   }
@@ -153,11 +161,15 @@ static int openapi(int argc, char **argv) {
     fprintf(stderr, "kcr-gen: %s: %s\n", source, msg);
     goto done;
   }
+  if (file && gen_version_name_files(&crd.versions[0], prefix, file, include)) {
+    fputs("kcr-gen: out of memory\n", stderr);
+    goto done;
+  }
   if (gen_emit(&crd, &crd.versions[0], dir, msg, sizeof(msg))) {
     fprintf(stderr, "kcr-gen: %s\n", msg);
     goto done;
   }
-  printf("%s/%s.h\n%s/%s.c\n", dir, prefix, dir, prefix);
+  printf("%s/%s.h\n%s/%s.c\n", dir, file ? file : prefix, dir, file ? file : prefix);
   rc = 0;
 done:
   gen_crd_free(&crd);

@@ -85,7 +85,11 @@ static void id_free(idset *s) {
 }
 
 static bool is_keyword(const char *s) {
-  static const char *const kw[] = {"auto",
+  /* C's keywords, and the macros GNU C predefines (a PodSpec's os.linux) */
+  static const char *const kw[] = {"linux",
+                                   "unix",
+                                   "i386",
+                                   "auto",
                                    "break",
                                    "case",
                                    "char",
@@ -243,6 +247,7 @@ typedef struct walk {
   const json_t *schemas; /* components.schemas (openapi), else NULL */
   refcache *refs;
   const char *pkg; /* the package prefix that ref'd types are named under */
+  bool ext;        /* libkcr's meta/v1 types are referenced, not made */
 } walk;
 
 static gen_type *new_type(walk *w, const char *base_want, const char *path, const json_t *schema,
@@ -313,6 +318,13 @@ static gen_type *ref_find(const walk *w, const char *ref) {
   return NULL;
 }
 
+static void refcache_free(refcache *c) {
+  for (size_t i = 0; i < c->n; i++)
+    free(c->names[i]);
+  free(c->names);
+  free(c->types);
+}
+
 static void ref_add(walk *w, const char *ref, gen_type *t) {
   refcache *c = w->refs;
   char **nn = realloc(c->names, (c->n + 1) * sizeof(*nn));
@@ -328,6 +340,71 @@ static void ref_add(walk *w, const char *ref, gen_type *t) {
   c->types = nt;
   c->names[c->n] = xstrdup(ref);
   c->types[c->n++] = t;
+}
+
+/* ---- libkcr's meta/v1 types (kcr/meta_v1.h) ---- */
+
+#define META_V1 "io.k8s.apimachinery.pkg.apis.meta.v1."
+
+/* ext_types: the schemas libkcr ships as types, and their C names. */
+static const struct {
+  const char *schema, *base;
+} ext_types[] = {
+    {META_V1 "ObjectMeta", "kcr_meta_v1_object_meta"},
+    {META_V1 "OwnerReference", "kcr_meta_v1_owner_reference"},
+    {META_V1 "ManagedFieldsEntry", "kcr_meta_v1_managed_fields_entry"},
+    {META_V1 "Condition", "kcr_meta_v1_condition"},
+    {META_V1 "LabelSelector", "kcr_meta_v1_label_selector"},
+    {META_V1 "LabelSelectorRequirement", "kcr_meta_v1_label_selector_requirement"},
+};
+
+/*
+ * ext_type returns the type for libkcr's schema ref (one per package, made on
+ * first use), or NULL when libkcr ships no type for ref or w makes its own.
+ */
+static gen_type *ext_type(walk *w, const char *ref) {
+  gen_type *t;
+  gen_type **nt;
+  size_t i = 0, n = sizeof(ext_types) / sizeof(ext_types[0]);
+  while (w->ext && i < n && strcmp(ext_types[i].schema, ref) != 0)
+    i++;
+  if (!w->ext || i == n)
+    return NULL;
+  if ((t = ref_find(w, ref)) != NULL)
+    return t;
+  t = xcalloc(1, sizeof(*t));
+  t->base = xstrdup(ext_types[i].base);
+  t->ext = xstrdup("kcr_meta_v1");
+  t->path = xstrdup(ref);
+  id_add(w->ids, t->base);
+  nt = realloc(w->v->types,
+               (w->v->ntypes + 1) * sizeof(gen_type *)); // NOLINT(bugprone-sizeof-expression)
+  if (!nt) {
+    fputs("kcr-gen: out of memory\n", stderr);
+    exit(2);
+  }
+  w->v->types = nt;
+  w->v->types[w->v->ntypes++] = t;
+  ref_add(w, ref, t);
+  return t;
+}
+
+/*
+ * is_condition tells a CRD's copy of metav1.Condition (what controller-gen
+ * writes for []metav1.Condition): an object whose properties are type,
+ * status, lastTransitionTime, reason and message, and perhaps
+ * observedGeneration, and nothing else.
+ */
+static bool is_condition(const json_t *schema) {
+  static const char *const need[] = {"type", "status", "lastTransitionTime", "reason", "message"};
+  const json_t *props = json_object_get(schema, "properties");
+  size_t n = sizeof(need) / sizeof(need[0]);
+  if (!json_is_object(props))
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!json_object_get(props, need[i]))
+      return false;
+  return json_object_size(props) == n + (json_object_get(props, "observedGeneration") ? 1 : 0);
 }
 
 /* classify fills sh for schema; base_want names an object type if one is needed. */
@@ -358,6 +435,10 @@ static int classify(walk *w, const json_t *schema, const char *base_want, const 
   }
   if (is_quantity(schema, ref)) {
     sh->kind = GEN_QUANTITY;
+    return 0;
+  }
+  if (ref && (sh->obj = ext_type(w, ref)) != NULL) {
+    sh->kind = GEN_OBJECT;
     return 0;
   }
   if (ref && type && strcmp(type, "object") == 0 &&
@@ -392,6 +473,10 @@ static int classify(walk *w, const json_t *schema, const char *base_want, const 
     }
     sh->kind = GEN_LIST;
     sh->elem = xcalloc(1, sizeof(*sh->elem));
+    if (!w->schemas && is_condition(items) && (sh->elem->obj = ext_type(w, META_V1 "Condition"))) {
+      sh->elem->kind = GEN_OBJECT; /* a CRD's conditions: libkcr's typed helpers apply */
+      return 0;
+    }
     char *ipath = xprintf("%s[]", path);
     int rc = classify(w, items, base_want, ipath, sh->elem, true);
     free(ipath);
@@ -505,7 +590,13 @@ static gen_type *new_type(walk *w, const char *base_want, const char *path, cons
     f->nullable = json_is_true(json_object_get(sub, "nullable"));
     f->desc = str_of(sub, "description") ? xstrdup(str_of(sub, "description")) : NULL;
     child = xprintf("%s_%s", t->base, sn);
-    rc = classify(w, sub, child, cpath, &f->shape, false);
+    if (!w->schemas && !path[0] && strcmp(key, "metadata") == 0 &&
+        (f->shape.obj = ext_type(w, META_V1 "ObjectMeta")) != NULL) {
+      f->shape.kind = GEN_OBJECT; /* a CRD's metadata: the typed ObjectMeta */
+      rc = 0;
+    } else {
+      rc = classify(w, sub, child, cpath, &f->shape, false);
+    }
     if (rc == 0 && f->shape.kind == GEN_MAP) {
       char *entry = xprintf("%s_entry", child);
       f->shape.entry = unique_base(w->ids, entry);
@@ -644,7 +735,8 @@ int gen_crd_build(const json_t *docs, const char *prefix_base, const char *only,
   base = prefix_base ? xstrdup(prefix_base) : snake(crd->kind);
   json_array_foreach(json_object_get(spec, "versions"), i, ver) {
     idset ids = {0};
-    walk w = {&crd->versions[crd->nversions], &ids, msg, size, NULL, NULL, NULL};
+    refcache refs = {NULL, NULL, 0};
+    walk w = {&crd->versions[crd->nversions], &ids, msg, size, NULL, &refs, NULL, true};
     int rc;
     if (!str_of(ver, "name") ||
         (only ? !listed(only, str_of(ver, "name")) : !json_is_true(json_object_get(ver, "served"))))
@@ -652,6 +744,7 @@ int gen_crd_build(const json_t *docs, const char *prefix_base, const char *only,
     crd->nversions++;
     rc = version_build(&w, ver, base);
     id_free(&ids);
+    refcache_free(&refs);
     if (rc == 0) {
       gen_kindinfo *k = &w.v->kinds[0];
       k->group = xstrdup(crd->group);
@@ -784,8 +877,9 @@ int gen_openapi_build(const json_t *docs, const char *prefix, const char *const 
   v = &crd->versions[0];
   v->name = xstrdup(prefix);
   v->prefix = xstrdup(prefix);
-  v->kinds = xcalloc(nkinds, sizeof(*v->kinds));
-  v->nkinds = nkinds;
+  v->kinds = xcalloc(nkinds ? nkinds : 1, sizeof(*v->kinds));
+  for (i = 0; i < nkinds; i++)
+    v->nkinds += strchr(kinds[i], '/') ? 1 : 0;
   for (const char *const *r = mem; *r; r++) {
     char *id = xprintf("%s%s", prefix, *r);
     id_add(&ids, id);
@@ -799,14 +893,18 @@ int gen_openapi_build(const json_t *docs, const char *prefix, const char *const 
   w.schemas = schemas;
   w.refs = &refs;
   w.pkg = prefix;
-  for (i = 0; i < nkinds; i++) {
+  w.ext = strcmp(prefix, "kcr") != 0; /* libkcr's own package makes the meta/v1 types */
+  for (size_t j = i = 0; j < nkinds; j++) {
     gen_kindinfo *k = &v->kinds[i];
     const char *name;
     char *base;
-    if (kind_parse(docs, kinds[i], k, msg, size))
+    if (!strchr(kinds[j], '/')) { /* a schema name: checked when it is walked */
+      continue;
+    }
+    if (kind_parse(docs, kinds[j], k, msg, size))
       goto done;
     if (!(name = find_kind(schemas, k->group, k->version, k->kind))) {
-      snprintf(msg, size, "%s: no schema has this x-kubernetes-group-version-kind", kinds[i]);
+      snprintf(msg, size, "%s: no schema has this x-kubernetes-group-version-kind", kinds[j]);
       goto done;
     }
     base = ref_base(prefix, name);
@@ -816,10 +914,12 @@ int gen_openapi_build(const json_t *docs, const char *prefix, const char *const 
       free(id);
     }
     free(base);
+    i++;
   }
-  for (i = 0; i < nkinds; i++) {
-    gen_kindinfo *k = &v->kinds[i];
-    const char *name = find_kind(schemas, k->group, k->version, k->kind);
+  for (size_t j = i = 0; j < nkinds; j++) {
+    bool is_kind = strchr(kinds[j], '/') != NULL;
+    gen_kindinfo *k = is_kind ? &v->kinds[i++] : NULL;
+    const char *name = k ? find_kind(schemas, k->group, k->version, k->kind) : kinds[j];
     json_t *wrap = json_pack("{ss}", "$ref", "");
     gen_shape sh;
     char *r = xprintf(REF_PREFIX "%s", name);
@@ -827,24 +927,34 @@ int gen_openapi_build(const json_t *docs, const char *prefix, const char *const 
     free(r);
     rc = classify(&w, wrap, prefix, name, &sh, false);
     json_decref(wrap);
-    if (rc == 0 && sh.kind != GEN_OBJECT) {
-      snprintf(msg, size, "%s: the schema %s is not an object with properties", kinds[i], name);
+    if (rc == 0 && (sh.kind != GEN_OBJECT || (k && sh.obj->ext))) {
+      snprintf(msg, size, "%s: the schema %s is not an object with properties", kinds[j], name);
       rc = -1;
     }
     if (rc)
       goto done;
-    k->type = sh.obj;
-    k->prefix = xstrdup(sh.obj->base);
+    if (k) {
+      k->type = sh.obj;
+      k->prefix = xstrdup(sh.obj->base);
+    }
   }
   rc = 0;
 done:
-  for (i = 0; i < refs.n; i++)
-    free(refs.names[i]);
-  free(refs.names);
-  free(refs.types);
+  refcache_free(&refs);
   id_free(&ids);
   json_decref(schemas);
   return rc;
+}
+
+int gen_version_name_files(gen_version *v, const char *prefix, const char *file,
+                           const char *include) {
+  free(v->prefix);
+  free(v->file);
+  free(v->include);
+  v->prefix = xprintf("%s_%s", prefix, file);
+  v->file = xstrdup(file);
+  v->include = include ? xstrdup(include) : NULL;
+  return 0;
 }
 
 static void shape_free(gen_shape *sh) {
@@ -869,6 +979,7 @@ void gen_crd_free(gen_crd *crd) {
       }
       free(t->fields);
       free(t->base);
+      free(t->ext);
       free(t->path);
       free(t->desc);
       free(t);
@@ -886,6 +997,8 @@ void gen_crd_free(gen_crd *crd) {
     free(v->kinds);
     free(v->name);
     free(v->prefix);
+    free(v->file);
+    free(v->include);
   }
   free(crd->versions);
   free(crd->group);
