@@ -30,6 +30,7 @@
 #include "kcr/loop.h"
 #include "kcr/manager.h"
 #include "kcr/meta.h"
+#include "kcr/meta_v1.h"
 #include "kcr/metrics.h"
 #include "kcr/objclient.h"
 #include "kcr/otlp.h"

@@ -11,7 +11,7 @@
 
 int main() {
   k8s_apps_v1_deployment_spec_t spec = {};
-  k8s_meta_v1_object_meta_t meta = {};
+  kcr_meta_v1_object_meta_t meta = {};
   app_v1beta1_spec_t beta = {};
   spec.template_ = nullptr;
   meta.namespace_ = nullptr;

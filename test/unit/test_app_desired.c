@@ -408,7 +408,7 @@ static void test_app_desired_directory_want(void **state) {
       kop_app_directory_want(app, false, key, sizeof key, url, sizeof url, &want, NULL), 0);
   assert_null(want);
   app->spec->has_port = true;
-  json_object_set_new(app->metadata, "deletionTimestamp", json_string("2025-01-01T00:00:00Z"));
+  app->metadata->deletion_timestamp = kcr_meta_v1_mem_strdup("2025-01-01T00:00:00Z");
   assert_int_equal(
       kop_app_directory_want(app, false, key, sizeof key, url, sizeof url, &want, NULL), 0);
   assert_null(want);

@@ -70,7 +70,7 @@ static void test_kcr_gen_decode_sample(void **state) {
   assert_int_equal(app_v1alpha1_decode(j, &app, &err), 0);
   assert_string_equal(app->api_version, "kcr.dev/v1alpha1");
   assert_string_equal(app->kind, "App");
-  assert_string_equal(json_string_value(json_object_get(app->metadata, "name")), "app-sample");
+  assert_string_equal(app->metadata->name, "app-sample");
   assert_non_null(app->spec);
   assert_string_equal(app->spec->image, "nginx:1.27");
   assert_true(app->spec->has_replicas);
@@ -392,8 +392,7 @@ static void test_kcr_gen_typed_update_keeps_unknown(void **state) {
   assert_string_equal(json_string_value(json_object_get(f.stored, "extraTop")), "top");
   assert_string_equal(json_string_value(json_object_get(f.stored, "apiVersion")),
                       "kcr.dev/v1alpha1");
-  assert_string_equal(json_string_value(json_object_get(updated->metadata, "resourceVersion")),
-                      "2");
+  assert_string_equal(updated->metadata->resource_version, "2");
   assert_int_equal(updated->spec->replicas, 5);
   app_v1alpha1_free(app);
   app_v1alpha1_free(updated);

@@ -281,15 +281,16 @@ static int typed_app(const json_t *app, app_v1alpha1_t **out, kcr_error_t *err) 
                        kcr_meta_name(app), e.message);
 }
 
-/* md_str returns the App's metadata[key] when it is a string, else "". */
-static const char *md_str(const app_v1alpha1_t *app, const char *key) {
-  const char *s = json_string_value(json_object_get(app->metadata, key));
+/* md_str returns s, a string of the App's metadata, or "" when it is unset. */
+static const char *md_str(const char *s) {
   return s ? s : "";
 }
 
+#define MD(app, field) md_str((app)->metadata ? (app)->metadata->field : NULL)
+
 int kop_app_check_typed(const app_v1alpha1_t *app, kcr_error_t *err) {
-  const char *ns = md_str(app, "namespace"), *name = md_str(app, "name");
-  if (!*name || !*ns || !*md_str(app, "uid")) {
+  const char *ns = MD(app, namespace), *name = MD(app, name);
+  if (!*name || !*ns || !*MD(app, uid)) {
     return kcr_error_set(err, KCR_EINVAL, "app: metadata.name, namespace and uid are required");
   }
   if (!app->spec || !app->spec->image || !*app->spec->image) {
@@ -307,14 +308,14 @@ int kop_app_check_typed(const app_v1alpha1_t *app, kcr_error_t *err) {
 }
 
 int kop_app_selector_of(const app_v1alpha1_t *app, char *buf, size_t size) {
-  return selector_for(md_str(app, "name"), buf, size);
+  return selector_for(MD(app, name), buf, size);
 }
 
 int kop_app_url_of(const app_v1alpha1_t *app, char *buf, size_t size) {
   int port = app->spec && app->spec->has_port && app->spec->port >= 1 && app->spec->port <= 65535
                  ? (int)app->spec->port
                  : 0;
-  return url_for(md_str(app, "name"), md_str(app, "namespace"), port, buf, size);
+  return url_for(MD(app, name), MD(app, namespace), port, buf, size);
 }
 
 json_t *kop_app_identity(const app_v1alpha1_t *app) {
@@ -325,8 +326,13 @@ json_t *kop_app_identity(const app_v1alpha1_t *app) {
                    json_string(app->api_version ? app->api_version : KOP_APP_API_VERSION)) < 0;
   bad =
       bad || json_object_set_new(id, "kind", json_string(app->kind ? app->kind : KOP_APP_KIND)) < 0;
-  bad = bad || json_object_set_new(id, "metadata",
-                                   app->metadata ? json_incref(app->metadata) : json_object()) < 0;
+  if (!bad && app->metadata) {
+    json_t *md = NULL;
+    bad = kcr_meta_v1_object_meta_encode(app->metadata, &md, NULL) != 0 ||
+          json_object_set_new(id, "metadata", md) < 0;
+  } else {
+    bad = bad || json_object_set_new(id, "metadata", json_object()) < 0;
+  }
   if (bad) {
     json_decref(id);
     return NULL;
@@ -357,19 +363,19 @@ int kop_app_decode(const json_t *app, app_v1alpha1_t **out, kcr_error_t *err) {
   } while (0)
 
 /* child_metadata makes the metadata of a child of app called name (new). */
-static k8s_meta_v1_object_meta_t *child_metadata(const app_v1alpha1_t *app, const char *name,
+static kcr_meta_v1_object_meta_t *child_metadata(const app_v1alpha1_t *app, const char *name,
                                                  int *bad) {
-  const char *app_name = md_str(app, "name");
+  const char *app_name = MD(app, name);
   const char *labels[][2] = {{KOP_APP_LABEL_NAME, app_name},
                              {KOP_APP_LABEL_INSTANCE, app_name},
                              {KOP_APP_LABEL_MANAGED_BY, KOP_APP_MANAGED_BY}};
-  k8s_meta_v1_object_meta_t *md = zalloc(1, sizeof(*md), bad);
-  k8s_meta_v1_owner_reference_t *ref;
+  kcr_meta_v1_object_meta_t *md = zalloc(1, sizeof(*md), bad);
+  kcr_meta_v1_owner_reference_t *ref;
   if (!md) {
     return NULL;
   }
   md->name = dup(name, bad);
-  md->namespace = dup(md_str(app, "namespace"), bad);
+  md->namespace = dup(MD(app, namespace), bad);
   SET_PAIRS(md, labels, labels, 3, *bad);
   if (!(ref = md->owner_references = zalloc(1, sizeof(*ref), bad))) {
     return md;
@@ -379,7 +385,7 @@ static k8s_meta_v1_object_meta_t *child_metadata(const app_v1alpha1_t *app, cons
   ref->api_version = dup(KOP_APP_API_VERSION, bad);
   ref->kind = dup(KOP_APP_KIND, bad);
   ref->name = dup(app_name, bad);
-  ref->uid = dup(md_str(app, "uid"), bad);
+  ref->uid = dup(MD(app, uid), bad);
   ref->controller = ref->has_controller = true;
   ref->block_owner_deletion = ref->has_block_owner_deletion = true;
   return md;
@@ -387,7 +393,7 @@ static k8s_meta_v1_object_meta_t *child_metadata(const app_v1alpha1_t *app, cons
 
 /* config_name writes "<name>-config" into buf. Returns 0 or KCR_ETOOBIG. */
 static int config_name(const app_v1alpha1_t *app, char *buf, size_t size) {
-  int n = fit(snprintf(buf, size, "%s%s", md_str(app, "name"), KOP_APP_CONFIG_SUFFIX), size);
+  int n = fit(snprintf(buf, size, "%s%s", MD(app, name), KOP_APP_CONFIG_SUFFIX), size);
   return n < 0 ? n : 0;
 }
 
@@ -471,7 +477,7 @@ static bool typed_has_config(const app_v1alpha1_spec_t *spec) {
 int kop_app_desired_deployment_of(const app_v1alpha1_t *a, json_t **out, kcr_error_t *err) {
   char cm_name[320];
   char hash[KOP_APP_CONFIG_HASH_LEN + 1];
-  const char *name = md_str(a, "name");
+  const char *name = MD(a, name);
   const char *selector[][2] = {{KOP_APP_LABEL_NAME, name}, {KOP_APP_LABEL_INSTANCE, name}};
   const char *labels[][2] = {{KOP_APP_LABEL_NAME, name},
                              {KOP_APP_LABEL_INSTANCE, name},
@@ -550,7 +556,7 @@ DESIRED_FROM_JSON(kop_app_desired_service)
 DESIRED_FROM_JSON(kop_app_desired_configmap)
 
 int kop_app_desired_service_of(const app_v1alpha1_t *app, json_t **out, kcr_error_t *err) {
-  const char *name = md_str(app, "name");
+  const char *name = MD(app, name);
   const char *selector[][2] = {{KOP_APP_LABEL_NAME, name}, {KOP_APP_LABEL_INSTANCE, name}};
   k8s_core_v1_service_t *s;
   k8s_core_v1_service_port_t *p;
@@ -829,17 +835,16 @@ int kop_app_directory_update(json_t *data, const json_t *app, bool remove, bool 
 
 int kop_app_directory_want(const app_v1alpha1_t *app, bool remove, char *key, size_t key_size,
                            char *url, size_t url_size, const char **want, kcr_error_t *err) {
-  json_t *del = json_object_get(app->metadata, "deletionTimestamp");
+  bool deleting = app->metadata && app->metadata->deletion_timestamp;
   int n;
   *want = NULL;
-  if (fit(snprintf(key, key_size, "%s.%s", md_str(app, "namespace"), md_str(app, "name")),
-          key_size) < 0) {
+  if (fit(snprintf(key, key_size, "%s.%s", MD(app, namespace), MD(app, name)), key_size) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: directory key too long");
   }
   if ((n = kop_app_url_of(app, url, url_size)) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: url too long");
   }
-  if (!remove && n > 0 && !(del && !json_is_null(del))) {
+  if (!remove && n > 0 && !deleting) {
     *want = url;
   }
   return 0;

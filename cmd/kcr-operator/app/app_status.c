@@ -50,21 +50,15 @@ static long cond_index(const app_v1alpha1_status_t *st, const char *type) {
   return -1;
 }
 
-const app_v1alpha1_status_conditions_t *kop_condition_get(const app_v1alpha1_status_t *st,
-                                                          const char *type) {
+const kcr_meta_v1_condition_t *kop_condition_get(const app_v1alpha1_status_t *st,
+                                                 const char *type) {
   long i = cond_index(st, type);
   return i < 0 ? NULL : &st->conditions[i];
 }
 
 /* cond_clear releases what one condition holds (the members app_v1alpha1.h declares). */
-static void cond_clear(app_v1alpha1_status_conditions_t *c) {
-  app_v1alpha1_mem_free(c->type);
-  app_v1alpha1_mem_free(c->status);
-  app_v1alpha1_mem_free(c->last_transition_time);
-  app_v1alpha1_mem_free(c->reason);
-  app_v1alpha1_mem_free(c->message);
-  json_decref(c->kcr_unknown);
-  memset(c, 0, sizeof(*c));
+static void cond_clear(kcr_meta_v1_condition_t *c) {
+  kcr_meta_v1_condition_clear(c);
 }
 
 bool kop_condition_remove(app_v1alpha1_status_t *st, const char *type) {
@@ -83,7 +77,7 @@ int kop_condition_set(app_v1alpha1_status_t *st, const char *type, const char *s
                       const char *reason, const char *message, int64_t generation, kcr_time_t now,
                       bool *changed, kcr_error_t *err) {
   char ts[KCR_TIME_BUFSIZE];
-  app_v1alpha1_status_conditions_t next, *cur, *grown;
+  kcr_meta_v1_condition_t next, *cur, *grown;
   const char *ltt;
   long i;
   if (changed) {
@@ -249,8 +243,7 @@ int kop_app_status_of(const app_v1alpha1_t *app, const kop_app_observed *obs, kc
   const json_t *dep = obs ? obs->deployment : NULL;
   k8s_apps_v1_deployment_status_t *ds = NULL;
   app_v1alpha1_status_t *st = NULL, old;
-  json_t *g = json_object_get(app->metadata, "generation");
-  int64_t gen = json_is_integer(g) ? json_integer_value(g) : 0;
+  int64_t gen = app->metadata && app->metadata->has_generation ? app->metadata->generation : 0;
   int rc, n;
   *out = NULL;
   if ((rc = kop_app_check_typed(app, err)) < 0) {

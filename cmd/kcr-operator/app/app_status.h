@@ -95,8 +95,7 @@ int kop_condition_set(app_v1alpha1_status_t *st, const char *type, const char *s
                       bool *changed, kcr_error_t *err);
 
 /* kop_condition_get returns st's condition of that type (borrowed), NULL when absent. */
-const app_v1alpha1_status_conditions_t *kop_condition_get(const app_v1alpha1_status_t *st,
-                                                          const char *type);
+const kcr_meta_v1_condition_t *kop_condition_get(const app_v1alpha1_status_t *st, const char *type);
 
 /*
  * kop_condition_find returns the condition of that type in a JSON conditions
