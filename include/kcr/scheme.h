@@ -151,6 +151,8 @@ KCR_EXTERN void kcr_scheme_free_typed(const kcr_kind_info *k, void *typed);
  *                      kcr_typed_list_free); o as kcr_objclient_list.
  *   kcr_typed_create   create typed (a value of kind gvk).
  *   kcr_typed_update   update typed or its subresource ("status"; NULL: the object).
+ *   kcr_typed_delete   delete the object typed names (its apiVersion, kind,
+ *                      namespace, name), o as kcr_objclient_delete (NULL: defaults).
  *   kcr_typed_patch    PATCH the object typed names (its apiVersion, kind, namespace,
  *                      name) with patch (patch_len bytes of the given type; borrowed)
  *                      or its subresource, as kcr_objclient_patch; *out is the result.
@@ -165,7 +167,8 @@ KCR_EXTERN int kcr_typed_create(const kcr_objclient *c, const kcr_scheme_t *s, c
 KCR_EXTERN int kcr_typed_update(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *gvk,
                                 const void *typed, const char *subresource, void **out,
                                 kcr_error_t *err);
-
+KCR_EXTERN int kcr_typed_delete(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *gvk,
+                                const void *typed, const kcr_delete_options *o, kcr_error_t *err);
 KCR_EXTERN int kcr_typed_patch(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *gvk,
                                const void *typed, kcr_patch_type type, const char *patch,
                                size_t patch_len, const char *subresource, void **out,

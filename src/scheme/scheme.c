@@ -392,6 +392,20 @@ int kcr_typed_update(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gv
   return rc || !out ? rc : decoded(k, got, out, err);
 }
 
+int kcr_typed_delete(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *gvk,
+                     const void *typed, const kcr_delete_options *o, kcr_error_t *err) {
+  const kcr_kind_info *k;
+  json_t *obj = NULL;
+  int rc;
+  if ((rc = codec_of(s, gvk, &k, err)) != 0)
+    return rc;
+  if ((rc = kcr_scheme_encode(k, typed, &obj, err)) != 0)
+    return rc;
+  rc = kcr_objclient_delete(c, obj, o, err);
+  json_decref(obj);
+  return rc;
+}
+
 int kcr_typed_patch(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *gvk,
                     const void *typed, kcr_patch_type type, const char *patch, size_t patch_len,
                     const char *subresource, void **out, kcr_error_t *err) {
