@@ -29,6 +29,8 @@
 #include "kcr/clock.h"
 #include "kcr/common.h"
 #include "kcr/error.h"
+#include "kcr/meta.h"
+#include "kcr/meta_v1.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -128,6 +130,18 @@ KCR_EXTERN int kcr_event_record(kcr_event_recorder_t *r, const kcr_object_ref *r
 KCR_EXTERN int kcr_event_record_object(kcr_event_recorder_t *r, json_t *obj, const char *type,
                                        const char *reason, const char *action, const char *note_fmt,
                                        ...) KCR_PRINTF(6, 7);
+
+/*
+ * kcr_event_record_meta is kcr_event_record for a typed object: the reference
+ * is its kind gvk (apiVersion made from group and version; borrowed) and its
+ * metadata meta (namespace, name, uid, resourceVersion; borrowed for the call).
+ * Returns as kcr_event_record; KCR_EINVAL also when gvk or meta is NULL or gvk
+ * has no version. Any thread; never waits on the network.
+ */
+KCR_EXTERN int kcr_event_record_meta(kcr_event_recorder_t *r, const kcr_gvk *gvk,
+                                     const kcr_meta_v1_object_meta_t *meta, const char *type,
+                                     const char *reason, const char *action, const char *note_fmt,
+                                     ...) KCR_PRINTF(7, 8);
 
 /*
  * kcr_event_recorder_flush sends everything pending now (series updates

@@ -41,6 +41,7 @@
 #include "kcr/store.h"
 #include "kcr/time.h"
 #include "kcr/trace.h"
+#include "kcr/typed.h"
 #include "kcr/types.h"
 #include "kcr/watch.h"
 #include "kcr/webhook.h"

@@ -210,6 +210,15 @@ KCR_EXTERN int kcr_objclient_del(const kcr_objclient *c, const json_t *obj,
 KCR_EXTERN int kcr_ignore_not_found(int rc, kcr_error_t *err);
 
 /*
+ * kcr_ignore_already_exists is kcr_ignore_not_found for AlreadyExists (a create
+ * that found the name taken: kcr_error_is_already_exists), and
+ * kcr_ignore_conflict for Conflict (kcr_error_is_conflict): 0 with err cleared,
+ * or rc with err untouched. Any thread.
+ */
+KCR_EXTERN int kcr_ignore_already_exists(int rc, kcr_error_t *err);
+KCR_EXTERN int kcr_ignore_conflict(int rc, kcr_error_t *err);
+
+/*
  * kcr_list_items returns the items array of a List object (borrowed; an empty
  * array's worth of nothing when list has none: NULL). Any thread.
  */

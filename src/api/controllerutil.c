@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/controllerutil_internal.h"
 #include "kcr/apierror.h"
 #include "kcr/controllerutil.h"
 #include "kcr/meta.h"
@@ -184,17 +185,21 @@ const char *kcr_api_version_group(const char *api_version, size_t *len) {
   return api_version ? api_version : "";
 }
 
-bool kcr_owner_ref_refers_to(const json_t *ref, const kcr_gvk *gvk, const char *name) {
-  const char *rv = json_string_value(json_object_get(ref, "apiVersion"));
-  const char *rk = json_string_value(json_object_get(ref, "kind"));
-  const char *rn = json_string_value(json_object_get(ref, "name"));
+bool kcr__owner_ref_matches(const char *api_version, const char *kind, const char *ref_name,
+                            const kcr_gvk *gvk, const char *name) {
   const char *g = gvk && gvk->group ? gvk->group : "", *rg;
   size_t rglen;
-  if (!rv || !rk || !rn || !gvk || !gvk->kind || !name)
+  if (!api_version || !kind || !ref_name || !gvk || !gvk->kind || !name)
     return false;
-  rg = kcr_api_version_group(rv, &rglen);
-  return strlen(g) == rglen && memcmp(rg, g, rglen) == 0 && strcmp(rk, gvk->kind) == 0 &&
-         strcmp(rn, name) == 0;
+  rg = kcr_api_version_group(api_version, &rglen);
+  return strlen(g) == rglen && memcmp(rg, g, rglen) == 0 && strcmp(kind, gvk->kind) == 0 &&
+         strcmp(ref_name, name) == 0;
+}
+
+bool kcr_owner_ref_refers_to(const json_t *ref, const kcr_gvk *gvk, const char *name) {
+  return kcr__owner_ref_matches(json_string_value(json_object_get(ref, "apiVersion")),
+                                json_string_value(json_object_get(ref, "kind")),
+                                json_string_value(json_object_get(ref, "name")), gvk, name);
 }
 
 bool kcr_owner_ref_refers(const json_t *ref, const char *api_version, const char *kind,
@@ -221,13 +226,9 @@ static bool refers_to_object(const json_t *ref, const json_t *obj, const char *n
          kcr_owner_ref_refers_to(ref, &gvk, name);
 }
 
-/* validate_owner is controller-runtime's validateOwner plus field checks. */
-static int validate_owner(const json_t *owner, const json_t *obj, kcr_error_t *err) {
-  const char *ons = kcr_meta_namespace(owner), *objns = kcr_meta_namespace(obj);
-  if (!json_is_object(obj))
-    return kcr_error_set(err, KCR_EINVAL, "owner reference: object is not a JSON object");
-  if (!*kcr_meta_api_version(owner) || !*kcr_meta_kind(owner) || !*kcr_meta_name(owner) ||
-      !*kcr_meta_uid(owner))
+int kcr__owner_ref_validate(const char *api_version, const char *kind, const char *name,
+                            const char *uid, const char *ons, const char *objns, kcr_error_t *err) {
+  if (!*api_version || !*kind || !*name || !*uid)
     return kcr_error_set(err, KCR_EINVAL,
                          "owner reference: owner needs apiVersion, kind, metadata.name and uid");
   if (*ons) {
@@ -243,6 +244,15 @@ static int validate_owner(const json_t *owner, const json_t *obj, kcr_error_t *e
                            ons, objns);
   }
   return 0;
+}
+
+/* validate_owner is controller-runtime's validateOwner plus field checks. */
+static int validate_owner(const json_t *owner, const json_t *obj, kcr_error_t *err) {
+  if (!json_is_object(obj))
+    return kcr_error_set(err, KCR_EINVAL, "owner reference: object is not a JSON object");
+  return kcr__owner_ref_validate(kcr_meta_api_version(owner), kcr_meta_kind(owner),
+                                 kcr_meta_name(owner), kcr_meta_uid(owner),
+                                 kcr_meta_namespace(owner), kcr_meta_namespace(obj), err);
 }
 
 /* upsert replaces the reference to the same owner, or appends ref (stolen). */

@@ -148,12 +148,26 @@ int kcr_objclient_del(const kcr_objclient *c, const json_t *obj, const kcr_delet
   return kcr_objclient_delete(c, obj, o, err);
 }
 
-int kcr_ignore_not_found(int rc, kcr_error_t *err) {
-  if (rc == KCR_EAPI && err && kcr_error_is_not_found(err)) {
+/* ignore clears err and returns 0 when rc is an API error that is(err) says
+ * the caller tolerates; otherwise it returns rc. */
+static int ignore(int rc, kcr_error_t *err, bool (*is)(const kcr_error_t *)) {
+  if (rc == KCR_EAPI && err && is(err)) {
     kcr_error_clear(err);
     return 0;
   }
   return rc;
+}
+
+int kcr_ignore_not_found(int rc, kcr_error_t *err) {
+  return ignore(rc, err, kcr_error_is_not_found);
+}
+
+int kcr_ignore_already_exists(int rc, kcr_error_t *err) {
+  return ignore(rc, err, kcr_error_is_already_exists);
+}
+
+int kcr_ignore_conflict(int rc, kcr_error_t *err) {
+  return ignore(rc, err, kcr_error_is_conflict);
 }
 
 json_t *kcr_list_items(const json_t *list) {

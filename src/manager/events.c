@@ -372,6 +372,27 @@ int kcr_event_record_object(kcr_event_recorder_t *r, json_t *obj, const char *ty
   return record_note(r, &ref, type, reason, action, note);
 }
 
+int kcr_event_record_meta(kcr_event_recorder_t *r, const kcr_gvk *gvk,
+                          const kcr_meta_v1_object_meta_t *meta, const char *type,
+                          const char *reason, const char *action, const char *note_fmt, ...) {
+  char av[KCR_GVK_GROUP_MAX + 256];
+  char note[KCR_EVENT_NOTE_MAX + 1];
+  kcr_object_ref ref;
+  va_list ap;
+  if (!gvk || !meta || kcr_gvk_api_version(gvk, av, sizeof(av)) < 0)
+    return KCR_EINVAL;
+  ref.api_version = av;
+  ref.kind = gvk->kind;
+  ref.namespace_ = meta->namespace;
+  ref.name = meta->name;
+  ref.uid = meta->uid;
+  ref.resource_version = meta->resource_version;
+  va_start(ap, note_fmt);
+  vsnprintf(note, sizeof(note), note_fmt ? note_fmt : "", ap);
+  va_end(ap);
+  return record_note(r, &ref, type, reason, action, note);
+}
+
 /* ---- the sender ---- */
 
 static json_t *series_json(const entry_t *e) {

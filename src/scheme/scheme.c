@@ -15,6 +15,7 @@
 
 #include "kcr/meta.h"
 #include "kcr/scheme.h"
+#include "scheme/scheme_internal.h"
 #include "util/alloc.h"
 
 #define DEPRECATED_OK_BEGIN                                                                        \
@@ -274,9 +275,8 @@ void kcr_scheme_free_typed(const kcr_kind_info *k, void *typed) {
 
 /* ---- typed objects through an object client ---- */
 
-/* codec_of finds gvk's entry with a codec (*k), or says why not. */
-static int codec_of(const kcr_scheme_t *s, const kcr_gvk *gvk, const kcr_kind_info **k,
-                    kcr_error_t *err) {
+int kcr__scheme_codec_of(const kcr_scheme_t *s, const kcr_gvk *gvk, const kcr_kind_info **k,
+                         kcr_error_t *err) {
   *k = kcr_scheme_lookup_gvk(s, gvk);
   if (!*k) {
     kcr_error_set(err, KCR_ENOENT, "scheme: kind %s is not registered",
@@ -285,6 +285,7 @@ static int codec_of(const kcr_scheme_t *s, const kcr_gvk *gvk, const kcr_kind_in
   }
   if (!(*k)->decode) {
     kcr_error_set(err, KCR_ENOTSUP, "scheme: kind %s has no typed codec", (*k)->kind);
+    *k = NULL;
     return KCR_ENOTSUP;
   }
   return 0;
@@ -305,7 +306,7 @@ int kcr_typed_get(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *
   json_t *obj = NULL;
   int rc;
   *out = NULL;
-  if ((rc = codec_of(s, gvk, &k, err)) != 0)
+  if ((rc = kcr__scheme_codec_of(s, gvk, &k, err)) != 0)
     return rc;
   if ((rc = kcr_objclient_get(c, gvk, ns, name, &obj, err)) != 0)
     return rc;
@@ -331,7 +332,7 @@ int kcr_typed_list(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk 
   int rc = 0;
   *items = NULL;
   *n = 0;
-  if ((rc = codec_of(s, gvk, &k, err)) != 0)
+  if ((rc = kcr__scheme_codec_of(s, gvk, &k, err)) != 0)
     return rc;
   if ((rc = kcr_objclient_list(c, gvk, o, &list, err)) != 0)
     return rc;
@@ -367,7 +368,7 @@ int kcr_typed_create(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gv
   int rc;
   if (out)
     *out = NULL;
-  if ((rc = codec_of(s, gvk, &k, err)) != 0)
+  if ((rc = kcr__scheme_codec_of(s, gvk, &k, err)) != 0)
     return rc;
   if ((rc = kcr_scheme_encode(k, typed, &obj, err)) != 0)
     return rc;
@@ -383,7 +384,7 @@ int kcr_typed_update(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gv
   int rc;
   if (out)
     *out = NULL;
-  if ((rc = codec_of(s, gvk, &k, err)) != 0)
+  if ((rc = kcr__scheme_codec_of(s, gvk, &k, err)) != 0)
     return rc;
   if ((rc = kcr_scheme_encode(k, typed, &obj, err)) != 0)
     return rc;
@@ -414,7 +415,7 @@ int kcr_typed_patch(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk
   int rc;
   if (out)
     *out = NULL;
-  if ((rc = codec_of(s, gvk, &k, err)) != 0)
+  if ((rc = kcr__scheme_codec_of(s, gvk, &k, err)) != 0)
     return rc;
   if ((rc = kcr_scheme_encode(k, typed, &obj, err)) != 0)
     return rc;
