@@ -71,6 +71,36 @@ KCR_EXTERN int kcr_typed_finalizer_add(kcr_meta_v1_object_meta_t *meta, const ch
 KCR_EXTERN int kcr_typed_finalizer_remove(kcr_meta_v1_object_meta_t *meta, const char *name,
                                           bool *changed);
 
+/* ---- labels and annotations (metav1.SetMetaDataLabel) ---- */
+
+/*
+ * kcr_typed_label_set sets meta's label key to value (both copied), replacing
+ * the value a label of that key had; has_labels becomes true
+ * (metav1.SetMetaDataLabel). kcr_typed_annotation_set likewise for
+ * annotations. Returns 0, KCR_EINVAL (an argument NULL) or KCR_ENOMEM (meta
+ * unchanged).
+ */
+KCR_EXTERN int kcr_typed_label_set(kcr_meta_v1_object_meta_t *meta, const char *key,
+                                   const char *value);
+KCR_EXTERN int kcr_typed_annotation_set(kcr_meta_v1_object_meta_t *meta, const char *key,
+                                        const char *value);
+
+/*
+ * kcr_typed_label returns the value of meta's label key, borrowed from meta:
+ * valid until that label is next set or meta is freed; NULL when there is
+ * none. kcr_typed_annotation likewise for annotations.
+ */
+KCR_EXTERN const char *kcr_typed_label(const kcr_meta_v1_object_meta_t *meta, const char *key);
+KCR_EXTERN const char *kcr_typed_annotation(const kcr_meta_v1_object_meta_t *meta, const char *key);
+
+/*
+ * kcr_typed_selector_match_labels adds every label of meta to sel's
+ * matchLabels (a Deployment's selector from its Pod template's labels).
+ * Returns 0, KCR_EINVAL or KCR_ENOMEM (sel may hold some of them).
+ */
+KCR_EXTERN int kcr_typed_selector_match_labels(kcr_meta_v1_label_selector_t *sel,
+                                               const kcr_meta_v1_object_meta_t *meta);
+
 /* ---- owner references (kcr_owner_ref_*) ---- */
 
 /*

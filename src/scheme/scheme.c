@@ -398,7 +398,7 @@ int kcr_typed_delete(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gv
   const kcr_kind_info *k;
   json_t *obj = NULL;
   int rc;
-  if ((rc = codec_of(s, gvk, &k, err)) != 0)
+  if ((rc = kcr__scheme_codec_of(s, gvk, &k, err)) != 0)
     return rc;
   if ((rc = kcr_scheme_encode(k, typed, &obj, err)) != 0)
     return rc;

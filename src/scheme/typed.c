@@ -92,6 +92,84 @@ int kcr_typed_finalizer_remove(kcr_meta_v1_object_meta_t *meta, const char *name
   return 0;
 }
 
+/* ---- labels and annotations (metav1.SetMetaDataLabel) ---- */
+
+/*
+ * STRMAP_OPS defines map_set_<name> and map_get_<name> over one generated
+ * string map {entries, _len, has_}: every such map has its own entry type, all
+ * of them {char *key; char *value;}.
+ */
+#define STRMAP_OPS(name, entry_t)                                                                  \
+  static int map_set_##name(entry_t **v, size_t *len, bool *has, const char *key,                  \
+                            const char *value) {                                                   \
+    char *val;                                                                                     \
+    size_t i = 0;                                                                                  \
+    while (i < *len && strcmp((*v)[i].key, key) != 0)                                              \
+      i++;                                                                                         \
+    if (!(val = kcr_meta_v1_mem_strdup(value)))                                                    \
+      return KCR_ENOMEM;                                                                           \
+    if (i == *len) {                                                                               \
+      char *k = kcr_meta_v1_mem_strdup(key);                                                       \
+      if (!k || grow((void **)v, *len, sizeof(**v))) {                                             \
+        kcr_meta_v1_mem_free(k);                                                                   \
+        kcr_meta_v1_mem_free(val);                                                                 \
+        return KCR_ENOMEM;                                                                         \
+      }                                                                                            \
+      (*v)[i].key = k;                                                                             \
+      (*v)[i].value = NULL;                                                                        \
+      (*len)++;                                                                                    \
+    }                                                                                              \
+    kcr_meta_v1_mem_free((*v)[i].value);                                                           \
+    (*v)[i].value = val;                                                                           \
+    *has = true;                                                                                   \
+    return 0;                                                                                      \
+  }                                                                                                \
+  static const char *map_get_##name(const entry_t *v, size_t len, const char *key) {               \
+    for (size_t i = 0; i < len; i++)                                                               \
+      if (strcmp(v[i].key, key) == 0)                                                              \
+        return v[i].value;                                                                         \
+    return NULL;                                                                                   \
+  }
+
+STRMAP_OPS(labels, kcr_meta_v1_object_meta_labels_entry_t)
+STRMAP_OPS(annotations, kcr_meta_v1_object_meta_annotations_entry_t)
+STRMAP_OPS(match, kcr_meta_v1_label_selector_match_labels_entry_t)
+
+int kcr_typed_label_set(kcr_meta_v1_object_meta_t *meta, const char *key, const char *value) {
+  if (!meta || !key || !value)
+    return KCR_EINVAL;
+  return map_set_labels(&meta->labels, &meta->labels_len, &meta->has_labels, key, value);
+}
+
+const char *kcr_typed_label(const kcr_meta_v1_object_meta_t *meta, const char *key) {
+  return meta && key ? map_get_labels(meta->labels, meta->labels_len, key) : NULL;
+}
+
+int kcr_typed_annotation_set(kcr_meta_v1_object_meta_t *meta, const char *key, const char *value) {
+  if (!meta || !key || !value)
+    return KCR_EINVAL;
+  return map_set_annotations(&meta->annotations, &meta->annotations_len, &meta->has_annotations,
+                             key, value);
+}
+
+const char *kcr_typed_annotation(const kcr_meta_v1_object_meta_t *meta, const char *key) {
+  return meta && key ? map_get_annotations(meta->annotations, meta->annotations_len, key) : NULL;
+}
+
+int kcr_typed_selector_match_labels(kcr_meta_v1_label_selector_t *sel,
+                                    const kcr_meta_v1_object_meta_t *meta) {
+  if (!sel || !meta)
+    return KCR_EINVAL;
+  for (size_t i = 0; i < meta->labels_len; i++) {
+    int rc = map_set_match(&sel->match_labels, &sel->match_labels_len, &sel->has_match_labels,
+                           meta->labels[i].key, meta->labels[i].value);
+    if (rc != 0)
+      return rc;
+  }
+  (void)map_get_match;
+  return 0;
+}
+
 /* ---- owner references ---- */
 
 /* refers tells whether ref names the object of kind gvk called name (group,

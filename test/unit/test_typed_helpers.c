@@ -782,9 +782,38 @@ static void test_typed_helpers_not_found_tolerated(void **state) {
   app_v1alpha1_free(obj);
 }
 
+/* Labels and annotations: set, replace, read; a selector from the labels. */
+static void test_typed_helpers_labels(void **state) {
+  kcr_meta_v1_object_meta_t *m = NULL;
+  kcr_meta_v1_label_selector_t *sel = NULL;
+  json_t *j = NULL;
+  (void)state;
+  assert_int_equal(kcr_meta_v1_object_meta_create(&m, NULL), 0);
+  assert_int_equal(kcr_meta_v1_label_selector_create(&sel, NULL), 0);
+  assert_null(kcr_typed_label(m, "app"));
+  assert_int_equal(kcr_typed_label_set(m, "app", "web"), 0);
+  assert_int_equal(kcr_typed_label_set(m, "tier", "front"), 0);
+  assert_int_equal(kcr_typed_label_set(m, "app", "db"), 0);
+  assert_int_equal(m->labels_len, 2);
+  assert_true(m->has_labels);
+  assert_string_equal(kcr_typed_label(m, "app"), "db");
+  assert_int_equal(kcr_typed_annotation_set(m, "note", "x"), 0);
+  assert_string_equal(kcr_typed_annotation(m, "note"), "x");
+  assert_int_equal(kcr_typed_label_set(m, NULL, "v"), KCR_EINVAL);
+  assert_int_equal(kcr_typed_selector_match_labels(sel, m), 0);
+  assert_int_equal(kcr_meta_v1_label_selector_encode(sel, &j, NULL), 0);
+  assert_string_equal(json_string_value(json_object_get(json_object_get(j, "matchLabels"), "app")),
+                      "db");
+  assert_int_equal(json_object_size(json_object_get(j, "matchLabels")), 2);
+  json_decref(j);
+  kcr_meta_v1_label_selector_free(sel);
+  kcr_meta_v1_object_meta_free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_typed_helpers_finalizers),
+      cmocka_unit_test(test_typed_helpers_labels),
       cmocka_unit_test(test_typed_helpers_finalizer_alloc),
       cmocka_unit_test(test_typed_helpers_controller_ref),
       cmocka_unit_test(test_typed_helpers_owner_ref_alloc),
