@@ -8,7 +8,7 @@ CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
 .PHONY: help all build test test-unit lint format install uninstall run demo bench bench-full \
-	deploy undeploy build-installer cluster-up cluster-down clean deps install-lib operator \
+	deploy undeploy build-installer cluster-up cluster-down clean deps install-lib install-operator operator \
 	static docker-build image helm-chart helm-template chaos chaos-short soak generate manifests openapi
 
 help: ## Show this help.
@@ -42,8 +42,18 @@ lint: ## clang-format check and clang-tidy static analysis.
 format: ## Format every tracked .c/.h with the committed .clang-format.
 	git ls-files '*.c' '*.h' | xargs clang-format -i
 
-install-lib: build ## Install libkcr (headers, .a, .so, kcr.pc, CMake package) into $(PREFIX).
-	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+# What install-lib builds (no tests, no examples, no operator) and the install
+# components it installs: runtime (libkcr.so) and dev (the rest).
+LIB_TARGETS = kcr_shared kcr_static kcr_gen
+LIB_COMPONENTS = runtime dev
+
+install-lib: ## Install libkcr (headers, .a, .so, kcr.pc, CMake package, kcr-gen, kcr-envtest) into $(PREFIX), building only those.
+	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target $(LIB_TARGETS)
+	for c in $(LIB_COMPONENTS); do cmake --install $(BUILD_DIR) --prefix $(PREFIX) --component $$c || exit 1; done
+
+install-operator: operator ## Install the demo kcr-operator into $(PREFIX)/bin (install-lib leaves it out).
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX) --component operator
 
 cluster-up: ## Start a local control plane (etcd, kube-apiserver, kube-controller-manager).
 	bash scripts/build-control-plane.sh

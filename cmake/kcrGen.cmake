@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # kcrGen.cmake: kcr_gen_types() for projects built against an installed kcr
-# (find_package(kcr) includes this file; KCR_GEN_EXECUTABLE is the installed
-# kcr-gen). The same call as in kcr's own tree:
+# (find_package(kcr) includes this file; kcr::kcr-gen is the installed kcr-gen,
+# KCR_GEN_EXECUTABLE its path). The same call as in kcr's own tree:
 #
 #   kcr_gen_types(<target> CRD <file> PREFIX <name> VERSIONS <v>...)
 #
@@ -27,7 +27,7 @@ function(kcr_gen_types target)
   add_custom_command(
     OUTPUT ${outputs}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
-    COMMAND ${KCR_GEN_EXECUTABLE} types -p ${G_PREFIX} -V "${_versions}" -o ${dir} ${G_CRD}
+    COMMAND kcr::kcr-gen types -p ${G_PREFIX} -V "${_versions}" -o ${dir} ${G_CRD}
     DEPENDS ${G_CRD}
     COMMENT "kcr-gen: types from ${G_CRD}"
     VERBATIM)

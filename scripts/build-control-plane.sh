@@ -35,6 +35,9 @@ done
 
 die() { printf 'build-control-plane: error: %s\n' "$*" >&2; exit 1; }
 say() { ((quiet)) || printf 'build-control-plane: %s\n' "$*" >&2; }
+# note: progress that --quiet keeps (a cold build or a lock wait takes minutes:
+# say why nothing else happens), on stderr, stdout keeps NAME=PATH only.
+note() { printf 'build-control-plane: %s\n' "$*" >&2; }
 
 command -v go >/dev/null || die "go is not in PATH (Go >= 1.26 is needed)"
 
@@ -104,7 +107,9 @@ build_tools() {
     local pkgs=() target=$tmp/
     for spec in "$@"; do pkgs+=("${spec%%:*}"); done
     (($# == 1)) && target=$tmp/${bins[0]}
-    say "$name: building ${bins[*]} (a cold build takes a long time; -v lists packages as they compile)"
+    say "$name: building ${bins[*]} (-v lists packages as they compile)"
+    ((announced)) || note "building the control plane (cold build, this takes about 9 minutes on 2 cores)…"
+    announced=1
     if ! (cd "$src" && go build "${verbose[@]}" -trimpath -ldflags "$ldflags" -o "$target" "${pkgs[@]}"); then
         rm -rf "$tmp"
         die "$name: go build failed (see the output above)"
@@ -121,11 +126,19 @@ build_tools() {
 
 # Serialize concurrent builds against the same cache.
 mkdir -p "$cache_root"
-exec 9>"$cache_root/.build.lock"
+# The holder writes its pid beside the lock, so a waiter can say whom it waits for.
+lock=$cache_root/.build.lock
+exec 9>"$lock"
 if ! flock -n 9; then
-    say "waiting for another build-control-plane.sh to finish"
-    flock 9
+    holder=$(cat "$lock.pid" 2>/dev/null || echo unknown)
+    note "waiting for another build's lock on $lock (held by pid $holder)…"
+    until flock -w 30 9; do
+        holder=$(cat "$lock.pid" 2>/dev/null || echo unknown)
+        note "waiting for another build's lock on $lock (held by pid $holder)…"
+    done
 fi
+echo $$ >"$lock.pid"
+announced=0
 
 # --- Kubernetes ------------------------------------------------------------
 k8s_ldflags() {

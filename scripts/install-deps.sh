@@ -10,6 +10,10 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config ninja-build
   libcurl4-openssl-dev libjansson-dev libyaml-dev libssl-dev libuv1-dev libcmocka-dev
+  # what `pkg-config --static --libs libcurl` names (-lzstd, -lssh2, ...): the
+  # static link line of kcr-static.pc (README.md) resolves only with these
+  libbrotli-dev libidn2-dev libkrb5-dev libldap-dev libnghttp2-dev libpsl-dev librtmp-dev
+  libssh2-1-dev libzstd-dev zlib1g-dev
   valgrind clang-format clang-tidy cppcheck
   openssl iproute2 procps psmisc curl python3 python3-yaml
   "$@"

@@ -475,6 +475,7 @@ int gen_scaffold_init(int argc, char **argv) {
       {".ci/run", "ci_run", true},
       {"README.md", "README.md", false},
       {"cmd/main.c", "main.c", false},
+      {"test/integration/suite_test.c", "suite_test.c", false},
       {"api/types.cmake", "types.cmake", false},
       {"internal/controller/controllers.h", "controllers.h", false},
       {"internal/controller/controllers.c", "controllers.c", false},

@@ -18,7 +18,8 @@
  * per child kind, the cache's by-object options, controller-runtime's ByObject): its memory does
  * not grow with the ConfigMaps, Deployments and Services of others. The event
  * recorder asks the manager's write fence before each write, as the object
- * client does, so that a leader past its renew deadline sends no Event. Exit codes: 0 after a
+ * client does, so that a leader past its renew deadline sends no Event (the manager's recorder,
+ * kcr_manager_event_recorder, which the manager flushes on a graceful stop). Exit codes: 0 after a
  * graceful stop (SIGTERM/SIGINT), 1 on a failure or a lost lease (never a graceful stop then: two
  * leaders must not act at once), 2 on bad flags or environment.
  */
@@ -33,7 +34,6 @@
 #include "app/reconciler.h"
 #include "flags.h"
 #include "kcr/config.h"
-#include "kcr/events.h"
 #include "kcr/log.h"
 #include "kcr/manager.h"
 #include "kcr/trace.h"
@@ -63,11 +63,6 @@ static void operator_namespace(const kop_flags *flags, kcr_rest_config_t *cfg, c
            flags->leader_election_namespace && *flags->leader_election_namespace
                ? flags->leader_election_namespace
                : kcr_rest_config_namespace(cfg));
-}
-
-/* on_events_fence: the event recorder's fence, the manager's (sender thread). */
-static int64_t on_events_fence(void *data) {
-  return kcr_manager_fence_remaining(data);
 }
 
 /*
@@ -119,11 +114,8 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
   kcr_manager_serving_options so;
   kcr_controller_options co;
   kcr_manager_t *m = NULL;
-  kcr_event_recorder_t *events = NULL;
-  kcr_event_recorder_options eo;
   kcr_scheme_t *scheme = NULL;
   kop_app_directory_memo *memo = NULL;
-  char host[256] = "kcr-operator";
   kcr_controller_t *c;
   kcr_error_t err;
   int rc;
@@ -136,15 +128,9 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
   kcr_error_clear(&err);
   rc = kcr_manager_create(&mo, &m, &err);
   if (rc == 0) {
-    gethostname(host, sizeof(host) - 1);
-    memset(&eo, 0, sizeof(eo));
-    eo.client = kcr_manager_rest_client(m);
-    eo.reporting_controller = "kcr.dev/kcr-operator";
-    eo.reporting_instance = host;
-    eo.fence = on_events_fence;
-    eo.fence_data = m;
-    rc = kcr_event_recorder_create(&eo, &events, &err);
-    rec.events = events;
+    rec.events = kcr_manager_event_recorder(m, "kcr.dev/kcr-operator");
+    if (!rec.events)
+      rc = kcr_error_set(&err, KCR_ENOMEM, "no event recorder");
     rec.direct = kcr_manager_rest_client(m);
   }
   if (rc == 0)
@@ -195,7 +181,6 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
   }
   if (rc) {
     kcr_log(KCR_LOG_ERROR, "setup", "unable to set up the manager: %s", err.message);
-    kcr_event_recorder_destroy(events); /* sends through m's client: first */
     kcr_manager_destroy(m);
     kcr_scheme_destroy(scheme);
     kop_app_directory_memo_destroy(memo);
@@ -213,10 +198,6 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
     kcr_log(KCR_LOG_ERROR, "setup", "manager stopped: %s", err.message);
   else
     kcr_log(KCR_LOG_INFO, "setup", "manager stopped");
-  kcr_event_recorder_flush(events, 2 * KCR_NSEC_PER_SEC);
-  /* The recorder sends through the manager's REST client and asks the
-   * manager's fence: stop its thread before the manager goes. */
-  kcr_event_recorder_destroy(events);
   kcr_manager_destroy(m);
   kcr_scheme_destroy(scheme);
   kop_app_directory_memo_destroy(memo);

@@ -94,7 +94,8 @@ KCR_EXTERN int kcr_event_recorder_create(const kcr_event_recorder_options *opts,
  * and frees the recorder. NULL is ignored. The flush sends through the
  * options' client and asks their fence: destroy the recorder before either
  * (before kcr_manager_destroy when they are the manager's). Not from a recording thread that
- * still records afterwards.
+ * still records afterwards. Never on a recorder of kcr_manager_event_recorder:
+ * the manager destroys those.
  */
 KCR_EXTERN void kcr_event_recorder_destroy(kcr_event_recorder_t *r);
 

@@ -9,7 +9,8 @@
  * then the informers already asked for and their sync, then background
  * runnables, then — at once, or when the leader elector says this process leads —
  * controllers and leader runnables. Stop order is the reverse: controllers and
- * leader runnables (reconciles in flight finish), background runnables, the
+ * leader runnables (reconciles in flight finish), the flush of the event
+ * recorders (kcr_manager_event_recorder), background runnables, the
  * leader elector (releases the lease), servers; the informers stop in
  * kcr_manager_destroy. The whole stop is bounded by the graceful shutdown
  * timeout (default 30 s).
@@ -21,8 +22,8 @@
  * the handler). One manager per process handles signals.
  *
  * Threads: create, new_controller, add_runnable and set_leader_elector before
- * run, from one thread; kcr_manager_request_stop and the leader callbacks from
- * any thread.
+ * run, from one thread; kcr_manager_request_stop, kcr_manager_event_recorder and
+ * the leader callbacks from any thread.
  */
 #ifndef KCR_MANAGER_H
 #define KCR_MANAGER_H
@@ -39,6 +40,7 @@
 #include "kcr/controllerutil.h"
 #include "kcr/discovery.h"
 #include "kcr/error.h"
+#include "kcr/events.h"
 #include "kcr/metrics.h"
 #include "kcr/webhook.h"
 
@@ -85,8 +87,8 @@ KCR_EXTERN int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **
 
 /*
  * kcr_manager_destroy stops what still runs (waiting for ever), destroys the
- * controllers, the informers, the mapper and the client. NULL is ignored. Not
- * while kcr_manager_run runs.
+ * controllers, the event recorders (kcr_manager_event_recorder), the informers,
+ * the mapper and the client. NULL is ignored. Not while kcr_manager_run runs.
  */
 KCR_EXTERN void kcr_manager_destroy(kcr_manager_t *m);
 
@@ -134,6 +136,27 @@ KCR_EXTERN int kcr_manager_get_informer(kcr_manager_t *m, const kcr_gvk *gvk, kc
  */
 KCR_EXTERN int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o,
                                           kcr_controller_t **out, kcr_error_t *err);
+
+/*
+ * kcr_manager_event_recorder returns the manager's event recorder for component
+ * (mgr.GetEventRecorderFor): borrowed, owned by m. The first call for a
+ * component name makes it (kcr_event_recorder_create with the manager's REST
+ * client, reporting_controller component, the default reporting_instance
+ * "<component>-<hostname>", and the manager's write fence,
+ * kcr_manager_fence_remaining); later calls with the same name return the same
+ * recorder. A graceful stop of kcr_manager_run flushes every recorder after the
+ * controllers and leader runnables have stopped and before the leader elector
+ * releases the Lease (bounded by the graceful shutdown timeout); a lost lease
+ * flushes nothing. The pointer is valid until kcr_manager_destroy(m) is called,
+ * which destroys the recorders (flushing what is left, up to 5 s each) after
+ * the controllers and before the elector, the cache and the client: record
+ * from reconcilers, runnables or the caller's threads, never from a thread that
+ * outlives m. component: required, copied. Returns NULL (logged) when the
+ * recorder cannot be made (out of memory, no thread). Any thread, before,
+ * during or after run; thread-safe.
+ */
+KCR_EXTERN kcr_event_recorder_t *kcr_manager_event_recorder(kcr_manager_t *m,
+                                                            const char *component);
 
 /* kcr_manager_controller_count / _at enumerate the controllers. */
 KCR_EXTERN size_t kcr_manager_controller_count(kcr_manager_t *m);

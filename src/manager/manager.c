@@ -24,9 +24,18 @@
  * and a write that goes out gets its timeout cut to what is left of it. Each
  * controller's workers are gated on the same fence (on_gate).
  *
- * Lock: mu guards the event flags and the state; it is never held while calling
- * a runnable, a controller or the elector.
+ * Event recorders (kcr_manager_event_recorder): one per component name, made on
+ * first use and kept on a list that only grows (new entries go in front, under
+ * mu), so the stop can walk a snapshot of it without the lock. The graceful
+ * stop flushes them once the controllers and leader runnables have stopped and
+ * before the elector releases the Lease (the recorders ask the manager's fence,
+ * which says no once it is released); kcr_manager_destroy destroys them after
+ * the controllers and before the elector, the cache and the client they use.
+ *
+ * Lock: mu guards the event flags, the state and the recorders' list head; it is
+ * never held while calling a runnable, a controller or the elector.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -39,6 +48,7 @@
 
 #include "cache/cache_client_internal.h"
 #include "controller/controller_internal.h"
+#include "kcr/events.h"
 #include "kcr/log.h"
 #include "kcr/manager.h"
 #include "kcr/otlp.h"
@@ -55,6 +65,13 @@ typedef struct runnable {
   char *name;
   bool started; /* run thread only */
 } runnable_t;
+
+/* recorder_t: a component's event recorder; immutable once on the list. */
+typedef struct recorder {
+  struct recorder *next;
+  kcr_event_recorder_t *r; /* owned */
+  char *component;         /* owned */
+} recorder_t;
 
 struct kcr_manager {
   kcr_client_t *client;
@@ -80,10 +97,11 @@ struct kcr_manager {
 
   pthread_mutex_t mu;
   pthread_cond_t cond;
-  bool stop_requested; /* protected by mu */
-  bool elected;        /* protected by mu */
-  bool lost;           /* protected by mu */
-  bool ran;            /* protected by mu */
+  bool stop_requested;   /* protected by mu */
+  bool elected;          /* protected by mu */
+  bool lost;             /* protected by mu */
+  bool ran;              /* protected by mu */
+  recorder_t *recorders; /* protected by mu (the head; the entries are immutable) */
   atomic_bool leading_started;
 };
 
@@ -105,8 +123,8 @@ static bool on_gate(void *data) {
   return fence_left(data) > 0;
 }
 
-/* on_write_fence: the object client's fence, asked before each write (the
- * writing thread). */
+/* on_write_fence: the object client's and the event recorders' fence, asked
+ * before each write (the writing thread, a recorder's sender thread). */
 static int64_t on_write_fence(void *data) {
   return fence_left(data);
 }
@@ -330,6 +348,42 @@ void *kcr__manager_serving(kcr_manager_t *m) {
   return m->serving;
 }
 
+/* ---- event recorders ---- */
+
+kcr_event_recorder_t *kcr_manager_event_recorder(kcr_manager_t *m, const char *component) {
+  kcr_event_recorder_options eo;
+  recorder_t *e;
+  kcr_error_t err;
+  assert(m && component && *component);
+  pthread_mutex_lock(&m->mu);
+  for (e = m->recorders; e; e = e->next)
+    if (strcmp(e->component, component) == 0)
+      break;
+  if (!e && (e = kcr__calloc(1, sizeof(*e))) != NULL) {
+    memset(&eo, 0, sizeof(eo));
+    eo.client = m->client;
+    eo.reporting_controller = component;
+    eo.fence = on_write_fence;
+    eo.fence_data = m;
+    kcr_error_clear(&err);
+    if ((e->component = kcr__strdup(component)) == NULL)
+      kcr_error_set(&err, KCR_ENOMEM, "out of memory");
+    else
+      kcr_event_recorder_create(&eo, &e->r, &err);
+    if (e->r) {
+      e->next = m->recorders;
+      m->recorders = e;
+    } else {
+      kcr_log(KCR_LOG_ERROR, "manager", "no event recorder for %s: %s", component, err.message);
+      kcr__free(e->component);
+      kcr__free(e);
+      e = NULL;
+    }
+  }
+  pthread_mutex_unlock(&m->mu);
+  return e ? e->r : NULL;
+}
+
 void kcr_manager_set_leader_elector(kcr_manager_t *m, const kcr_leader_elector *le) {
   m->has_le = le != NULL;
   if (le)
@@ -480,8 +534,24 @@ static int64_t left(int64_t deadline) {
   return l > 0 ? l : 1;
 }
 
-/* stop_all stops everything that started, in reverse order, by deadline. */
-static int stop_all(kcr_manager_t *m, int64_t grace_ns, bool le_started) {
+/* flush_recorders sends what the recorders hold, by deadline (run thread). */
+static void flush_recorders(kcr_manager_t *m, int64_t deadline) {
+  recorder_t *e;
+  pthread_mutex_lock(&m->mu);
+  e = m->recorders;
+  pthread_mutex_unlock(&m->mu);
+  for (; e; e = e->next)
+    if (kcr_event_recorder_flush(e->r, left(deadline)) != 0)
+      kcr_log(KCR_LOG_WARN, "manager", "events of %s not all sent before the grace period ended",
+              e->component);
+}
+
+/*
+ * stop_all stops everything that started, in reverse order, by deadline. With
+ * flush (a graceful stop), the event recorders send what the stopped
+ * controllers recorded while this process may still write.
+ */
+static int stop_all(kcr_manager_t *m, int64_t grace_ns, bool le_started, bool flush) {
   int64_t deadline = kcr_clock_now(kcr_clock_system()) + (grace_ns > 0 ? grace_ns : 1);
   int rc = 0;
   /* controllers first: all stop taking work at once, then each is waited for */
@@ -493,6 +563,8 @@ static int stop_all(kcr_manager_t *m, int64_t grace_ns, bool le_started) {
       rc = KCR_ETIMEDOUT;
   }
   stop_group(m, KCR_RUNNABLE_LEADER);
+  if (flush)
+    flush_recorders(m, deadline);
   stop_group(m, KCR_RUNNABLE_BACKGROUND);
   if (le_started && m->le.stop)
     m->le.stop(m->le.data);
@@ -541,7 +613,7 @@ int kcr_manager_run(kcr_manager_t *m, kcr_error_t *err) {
     pthread_mutex_unlock(&m->mu);
     if (lost) {
       kcr_log(KCR_LOG_ERROR, "manager", "leader election lost");
-      stop_all(m, 1, false);
+      stop_all(m, 1, false, false);
       signals_stop(&sig);
       return kcr_error_set(err, KCR_ECANCELED, "leader election lost");
     }
@@ -558,7 +630,7 @@ stop:
   if (rc)
     kcr_log(KCR_LOG_ERROR, "manager", "start failed: %s", err ? err->message : kcr_strerror(rc));
   kcr_log(KCR_LOG_INFO, "manager", "Stopping and waiting for runnables");
-  if (stop_all(m, m->grace_ns, le_started) != 0 && rc == 0)
+  if (stop_all(m, m->grace_ns, le_started, true) != 0 && rc == 0)
     rc = kcr_error_set(err, KCR_ETIMEDOUT,
                        "failed waiting for all runnables to end within grace period of %.0f s",
                        (double)m->grace_ns / 1e9);
@@ -573,6 +645,13 @@ void kcr_manager_destroy(kcr_manager_t *m) {
     return;
   for (size_t i = 0; i < m->nctls; i++)
     kcr_controller_destroy(m->ctls[i]);
+  /* the recorders send through the client and ask the elector's fence (serving) */
+  for (recorder_t *e = m->recorders, *next; e; e = next) {
+    next = e->next;
+    kcr_event_recorder_destroy(e->r);
+    kcr__free(e->component);
+    kcr__free(e);
+  }
   kcr__free(m->ctls);
   kcr__free(m->ctl_started);
   for (size_t i = 0; i < m->nruns; i++)

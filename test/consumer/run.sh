@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# run.sh BUILD_DIR: install the kcr build in BUILD_DIR into a fresh prefix, check
+# run.sh BUILD_DIR: install the kcr build in BUILD_DIR into a fresh prefix with
+# `make install-lib` (the library's components only: no kcr-operator), check
 # the installed files, then build and run two programs against that copy, each
-# four ways (pkg-config and find_package(kcr), shared and static library):
+# the four ways README.md documents (pkg-config: kcr and, with --static,
+# kcr-static; find_package(kcr): kcr::kcr and kcr::kcr_static):
 #   - test/consumer/main.c, a small program over the public headers;
 #   - examples/configmap-mirror (main.c + mirror.c), a real operator that calls
 #     json_* itself, so it links only when the package carries jansson;
@@ -12,6 +14,7 @@
 # (test/deb/run.sh uses it on the Debian packages unpacked into a temporary root).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
 example=$(cd "$here/../../examples/configmap-mirror" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -19,15 +22,18 @@ if [ "$1" = "--prefix" ]; then
   prefix=$2
 else
   prefix=$work/prefix
-  cmake --install "$1" --prefix "$prefix" >/dev/null
+  make -C "$src" --no-print-directory install-lib BUILD_DIR="$(cd "$1" && pwd)" \
+    PREFIX="$prefix" >"$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
+  [ ! -e "$prefix/bin/kcr-operator" ] || { echo "install-lib installed kcr-operator"; exit 1; }
 fi
 
 libdir=$(find "$prefix" -name 'libkcr.a' -printf '%h\n' | head -n 1)
 [ -n "$libdir" ] || { echo "no libkcr.a under $prefix"; exit 1; }
-for f in include/kcr/kcr.h include/kcr/error.h; do
+for f in include/kcr/kcr.h include/kcr/error.h bin/kcr-gen bin/kcr-envtest; do
   [ -f "$prefix/$f" ] || { echo "missing $f"; exit 1; }
 done
-for f in libkcr.a libkcr.so pkgconfig/kcr.pc cmake/kcr/kcrConfig.cmake cmake/kcr/kcrTargets.cmake; do
+for f in libkcr.a libkcr.so pkgconfig/kcr.pc pkgconfig/kcr-static.pc cmake/kcr/kcrConfig.cmake \
+  cmake/kcr/kcrTargets.cmake; do
   [ -e "$libdir/$f" ] || { echo "missing $libdir/$f"; exit 1; }
 done
 
@@ -70,21 +76,18 @@ cc -std=c11 -Wall -Werror -o "$work/pc_mirror_test_shared" -I"$example" "$here/m
   "$example/mirror.c" $(pkg-config --cflags --libs kcr)
 LD_LIBRARY_PATH=$libdir check_mirror "$work/pc_mirror_shared"
 LD_LIBRARY_PATH=$libdir check_ok "$work/pc_mirror_test_shared"
-# Static: libkcr.a, then its public and private dependencies as shared
-# libraries (`pkg-config --static` would ask for static libcurl and all of its
-# optional dependencies), without -lkcr (which would pick libkcr.so).
+# Static, the documented line: kcr-static.pc names libkcr.a by its path, and
+# --static adds every library libcurl and the others need (install-deps.sh
+# brings their -dev packages).
 # shellcheck disable=SC2046
-static_libs="$(pkg-config --libs-only-l $(pkg-config --print-requires kcr) \
-  $(pkg-config --print-requires-private kcr)) -lpthread -lm"
-# shellcheck disable=SC2046,SC2086
-cc -std=c11 -Wall -Werror -o "$work/pc_static" "$here/main.c" $(pkg-config --cflags kcr) \
-  "$libdir/libkcr.a" $static_libs
-# shellcheck disable=SC2046,SC2086
+cc -std=c11 -Wall -Werror -o "$work/pc_static" "$here/main.c" \
+  $(pkg-config --static --cflags --libs kcr-static)
+# shellcheck disable=SC2046
 cc -std=c11 -Wall -Werror -o "$work/pc_mirror_static" -I"$example" "$example/main.c" \
-  "$example/mirror.c" $(pkg-config --cflags kcr) "$libdir/libkcr.a" $static_libs
-# shellcheck disable=SC2046,SC2086
+  "$example/mirror.c" $(pkg-config --static --cflags --libs kcr-static)
+# shellcheck disable=SC2046
 cc -std=c11 -Wall -Werror -o "$work/pc_mirror_test_static" -I"$example" "$here/mirror_test.c" \
-  "$example/mirror.c" $(pkg-config --cflags kcr) "$libdir/libkcr.a" $static_libs
+  "$example/mirror.c" $(pkg-config --static --cflags --libs kcr-static)
 check_consumer "$work/pc_static"
 check_mirror "$work/pc_mirror_static"
 check_ok "$work/pc_mirror_test_static"

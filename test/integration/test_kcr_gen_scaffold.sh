@@ -8,9 +8,12 @@
 #   - create api refuses a kind that is there, and init a directory that has a
 #     project, and neither changes a file;
 #   - the project configures with find_package(kcr), builds (its C types come
-#     from its CRDs through the installed kcr-gen) and its scaffolded unit tests
-#     pass on the fake client;
-#   - `make manifests` writes config/rbac/role.yaml from the controllers' markers;
+#     from its CRDs through the installed kcr-gen) with bounded jobs, and `make
+#     test` runs its scaffolded unit tests (label unit) on the fake client;
+#   - `make manifests` writes config/rbac/role.yaml from the controllers' markers
+#     with the package's kcr::kcr-gen, not a kcr-gen on PATH;
+#   - `make test-integration` runs the integration suite (label integration) on
+#     the local control plane;
 #   - `kubectl kustomize config/default` renders with the prefix on every name;
 #   - against the local control plane: the CRDs install, the manager starts, a
 #     sample Widget gets status.observedGeneration = its generation, a spec change
@@ -59,7 +62,7 @@ cd widgets
 for f in PROJECT CMakeLists.txt Makefile Dockerfile .ci/run cmd/main.c config/default/kustomization.yaml \
   config/crd/bases/demo.example.com_widgets.yaml config/crd/bases/demo.example.com_gizmoes.yaml \
   internal/controller/widget_controller.c internal/controller/gizmo_controller.c \
-  test/widget_controller_test.c config/samples/demo_v1_widget.yaml; do
+  test/widget_controller_test.c test/integration/suite_test.c config/samples/demo_v1_widget.yaml; do
   [ -f "$f" ] || fail "the scaffold has no $f"
 done
 grep -q '^  scope: Cluster$' config/crd/bases/demo.example.com_gizmoes.yaml || fail "Gizmo is not cluster-scoped"
@@ -89,17 +92,26 @@ rc=0
 [ "$rc" -eq 2 ] || fail "a bad version: rc $rc"
 [ "$(sum)" = "$before" ] || fail "a refused command changed the project"
 
-# 3. Build and unit-test against the installed package only.
-cmake -S . -B build -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/cmake.log" 2>&1 ||
-  { tail -n 20 "$work/cmake.log" >&2; fail "configure"; }
-cmake --build build -j2 >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log" >&2; fail "build"; }
+# 3. Build and unit-test against the installed package only, with the Makefile.
+# Every make command's -j has a number (a bare -j forks without bound).
+make -n build test test-integration | grep -E -- '-j( |$)' | grep -vE -- '-j [0-9]+( |$)' &&
+  fail "the Makefile runs an unbounded -j"
+make -n build test JOBS=3 | grep -q -- '-j 3' || fail "JOBS does not set the jobs"
+export CMAKE_FLAGS="-DCMAKE_PREFIX_PATH=$work/prefix"
+make build >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log" >&2; fail "build"; }
 grep -q 'warning:' "$work/build.log" && { grep 'warning:' "$work/build.log" >&2; fail "the scaffold builds with warnings"; }
 export LD_LIBRARY_PATH=$work/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-ctest --test-dir build --output-on-failure >"$work/ctest.log" 2>&1 || { cat "$work/ctest.log" >&2; fail "unit tests"; }
-grep -q '100% tests passed, 0 tests failed out of 2' "$work/ctest.log" || { cat "$work/ctest.log" >&2; fail "not 2 tests"; }
+make test >"$work/ctest.log" 2>&1 || { cat "$work/ctest.log" >&2; fail "unit tests"; }
+grep -q '100% tests passed, 0 tests failed out of 2' "$work/ctest.log" || { cat "$work/ctest.log" >&2; fail "make test: not 2 unit tests"; }
 
-# The RBAC follows the markers of the scaffolded controllers.
-make manifests KCR_GEN="$gen" >/dev/null || fail "make manifests"
+# The RBAC follows the markers of the scaffolded controllers, written by the
+# package's kcr-gen: a kcr-gen first on PATH that fails is never run.
+mkdir -p "$work/fakebin"
+printf '#!/bin/sh\necho "the kcr-gen on PATH ran" >&2\nexit 1\n' >"$work/fakebin/kcr-gen"
+chmod +x "$work/fakebin/kcr-gen"
+rm -f config/rbac/role.yaml
+PATH="$work/fakebin:$PATH" make manifests >"$work/manifests.log" 2>&1 ||
+  { cat "$work/manifests.log" >&2; fail "make manifests"; }
 for r in widgets widgets/status gizmoes; do
   grep -q "^  - $r\$" config/rbac/role.yaml || fail "config/rbac/role.yaml has no rule for $r"
 done
@@ -115,6 +127,10 @@ k apply -f config/crd/bases >/dev/null
 k wait --for=condition=Established crd/widgets.demo.example.com crd/gizmoes.demo.example.com \
   --timeout=60s >/dev/null
 k create ns "$ns" >/dev/null
+# The integration suite joins this cluster ($KCR_TEST_KUBECONFIG).
+make test-integration >"$work/it.log" 2>&1 || { cat "$work/it.log" >&2; fail "make test-integration"; }
+grep -q '100% tests passed, 0 tests failed out of 1' "$work/it.log" ||
+  { cat "$work/it.log" >&2; fail "make test-integration: not 1 integration test"; }
 build/manager --kubeconfig "$kubeconfig" --namespace "$ns" --health-probe-bind-address 127.0.0.1:0 \
   >"$work/manager.log" 2>&1 &
 pid=$!

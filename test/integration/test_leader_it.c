@@ -39,6 +39,7 @@
 #include "kcr/config.h"
 #include "kcr/events.h"
 #include "kcr_faultproxy.h"
+#include "kcr_itutil.h"
 #include "kcr_testenv.h"
 
 static kcr_testenv_t *env;
@@ -283,17 +284,10 @@ static void test_events_in_kubectl(void **state) {
          (unsigned long long)st.patched, (unsigned long long)st.aggregated,
          (unsigned long long)st.dropped);
 
-  snprintf(selector, sizeof(selector), "involvedObject.name=%s", name);
-  {
-    const char *argv[] = {"get",    "events", "-n",   "default", "--field-selector",
-                          selector, "-o",     "json", NULL};
-    assert_int_equal(kcr_testenv_kubectl(env, argv, &out), 0);
-  }
-  list = json_loads(out, 0, NULL);
-  free(out);
+  list = kcr_it_events_about(env, "default", name);
   assert_non_null(list);
-  for (i = 0; i < json_array_size(json_object_get(list, "items")); i++) {
-    json_t *ev = json_array_get(json_object_get(list, "items"), i);
+  for (i = 0; i < json_array_size(list); i++) {
+    json_t *ev = json_array_get(list, i);
     const char *type = json_string_value(json_object_get(ev, "type"));
     if (type && strcmp(type, "Warning") == 0) {
       warnings++;
@@ -310,6 +304,7 @@ static void test_events_in_kubectl(void **state) {
   assert_int_equal(normals, 1);
   assert_int_equal(warnings, 1);
   assert_int_equal(count, 1000);
+  snprintf(selector, sizeof(selector), "involvedObject.name=%s", name);
   {
     const char *argv[] = {"get", "events", "-n", "default", "--field-selector", selector, NULL};
     assert_int_equal(kcr_testenv_kubectl(env, argv, &out), 0);

@@ -5,6 +5,8 @@
  * leader election. /readyz turns ready once the caches sync; /metrics carries
  * controller_runtime_*, workqueue_*, rest_client_* and leader_election_master_status;
  * the controller reconciles only as leader; a graceful stop releases the Lease.
+ * The manager's event recorder writes Events that kubectl shows, its series
+ * flushed by the graceful stop.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <curl/curl.h>
@@ -71,6 +73,16 @@ static int group_teardown(void **state) {
   return 0;
 }
 
+/* manager_options: the tests' managers: on the cluster, namespace default, no signals. */
+static kcr_manager_options manager_options(void) {
+  kcr_manager_options mo;
+  memset(&mo, 0, sizeof(mo));
+  mo.config = config;
+  mo.no_signal_handlers = true;
+  mo.default_namespace = "default";
+  return mo;
+}
+
 static void test_manager_serves_probes_metrics_and_leads(void **state) {
   kcr_manager_options mo;
   kcr_manager_serving_options so;
@@ -85,10 +97,7 @@ static void test_manager_serves_probes_metrics_and_leads(void **state) {
   int probe = 0, metrics = 0, ready = 0;
   (void)state;
 
-  memset(&mo, 0, sizeof(mo));
-  mo.config = config;
-  mo.no_signal_handlers = true;
-  mo.default_namespace = "default";
+  mo = manager_options();
   kcr_error_clear(&err);
   assert_int_equal(kcr_manager_create(&mo, &r.m, &err), 0);
   memset(&co, 0, sizeof(co));
@@ -171,9 +180,64 @@ static void test_manager_serves_probes_metrics_and_leads(void **state) {
   kcr_manager_destroy(r.m);
 }
 
+/*
+ * kcr_manager_event_recorder against the apiserver: an Event about a ConfigMap,
+ * its reporting controller the component, recorded twice: the POST goes out at
+ * once, the series PATCH (count 2) inside its 30 s interval only because the
+ * graceful stop flushes before kcr_manager_run returns.
+ */
+static void test_manager_event_recorder_writes_events(void **state) {
+  static const kcr_gvr configmaps = {"", "v1", "configmaps"};
+  kcr_manager_options mo;
+  kcr_manager_t *m;
+  kcr_event_recorder_t *rec;
+  kcr_error_t err;
+  json_t *cm, *created = NULL, *list, *ev;
+  char name[64];
+  (void)state;
+
+  mo = manager_options();
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_manager_create(&mo, &m, &err), 0);
+  rec = kcr_manager_event_recorder(m, "kcr.dev/manager-it");
+  assert_non_null(rec);
+  assert_ptr_equal(kcr_manager_event_recorder(m, "kcr.dev/manager-it"), rec);
+  snprintf(name, sizeof(name), "kcr-mgr-events-%d", (int)getpid());
+  cm = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap", "metadata", "name",
+                 name);
+  assert_int_equal(kcr_client_create_object(kcr_manager_rest_client(m), &configmaps, "default", cm,
+                                            NULL, &created, &err),
+                   0);
+  json_decref(cm);
+  /* created first, so that the second record is a series PATCH, not in the POST */
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(kcr_event_record_object(rec, created, KCR_EVENT_NORMAL, "Reconciled",
+                                             "Reconcile", "reconciled %s", name),
+                     0);
+    if (i == 0)
+      assert_int_equal(kcr_event_recorder_flush(rec, 30 * KCR_NSEC_PER_SEC), 0);
+  }
+  kcr_manager_request_stop(m);
+  assert_int_equal(kcr_manager_run(m, &err), 0);
+
+  list = kcr_it_events_about(env, "default", name);
+  assert_non_null(list);
+  assert_int_equal(json_array_size(list), 1);
+  ev = json_array_get(list, 0);
+  assert_string_equal(json_string_value(json_object_get(ev, "reason")), "Reconciled");
+  assert_string_equal(json_string_value(json_object_get(ev, "reportingComponent")),
+                      "kcr.dev/manager-it");
+  assert_int_equal(json_integer_value(json_object_get(json_object_get(ev, "series"), "count")), 2);
+  json_decref(list);
+  kcr_client_delete(kcr_manager_rest_client(m), &configmaps, "default", name, NULL, NULL, NULL);
+  kcr_manager_destroy(m);
+  json_decref(created);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_manager_serves_probes_metrics_and_leads),
+      cmocka_unit_test(test_manager_event_recorder_writes_events),
   };
   return cmocka_run_group_tests_name("manager_serving_it", tests, group_setup, group_teardown);
 }

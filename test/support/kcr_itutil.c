@@ -2,6 +2,7 @@
 /* kcr_itutil.c: the shared set-up of libkcr's integration tests (kcr_itutil.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -92,4 +93,28 @@ long kcr_it_http_get(int port, const char *path, kcr_buf_t *body) {
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
   curl_easy_cleanup(c);
   return code;
+}
+
+json_t *kcr_it_events_about(kcr_testenv_t *env, const char *ns, const char *name) {
+  char selector[320], *out = NULL;
+  const char *argv[] = {"get",    "events", "-n",   ns,  "--field-selector",
+                        selector, "-o",     "json", NULL};
+  json_t *list, *items;
+  json_error_t jerr;
+  snprintf(selector, sizeof(selector), "involvedObject.name=%s", name);
+  if (kcr_testenv_kubectl(env, argv, &out) != 0) {
+    fprintf(stderr, "itutil: kubectl get events failed\n");
+    free(out);
+    return NULL;
+  }
+  list = json_loads(out, 0, &jerr);
+  free(out);
+  items = json_incref(json_object_get(list, "items"));
+  json_decref(list);
+  if (!json_is_array(items)) {
+    fprintf(stderr, "itutil: kubectl get events: no items (%s)\n", jerr.text);
+    json_decref(items);
+    return NULL;
+  }
+  return items;
 }

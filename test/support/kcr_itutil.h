@@ -7,6 +7,7 @@
 #ifndef KCR_ITUTIL_H
 #define KCR_ITUTIL_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "kcr/buf.h"
@@ -33,6 +34,13 @@ int kcr_it_create_namespace(kcr_client_t *client, const char *prefix, char *ns, 
  */
 void kcr_it_disconnect(kcr_testenv_t *env, kcr_rest_config_t *config, kcr_client_t *client,
                        const char *ns);
+
+/*
+ * kcr_it_events_about returns what `kubectl get events -n ns --field-selector
+ * involvedObject.name=name -o json` lists: a new array of core/v1 Events (empty
+ * when there are none), or NULL after printing why on stderr.
+ */
+json_t *kcr_it_events_about(kcr_testenv_t *env, const char *ns, const char *name);
 
 /* kcr_it_sleep_ms sleeps ms milliseconds. */
 void kcr_it_sleep_ms(int ms);

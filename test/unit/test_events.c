@@ -15,6 +15,7 @@
 
 #include "httpserver.h"
 #include "kcr/events.h"
+#include "kcr/manager.h"
 #include "testutil.h"
 
 #define EVENTS_PATH "/apis/events.k8s.io/v1/namespaces/ns/events"
@@ -801,6 +802,70 @@ static void test_events_flush_cut_short(void **state) {
   log_end();
 }
 
+/* get_recorder: a thread asking the manager for the "kcr.dev/race" recorder. */
+static void *get_recorder(void *m) {
+  return kcr_manager_event_recorder(m, "kcr.dev/race");
+}
+
+/*
+ * The manager's recorders: one per component, the same pointer for the same
+ * name (from racing threads too); a graceful stop sends what waits (a series
+ * PATCH still inside its 30 s interval) before kcr_manager_run returns, and
+ * kcr_manager_destroy sends what was recorded after.
+ */
+static void test_events_manager_recorder(void **state) {
+  fixture_t *f = setup_fixture();
+  kcr_manager_options mo = {0};
+  kcr_manager_t *m;
+  kcr_event_recorder_t *a, *b;
+  pthread_t t[2];
+  void *got[2];
+  const char *inst;
+  (void)state;
+  mo.config = f->config;
+  mo.no_signal_handlers = true;
+  assert_int_equal(kcr_manager_create(&mo, &m, NULL), 0);
+  a = kcr_manager_event_recorder(m, "kcr.dev/a");
+  assert_non_null(a);
+  assert_ptr_equal(kcr_manager_event_recorder(m, "kcr.dev/a"), a);
+  b = kcr_manager_event_recorder(m, "kcr.dev/b");
+  assert_non_null(b);
+  assert_ptr_not_equal(a, b);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(pthread_create(&t[i], NULL, get_recorder, m), 0);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(pthread_join(t[i], &got[i]), 0);
+  assert_non_null(got[0]);
+  assert_ptr_equal(got[0], got[1]);
+
+  assert_int_equal(kcr_event_record(a, &pod, KCR_EVENT_NORMAL, "Created", "Create", "x"), 0);
+  assert_int_equal(kcr_event_recorder_flush(a, 5 * KCR_NSEC_PER_SEC), 0);
+  pthread_mutex_lock(&mu);
+  assert_int_equal(posts, 1);
+  assert_string_equal(json_string_value(json_object_get(last_post, "reportingController")),
+                      "kcr.dev/a");
+  inst = json_string_value(json_object_get(last_post, "reportingInstance"));
+  assert_non_null(inst);
+  assert_int_equal(strncmp(inst, "kcr.dev/a-", strlen("kcr.dev/a-")), 0);
+  pthread_mutex_unlock(&mu);
+  /* counted into the series: its PATCH waits for the patch interval */
+  assert_int_equal(kcr_event_record(a, &pod, KCR_EVENT_NORMAL, "Created", "Create", "x"), 0);
+  kcr_manager_request_stop(m);
+  assert_int_equal(kcr_manager_run(m, NULL), 0);
+  pthread_mutex_lock(&mu);
+  assert_int_equal(posts, 1);
+  assert_int_equal(patches, 1); /* flushed by the stop */
+  assert_int_equal(
+      json_integer_value(json_object_get(json_object_get(last_patch, "series"), "count")), 2);
+  pthread_mutex_unlock(&mu);
+  assert_int_equal(kcr_event_record(a, &pod, KCR_EVENT_NORMAL, "Created", "Create", "x"), 0);
+  kcr_manager_destroy(m);
+  pthread_mutex_lock(&mu);
+  assert_int_equal(patches, 2); /* flushed by the destroy */
+  pthread_mutex_unlock(&mu);
+  teardown_fixture(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_events_body),
@@ -812,6 +877,7 @@ int main(void) {
       cmocka_unit_test(test_events_many_series_due_order),
       cmocka_unit_test(test_events_requeued_while_sending),
       cmocka_unit_test(test_events_flush_cut_short),
+      cmocka_unit_test(test_events_manager_recorder),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
