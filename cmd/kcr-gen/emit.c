@@ -262,7 +262,8 @@ static void member(out *o, const char *type, const char *name) {
 static void emit_struct(out *o, const gen_type *t) {
   char buf[300], type[340];
   comment(o, "", t->desc ? t->desc : t->path);
-  put(o, "struct %s {", t->base);
+  /* the fields keep the schema's order, each beside its has_ flag, over padding */
+  put(o, "struct %s { /* NOLINT(clang-analyzer-optin.performance.Padding) */", t->base);
   o->indent++;
   for (size_t i = 0; i < t->nfields; i++) {
     const gen_field *f = &t->fields[i];
@@ -636,9 +637,11 @@ static void emit_copy_field(out *o, const gen_field *f) {
     break;
   case GEN_LIST:
   case GEN_MAP:
-    put(o, "if (s->%s_len && !(d->%s = kg_calloc(s->%s_len, sizeof(*d->%s))))", c, c, c, c);
+    /* the length read once: the analyzer cannot tell s from d */
+    put(o, "const size_t %s_n = s->%s_len;", c, c);
+    put(o, "if (%s_n && !(d->%s = kg_calloc(%s_n, sizeof(*d->%s))))", c, c, c, c);
     put(o, "  return KCR_ENOMEM;");
-    put(o, "for (size_t i = 0; i < s->%s_len; i++) {", c);
+    put(o, "for (size_t i = 0; i < %s_n; i++) {", c);
     put(o, "  d->%s_len = i + 1;", c);
     if (sh->kind == GEN_LIST) {
       put(o, "  if (kg_copy_%s(&s->%s[i], &d->%s[i]))", op(sh->elem, b1, sizeof(b1)), c, c);
@@ -828,8 +831,11 @@ static void emit_type_ops(out *o, const gen_type *t) {
 static void emit_public(out *o, const gen_type *t) {
   const char *b = t->base;
   put(o, "int %s_create(%s_t **out, kcr_error_t *err) {", b, b);
-  put(o, "  if (!(*out = kg_calloc(1, sizeof(**out))))");
-  put(o, "    return kcr_error_set(err, KCR_ENOMEM, \"%s: out of memory\");", b);
+  /* KCR_ENOMEM itself, not kcr_error_set's answer, which the analyzer cannot see */
+  put(o, "  if (!(*out = kg_calloc(1, sizeof(**out)))) {");
+  put(o, "    kcr_error_set(err, KCR_ENOMEM, \"%s: out of memory\");", b);
+  put(o, "    return KCR_ENOMEM;");
+  put(o, "  }");
   put(o, "  return 0;");
   put(o, "}");
   blank(o);

@@ -37,16 +37,17 @@ static char *xstrdup(const char *s) {
 }
 
 KCR_GEN_PRINTF(1, 2) static char *xprintf(const char *fmt, ...) {
-  va_list ap;
+  va_list ap, again;
   int n;
   char *s;
   va_start(ap, fmt);
+  va_copy(again, ap);
   n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
-  s = xcalloc((size_t)n + 1, 1);
-  va_start(ap, fmt);
-  vsnprintf(s, (size_t)n + 1, fmt, ap);
-  va_end(ap);
+  s = xcalloc((size_t)(n < 0 ? 0 : n) + 1, 1);
+  if (n > 0)
+    vsnprintf(s, (size_t)n + 1, fmt, again);
+  va_end(again);
   return s;
 }
 
@@ -782,9 +783,9 @@ static const char *find_kind(const json_t *schemas, const char *g, const char *v
     size_t i;
     const json_t *gvk;
     json_array_foreach(json_object_get(s, "x-kubernetes-group-version-kind"), i, gvk) {
-      const char *gg = str_of(gvk, "group") ? str_of(gvk, "group") : "";
-      if (strcmp(gg, g) == 0 && str_of(gvk, "version") && strcmp(str_of(gvk, "version"), v) == 0 &&
-          str_of(gvk, "kind") && strcmp(str_of(gvk, "kind"), k) == 0)
+      const char *gg = str_of(gvk, "group"), *gv = str_of(gvk, "version");
+      const char *gk = str_of(gvk, "kind");
+      if (strcmp(gg ? gg : "", g) == 0 && gv && strcmp(gv, v) == 0 && gk && strcmp(gk, k) == 0)
         return name;
     }
   }

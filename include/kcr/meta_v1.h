@@ -30,7 +30,7 @@ typedef struct kcr_meta_v1_label_selector_requirement kcr_meta_v1_label_selector
  * ObjectMeta is metadata that all persisted resources must have, which includes all objects users
  * must create.
  */
-struct kcr_meta_v1_object_meta {
+struct kcr_meta_v1_object_meta { /* NOLINT(clang-analyzer-optin.performance.Padding) */
   /*
    * annotations (map of string): Annotations is an unstructured key value map stored with a
    * resource that may be set by external tools to store and retrieve arbitrary metadata. They are
@@ -187,7 +187,7 @@ struct kcr_meta_v1_object_meta {
  * ManagedFieldsEntry is a workflow-id, a FieldSet and the group version of the resource that the
  * fieldset applies to.
  */
-struct kcr_meta_v1_managed_fields_entry {
+struct kcr_meta_v1_managed_fields_entry { /* NOLINT(clang-analyzer-optin.performance.Padding) */
   /*
    * apiVersion (string): APIVersion defines the version of this resource that this field set
    * applies to. The format is "group/version" just like the top-level APIVersion field. It is
@@ -237,7 +237,7 @@ struct kcr_meta_v1_managed_fields_entry {
  * object must be in the same namespace as the dependent, or be cluster-scoped, so there is no
  * namespace field.
  */
-struct kcr_meta_v1_owner_reference {
+struct kcr_meta_v1_owner_reference { /* NOLINT(clang-analyzer-optin.performance.Padding) */
   /* apiVersion (required string): API version of the referent. */
   char *api_version;
   /*
@@ -276,7 +276,7 @@ struct kcr_meta_v1_owner_reference {
 };
 
 /* Condition contains details for one aspect of the current state of this API Resource. */
-struct kcr_meta_v1_condition {
+struct kcr_meta_v1_condition { /* NOLINT(clang-analyzer-optin.performance.Padding) */
   /*
    * lastTransitionTime (required string): lastTransitionTime is the last time the condition
    * transitioned from one status to another. This should be when the underlying condition changed.
@@ -317,7 +317,7 @@ struct kcr_meta_v1_condition {
  * matchExpressions are ANDed. An empty label selector matches all objects. A null label selector
  * matches no objects.
  */
-struct kcr_meta_v1_label_selector {
+struct kcr_meta_v1_label_selector { /* NOLINT(clang-analyzer-optin.performance.Padding) */
   /*
    * matchExpressions (list of object): matchExpressions is a list of label selector requirements.
    * The requirements are ANDed.
@@ -343,7 +343,7 @@ struct kcr_meta_v1_label_selector {
  * A label selector requirement is a selector that contains values, a key, and an operator that
  * relates the key and values.
  */
-struct kcr_meta_v1_label_selector_requirement {
+struct kcr_meta_v1_label_selector_requirement { /* NOLINT(clang-analyzer-optin.performance.Padding) */
   /* key (required string): key is the label key that the selector applies to. */
   char *key;
   /*

@@ -957,9 +957,10 @@ static void kg_clear_t_kcr_meta_v1_object_meta(kcr_meta_v1_object_meta_t *v) {
 
 static int kg_copy_t_kcr_meta_v1_object_meta(const kcr_meta_v1_object_meta_t *s, kcr_meta_v1_object_meta_t *d) {
   d->has_annotations = s->has_annotations;
-  if (s->annotations_len && !(d->annotations = kg_calloc(s->annotations_len, sizeof(*d->annotations))))
+  const size_t annotations_n = s->annotations_len;
+  if (annotations_n && !(d->annotations = kg_calloc(annotations_n, sizeof(*d->annotations))))
     return KCR_ENOMEM;
-  for (size_t i = 0; i < s->annotations_len; i++) {
+  for (size_t i = 0; i < annotations_n; i++) {
     d->annotations_len = i + 1;
     if (kg_copy_string(&s->annotations[i].key, &d->annotations[i].key) ||
         kg_copy_string(&s->annotations[i].value, &d->annotations[i].value))
@@ -973,9 +974,10 @@ static int kg_copy_t_kcr_meta_v1_object_meta(const kcr_meta_v1_object_meta_t *s,
   if (kg_copy_string(&s->deletion_timestamp, &d->deletion_timestamp))
     return KCR_ENOMEM;
   d->has_finalizers = s->has_finalizers;
-  if (s->finalizers_len && !(d->finalizers = kg_calloc(s->finalizers_len, sizeof(*d->finalizers))))
+  const size_t finalizers_n = s->finalizers_len;
+  if (finalizers_n && !(d->finalizers = kg_calloc(finalizers_n, sizeof(*d->finalizers))))
     return KCR_ENOMEM;
-  for (size_t i = 0; i < s->finalizers_len; i++) {
+  for (size_t i = 0; i < finalizers_n; i++) {
     d->finalizers_len = i + 1;
     if (kg_copy_string(&s->finalizers[i], &d->finalizers[i]))
       return KCR_ENOMEM;
@@ -986,18 +988,20 @@ static int kg_copy_t_kcr_meta_v1_object_meta(const kcr_meta_v1_object_meta_t *s,
   if (kg_copy_int64(&s->generation, &d->generation))
     return KCR_ENOMEM;
   d->has_labels = s->has_labels;
-  if (s->labels_len && !(d->labels = kg_calloc(s->labels_len, sizeof(*d->labels))))
+  const size_t labels_n = s->labels_len;
+  if (labels_n && !(d->labels = kg_calloc(labels_n, sizeof(*d->labels))))
     return KCR_ENOMEM;
-  for (size_t i = 0; i < s->labels_len; i++) {
+  for (size_t i = 0; i < labels_n; i++) {
     d->labels_len = i + 1;
     if (kg_copy_string(&s->labels[i].key, &d->labels[i].key) ||
         kg_copy_string(&s->labels[i].value, &d->labels[i].value))
       return KCR_ENOMEM;
   }
   d->has_managed_fields = s->has_managed_fields;
-  if (s->managed_fields_len && !(d->managed_fields = kg_calloc(s->managed_fields_len, sizeof(*d->managed_fields))))
+  const size_t managed_fields_n = s->managed_fields_len;
+  if (managed_fields_n && !(d->managed_fields = kg_calloc(managed_fields_n, sizeof(*d->managed_fields))))
     return KCR_ENOMEM;
-  for (size_t i = 0; i < s->managed_fields_len; i++) {
+  for (size_t i = 0; i < managed_fields_n; i++) {
     d->managed_fields_len = i + 1;
     if (kg_copy_t_kcr_meta_v1_managed_fields_entry(&s->managed_fields[i], &d->managed_fields[i]))
       return KCR_ENOMEM;
@@ -1007,9 +1011,10 @@ static int kg_copy_t_kcr_meta_v1_object_meta(const kcr_meta_v1_object_meta_t *s,
   if (kg_copy_string(&s->namespace, &d->namespace))
     return KCR_ENOMEM;
   d->has_owner_references = s->has_owner_references;
-  if (s->owner_references_len && !(d->owner_references = kg_calloc(s->owner_references_len, sizeof(*d->owner_references))))
+  const size_t owner_references_n = s->owner_references_len;
+  if (owner_references_n && !(d->owner_references = kg_calloc(owner_references_n, sizeof(*d->owner_references))))
     return KCR_ENOMEM;
-  for (size_t i = 0; i < s->owner_references_len; i++) {
+  for (size_t i = 0; i < owner_references_n; i++) {
     d->owner_references_len = i + 1;
     if (kg_copy_t_kcr_meta_v1_owner_reference(&s->owner_references[i], &d->owner_references[i]))
       return KCR_ENOMEM;
@@ -1882,17 +1887,19 @@ static void kg_clear_t_kcr_meta_v1_label_selector(kcr_meta_v1_label_selector_t *
 
 static int kg_copy_t_kcr_meta_v1_label_selector(const kcr_meta_v1_label_selector_t *s, kcr_meta_v1_label_selector_t *d) {
   d->has_match_expressions = s->has_match_expressions;
-  if (s->match_expressions_len && !(d->match_expressions = kg_calloc(s->match_expressions_len, sizeof(*d->match_expressions))))
+  const size_t match_expressions_n = s->match_expressions_len;
+  if (match_expressions_n && !(d->match_expressions = kg_calloc(match_expressions_n, sizeof(*d->match_expressions))))
     return KCR_ENOMEM;
-  for (size_t i = 0; i < s->match_expressions_len; i++) {
+  for (size_t i = 0; i < match_expressions_n; i++) {
     d->match_expressions_len = i + 1;
     if (kg_copy_t_kcr_meta_v1_label_selector_requirement(&s->match_expressions[i], &d->match_expressions[i]))
       return KCR_ENOMEM;
   }
   d->has_match_labels = s->has_match_labels;
-  if (s->match_labels_len && !(d->match_labels = kg_calloc(s->match_labels_len, sizeof(*d->match_labels))))
+  const size_t match_labels_n = s->match_labels_len;
+  if (match_labels_n && !(d->match_labels = kg_calloc(match_labels_n, sizeof(*d->match_labels))))
     return KCR_ENOMEM;
-  for (size_t i = 0; i < s->match_labels_len; i++) {
+  for (size_t i = 0; i < match_labels_n; i++) {
     d->match_labels_len = i + 1;
     if (kg_copy_string(&s->match_labels[i].key, &d->match_labels[i].key) ||
         kg_copy_string(&s->match_labels[i].value, &d->match_labels[i].value))
@@ -2063,9 +2070,10 @@ static int kg_copy_t_kcr_meta_v1_label_selector_requirement(const kcr_meta_v1_la
   if (kg_copy_string(&s->operator, &d->operator))
     return KCR_ENOMEM;
   d->has_values = s->has_values;
-  if (s->values_len && !(d->values = kg_calloc(s->values_len, sizeof(*d->values))))
+  const size_t values_n = s->values_len;
+  if (values_n && !(d->values = kg_calloc(values_n, sizeof(*d->values))))
     return KCR_ENOMEM;
-  for (size_t i = 0; i < s->values_len; i++) {
+  for (size_t i = 0; i < values_n; i++) {
     d->values_len = i + 1;
     if (kg_copy_string(&s->values[i], &d->values[i]))
       return KCR_ENOMEM;
@@ -2089,8 +2097,10 @@ static bool kg_eq_t_kcr_meta_v1_label_selector_requirement(const kcr_meta_v1_lab
 }
 
 int kcr_meta_v1_object_meta_create(kcr_meta_v1_object_meta_t **out, kcr_error_t *err) {
-  if (!(*out = kg_calloc(1, sizeof(**out))))
-    return kcr_error_set(err, KCR_ENOMEM, "kcr_meta_v1_object_meta: out of memory");
+  if (!(*out = kg_calloc(1, sizeof(**out)))) {
+    kcr_error_set(err, KCR_ENOMEM, "kcr_meta_v1_object_meta: out of memory");
+    return KCR_ENOMEM;
+  }
   return 0;
 }
 
@@ -2145,8 +2155,10 @@ void kcr_meta_v1_object_meta_clear(kcr_meta_v1_object_meta_t *v) {
 }
 
 int kcr_meta_v1_managed_fields_entry_create(kcr_meta_v1_managed_fields_entry_t **out, kcr_error_t *err) {
-  if (!(*out = kg_calloc(1, sizeof(**out))))
-    return kcr_error_set(err, KCR_ENOMEM, "kcr_meta_v1_managed_fields_entry: out of memory");
+  if (!(*out = kg_calloc(1, sizeof(**out)))) {
+    kcr_error_set(err, KCR_ENOMEM, "kcr_meta_v1_managed_fields_entry: out of memory");
+    return KCR_ENOMEM;
+  }
   return 0;
 }
 
@@ -2201,8 +2213,10 @@ void kcr_meta_v1_managed_fields_entry_clear(kcr_meta_v1_managed_fields_entry_t *
 }
 
 int kcr_meta_v1_owner_reference_create(kcr_meta_v1_owner_reference_t **out, kcr_error_t *err) {
-  if (!(*out = kg_calloc(1, sizeof(**out))))
-    return kcr_error_set(err, KCR_ENOMEM, "kcr_meta_v1_owner_reference: out of memory");
+  if (!(*out = kg_calloc(1, sizeof(**out)))) {
+    kcr_error_set(err, KCR_ENOMEM, "kcr_meta_v1_owner_reference: out of memory");
+    return KCR_ENOMEM;
+  }
   return 0;
 }
 
@@ -2257,8 +2271,10 @@ void kcr_meta_v1_owner_reference_clear(kcr_meta_v1_owner_reference_t *v) {
 }
 
 int kcr_meta_v1_condition_create(kcr_meta_v1_condition_t **out, kcr_error_t *err) {
-  if (!(*out = kg_calloc(1, sizeof(**out))))
-    return kcr_error_set(err, KCR_ENOMEM, "kcr_meta_v1_condition: out of memory");
+  if (!(*out = kg_calloc(1, sizeof(**out)))) {
+    kcr_error_set(err, KCR_ENOMEM, "kcr_meta_v1_condition: out of memory");
+    return KCR_ENOMEM;
+  }
   return 0;
 }
 
@@ -2313,8 +2329,10 @@ void kcr_meta_v1_condition_clear(kcr_meta_v1_condition_t *v) {
 }
 
 int kcr_meta_v1_label_selector_create(kcr_meta_v1_label_selector_t **out, kcr_error_t *err) {
-  if (!(*out = kg_calloc(1, sizeof(**out))))
-    return kcr_error_set(err, KCR_ENOMEM, "kcr_meta_v1_label_selector: out of memory");
+  if (!(*out = kg_calloc(1, sizeof(**out)))) {
+    kcr_error_set(err, KCR_ENOMEM, "kcr_meta_v1_label_selector: out of memory");
+    return KCR_ENOMEM;
+  }
   return 0;
 }
 
@@ -2369,8 +2387,10 @@ void kcr_meta_v1_label_selector_clear(kcr_meta_v1_label_selector_t *v) {
 }
 
 int kcr_meta_v1_label_selector_requirement_create(kcr_meta_v1_label_selector_requirement_t **out, kcr_error_t *err) {
-  if (!(*out = kg_calloc(1, sizeof(**out))))
-    return kcr_error_set(err, KCR_ENOMEM, "kcr_meta_v1_label_selector_requirement: out of memory");
+  if (!(*out = kg_calloc(1, sizeof(**out)))) {
+    kcr_error_set(err, KCR_ENOMEM, "kcr_meta_v1_label_selector_requirement: out of memory");
+    return KCR_ENOMEM;
+  }
   return 0;
 }
 

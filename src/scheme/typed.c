@@ -201,8 +201,10 @@ bool kcr_typed_owner_ref_has_controller(const kcr_meta_v1_object_meta_t *meta) {
 /* validate_owner applies the JSON helper's rules, with its messages. */
 static int validate_owner(const kcr_gvk *gvk, const kcr_meta_v1_object_meta_t *owner,
                           const kcr_meta_v1_object_meta_t *meta, const char *av, kcr_error_t *err) {
-  if (!gvk || !owner || !meta)
-    return kcr_error_set(err, KCR_EINVAL, "owner reference: no owner kind, owner or object");
+  if (!gvk || !owner || !meta) {
+    kcr_error_set(err, KCR_EINVAL, "owner reference: no owner kind, owner or object");
+    return KCR_EINVAL; /* not kcr_error_set's answer: the analyzer cannot see it */
+  }
   return kcr__owner_ref_validate(av, nz(gvk->kind), nz(owner->name), nz(owner->uid),
                                  nz(owner->namespace), nz(meta->namespace), err);
 }
@@ -322,7 +324,7 @@ int kcr_typed_condition_set(kcr_meta_v1_condition_t **conds, size_t *len, bool *
   char *f_status = NULL, *f_reason = NULL, *f_message = NULL, *f_time = NULL, *f_type = NULL;
   kcr_meta_v1_condition_t *cur;
   bool transition;
-  va_list ap;
+  va_list ap, again;
   int n, rc = KCR_ENOMEM;
   if (changed)
     *changed = false;
@@ -330,17 +332,18 @@ int kcr_typed_condition_set(kcr_meta_v1_condition_t **conds, size_t *len, bool *
     return KCR_EINVAL;
   reason = nz(reason);
   va_start(ap, message_fmt);
+  va_copy(again, ap);
   n = vsnprintf(msg, sizeof(msg), nz(message_fmt), ap);
   va_end(ap);
+  if (n >= 0 && (size_t)n >= sizeof(msg)) { /* a long message: format it again, whole */
+    if ((m = kcr_meta_v1_mem_calloc((size_t)n + 1, 1)))
+      vsnprintf(m, (size_t)n + 1, nz(message_fmt), again);
+  }
+  va_end(again);
   if (n < 0)
     return KCR_EINVAL;
-  if ((size_t)n >= sizeof(msg)) { /* a long message: format it again, whole */
-    if (!(m = kcr_meta_v1_mem_calloc((size_t)n + 1, 1)))
-      return KCR_ENOMEM;
-    va_start(ap, message_fmt);
-    vsnprintf(m, (size_t)n + 1, message_fmt, ap);
-    va_end(ap);
-  }
+  if (!m)
+    return KCR_ENOMEM;
   if (kcr_time_format(kcr_clock_wall(clock ? clock : kcr_clock_system()), KCR_TIME_SECONDS, when,
                       sizeof(when)) < 0) {
     rc = KCR_EINVAL;
