@@ -11,10 +11,14 @@
  *   - drift (someone sets the Deployment to 7 replicas) is undone;
  *   - a failed create (the fake client's interceptor) is Available=False
  *     with the error's message, and the error is returned;
- *   - deletion records a Warning Event "Deleting" and the Memcached goes.
+ *   - deletion records a Warning Event "Deleting" and the Memcached goes;
+ *   - a pass with allocation N failing, for N = 1, 2, ... until one passes
+ *     without a failure, neither crashes nor leaks (under valgrind or ASan),
+ *     and the passes after it reach the same state.
  * Prints "ok".
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <kcr/kcr.h>
@@ -107,6 +111,38 @@ static int set_replicas(const char *name, int32_t n) {
   }
   k8s_apps_v1_deployment_free(d);
   return rc;
+}
+
+/*
+ * The allocator every kcr and jansson allocation goes through (installed
+ * first, so everything is freed by the allocator that made it): once armed,
+ * allocation number fail_at and every later one fail.
+ */
+static long allocs, fail_at;
+static bool failed;
+
+static void *counting_malloc(size_t n) {
+  if (fail_at > 0 && ++allocs >= fail_at) {
+    failed = true;
+    return NULL;
+  }
+  return malloc(n);
+}
+
+static void *counting_realloc(void *p, size_t n) {
+  if (fail_at > 0 && ++allocs >= fail_at) {
+    failed = true;
+    return NULL;
+  }
+  return realloc(p, n);
+}
+
+/* fail_from arms the allocator at n (0: disarms it; failed stays as it was). */
+static void fail_from(long n) {
+  allocs = 0;
+  if (n > 0)
+    failed = false;
+  fail_at = n;
 }
 
 static int etcd_down(const kcr_fake_call *call, kcr_error_t *err, void *data) {
@@ -205,9 +241,58 @@ static int test_delete(kcr_error_t *err) {
   return 0;
 }
 
+/* alloc_failures: the create pass and the deletion pass, each allocation failing in turn. */
+static int alloc_failures(kcr_error_t *err) {
+  kcr_reconcile_request req = {"default", "oom"};
+  long n;
+  for (int deleting = 0; deleting < 2; deleting++) {
+    for (n = 1;; n++) {
+      memcached_v1alpha1_t *m;
+      kcr_result res = {0};
+      CHECK(add_memcached("oom", 1, err) == 0);
+      if (deleting) { /* the Deployment made, the finalizer on, then deleted */
+        CHECK(settle("oom", err) == 0);
+        CHECK((m = get_memcached("oom")) != NULL);
+        CHECK(kcr_typed_delete(&client, scheme, &MEMCACHED, m, NULL, err) == 0);
+        memcached_v1alpha1_free(m);
+      }
+      fail_from(n);
+      kcr_testing_reconcile(memcached_reconcile, &reconciler, &client, &req, &res, NULL, NULL);
+      fail_from(0);
+      if (!failed)
+        break;
+      CHECK(settle("oom", err) == 0); /* the next passes recover */
+      m = get_memcached("oom");
+      if (deleting) {
+        CHECK(m == NULL);
+      } else {
+        CHECK(m != NULL && condition_is(m, "Available", "True", "with 1 replicas"));
+        CHECK(kcr_typed_delete(&client, scheme, &MEMCACHED, m, NULL, err) == 0);
+        CHECK(settle("oom", err) == 0);
+      }
+      memcached_v1alpha1_free(m);
+      kcr_fake_client_destroy(fake); /* the next N on an empty tracker */
+      CHECK(kcr_fake_client_create(NULL, &fake, err) == 0);
+      client = kcr_fake_client_objclient(fake);
+    }
+    CHECK(n > 10); /* the pass allocates: the loop did fail some */
+    CHECK(settle("oom", err) == 0);
+    if (!deleting) {
+      memcached_v1alpha1_t *m = get_memcached("oom");
+      CHECK(m != NULL && kcr_typed_delete(&client, scheme, &MEMCACHED, m, NULL, err) == 0);
+      memcached_v1alpha1_free(m);
+      CHECK(settle("oom", err) == 0);
+    }
+    CHECK(get_memcached("oom") == NULL);
+  }
+  return 0;
+}
+
 int main(void) {
   kcr_error_t err = {0};
   int rc;
+
+  kcr_set_alloc_funcs(counting_malloc, counting_realloc, free);
 
   CHECK(kcr_scheme_create(&scheme, &err) == 0);
   CHECK(memcached_register_types(scheme, &err) == 0);
@@ -218,7 +303,7 @@ int main(void) {
   reconciler.image = MEMCACHED_DEFAULT_IMAGE;
 
   rc = test_create(&err) || test_scale_and_drift(&err) || test_failed_create(&err) ||
-       test_delete(&err);
+       test_delete(&err) || alloc_failures(&err);
   if (rc)
     fprintf(stderr, "last error: %s\n", err.message);
   kcr_event_recorder_destroy(reconciler.recorder);
