@@ -3,17 +3,17 @@
  * main.c: the memcached-operator manager, as kcr-gen init scaffolds it. It
  * loads the cluster configuration (--kubeconfig, KUBECONFIG, ~/.kube/config or
  * the Pod's service account), makes a manager with health probes, metrics and
- * optional leader election, adds the Memcached controller and runs until
- * SIGTERM or Ctrl-C. The operand image is $MEMCACHED_IMAGE, else
- * memcached:1.6.26-alpine3.19.
+ * optional leader election, adds every controller listed in
+ * internal/controller/controllers.inc (kcr-gen create api appends to it: here
+ * the Memcached's) and runs until SIGTERM or Ctrl-C. The Memcached operand
+ * image is $MEMCACHED_IMAGE, else memcached:1.6.26-alpine3.19.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <kcr/kcr.h>
 
-#include "memcached_controller.h"
+#include "controllers.h"
 
 static void usage(FILE *f) {
   fputs("usage: manager [--kubeconfig FILE] [--metrics-bind-address ADDR]\n"
@@ -30,7 +30,6 @@ int main(int argc, char **argv) {
       .health_probe_bind_address = ":8081",
       .leader_election_id = "memcached-operator.example.com",
   };
-  memcached_reconciler_t reconciler = {0};
   kcr_rest_config_t *cfg = NULL;
   kcr_manager_t *mgr = NULL;
   kcr_scheme_t *scheme = NULL;
@@ -68,7 +67,7 @@ int main(int argc, char **argv) {
   if ((rc = kcr_scheme_create(&scheme, &err)) != 0 ||
       (rc = kcr_manager_create(&mo, &mgr, &err)) != 0 ||
       (rc = kcr_manager_serve(mgr, &so, &err)) != 0 ||
-      (rc = memcached_controller_setup(mgr, scheme, &reconciler, &err)) != 0)
+      (rc = setup_controllers(mgr, scheme, &err)) != 0)
     goto out;
   rc = kcr_manager_run(mgr, &err); /* until SIGTERM/SIGINT */
 out:

@@ -308,8 +308,9 @@ out:
   return rc;
 }
 
-int memcached_controller_setup(kcr_manager_t *mgr, kcr_scheme_t *scheme, memcached_reconciler_t *r,
-                               kcr_error_t *err) {
+int memcached_controller_setup(kcr_manager_t *mgr, kcr_scheme_t *scheme, kcr_error_t *err) {
+  static memcached_reconciler_t reconciler; /* one manager per process */
+  memcached_reconciler_t *r = &reconciler;
   kcr_controller_options o = {0};
   kcr_controller_t *ctl = NULL;
   int rc;
@@ -318,8 +319,7 @@ int memcached_controller_setup(kcr_manager_t *mgr, kcr_scheme_t *scheme, memcach
     return rc;
   r->scheme = scheme;
   r->recorder = kcr_manager_event_recorder(mgr, "memcached-controller");
-  if (r->image == NULL)
-    r->image = memcached_image();
+  r->image = memcached_image();
   o.name = "memcached";
   o.reconcile = memcached_reconcile;
   o.data = r;

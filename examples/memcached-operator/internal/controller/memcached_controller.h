@@ -12,6 +12,8 @@
 
 #include <kcr/kcr.h>
 
+#include "controllers.h" /* its memcached_controller_setup must match the one below */
+
 /* MEMCACHED_FINALIZER: the finalizer the reconciler adds to every Memcached. */
 #define MEMCACHED_FINALIZER "cache.example.com/finalizer"
 
@@ -53,13 +55,13 @@ int memcached_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *r
                         void *data);
 
 /*
- * memcached_controller_setup registers the types in scheme, fills r (scheme,
- * the manager's recorder "memcached-controller", memcached_image() unless
- * r->image is set) and adds the controller "memcached" to mgr: For Memcached,
- * Owns Deployment (SetupWithManager). r is borrowed and must outlive mgr.
- * Before kcr_manager_run, on the thread that made mgr.
+ * memcached_controller_setup registers the types in scheme and adds the
+ * controller "memcached" to mgr: For Memcached, Owns Deployment
+ * (SetupWithManager), with the manager's recorder "memcached-controller" and
+ * memcached_image(). Its reconciler lives in a static: once per process, before
+ * kcr_manager_run, on the thread that made mgr. The signature is the one
+ * controllers.inc expects (kcr-gen create api).
  */
-int memcached_controller_setup(kcr_manager_t *mgr, kcr_scheme_t *scheme, memcached_reconciler_t *r,
-                               kcr_error_t *err);
+int memcached_controller_setup(kcr_manager_t *mgr, kcr_scheme_t *scheme, kcr_error_t *err);
 
 #endif

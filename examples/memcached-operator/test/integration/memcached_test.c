@@ -230,7 +230,6 @@ int main(void) {
   kcr_rest_config_t *cfg = NULL;
   kcr_client_options co = {0};
   kcr_manager_options mo = {0};
-  memcached_reconciler_t r = {0};
   json_t *obj;
   pthread_t th;
   int rc = 1;
@@ -253,7 +252,7 @@ int main(void) {
   mo.graceful_shutdown_timeout_ns = 5 * (int64_t)1000000000;
   if ((rc = kcr_scheme_create(&scheme, &err)) != 0 ||
       (rc = kcr_manager_create(&mo, &mgr, &err)) != 0 ||
-      (rc = memcached_controller_setup(mgr, scheme, &r, &err)) != 0)
+      (rc = memcached_controller_setup(mgr, scheme, &err)) != 0)
     goto out;
   client = kcr_manager_client(mgr);
   pthread_create(&th, NULL, run, NULL);
