@@ -8,7 +8,8 @@
  *   - the first passes make the Deployment (owner reference, image, port,
  *     security context), add the finalizer and set Available=True;
  *   - scaling 1 -> 3 resizes the Deployment; a steady state writes nothing;
- *   - drift (someone sets the Deployment to 7 replicas) is undone;
+ *   - drift (someone sets the Deployment to 7 replicas) is undone; a failed
+ *     resize is Available=False with the error's message until the retry;
  *   - a failed create (the fake client's interceptor) is Available=False
  *     with the error's message, and the error is returned;
  *   - deletion records a Warning Event "Deleting" and the Memcached goes;
@@ -91,6 +92,14 @@ static bool condition_is(memcached_v1alpha1_t *m, const char *type, const char *
     return false;
   }
   return true;
+}
+
+/* available_is tells whether the Memcached name's Available condition is status and message. */
+static bool available_is(const char *name, const char *status, const char *message) {
+  memcached_v1alpha1_t *m = get_memcached(name);
+  bool ok = condition_is(m, "Available", status, message);
+  memcached_v1alpha1_free(m);
+  return ok;
 }
 
 static int32_t replicas(const char *name) {
@@ -191,9 +200,7 @@ static int test_scale_and_drift(kcr_error_t *err) {
   memcached_v1alpha1_free(m);
   CHECK(settle("memcached-sample", err) == 0);
   CHECK(replicas("memcached-sample") == 3);
-  CHECK((m = get_memcached("memcached-sample")) != NULL);
-  CHECK(condition_is(m, "Available", "True", "with 3 replicas created successfully"));
-  memcached_v1alpha1_free(m);
+  CHECK(available_is("memcached-sample", "True", "with 3 replicas created successfully"));
   /* steady: another pass reads and writes nothing */
   kcr_fake_client_reset_calls(fake);
   CHECK(settle("memcached-sample", err) == 0);
@@ -204,21 +211,29 @@ static int test_scale_and_drift(kcr_error_t *err) {
   CHECK(replicas("memcached-sample") == 7);
   CHECK(settle("memcached-sample", err) == 0);
   CHECK(replicas("memcached-sample") == 3);
+  /* a failed resize: Available=False with the error, then the retry fixes it */
+  CHECK(set_replicas("memcached-sample", 1) == 0);
+  kcr_fake_client_intercept(fake, KCR_FAKE_UPDATE, etcd_down, NULL);
+  CHECK(settle("memcached-sample", err) != 0);
+  kcr_fake_client_intercept(fake, KCR_FAKE_UPDATE, NULL, NULL);
+  CHECK(available_is("memcached-sample", "False",
+                     "Failed to update the size for the custom resource (memcached-sample): "
+                     "(etcdserver: request timed out)"));
+  CHECK(settle("memcached-sample", err) == 0);
+  CHECK(replicas("memcached-sample") == 3);
+  CHECK(available_is("memcached-sample", "True", "with 3 replicas created successfully"));
   return 0;
 }
 
 static int test_failed_create(kcr_error_t *err) {
-  memcached_v1alpha1_t *m;
   CHECK(add_memcached("broken", 2, err) == 0);
   kcr_fake_client_intercept(fake, KCR_FAKE_CREATE, etcd_down, NULL);
   CHECK(settle("broken", err) != 0);
   CHECK(strstr(err->message, "etcdserver: request timed out") != NULL);
   kcr_fake_client_intercept(fake, KCR_FAKE_CREATE, NULL, NULL);
-  CHECK((m = get_memcached("broken")) != NULL);
-  CHECK(condition_is(m, "Available", "False",
+  CHECK(available_is("broken", "False",
                      "Failed to create Deployment for the custom resource (broken): "
                      "(etcdserver: request timed out)"));
-  memcached_v1alpha1_free(m);
   CHECK(get_deployment("broken") == NULL);
   /* the store is back: the retry makes it */
   CHECK(settle("broken", err) == 0);
