@@ -300,6 +300,8 @@ int kcr_log_encode(kcr_log_format format, kcr_log_time_encoding time_encoding,
   }
   if (rc == 0)
     rc = kcr_buf_appendc(out, '\n');
+  if (rc != 0)
+    kcr_buf_free(out); /* also when the failure was in a buffer of its own (console msg) */
   return rc;
 }
 

@@ -291,6 +291,33 @@ static void test_log_too_big(void **state) {
   assert_int_equal(kcr_buf_len(&b), 0);
 }
 
+/* A failed encode leaves out empty, in both formats, whichever allocation failed. */
+static void test_log_encode_alloc_failures(void **state) {
+  kcr_log_field f = KCR_LOG_STR("namespace", "ns");
+  kcr_log_record rec = {ts, KCR_LOG_INFO, "x", "a message", &f, 1};
+  const kcr_log_format formats[] = {KCR_LOG_FORMAT_CONSOLE, KCR_LOG_FORMAT_JSON};
+  (void)state;
+  for (size_t i = 0; i < 2; i++) {
+    kcr_test_alloc_install();
+    for (long n = 1;; n++) {
+      kcr_buf_t b;
+      int rc;
+      kcr_buf_init(&b, 4096);
+      kcr_test_alloc_fail_at(n);
+      rc = kcr_log_encode(formats[i], 0, &rec, &b);
+      if (!kcr_test_alloc_failed()) {
+        assert_int_equal(rc, 0);
+        kcr_buf_free(&b);
+        break;
+      }
+      assert_int_equal(rc, KCR_ENOMEM);
+      assert_int_equal(kcr_buf_len(&b), 0);
+      assert_null(b.data);
+    }
+    kcr_test_alloc_uninstall();
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_log_handler_gets_lines_at_or_above_threshold),
@@ -304,6 +331,7 @@ int main(void) {
       cmocka_unit_test(test_log_sink_and_kcr_log),
       cmocka_unit_test(test_log_stacktrace_at_level),
       cmocka_unit_test(test_log_too_big),
+      cmocka_unit_test(test_log_encode_alloc_failures),
   };
   return cmocka_run_group_tests_name("log", tests, NULL, NULL);
 }
