@@ -304,12 +304,16 @@ static void emit_struct(out *o, const gen_type *t) {
   blank(o);
 }
 
-/* uses_ext tells whether v reaches libkcr's types (kcr/meta_v1.h). */
-static bool uses_ext(const gen_version *v) {
-  for (size_t i = 0; i < v->ntypes; i++)
-    if (v->types[i]->ext)
-      return true;
-  return false;
+/* include_ext includes each header that declares a type v reaches (once). */
+static void include_ext(out *o, const gen_version *v) {
+  for (size_t i = 0; i < v->ntypes; i++) {
+    const char *h = v->types[i]->ext ? v->types[i]->header : NULL;
+    bool seen = false;
+    for (size_t j = 0; h && j < i && !seen; j++)
+      seen = v->types[j]->ext && strcmp(v->types[j]->header, h) == 0;
+    if (h && !seen)
+      put(o, "#include \"%s\"", h);
+  }
 }
 
 /* generated_by writes the first line of each file: its source and its kinds. */
@@ -339,8 +343,7 @@ static void emit_header(out *o, const gen_crd *crd, const gen_version *v) {
   put(o, "#include \"kcr/meta.h\"");
   put(o, "#include \"kcr/scheme.h\"");
   put(o, "#include \"kcr/types.h\"");
-  if (uses_ext(v))
-    put(o, "#include \"%s\"", GEN_EXT_HEADER);
+  include_ext(o, v);
   blank(o);
   put(o, "#ifdef __cplusplus");
   put(o, "extern \"C\" {");
@@ -898,7 +901,7 @@ static void emit_public(out *o, const gen_type *t) {
  */
 static void emit_ext_ops(out *o, const gen_type *t) {
   const char *b = t->base, *m = t->ext;
-  put(o, "/* ---- %s_t: %s's, through its public functions ---- */", b, GEN_EXT_HEADER);
+  put(o, "/* ---- %s_t: %s's, through its public functions ---- */", b, t->header);
   blank(o);
   put(o, "static int kg_dec_t_%s(const json_t *j, %s_t *v, kg_path *p, kcr_error_t *err) {", b, b);
   put(o, "  %s_t *t = NULL;", b);

@@ -66,7 +66,9 @@ typedef struct gen_field {
 struct gen_type {
   char *base;
   char *ext;
-  char *path; /* where in the kind it sits ("spec.env[]"), for comments */
+  char *header; /* ext: the header that declares it ("kcr/meta_v1.h") */
+  char *pkg;    /* the group-version it belongs to ("apps_v1"), or NULL */
+  char *path;   /* where in the kind it sits ("spec.env[]"), for comments */
   char *desc;
   gen_field *fields;
   size_t nfields;
@@ -141,6 +143,22 @@ int gen_crd_build(const json_t *docs, const char *prefix_base, const char *only,
  */
 int gen_openapi_build(const json_t *docs, const char *prefix, const char *const *kinds,
                       size_t nkinds, const char *source, gen_crd *crd, char *msg, size_t size);
+
+/*
+ * gen_openapi_split is gen_openapi_build for kinds of several group-versions:
+ * one package per group-version (one gen_version each in crd, in an order
+ * where a package comes after those it reaches), named PREFIX_GROUP_VERSION
+ * (kcr_apps_v1), its files GROUP_VERSION.h and .c, the source including
+ * INCDIR/GROUP_VERSION.h. Every schema belongs to the package of its name
+ * (io.k8s.api.core.v1.PodSpec to core_v1, an inline object to its parent's)
+ * and is made there only; other packages reach it through that package's
+ * header. libkcr's meta/v1 types are always referenced. A schema outside
+ * io.k8s.api.GROUP.VERSION that libkcr does not ship, or two packages that
+ * reach each other, are errors. Returns 0, or -1 with a message in msg.
+ */
+int gen_openapi_split(const json_t *docs, const char *prefix, const char *incdir,
+                      const char *const *kinds, size_t nkinds, const char *source, gen_crd *crd,
+                      char *msg, size_t size);
 
 /*
  * gen_ext_header is the header that declares the external types (ext set):

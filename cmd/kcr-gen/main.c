@@ -4,9 +4,9 @@
  * served version, <prefix>_<version>.h and .c: C types with decode, encode,
  * copy, equality and the scheme hooks (docs/kcr-gen.md). It prints the files it
  * wrote, one a line, and exits 0. `kcr-gen openapi` does the same for built-in
- * kinds from OpenAPI v3 documents, all kinds in one package. It prints what it
- * wrote, one a line, and exits 0; on any error it prints one line to stderr and
- * exits 1 (2 for a bad command line).
+ * kinds from OpenAPI v3 documents, all kinds in one package, or one package per
+ * group-version (--split). It prints what it wrote, one a line, and exits 0; on
+ * any error it prints one line to stderr and exits 1 (2 for a bad command line).
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,7 +29,9 @@ static void usage(FILE *f) {
       "  and every schema it reaches, from OpenAPI v3 documents (an API server's\n"
       "  /openapi/v3/...; see scripts/openapi-fetch.py). -n names the files DIR/FILE.h and\n"
       "  .c (the allocator becomes NAME_FILE_mem_*), -i how the source includes the header.\n"
-      "  See docs/kcr-gen.md.\n"
+      "  With --split INCDIR instead of -n: one package per group-version, DIR/GROUP_VERSION.h\n"
+      "  and .c (NAME_GROUP_VERSION_*), each made once and included by the others as\n"
+      "  INCDIR/GROUP_VERSION.h. See docs/kcr-gen.md.\n"
       "       kcr-gen init [--domain DOMAIN] [--project-name NAME] [DIR]\n"
       "  A new operator project in DIR (default .): CMake, Makefile, config/, main.c.\n"
       "       kcr-gen create api --group GROUP --version VERSION --kind KIND\n"
@@ -117,6 +119,7 @@ static int load_doc(const char *file, json_t *docs) {
 
 static int openapi(int argc, char **argv) {
   const char *prefix = NULL, *dir = NULL, *source = NULL, *file = NULL, *include = NULL;
+  const char *split = NULL;
   const char **kinds = calloc((size_t)argc + 1, sizeof(*kinds));
   size_t nkinds = 0;
   char msg[1024] = "";
@@ -135,6 +138,8 @@ static int openapi(int argc, char **argv) {
       file = argv[++i];
     } else if ((strcmp(argv[i], "-i") == 0 || strcmp(argv[i], "--include") == 0) && i + 1 < argc) {
       include = argv[++i];
+    } else if (strcmp(argv[i], "--split") == 0 && i + 1 < argc) {
+      split = argv[++i];
     } else if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output-dir") == 0) &&
                i + 1 < argc) {
       dir = argv[++i];
@@ -152,11 +157,26 @@ static int openapi(int argc, char **argv) {
     }
   }
   if (!prefix || !dir || !source || nkinds == 0 || !prefix_ok(prefix) ||
-      (file && !prefix_ok(file)) || (include && !file)) {
+      (file && !prefix_ok(file)) || (include && !file) || (split && (file || !split[0]))) {
     usage(stderr);
     goto done;
   }
   rc = 1;
+  if (split) {
+    if (gen_openapi_split(docs, prefix, split, kinds, nkinds, source, &crd, msg, sizeof(msg))) {
+      fprintf(stderr, "kcr-gen: %s: %s\n", source, msg);
+      goto done;
+    }
+    for (size_t i = 0; i < crd.nversions; i++)
+      if (gen_emit(&crd, &crd.versions[i], dir, msg, sizeof(msg))) {
+        fprintf(stderr, "kcr-gen: %s\n", msg);
+        goto done;
+      }
+    for (size_t i = 0; i < crd.nversions; i++)
+      printf("%s/%s.h\n%s/%s.c\n", dir, crd.versions[i].file, dir, crd.versions[i].file);
+    rc = 0;
+    goto done;
+  }
   if (gen_openapi_build(docs, prefix, kinds, nkinds, source, &crd, msg, sizeof(msg))) {
     fprintf(stderr, "kcr-gen: %s: %s\n", source, msg);
     goto done;

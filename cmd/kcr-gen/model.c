@@ -247,8 +247,9 @@ typedef struct walk {
   size_t size;
   const json_t *schemas; /* components.schemas (openapi), else NULL */
   refcache *refs;
-  const char *pkg; /* the package prefix that ref'd types are named under */
-  bool ext;        /* libkcr's meta/v1 types are referenced, not made */
+  const char *pkg;     /* the package prefix that ref'd types are named under */
+  bool ext;            /* libkcr's meta/v1 types are referenced, not made */
+  const char *cur_pkg; /* the group-version of the type being walked (borrowed) */
 } walk;
 
 static gen_type *new_type(walk *w, const char *base_want, const char *path, const json_t *schema,
@@ -295,6 +296,20 @@ static char *ref_base(const char *pkg, const char *ref) {
   out = xprintf("%s_%s", pkg, sn);
   free(sn);
   return out;
+}
+
+/*
+ * ref_pkg is the group-version package of a components.schemas entry
+ * (io.k8s.api.apps.v1.DeploymentSpec -> apps_v1), new; NULL for a name
+ * outside io.k8s.api.GROUP.VERSION.NAME.
+ */
+static char *ref_pkg(const char *ref) {
+  static const char api[] = "io.k8s.api.";
+  const char *g = ref + strlen(api), *v, *n;
+  if (strncmp(ref, api, strlen(api)) != 0 || !(v = strchr(g, '.')) || !(n = strchr(v + 1, '.')) ||
+      strchr(n + 1, '.') || v == g || n == v + 1 || !n[1])
+    return NULL;
+  return xprintf("%.*s_%.*s", (int)(v - g), g, (int)(n - v - 1), v + 1);
 }
 
 static bool type_is(const json_t *schema, const char *type) {
@@ -376,6 +391,7 @@ static gen_type *ext_type(walk *w, const char *ref) {
   t = xcalloc(1, sizeof(*t));
   t->base = xstrdup(ext_types[i].base);
   t->ext = xstrdup("kcr_meta_v1");
+  t->header = xstrdup(GEN_EXT_HEADER);
   t->path = xstrdup(ref);
   id_add(w->ids, t->base);
   nt = realloc(w->v->types,
@@ -564,7 +580,9 @@ static gen_type *new_type(walk *w, const char *base_want, const char *path, cons
   idset members = {0};
   size_t i = 0;
   gen_type **nt;
+  const char *outer = w->cur_pkg;
   t->base = unique_base(w->ids, base_want);
+  t->pkg = ref ? ref_pkg(ref) : w->cur_pkg ? xstrdup(w->cur_pkg) : NULL;
   t->path = xstrdup(path[0] ? path : "(the object)");
   t->desc = str_of(schema, "description") ? xstrdup(str_of(schema, "description")) : NULL;
   t->fields = xcalloc(json_object_size(props), sizeof(*t->fields));
@@ -580,6 +598,7 @@ static gen_type *new_type(walk *w, const char *base_want, const char *path, cons
   if (ref)
     ref_add(w, ref, t); /* before its fields: a type may reach itself */
   id_add(&members, "kcr_unknown");
+  w->cur_pkg = t->pkg; /* an inline object belongs where its parent does */
   json_object_foreach((json_t *)props, key, sub) {
     gen_field *f = &t->fields[i];
     char *cpath = path[0] ? xprintf("%s.%s", path, key) : xstrdup(key);
@@ -609,6 +628,7 @@ static gen_type *new_type(walk *w, const char *base_want, const char *path, cons
     if (rc) {
       free(sn);
       id_free(&members);
+      w->cur_pkg = outer;
       return NULL;
     }
     for (int n = 1;; n++) {
@@ -622,6 +642,7 @@ static gen_type *new_type(walk *w, const char *base_want, const char *path, cons
     free(sn);
   }
   id_free(&members);
+  w->cur_pkg = outer;
   return t;
 }
 
@@ -737,7 +758,7 @@ int gen_crd_build(const json_t *docs, const char *prefix_base, const char *only,
   json_array_foreach(json_object_get(spec, "versions"), i, ver) {
     idset ids = {0};
     refcache refs = {NULL, NULL, 0};
-    walk w = {&crd->versions[crd->nversions], &ids, msg, size, NULL, &refs, NULL, true};
+    walk w = {&crd->versions[crd->nversions], &ids, msg, size, NULL, &refs, NULL, true, NULL};
     int rc;
     if (!str_of(ver, "name") ||
         (only ? !listed(only, str_of(ver, "name")) : !json_is_true(json_object_get(ver, "served"))))
@@ -848,8 +869,10 @@ static int kind_parse(const json_t *docs, const char *spec, gen_kindinfo *k, cha
   return 0;
 }
 
-int gen_openapi_build(const json_t *docs, const char *prefix, const char *const *kinds,
-                      size_t nkinds, const char *source, gen_crd *crd, char *msg, size_t size) {
+/* openapi_build is gen_openapi_build; ext says whether meta/v1 is libkcr's. */
+static int openapi_build(const json_t *docs, const char *prefix, const char *const *kinds,
+                         size_t nkinds, const char *source, bool ext, gen_crd *crd, char *msg,
+                         size_t size) {
   json_t *schemas = json_object();
   idset ids = {0};
   refcache refs = {NULL, NULL, 0};
@@ -894,7 +917,7 @@ int gen_openapi_build(const json_t *docs, const char *prefix, const char *const 
   w.schemas = schemas;
   w.refs = &refs;
   w.pkg = prefix;
-  w.ext = strcmp(prefix, "kcr") != 0; /* libkcr's own package makes the meta/v1 types */
+  w.ext = ext;
   for (size_t j = i = 0; j < nkinds; j++) {
     gen_kindinfo *k = &v->kinds[i];
     const char *name;
@@ -947,6 +970,199 @@ done:
   return rc;
 }
 
+int gen_openapi_build(const json_t *docs, const char *prefix, const char *const *kinds,
+                      size_t nkinds, const char *source, gen_crd *crd, char *msg, size_t size) {
+  /* libkcr's own package (prefix kcr) makes the meta/v1 types */
+  return openapi_build(docs, prefix, kinds, nkinds, source, strcmp(prefix, "kcr") != 0, crd, msg,
+                       size);
+}
+
+/* ---- one package per group-version ---- */
+
+/* shape_type is the struct a field holds, itself or as a list's or map's element. */
+static const gen_type *shape_type(const gen_shape *sh) {
+  for (; sh; sh = sh->elem)
+    if (sh->obj)
+      return sh->obj;
+  return NULL;
+}
+
+typedef struct split {
+  const char **names; /* the packages, borrowed from their types' pkg */
+  size_t n;
+  bool *dep;                   /* dep[i * n + j]: package i reaches package j */
+  const gen_type **from, **to; /* one such edge of each, for the message */
+  int *mark;                   /* 0 new, 1 on the path, 2 done */
+  size_t *order, norder;       /* packages after those they reach */
+} split;
+
+static size_t split_index(const split *sp, const char *pkg) {
+  size_t i = 0;
+  while (i < sp->n && strcmp(sp->names[i], pkg) != 0)
+    i++;
+  return i;
+}
+
+/* split_visit orders package i after those it reaches; -1 on a circle. */
+static int split_visit(split *sp, size_t i, char *msg, size_t size) {
+  if (sp->mark[i] == 2)
+    return 0;
+  sp->mark[i] = 1;
+  for (size_t j = 0; j < sp->n; j++) {
+    size_t e = i * sp->n + j;
+    if (!sp->dep[e])
+      continue;
+    if (sp->mark[j] == 1) {
+      size_t back = j * sp->n + i;
+      /* j is on the path to i, so j reaches i, perhaps through others */
+      snprintf(msg, size,
+               "packages %s and %s reach each other (%s reaches %s, and %s reaches %s%s): "
+               "one group-version's header would need the other's first; generate them "
+               "without --split",
+               sp->names[i], sp->names[j], sp->from[e]->path, sp->to[e]->path, sp->names[j],
+               sp->dep[back] ? sp->to[back]->path : sp->names[i],
+               sp->dep[back] ? "" : " through other packages");
+      return -1;
+    }
+    if (split_visit(sp, j, msg, size))
+      return -1;
+  }
+  sp->mark[i] = 2;
+  sp->order[sp->norder++] = i;
+  return 0;
+}
+
+/*
+ * split_proxy returns v's reference to t, made elsewhere (another package's
+ * type, or libkcr's), adding one to v's types if v has none yet.
+ */
+static gen_type *split_proxy(gen_version *v, const gen_type *t, const char *prefix,
+                             const char *incdir) {
+  gen_type *p;
+  gen_type **nt;
+  for (size_t i = 0; i < v->ntypes; i++)
+    if (v->types[i]->ext && strcmp(v->types[i]->base, t->base) == 0)
+      return v->types[i];
+  p = xcalloc(1, sizeof(*p));
+  p->base = xstrdup(t->base);
+  p->ext = t->ext ? xstrdup(t->ext) : xprintf("%s_%s", prefix, t->pkg);
+  p->header = t->ext ? xstrdup(t->header) : xprintf("%s/%s.h", incdir, t->pkg);
+  p->path = xstrdup(t->path);
+  nt =
+      realloc(v->types, (v->ntypes + 1) * sizeof(gen_type *)); // NOLINT(bugprone-sizeof-expression)
+  if (!nt) {
+    fputs("kcr-gen: out of memory\n", stderr);
+    exit(2);
+  }
+  v->types = nt;
+  v->types[v->ntypes++] = p;
+  return p;
+}
+
+int gen_openapi_split(const json_t *docs, const char *prefix, const char *incdir,
+                      const char *const *kinds, size_t nkinds, const char *source, gen_crd *crd,
+                      char *msg, size_t size) {
+  gen_crd all;
+  gen_version *v;
+  split sp;
+  size_t kept = 0;
+  int rc = -1;
+  memset(crd, 0, sizeof(*crd));
+  memset(&sp, 0, sizeof(sp));
+  if (openapi_build(docs, prefix, kinds, nkinds, source, true, &all, msg, size))
+    goto done;
+  v = &all.versions[0];
+  sp.names = xcalloc(v->ntypes, sizeof(*sp.names));
+  for (size_t i = 0; i < v->ntypes; i++) {
+    const gen_type *t = v->types[i];
+    if (t->ext)
+      continue;
+    if (!t->pkg) {
+      snprintf(msg, size,
+               "%s: not a schema of io.k8s.api.GROUP.VERSION, nor one libkcr ships "
+               "(kcr/meta_v1.h); --split cannot place it",
+               t->path);
+      goto done;
+    }
+    if (split_index(&sp, t->pkg) == sp.n)
+      sp.names[sp.n++] = t->pkg;
+  }
+  sp.dep = xcalloc(sp.n * sp.n, sizeof(*sp.dep));
+  sp.from = xcalloc(sp.n * sp.n, sizeof(*sp.from));
+  sp.to = xcalloc(sp.n * sp.n, sizeof(*sp.to));
+  sp.mark = xcalloc(sp.n, sizeof(*sp.mark));
+  sp.order = xcalloc(sp.n, sizeof(*sp.order));
+  for (size_t i = 0; i < v->ntypes; i++) {
+    const gen_type *t = v->types[i];
+    size_t a = t->ext ? sp.n : split_index(&sp, t->pkg);
+    for (size_t f = 0; a < sp.n && f < t->nfields; f++) {
+      const gen_type *u = shape_type(&t->fields[f].shape);
+      size_t b = u && !u->ext ? split_index(&sp, u->pkg) : sp.n;
+      if (b < sp.n && b != a && !sp.dep[a * sp.n + b]) {
+        sp.dep[a * sp.n + b] = true;
+        sp.from[a * sp.n + b] = t;
+        sp.to[a * sp.n + b] = u;
+      }
+    }
+  }
+  for (size_t i = 0; i < sp.n; i++)
+    if (split_visit(&sp, i, msg, size))
+      goto done;
+  crd->source = xstrdup(source);
+  crd->versions = xcalloc(sp.n, sizeof(gen_version));
+  crd->nversions = sp.n;
+  for (size_t o = 0; o < sp.norder; o++) {
+    const char *name = sp.names[sp.order[o]];
+    gen_version *pv = &crd->versions[o];
+    pv->name = xstrdup(name);
+    pv->prefix = xprintf("%s_%s", prefix, name);
+    pv->file = xstrdup(name);
+    pv->include = xprintf("%s/%s.h", incdir, name);
+    pv->kinds = xcalloc(v->nkinds, sizeof(*pv->kinds));
+    for (size_t k = 0; k < v->nkinds; k++)
+      if (v->kinds[k].type && strcmp(v->kinds[k].type->pkg, name) == 0)
+        pv->kinds[pv->nkinds++] = v->kinds[k];
+    for (size_t i = 0; i < v->ntypes; i++) {
+      gen_type *t = v->types[i];
+      gen_type **nt;
+      if (t->ext || strcmp(t->pkg, name) != 0)
+        continue;
+      nt = realloc(pv->types,
+                   (pv->ntypes + 1) * sizeof(gen_type *)); // NOLINT(bugprone-sizeof-expression)
+      if (!nt) {
+        fputs("kcr-gen: out of memory\n", stderr);
+        exit(2);
+      }
+      pv->types = nt;
+      pv->types[pv->ntypes++] = t;
+    }
+    /* what the package's own types reach elsewhere: references after them */
+    for (size_t i = 0, own = pv->ntypes; i < own; i++)
+      for (size_t f = 0; f < pv->types[i]->nfields; f++)
+        for (gen_shape *sh = &pv->types[i]->fields[f].shape; sh; sh = sh->elem)
+          if (sh->obj && (sh->obj->ext || strcmp(sh->obj->pkg, name) != 0))
+            sh->obj = split_proxy(pv, sh->obj, prefix, incdir);
+  }
+  /* the packages own the types and kinds now; all keeps libkcr's references */
+  for (size_t i = 0; i < v->ntypes; i++)
+    if (v->types[i]->ext)
+      v->types[kept++] = v->types[i];
+  v->ntypes = kept;
+  v->nkinds = 0;
+  rc = 0;
+done:
+  gen_crd_free(&all);
+  free(sp.names);
+  free(sp.dep);
+  free(sp.from);
+  free(sp.to);
+  free(sp.mark);
+  free(sp.order);
+  if (rc)
+    gen_crd_free(crd);
+  return rc;
+}
+
 int gen_version_name_files(gen_version *v, const char *prefix, const char *file,
                            const char *include) {
   free(v->prefix);
@@ -981,6 +1197,8 @@ void gen_crd_free(gen_crd *crd) {
       free(t->fields);
       free(t->base);
       free(t->ext);
+      free(t->header);
+      free(t->pkg);
       free(t->path);
       free(t->desc);
       free(t);
