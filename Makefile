@@ -91,7 +91,7 @@ undeploy: ## Remove everything deploy installed (the same rendering, deleted).
 
 generate: ## Build kcr-gen and the C types it makes (App from the CRD, built-in kinds from cmd/kcr-gen/openapi).
 	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
-	cmake --build $(BUILD_DIR) -j $(JOBS) --target kcr_gen kcr_gen_app_types kcr_gen_k8s_types
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target kcr_gen kcr_gen_app_types kcr_k8s_types
 
 manifests: ## Regenerate config/rbac/role.yaml from the +kcr:rbac markers, then deploy/install.yaml (commit both).
 	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)

@@ -69,15 +69,17 @@ export PKG_CONFIG_PATH="$curl_prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFI
 echo "build-static: libkcr.a in $build/kcr" >&2
 cmake -S "$root" -B "$build/kcr" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$cc" \
   -DKCR_BUILD_TESTS=OFF -DBUILD_TESTING=OFF -DKCR_INTEGRATION=OFF >/dev/null
-cmake --build "$build/kcr" --target kcr_static kcr_gen_app_types kcr_gen_k8s_types -j "$jobs" >/dev/null
+cmake --build "$build/kcr" --target kcr_static kcr_gen_app_types -j "$jobs" >/dev/null
 
 version=${KCR_OPERATOR_VERSION:-$(git -C "$root" describe --always --dirty 2>/dev/null || true)}
 [ -n "$version" ] || version=$(sed -nE 's/^#define KCR_VERSION_STRING "(.*)"/\1/p' include/kcr/common.h)
 
 mkdir -p "$out"
 # The operator's C types, which kcr-gen wrote into the build tree (cmd/kcr-gen). (unquoted below, so the globs expand)
-gen_dirs=("$build/kcr/kcr-gen/kcr_gen_app_types" "$build/kcr/kcr-gen/kcr_gen_k8s_types")
+gen_dirs=("$build/kcr/kcr-gen/kcr_gen_app_types")
 mapfile -t sources < <(ls cmd/kcr-operator/app/*.c cmd/kcr-operator/*.c ${gen_dirs[@]/%//*.c})
+# libkcr.a holds the built-in kinds' types (kcr/k8s/*.h, in the build tree).
+gen_dirs+=("$build/kcr/k8s/include")
 read -r -a libs <<<"$(pkg-config --static --libs libcurl jansson yaml-0.1 libuv-static openssl)"
 echo "build-static: linking kcr-operator (${#sources[@]} sources)" >&2
 "$cc" -std=c11 -O2 -g -ffunction-sections -fdata-sections -Wl,--gc-sections -D_GNU_SOURCE -DKCR_OPERATOR_VERSION="\"$version\"" \

@@ -23,7 +23,20 @@ import os
 import subprocess
 import sys
 
-DEFAULT_KINDS = ["apps/v1/Deployment", "core/v1/ConfigMap", "core/v1/Pod", "core/v1/Service"]
+# The kinds libkcr ships as C types (kcr/k8s/*.h; KCR_K8S_KINDS in CMakeLists.txt).
+DEFAULT_KINDS = [
+    "core/v1/Pod", "core/v1/Service", "core/v1/ConfigMap", "core/v1/Secret",
+    "core/v1/ServiceAccount", "core/v1/Namespace", "core/v1/PersistentVolumeClaim",
+    "core/v1/Event", "core/v1/Endpoints",
+    "apps/v1/Deployment", "apps/v1/StatefulSet", "apps/v1/DaemonSet", "apps/v1/ReplicaSet",
+    "batch/v1/Job", "batch/v1/CronJob",
+    "networking.k8s.io/v1/Ingress", "networking.k8s.io/v1/NetworkPolicy",
+    "policy/v1/PodDisruptionBudget",
+    "rbac.authorization.k8s.io/v1/Role", "rbac.authorization.k8s.io/v1/ClusterRole",
+    "rbac.authorization.k8s.io/v1/RoleBinding", "rbac.authorization.k8s.io/v1/ClusterRoleBinding",
+    "coordination.k8s.io/v1/Lease",
+    "autoscaling/v2/HorizontalPodAutoscaler",
+]
 REF = "#/components/schemas/"
 
 

@@ -17,7 +17,8 @@
 #include "app_v1alpha1.h"
 #include "app_v1beta1.h"
 #include "fuzz.h"
-#include "k8s.h"
+#include "kcr/k8s/apps_v1.h"
+#include "kcr/k8s/core_v1.h"
 
 typedef struct kind {
   int (*dec)(const json_t *, void **, kcr_error_t *, void *);
@@ -30,16 +31,16 @@ static bool eq_app(const void *a, const void *b) {
   return app_v1alpha1_equal(a, b);
 }
 static bool eq_dep(const void *a, const void *b) {
-  return k8s_apps_v1_deployment_equal(a, b);
+  return kcr_apps_v1_deployment_equal(a, b);
 }
 static bool eq_svc(const void *a, const void *b) {
-  return k8s_core_v1_service_equal(a, b);
+  return kcr_core_v1_service_equal(a, b);
 }
 static bool eq_cm(const void *a, const void *b) {
-  return k8s_core_v1_config_map_equal(a, b);
+  return kcr_core_v1_config_map_equal(a, b);
 }
 static bool eq_pod(const void *a, const void *b) {
-  return k8s_core_v1_pod_equal(a, b);
+  return kcr_core_v1_pod_equal(a, b);
 }
 static bool eq_beta(const void *a, const void *b) {
   return app_v1beta1_equal(a, b);
@@ -51,16 +52,16 @@ static int cp_app(const void *v, void **out) {
   return app_v1alpha1_copy(v, (app_v1alpha1_t **)out, NULL);
 }
 static int cp_dep(const void *v, void **out) {
-  return k8s_apps_v1_deployment_copy(v, (k8s_apps_v1_deployment_t **)out, NULL);
+  return kcr_apps_v1_deployment_copy(v, (kcr_apps_v1_deployment_t **)out, NULL);
 }
 static int cp_svc(const void *v, void **out) {
-  return k8s_core_v1_service_copy(v, (k8s_core_v1_service_t **)out, NULL);
+  return kcr_core_v1_service_copy(v, (kcr_core_v1_service_t **)out, NULL);
 }
 static int cp_cm(const void *v, void **out) {
-  return k8s_core_v1_config_map_copy(v, (k8s_core_v1_config_map_t **)out, NULL);
+  return kcr_core_v1_config_map_copy(v, (kcr_core_v1_config_map_t **)out, NULL);
 }
 static int cp_pod(const void *v, void **out) {
-  return k8s_core_v1_pod_copy(v, (k8s_core_v1_pod_t **)out, NULL);
+  return kcr_core_v1_pod_copy(v, (kcr_core_v1_pod_t **)out, NULL);
 }
 
 static const struct {
@@ -71,19 +72,19 @@ static const struct {
     {{app_v1alpha1_scheme_decode, app_v1alpha1_scheme_encode, app_v1alpha1_scheme_free},
      eq_app,
      cp_app},
-    {{k8s_apps_v1_deployment_scheme_decode, k8s_apps_v1_deployment_scheme_encode,
-      k8s_apps_v1_deployment_scheme_free},
+    {{kcr_apps_v1_deployment_scheme_decode, kcr_apps_v1_deployment_scheme_encode,
+      kcr_apps_v1_deployment_scheme_free},
      eq_dep,
      cp_dep},
-    {{k8s_core_v1_service_scheme_decode, k8s_core_v1_service_scheme_encode,
-      k8s_core_v1_service_scheme_free},
+    {{kcr_core_v1_service_scheme_decode, kcr_core_v1_service_scheme_encode,
+      kcr_core_v1_service_scheme_free},
      eq_svc,
      cp_svc},
-    {{k8s_core_v1_config_map_scheme_decode, k8s_core_v1_config_map_scheme_encode,
-      k8s_core_v1_config_map_scheme_free},
+    {{kcr_core_v1_config_map_scheme_decode, kcr_core_v1_config_map_scheme_encode,
+      kcr_core_v1_config_map_scheme_free},
      eq_cm,
      cp_cm},
-    {{k8s_core_v1_pod_scheme_decode, k8s_core_v1_pod_scheme_encode, k8s_core_v1_pod_scheme_free},
+    {{kcr_core_v1_pod_scheme_decode, kcr_core_v1_pod_scheme_encode, kcr_core_v1_pod_scheme_free},
      eq_pod,
      cp_pod},
     {{app_v1beta1_scheme_decode, app_v1beta1_scheme_encode, app_v1beta1_scheme_free},

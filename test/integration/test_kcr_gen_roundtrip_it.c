@@ -36,7 +36,8 @@
 
 #include "app_v1alpha1.h"
 #include "app_v1beta1.h"
-#include "k8s.h"
+#include "kcr/k8s/apps_v1.h"
+#include "kcr/k8s/core_v1.h"
 #include "kcr_testenv.h"
 
 static kcr_testenv_t *env;
@@ -260,27 +261,27 @@ static void test_kcr_gen_roundtrip_builtin(void **state) {
   snprintf(path, sizeof path, "/apis/apps/v1/namespaces/%s/deployments/web", ns);
   j = raw(path);
   {
-    k8s_apps_v1_deployment_t *d = NULL;
-    assert_int_equal(k8s_apps_v1_deployment_decode(j, &d, NULL), 0);
+    kcr_apps_v1_deployment_t *d = NULL;
+    assert_int_equal(kcr_apps_v1_deployment_decode(j, &d, NULL), 0);
     assert_null(d->kcr_unknown);
     assert_null(d->spec->kcr_unknown);
     assert_null(d->spec->template->spec->containers[0].kcr_unknown);
     assert_true(d->spec->strategy->rolling_update->max_unavailable.is_string);
     assert_false(d->spec->strategy->rolling_update->max_surge.is_string);
-    k8s_apps_v1_deployment_free(d);
+    kcr_apps_v1_deployment_free(d);
   }
-  round_trip(j, k8s_apps_v1_deployment_scheme_decode, k8s_apps_v1_deployment_scheme_encode,
-             k8s_apps_v1_deployment_scheme_free);
+  round_trip(j, kcr_apps_v1_deployment_scheme_decode, kcr_apps_v1_deployment_scheme_encode,
+             kcr_apps_v1_deployment_scheme_free);
   json_decref(j);
   snprintf(path, sizeof path, "/api/v1/namespaces/%s/services/web", ns);
   j = raw(path);
-  round_trip(j, k8s_core_v1_service_scheme_decode, k8s_core_v1_service_scheme_encode,
-             k8s_core_v1_service_scheme_free);
+  round_trip(j, kcr_core_v1_service_scheme_decode, kcr_core_v1_service_scheme_encode,
+             kcr_core_v1_service_scheme_free);
   json_decref(j);
   snprintf(path, sizeof path, "/api/v1/namespaces/%s/configmaps/cfg", ns);
   j = raw(path);
-  round_trip(j, k8s_core_v1_config_map_scheme_decode, k8s_core_v1_config_map_scheme_encode,
-             k8s_core_v1_config_map_scheme_free);
+  round_trip(j, kcr_core_v1_config_map_scheme_decode, kcr_core_v1_config_map_scheme_encode,
+             kcr_core_v1_config_map_scheme_free);
   json_decref(j);
   /* the bare Pod and the Deployment's two (made by the ReplicaSet controller) */
   snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
@@ -302,8 +303,8 @@ static void test_kcr_gen_roundtrip_builtin(void **state) {
       snprintf(one, sizeof one, "%s/%s", path,
                json_string_value(json_object_get(json_object_get(pod, "metadata"), "name")));
       p = raw(one);
-      round_trip(p, k8s_core_v1_pod_scheme_decode, k8s_core_v1_pod_scheme_encode,
-                 k8s_core_v1_pod_scheme_free);
+      round_trip(p, kcr_core_v1_pod_scheme_decode, kcr_core_v1_pod_scheme_encode,
+                 kcr_core_v1_pod_scheme_free);
       json_decref(p);
     }
   }

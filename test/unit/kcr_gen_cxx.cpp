@@ -5,12 +5,12 @@
 // trailing '_' in C++: a Deployment's spec.template, ObjectMeta's namespace.
 #include "app_v1alpha1.h"
 #include "app_v1beta1.h"
-#include "k8s.h"
+#include "kcr/k8s/apps_v1.h"
 #include "kcr/kcr.h"
 #include "kcr/testing.h"
 
 int main() {
-  k8s_apps_v1_deployment_spec_t spec = {};
+  kcr_apps_v1_deployment_spec_t spec = {};
   kcr_meta_v1_object_meta_t meta = {};
   app_v1beta1_spec_t beta = {};
   spec.template_ = nullptr;

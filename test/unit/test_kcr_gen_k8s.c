@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_kcr_gen_k8s.c: the built-in kinds' types kcr-gen writes from the
- * trimmed /openapi/v3 documents (cmd/kcr-gen/openapi/k8s.json -> k8s.h): a Deployment,
+ * test_kcr_gen_k8s.c: the built-in kinds' types libkcr ships (the kcr/k8s
+ * headers, which kcr-gen writes from the trimmed /openapi/v3 documents in
+ * cmd/kcr-gen/openapi/k8s.json, one package per group-version): every kind
+ * registers and round-trips through the scheme's codec; a Deployment,
  * a Service, a ConfigMap and a Pod as the local control plane returned them
  * (data/kcr-gen/k8s/, saved with kubectl get -o json) decode to typed values
  * with $ref'd types, int32/int64, int-or-string and quantities, and encode back
@@ -11,8 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s.h"
 #include "kcr/error.h"
+#include "kcr/k8s/apps_v1.h"
+#include "kcr/k8s/autoscaling_v2.h"
+#include "kcr/k8s/batch_v1.h"
+#include "kcr/k8s/coordination_v1.h"
+#include "kcr/k8s/core_v1.h"
+#include "kcr/k8s/networking_v1.h"
+#include "kcr/k8s/policy_v1.h"
+#include "kcr/k8s/rbac_v1.h"
 #include "kcr/scheme.h"
 #include "testutil.h"
 
@@ -71,14 +80,14 @@ static void test_kcr_gen_k8s_round_trip(void **state) {
     enc_fn enc;
     free_fn fr;
   } cases[] = {
-      {"deployment.json", k8s_apps_v1_deployment_scheme_decode,
-       k8s_apps_v1_deployment_scheme_encode, k8s_apps_v1_deployment_scheme_free},
-      {"service.json", k8s_core_v1_service_scheme_decode, k8s_core_v1_service_scheme_encode,
-       k8s_core_v1_service_scheme_free},
-      {"configmap.json", k8s_core_v1_config_map_scheme_decode, k8s_core_v1_config_map_scheme_encode,
-       k8s_core_v1_config_map_scheme_free},
-      {"pod.json", k8s_core_v1_pod_scheme_decode, k8s_core_v1_pod_scheme_encode,
-       k8s_core_v1_pod_scheme_free},
+      {"deployment.json", kcr_apps_v1_deployment_scheme_decode,
+       kcr_apps_v1_deployment_scheme_encode, kcr_apps_v1_deployment_scheme_free},
+      {"service.json", kcr_core_v1_service_scheme_decode, kcr_core_v1_service_scheme_encode,
+       kcr_core_v1_service_scheme_free},
+      {"configmap.json", kcr_core_v1_config_map_scheme_decode, kcr_core_v1_config_map_scheme_encode,
+       kcr_core_v1_config_map_scheme_free},
+      {"pod.json", kcr_core_v1_pod_scheme_decode, kcr_core_v1_pod_scheme_encode,
+       kcr_core_v1_pod_scheme_free},
   };
   (void)state;
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -88,7 +97,7 @@ static void test_kcr_gen_k8s_round_trip(void **state) {
   }
 }
 
-static const char *entry_text(const k8s_core_v1_resource_requirements_limits_entry_t *e, size_t n,
+static const char *entry_text(const kcr_core_v1_resource_requirements_limits_entry_t *e, size_t n,
                               const char *key) {
   for (size_t i = 0; i < n; i++)
     if (strcmp(e[i].key, key) == 0)
@@ -98,13 +107,13 @@ static const char *entry_text(const k8s_core_v1_resource_requirements_limits_ent
 
 static void test_kcr_gen_k8s_typed_fields(void **state) {
   json_t *j = load("deployment.json");
-  k8s_apps_v1_deployment_t *d = NULL;
-  k8s_core_v1_service_t *svc = NULL;
-  const k8s_core_v1_container_t *c;
+  kcr_apps_v1_deployment_t *d = NULL;
+  kcr_core_v1_service_t *svc = NULL;
+  const kcr_core_v1_container_t *c;
   kcr_error_t err;
   (void)state;
   kcr_error_clear(&err);
-  assert_int_equal(k8s_apps_v1_deployment_decode(j, &d, &err), 0);
+  assert_int_equal(kcr_apps_v1_deployment_decode(j, &d, &err), 0);
   json_decref(j);
   assert_string_equal(d->metadata->name, "web");
   assert_true(d->metadata->has_generation);
@@ -121,26 +130,26 @@ static void test_kcr_gen_k8s_typed_fields(void **state) {
   assert_string_equal(entry_text(c->resources->limits, c->resources->limits_len, "memory"), "64Mi");
   assert_true(d->spec->template->spec->has_termination_grace_period_seconds); /* int64 */
   assert_int_equal(d->spec->template->spec->termination_grace_period_seconds, 30);
-  k8s_apps_v1_deployment_free(d);
+  kcr_apps_v1_deployment_free(d);
 
   j = load("service.json");
-  assert_int_equal(k8s_core_v1_service_decode(j, &svc, &err), 0);
+  assert_int_equal(kcr_core_v1_service_decode(j, &svc, &err), 0);
   json_decref(j);
   assert_int_equal(svc->spec->ports_len, 1);
   assert_int_equal(svc->spec->ports[0].port, 80); /* required: no has_ flag */
   assert_true(svc->spec->ports[0].has_target_port);
   assert_false(svc->spec->ports[0].target_port.is_string);
   assert_int_equal(svc->spec->ports[0].target_port.int_value, 8080);
-  k8s_core_v1_service_free(svc);
+  kcr_core_v1_service_free(svc);
 
   {
-    kcr_gvk g = k8s_apps_v1_deployment_gvk();
+    kcr_gvk g = kcr_apps_v1_deployment_gvk();
     assert_string_equal(g.group, "apps");
     assert_string_equal(g.version, "v1");
     assert_string_equal(g.kind, "Deployment");
-    g = k8s_core_v1_config_map_gvk();
+    g = kcr_core_v1_config_map_gvk();
     assert_string_equal(g.group, "");
-    assert_string_equal(K8S_CORE_V1_CONFIG_MAP_RESOURCE, "configmaps");
+    assert_string_equal(KCR_CORE_V1_CONFIG_MAP_RESOURCE, "configmaps");
   }
 }
 
@@ -148,31 +157,31 @@ static void test_kcr_gen_k8s_unknown_fields_survive(void **state) {
   json_t *j = load("pod.json"), *out = NULL;
   json_t *spec = json_object_get(j, "spec");
   json_t *ctr = json_array_get(json_object_get(spec, "containers"), 0);
-  k8s_core_v1_pod_t *pod = NULL, *copy = NULL;
+  kcr_core_v1_pod_t *pod = NULL, *copy = NULL;
   (void)state;
   json_object_set_new(j, "futureTop", json_string("t"));
   json_object_set_new(spec, "futureSpec", parse("{\"a\": [1, {\"b\": null}]}"));
   json_object_set_new(ctr, "futureContainerField", json_true());
   json_object_set_new(json_object_get(j, "metadata"), "futureMeta", json_integer(7));
   json_object_set_new(json_object_get(j, "status"), "futureStatus", json_string("s"));
-  assert_int_equal(k8s_core_v1_pod_decode(j, &pod, NULL), 0);
+  assert_int_equal(kcr_core_v1_pod_decode(j, &pod, NULL), 0);
   assert_non_null(pod->kcr_unknown);
   assert_non_null(json_object_get(pod->spec->containers[0].kcr_unknown, "futureContainerField"));
-  assert_int_equal(k8s_core_v1_pod_copy(pod, &copy, NULL), 0);
-  assert_true(k8s_core_v1_pod_equal(pod, copy));
+  assert_int_equal(kcr_core_v1_pod_copy(pod, &copy, NULL), 0);
+  assert_true(kcr_core_v1_pod_equal(pod, copy));
   json_object_set_new(copy->spec->kcr_unknown, "futureSpec", json_null());
-  assert_false(k8s_core_v1_pod_equal(pod, copy));
-  assert_int_equal(k8s_core_v1_pod_encode(pod, &out, NULL), 0);
+  assert_false(kcr_core_v1_pod_equal(pod, copy));
+  assert_int_equal(kcr_core_v1_pod_encode(pod, &out, NULL), 0);
   assert_same_bytes(j, out);
   json_decref(out);
-  k8s_core_v1_pod_free(copy);
-  k8s_core_v1_pod_free(pod);
+  kcr_core_v1_pod_free(copy);
+  kcr_core_v1_pod_free(pod);
   json_decref(j);
 }
 
 static void expect_error(const char *file, const char *pointer_json, const char *want) {
   json_t *j = load(file), *patch = parse(pointer_json);
-  k8s_apps_v1_deployment_t *d = NULL;
+  kcr_apps_v1_deployment_t *d = NULL;
   kcr_error_t err;
   const char *key;
   json_t *v;
@@ -185,7 +194,7 @@ static void expect_error(const char *file, const char *pointer_json, const char 
     else
       json_object_set(j, key, v);
   }
-  assert_int_equal(k8s_apps_v1_deployment_decode(j, &d, &err), KCR_EPARSE);
+  assert_int_equal(kcr_apps_v1_deployment_decode(j, &d, &err), KCR_EPARSE);
   assert_null(d);
   assert_string_equal(err.message, want);
   json_decref(patch);
@@ -211,15 +220,15 @@ static void test_kcr_gen_k8s_decode_errors(void **state) {
 
 static void test_kcr_gen_k8s_alloc_failure(void **state) {
   json_t *j = load("deployment.json"), *out = NULL;
-  k8s_apps_v1_deployment_t *d = NULL, *copy = NULL;
+  kcr_apps_v1_deployment_t *d = NULL, *copy = NULL;
   (void)state;
-  KCR_TEST_ALLOC_LOOP(k8s_apps_v1_deployment_decode(j, &d, NULL),
-                      (k8s_apps_v1_deployment_free(d), d = NULL));
-  assert_int_equal(k8s_apps_v1_deployment_decode(j, &d, NULL), 0);
-  KCR_TEST_ALLOC_LOOP(k8s_apps_v1_deployment_encode(d, &out, NULL), (json_decref(out), out = NULL));
-  KCR_TEST_ALLOC_LOOP(k8s_apps_v1_deployment_copy(d, &copy, NULL),
-                      (k8s_apps_v1_deployment_free(copy), copy = NULL));
-  k8s_apps_v1_deployment_free(d);
+  KCR_TEST_ALLOC_LOOP(kcr_apps_v1_deployment_decode(j, &d, NULL),
+                      (kcr_apps_v1_deployment_free(d), d = NULL));
+  assert_int_equal(kcr_apps_v1_deployment_decode(j, &d, NULL), 0);
+  KCR_TEST_ALLOC_LOOP(kcr_apps_v1_deployment_encode(d, &out, NULL), (json_decref(out), out = NULL));
+  KCR_TEST_ALLOC_LOOP(kcr_apps_v1_deployment_copy(d, &copy, NULL),
+                      (kcr_apps_v1_deployment_free(copy), copy = NULL));
+  kcr_apps_v1_deployment_free(d);
   json_decref(j);
 }
 
@@ -228,11 +237,113 @@ static void test_kcr_gen_k8s_register(void **state) {
   const kcr_kind_info *k;
   (void)state;
   assert_int_equal(kcr_scheme_create(&s, NULL), 0);
-  assert_int_equal(k8s_apps_v1_deployment_register(s, NULL), 0);
-  assert_int_equal(k8s_core_v1_pod_register(s, NULL), 0);
+  assert_int_equal(kcr_apps_v1_deployment_register(s, NULL), 0);
+  assert_int_equal(kcr_core_v1_pod_register(s, NULL), 0);
   assert_non_null(k = kcr_scheme_lookup_gvk(s, &(kcr_gvk){"", "v1", "Pod"}));
   assert_string_equal(k->list_kind, "PodList");
   assert_non_null(k->decode);
+  kcr_scheme_destroy(s);
+}
+
+/* Every kind libkcr ships (KCR_K8S_KINDS) registers with a scheme under its own
+ * group/version/kind, and an object of it, with the fields its schema requires,
+ * goes through the scheme's codec and back unchanged. */
+#define WORKLOAD "{\"spec\":{\"selector\":{},\"template\":{}}}"
+#define ROLE_REF                                                                                   \
+  "{\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"Role\",\"name\":\"r\"}}"
+static void test_kcr_gen_k8s_every_kind(void **state) {
+  static const struct {
+    int (*reg)(kcr_scheme_t *, kcr_error_t *);
+    kcr_gvk gvk;
+    const char *api_version;
+    const char *required; /* the fields the schema requires, as JSON */
+  } kinds[] = {
+      {kcr_core_v1_pod_register, {"", "v1", "Pod"}, "v1", NULL},
+      {kcr_core_v1_service_register, {"", "v1", "Service"}, "v1", NULL},
+      {kcr_core_v1_config_map_register, {"", "v1", "ConfigMap"}, "v1", NULL},
+      {kcr_core_v1_secret_register, {"", "v1", "Secret"}, "v1", NULL},
+      {kcr_core_v1_service_account_register, {"", "v1", "ServiceAccount"}, "v1", NULL},
+      {kcr_core_v1_namespace_register, {"", "v1", "Namespace"}, "v1", NULL},
+      {kcr_core_v1_persistent_volume_claim_register,
+       {"", "v1", "PersistentVolumeClaim"},
+       "v1",
+       NULL},
+      {kcr_core_v1_event_register, {"", "v1", "Event"}, "v1", "{\"involvedObject\":{}}"},
+      {kcr_core_v1_endpoints_register, {"", "v1", "Endpoints"}, "v1", NULL},
+      {kcr_apps_v1_deployment_register, {"apps", "v1", "Deployment"}, "apps/v1", WORKLOAD},
+      {kcr_apps_v1_stateful_set_register, {"apps", "v1", "StatefulSet"}, "apps/v1", WORKLOAD},
+      {kcr_apps_v1_daemon_set_register, {"apps", "v1", "DaemonSet"}, "apps/v1", WORKLOAD},
+      {kcr_apps_v1_replica_set_register,
+       {"apps", "v1", "ReplicaSet"},
+       "apps/v1",
+       "{\"spec\":{\"selector\":{}}}"},
+      {kcr_batch_v1_job_register, {"batch", "v1", "Job"}, "batch/v1", NULL},
+      {kcr_batch_v1_cron_job_register,
+       {"batch", "v1", "CronJob"},
+       "batch/v1",
+       "{\"spec\":{\"schedule\":\"@daily\",\"jobTemplate\":{}}}"},
+      {kcr_networking_v1_ingress_register,
+       {"networking.k8s.io", "v1", "Ingress"},
+       "networking.k8s.io/v1",
+       NULL},
+      {kcr_networking_v1_network_policy_register,
+       {"networking.k8s.io", "v1", "NetworkPolicy"},
+       "networking.k8s.io/v1",
+       NULL},
+      {kcr_policy_v1_pod_disruption_budget_register,
+       {"policy", "v1", "PodDisruptionBudget"},
+       "policy/v1",
+       NULL},
+      {kcr_rbac_v1_role_register,
+       {"rbac.authorization.k8s.io", "v1", "Role"},
+       "rbac.authorization.k8s.io/v1",
+       NULL},
+      {kcr_rbac_v1_cluster_role_register,
+       {"rbac.authorization.k8s.io", "v1", "ClusterRole"},
+       "rbac.authorization.k8s.io/v1",
+       NULL},
+      {kcr_rbac_v1_role_binding_register,
+       {"rbac.authorization.k8s.io", "v1", "RoleBinding"},
+       "rbac.authorization.k8s.io/v1",
+       ROLE_REF},
+      {kcr_rbac_v1_cluster_role_binding_register,
+       {"rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"},
+       "rbac.authorization.k8s.io/v1",
+       ROLE_REF},
+      {kcr_coordination_v1_lease_register,
+       {"coordination.k8s.io", "v1", "Lease"},
+       "coordination.k8s.io/v1",
+       NULL},
+      {kcr_autoscaling_v2_horizontal_pod_autoscaler_register,
+       {"autoscaling", "v2", "HorizontalPodAutoscaler"},
+       "autoscaling/v2",
+       "{\"spec\":{\"maxReplicas\":2,\"scaleTargetRef\":{\"kind\":\"Deployment\",\"name\":\"d\"}}"
+       "}"},
+  };
+  kcr_scheme_t *s = NULL;
+  (void)state;
+  assert_int_equal(kcr_scheme_create(&s, NULL), 0);
+  for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+    json_t *req = kinds[i].required ? json_loads(kinds[i].required, 0, NULL) : NULL;
+    const kcr_kind_info *k;
+    json_t *j = json_pack("{ss ss s{ss ss s{ss}}}", "apiVersion", kinds[i].api_version, "kind",
+                          kinds[i].gvk.kind, "metadata", "name", "x", "namespace", "default",
+                          "labels", "app", "x");
+    char list[64];
+    if (req) {
+      assert_int_equal(json_object_update(j, req), 0);
+      json_decref(req);
+    }
+    assert_int_equal(kinds[i].reg(s, NULL), 0);
+    k = kcr_scheme_lookup_gvk(s, &kinds[i].gvk);
+    if (!k)
+      fail_msg("%s: not registered under %s/%s", kinds[i].gvk.kind, kinds[i].gvk.group,
+               kinds[i].gvk.version);
+    snprintf(list, sizeof(list), "%sList", kinds[i].gvk.kind);
+    assert_string_equal(k->list_kind, list);
+    round_trip(j, k->decode, k->encode, k->free_typed);
+    json_decref(j);
+  }
   kcr_scheme_destroy(s);
 }
 
@@ -244,6 +355,7 @@ int main(void) {
       cmocka_unit_test(test_kcr_gen_k8s_decode_errors),
       cmocka_unit_test(test_kcr_gen_k8s_alloc_failure),
       cmocka_unit_test(test_kcr_gen_k8s_register),
+      cmocka_unit_test(test_kcr_gen_k8s_every_kind),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

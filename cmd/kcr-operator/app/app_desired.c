@@ -26,7 +26,8 @@
 
 #include "app/app_desired.h"
 #include "app_v1alpha1.h"
-#include "k8s.h"
+#include "kcr/k8s/apps_v1.h"
+#include "kcr/k8s/core_v1.h"
 #include "kcr/meta.h"
 
 /* str_field returns obj[key] when it is a non-empty string, else NULL. */
@@ -238,14 +239,14 @@ int kop_app_config_hash(const json_t *app, char out[KOP_APP_CONFIG_HASH_LEN + 1]
 
 /* dup copies s with the generated types' allocator; a failure counts in *bad. */
 static char *dup(const char *s, int *bad) {
-  char *d = k8s_mem_strdup(s);
+  char *d = kcr_apps_v1_mem_strdup(s);
   *bad |= d == NULL;
   return d;
 }
 
-/* zalloc is k8s_mem_calloc with the failure counted in *bad. */
+/* zalloc is kcr_apps_v1_mem_calloc with the failure counted in *bad. */
 static void *zalloc(size_t n, size_t size, int *bad) {
-  void *p = k8s_mem_calloc(n, size);
+  void *p = kcr_apps_v1_mem_calloc(n, size);
   *bad |= p == NULL;
   return p;
 }
@@ -413,7 +414,7 @@ static int config_name(const app_v1alpha1_t *app, char *buf, size_t size) {
   } while (0)
 
 /* fill_container makes c the one container "app" of the App's pods. */
-static void fill_container(k8s_core_v1_container_t *c, const app_v1alpha1_spec_t *spec,
+static void fill_container(kcr_core_v1_container_t *c, const app_v1alpha1_spec_t *spec,
                            bool with_config, int *bad) {
   const app_v1alpha1_spec_resources_t *res = spec->resources;
   c->name = dup(KOP_APP_CONTAINER, bad);
@@ -422,7 +423,7 @@ static void fill_container(k8s_core_v1_container_t *c, const app_v1alpha1_spec_t
       (c->env = zalloc(spec->env_len, sizeof(*c->env), bad))) {
     c->has_env = true;
     for (size_t i = 0; i < spec->env_len; i++) {
-      k8s_core_v1_env_var_t *e = &c->env[c->env_len];
+      kcr_core_v1_env_var_t *e = &c->env[c->env_len];
       if (!spec->env[i].name || !*spec->env[i].name) {
         continue; /* the schema requires a name; skip rather than send an invalid Deployment */
       }
@@ -483,10 +484,10 @@ int kop_app_desired_deployment_of(const app_v1alpha1_t *a, json_t **out, kcr_err
                              {KOP_APP_LABEL_INSTANCE, name},
                              {KOP_APP_LABEL_MANAGED_BY, KOP_APP_MANAGED_BY}};
   const char *annotations[][2] = {{KOP_APP_CONFIG_HASH_ANNOTATION, hash}};
-  k8s_apps_v1_deployment_t *d = NULL;
-  k8s_apps_v1_deployment_spec_t *spec;
-  k8s_core_v1_pod_template_spec_t *tmpl;
-  k8s_core_v1_pod_spec_t *pod;
+  kcr_apps_v1_deployment_t *d = NULL;
+  kcr_apps_v1_deployment_spec_t *spec;
+  kcr_core_v1_pod_template_spec_t *tmpl;
+  kcr_core_v1_pod_spec_t *pod;
   bool with_config;
   int bad = 0, rc;
   *out = NULL;
@@ -534,7 +535,7 @@ int kop_app_desired_deployment_of(const app_v1alpha1_t *a, json_t **out, kcr_err
       }
     }
   }
-  ENCODED(k8s_apps_v1_deployment_encode, k8s_apps_v1_deployment_free, d, bad, "deployment", out,
+  ENCODED(kcr_apps_v1_deployment_encode, kcr_apps_v1_deployment_free, d, bad, "deployment", out,
           err);
 }
 
@@ -558,8 +559,8 @@ DESIRED_FROM_JSON(kop_app_desired_configmap)
 int kop_app_desired_service_of(const app_v1alpha1_t *app, json_t **out, kcr_error_t *err) {
   const char *name = MD(app, name);
   const char *selector[][2] = {{KOP_APP_LABEL_NAME, name}, {KOP_APP_LABEL_INSTANCE, name}};
-  k8s_core_v1_service_t *s;
-  k8s_core_v1_service_port_t *p;
+  kcr_core_v1_service_t *s;
+  kcr_core_v1_service_port_t *p;
   int port, bad = 0, rc;
   *out = NULL;
   if ((rc = kop_app_check_typed(app, err)) < 0) {
@@ -588,12 +589,12 @@ int kop_app_desired_service_of(const app_v1alpha1_t *app, json_t **out, kcr_erro
       p->has_target_port = true;
     }
   }
-  ENCODED(k8s_core_v1_service_encode, k8s_core_v1_service_free, s, bad, "service", out, err);
+  ENCODED(kcr_core_v1_service_encode, kcr_core_v1_service_free, s, bad, "service", out, err);
 }
 
 int kop_app_desired_configmap_of(const app_v1alpha1_t *a, json_t **out, kcr_error_t *err) {
   char name[320];
-  k8s_core_v1_config_map_t *cm;
+  kcr_core_v1_config_map_t *cm;
   int bad = 0, rc;
   *out = NULL;
   if ((rc = kop_app_check_typed(a, err)) < 0) {
@@ -619,7 +620,7 @@ int kop_app_desired_configmap_of(const app_v1alpha1_t *a, json_t **out, kcr_erro
       cm->data[i].value = dup(a->spec->config[i].value, &bad);
     }
   }
-  ENCODED(k8s_core_v1_config_map_encode, k8s_core_v1_config_map_free, cm, bad, "configmap", out,
+  ENCODED(kcr_core_v1_config_map_encode, kcr_core_v1_config_map_free, cm, bad, "configmap", out,
           err);
 }
 
@@ -852,7 +853,7 @@ int kop_app_directory_want(const app_v1alpha1_t *app, bool remove, char *key, si
 
 json_t *kop_app_desired_directory(const char *ns) {
   const char *labels[][2] = {{KOP_APP_LABEL_MANAGED_BY, KOP_APP_MANAGED_BY}};
-  k8s_core_v1_config_map_t *cm;
+  kcr_core_v1_config_map_t *cm;
   json_t *out = NULL;
   int bad = 0;
   if (!(cm = zalloc(1, sizeof(*cm), &bad))) {
@@ -866,9 +867,9 @@ json_t *kop_app_desired_directory(const char *ns) {
     SET_PAIRS(cm->metadata, labels, labels, 1, bad);
   }
   cm->has_data = true; /* written as {}: the entries come later */
-  if (!bad && k8s_core_v1_config_map_encode(cm, &out, NULL) != 0) {
+  if (!bad && kcr_core_v1_config_map_encode(cm, &out, NULL) != 0) {
     out = NULL;
   }
-  k8s_core_v1_config_map_free(cm);
+  kcr_core_v1_config_map_free(cm);
   return out;
 }

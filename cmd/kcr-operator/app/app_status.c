@@ -20,7 +20,7 @@
 
 #include "app/app_status.h"
 #include "app_v1alpha1.h"
-#include "k8s.h"
+#include "kcr/k8s/apps_v1.h"
 #include "kcr/meta.h"
 
 json_t *kop_condition_find(const json_t *conditions, const char *type) {
@@ -140,8 +140,8 @@ int kop_condition_set(app_v1alpha1_status_t *st, const char *type, const char *s
 }
 
 /* deployment_condition returns the Deployment's status condition of that type. */
-static const k8s_apps_v1_deployment_condition_t *
-deployment_condition(const k8s_apps_v1_deployment_status_t *st, const char *type) {
+static const kcr_apps_v1_deployment_condition_t *
+deployment_condition(const kcr_apps_v1_deployment_status_t *st, const char *type) {
   for (size_t i = 0; st && i < st->conditions_len; i++) {
     if (st->conditions[i].type && !strcmp(st->conditions[i].type, type)) {
       return &st->conditions[i];
@@ -182,7 +182,7 @@ static void set_verdict(verdict *v, const char *status, const char *reason, cons
  * status st (NULL: none) and its metadata.generation.
  */
 static void judge(const app_v1alpha1_t *app, const kop_app_observed *obs,
-                  const k8s_apps_v1_deployment_status_t *st, int64_t dep_generation, verdict *avail,
+                  const kcr_apps_v1_deployment_status_t *st, int64_t dep_generation, verdict *avail,
                   verdict *prog, verdict *degr) {
   const json_t *dep = obs ? obs->deployment : NULL;
   int64_t want = app->spec->has_replicas ? app->spec->replicas : 1;
@@ -190,8 +190,8 @@ static void judge(const app_v1alpha1_t *app, const kop_app_observed *obs,
   int64_t available = COUNT(st, available_replicas);
   int64_t updated = COUNT(st, updated_replicas);
   int64_t replicas = COUNT(st, replicas);
-  const k8s_apps_v1_deployment_condition_t *dav = deployment_condition(st, "Available");
-  const k8s_apps_v1_deployment_condition_t *dprog = deployment_condition(st, "Progressing");
+  const kcr_apps_v1_deployment_condition_t *dav = deployment_condition(st, "Available");
+  const kcr_apps_v1_deployment_condition_t *dprog = deployment_condition(st, "Progressing");
   bool stuck = dprog && streq(dprog->reason, "ProgressDeadlineExceeded");
   bool observed =
       dep && (st && st->has_observed_generation ? st->observed_generation : 0) >= dep_generation;
@@ -241,7 +241,7 @@ int kop_app_status_of(const app_v1alpha1_t *app, const kop_app_observed *obs, kc
   static const char *const types[3] = {KOP_APP_COND_AVAILABLE, KOP_APP_COND_PROGRESSING,
                                        KOP_APP_COND_DEGRADED};
   const json_t *dep = obs ? obs->deployment : NULL;
-  k8s_apps_v1_deployment_status_t *ds = NULL;
+  kcr_apps_v1_deployment_status_t *ds = NULL;
   app_v1alpha1_status_t *st = NULL, old;
   int64_t gen = app->metadata && app->metadata->has_generation ? app->metadata->generation : 0;
   int rc, n;
@@ -255,7 +255,7 @@ int kop_app_status_of(const app_v1alpha1_t *app, const kop_app_observed *obs, kc
   }
   /* Only the status is read: the Deployment may be a partial object (tests). */
   if (dep && json_object_get(dep, "status") &&
-      (rc = k8s_apps_v1_deployment_status_decode(json_object_get(dep, "status"), &ds, err)) < 0) {
+      (rc = kcr_apps_v1_deployment_status_decode(json_object_get(dep, "status"), &ds, err)) < 0) {
     return rc;
   }
   judge(app, obs, ds, kcr_meta_generation(dep), &v[0], &v[1], &v[2]);
@@ -298,12 +298,12 @@ int kop_app_status_of(const app_v1alpha1_t *app, const kop_app_observed *obs, kc
     rc = kcr_error_set(err, KCR_ENOMEM, "app status: out of memory");
     goto fail;
   }
-  k8s_apps_v1_deployment_status_free(ds);
+  kcr_apps_v1_deployment_status_free(ds);
   *out = st;
   return 0;
 fail:
   app_v1alpha1_status_free(st);
-  k8s_apps_v1_deployment_status_free(ds);
+  kcr_apps_v1_deployment_status_free(ds);
   return rc;
 }
 

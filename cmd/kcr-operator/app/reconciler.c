@@ -55,11 +55,12 @@
 #include "app/app_desired.h"
 #include "app/app_status.h"
 #include "app/reconciler.h"
-#include "k8s.h"
 #include "kcr/apierror.h"
 #include "kcr/client.h"
 #include "kcr/clock.h"
 #include "kcr/controllerutil.h"
+#include "kcr/k8s/apps_v1.h"
+#include "kcr/k8s/core_v1.h"
 #include "kcr/log.h"
 #include "kcr/meta.h"
 #include "kcr/scheme.h"
@@ -88,11 +89,11 @@ int kop_app_scheme_create(kcr_scheme_t **out, kcr_error_t *err) {
   if (rc == 0)
     rc = app_v1alpha1_register(s, err);
   if (rc == 0)
-    rc = k8s_apps_v1_deployment_register(s, err);
+    rc = kcr_apps_v1_deployment_register(s, err);
   if (rc == 0)
-    rc = k8s_core_v1_service_register(s, err);
+    rc = kcr_core_v1_service_register(s, err);
   if (rc == 0)
-    rc = k8s_core_v1_config_map_register(s, err);
+    rc = kcr_core_v1_config_map_register(s, err);
   if (rc) {
     kcr_scheme_destroy(s);
     s = NULL;

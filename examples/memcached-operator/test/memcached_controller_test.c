@@ -25,7 +25,8 @@
 #include <kcr/kcr.h>
 #include <kcr/testing.h>
 
-#include "k8s.h"
+#include "kcr/k8s/apps_v1.h"
+#include "kcr/k8s/core_v1.h"
 #include "memcached_controller.h"
 #include "memcached_v1alpha1.h"
 
@@ -75,7 +76,7 @@ static memcached_v1alpha1_t *get_memcached(const char *name) {
   return m;
 }
 
-static k8s_apps_v1_deployment_t *get_deployment(const char *name) {
+static kcr_apps_v1_deployment_t *get_deployment(const char *name) {
   void *d = NULL;
   kcr_error_t err = {0};
   kcr_typed_get(&client, scheme, &DEPLOYMENT, "default", name, &d, &err);
@@ -103,22 +104,22 @@ static bool available_is(const char *name, const char *status, const char *messa
 }
 
 static int32_t replicas(const char *name) {
-  k8s_apps_v1_deployment_t *d = get_deployment(name);
+  kcr_apps_v1_deployment_t *d = get_deployment(name);
   int32_t n = d && d->spec && d->spec->has_replicas ? d->spec->replicas : -1;
-  k8s_apps_v1_deployment_free(d);
+  kcr_apps_v1_deployment_free(d);
   return n;
 }
 
 /* set_replicas writes n into the Deployment, as `kubectl scale` would. */
 static int set_replicas(const char *name, int32_t n) {
-  k8s_apps_v1_deployment_t *d = get_deployment(name);
+  kcr_apps_v1_deployment_t *d = get_deployment(name);
   kcr_error_t err = {0};
   int rc = d ? 0 : -1;
   if (d) {
     d->spec->replicas = n;
     rc = kcr_typed_update(&client, scheme, &DEPLOYMENT, d, NULL, NULL, &err);
   }
-  k8s_apps_v1_deployment_free(d);
+  kcr_apps_v1_deployment_free(d);
   return rc;
 }
 
@@ -163,7 +164,7 @@ static int etcd_down(const kcr_fake_call *call, kcr_error_t *err, void *data) {
 
 static int test_create(kcr_error_t *err) {
   memcached_v1alpha1_t *m;
-  k8s_apps_v1_deployment_t *d;
+  kcr_apps_v1_deployment_t *d;
   CHECK(settle("gone", err) == 0); /* not found: nothing to do */
   CHECK(add_memcached("memcached-sample", 1, err) == 0);
   CHECK(settle("memcached-sample", err) == 0);
@@ -179,7 +180,7 @@ static int test_create(kcr_error_t *err) {
   CHECK(d->spec->replicas == 1);
   CHECK(strcmp(kcr_typed_label(d->spec->template->metadata, "app.kubernetes.io/instance"),
                "memcached-sample") == 0);
-  k8s_core_v1_pod_spec_t *pod = d->spec->template->spec;
+  kcr_core_v1_pod_spec_t *pod = d->spec->template->spec;
   CHECK(pod->containers_len == 1 && strcmp(pod->containers[0].image, MEMCACHED_DEFAULT_IMAGE) == 0);
   CHECK(pod->containers[0].ports_len == 1 && pod->containers[0].ports[0].container_port == 11211);
   CHECK(pod->security_context->run_as_non_root);
@@ -187,7 +188,7 @@ static int test_create(kcr_error_t *err) {
   CHECK(pod->containers[0].security_context->run_as_user == 1001);
   CHECK(!pod->containers[0].security_context->allow_privilege_escalation);
   CHECK(strcmp(pod->containers[0].security_context->capabilities->drop[0], "ALL") == 0);
-  k8s_apps_v1_deployment_free(d);
+  kcr_apps_v1_deployment_free(d);
   memcached_v1alpha1_free(m);
   return 0;
 }

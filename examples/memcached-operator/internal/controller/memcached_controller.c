@@ -4,7 +4,7 @@
  * (internal/controller/memcached_controller.go, with the finalizer of the
  * operator-sdk version) in C, on typed objects only: the Memcached is the
  * memcached_v1alpha1_t kcr-gen makes from the CRD, the Deployment the built-in
- * k8s_apps_v1_deployment_t, and both go through the scheme's codecs
+ * kcr_apps_v1_deployment_t, and both go through the scheme's codecs
  * (kcr_typed_get / _create / _update). A misspelt field is a compile error.
  *
  * One pass, in the order of the Go tutorial:
@@ -40,7 +40,8 @@
 
 #include <kcr/kcr.h>
 
-#include "k8s.h"
+#include "kcr/k8s/apps_v1.h"
+#include "kcr/k8s/core_v1.h"
 #include "memcached_controller.h"
 #include "memcached_v1alpha1.h"
 
@@ -50,7 +51,7 @@ static const kcr_gvk DEPLOYMENT = {"apps", "v1", "Deployment"};
 
 int memcached_register_types(kcr_scheme_t *s, kcr_error_t *err) {
   int rc = memcached_v1alpha1_register(s, err);
-  return rc ? rc : k8s_apps_v1_deployment_register(s, err);
+  return rc ? rc : kcr_apps_v1_deployment_register(s, err);
 }
 
 const char *memcached_image(void) {
@@ -108,10 +109,10 @@ static int set_condition(const kcr_objclient *c, const kcr_scheme_t *s, memcache
  * a list of strings, from an array); SET sets an optional scalar and its has_.
  */
 #define NEW(p)                                                                                     \
-  if (((p) = k8s_mem_calloc(1, sizeof(*(p)))) == NULL)                                             \
+  if (((p) = kcr_apps_v1_mem_calloc(1, sizeof(*(p)))) == NULL)                                     \
   goto nomem
 #define DUP(p, str)                                                                                \
-  if (((p) = k8s_mem_strdup(str)) == NULL)                                                         \
+  if (((p) = kcr_apps_v1_mem_strdup(str)) == NULL)                                                 \
   goto nomem
 #define STRV(o, f, src)                                                                            \
   if (strv(&(o)->f, &(o)->f##_len, &(o)->has_##f, src, sizeof(src) / sizeof(*(src))) != 0)         \
@@ -120,12 +121,12 @@ static int set_condition(const kcr_objclient *c, const kcr_scheme_t *s, memcache
 
 /* strv makes *v a copy of the n strings of src (a container's command, a capability list). */
 static int strv(char ***v, size_t *len, bool *has, const char *const *src, size_t n) {
-  if ((*v = k8s_mem_calloc(n, sizeof(**v))) == NULL)
+  if ((*v = kcr_apps_v1_mem_calloc(n, sizeof(**v))) == NULL)
     return KCR_ENOMEM;
   *len = n;
   *has = true;
   for (size_t i = 0; i < n; i++)
-    if (((*v)[i] = k8s_mem_strdup(src[i])) == NULL)
+    if (((*v)[i] = kcr_apps_v1_mem_strdup(src[i])) == NULL)
       return KCR_ENOMEM;
   return 0;
 }
@@ -135,17 +136,17 @@ static int strv(char ***v, size_t *len, bool *has, const char *const *src, size_
  * on failure but out of memory, so the caller always frees it.
  */
 static int deployment_for(const memcached_v1alpha1_t *m, const char *image,
-                          k8s_apps_v1_deployment_t **out, kcr_error_t *err) {
+                          kcr_apps_v1_deployment_t **out, kcr_error_t *err) {
   static const char *const command[] = {"memcached", "--memory-limit=64", "-o", "modern", "-v"};
   static const char *const drop[] = {"ALL"};
   const char *const labels[][2] = {{"app.kubernetes.io/name", "memcached-operator"},
                                    {"app.kubernetes.io/instance", m->metadata->name},
                                    {"app.kubernetes.io/managed-by", "MemcachedController"}};
-  k8s_apps_v1_deployment_t *d = NULL;
-  k8s_core_v1_pod_template_spec_t *tmpl;
-  k8s_core_v1_pod_spec_t *pod;
-  k8s_core_v1_container_t *ctr;
-  k8s_core_v1_security_context_t *sc;
+  kcr_apps_v1_deployment_t *d = NULL;
+  kcr_core_v1_pod_template_spec_t *tmpl;
+  kcr_core_v1_pod_spec_t *pod;
+  kcr_core_v1_container_t *ctr;
+  kcr_core_v1_security_context_t *sc;
 
   *out = NULL;
   NEW(d);
@@ -172,14 +173,14 @@ static int deployment_for(const memcached_v1alpha1_t *m, const char *image,
   SET(pod->security_context, run_as_non_root, true);
   NEW(pod->security_context->seccomp_profile);
   DUP(pod->security_context->seccomp_profile->type, "RuntimeDefault");
-  if ((ctr = pod->containers = k8s_mem_calloc(1, sizeof(*ctr))) == NULL)
+  if ((ctr = pod->containers = kcr_apps_v1_mem_calloc(1, sizeof(*ctr))) == NULL)
     goto nomem;
   pod->containers_len = 1;
   DUP(ctr->name, "memcached");
   DUP(ctr->image, image);
   DUP(ctr->image_pull_policy, "IfNotPresent");
   STRV(ctr, command, command);
-  if ((ctr->ports = k8s_mem_calloc(1, sizeof(*ctr->ports))) == NULL)
+  if ((ctr->ports = kcr_apps_v1_mem_calloc(1, sizeof(*ctr->ports))) == NULL)
     goto nomem;
   ctr->ports_len = 1;
   ctr->has_ports = true;
@@ -196,7 +197,7 @@ static int deployment_for(const memcached_v1alpha1_t *m, const char *image,
   /* the garbage collector deletes the Deployment with its Memcached */
   return kcr_typed_owner_ref_set_controller(&MEMCACHED, m->metadata, d->metadata, err);
 nomem:
-  k8s_apps_v1_deployment_free(d);
+  kcr_apps_v1_deployment_free(d);
   return kcr_error_set(err, KCR_ENOMEM, "memcached: deployment: out of memory");
 }
 
@@ -228,7 +229,7 @@ static int finalize(const memcached_reconciler_t *r, const kcr_objclient *c,
 static int ensure_deployment(const memcached_reconciler_t *r, const kcr_objclient *c,
                              memcached_v1alpha1_t **m, kcr_result *res, kcr_error_t *err) {
   const char *name = (*m)->metadata->name, *ns = (*m)->metadata->namespace;
-  k8s_apps_v1_deployment_t *found = NULL;
+  kcr_apps_v1_deployment_t *found = NULL;
   int32_t want = size(*m);
   int rc;
 
@@ -239,7 +240,7 @@ static int ensure_deployment(const memcached_reconciler_t *r, const kcr_objclien
   if (found == NULL) {
     if ((rc = deployment_for(*m, r->image, &found, err)) == 0)
       rc = kcr_typed_create(c, r->scheme, &DEPLOYMENT, found, NULL, err);
-    k8s_apps_v1_deployment_free(found);
+    kcr_apps_v1_deployment_free(found);
     if (rc != 0) {
       set_condition(c, r->scheme, m, "Available", "False", "Reconciling", err,
                     "Failed to create Deployment for the custom resource (%s): (%s)",
@@ -253,7 +254,7 @@ static int ensure_deployment(const memcached_reconciler_t *r, const kcr_objclien
   if (found->spec && (found->spec->has_replicas ? found->spec->replicas : 1) != want) {
     SET(found->spec, replicas, want);
     rc = kcr_typed_update(c, r->scheme, &DEPLOYMENT, found, NULL, NULL, err);
-    k8s_apps_v1_deployment_free(found);
+    kcr_apps_v1_deployment_free(found);
     if (rc != 0) {
       set_condition(c, r->scheme, m, "Available", "False", "Resizing", err,
                     "Failed to update the size for the custom resource (%s): (%s)",
@@ -263,7 +264,7 @@ static int ensure_deployment(const memcached_reconciler_t *r, const kcr_objclien
     res->requeue = true; /* read the new state before reporting it */
     return 0;
   }
-  k8s_apps_v1_deployment_free(found);
+  kcr_apps_v1_deployment_free(found);
   return set_condition(c, r->scheme, m, "Available", "True", "Reconciling", err,
                        "Deployment for custom resource (%s) with %d replicas created successfully",
                        (*m)->metadata->name, (int)want);

@@ -26,7 +26,7 @@
 #include <kcr/kcr.h>
 #include <kcr/testing.h>
 
-#include "k8s.h"
+#include "kcr/k8s/apps_v1.h"
 #include "memcached_controller.h"
 #include "memcached_v1alpha1.h"
 
@@ -94,13 +94,13 @@ static bool deployment_is(int32_t n, bool available, const char *owner_uid) {
   kcr_error_t e = {0};
   bool ok = false;
   if (kcr_typed_get(client, scheme, &DEPLOYMENT, ns, NAME, &got, &e) == 0) {
-    k8s_apps_v1_deployment_t *d = got;
+    kcr_apps_v1_deployment_t *d = got;
     const kcr_meta_v1_owner_reference_t *o = kcr_typed_owner_ref_controller(d->metadata);
     ok = d->spec->replicas == n && o && strcmp(o->kind, "Memcached") == 0 &&
          (!owner_uid || strcmp(o->uid, owner_uid) == 0) &&
          (!available ||
           (d->status && d->status->available_replicas == n && d->status->replicas == n));
-    k8s_apps_v1_deployment_free(d);
+    kcr_apps_v1_deployment_free(d);
   }
   return ok;
 }
