@@ -310,7 +310,7 @@ static void include_ext(out *o, const gen_version *v) {
     const char *h = v->types[i]->ext ? v->types[i]->header : NULL;
     bool seen = false;
     for (size_t j = 0; h && j < i && !seen; j++)
-      seen = v->types[j]->ext && strcmp(v->types[j]->header, h) == 0;
+      seen = v->types[j]->ext && v->types[j]->header && strcmp(v->types[j]->header, h) == 0;
     if (h && !seen)
       put(o, "#include \"%s\"", h);
   }

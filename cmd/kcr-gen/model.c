@@ -869,6 +869,8 @@ static int kind_parse(const json_t *docs, const char *spec, gen_kindinfo *k, cha
   return 0;
 }
 
+static void shape_free(gen_shape *sh);
+
 /* openapi_build is gen_openapi_build; ext says whether meta/v1 is libkcr's. */
 static int openapi_build(const json_t *docs, const char *prefix, const char *const *kinds,
                          size_t nkinds, const char *source, bool ext, gen_crd *crd, char *msg,
@@ -955,8 +957,10 @@ static int openapi_build(const json_t *docs, const char *prefix, const char *con
       snprintf(msg, size, "%s: the schema %s is not an object with properties", kinds[j], name);
       rc = -1;
     }
-    if (rc)
+    if (rc) {
+      shape_free(&sh); /* a list or map of the wrong kind owns its element */
       goto done;
+    }
     if (k) {
       k->type = sh.obj;
       k->prefix = xstrdup(sh.obj->base);
@@ -1088,8 +1092,8 @@ int gen_openapi_split(const json_t *docs, const char *prefix, const char *incdir
       sp.names[sp.n++] = t->pkg;
   }
   sp.dep = xcalloc(sp.n * sp.n, sizeof(*sp.dep));
-  sp.from = xcalloc(sp.n * sp.n, sizeof(*sp.from));
-  sp.to = xcalloc(sp.n * sp.n, sizeof(*sp.to));
+  sp.from = xcalloc(sp.n * sp.n, sizeof(*sp.from)); // NOLINT(bugprone-sizeof-expression)
+  sp.to = xcalloc(sp.n * sp.n, sizeof(*sp.to));     // NOLINT(bugprone-sizeof-expression)
   sp.mark = xcalloc(sp.n, sizeof(*sp.mark));
   sp.order = xcalloc(sp.n, sizeof(*sp.order));
   for (size_t i = 0; i < v->ntypes; i++) {

@@ -339,6 +339,7 @@ static void test_kcr_gen_k8s_every_kind(void **state) {
     if (!k)
       fail_msg("%s: not registered under %s/%s", kinds[i].gvk.kind, kinds[i].gvk.group,
                kinds[i].gvk.version);
+    assert_non_null(k);
     snprintf(list, sizeof(list), "%sList", kinds[i].gvk.kind);
     assert_string_equal(k->list_kind, list);
     round_trip(j, k->decode, k->encode, k->free_typed);

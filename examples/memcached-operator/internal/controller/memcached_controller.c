@@ -41,7 +41,6 @@
 #include <kcr/kcr.h>
 
 #include "kcr/k8s/apps_v1.h"
-#include "kcr/k8s/core_v1.h"
 #include "memcached_controller.h"
 #include "memcached_v1alpha1.h"
 
