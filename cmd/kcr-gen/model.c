@@ -800,6 +800,8 @@ static const char *const kind_reserved[] = {"_register",    "_scheme_decode", "_
 static const char *find_kind(const json_t *schemas, const char *g, const char *v, const char *k) {
   const char *name;
   const json_t *s;
+  if (!g || !v || !k)
+    return NULL;
   json_object_foreach((json_t *)schemas, name, s) {
     size_t i;
     const json_t *gvk;
