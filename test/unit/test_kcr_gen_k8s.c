@@ -336,10 +336,12 @@ static void test_kcr_gen_k8s_every_kind(void **state) {
     }
     assert_int_equal(kinds[i].reg(s, NULL), 0);
     k = kcr_scheme_lookup_gvk(s, &kinds[i].gvk);
-    if (!k)
+    if (!k) {
+      json_decref(j);
       fail_msg("%s: not registered under %s/%s", kinds[i].gvk.kind, kinds[i].gvk.group,
                kinds[i].gvk.version);
-    assert_non_null(k);
+      continue; /* not reached: cmocka's failure ends the test */
+    }
     snprintf(list, sizeof(list), "%sList", kinds[i].gvk.kind);
     assert_string_equal(k->list_kind, list);
     round_trip(j, k->decode, k->encode, k->free_typed);
