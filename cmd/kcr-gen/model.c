@@ -284,7 +284,7 @@ static const json_t *deref(const walk *w, const json_t *schema, const char **ref
 /*
  * ref_base names the type of a components.schemas entry: the package prefix
  * and the last three parts of the name, in snake case
- * (io.k8s.api.apps.v1.DeploymentSpec under k8s -> k8s_apps_v1_deployment_spec).
+ * (io.k8s.api.apps.v1.DeploymentSpec under kcr -> kcr_apps_v1_deployment_spec).
  */
 static char *ref_base(const char *pkg, const char *ref) {
   const char *start = ref + strlen(ref);
