@@ -65,22 +65,9 @@
 #include "kcr/meta.h"
 #include "kcr/scheme.h"
 
-/* child_kind describes one kind of child. */
-typedef struct child_kind {
-  kcr_gvk gvk;
-  kcr_gvr gvr; /* for uncached reads through the direct client */
-  const char *kind;
-  int (*desired)(const app_v1alpha1_t *app, json_t **out, kcr_error_t *err);
-} child_kind;
-
-static const child_kind children[] = {
-    {{"apps", "v1", "Deployment"},
-     {"apps", "v1", "deployments"},
-     "Deployment",
-     kop_app_desired_deployment_of},
-    {{"", "v1", "Service"}, {"", "v1", "services"}, "Service", kop_app_desired_service_of},
-    {{"", "v1", "ConfigMap"}, {"", "v1", "configmaps"}, "ConfigMap", kop_app_desired_configmap_of},
-};
+/* The children, Deployment first (its answer feeds the status). */
+typedef kop_app_child_kind child_kind;
+static const child_kind *const children = kop_app_children;
 static const kcr_gvk app_gvk = {KOP_APP_GROUP, KOP_APP_VERSION, KOP_APP_KIND};
 
 int kop_app_scheme_create(kcr_scheme_t **out, kcr_error_t *err) {
@@ -141,23 +128,24 @@ static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, con
                       kcr_error_t *err) {
   const char *ns = kcr_meta_namespace(app);
   json_t *desired = NULL, *existing = NULL, *merged = NULL, *out = NULL;
+  void *want = NULL, *have = NULL, *after = NULL;
+  bool changed = false;
   char name[300];
   int rc;
 
   if (observed)
     *observed = NULL;
-  if ((rc = k->desired(typed, &desired, err)) != 0)
+  if ((rc = k->desired(typed, &want, err)) != 0)
     return rc;
-  if (strcmp(k->kind, "ConfigMap") == 0)
-    snprintf(name, sizeof(name), "%s%s", kcr_meta_name(app), KOP_APP_CONFIG_SUFFIX);
-  else
-    snprintf(name, sizeof(name), "%s", kcr_meta_name(app));
+  snprintf(name, sizeof(name), "%s%s", kcr_meta_name(app), k->suffix);
   rc = kcr_ignore_not_found(kcr_objclient_get(c, &k->gvk, ns, name, &existing, err), err);
+  if (rc == 0 && existing)
+    rc = k->decode(existing, &have, err);
   if (rc)
     goto out;
-  if (!desired) {
+  if (!want) {
     /* The spec no longer asks for this child: delete ours, leave anyone else's. */
-    if (existing && kop_app_owns(app, existing)) {
+    if (existing && kop_app_owns(typed, k->meta(have))) {
       rc = kcr_ignore_not_found(kcr_objclient_delete(c, existing, NULL, err), err);
       if (rc == 0)
         kcr_reconcile_log(ctx, KCR_LOG_INFO, "deleted %s %s/%s (no longer in the spec)", k->kind,
@@ -166,6 +154,8 @@ static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, con
     goto out;
   }
   if (!existing) {
+    if ((rc = k->encode(want, &desired, err)) != 0)
+      goto out;
     rc = kcr_objclient_create(c, desired, observed ? &out : NULL, err);
     if (rc == 0) {
       kcr_reconcile_log(ctx, KCR_LOG_INFO, "created %s %s/%s", k->kind, ns, name);
@@ -176,18 +166,22 @@ static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, con
       goto out;
     /* On the server but not in the cache: not labelled by us. Ask the server whose. */
     kcr_error_clear(err);
-    if ((rc = read_direct(ctx, r, k, ns, name, &existing, err)) != 0)
+    if ((rc = read_direct(ctx, r, k, ns, name, &existing, err)) != 0 ||
+        (rc = k->decode(existing, &have, err)) != 0)
       goto out; /* gone meanwhile (NotFound) or unreadable: the backoff retries */
   }
-  if (!kop_app_owns(app, existing)) {
+  if (!kop_app_owns(typed, k->meta(have))) {
     /* Never take over what another owner (or nobody) controls. */
     *conflict = true;
     snprintf(conflict_msg, msg_size, "%s %s/%s exists and is not controlled by this App", k->kind,
              ns, name);
     goto out;
   }
-  if (!kop_app_child_up_to_date(existing, desired)) {
-    rc = kop_app_merge_child(existing, desired, &merged, err);
+  /* Apply the App's fields onto what the server has; write only what changed. */
+  if ((rc = kop_app_child_update(k, typed, have, &after, &changed, err)) != 0)
+    goto out;
+  if (changed) {
+    rc = k->encode(after, &merged, err);
     if (rc == 0)
       rc = kcr_objclient_update(c, merged, NULL, observed ? &out : NULL, err);
     if (rc == 0) {
@@ -202,6 +196,12 @@ done:
     *observed = json_incref(out);
 
 out:
+  if (want)
+    k->release(want);
+  if (have)
+    k->release(have);
+  if (after)
+    k->release(after);
   json_decref(desired);
   json_decref(existing);
   json_decref(merged);
@@ -537,7 +537,7 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
     goto out;
 
   if (!(app->spec->has_paused && app->spec->paused)) {
-    for (size_t i = 0; i < sizeof(children) / sizeof(children[0]) && sync_rc == 0; i++) {
+    for (size_t i = 0; i < KOP_APP_CHILDREN && sync_rc == 0; i++) {
       bool child_conflict = false;
       json_t *seen = NULL;
       /* Only the Deployment's answer is read (for the status): the others
@@ -553,9 +553,12 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
   } else {
     /* Paused: change nothing, but still report what the Deployment does. */
     json_t *existing = NULL;
+    void *have = NULL;
     if (kcr_objclient_get(c, &children[0].gvk, req->ns, req->name, &existing, NULL) == 0 &&
-        kop_app_owns(id, existing))
+        children[0].decode(existing, &have, NULL) == 0 && kop_app_owns(app, children[0].meta(have)))
       deployment = json_incref(existing);
+    if (have)
+      children[0].release(have);
     json_decref(existing);
   }
 
