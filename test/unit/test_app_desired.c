@@ -193,7 +193,11 @@ static void test_app_desired_configmap(void **state) {
   assert_null(got);
   /* An empty config is no config (Go's len(map) == 0). */
   json_object_set_new(json_object_get(min, "spec"), "config", json_object());
-  assert_false(kop_app_has_config(min));
+  {
+    app_v1alpha1_t *m = typed(min);
+    assert_false(kop_app_has_config(m));
+    app_v1alpha1_free(m);
+  }
   assert_int_equal(kop_app_desired_configmap(min, &got, NULL), 0);
   assert_null(got);
   json_decref(want);
@@ -201,13 +205,25 @@ static void test_app_desired_configmap(void **state) {
   json_decref(app);
 }
 
+/* raw decodes an App without checking it (the hash needs only the spec). */
+static app_v1alpha1_t *raw(const char *text) {
+  json_t *j = load(text);
+  app_v1alpha1_t *a = NULL;
+  assert_int_equal(app_v1alpha1_decode(j, &a, NULL), 0);
+  json_decref(j);
+  return a;
+}
+
 static void test_app_desired_config_hash_stable(void **state) {
-  json_t *a = load("{\"spec\":{\"config\":{\"a\":\"1\",\"b\":\"2\"}}}");
-  json_t *b = load("{\"spec\":{\"config\":{\"b\":\"2\",\"a\":\"1\"}}}");
-  json_t *c = load("{\"spec\":{\"config\":{\"a\":\"1\",\"b\":\"3\"}}}");
-  json_t *none = load("{\"spec\":{}}");
+  app_v1alpha1_t *a = raw("{\"spec\":{\"image\":\"i\",\"config\":{\"a\":\"1\",\"b\":\"2\"}}}");
+  app_v1alpha1_t *b = raw("{\"spec\":{\"image\":\"i\",\"config\":{\"b\":\"2\",\"a\":\"1\"}}}");
+  app_v1alpha1_t *c = raw("{\"spec\":{\"image\":\"i\",\"config\":{\"a\":\"1\",\"b\":\"3\"}}}");
+  app_v1alpha1_t *none = raw("{\"spec\":{\"image\":\"i\"}}");
+  app_v1alpha1_t *esc =
+      raw("{\"spec\":{\"image\":\"i\",\"config\":{\"q\\\"/\":\"\\n\\u0001\u00e9\"}}}");
   char ha[KOP_APP_CONFIG_HASH_LEN + 1], hb[KOP_APP_CONFIG_HASH_LEN + 1];
   char hc[KOP_APP_CONFIG_HASH_LEN + 1], hn[KOP_APP_CONFIG_HASH_LEN + 1];
+  char he[KOP_APP_CONFIG_HASH_LEN + 1];
   (void)state;
   assert_int_equal(kop_app_config_hash(a, ha, NULL), 0);
   assert_int_equal(kop_app_config_hash(b, hb, NULL), 0);
@@ -216,11 +232,16 @@ static void test_app_desired_config_hash_stable(void **state) {
   assert_int_equal(strlen(ha), KOP_APP_CONFIG_HASH_LEN);
   assert_string_equal(ha, hb);
   assert_string_not_equal(ha, hc);
+  assert_string_equal(ha, "21f76dfbfe6dfe21"); /* sha256({"a":"1","b":"2"}), as before */
   assert_string_equal(hn, "44136fa355b3678a"); /* sha256("{}") */
-  json_decref(a);
-  json_decref(b);
-  json_decref(c);
-  json_decref(none);
+  /* escaped as jansson writes it: {"q\"/":"\n\u0001é"} */
+  assert_int_equal(kop_app_config_hash(esc, he, NULL), 0);
+  assert_string_equal(he, "1814c38e21c724f7");
+  app_v1alpha1_free(a);
+  app_v1alpha1_free(b);
+  app_v1alpha1_free(c);
+  app_v1alpha1_free(none);
+  app_v1alpha1_free(esc);
 }
 
 static void test_app_desired_config_change_changes_template(void **state) {
@@ -328,27 +349,55 @@ static void test_app_desired_owns(void **state) {
 }
 
 static void test_app_desired_strings(void **state) {
-  json_t *app = load_file(FIXTURE("app_full.json"));
-  json_t *min = load_file(FIXTURE("app_minimal.json"));
+  json_t *japp = load_file(FIXTURE("app_full.json"));
+  json_t *jmin = load_file(FIXTURE("app_minimal.json"));
+  app_v1alpha1_t *app = typed(japp), *min = typed(jmin);
   char buf[KOP_APP_URL_MAX];
   char small[8];
   (void)state;
-  assert_int_equal(kop_app_url(app, buf, sizeof buf), (int)strlen("http://web.shop.svc:8080"));
+  assert_int_equal(kop_app_url_of(app, buf, sizeof buf), (int)strlen("http://web.shop.svc:8080"));
   assert_string_equal(buf, "http://web.shop.svc:8080");
-  assert_int_equal(kop_app_url(min, buf, sizeof buf), 0);
+  assert_int_equal(kop_app_url_of(min, buf, sizeof buf), 0);
   assert_string_equal(buf, "");
-  assert_int_equal(kop_app_url(app, small, sizeof small), KCR_ETOOBIG);
-  assert_true(kop_app_selector_string(app, buf, sizeof buf) > 0);
+  assert_int_equal(kop_app_url_of(app, small, sizeof small), KCR_ETOOBIG);
+  assert_true(kop_app_selector_of(app, buf, sizeof buf) > 0);
   assert_string_equal(buf, "app.kubernetes.io/name=web,app.kubernetes.io/instance=web");
-  assert_int_equal(kop_app_selector_string(app, small, sizeof small), KCR_ETOOBIG);
+  assert_int_equal(kop_app_selector_of(app, small, sizeof small), KCR_ETOOBIG);
   assert_int_equal(kop_app_directory_key(app, buf, sizeof buf), 8);
   assert_string_equal(buf, "shop.web");
+  assert_int_equal(kop_app_directory_key(app, small, 4), KCR_ETOOBIG);
   assert_int_equal(kop_app_replicas(min), 1);
+  assert_int_equal(kop_app_replicas(app), 2);
   assert_int_equal(kop_app_port(min), 0);
+  assert_int_equal(kop_app_port(app), 8080);
   assert_false(kop_app_paused(min));
-  json_decref(app);
-  json_decref(min);
+  assert_true(kop_app_has_config(app));
+  app->spec->paused = app->spec->has_paused = true;
+  assert_true(kop_app_paused(app));
+  app_v1alpha1_free(app);
+  app_v1alpha1_free(min);
+  json_decref(japp);
+  json_decref(jmin);
 }
+
+/* dir_update applies the App's directory rule (want, then apply) to data. */
+static int dir_update(json_t *data, const json_t *japp, bool remove, bool *changed,
+                      kcr_error_t *err) {
+  char key[KCR_META_KEY_MAX], url[KOP_APP_URL_MAX];
+  const char *want = NULL;
+  app_v1alpha1_t *app = NULL;
+  int rc = app_v1alpha1_decode(japp, &app, err);
+  *changed = false;
+  if (rc == 0) {
+    rc = kop_app_directory_want(app, remove, key, sizeof key, url, sizeof url, &want, err);
+  }
+  if (rc == 0) {
+    rc = kop_app_directory_apply(data, key, want, changed, err);
+  }
+  app_v1alpha1_free(app);
+  return rc;
+}
+#define kop_app_directory_update dir_update
 
 static void test_app_desired_directory(void **state) {
   json_t *app = load_file(FIXTURE("app_full.json"));

@@ -31,78 +31,6 @@
 #include "kcr/meta.h"
 #include "kcr/typed.h"
 
-/* str_field returns obj[key] when it is a non-empty string, else NULL. */
-static const char *str_field(const json_t *obj, const char *key) {
-  const char *s = json_string_value(json_object_get(obj, key));
-  return s && *s ? s : NULL;
-}
-
-/* spec returns the App's spec (borrowed), NULL when absent. */
-static json_t *spec_of(const json_t *app) {
-  json_t *s = json_object_get(app, "spec");
-  return json_is_object(s) ? s : NULL;
-}
-
-int kop_app_check(const json_t *app, kcr_error_t *err) {
-  json_t *md = kcr_meta_metadata(app);
-  json_t *spec = spec_of(app);
-  json_t *v;
-  if (!json_is_object(app) || !json_is_object(md)) {
-    return kcr_error_set(err, KCR_EINVAL, "app: not an object with metadata");
-  }
-  if (!str_field(md, "name") || !str_field(md, "namespace") || !str_field(md, "uid")) {
-    return kcr_error_set(err, KCR_EINVAL, "app: metadata.name, namespace and uid are required");
-  }
-  if (!spec || !str_field(spec, "image")) {
-    return kcr_error_set(err, KCR_EINVAL, "app %s/%s: spec.image is required",
-                         kcr_meta_namespace(app), kcr_meta_name(app));
-  }
-  v = json_object_get(spec, "replicas");
-  if (v && (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 1000)) {
-    return kcr_error_set(err, KCR_EINVAL, "app %s/%s: spec.replicas must be an integer in 0..1000",
-                         kcr_meta_namespace(app), kcr_meta_name(app));
-  }
-  v = json_object_get(spec, "port");
-  if (v && (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 65535)) {
-    return kcr_error_set(err, KCR_EINVAL, "app %s/%s: spec.port must be an integer in 1..65535",
-                         kcr_meta_namespace(app), kcr_meta_name(app));
-  }
-  return 0;
-}
-
-int64_t kop_app_replicas(const json_t *app) {
-  json_t *v = json_object_get(spec_of(app), "replicas");
-  return json_is_integer(v) ? json_integer_value(v) : 1;
-}
-
-int kop_app_port(const json_t *app) {
-  json_t *v = json_object_get(spec_of(app), "port");
-  json_int_t p = json_is_integer(v) ? json_integer_value(v) : 0;
-  return p >= 1 && p <= 65535 ? (int)p : 0;
-}
-
-bool kop_app_has_config(const json_t *app) {
-  json_t *c = json_object_get(spec_of(app), "config");
-  return json_is_object(c) && json_object_size(c) > 0;
-}
-
-bool kop_app_paused(const json_t *app) {
-  return json_is_true(json_object_get(spec_of(app), "paused"));
-}
-
-json_t *kop_app_labels(const json_t *app) {
-  json_t *l = json_object();
-  int bad = 0;
-  bad |= json_object_set_new(l, KOP_APP_LABEL_NAME, json_string(kcr_meta_name(app)));
-  bad |= json_object_set_new(l, KOP_APP_LABEL_INSTANCE, json_string(kcr_meta_name(app)));
-  bad |= json_object_set_new(l, KOP_APP_LABEL_MANAGED_BY, json_string(KOP_APP_MANAGED_BY));
-  if (bad) {
-    json_decref(l);
-    return NULL;
-  }
-  return l;
-}
-
 /* fit turns snprintf's result into kcr's: the length, or KCR_ETOOBIG. */
 static int fit(int n, size_t size) {
   if (n < 0 || (size_t)n >= size) {
@@ -138,38 +66,6 @@ static int url_for(const char *name, const char *ns, int port, char *buf, size_t
   return n;
 }
 
-int kop_app_selector_string(const json_t *app, char *buf, size_t size) {
-  return selector_for(kcr_meta_name(app), buf, size);
-}
-
-int kop_app_url(const json_t *app, char *buf, size_t size) {
-  return url_for(kcr_meta_name(app), kcr_meta_namespace(app), kop_app_port(app), buf, size);
-}
-
-int kop_app_directory_key(const json_t *app, char *buf, size_t size) {
-  int n = fit(snprintf(buf, size, "%s.%s", kcr_meta_namespace(app), kcr_meta_name(app)), size);
-  if (n < 0 && size > 0) {
-    buf[0] = '\0';
-  }
-  return n;
-}
-
-json_t *kop_app_owner_reference(const json_t *app) {
-  json_t *r = json_object();
-  int bad = 0;
-  bad |= json_object_set_new(r, "apiVersion", json_string(KOP_APP_API_VERSION));
-  bad |= json_object_set_new(r, "kind", json_string(KOP_APP_KIND));
-  bad |= json_object_set_new(r, "name", json_string(kcr_meta_name(app)));
-  bad |= json_object_set_new(r, "uid", json_string(kcr_meta_uid(app)));
-  bad |= json_object_set_new(r, "controller", json_true());
-  bad |= json_object_set_new(r, "blockOwnerDeletion", json_true());
-  if (bad) {
-    json_decref(r);
-    return NULL;
-  }
-  return r;
-}
-
 /* jansson_free releases what json_dumps returned, with jansson's own allocator. */
 static void jansson_free(void *p) {
   json_free_t f = NULL;
@@ -188,8 +84,71 @@ static bool has_group(const char *api_version, const char *group) {
   return api_version && strncmp(api_version, group, n) == 0 && api_version[n] == '/';
 }
 
-/* hash_config writes the config hash of config (borrowed; NULL: no config). */
-static int hash_config(const json_t *config, char out[KOP_APP_CONFIG_HASH_LEN + 1],
+/* config_order sorts config entries by key, as jansson's JSON_SORT_KEYS does (strcmp). */
+static int config_order(const void *a, const void *b) {
+  const app_v1alpha1_spec_config_entry_t *const *x = a, *const *y = b;
+  return strcmp((*x)->key, (*y)->key);
+}
+
+/* json_text returns s as a JSON string literal, escaped as jansson writes it (new). */
+static char *json_text(const char *s) {
+  json_t *j = json_string(s ? s : "");
+  char *t = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+  json_decref(j);
+  return t;
+}
+
+/*
+ * config_text writes the canonical JSON of the config (keys sorted, compact:
+ * what jansson's json_dumps(config, JSON_SORT_KEYS | JSON_COMPACT) writes, so
+ * that hashes stay what they were) into *out (new, jansson_free). Returns 0 or
+ * KCR_ENOMEM.
+ */
+static int config_text(const app_v1alpha1_spec_t *spec, char **out) {
+  size_t n = spec && spec->has_config ? spec->config_len : 0, len = 2, at = 0;
+  const app_v1alpha1_spec_config_entry_t **order = NULL;
+  char **parts = NULL, *text = NULL;
+  int rc = KCR_ENOMEM;
+  *out = NULL;
+  if (n > 0 && (!(order = kcr_core_v1_mem_calloc(n, sizeof(*order))) ||
+                !(parts = kcr_core_v1_mem_calloc(2 * n, sizeof(*parts))))) {
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    order[i] = &spec->config[i];
+  }
+  if (n > 1) {
+    qsort(order, n, sizeof(*order), config_order);
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!(parts[2 * i] = json_text(order[i]->key)) ||
+        !(parts[2 * i + 1] = json_text(order[i]->value))) {
+      goto out;
+    }
+    len += strlen(parts[2 * i]) + strlen(parts[2 * i + 1]) + 2; /* ':' and ',' */
+  }
+  if (!(text = kcr_core_v1_mem_calloc(len + 1, 1))) {
+    goto out;
+  }
+  text[at++] = '{';
+  for (size_t i = 0; i < n; i++) {
+    at += (size_t)sprintf(text + at, "%s%s:%s", i ? "," : "", parts[2 * i], parts[2 * i + 1]);
+  }
+  text[at++] = '}';
+  text[at] = '\0';
+  *out = text;
+  rc = 0;
+out:
+  for (size_t i = 0; parts && i < 2 * n; i++) {
+    jansson_free(parts[i]);
+  }
+  kcr_core_v1_mem_free(parts);
+  kcr_core_v1_mem_free(order);
+  return rc;
+}
+
+/* hash_config writes the config hash of the App's config (absent: that of {}). */
+static int hash_config(const app_v1alpha1_spec_t *spec, char out[KOP_APP_CONFIG_HASH_LEN + 1],
                        kcr_error_t *err) {
   static const char hex[] = "0123456789abcdef";
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -197,18 +156,11 @@ static int hash_config(const json_t *config, char out[KOP_APP_CONFIG_HASH_LEN + 
   char *text;
   int ok;
   out[0] = '\0';
-  if (json_is_object(config)) {
-    text = json_dumps(config, JSON_SORT_KEYS | JSON_COMPACT);
-  } else {
-    json_t *empty = json_object();
-    text = empty ? json_dumps(empty, JSON_COMPACT) : NULL;
-    json_decref(empty);
-  }
-  if (!text) {
+  if (config_text(spec, &text) != 0) {
     return kcr_error_set(err, KCR_ENOMEM, "app: config hash: out of memory");
   }
   ok = EVP_Digest(text, strlen(text), md, &md_len, EVP_sha256(), NULL);
-  jansson_free(text);
+  kcr_core_v1_mem_free(text);
   if (!ok || md_len * 2 < KOP_APP_CONFIG_HASH_LEN) {
     return kcr_error_set(err, KCR_EINTERNAL, "app: config hash: SHA-256 failed");
   }
@@ -220,9 +172,9 @@ static int hash_config(const json_t *config, char out[KOP_APP_CONFIG_HASH_LEN + 
   return 0;
 }
 
-int kop_app_config_hash(const json_t *app, char out[KOP_APP_CONFIG_HASH_LEN + 1],
+int kop_app_config_hash(const app_v1alpha1_t *app, char out[KOP_APP_CONFIG_HASH_LEN + 1],
                         kcr_error_t *err) {
-  return hash_config(json_object_get(spec_of(app), "config"), out, err);
+  return hash_config(app->spec, out, err);
 }
 
 /* ---- the children, built as typed objects (k8s.h, app_v1alpha1.h) ---- */
@@ -309,35 +261,56 @@ int kop_app_url_of(const app_v1alpha1_t *app, char *buf, size_t size) {
   return url_for(MD(app, name), MD(app, namespace), port, buf, size);
 }
 
-json_t *kop_app_identity(const app_v1alpha1_t *app) {
-  json_t *id = json_object();
-  int bad = id == NULL;
-  bad = bad || json_object_set_new(
-                   id, "apiVersion",
-                   json_string(app->api_version ? app->api_version : KOP_APP_API_VERSION)) < 0;
-  bad =
-      bad || json_object_set_new(id, "kind", json_string(app->kind ? app->kind : KOP_APP_KIND)) < 0;
-  if (!bad && app->metadata) {
-    json_t *md = NULL;
-    bad = kcr_meta_v1_object_meta_encode(app->metadata, &md, NULL) != 0 ||
-          json_object_set_new(id, "metadata", md) < 0;
-  } else {
-    bad = bad || json_object_set_new(id, "metadata", json_object()) < 0;
+int kop_app_directory_key(const app_v1alpha1_t *app, char *buf, size_t size) {
+  int n = fit(snprintf(buf, size, "%s.%s", MD(app, namespace), MD(app, name)), size);
+  if (n < 0 && size > 0) {
+    buf[0] = '\0';
   }
-  if (bad) {
-    json_decref(id);
+  return n;
+}
+
+int64_t kop_app_replicas(const app_v1alpha1_t *app) {
+  return app->spec && app->spec->has_replicas ? app->spec->replicas : 1;
+}
+
+int kop_app_port(const app_v1alpha1_t *app) {
+  return app->spec && app->spec->has_port && app->spec->port >= 1 && app->spec->port <= 65535
+             ? (int)app->spec->port
+             : 0;
+}
+
+bool kop_app_has_config(const app_v1alpha1_t *app) {
+  return app->spec && app->spec->has_config && app->spec->config_len > 0;
+}
+
+bool kop_app_paused(const app_v1alpha1_t *app) {
+  return app->spec && app->spec->has_paused && app->spec->paused;
+}
+
+json_t *kop_app_identity(const app_v1alpha1_t *app) {
+  json_t *md = NULL, *id;
+  if (app->metadata ? kcr_meta_v1_object_meta_encode(app->metadata, &md, NULL) != 0
+                    : !(md = json_object())) {
     return NULL;
   }
+  id = json_pack("{s:s, s:s, s:O}", "apiVersion",
+                 app->api_version ? app->api_version : KOP_APP_API_VERSION, "kind",
+                 app->kind ? app->kind : KOP_APP_KIND, "metadata", md);
+  json_decref(md);
   return id;
 }
 
 int kop_app_decode(const json_t *app, app_v1alpha1_t **out, kcr_error_t *err) {
   int rc;
   *out = NULL;
-  if ((rc = kop_app_check(app, err)) < 0 || (rc = typed_app(app, out, err)) < 0) {
+  if ((rc = typed_app(app, out, err)) < 0) {
     return rc;
   }
-  return 0;
+  if ((rc = kop_app_check_typed(*out, err)) < 0) {
+    app_v1alpha1_free(*out);
+    *out = NULL;
+  }
+  return rc;
 }
 
 /* kop_app_owns: the controller reference of child names this App (group, kind, uid). */
@@ -357,20 +330,6 @@ static const kcr_gvk app_gvk = {KOP_APP_GROUP, KOP_APP_VERSION, KOP_APP_KIND};
 static int config_name(const app_v1alpha1_t *app, char *buf, size_t size) {
   int n = fit(snprintf(buf, size, "%s%s", MD(app, name), KOP_APP_CONFIG_SUFFIX), size);
   return n < 0 ? n : 0;
-}
-
-/* typed_config_hash is kop_app_config_hash over the typed App's config. */
-static int typed_config_hash(const app_v1alpha1_spec_t *spec, char out[KOP_APP_CONFIG_HASH_LEN + 1],
-                             kcr_error_t *err) {
-  json_t *config = json_object();
-  int bad = config == NULL, rc;
-  for (size_t i = 0; spec->has_config && i < spec->config_len && !bad; i++) {
-    bad |= json_object_set_new(config, spec->config[i].key, json_string(spec->config[i].value));
-  }
-  rc = bad ? kcr_error_set(err, KCR_ENOMEM, "app: config hash: out of memory")
-           : hash_config(config, out, err);
-  json_decref(config);
-  return rc;
 }
 
 /* typed_has_config is kop_app_has_config for the typed App. */
@@ -627,7 +586,7 @@ int kop_app_mutate_deployment(const app_v1alpha1_t *a, kcr_apps_v1_deployment_t 
   if (with_config && config_name(a, cm_name, sizeof cm_name) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: name too long");
   }
-  if (with_config && (rc = typed_config_hash(a->spec, hash, err)) < 0) {
+  if (with_config && (rc = hash_config(a->spec, hash, err)) < 0) {
     return rc;
   }
   if (!ENSURE(d->metadata, bad) || (rc = child_meta(a, d->metadata, err)) < 0) {
@@ -892,22 +851,6 @@ int kop_app_directory_apply(json_t *data, const char *key, const char *want, boo
   }
   *changed = true;
   return 0;
-}
-
-int kop_app_directory_update(json_t *data, const json_t *app, bool remove, bool *changed,
-                             kcr_error_t *err) {
-  char key[KCR_META_KEY_MAX];
-  char url[KOP_APP_URL_MAX];
-  int n;
-  *changed = false;
-  if (kop_app_directory_key(app, key, sizeof key) < 0) {
-    return kcr_error_set(err, KCR_ETOOBIG, "app: directory key too long");
-  }
-  if ((n = kop_app_url(app, url, sizeof url)) < 0) {
-    return kcr_error_set(err, KCR_ETOOBIG, "app: url too long");
-  }
-  return kop_app_directory_apply(
-      data, key, remove || n == 0 || kcr_meta_is_deleting(app) ? NULL : url, changed, err);
 }
 
 int kop_app_directory_want(const app_v1alpha1_t *app, bool remove, char *key, size_t key_size,

@@ -76,84 +76,37 @@
 /* The reason of Degraded when a same-named child exists that the App does not own. */
 #define KOP_APP_REASON_NAME_CONFLICT "NameConflict"
 
-/* KOP_APP_URL_MAX: a buffer of this size holds any URL kop_app_url makes. */
+/* KOP_APP_URL_MAX: a buffer of this size holds any URL kop_app_url_of makes. */
 #define KOP_APP_URL_MAX 384
 
-/*
- * kop_app_check verifies the fields every other function relies on:
- * metadata.name, metadata.namespace, metadata.uid (non-empty strings) and
- * spec.image (a non-empty string); spec.replicas, when present, an integer in
- * 0..1000 and spec.port, when present, an integer in 1..65535. Returns 0 or
- * KCR_EINVAL naming the field.
- */
-int kop_app_check(const json_t *app, kcr_error_t *err);
-
 /* kop_app_replicas returns spec.replicas, or the schema's default 1 when absent. */
-int64_t kop_app_replicas(const json_t *app);
+int64_t kop_app_replicas(const app_v1alpha1_t *app);
 
 /* kop_app_port returns spec.port, or 0 when it is unset. */
-int kop_app_port(const json_t *app);
+int kop_app_port(const app_v1alpha1_t *app);
 
-/* kop_app_has_config tells whether spec.config is a non-empty object (Go's len > 0). */
-bool kop_app_has_config(const json_t *app);
+/* kop_app_has_config tells whether spec.config has an entry (Go's len > 0). */
+bool kop_app_has_config(const app_v1alpha1_t *app);
 
 /* kop_app_paused tells whether spec.paused is true. */
-bool kop_app_paused(const json_t *app);
-
-/*
- * kop_app_labels returns a new object with the three labels of every child:
- * name and instance (both the App's name) and managed-by kcr-operator. NULL when
- * out of memory.
- */
-json_t *kop_app_labels(const json_t *app);
-
-/*
- * kop_app_selector_string writes the pods' label selector in string form,
- * "app.kubernetes.io/name=N,app.kubernetes.io/instance=N", into buf. Returns
- * its length, or KCR_ETOOBIG when size is too small.
- */
-int kop_app_selector_string(const json_t *app, char *buf, size_t size);
-
-/*
- * kop_app_url writes "http://<name>.<namespace>.svc:<port>" into buf when
- * spec.port is set. Returns its length, 0 when the App has no port (buf ""), or
- * KCR_ETOOBIG.
- */
-int kop_app_url(const json_t *app, char *buf, size_t size);
-
-/*
- * kop_app_owner_reference returns a new ownerReference to the App (apiVersion
- * kcr.dev/v1alpha1, kind App, name, uid, controller and blockOwnerDeletion true).
- * NULL when out of memory.
- */
-json_t *kop_app_owner_reference(const json_t *app);
+bool kop_app_paused(const app_v1alpha1_t *app);
 
 /*
  * kop_app_config_hash writes the hash of spec.config into out
  * (KOP_APP_CONFIG_HASH_LEN hex digits and a NUL): SHA-256 over the config's
- * canonical JSON (keys sorted, compact), truncated. Equal configs give equal
- * hashes whatever their key order; an App without config hashes "{}". Returns 0,
- * KCR_ENOMEM, or KCR_EINTERNAL when OpenSSL fails.
+ * canonical JSON (keys sorted, compact, strings escaped as jansson writes
+ * them), truncated. Equal configs give equal hashes whatever their key order;
+ * an App without config hashes "{}". Returns 0, KCR_ENOMEM, or KCR_EINTERNAL
+ * when OpenSSL fails.
  */
-int kop_app_config_hash(const json_t *app, char out[KOP_APP_CONFIG_HASH_LEN + 1], kcr_error_t *err);
+int kop_app_config_hash(const app_v1alpha1_t *app, char out[KOP_APP_CONFIG_HASH_LEN + 1],
+                        kcr_error_t *err);
 
 /*
  * kop_app_directory_key writes the App's directory key "<namespace>.<name>"
  * into buf. Returns its length or KCR_ETOOBIG.
  */
-int kop_app_directory_key(const json_t *app, char *buf, size_t size);
-
-/*
- * kop_app_directory_update brings the directory's data object (borrowed and
- * changed in place: the "data" of ConfigMap app-directory) in line with the App:
- * the entry "<namespace>.<name>" -> URL is set when the App has a port and is not
- * being deleted, and removed otherwise (also when `remove` is true, as the
- * finalizer asks). *changed tells whether data changed, so that the caller
- * writes only then. Errors: KCR_EINVAL (data not an object), KCR_ETOOBIG,
- * KCR_ENOMEM (data is then unchanged).
- */
-int kop_app_directory_update(json_t *data, const json_t *app, bool remove, bool *changed,
-                             kcr_error_t *err);
+int kop_app_directory_key(const app_v1alpha1_t *app, char *buf, size_t size);
 
 /*
  * kop_app_desired_directory returns a new, empty ConfigMap app-directory in
@@ -176,16 +129,28 @@ json_t *kop_app_desired_directory(const char *ns);
  */
 
 /*
- * kop_app_decode checks app (JSON, kop_app_check) and decodes it into *out
- * (new; release with app_v1alpha1_free). Errors: KCR_EINVAL naming the field,
- * KCR_ENOMEM.
+ * kop_app_decode decodes app (JSON) into *out (new; release with
+ * app_v1alpha1_free) and checks it (kop_app_check_typed). Errors: KCR_EINVAL
+ * (not an App: a member of the wrong type, or a check failed, naming the
+ * field), KCR_ENOMEM; *out NULL on failure.
  */
 int kop_app_decode(const json_t *app, app_v1alpha1_t **out, kcr_error_t *err);
 
-/* kop_app_check_typed is kop_app_check on the typed App (decoding checked the types). */
+/*
+ * kop_app_check_typed verifies the fields every other function relies on:
+ * metadata.name, metadata.namespace, metadata.uid and spec.image non-empty;
+ * spec.replicas, when present, in 0..1000 and spec.port, when present, in
+ * 1..65535. Returns 0 or KCR_EINVAL naming the field.
+ */
 int kop_app_check_typed(const app_v1alpha1_t *app, kcr_error_t *err);
 
-/* kop_app_selector_of and kop_app_url_of: kop_app_selector_string and kop_app_url. */
+/*
+ * kop_app_selector_of writes the pods' label selector in string form,
+ * "app.kubernetes.io/name=N,app.kubernetes.io/instance=N", into buf;
+ * kop_app_url_of writes "http://<name>.<namespace>.svc:<port>" when spec.port
+ * is set (0 and "" when it is not). Both return the length, or KCR_ETOOBIG
+ * when size is too small.
+ */
 int kop_app_selector_of(const app_v1alpha1_t *app, char *buf, size_t size);
 int kop_app_url_of(const app_v1alpha1_t *app, char *buf, size_t size);
 
