@@ -380,69 +380,115 @@ static void test_app_desired_strings(void **state) {
   json_decref(jmin);
 }
 
-/* dir_update applies the App's directory rule (want, then apply) to data. */
-static int dir_update(json_t *data, const json_t *japp, bool remove, bool *changed,
+/*
+ * dir_update applies the App's directory rule (want, then apply) to *cm, the
+ * directory as JSON, replaced by its re-encoding.
+ */
+static int dir_update(json_t **cm, const json_t *japp, bool remove, bool *changed,
                       kcr_error_t *err) {
   char key[KCR_META_KEY_MAX], url[KOP_APP_URL_MAX];
   const char *want = NULL;
   app_v1alpha1_t *app = NULL;
+  kcr_core_v1_config_map_t *dir = NULL;
+  json_t *out = NULL;
   int rc = app_v1alpha1_decode(japp, &app, err);
   *changed = false;
+  if (rc == 0) {
+    rc = kcr_core_v1_config_map_decode(*cm, &dir, err);
+  }
   if (rc == 0) {
     rc = kop_app_directory_want(app, remove, key, sizeof key, url, sizeof url, &want, err);
   }
   if (rc == 0) {
-    rc = kop_app_directory_apply(data, key, want, changed, err);
+    rc = kop_app_directory_apply(dir, key, want, changed, err);
   }
+  if (rc == 0 && (rc = kcr_core_v1_config_map_encode(dir, &out, err)) == 0) {
+    json_decref(*cm);
+    *cm = out;
+  }
+  kcr_core_v1_config_map_free(dir);
   app_v1alpha1_free(app);
   return rc;
 }
-#define kop_app_directory_update dir_update
+
+#define DATA(cm) json_object_get((cm), "data")
 
 static void test_app_desired_directory(void **state) {
   json_t *app = load_file(FIXTURE("app_full.json"));
   json_t *cm = kop_app_desired_directory("kcr-system");
-  json_t *data = json_object_get(cm, "data");
   bool changed = false;
   (void)state;
   assert_string_equal(kcr_meta_name(cm), KOP_APP_DIRECTORY_NAME);
   assert_string_equal(kcr_meta_namespace(cm), "kcr-system");
-  assert_int_equal(kop_app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_int_equal(json_object_size(DATA(cm)), 0);
+  assert_int_equal(dir_update(&cm, app, false, &changed, NULL), 0);
   assert_true(changed);
-  assert_string_equal(json_string_value(json_object_get(data, "shop.web")),
+  assert_string_equal(json_string_value(json_object_get(DATA(cm), "shop.web")),
                       "http://web.shop.svc:8080");
   /* Same again: nothing to write. */
-  assert_int_equal(kop_app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_int_equal(dir_update(&cm, app, false, &changed, NULL), 0);
   assert_false(changed);
   /* Port changed: entry updated. */
   json_object_set_new(json_object_get(app, "spec"), "port", json_integer(9090));
-  assert_int_equal(kop_app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_int_equal(dir_update(&cm, app, false, &changed, NULL), 0);
   assert_true(changed);
-  assert_string_equal(json_string_value(json_object_get(data, "shop.web")),
+  assert_string_equal(json_string_value(json_object_get(DATA(cm), "shop.web")),
                       "http://web.shop.svc:9090");
   /* Port unset: entry removed. */
   json_object_del(json_object_get(app, "spec"), "port");
-  assert_int_equal(kop_app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_int_equal(dir_update(&cm, app, false, &changed, NULL), 0);
   assert_true(changed);
-  assert_null(json_object_get(data, "shop.web"));
+  assert_null(json_object_get(DATA(cm), "shop.web"));
   /* Port back, then the finalizer removes it. */
   json_object_set_new(json_object_get(app, "spec"), "port", json_integer(80));
-  assert_int_equal(kop_app_directory_update(data, app, false, &changed, NULL), 0);
-  assert_int_equal(kop_app_directory_update(data, app, true, &changed, NULL), 0);
+  assert_int_equal(dir_update(&cm, app, false, &changed, NULL), 0);
+  assert_int_equal(dir_update(&cm, app, true, &changed, NULL), 0);
   assert_true(changed);
-  assert_int_equal(json_object_size(data), 0);
+  assert_int_equal(json_object_size(DATA(cm)), 0);
   /* Deleting App: no entry either. */
   json_object_set_new(kcr_meta_metadata(app), "deletionTimestamp",
                       json_string("2025-01-01T00:00:00Z"));
-  assert_int_equal(kop_app_directory_update(data, app, false, &changed, NULL), 0);
+  assert_int_equal(dir_update(&cm, app, false, &changed, NULL), 0);
   assert_false(changed);
-  assert_int_equal(json_object_size(data), 0);
-  assert_int_equal(kop_app_directory_update(app, app, false, &changed, NULL), 0); /* object */
-  assert_int_equal(kop_app_directory_update(json_object_get(kcr_meta_metadata(app), "name"), app,
-                                            false, &changed, NULL),
-                   KCR_EINVAL);
+  assert_int_equal(json_object_size(DATA(cm)), 0);
+  assert_int_equal(kop_app_directory_apply(NULL, "k", "v", &changed, NULL), KCR_EINVAL);
   json_decref(cm);
   json_decref(app);
+}
+
+/* The directory's other entries stay; a failed allocation leaves it as it was. */
+static void test_app_desired_directory_apply(void **state) {
+  json_t *j = load("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
+                   "\"name\":\"app-directory\",\"namespace\":\"kcr-system\"},"
+                   "\"data\":{\"a.x\":\"http://x.a.svc:1\",\"b.y\":\"http://y.b.svc:2\"}}");
+  kcr_core_v1_config_map_t *dir = NULL, *before = NULL;
+  bool changed = false;
+  (void)state;
+  assert_int_equal(kcr_core_v1_config_map_decode(j, &dir, NULL), 0);
+  assert_int_equal(kcr_core_v1_config_map_copy(dir, &before, NULL), 0);
+  kcr_test_alloc_install();
+  kcr_test_alloc_fail_at(1);
+  assert_int_equal(kop_app_directory_apply(dir, "c.z", "http://z.c.svc:3", &changed, NULL),
+                   KCR_ENOMEM);
+  kcr_test_alloc_fail_at(0);
+  kcr_test_alloc_uninstall();
+  assert_false(changed);
+  assert_true(kcr_core_v1_config_map_equal(dir, before));
+  assert_int_equal(kop_app_directory_apply(dir, "c.z", "http://z.c.svc:3", &changed, NULL), 0);
+  assert_true(changed);
+  assert_int_equal(dir->data_len, 3);
+  assert_int_equal(kop_app_directory_apply(dir, "a.x", NULL, &changed, NULL), 0);
+  assert_true(changed);
+  assert_int_equal(dir->data_len, 2);
+  for (size_t i = 0; i < dir->data_len; i++) {
+    assert_string_not_equal(dir->data[i].key, "a.x");
+    assert_true(strcmp(dir->data[i].key, "b.y") == 0 || strcmp(dir->data[i].key, "c.z") == 0);
+  }
+  assert_int_equal(kop_app_directory_apply(dir, "a.x", NULL, &changed, NULL), 0);
+  assert_false(changed);
+  kcr_core_v1_config_map_free(before);
+  kcr_core_v1_config_map_free(dir);
+  json_decref(j);
 }
 
 static void test_app_desired_up_to_date_ignores_server_defaults(void **state) {
@@ -622,6 +668,7 @@ int main(void) {
       cmocka_unit_test(test_app_desired_owns),
       cmocka_unit_test(test_app_desired_strings),
       cmocka_unit_test(test_app_desired_directory),
+      cmocka_unit_test(test_app_desired_directory_apply),
       cmocka_unit_test(test_app_desired_directory_want),
       cmocka_unit_test(test_app_desired_up_to_date_ignores_server_defaults),
       cmocka_unit_test(test_app_desired_merge_takes_controller_ref),

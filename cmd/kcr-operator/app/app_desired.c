@@ -828,27 +828,55 @@ int kop_app_child_update(const kop_app_child_kind *k, const app_v1alpha1_t *app,
   return 0;
 }
 
-int kop_app_directory_apply(json_t *data, const char *key, const char *want, bool *changed,
-                            kcr_error_t *err) {
-  json_t *cur;
+int kop_app_directory_apply(kcr_core_v1_config_map_t *dir, const char *key, const char *want,
+                            bool *changed, kcr_error_t *err) {
+  size_t i = 0, n;
+  char *k = NULL, *v;
+  kcr_core_v1_config_map_data_entry_t *grown = NULL;
+  int bad = 0;
   *changed = false;
-  if (!json_is_object(data)) {
-    return kcr_error_set(err, KCR_EINVAL, "app: directory data is not an object");
+  if (!dir || !key) {
+    return kcr_error_set(err, KCR_EINVAL, "app: no directory or key");
   }
-  cur = json_object_get(data, key);
+  n = dir->data_len;
+  while (i < n && !streq(dir->data[i].key, key)) {
+    i++;
+  }
   if (!want) {
-    if (cur) {
-      json_object_del(data, key);
+    if (i < n) {
+      MAP_DEL(dir, data, key);
       *changed = true;
     }
     return 0;
   }
-  if (json_is_string(cur) && !strcmp(json_string_value(cur), want)) {
+  if (i < n && streq(dir->data[i].value, want)) {
     return 0;
   }
-  if (json_object_set_new(data, key, json_string(want)) < 0) {
+  /* Everything allocated first, so that a failure leaves dir as it was. */
+  v = dup(want, &bad);
+  if (i == n) {
+    k = dup(key, &bad);
+    grown = zalloc(n + 1, sizeof(*grown), &bad);
+  }
+  if (bad) {
+    kcr_core_v1_mem_free(v);
+    kcr_core_v1_mem_free(k);
+    kcr_core_v1_mem_free(grown);
     return kcr_error_set(err, KCR_ENOMEM, "app: directory: out of memory");
   }
+  if (grown) {
+    if (n > 0) {
+      memcpy(grown, dir->data, n * sizeof(*grown));
+    }
+    kcr_core_v1_mem_free(dir->data);
+    dir->data = grown;
+    dir->data[n].key = k;
+    dir->data_len = n + 1;
+  } else {
+    kcr_core_v1_mem_free(dir->data[i].value);
+  }
+  dir->data[i].value = v;
+  dir->has_data = true;
   *changed = true;
   return 0;
 }

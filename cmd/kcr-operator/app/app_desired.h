@@ -263,18 +263,19 @@ int kop_app_child_update(const kop_app_child_kind *k, const app_v1alpha1_t *app,
  * kop_app_directory_want writes the App's directory key "<namespace>.<name>"
  * into key and sets *want to the entry it wants: url (the App's URL, written
  * there) or NULL when the entry must go (remove, the App is being deleted, or
- * it has no port): the rule kop_app_directory_update applies. Errors:
+ * it has no port): the rule kop_app_directory_apply then applies. Errors:
  * KCR_ETOOBIG (*want NULL).
  */
 int kop_app_directory_want(const app_v1alpha1_t *app, bool remove, char *key, size_t key_size,
                            char *url, size_t url_size, const char **want, kcr_error_t *err);
 
 /*
- * kop_app_directory_apply sets data[key] (data borrowed, changed in place) to
- * want, or removes key when want is NULL; *changed tells whether data changed.
- * Errors: KCR_EINVAL (data not an object), KCR_ENOMEM (data then unchanged).
+ * kop_app_directory_apply sets the entry key of the directory ConfigMap dir
+ * (borrowed, changed in place) to want, or removes key when want is NULL;
+ * *changed tells whether dir changed, so that the caller writes only then.
+ * Errors: KCR_EINVAL (dir or key NULL), KCR_ENOMEM (dir then unchanged).
  */
-int kop_app_directory_apply(json_t *data, const char *key, const char *want, bool *changed,
-                            kcr_error_t *err);
+int kop_app_directory_apply(kcr_core_v1_config_map_t *dir, const char *key, const char *want,
+                            bool *changed, kcr_error_t *err);
 
 #endif /* KOP_APP_DESIRED_H */

@@ -395,6 +395,27 @@ static void memo_note(kop_app_directory_memo *m, const char *key, const char *ur
  * more (it re-encodes the whole directory to apply a patch, and retries on its
  * own stale cache) and made the run slower; the memo keeps the saving.
  */
+/*
+ * dir_apply sets or removes the entry key in *dir (the directory as JSON,
+ * through its typed ConfigMap); when it changed, *dir is replaced by the
+ * re-encoded ConfigMap, which keeps every member it had (kcr_unknown).
+ */
+static int dir_apply(json_t **dir, const char *key, const char *want, bool *changed,
+                     kcr_error_t *err) {
+  kcr_core_v1_config_map_t *cm = NULL;
+  json_t *out = NULL;
+  int rc = kcr_core_v1_config_map_decode(*dir, &cm, err);
+  *changed = false;
+  if (rc == 0)
+    rc = kop_app_directory_apply(cm, key, want, changed, err);
+  if (rc == 0 && *changed && (rc = kcr_core_v1_config_map_encode(cm, &out, err)) == 0) {
+    json_decref(*dir);
+    *dir = out;
+  }
+  kcr_core_v1_config_map_free(cm);
+  return rc;
+}
+
 static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
                           const kcr_objclient *c, const app_v1alpha1_t *app, bool remove,
                           kcr_error_t *err) {
@@ -402,7 +423,7 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
   const char *dir_ns = r->directory_namespace;
   char key[KCR_META_KEY_MAX], url[KOP_APP_URL_MAX], rv[64] = "";
   kcr_request_options ro;
-  json_t *dir, *data;
+  json_t *dir;
   const char *want;
   bool changed = false;
   int rc;
@@ -412,7 +433,7 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
   if (memo_says(r->memo, key, want))
     return 0;
   if ((dir = memo_take_dir(r->memo)) != NULL) {
-    rc = kop_app_directory_apply(json_object_get(dir, "data"), key, want, &changed, err);
+    rc = dir_apply(&dir, key, want, &changed, err);
     if (rc == 0 && changed)
       rc = kcr_objclient_update_rv(c, dir, NULL, rv, sizeof(rv), err);
     if (rc == 0) {
@@ -440,7 +461,7 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
     dir = kop_app_desired_directory(dir_ns);
     if (!dir)
       return kcr_error_set(err, KCR_ENOMEM, "app: out of memory");
-    rc = kop_app_directory_apply(json_object_get(dir, "data"), key, want, &changed, err);
+    rc = dir_apply(&dir, key, want, &changed, err);
     if (rc == 0 && changed)
       rc = kcr_objclient_create(c, dir, NULL, err);
     if (rc == 0)
@@ -451,12 +472,7 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
   if (rc)
     return rc;
   json_object_del(kcr_meta_metadata(dir), "managedFields");
-  data = json_object_get(dir, "data");
-  if (!json_is_object(data)) {
-    data = json_object();
-    json_object_set_new(dir, "data", data);
-  }
-  rc = kop_app_directory_apply(data, key, want, &changed, err);
+  rc = dir_apply(&dir, key, want, &changed, err);
   if (rc == 0 && changed)
     rc = kcr_objclient_update_rv(c, dir, NULL, rv, sizeof(rv), err);
   if (rc) {
