@@ -561,6 +561,55 @@ static void test_app_desired_service_keeps_server_fields(void **state) {
   json_decref(app);
 }
 
+/* What the App decides alone is set exactly; what the server defaulted in it stays. */
+static void test_app_desired_update_decided_fields(void **state) {
+  json_t *app = load_file(FIXTURE("app_full.json"));
+  json_t *dep = NULL, *merged = NULL, *plain = NULL;
+  json_t *containers, *tmpl;
+  (void)state;
+  assert_int_equal(kop_app_desired_deployment(app, &dep, NULL), 0);
+  containers = kcr_meta_path(dep, "spec.template.spec.containers");
+  json_object_set_new(json_array_get(containers, 0), "imagePullPolicy",
+                      json_string("IfNotPresent"));
+  json_object_set_new(
+      json_object_get(json_array_get(kcr_meta_path(dep, "spec.template.spec.volumes"), 0),
+                      "configMap"),
+      "defaultMode", json_integer(420));
+  /* server defaults alone: no drift */
+  assert_int_equal(update(DEPLOYMENT, app, dep, NULL), 0);
+  /* a container someone added goes; ours keeps its defaults */
+  json_array_append_new(containers, json_pack("{s:s, s:s}", "name", "sidecar", "image", "x"));
+  assert_int_equal(update(DEPLOYMENT, app, dep, &merged), 1);
+  containers = kcr_meta_path(merged, "spec.template.spec.containers");
+  assert_int_equal(json_array_size(containers), 1);
+  assert_string_equal(json_string_value(json_object_get(json_array_get(containers, 0), "name")),
+                      KOP_APP_CONTAINER);
+  assert_string_equal(
+      json_string_value(json_object_get(json_array_get(containers, 0), "imagePullPolicy")),
+      "IfNotPresent");
+  assert_int_equal(
+      json_integer_value(json_object_get(
+          json_object_get(json_array_get(kcr_meta_path(merged, "spec.template.spec.volumes"), 0),
+                          "configMap"),
+          "defaultMode")),
+      420);
+  assert_int_equal(update(DEPLOYMENT, app, merged, NULL), 0);
+  /* the config removed from the App: its volume, mount and hash go */
+  json_object_del(json_object_get(app, "spec"), "config");
+  assert_int_equal(update(DEPLOYMENT, app, merged, &plain), 1);
+  tmpl = kcr_meta_path(plain, "spec.template");
+  assert_null(kcr_meta_path(tmpl, "spec.volumes"));
+  assert_null(
+      json_object_get(json_array_get(kcr_meta_path(tmpl, "spec.containers"), 0), "volumeMounts"));
+  assert_null(
+      json_object_get(kcr_meta_path(tmpl, "metadata.annotations"), KOP_APP_CONFIG_HASH_ANNOTATION));
+  assert_int_equal(update(DEPLOYMENT, app, plain, NULL), 0);
+  json_decref(plain);
+  json_decref(merged);
+  json_decref(dep);
+  json_decref(app);
+}
+
 static void test_app_desired_merge_takes_controller_ref(void **state) {
   json_t *app = load_file(FIXTURE("app_full.json"));
   json_t *cm_have =
@@ -584,6 +633,20 @@ static void test_app_desired_merge_takes_controller_ref(void **state) {
       json_string_value(json_object_get(json_object_get(merged, "data"), "index.html")),
       "<h1>hi</h1>");
   json_decref(merged);
+  {
+    /* Another controller's child is never taken over, not even by a mutation. */
+    json_t *theirs = load("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
+                          "\"name\":\"web-config\",\"namespace\":\"shop\",\"ownerReferences\":["
+                          "{\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":\"r\","
+                          "\"uid\":\"r1\",\"controller\":true}]}}");
+    kcr_core_v1_config_map_t *cm = NULL;
+    kcr_error_t err;
+    kcr_error_clear(&err);
+    assert_int_equal(kcr_core_v1_config_map_decode(theirs, &cm, NULL), 0);
+    assert_int_equal(kop_app_mutate_configmap(a, cm, &err), KCR_EEXIST);
+    kcr_core_v1_config_map_free(cm);
+    json_decref(theirs);
+  }
   {
     void *after = (void *)1;
     bool changed = true;
@@ -671,6 +734,7 @@ int main(void) {
       cmocka_unit_test(test_app_desired_directory_apply),
       cmocka_unit_test(test_app_desired_directory_want),
       cmocka_unit_test(test_app_desired_up_to_date_ignores_server_defaults),
+      cmocka_unit_test(test_app_desired_update_decided_fields),
       cmocka_unit_test(test_app_desired_merge_takes_controller_ref),
       cmocka_unit_test(test_app_desired_service_keeps_server_fields),
       cmocka_unit_test(test_app_desired_alloc_failures),
