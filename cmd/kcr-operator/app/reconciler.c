@@ -64,6 +64,7 @@
 #include "kcr/log.h"
 #include "kcr/meta.h"
 #include "kcr/scheme.h"
+#include "kcr/typed.h"
 
 /* The children, Deployment first (its answer feeds the status). */
 typedef kop_app_child_kind child_kind;
@@ -90,11 +91,12 @@ int kop_app_scheme_create(kcr_scheme_t **out, kcr_error_t *err) {
 }
 
 /* record notes an Event regarding the App (never blocks; a full queue drops it). */
-static void record(const kop_app_reconciler *r, json_t *app, const char *type, const char *reason,
-                   const char *action, const char *kind, const char *ns, const char *name) {
+static void record(const kop_app_reconciler *r, const app_v1alpha1_t *app, const char *type,
+                   const char *reason, const char *action, const char *kind, const char *ns,
+                   const char *name) {
   if (r->events)
-    kcr_event_record_object(r->events, app, type, reason, action, "%s %s %s/%s", reason, kind, ns,
-                            name);
+    kcr_event_record_meta(r->events, &app_gvk, app->metadata, type, reason, action, "%s %s %s/%s",
+                          reason, kind, ns, name);
 }
 
 /*
@@ -123,10 +125,9 @@ static int read_direct(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, co
  * it. Its log lines carry the reconcile's fields (kcr_reconcile_log).
  */
 static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, const kcr_objclient *c,
-                      const app_v1alpha1_t *typed, json_t *app, const child_kind *k,
-                      json_t **observed, bool *conflict, char *conflict_msg, size_t msg_size,
-                      kcr_error_t *err) {
-  const char *ns = kcr_meta_namespace(app);
+                      const app_v1alpha1_t *typed, const child_kind *k, json_t **observed,
+                      bool *conflict, char *conflict_msg, size_t msg_size, kcr_error_t *err) {
+  const char *ns = typed->metadata->namespace;
   json_t *desired = NULL, *existing = NULL, *merged = NULL, *out = NULL;
   void *want = NULL, *have = NULL, *after = NULL;
   bool changed = false;
@@ -137,7 +138,7 @@ static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, con
     *observed = NULL;
   if ((rc = k->desired(typed, &want, err)) != 0)
     return rc;
-  snprintf(name, sizeof(name), "%s%s", kcr_meta_name(app), k->suffix);
+  snprintf(name, sizeof(name), "%s%s", typed->metadata->name, k->suffix);
   rc = kcr_ignore_not_found(kcr_objclient_get(c, &k->gvk, ns, name, &existing, err), err);
   if (rc == 0 && existing)
     rc = k->decode(existing, &have, err);
@@ -159,7 +160,7 @@ static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, con
     rc = kcr_objclient_create(c, desired, observed ? &out : NULL, err);
     if (rc == 0) {
       kcr_reconcile_log(ctx, KCR_LOG_INFO, "created %s %s/%s", k->kind, ns, name);
-      record(r, app, "Normal", "Created", "Create", k->kind, ns, name);
+      record(r, typed, "Normal", "Created", "Create", k->kind, ns, name);
       goto done;
     }
     if (rc != KCR_EAPI || !kcr_error_is_already_exists(err))
@@ -186,7 +187,7 @@ static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, con
       rc = kcr_objclient_update(c, merged, NULL, observed ? &out : NULL, err);
     if (rc == 0) {
       kcr_reconcile_log(ctx, KCR_LOG_INFO, "updated %s %s/%s", k->kind, ns, name);
-      record(r, app, "Normal", "Updated", "Update", k->kind, ns, name);
+      record(r, typed, "Normal", "Updated", "Update", k->kind, ns, name);
     }
   } else {
     out = json_incref(existing);
@@ -494,7 +495,7 @@ static int ensure_finalizer(const kcr_objclient *c, const kop_app_reconciler *r,
   app_v1alpha1_t *next = NULL;
   char *patch = NULL;
   int rc;
-  if (kcr_finalizer_contains(*id, KOP_APP_FINALIZER))
+  if (kcr_typed_finalizer_contains((*app)->metadata, KOP_APP_FINALIZER))
     return 0;
   if ((rc = kcr_finalizer_add_patch(*id, KOP_APP_FINALIZER, &patch, err)) != 0)
     return rc;
@@ -535,8 +536,8 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
     return kcr_error_set(err, KCR_ENOMEM, "app: out of memory");
   }
 
-  if (kcr_meta_is_deleting(id)) {
-    if (kcr_finalizer_contains(id, KOP_APP_FINALIZER)) {
+  if (app->metadata && app->metadata->deletion_timestamp) {
+    if (kcr_typed_finalizer_contains(app->metadata, KOP_APP_FINALIZER)) {
       rc = sync_directory(ctx, r, c, app, true, err);
       if (rc == 0)
         rc = kcr_finalizer_remove_remote(c, id, KOP_APP_FINALIZER, err);
@@ -558,7 +559,7 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
       json_t *seen = NULL;
       /* Only the Deployment's answer is read (for the status): the others
        * are not parsed. */
-      sync_rc = sync_child(ctx, r, c, app, id, &children[i], i == 0 ? &seen : NULL, &child_conflict,
+      sync_rc = sync_child(ctx, r, c, app, &children[i], i == 0 ? &seen : NULL, &child_conflict,
                            conflict_msg, sizeof(conflict_msg), err);
       if (i == 0)
         deployment = seen;
@@ -584,8 +585,9 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
     obs.degraded_message = conflict_msg;
     kcr_reconcile_log(ctx, KCR_LOG_WARN, "%s", conflict_msg);
     if (r->events)
-      kcr_event_record_object(r->events, id, "Warning", KOP_APP_REASON_NAME_CONFLICT, "Reconcile",
-                              "%s; it is left alone", conflict_msg);
+      kcr_event_record_meta(r->events, &app_gvk, app->metadata, "Warning",
+                            KOP_APP_REASON_NAME_CONFLICT, "Reconcile", "%s; it is left alone",
+                            conflict_msg);
     /* Look again later: the other object is not cached, so no event says it went. */
     res->requeue_after_ns = KOP_APP_CONFLICT_RECHECK_NS;
   } else if (sync_rc) {
