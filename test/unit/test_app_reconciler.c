@@ -213,7 +213,15 @@ static void test_app_reconciler_creates_children(void **state) {
   assert_non_null(dep);
   assert_non_null(svc);
   assert_non_null(cfg);
-  assert_true(kop_app_owns(app, dep));
+  {
+    app_v1alpha1_t *a = NULL;
+    kcr_meta_v1_object_meta_t *m = NULL;
+    assert_int_equal(app_v1alpha1_decode(app, &a, NULL), 0);
+    assert_int_equal(kcr_meta_v1_object_meta_decode(json_object_get(dep, "metadata"), &m, NULL), 0);
+    assert_true(kop_app_owns(a, m));
+    kcr_meta_v1_object_meta_free(m);
+    app_v1alpha1_free(a);
+  }
   assert_int_equal(json_integer_value(kcr_meta_path(dep, "spec.replicas")), 2);
   /* the directory was made with the entry */
   dir = get(e, &cm_gvk, DIR_NS, KOP_APP_DIRECTORY_NAME);

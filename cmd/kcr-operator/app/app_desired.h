@@ -6,7 +6,7 @@
  * merges, and its entry in the directory ConfigMap. The status half is
  * app_status.h.
  *
- * Everything here takes borrowed json_t objects and returns new ones, performs no
+ * Everything here takes borrowed objects and returns new ones, performs no
  * I/O and reads no clock: the reconciler (reconciler.c)
  * fetches the App and its children, calls these functions to decide what
  * the world should look like, and writes the difference. That split keeps every
@@ -29,6 +29,9 @@
 
 #include "app_v1alpha1.h"
 #include "kcr/error.h"
+#include "kcr/k8s/apps_v1.h"
+#include "kcr/k8s/core_v1.h"
+#include "kcr/meta_v1.h"
 #include "kcr/time.h"
 
 /* The App resource: group, version, kind, plural and the apiVersion of its objects. */
@@ -73,149 +76,37 @@
 /* The reason of Degraded when a same-named child exists that the App does not own. */
 #define KOP_APP_REASON_NAME_CONFLICT "NameConflict"
 
-/* KOP_APP_URL_MAX: a buffer of this size holds any URL kop_app_url makes. */
+/* KOP_APP_URL_MAX: a buffer of this size holds any URL kop_app_url_of makes. */
 #define KOP_APP_URL_MAX 384
 
-/*
- * kop_app_check verifies the fields every other function relies on:
- * metadata.name, metadata.namespace, metadata.uid (non-empty strings) and
- * spec.image (a non-empty string); spec.replicas, when present, an integer in
- * 0..1000 and spec.port, when present, an integer in 1..65535. Returns 0 or
- * KCR_EINVAL naming the field.
- */
-int kop_app_check(const json_t *app, kcr_error_t *err);
-
 /* kop_app_replicas returns spec.replicas, or the schema's default 1 when absent. */
-int64_t kop_app_replicas(const json_t *app);
+int64_t kop_app_replicas(const app_v1alpha1_t *app);
 
 /* kop_app_port returns spec.port, or 0 when it is unset. */
-int kop_app_port(const json_t *app);
+int kop_app_port(const app_v1alpha1_t *app);
 
-/* kop_app_has_config tells whether spec.config is a non-empty object (Go's len > 0). */
-bool kop_app_has_config(const json_t *app);
+/* kop_app_has_config tells whether spec.config has an entry (Go's len > 0). */
+bool kop_app_has_config(const app_v1alpha1_t *app);
 
 /* kop_app_paused tells whether spec.paused is true. */
-bool kop_app_paused(const json_t *app);
-
-/*
- * kop_app_labels returns a new object with the three labels of every child:
- * name and instance (both the App's name) and managed-by kcr-operator. NULL when
- * out of memory.
- */
-json_t *kop_app_labels(const json_t *app);
-
-/*
- * kop_app_selector_string writes the pods' label selector in string form,
- * "app.kubernetes.io/name=N,app.kubernetes.io/instance=N", into buf. Returns
- * its length, or KCR_ETOOBIG when size is too small.
- */
-int kop_app_selector_string(const json_t *app, char *buf, size_t size);
-
-/*
- * kop_app_url writes "http://<name>.<namespace>.svc:<port>" into buf when
- * spec.port is set. Returns its length, 0 when the App has no port (buf ""), or
- * KCR_ETOOBIG.
- */
-int kop_app_url(const json_t *app, char *buf, size_t size);
-
-/*
- * kop_app_owner_reference returns a new ownerReference to the App (apiVersion
- * kcr.dev/v1alpha1, kind App, name, uid, controller and blockOwnerDeletion true).
- * NULL when out of memory.
- */
-json_t *kop_app_owner_reference(const json_t *app);
-
-/*
- * kop_app_owns tells whether child's controller ownerReference points at this
- * App: kind App, an apiVersion of group kcr.dev and the App's uid. A child with
- * no controller, or another controller, is not owned, and the reconciler must
- * not take it over (Degraded, reason NameConflict).
- */
-bool kop_app_owns(const json_t *app, const json_t *child);
+bool kop_app_paused(const app_v1alpha1_t *app);
 
 /*
  * kop_app_config_hash writes the hash of spec.config into out
  * (KOP_APP_CONFIG_HASH_LEN hex digits and a NUL): SHA-256 over the config's
- * canonical JSON (keys sorted, compact), truncated. Equal configs give equal
- * hashes whatever their key order; an App without config hashes "{}". Returns 0,
- * KCR_ENOMEM, or KCR_EINTERNAL when OpenSSL fails.
+ * canonical JSON (keys sorted, compact, strings escaped as jansson writes
+ * them), truncated. Equal configs give equal hashes whatever their key order;
+ * an App without config hashes "{}". Returns 0, KCR_ENOMEM, or KCR_EINTERNAL
+ * when OpenSSL fails.
  */
-int kop_app_config_hash(const json_t *app, char out[KOP_APP_CONFIG_HASH_LEN + 1], kcr_error_t *err);
-
-/*
- * kop_app_desired_deployment builds the Deployment the App asks for (*out new):
- * named like the App, in its namespace, with the child labels and a controller
- * ownerReference; spec.replicas as the App's (0 stays 0); selector on name and
- * instance; one container "app" with the image, env (name and value, an empty
- * value left out as the API server does), resources and, when spec.port is set,
- * a containerPort named "http". When config is set, a volume from ConfigMap
- * N-config mounted read-only at /etc/app and the pod-template annotation
- * kcr.dev/config-hash. Errors: KCR_EINVAL (kop_app_check), KCR_ENOMEM.
- */
-int kop_app_desired_deployment(const json_t *app, json_t **out, kcr_error_t *err);
-
-/*
- * kop_app_desired_service builds the ClusterIP Service of the App (*out new):
- * same name, the child labels and ownerReference, selector on name and instance,
- * one TCP port "http" with port and targetPort spec.port. *out is NULL (and 0 is
- * returned) when the App has no port: a Service that exists must then be deleted
- * if the App owns it. Errors as kop_app_desired_deployment.
- */
-int kop_app_desired_service(const json_t *app, json_t **out, kcr_error_t *err);
-
-/*
- * kop_app_desired_configmap builds ConfigMap N-config whose data is spec.config
- * (*out new), with the child labels and ownerReference. *out is NULL (and 0 is
- * returned) when the App has no config. Errors as kop_app_desired_deployment.
- */
-int kop_app_desired_configmap(const json_t *app, json_t **out, kcr_error_t *err);
-
-/*
- * kop_app_merge_child returns a copy of existing (the child as read from the
- * server) changed to match desired (*out new): desired's labels and annotations
- * set over existing ones (others kept), the App's ownerReference in place of any
- * other controller reference, and every top-level key of desired's "spec" and
- * "data" set over existing's, so that fields the server owns (a Service's
- * clusterIP, a Deployment's strategy defaults) are kept. The result is what to
- * PUT. Errors: KCR_EINVAL (objects not JSON objects), KCR_ENOMEM.
- */
-int kop_app_merge_child(const json_t *existing, const json_t *desired, json_t **out,
+int kop_app_config_hash(const app_v1alpha1_t *app, char out[KOP_APP_CONFIG_HASH_LEN + 1],
                         kcr_error_t *err);
-
-/*
- * kop_app_child_up_to_date tells whether existing already matches desired:
- * every label, annotation and ownerReference of desired is there, and desired's
- * spec and data are a subset of existing's (kop_json_subset), so fields the
- * server defaulted do not count as drift. When it is true the reconciler writes
- * nothing, which is what keeps it out of hot loops.
- */
-bool kop_app_child_up_to_date(const json_t *existing, const json_t *desired);
-
-/*
- * kop_json_subset tells whether want is contained in have: objects key by key
- * (have may have more keys), arrays of the same length element by element,
- * scalars equal (integer 1 and real 1.0 differ, as JSON's round trip through the
- * server keeps integers integers). NULL want is contained in anything.
- */
-bool kop_json_subset(const json_t *want, const json_t *have);
 
 /*
  * kop_app_directory_key writes the App's directory key "<namespace>.<name>"
  * into buf. Returns its length or KCR_ETOOBIG.
  */
-int kop_app_directory_key(const json_t *app, char *buf, size_t size);
-
-/*
- * kop_app_directory_update brings the directory's data object (borrowed and
- * changed in place: the "data" of ConfigMap app-directory) in line with the App:
- * the entry "<namespace>.<name>" -> URL is set when the App has a port and is not
- * being deleted, and removed otherwise (also when `remove` is true, as the
- * finalizer asks). *changed tells whether data changed, so that the caller
- * writes only then. Errors: KCR_EINVAL (data not an object), KCR_ETOOBIG,
- * KCR_ENOMEM (data is then unchanged).
- */
-int kop_app_directory_update(json_t *data, const json_t *app, bool remove, bool *changed,
-                             kcr_error_t *err);
+int kop_app_directory_key(const app_v1alpha1_t *app, char *buf, size_t size);
 
 /*
  * kop_app_desired_directory returns a new, empty ConfigMap app-directory in
@@ -224,28 +115,42 @@ int kop_app_directory_update(json_t *data, const json_t *app, bool remove, bool 
  */
 json_t *kop_app_desired_directory(const char *ns);
 
-/* ---- the typed App ----
+/* ---- the typed App and its typed children ----
  *
  * The reconciler reads the App once per pass as the C type kcr-gen generates
- * from the CRD (app_v1alpha1_t, build/.../app_v1alpha1.h) and hands that to the
- * functions below; the JSON forms above decode and call them, for the webhook
- * and the fixture tests. The children stay JSON on the way out: "up to date" is
- * a subset test against what the server defaulted (kop_app_child_up_to_date),
- * which a struct without the server's defaults cannot answer by equality.
- * Same contracts as the JSON forms; app is borrowed.
+ * from the CRD (app_v1alpha1_t, build/.../app_v1alpha1.h) and its children as
+ * libkcr's built-in types (kcr/k8s/apps_v1.h, core_v1.h). A child is brought in
+ * line the controller-runtime way: decode what the server has, apply the App's
+ * fields onto it (a mutate function: kop_app_mutate_*), and write it back only
+ * when it is no longer _equal to what was read. The mutation sets only what the
+ * App decides, so the server's defaults (a Service's clusterIP, a container's
+ * imagePullPolicy, a volume's defaultMode) and fields the decoder does not know
+ * (kcr_unknown) are kept and never count as drift. app is borrowed.
  */
 
 /*
- * kop_app_decode checks app (JSON, kop_app_check) and decodes it into *out
- * (new; release with app_v1alpha1_free). Errors: KCR_EINVAL naming the field,
- * KCR_ENOMEM.
+ * kop_app_decode decodes app (JSON) into *out (new; release with
+ * app_v1alpha1_free) and checks it (kop_app_check_typed). Errors: KCR_EINVAL
+ * (not an App: a member of the wrong type, or a check failed, naming the
+ * field), KCR_ENOMEM; *out NULL on failure.
  */
 int kop_app_decode(const json_t *app, app_v1alpha1_t **out, kcr_error_t *err);
 
-/* kop_app_check_typed is kop_app_check on the typed App (decoding checked the types). */
+/*
+ * kop_app_check_typed verifies the fields every other function relies on:
+ * metadata.name, metadata.namespace, metadata.uid and spec.image non-empty;
+ * spec.replicas, when present, in 0..1000 and spec.port, when present, in
+ * 1..65535. Returns 0 or KCR_EINVAL naming the field.
+ */
 int kop_app_check_typed(const app_v1alpha1_t *app, kcr_error_t *err);
 
-/* kop_app_selector_of and kop_app_url_of: kop_app_selector_string and kop_app_url. */
+/*
+ * kop_app_selector_of writes the pods' label selector in string form,
+ * "app.kubernetes.io/name=N,app.kubernetes.io/instance=N", into buf;
+ * kop_app_url_of writes "http://<name>.<namespace>.svc:<port>" when spec.port
+ * is set (0 and "" when it is not). Both return the length, or KCR_ETOOBIG
+ * when size is too small.
+ */
 int kop_app_selector_of(const app_v1alpha1_t *app, char *buf, size_t size);
 int kop_app_url_of(const app_v1alpha1_t *app, char *buf, size_t size);
 
@@ -257,27 +162,120 @@ int kop_app_url_of(const app_v1alpha1_t *app, char *buf, size_t size);
  */
 json_t *kop_app_identity(const app_v1alpha1_t *app);
 
-/* kop_app_desired_{deployment,service,configmap}_of: the builders above, from the typed App. */
-int kop_app_desired_deployment_of(const app_v1alpha1_t *app, json_t **out, kcr_error_t *err);
-int kop_app_desired_service_of(const app_v1alpha1_t *app, json_t **out, kcr_error_t *err);
-int kop_app_desired_configmap_of(const app_v1alpha1_t *app, json_t **out, kcr_error_t *err);
+/*
+ * kop_app_owns tells whether the child whose metadata is child is controlled
+ * by this App: its controller ownerReference has kind App, an apiVersion of
+ * group kcr.dev and the App's uid. A child with no controller, or another
+ * controller, is not owned, and the reconciler must not take it over
+ * (Degraded, reason NameConflict).
+ */
+bool kop_app_owns(const app_v1alpha1_t *app, const kcr_meta_v1_object_meta_t *child);
+
+/*
+ * kop_app_mutate_deployment applies the App's fields onto d (the Deployment as
+ * read, or a skeleton naming it; edited in place with the generated types'
+ * allocator): the child labels and the App's controller reference on its
+ * metadata (other labels and references kept; KCR_EEXIST when another
+ * controller owns it); spec.replicas as the App's (0 stays 0, absent 1); the
+ * selector's and template's labels name and instance (and managed-by on the
+ * template); one container "app" (the one there is kept with what the server
+ * defaulted in it, any other container dropped) with the image, env (name and
+ * value, an empty value left out as the API server does), resources and, when
+ * spec.port is set, a containerPort "http"; when config is set, a volume
+ * "config" from ConfigMap N-config (the only volume; an existing one keeps its
+ * defaultMode) mounted read-only at /etc/app and the template annotation
+ * kcr.dev/config-hash, all three removed when the App has no config. Errors:
+ * KCR_EINVAL (kop_app_check_typed), KCR_EEXIST, KCR_ENOMEM (d then half
+ * edited: drop it).
+ */
+int kop_app_mutate_deployment(const app_v1alpha1_t *app, kcr_apps_v1_deployment_t *d,
+                              kcr_error_t *err);
+
+/*
+ * kop_app_mutate_service applies the App's fields onto s: the metadata as for
+ * the Deployment, type ClusterIP, the selector keys name and instance (others
+ * kept), one TCP port "http" with port and targetPort spec.port (an existing
+ * "http" port keeps its other fields; any other port dropped). KCR_EINVAL when
+ * the App has no port. Other errors as kop_app_mutate_deployment.
+ */
+int kop_app_mutate_service(const app_v1alpha1_t *app, kcr_core_v1_service_t *s, kcr_error_t *err);
+
+/*
+ * kop_app_mutate_configmap applies the App's fields onto cm: the metadata as
+ * for the Deployment, and data exactly spec.config (keys the config dropped
+ * go). Errors as kop_app_mutate_deployment.
+ */
+int kop_app_mutate_configmap(const app_v1alpha1_t *app, kcr_core_v1_config_map_t *cm,
+                             kcr_error_t *err);
+
+/*
+ * kop_app_desired_{deployment,service,configmap}_of build the child the App
+ * asks for (*out new; release with the type's _free): a skeleton (apiVersion,
+ * kind, name, namespace) with the mutation above applied, which is what is
+ * created when the child does not exist. The Service is named like the App and
+ * *out is NULL (0 returned) when the App has no port; the ConfigMap is N-config
+ * and *out is NULL when the App has no config: a child that exists must then be
+ * deleted if the App owns it. Errors as the mutations, KCR_ETOOBIG (name).
+ */
+int kop_app_desired_deployment_of(const app_v1alpha1_t *app, kcr_apps_v1_deployment_t **out,
+                                  kcr_error_t *err);
+int kop_app_desired_service_of(const app_v1alpha1_t *app, kcr_core_v1_service_t **out,
+                               kcr_error_t *err);
+int kop_app_desired_configmap_of(const app_v1alpha1_t *app, kcr_core_v1_config_map_t **out,
+                                 kcr_error_t *err);
+
+/*
+ * kop_app_child_kind: one kind of child, its functions on void * values of
+ * its type, for the reconciler's loop over kop_app_children (Deployment,
+ * Service, ConfigMap, in that order). The child of an App named N is called N
+ * + suffix.
+ */
+typedef struct kop_app_child_kind {
+  const char *kind;
+  kcr_gvk gvk;
+  kcr_gvr gvr; /* for uncached reads through the direct client */
+  const char *suffix;
+  int (*desired)(const app_v1alpha1_t *app, void **out, kcr_error_t *err);
+  int (*mutate)(const app_v1alpha1_t *app, void *obj, kcr_error_t *err);
+  int (*decode)(const json_t *json, void **out, kcr_error_t *err);
+  int (*encode)(const void *obj, json_t **out, kcr_error_t *err);
+  int (*copy)(const void *obj, void **out, kcr_error_t *err);
+  bool (*equal)(const void *a, const void *b);
+  void (*release)(void *obj);
+  const kcr_meta_v1_object_meta_t *(*meta)(const void *obj);
+} kop_app_child_kind;
+
+#define KOP_APP_CHILDREN 3
+extern const kop_app_child_kind kop_app_children[KOP_APP_CHILDREN];
+
+/*
+ * kop_app_child_update brings have (a child of kind k as read, borrowed) in
+ * line with the App: *after is a new copy of it with k->mutate applied, and
+ * *changed tells whether it differs from have (k->equal). Unchanged, the
+ * reconciler writes nothing, which is what keeps it out of hot loops; changed,
+ * *after is what to PUT. Errors: the mutation's, KCR_EINVAL (have NULL),
+ * KCR_ENOMEM; *after NULL on failure.
+ */
+int kop_app_child_update(const kop_app_child_kind *k, const app_v1alpha1_t *app, const void *have,
+                         void **after, bool *changed, kcr_error_t *err);
 
 /*
  * kop_app_directory_want writes the App's directory key "<namespace>.<name>"
  * into key and sets *want to the entry it wants: url (the App's URL, written
  * there) or NULL when the entry must go (remove, the App is being deleted, or
- * it has no port): the rule kop_app_directory_update applies. Errors:
+ * it has no port): the rule kop_app_directory_apply then applies. Errors:
  * KCR_ETOOBIG (*want NULL).
  */
 int kop_app_directory_want(const app_v1alpha1_t *app, bool remove, char *key, size_t key_size,
                            char *url, size_t url_size, const char **want, kcr_error_t *err);
 
 /*
- * kop_app_directory_apply sets data[key] (data borrowed, changed in place) to
- * want, or removes key when want is NULL; *changed tells whether data changed.
- * Errors: KCR_EINVAL (data not an object), KCR_ENOMEM (data then unchanged).
+ * kop_app_directory_apply sets the entry key of the directory ConfigMap dir
+ * (borrowed, changed in place) to want, or removes key when want is NULL;
+ * *changed tells whether dir changed, so that the caller writes only then.
+ * Errors: KCR_EINVAL (dir or key NULL), KCR_ENOMEM (dir then unchanged).
  */
-int kop_app_directory_apply(json_t *data, const char *key, const char *want, bool *changed,
-                            kcr_error_t *err);
+int kop_app_directory_apply(kcr_core_v1_config_map_t *dir, const char *key, const char *want,
+                            bool *changed, kcr_error_t *err);
 
 #endif /* KOP_APP_DESIRED_H */

@@ -20,8 +20,10 @@
 
 #include "app/app_status.h"
 #include "app_v1alpha1.h"
+#include "kcr/clock.h"
 #include "kcr/k8s/apps_v1.h"
 #include "kcr/meta.h"
+#include "kcr/typed.h"
 
 json_t *kop_condition_find(const json_t *conditions, const char *type) {
   size_t i;
@@ -33,11 +35,6 @@ json_t *kop_condition_find(const json_t *conditions, const char *type) {
     }
   }
   return NULL;
-}
-
-/* same tells whether s (NULL: absent) equals want (NULL: ""). */
-static bool same(const char *s, const char *want) {
-  return strcmp(s ? s : "", want ? want : "") == 0;
 }
 
 /* cond_index returns the index of the condition of that type, or -1. */
@@ -77,9 +74,8 @@ int kop_condition_set(app_v1alpha1_status_t *st, const char *type, const char *s
                       const char *reason, const char *message, int64_t generation, kcr_time_t now,
                       bool *changed, kcr_error_t *err) {
   char ts[KCR_TIME_BUFSIZE];
-  kcr_meta_v1_condition_t next, *cur, *grown;
-  const char *ltt;
-  long i;
+  kcr_clock_t *clock = NULL;
+  int rc;
   if (changed) {
     *changed = false;
   }
@@ -91,52 +87,17 @@ int kop_condition_set(app_v1alpha1_status_t *st, const char *type, const char *s
     return kcr_error_set(err, KCR_EINVAL, "condition %s: status must be True, False or Unknown",
                          type);
   }
-  i = cond_index(st, type);
-  cur = i < 0 ? NULL : &st->conditions[i];
-  if (cur && same(cur->status, status) && same(cur->reason, reason) &&
-      same(cur->message, message) &&
-      (cur->has_observed_generation ? cur->observed_generation : 0) == generation &&
-      cur->last_transition_time) {
-    return 0;
-  }
-  if (cur && same(cur->status, status) && cur->last_transition_time) {
-    ltt = cur->last_transition_time; /* the status did not change: neither does the time */
-  } else if (kcr_time_format(now, KCR_TIME_SECONDS, ts, sizeof ts) < 0) {
+  if (kcr_time_format(now, KCR_TIME_SECONDS, ts, sizeof ts) < 0) {
     return kcr_error_set(err, KCR_ERANGE, "condition %s: time out of range", type);
-  } else {
-    ltt = ts;
   }
-  memset(&next, 0, sizeof next);
-  next.type = app_v1alpha1_mem_strdup(type);
-  next.status = app_v1alpha1_mem_strdup(status);
-  next.observed_generation = generation;
-  next.has_observed_generation = true;
-  next.last_transition_time = app_v1alpha1_mem_strdup(ltt);
-  next.reason = app_v1alpha1_mem_strdup(reason);
-  next.message = app_v1alpha1_mem_strdup(message ? message : "");
-  grown = cur ? NULL : app_v1alpha1_mem_calloc(st->conditions_len + 1, sizeof(*grown));
-  if (!next.type || !next.status || !next.last_transition_time || !next.reason || !next.message ||
-      (!cur && !grown)) {
-    cond_clear(&next);
-    app_v1alpha1_mem_free(grown);
-    return kcr_error_set(err, KCR_ENOMEM, "condition %s: out of memory", type);
+  /* metav1 semantics are libkcr's (meta.SetStatusCondition), read at now. */
+  if ((rc = kcr_fake_clock_create(0, now, &clock, err)) != 0) {
+    return rc;
   }
-  if (cur) {
-    cond_clear(cur); /* replaced in place: the order of conditions stays stable */
-    *cur = next;
-  } else {
-    if (st->conditions_len && st->conditions) {
-      memcpy(grown, st->conditions, st->conditions_len * sizeof(*grown));
-    }
-    app_v1alpha1_mem_free(st->conditions);
-    st->conditions = grown;
-    st->conditions[st->conditions_len++] = next;
-    st->has_conditions = true;
-  }
-  if (changed) {
-    *changed = true;
-  }
-  return 0;
+  rc = kcr_typed_condition_set(KCR_CONDITIONS(st), type, status, reason, generation, clock, changed,
+                               "%s", message ? message : "");
+  kcr_clock_destroy(clock);
+  return rc == 0 ? 0 : kcr_error_set(err, rc, "condition %s: %s", type, kcr_strerror(rc));
 }
 
 /* deployment_condition returns the Deployment's status condition of that type. */

@@ -38,8 +38,8 @@ typedef struct kop_app_observed {
  * and current status) and what was observed, at wall time now:
  *   observedGeneration  metadata.generation
  *   replicas, readyReplicas  from the Deployment's status (0 without one)
- *   selector            kop_app_selector_string
- *   url                 kop_app_url, absent without a port
+ *   selector            kop_app_selector_of
+ *   url                 kop_app_url_of, absent without a port
  *   conditions          Available: True when spec.replicas is 0 (ScaledToZero),
  *                       or when the Deployment has ready replicas and its own
  *                       Available condition is True (when it has none: when
@@ -82,13 +82,14 @@ int kop_app_status_of(const app_v1alpha1_t *app, const kop_app_observed *obs, kc
 bool kop_app_status_differs(const app_v1alpha1_t *app, const app_v1alpha1_status_t *status);
 
 /*
- * kop_condition_set sets a condition in st's conditions (changed in place)
- * with metav1 semantics (apimachinery meta.SetStatusCondition): a new type is
- * appended with lastTransitionTime now; an existing one is replaced where it
- * is, keeping its lastTransitionTime unless status changes. status is "True",
- * "False" or "Unknown"; message NULL reads as "". *changed (may be NULL) tells
- * whether anything changed. Errors: KCR_EINVAL, KCR_ERANGE (now), KCR_ENOMEM
- * (st then unchanged).
+ * kop_condition_set sets a condition in st's conditions (changed in place):
+ * kcr_typed_condition_set (kcr/typed.h, apimachinery meta.SetStatusCondition)
+ * read at now, after the App's own checks. A new type is appended with
+ * lastTransitionTime now; an existing one is updated where it is, keeping its
+ * lastTransitionTime unless status changes. status is "True", "False" or
+ * "Unknown" and reason non-empty (KCR_EINVAL otherwise); message NULL reads as
+ * "". *changed (may be NULL) tells whether anything changed. Errors:
+ * KCR_EINVAL, KCR_ERANGE (now), KCR_ENOMEM (st then unchanged).
  */
 int kop_condition_set(app_v1alpha1_status_t *st, const char *type, const char *status,
                       const char *reason, const char *message, int64_t generation, kcr_time_t now,

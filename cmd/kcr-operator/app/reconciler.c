@@ -64,23 +64,11 @@
 #include "kcr/log.h"
 #include "kcr/meta.h"
 #include "kcr/scheme.h"
+#include "kcr/typed.h"
 
-/* child_kind describes one kind of child. */
-typedef struct child_kind {
-  kcr_gvk gvk;
-  kcr_gvr gvr; /* for uncached reads through the direct client */
-  const char *kind;
-  int (*desired)(const app_v1alpha1_t *app, json_t **out, kcr_error_t *err);
-} child_kind;
-
-static const child_kind children[] = {
-    {{"apps", "v1", "Deployment"},
-     {"apps", "v1", "deployments"},
-     "Deployment",
-     kop_app_desired_deployment_of},
-    {{"", "v1", "Service"}, {"", "v1", "services"}, "Service", kop_app_desired_service_of},
-    {{"", "v1", "ConfigMap"}, {"", "v1", "configmaps"}, "ConfigMap", kop_app_desired_configmap_of},
-};
+/* The children, Deployment first (its answer feeds the status). */
+typedef kop_app_child_kind child_kind;
+static const child_kind *const children = kop_app_children;
 static const kcr_gvk app_gvk = {KOP_APP_GROUP, KOP_APP_VERSION, KOP_APP_KIND};
 
 int kop_app_scheme_create(kcr_scheme_t **out, kcr_error_t *err) {
@@ -103,11 +91,12 @@ int kop_app_scheme_create(kcr_scheme_t **out, kcr_error_t *err) {
 }
 
 /* record notes an Event regarding the App (never blocks; a full queue drops it). */
-static void record(const kop_app_reconciler *r, json_t *app, const char *type, const char *reason,
-                   const char *action, const char *kind, const char *ns, const char *name) {
+static void record(const kop_app_reconciler *r, const app_v1alpha1_t *app, const char *type,
+                   const char *reason, const char *action, const char *kind, const char *ns,
+                   const char *name) {
   if (r->events)
-    kcr_event_record_object(r->events, app, type, reason, action, "%s %s %s/%s", reason, kind, ns,
-                            name);
+    kcr_event_record_meta(r->events, &app_gvk, app->metadata, type, reason, action, "%s %s %s/%s",
+                          reason, kind, ns, name);
 }
 
 /*
@@ -136,28 +125,28 @@ static int read_direct(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, co
  * it. Its log lines carry the reconcile's fields (kcr_reconcile_log).
  */
 static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, const kcr_objclient *c,
-                      const app_v1alpha1_t *typed, json_t *app, const child_kind *k,
-                      json_t **observed, bool *conflict, char *conflict_msg, size_t msg_size,
-                      kcr_error_t *err) {
-  const char *ns = kcr_meta_namespace(app);
+                      const app_v1alpha1_t *typed, const child_kind *k, json_t **observed,
+                      bool *conflict, char *conflict_msg, size_t msg_size, kcr_error_t *err) {
+  const char *ns = typed->metadata->namespace;
   json_t *desired = NULL, *existing = NULL, *merged = NULL, *out = NULL;
+  void *want = NULL, *have = NULL, *after = NULL;
+  bool changed = false;
   char name[300];
   int rc;
 
   if (observed)
     *observed = NULL;
-  if ((rc = k->desired(typed, &desired, err)) != 0)
+  if ((rc = k->desired(typed, &want, err)) != 0)
     return rc;
-  if (strcmp(k->kind, "ConfigMap") == 0)
-    snprintf(name, sizeof(name), "%s%s", kcr_meta_name(app), KOP_APP_CONFIG_SUFFIX);
-  else
-    snprintf(name, sizeof(name), "%s", kcr_meta_name(app));
+  snprintf(name, sizeof(name), "%s%s", typed->metadata->name, k->suffix);
   rc = kcr_ignore_not_found(kcr_objclient_get(c, &k->gvk, ns, name, &existing, err), err);
+  if (rc == 0 && existing)
+    rc = k->decode(existing, &have, err);
   if (rc)
     goto out;
-  if (!desired) {
+  if (!want) {
     /* The spec no longer asks for this child: delete ours, leave anyone else's. */
-    if (existing && kop_app_owns(app, existing)) {
+    if (existing && kop_app_owns(typed, k->meta(have))) {
       rc = kcr_ignore_not_found(kcr_objclient_delete(c, existing, NULL, err), err);
       if (rc == 0)
         kcr_reconcile_log(ctx, KCR_LOG_INFO, "deleted %s %s/%s (no longer in the spec)", k->kind,
@@ -166,33 +155,39 @@ static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, con
     goto out;
   }
   if (!existing) {
+    if ((rc = k->encode(want, &desired, err)) != 0)
+      goto out;
     rc = kcr_objclient_create(c, desired, observed ? &out : NULL, err);
     if (rc == 0) {
       kcr_reconcile_log(ctx, KCR_LOG_INFO, "created %s %s/%s", k->kind, ns, name);
-      record(r, app, "Normal", "Created", "Create", k->kind, ns, name);
+      record(r, typed, "Normal", "Created", "Create", k->kind, ns, name);
       goto done;
     }
     if (rc != KCR_EAPI || !kcr_error_is_already_exists(err))
       goto out;
     /* On the server but not in the cache: not labelled by us. Ask the server whose. */
     kcr_error_clear(err);
-    if ((rc = read_direct(ctx, r, k, ns, name, &existing, err)) != 0)
+    if ((rc = read_direct(ctx, r, k, ns, name, &existing, err)) != 0 ||
+        (rc = k->decode(existing, &have, err)) != 0)
       goto out; /* gone meanwhile (NotFound) or unreadable: the backoff retries */
   }
-  if (!kop_app_owns(app, existing)) {
+  if (!kop_app_owns(typed, k->meta(have))) {
     /* Never take over what another owner (or nobody) controls. */
     *conflict = true;
     snprintf(conflict_msg, msg_size, "%s %s/%s exists and is not controlled by this App", k->kind,
              ns, name);
     goto out;
   }
-  if (!kop_app_child_up_to_date(existing, desired)) {
-    rc = kop_app_merge_child(existing, desired, &merged, err);
+  /* Apply the App's fields onto what the server has; write only what changed. */
+  if ((rc = kop_app_child_update(k, typed, have, &after, &changed, err)) != 0)
+    goto out;
+  if (changed) {
+    rc = k->encode(after, &merged, err);
     if (rc == 0)
       rc = kcr_objclient_update(c, merged, NULL, observed ? &out : NULL, err);
     if (rc == 0) {
       kcr_reconcile_log(ctx, KCR_LOG_INFO, "updated %s %s/%s", k->kind, ns, name);
-      record(r, app, "Normal", "Updated", "Update", k->kind, ns, name);
+      record(r, typed, "Normal", "Updated", "Update", k->kind, ns, name);
     }
   } else {
     out = json_incref(existing);
@@ -202,6 +197,12 @@ done:
     *observed = json_incref(out);
 
 out:
+  if (want)
+    k->release(want);
+  if (have)
+    k->release(have);
+  if (after)
+    k->release(after);
   json_decref(desired);
   json_decref(existing);
   json_decref(merged);
@@ -395,6 +396,27 @@ static void memo_note(kop_app_directory_memo *m, const char *key, const char *ur
  * more (it re-encodes the whole directory to apply a patch, and retries on its
  * own stale cache) and made the run slower; the memo keeps the saving.
  */
+/*
+ * dir_apply sets or removes the entry key in *dir (the directory as JSON,
+ * through its typed ConfigMap); when it changed, *dir is replaced by the
+ * re-encoded ConfigMap, which keeps every member it had (kcr_unknown).
+ */
+static int dir_apply(json_t **dir, const char *key, const char *want, bool *changed,
+                     kcr_error_t *err) {
+  kcr_core_v1_config_map_t *cm = NULL;
+  json_t *out = NULL;
+  int rc = kcr_core_v1_config_map_decode(*dir, &cm, err);
+  *changed = false;
+  if (rc == 0)
+    rc = kop_app_directory_apply(cm, key, want, changed, err);
+  if (rc == 0 && *changed && (rc = kcr_core_v1_config_map_encode(cm, &out, err)) == 0) {
+    json_decref(*dir);
+    *dir = out;
+  }
+  kcr_core_v1_config_map_free(cm);
+  return rc;
+}
+
 static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
                           const kcr_objclient *c, const app_v1alpha1_t *app, bool remove,
                           kcr_error_t *err) {
@@ -402,7 +424,7 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
   const char *dir_ns = r->directory_namespace;
   char key[KCR_META_KEY_MAX], url[KOP_APP_URL_MAX], rv[64] = "";
   kcr_request_options ro;
-  json_t *dir, *data;
+  json_t *dir;
   const char *want;
   bool changed = false;
   int rc;
@@ -412,7 +434,7 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
   if (memo_says(r->memo, key, want))
     return 0;
   if ((dir = memo_take_dir(r->memo)) != NULL) {
-    rc = kop_app_directory_apply(json_object_get(dir, "data"), key, want, &changed, err);
+    rc = dir_apply(&dir, key, want, &changed, err);
     if (rc == 0 && changed)
       rc = kcr_objclient_update_rv(c, dir, NULL, rv, sizeof(rv), err);
     if (rc == 0) {
@@ -440,7 +462,7 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
     dir = kop_app_desired_directory(dir_ns);
     if (!dir)
       return kcr_error_set(err, KCR_ENOMEM, "app: out of memory");
-    rc = kop_app_directory_apply(json_object_get(dir, "data"), key, want, &changed, err);
+    rc = dir_apply(&dir, key, want, &changed, err);
     if (rc == 0 && changed)
       rc = kcr_objclient_create(c, dir, NULL, err);
     if (rc == 0)
@@ -451,12 +473,7 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
   if (rc)
     return rc;
   json_object_del(kcr_meta_metadata(dir), "managedFields");
-  data = json_object_get(dir, "data");
-  if (!json_is_object(data)) {
-    data = json_object();
-    json_object_set_new(dir, "data", data);
-  }
-  rc = kop_app_directory_apply(data, key, want, &changed, err);
+  rc = dir_apply(&dir, key, want, &changed, err);
   if (rc == 0 && changed)
     rc = kcr_objclient_update_rv(c, dir, NULL, rv, sizeof(rv), err);
   if (rc) {
@@ -478,7 +495,7 @@ static int ensure_finalizer(const kcr_objclient *c, const kop_app_reconciler *r,
   app_v1alpha1_t *next = NULL;
   char *patch = NULL;
   int rc;
-  if (kcr_finalizer_contains(*id, KOP_APP_FINALIZER))
+  if (kcr_typed_finalizer_contains((*app)->metadata, KOP_APP_FINALIZER))
     return 0;
   if ((rc = kcr_finalizer_add_patch(*id, KOP_APP_FINALIZER, &patch, err)) != 0)
     return rc;
@@ -519,8 +536,8 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
     return kcr_error_set(err, KCR_ENOMEM, "app: out of memory");
   }
 
-  if (kcr_meta_is_deleting(id)) {
-    if (kcr_finalizer_contains(id, KOP_APP_FINALIZER)) {
+  if (app->metadata && app->metadata->deletion_timestamp) {
+    if (kcr_typed_finalizer_contains(app->metadata, KOP_APP_FINALIZER)) {
       rc = sync_directory(ctx, r, c, app, true, err);
       if (rc == 0)
         rc = kcr_finalizer_remove_remote(c, id, KOP_APP_FINALIZER, err);
@@ -537,12 +554,12 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
     goto out;
 
   if (!(app->spec->has_paused && app->spec->paused)) {
-    for (size_t i = 0; i < sizeof(children) / sizeof(children[0]) && sync_rc == 0; i++) {
+    for (size_t i = 0; i < KOP_APP_CHILDREN && sync_rc == 0; i++) {
       bool child_conflict = false;
       json_t *seen = NULL;
       /* Only the Deployment's answer is read (for the status): the others
        * are not parsed. */
-      sync_rc = sync_child(ctx, r, c, app, id, &children[i], i == 0 ? &seen : NULL, &child_conflict,
+      sync_rc = sync_child(ctx, r, c, app, &children[i], i == 0 ? &seen : NULL, &child_conflict,
                            conflict_msg, sizeof(conflict_msg), err);
       if (i == 0)
         deployment = seen;
@@ -553,9 +570,12 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
   } else {
     /* Paused: change nothing, but still report what the Deployment does. */
     json_t *existing = NULL;
+    void *have = NULL;
     if (kcr_objclient_get(c, &children[0].gvk, req->ns, req->name, &existing, NULL) == 0 &&
-        kop_app_owns(id, existing))
+        children[0].decode(existing, &have, NULL) == 0 && kop_app_owns(app, children[0].meta(have)))
       deployment = json_incref(existing);
+    if (have)
+      children[0].release(have);
     json_decref(existing);
   }
 
@@ -565,8 +585,9 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
     obs.degraded_message = conflict_msg;
     kcr_reconcile_log(ctx, KCR_LOG_WARN, "%s", conflict_msg);
     if (r->events)
-      kcr_event_record_object(r->events, id, "Warning", KOP_APP_REASON_NAME_CONFLICT, "Reconcile",
-                              "%s; it is left alone", conflict_msg);
+      kcr_event_record_meta(r->events, &app_gvk, app->metadata, "Warning",
+                            KOP_APP_REASON_NAME_CONFLICT, "Reconcile", "%s; it is left alone",
+                            conflict_msg);
     /* Look again later: the other object is not cached, so no event says it went. */
     res->requeue_after_ns = KOP_APP_CONFLICT_RECHECK_NS;
   } else if (sync_rc) {
