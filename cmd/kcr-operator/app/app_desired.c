@@ -110,15 +110,16 @@ static int config_text(const app_v1alpha1_spec_t *spec, char **out) {
   char **parts = NULL, *text = NULL;
   int rc = KCR_ENOMEM;
   *out = NULL;
-  if (n > 0 && (!(order = kcr_core_v1_mem_calloc(n, sizeof(*order))) ||
-                !(parts = kcr_core_v1_mem_calloc(2 * n, sizeof(*parts))))) {
+  if (n > 0 &&
+      (!(order = kcr_core_v1_mem_calloc(n, sizeof(*order))) || // NOLINT(bugprone-sizeof-expression)
+       !(parts = kcr_core_v1_mem_calloc(2 * n, sizeof(*parts))))) {
     goto out;
   }
   for (size_t i = 0; i < n; i++) {
     order[i] = &spec->config[i];
   }
   if (n > 1) {
-    qsort(order, n, sizeof(*order), config_order);
+    qsort(order, n, sizeof(*order), config_order); // NOLINT(bugprone-sizeof-expression)
   }
   for (size_t i = 0; i < n; i++) {
     if (!(parts[2 * i] = json_text(order[i]->key)) ||

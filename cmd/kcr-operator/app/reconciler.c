@@ -127,7 +127,7 @@ static int read_direct(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, co
 static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, const kcr_objclient *c,
                       const app_v1alpha1_t *typed, const child_kind *k, json_t **observed,
                       bool *conflict, char *conflict_msg, size_t msg_size, kcr_error_t *err) {
-  const char *ns = typed->metadata->namespace;
+  const char *ns = typed->metadata ? typed->metadata->namespace : NULL;
   json_t *desired = NULL, *existing = NULL, *merged = NULL, *out = NULL;
   void *want = NULL, *have = NULL, *after = NULL;
   bool changed = false;
@@ -136,6 +136,8 @@ static int sync_child(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r, con
 
   if (observed)
     *observed = NULL;
+  if (!ns || !typed->metadata->name) /* kop_app_check refused it already */
+    return kcr_error_set(err, KCR_EINVAL, "app: metadata.name and namespace are required");
   if ((rc = k->desired(typed, &want, err)) != 0)
     return rc;
   snprintf(name, sizeof(name), "%s%s", typed->metadata->name, k->suffix);
