@@ -77,9 +77,9 @@ static int desired_json(size_t i, const json_t *app, json_t **out, kcr_error_t *
 #define DEPLOYMENT 0
 #define SERVICE 1
 #define CONFIGMAP 2
-#define kop_app_desired_deployment(app, out, err) desired_json(DEPLOYMENT, app, out, err)
-#define kop_app_desired_service(app, out, err) desired_json(SERVICE, app, out, err)
-#define kop_app_desired_configmap(app, out, err) desired_json(CONFIGMAP, app, out, err)
+#define desired_deployment_json(app, out, err) desired_json(DEPLOYMENT, app, out, err)
+#define desired_service_json(app, out, err) desired_json(SERVICE, app, out, err)
+#define desired_configmap_json(app, out, err) desired_json(CONFIGMAP, app, out, err)
 
 /*
  * update applies app onto the child have (JSON, as read) of kind i:
@@ -131,7 +131,7 @@ static void test_app_desired_deployment_full(void **state) {
       json_object_get(json_object_get(json_object_get(want, "spec"), "template"), "metadata"),
       "annotations");
   json_object_set_new(ann, KOP_APP_CONFIG_HASH_ANNOTATION, json_string("44fd9f329b1ca9cc"));
-  assert_int_equal(kop_app_desired_deployment(app, &got, NULL), 0);
+  assert_int_equal(desired_deployment_json(app, &got, NULL), 0);
   assert_json_equal(want, got);
   json_decref(got);
   json_decref(want);
@@ -143,7 +143,7 @@ static void test_app_desired_deployment_minimal(void **state) {
   json_t *want = load_file(FIXTURE("deployment_minimal.json"));
   json_t *got = NULL;
   (void)state;
-  assert_int_equal(kop_app_desired_deployment(app, &got, NULL), 0);
+  assert_int_equal(desired_deployment_json(app, &got, NULL), 0);
   assert_json_equal(want, got);
   json_decref(got);
   json_decref(want);
@@ -155,7 +155,7 @@ static void test_app_desired_replicas_zero_stays_zero(void **state) {
                      "\"spec\":{\"image\":\"i\",\"replicas\":0}}");
   json_t *got = NULL;
   (void)state;
-  assert_int_equal(kop_app_desired_deployment(app, &got, NULL), 0);
+  assert_int_equal(desired_deployment_json(app, &got, NULL), 0);
   assert_true(json_is_integer(kcr_meta_path(got, "spec.replicas")));
   assert_int_equal(json_integer_value(kcr_meta_path(got, "spec.replicas")), 0);
   json_decref(got);
@@ -168,11 +168,11 @@ static void test_app_desired_service(void **state) {
   json_t *want = load_file(FIXTURE("service_full.json"));
   json_t *got = NULL;
   (void)state;
-  assert_int_equal(kop_app_desired_service(app, &got, NULL), 0);
+  assert_int_equal(desired_service_json(app, &got, NULL), 0);
   assert_json_equal(want, got);
   json_decref(got);
   got = (json_t *)1;
-  assert_int_equal(kop_app_desired_service(min, &got, NULL), 0);
+  assert_int_equal(desired_service_json(min, &got, NULL), 0);
   assert_null(got); /* no port, no Service */
   json_decref(want);
   json_decref(min);
@@ -185,11 +185,11 @@ static void test_app_desired_configmap(void **state) {
   json_t *want = load_file(FIXTURE("configmap_full.json"));
   json_t *got = NULL;
   (void)state;
-  assert_int_equal(kop_app_desired_configmap(app, &got, NULL), 0);
+  assert_int_equal(desired_configmap_json(app, &got, NULL), 0);
   assert_json_equal(want, got);
   json_decref(got);
   got = (json_t *)1;
-  assert_int_equal(kop_app_desired_configmap(min, &got, NULL), 0);
+  assert_int_equal(desired_configmap_json(min, &got, NULL), 0);
   assert_null(got);
   /* An empty config is no config (Go's len(map) == 0). */
   json_object_set_new(json_object_get(min, "spec"), "config", json_object());
@@ -198,7 +198,7 @@ static void test_app_desired_configmap(void **state) {
     assert_false(kop_app_has_config(m));
     app_v1alpha1_free(m);
   }
-  assert_int_equal(kop_app_desired_configmap(min, &got, NULL), 0);
+  assert_int_equal(desired_configmap_json(min, &got, NULL), 0);
   assert_null(got);
   json_decref(want);
   json_decref(min);
@@ -249,9 +249,9 @@ static void test_app_desired_config_change_changes_template(void **state) {
   json_t *d1 = NULL, *d2 = NULL;
   const char *h1, *h2;
   (void)state;
-  assert_int_equal(kop_app_desired_deployment(app, &d1, NULL), 0);
+  assert_int_equal(desired_deployment_json(app, &d1, NULL), 0);
   json_object_set_new(kcr_meta_path(app, "spec.config"), "index.html", json_string("<h1>bye</h1>"));
-  assert_int_equal(kop_app_desired_deployment(app, &d2, NULL), 0);
+  assert_int_equal(desired_deployment_json(app, &d2, NULL), 0);
   h1 = json_string_value(json_object_get(kcr_meta_path(d1, "spec.template.metadata.annotations"),
                                          KOP_APP_CONFIG_HASH_ANNOTATION));
   h2 = json_string_value(json_object_get(kcr_meta_path(d2, "spec.template.metadata.annotations"),
@@ -286,7 +286,7 @@ static void test_app_desired_invalid_app(void **state) {
     json_t *out = (json_t *)1;
     kcr_error_t err;
     kcr_error_clear(&err);
-    assert_int_equal(kop_app_desired_deployment(app, &out, &err), KCR_EINVAL);
+    assert_int_equal(desired_deployment_json(app, &out, &err), KCR_EINVAL);
     assert_null(out);
     assert_int_equal(err.code, KCR_EINVAL);
     assert_true(strlen(err.message) > 0);
@@ -300,7 +300,7 @@ static void test_app_desired_invalid_app(void **state) {
     kcr_core_v1_config_map_t cm = {0};
     kcr_meta_v1_mem_free(a->spec->image);
     a->spec->image = NULL;
-    assert_int_equal(kop_app_desired_deployment_of(a, &d, NULL), KCR_EINVAL);
+    assert_int_equal(kop_app_desired_deployment(a, &d, NULL), KCR_EINVAL);
     assert_null(d);
     assert_int_equal(kop_app_mutate_configmap(a, &cm, NULL), KCR_EINVAL);
     app_v1alpha1_free(a);
@@ -355,14 +355,14 @@ static void test_app_desired_strings(void **state) {
   char buf[KOP_APP_URL_MAX];
   char small[8];
   (void)state;
-  assert_int_equal(kop_app_url_of(app, buf, sizeof buf), (int)strlen("http://web.shop.svc:8080"));
+  assert_int_equal(kop_app_url(app, buf, sizeof buf), (int)strlen("http://web.shop.svc:8080"));
   assert_string_equal(buf, "http://web.shop.svc:8080");
-  assert_int_equal(kop_app_url_of(min, buf, sizeof buf), 0);
+  assert_int_equal(kop_app_url(min, buf, sizeof buf), 0);
   assert_string_equal(buf, "");
-  assert_int_equal(kop_app_url_of(app, small, sizeof small), KCR_ETOOBIG);
-  assert_true(kop_app_selector_of(app, buf, sizeof buf) > 0);
+  assert_int_equal(kop_app_url(app, small, sizeof small), KCR_ETOOBIG);
+  assert_true(kop_app_selector(app, buf, sizeof buf) > 0);
   assert_string_equal(buf, "app.kubernetes.io/name=web,app.kubernetes.io/instance=web");
-  assert_int_equal(kop_app_selector_of(app, small, sizeof small), KCR_ETOOBIG);
+  assert_int_equal(kop_app_selector(app, small, sizeof small), KCR_ETOOBIG);
   assert_int_equal(kop_app_directory_key(app, buf, sizeof buf), 8);
   assert_string_equal(buf, "shop.web");
   assert_int_equal(kop_app_directory_key(app, small, 4), KCR_ETOOBIG);
@@ -542,7 +542,7 @@ static void test_app_desired_service_keeps_server_fields(void **state) {
   json_t *app = load_file(FIXTURE("app_full.json"));
   json_t *svc = NULL, *merged = NULL;
   (void)state;
-  assert_int_equal(kop_app_desired_service(app, &svc, NULL), 0);
+  assert_int_equal(desired_service_json(app, &svc, NULL), 0);
   json_object_set_new(json_object_get(svc, "spec"), "clusterIP", json_string("10.0.0.7"));
   json_object_set_new(json_object_get(svc, "spec"), "sessionAffinity", json_string("None"));
   json_object_set_new(json_object_get(svc, "spec"), "ipFamilies", json_pack("[s]", "IPv4"));
@@ -567,7 +567,7 @@ static void test_app_desired_update_decided_fields(void **state) {
   json_t *dep = NULL, *merged = NULL, *plain = NULL;
   json_t *containers, *tmpl;
   (void)state;
-  assert_int_equal(kop_app_desired_deployment(app, &dep, NULL), 0);
+  assert_int_equal(desired_deployment_json(app, &dep, NULL), 0);
   containers = kcr_meta_path(dep, "spec.template.spec.containers");
   json_object_set_new(json_array_get(containers, 0), "imagePullPolicy",
                       json_string("IfNotPresent"));
@@ -666,9 +666,9 @@ static void test_app_desired_alloc_failures(void **state) {
   json_t *server = load_file(FIXTURE("deployment_server.json"));
   json_t *out = NULL;
   (void)state;
-  KCR_TEST_ALLOC_LOOP(kop_app_desired_deployment(app, &out, NULL), (json_decref(out), out = NULL));
-  KCR_TEST_ALLOC_LOOP(kop_app_desired_service(app, &out, NULL), (json_decref(out), out = NULL));
-  KCR_TEST_ALLOC_LOOP(kop_app_desired_configmap(app, &out, NULL), (json_decref(out), out = NULL));
+  KCR_TEST_ALLOC_LOOP(desired_deployment_json(app, &out, NULL), (json_decref(out), out = NULL));
+  KCR_TEST_ALLOC_LOOP(desired_service_json(app, &out, NULL), (json_decref(out), out = NULL));
+  KCR_TEST_ALLOC_LOOP(desired_configmap_json(app, &out, NULL), (json_decref(out), out = NULL));
   {
     const kop_app_child_kind *k = &kop_app_children[DEPLOYMENT];
     json_t *min = load_file(FIXTURE("app_minimal.json")); /* the server's Deployment's App */

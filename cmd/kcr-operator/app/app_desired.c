@@ -232,7 +232,7 @@ static const char *md_str(const char *s) {
 
 #define MD(app, field) md_str((app)->metadata ? (app)->metadata->field : NULL)
 
-int kop_app_check_typed(const app_v1alpha1_t *app, kcr_error_t *err) {
+int kop_app_check(const app_v1alpha1_t *app, kcr_error_t *err) {
   const char *ns = MD(app, namespace), *name = MD(app, name);
   if (!*name || !*ns || !*MD(app, uid)) {
     return kcr_error_set(err, KCR_EINVAL, "app: metadata.name, namespace and uid are required");
@@ -251,11 +251,11 @@ int kop_app_check_typed(const app_v1alpha1_t *app, kcr_error_t *err) {
   return 0;
 }
 
-int kop_app_selector_of(const app_v1alpha1_t *app, char *buf, size_t size) {
+int kop_app_selector(const app_v1alpha1_t *app, char *buf, size_t size) {
   return selector_for(MD(app, name), buf, size);
 }
 
-int kop_app_url_of(const app_v1alpha1_t *app, char *buf, size_t size) {
+int kop_app_url(const app_v1alpha1_t *app, char *buf, size_t size) {
   int port = app->spec && app->spec->has_port && app->spec->port >= 1 && app->spec->port <= 65535
                  ? (int)app->spec->port
                  : 0;
@@ -307,7 +307,7 @@ int kop_app_decode(const json_t *app, app_v1alpha1_t **out, kcr_error_t *err) {
   if ((rc = typed_app(app, out, err)) < 0) {
     return rc;
   }
-  if ((rc = kop_app_check_typed(*out, err)) < 0) {
+  if ((rc = kop_app_check(*out, err)) < 0) {
     app_v1alpha1_free(*out);
     *out = NULL;
   }
@@ -580,7 +580,7 @@ int kop_app_mutate_deployment(const app_v1alpha1_t *a, kcr_apps_v1_deployment_t 
   kcr_core_v1_pod_template_spec_t *tmpl;
   bool with_config;
   int bad = 0, rc;
-  if ((rc = kop_app_check_typed(a, err)) < 0) {
+  if ((rc = kop_app_check(a, err)) < 0) {
     return rc;
   }
   with_config = typed_has_config(a->spec);
@@ -621,7 +621,7 @@ int kop_app_mutate_service(const app_v1alpha1_t *app, kcr_core_v1_service_t *s, 
   kcr_core_v1_service_spec_t *spec;
   kcr_core_v1_service_port_t *p = NULL;
   int bad = 0, rc;
-  if ((rc = kop_app_check_typed(app, err)) < 0) {
+  if ((rc = kop_app_check(app, err)) < 0) {
     return rc;
   }
   if (!app->spec->has_port) {
@@ -666,7 +666,7 @@ int kop_app_mutate_service(const app_v1alpha1_t *app, kcr_core_v1_service_t *s, 
 int kop_app_mutate_configmap(const app_v1alpha1_t *a, kcr_core_v1_config_map_t *cm,
                              kcr_error_t *err) {
   int bad = 0, rc;
-  if ((rc = kop_app_check_typed(a, err)) < 0) {
+  if ((rc = kop_app_check(a, err)) < 0) {
     return rc;
   }
   if (!ENSURE(cm->metadata, bad) || (rc = child_meta(a, cm->metadata, err)) < 0) {
@@ -699,11 +699,11 @@ int kop_app_mutate_configmap(const app_v1alpha1_t *a, kcr_core_v1_config_map_t *
     }                                                                                              \
   } while (0)
 
-int kop_app_desired_deployment_of(const app_v1alpha1_t *app, kcr_apps_v1_deployment_t **out,
-                                  kcr_error_t *err) {
+int kop_app_desired_deployment(const app_v1alpha1_t *app, kcr_apps_v1_deployment_t **out,
+                               kcr_error_t *err) {
   int bad = 0, rc;
   *out = NULL;
-  if ((rc = kop_app_check_typed(app, err)) < 0) {
+  if ((rc = kop_app_check(app, err)) < 0) {
     return rc;
   }
   SKELETON(out, "apps/v1", "Deployment", MD(app, name), app, bad, err);
@@ -716,11 +716,11 @@ int kop_app_desired_deployment_of(const app_v1alpha1_t *app, kcr_apps_v1_deploym
   return rc;
 }
 
-int kop_app_desired_service_of(const app_v1alpha1_t *app, kcr_core_v1_service_t **out,
-                               kcr_error_t *err) {
+int kop_app_desired_service(const app_v1alpha1_t *app, kcr_core_v1_service_t **out,
+                            kcr_error_t *err) {
   int bad = 0, rc;
   *out = NULL;
-  if ((rc = kop_app_check_typed(app, err)) < 0 || !app->spec->has_port) {
+  if ((rc = kop_app_check(app, err)) < 0 || !app->spec->has_port) {
     return rc;
   }
   SKELETON(out, "v1", "Service", MD(app, name), app, bad, err);
@@ -733,12 +733,12 @@ int kop_app_desired_service_of(const app_v1alpha1_t *app, kcr_core_v1_service_t 
   return rc;
 }
 
-int kop_app_desired_configmap_of(const app_v1alpha1_t *app, kcr_core_v1_config_map_t **out,
-                                 kcr_error_t *err) {
+int kop_app_desired_configmap(const app_v1alpha1_t *app, kcr_core_v1_config_map_t **out,
+                              kcr_error_t *err) {
   char name[320];
   int bad = 0, rc;
   *out = NULL;
-  if ((rc = kop_app_check_typed(app, err)) < 0 || !typed_has_config(app->spec)) {
+  if ((rc = kop_app_check(app, err)) < 0 || !typed_has_config(app->spec)) {
     return rc;
   }
   if (config_name(app, name, sizeof name) < 0) {
@@ -792,9 +792,9 @@ int kop_app_desired_configmap_of(const app_v1alpha1_t *app, kcr_core_v1_config_m
     return obj ? ((const T##_t *)obj)->metadata : NULL;                                            \
   }
 
-CHILD_OPS(dep, kcr_apps_v1_deployment, kop_app_desired_deployment_of, kop_app_mutate_deployment)
-CHILD_OPS(svc, kcr_core_v1_service, kop_app_desired_service_of, kop_app_mutate_service)
-CHILD_OPS(cm, kcr_core_v1_config_map, kop_app_desired_configmap_of, kop_app_mutate_configmap)
+CHILD_OPS(dep, kcr_apps_v1_deployment, kop_app_desired_deployment, kop_app_mutate_deployment)
+CHILD_OPS(svc, kcr_core_v1_service, kop_app_desired_service, kop_app_mutate_service)
+CHILD_OPS(cm, kcr_core_v1_config_map, kop_app_desired_configmap, kop_app_mutate_configmap)
 
 #define CHILD_KIND(p, kind_, group, plural, suffix)                                                \
   {                                                                                                \
@@ -890,7 +890,7 @@ int kop_app_directory_want(const app_v1alpha1_t *app, bool remove, char *key, si
   if (fit(snprintf(key, key_size, "%s.%s", MD(app, namespace), MD(app, name)), key_size) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: directory key too long");
   }
-  if ((n = kop_app_url_of(app, url, url_size)) < 0) {
+  if ((n = kop_app_url(app, url, url_size)) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: url too long");
   }
   if (!remove && n > 0 && !deleting) {

@@ -76,7 +76,7 @@
 /* The reason of Degraded when a same-named child exists that the App does not own. */
 #define KOP_APP_REASON_NAME_CONFLICT "NameConflict"
 
-/* KOP_APP_URL_MAX: a buffer of this size holds any URL kop_app_url_of makes. */
+/* KOP_APP_URL_MAX: a buffer of this size holds any URL kop_app_url makes. */
 #define KOP_APP_URL_MAX 384
 
 /* kop_app_replicas returns spec.replicas, or the schema's default 1 when absent. */
@@ -130,34 +130,34 @@ json_t *kop_app_desired_directory(const char *ns);
 
 /*
  * kop_app_decode decodes app (JSON) into *out (new; release with
- * app_v1alpha1_free) and checks it (kop_app_check_typed). Errors: KCR_EINVAL
+ * app_v1alpha1_free) and checks it (kop_app_check). Errors: KCR_EINVAL
  * (not an App: a member of the wrong type, or a check failed, naming the
  * field), KCR_ENOMEM; *out NULL on failure.
  */
 int kop_app_decode(const json_t *app, app_v1alpha1_t **out, kcr_error_t *err);
 
 /*
- * kop_app_check_typed verifies the fields every other function relies on:
+ * kop_app_check verifies the fields every other function relies on:
  * metadata.name, metadata.namespace, metadata.uid and spec.image non-empty;
  * spec.replicas, when present, in 0..1000 and spec.port, when present, in
  * 1..65535. Returns 0 or KCR_EINVAL naming the field.
  */
-int kop_app_check_typed(const app_v1alpha1_t *app, kcr_error_t *err);
+int kop_app_check(const app_v1alpha1_t *app, kcr_error_t *err);
 
 /*
- * kop_app_selector_of writes the pods' label selector in string form,
+ * kop_app_selector writes the pods' label selector in string form,
  * "app.kubernetes.io/name=N,app.kubernetes.io/instance=N", into buf;
- * kop_app_url_of writes "http://<name>.<namespace>.svc:<port>" when spec.port
+ * kop_app_url writes "http://<name>.<namespace>.svc:<port>" when spec.port
  * is set (0 and "" when it is not). Both return the length, or KCR_ETOOBIG
  * when size is too small.
  */
-int kop_app_selector_of(const app_v1alpha1_t *app, char *buf, size_t size);
-int kop_app_url_of(const app_v1alpha1_t *app, char *buf, size_t size);
+int kop_app_selector(const app_v1alpha1_t *app, char *buf, size_t size);
+int kop_app_url(const app_v1alpha1_t *app, char *buf, size_t size);
 
 /*
  * kop_app_identity returns a new object {apiVersion, kind, metadata} whose
  * metadata is the App's own (shared, not copied): what the generic helpers that
- * read an object's identity take (kcr_meta_*, finalizers, Events, kop_app_owns).
+ * read an object's identity take (kcr_meta_*, the finalizer patches, Events).
  * NULL when out of memory.
  */
 json_t *kop_app_identity(const app_v1alpha1_t *app);
@@ -185,7 +185,7 @@ bool kop_app_owns(const app_v1alpha1_t *app, const kcr_meta_v1_object_meta_t *ch
  * "config" from ConfigMap N-config (the only volume; an existing one keeps its
  * defaultMode) mounted read-only at /etc/app and the template annotation
  * kcr.dev/config-hash, all three removed when the App has no config. Errors:
- * KCR_EINVAL (kop_app_check_typed), KCR_EEXIST, KCR_ENOMEM (d then half
+ * KCR_EINVAL (kop_app_check), KCR_EEXIST, KCR_ENOMEM (d then half
  * edited: drop it).
  */
 int kop_app_mutate_deployment(const app_v1alpha1_t *app, kcr_apps_v1_deployment_t *d,
@@ -217,12 +217,12 @@ int kop_app_mutate_configmap(const app_v1alpha1_t *app, kcr_core_v1_config_map_t
  * and *out is NULL when the App has no config: a child that exists must then be
  * deleted if the App owns it. Errors as the mutations, KCR_ETOOBIG (name).
  */
-int kop_app_desired_deployment_of(const app_v1alpha1_t *app, kcr_apps_v1_deployment_t **out,
-                                  kcr_error_t *err);
-int kop_app_desired_service_of(const app_v1alpha1_t *app, kcr_core_v1_service_t **out,
+int kop_app_desired_deployment(const app_v1alpha1_t *app, kcr_apps_v1_deployment_t **out,
                                kcr_error_t *err);
-int kop_app_desired_configmap_of(const app_v1alpha1_t *app, kcr_core_v1_config_map_t **out,
-                                 kcr_error_t *err);
+int kop_app_desired_service(const app_v1alpha1_t *app, kcr_core_v1_service_t **out,
+                            kcr_error_t *err);
+int kop_app_desired_configmap(const app_v1alpha1_t *app, kcr_core_v1_config_map_t **out,
+                              kcr_error_t *err);
 
 /*
  * kop_app_child_kind: one kind of child, its functions on void * values of

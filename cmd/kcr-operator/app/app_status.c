@@ -207,11 +207,11 @@ int kop_app_status_of(const app_v1alpha1_t *app, const kop_app_observed *obs, kc
   int64_t gen = app->metadata && app->metadata->has_generation ? app->metadata->generation : 0;
   int rc, n;
   *out = NULL;
-  if ((rc = kop_app_check_typed(app, err)) < 0) {
+  if ((rc = kop_app_check(app, err)) < 0) {
     return rc;
   }
-  if (kop_app_selector_of(app, selector, sizeof selector) < 0 ||
-      (n = kop_app_url_of(app, url, sizeof url)) < 0) {
+  if (kop_app_selector(app, selector, sizeof selector) < 0 ||
+      (n = kop_app_url(app, url, sizeof url)) < 0) {
     return kcr_error_set(err, KCR_ETOOBIG, "app: name too long");
   }
   /* Only the status is read: the Deployment may be a partial object (tests). */

@@ -38,8 +38,8 @@ typedef struct kop_app_observed {
  * and current status) and what was observed, at wall time now:
  *   observedGeneration  metadata.generation
  *   replicas, readyReplicas  from the Deployment's status (0 without one)
- *   selector            kop_app_selector_of
- *   url                 kop_app_url_of, absent without a port
+ *   selector            kop_app_selector
+ *   url                 kop_app_url, absent without a port
  *   conditions          Available: True when spec.replicas is 0 (ScaledToZero),
  *                       or when the Deployment has ready replicas and its own
  *                       Available condition is True (when it has none: when

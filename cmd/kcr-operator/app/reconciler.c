@@ -548,7 +548,7 @@ int kop_app_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req
     }
     goto out;
   }
-  if (kop_app_check_typed(app, err) != 0) {
+  if (kop_app_check(app, err) != 0) {
     rc = kcr_reconcile_terminal(ctx, KCR_EINVAL); /* the schema normally prevents it */
     goto out;
   }
