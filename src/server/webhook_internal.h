@@ -21,10 +21,35 @@
 int kcr__json_patch_diff(json_t *from, json_t *to, json_t **out);
 
 /*
+ * A review is decoded only if its jansson tree would cost at most
+ * KCR_REVIEW_TREE_PER_BYTE times its size plus KCR_REVIEW_TREE_SLACK, and
+ * never more than KCR_REVIEW_TREE_MAX: honest Kubernetes JSON costs 1 to 7
+ * times its size (large strings near 1, small fields near 7), while a body of
+ * empty objects costs 84, so a hostile review is refused before anything is
+ * allocated for it.
+ */
+#define KCR_REVIEW_TREE_PER_BYTE 16u
+#define KCR_REVIEW_TREE_SLACK ((size_t)64 * 1024)
+#define KCR_REVIEW_TREE_MAX ((size_t)32 * 1024 * 1024)
+
+/*
+ * kcr__json_tree_cost estimates, without allocating, the heap bytes jansson
+ * takes to decode s[0..len): an upper bound for valid JSON (malformed input
+ * gets some figure; the parser refuses it anyway). It stops counting once past
+ * limit, so a refusal costs at most one pass over the bytes.
+ */
+size_t kcr__json_tree_cost(const char *s, size_t len, size_t limit);
+
+/* kcr__review_tree_limit: the most a review of len bytes may cost to decode. */
+size_t kcr__review_tree_limit(size_t len);
+
+/*
  * kcr__admission_review decodes an AdmissionReview from body[0..len), runs cb
  * (a mutating one when mutating: the answer then carries the JSON Patch) and
  * returns the AdmissionReview answer (new; a denial with code 400 for a body
- * that is not a review), or NULL when memory ran out. name is for logs. On
+ * that is not a review or a review of an apiVersion other than
+ * admission.k8s.io/v1 and v1beta1, 413 for one past kcr__review_tree_limit,
+ * decoded or not), or NULL when memory ran out. name is for logs. On
  * the calling thread (the server's worker); the fuzz target calls it directly.
  */
 json_t *kcr__admission_review(const char *body, size_t len, kcr_admission_cb cb, void *data,

@@ -9,10 +9,12 @@
  */
 #include <arpa/inet.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -552,6 +554,198 @@ static void test_webhook_http_edges(void **state) {
   stop(f);
 }
 
+/* ---- what a review may cost to decode (issue 28) ---- */
+
+/* A counting allocator: the heap in use (glibc's usable size plus its 16-byte
+ * chunk header) and its peak, for everything libkcr and jansson allocate. */
+static _Atomic size_t heap_now, heap_peak;
+
+static void heap_charge(void *p) {
+  size_t n;
+  if (!p)
+    return;
+  n = atomic_fetch_add(&heap_now, malloc_usable_size(p) + 16) + malloc_usable_size(p) + 16;
+  if (n > atomic_load(&heap_peak))
+    atomic_store(&heap_peak, n);
+}
+static void *count_malloc(size_t n) {
+  void *p = malloc(n);
+  heap_charge(p);
+  return p;
+}
+static void *count_realloc(void *p, size_t n) {
+  size_t old = p ? malloc_usable_size(p) + 16 : 0;
+  void *q = realloc(p, n);
+  if (q) {
+    atomic_fetch_sub(&heap_now, old);
+    heap_charge(q);
+  }
+  return q;
+}
+static void count_free(void *p) {
+  if (p)
+    atomic_fetch_sub(&heap_now, malloc_usable_size(p) + 16);
+  free(p);
+}
+static void heap_count(bool on) {
+  atomic_store(&heap_now, 0);
+  atomic_store(&heap_peak, 0);
+  if (on)
+    kcr_set_alloc_funcs(count_malloc, count_realloc, count_free);
+  else
+    kcr_set_alloc_funcs(NULL, NULL, NULL);
+}
+
+/* repeat: "[" item "," item ... "]" with n items (new, malloc'd). */
+static char *repeat(const char *pre, const char *item, size_t n, const char *post) {
+  size_t il = strlen(item), len = strlen(pre) + n * (il + 1) + strlen(post) + 2, at;
+  char *b = malloc(len);
+  assert_non_null(b);
+  at = (size_t)sprintf(b, "%s[", pre);
+  for (size_t i = 0; i < n; i++) {
+    memcpy(b + at, item, il);
+    at += il;
+    b[at++] = ',';
+  }
+  if (n > 0)
+    at--;
+  at += (size_t)sprintf(b + at, "]%s", post);
+  b[at] = '\0';
+  return b;
+}
+
+/* The estimate is an upper bound of what jansson really takes, shape by shape. */
+static void check_cost_bound(const char *json) {
+  size_t est = kcr__json_tree_cost(json, strlen(json), SIZE_MAX), peak;
+  json_t *j;
+  heap_count(true);
+  j = json_loads(json, 0, NULL);
+  peak = atomic_load(&heap_peak);
+  json_decref(j);
+  heap_count(false);
+  assert_non_null(j);
+  if (est < peak)
+    fail_msg("estimate %zu < jansson's %zu for %.60s", est, peak, json);
+}
+
+static int never_called(void *data, const kcr_admission_request *q, kcr_admission_response *r,
+                        kcr_error_t *err) {
+  (void)q;
+  (void)r;
+  (void)err;
+  (*(int *)data)++;
+  return 0;
+}
+
+static void test_webhook_review_tree_bound(void **state) {
+  char *b;
+  int calls = 0;
+  json_t *out, *resp;
+  size_t peak, len;
+  (void)state;
+  /* The cost model against jansson, for the shapes a hostile body would pick
+   * and for ordinary ones. */
+  b = repeat("", "{}", 20000, "");
+  check_cost_bound(b);
+  free(b);
+  b = repeat("", "[]", 20000, "");
+  check_cost_bound(b);
+  free(b);
+  b = repeat("", "1", 20000, "");
+  check_cost_bound(b);
+  free(b);
+  b = repeat("", "\"\"", 20000, "");
+  check_cost_bound(b);
+  free(b);
+  b = repeat("", "{\"a\":1}", 20000, "");
+  check_cost_bound(b);
+  free(b);
+  b = repeat("", "{\"name\":\"x\",\"value\":\"y\",\"n\":[true,null,-1.5e3]}", 5000, "");
+  check_cost_bound(b);
+  free(b);
+  b = repeat("", "[[[[[[[[[[{\"k\":{\"k\":{}}}]]]]]]]]]]", 2000, "");
+  check_cost_bound(b);
+  free(b);
+
+  /* A million empty objects in 3 MB: refused before anything is allocated
+   * for them (jansson would take about 250 MB), the handler never called. */
+  b = repeat("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+             "\"request\":{\"uid\":\"u\",\"operation\":\"CREATE\",\"object\":{\"x\":",
+             "{}", 1000000, "}}}");
+  len = strlen(b);
+  heap_count(true);
+  out = kcr__admission_review(b, len, never_called, &calls, 0, "/t");
+  peak = atomic_load(&heap_peak);
+  heap_count(false);
+  assert_non_null(out);
+  resp = json_object_get(out, "response");
+  assert_true(json_is_false(json_object_get(resp, "allowed")));
+  assert_int_equal(json_integer_value(json_object_get(json_object_get(resp, "status"), "code")),
+                   413);
+  assert_non_null(
+      strstr(json_string_value(json_object_get(json_object_get(resp, "status"), "message")),
+             "16 times its size"));
+  assert_int_equal(calls, 0);
+  if (peak > (size_t)64 * 1024)
+    fail_msg("refusing a %zu-byte review took %zu bytes of heap", len, peak);
+  json_decref(out);
+
+  /* The same body as a ConversionReview: a Failure, as cheaply. */
+  free(b);
+  b = repeat("{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"ConversionReview\","
+             "\"request\":{\"uid\":\"u\",\"desiredAPIVersion\":\"example.com/v2\",\"objects\":",
+             "{}", 1000000, "}}");
+  heap_count(true);
+  out = kcr__conversion_review(b, strlen(b), on_convert, NULL, "/t");
+  peak = atomic_load(&heap_peak);
+  heap_count(false);
+  resp = json_object_get(out, "response");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(resp, "result"), "status")),
+                      "Failure");
+  assert_true(peak <= (size_t)64 * 1024);
+  json_decref(out);
+  free(b);
+
+  /* An honest review of 20,000 labels (about 700 KB) is decoded and allowed. */
+  b = repeat("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+             "\"request\":{\"uid\":\"u\",\"operation\":\"CREATE\",\"object\":{\"metadata\":"
+             "{\"name\":\"n\"},\"data\":{\"list\":",
+             "{\"name\":\"app.kubernetes.io/component\",\"value\":\"cache-frontend\"}", 10000,
+             "}}}}");
+  out = kcr__admission_review(b, strlen(b), never_called, &calls, 0, "/t");
+  assert_true(json_is_true(json_object_get(json_object_get(out, "response"), "allowed")));
+  assert_int_equal(calls, 1);
+  json_decref(out);
+  free(b);
+  assert_int_equal(kcr__review_tree_limit(SIZE_MAX / 2), KCR_REVIEW_TREE_MAX);
+}
+
+/* A review of a version this code does not speak is refused, not allowed. */
+static void test_webhook_unknown_version(void **state) {
+  const char *adm = "{\"apiVersion\":\"admission.k8s.io/v2\",\"kind\":\"AdmissionReview\","
+                    "\"request\":{\"uid\":\"u2\",\"operation\":\"CREATE\",\"object\":{}}}";
+  const char *conv =
+      "{\"apiVersion\":\"apiextensions.k8s.io/v2\",\"kind\":\"ConversionReview\",\"request\":"
+      "{\"uid\":\"c2\",\"desiredAPIVersion\":\"example.com/v2\",\"objects\":[]}}";
+  int calls = 0;
+  json_t *out = kcr__admission_review(adm, strlen(adm), never_called, &calls, 0, "/t"), *resp;
+  (void)state;
+  resp = json_object_get(out, "response");
+  assert_true(json_is_false(json_object_get(resp, "allowed")));
+  assert_string_equal(json_string_value(json_object_get(resp, "uid")), "u2");
+  assert_int_equal(json_integer_value(json_object_get(json_object_get(resp, "status"), "code")),
+                   400);
+  assert_int_equal(calls, 0);
+  json_decref(out);
+  out = kcr__conversion_review(conv, strlen(conv), on_convert, NULL, "/t");
+  resp = json_object_get(out, "response");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(resp, "result"), "status")),
+                      "Failure");
+  assert_non_null(
+      strstr(json_string_value(json_object_get(json_object_get(resp, "result"), "message")), "v2"));
+  json_decref(out);
+}
+
 int main(void) {
   /* A server may close before the client is done writing (a refused
    * handshake, a 413): that must be an error return, not a signal. */
@@ -564,6 +758,8 @@ int main(void) {
       cmocka_unit_test(test_webhook_conversion),
       cmocka_unit_test(test_webhook_conversion_v1beta1),
       cmocka_unit_test(test_webhook_conversion_alloc_failures),
+      cmocka_unit_test(test_webhook_review_tree_bound),
+      cmocka_unit_test(test_webhook_unknown_version),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
