@@ -7,6 +7,7 @@
 #
 # Usage: scripts/cluster.sh up [--kwok] [DIR]
 #        scripts/cluster.sh down|status|env|restart-apiserver|compact [DIR]
+#        scripts/cluster.sh build [--kwok]
 #   up      generate certificates (first time), start etcd, kube-apiserver and
 #           kube-controller-manager, wait until they are ready, write
 #           DIR/kubeconfig and print the line to export it
@@ -16,6 +17,8 @@
 #           Pod traffic), so Deployments become Available on their own. The
 #           two binaries are built from the Go module proxy into the cache the
 #           first time (tools/k8s, tools/kwok).
+#   build   only build (or find in the cache) the binaries `up` runs, with
+#           --kwok kube-scheduler and kwok too; starts nothing
 #   down    stop the components (SIGTERM, SIGKILL after a grace period) and
 #           check that no process and no port is left behind
 #   status  report each component (exit 0: all running, 1: some, 3: none)
@@ -88,14 +91,14 @@ cmd=$1
 shift
 kwok=0
 [[ "${KCR_KWOK:-0}" == 1 ]] && kwok=1
-if [[ "$cmd" == up && "${1:-}" == --kwok ]]; then
+if [[ ( "$cmd" == up || "$cmd" == build ) && "${1:-}" == --kwok ]]; then
     kwok=1
     shift
 fi
 (($# <= 1)) || usage
 dir=${1:-${KCR_CLUSTER_DIR:-$PWD/.kcr-cluster}}
 case "$cmd" in
-    up | down | status | env) ;;
+    up | down | status | env | build) ;;
     restart-apiserver) cmd=restart_apiserver ;;
     compact) ;;
     *) usage ;;
@@ -825,6 +828,12 @@ cmd_compact() {
     [[ "$code" == 200 ]] || die "etcd put compact_rev_key: HTTP $code: ${out%$'\n'*}"
     say "etcd compacted to revision $rev"
     printf '%s\n' "$rev"
+}
+
+cmd_build() {
+    find_binaries
+    ((kwok)) && build_kwok_binaries
+    say "binaries ready: $bin_apiserver${bin_kwok:+, $bin_kwok}"
 }
 
 cmd_env() {

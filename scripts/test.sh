@@ -4,8 +4,9 @@
 # on a fresh machine:
 #   1. install the Debian packages kcr needs (scripts/install-deps.sh);
 #   2. release build with -Werror: unit tests, the install/consumer test, and the
-#      integration tests against the local control plane (built once, cached in
-#      ~/.cache/kcr; KCR_SKIP_INTEGRATION=1 skips them);
+#      integration tests against the local control plane (the control plane and
+#      every other tool they run built first by scripts/build-test-tools.sh,
+#      cached in ~/.cache/kcr; KCR_SKIP_INTEGRATION=1 skips them);
 #   3. the unit tests again under ASan+UBSan (a Debug build: -O0, so that a
 #      dependency only -O2 hides, like libm behind inlined floor(), fails to link
 #      here rather than in a user's Debug build), then under TSan;
@@ -69,6 +70,15 @@ configure_build "$build/release" -DKCR_VALGRIND=ON -DKCR_INTEGRATION=$integratio
 run_ctest unit "$build/release" -L '^unit$'
 run_ctest install "$build/release" -L '^install$'
 if [ "$integration" = ON ]; then
+  # Every tool built from a module or a source package, before any timed test
+  # (a cold build is tens of minutes on two cores; warm, seconds).
+  echo "==> tools: scripts/build-test-tools.sh"
+  if bash scripts/build-test-tools.sh; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    failures+=("tools")
+  fi
   run_ctest integration "$build/release" -L '^integration$'
 fi
 

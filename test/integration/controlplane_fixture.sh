@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # CTest fixture `controlplane` (see CMakeLists.txt in this directory).
-#   controlplane_fixture.sh up DIR    build the control plane (cached after the
-#                                     first time), then start a cluster in DIR
+#   controlplane_fixture.sh up DIR    build the control plane and every other
+#                                     tool the tests run (scripts/build-test-
+#                                     tools.sh; cached after the first time),
+#                                     then start a cluster in DIR
 #                                     with kube-scheduler and kwok, so Pods of
 #                                     Deployments are scheduled onto fake nodes
 #                                     and become Ready as with a kubelet
@@ -16,7 +18,7 @@ dir=$2
 
 case "$verb" in
     up)
-        "$repo_root/scripts/build-control-plane.sh"
+        "$repo_root/scripts/build-test-tools.sh"
         # A cluster left over from an interrupted run is replaced.
         "$repo_root/scripts/cluster.sh" down "$dir" >/dev/null 2>&1 || true
         "$repo_root/scripts/cluster.sh" up --kwok "$dir"
