@@ -65,6 +65,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <uv.h>
 
 #include "kcr/error.h"
@@ -705,6 +706,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
   if (n == 0 || c->closing)
     return;
   c->heard = 1;
+  c->bytes_in += (uint64_t)n;
   if (c->ssl) {
     if (BIO_write(c->rbio, c->cbuf, (int)n) != (int)n) {
       ERR_clear_error();
@@ -756,27 +758,58 @@ static void refuse(kcr_server_t *s, uv_stream_t *l) {
 }
 
 /*
+ * sent_bytes: what c has sent since accept, counting bytes that have arrived
+ * but not been read yet. A connection accepted a moment ago has often sent
+ * its whole request already, still in the socket: it is a client waiting for
+ * the server, not an idle one. Only asked of connections with nothing read.
+ */
+static uint64_t sent_bytes(const conn_t *c) {
+  uv_os_fd_t fd;
+  int pending = 0;
+  if (c->bytes_in > 0)
+    return c->bytes_in;
+  if (uv_fileno((const uv_handle_t *)&c->tcp, &fd) != 0 || ioctl(fd, FIONREAD, &pending) != 0 ||
+      pending < 0)
+    return 0;
+  return (uint64_t)pending;
+}
+
+/*
  * shed_one closes the connection least worth keeping so that a new one can be
- * admitted; returns 0 when none may go. Order: idle connections (nothing
- * received since accept, or kept alive between requests), then ones sending a
- * head or, with TLS, a handshake (a client part-way through is worth more than
- * one that has sent nothing), then ones not reading their reply; the oldest in
- * its state first. A connection whose request is with the worker is never
- * shed: the server, not the client, owes it progress. Bounded by
+ * admitted; returns 0 when none may go. A connection whose request is with
+ * the worker is never shed: the server, not the client, owes it progress.
+ * Of the others, the first to go is the one that has sent the least for the
+ * time it has been held: bytes received since accept (with what waits unread
+ * in its socket) over milliseconds since accept. That puts a slowloris, which
+ * trickles a byte now and then, and a holder, which sends nothing, before a
+ * client that sent its request at once, and before a kept-alive client that
+ * has made requests, whatever their age. Two groups go after everyone else:
+ * connections accepted in this loop iteration (a burst of reconnects in one
+ * accept batch would otherwise close the probe that was accepted just before
+ * them, before the server had read it), then connections not reading their
+ * reply. Within a group, equal rates go oldest first. Bounded by
  * max_connections. Loop thread.
  */
 static int shed_one(kcr_server_t *s) {
   conn_t *victim = NULL;
-  int victim_rank = 3;
+  uint64_t now = uv_now(s->listener.loop);
+  int victim_group = 3;
+  double victim_rate = 0;
   KCR__LIST_EACH(&s->conns, conn_t, link, c) {
-    int rank;
+    int group;
+    double rate;
     if (c->closing || c->job)
       continue;
-    rank = c->busy ? 2 : c->heard || c->len > 0 || c->pending ? 1 : 0;
+    group = c->busy ? 2 : c->accepted == now ? 1 : 0;
+    if (group > victim_group)
+      continue;
+    rate = (double)sent_bytes(c) / (double)(now - c->accepted + 1);
     /* The list runs newest first: on a tie the later one is the older. */
-    if (rank < victim_rank || (rank == victim_rank && c->since <= victim->since)) {
+    if (group < victim_group || rate < victim_rate ||
+        (rate == victim_rate && c->accepted <= victim->accepted)) {
       victim = c;
-      victim_rank = rank;
+      victim_group = group;
+      victim_rate = rate;
     }
   }
   if (!victim)
@@ -851,7 +884,7 @@ static void admit(kcr_server_t *s) {
   kcr__list_push_front(&s->conns, &c->link);
   s->nconns++;
   s->nactive++;
-  c->since = uv_now(l->loop);
+  c->since = c->accepted = uv_now(l->loop);
   uv_timer_init(l->loop, &c->timer);
   c->timer.data = c;
   c->open_handles = 2;

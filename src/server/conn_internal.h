@@ -27,15 +27,17 @@ struct kcr__conn {
   size_t head_len;       /* the head being answered; consumed once its reply is written */
   int open_handles;
   int closing;
-  int reading;      /* uv_read_start is in effect */
-  int reading_head; /* a request's first byte has arrived */
-  int busy;         /* a request is being answered: its job is out or its reply unsent */
-  int heard;        /* bytes arrived since `since` (TLS: handshake records count) */
-  int close_after;  /* the reply in flight ends the connection */
-  uint64_t since;   /* loop time its current state (idle, head, reply) began */
-  job_t *job;       /* the request the worker is answering, or NULL */
-  job_t *pending;   /* a handler request whose body is still being read, or NULL */
-  char *body;       /* the reply's owned body, charged body_cap bytes; NULL: static */
+  int reading;       /* uv_read_start is in effect */
+  int reading_head;  /* a request's first byte has arrived */
+  int busy;          /* a request is being answered: its job is out or its reply unsent */
+  int heard;         /* bytes arrived since `since` (TLS: handshake records count) */
+  int close_after;   /* the reply in flight ends the connection */
+  uint64_t since;    /* loop time its current state (idle, head, reply) began */
+  uint64_t accepted; /* loop time it was accepted */
+  uint64_t bytes_in; /* bytes received since accept (TLS: ciphertext) */
+  job_t *job;        /* the request the worker is answering, or NULL */
+  job_t *pending;    /* a handler request whose body is still being read, or NULL */
+  char *body;        /* the reply's owned body, charged body_cap bytes; NULL: static */
   size_t body_cap;
   char reply_head[384];
   /* TLS (NULL ssl: plain HTTP). The reply being encrypted: out_ptr/out_len

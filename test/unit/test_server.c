@@ -402,6 +402,109 @@ static void test_server_idle_and_connection_limit(void **state) {
   stop(f);
 }
 
+/* on_stall blocks the loop thread for 300 ms, so that connections queue in
+ * the listener's backlog and are accepted in one batch. */
+static void on_stall(kcr_loop_t *loop, void *data) {
+  struct timespec ts = {0, 300 * 1000000L};
+  (void)loop;
+  atomic_store((atomic_int *)data, 1);
+  nanosleep(&ts, NULL);
+}
+
+/* Issue 28, finding 2: two holders that have each sent one byte fill the
+ * server. A probe and then a reconnecting holder arrive in one accept batch:
+ * the holder's admission sheds the other holder, not the probe, which was
+ * accepted in the same batch and has its whole request waiting unread. */
+static void test_server_shed_spares_probe_in_batch(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f;
+  atomic_int stalled = 0;
+  int a, b, p, h, closed;
+  int64_t t0;
+  char *r;
+  kcr_server_stats st;
+  (void)state;
+  o.max_connections = 2;
+  f = start(&o);
+  a = dial(f->port);
+  send_all(a, "G", 1);
+  b = dial(f->port);
+  send_all(b, "G", 1);
+  r = read_until_close(a, 100, &closed); /* let the server read both */
+  assert_false(closed);
+  free(r);
+  assert_int_equal(kcr_loop_post(f->loop, on_stall, &stalled), 0);
+  t0 = now_ms();
+  while (!atomic_load(&stalled) && now_ms() - t0 < 3000) {
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  assert_true(atomic_load(&stalled));
+  p = dial(f->port); /* both wait in the backlog while the loop is stalled */
+  send_all(p, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n", 44);
+  h = dial(f->port);
+  send_all(h, "G", 1);
+  r = read_until_close(p, 3000, &closed);
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+  assert_true(closed);
+  free(r);
+  r = read_until_close(a, 1000, &closed);
+  assert_true(closed); /* shed to admit the probe */
+  free(r);
+  r = read_until_close(b, 1000, &closed);
+  assert_true(closed); /* shed to admit the holder, in the probe's stead */
+  free(r);
+  kcr_server_get_stats(f->srv, &st);
+  assert_int_equal(st.shed, 2);
+  assert_int_equal(st.rejected, 0);
+  close(a);
+  close(b);
+  close(p);
+  close(h);
+  stop(f);
+}
+
+/* A kept-alive client that has made a request is worth more than a holder
+ * that has sent one byte in the same time, though it is older and idle. */
+static void test_server_shed_keeps_client_that_sent(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f;
+  int a, b, c, closed;
+  char *r;
+  kcr_server_stats st;
+  (void)state;
+  o.max_connections = 2;
+  f = start(&o);
+  a = dial(f->port);
+  send_all(a, "GET /healthz HTTP/1.1\r\n\r\n", 25);
+  r = read_response(a);
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+  free(r);
+  b = dial(f->port);
+  send_all(b, "G", 1);
+  r = read_until_close(b, 100, &closed);
+  assert_false(closed);
+  free(r);
+  c = dial(f->port);
+  send_all(c, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n", 44);
+  r = read_until_close(c, 3000, &closed);
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+  free(r);
+  r = read_until_close(b, 1000, &closed);
+  assert_true(closed); /* the holder went */
+  free(r);
+  send_all(a, "GET /healthz HTTP/1.1\r\n\r\n", 25); /* a is still served */
+  r = read_response(a);
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+  free(r);
+  kcr_server_get_stats(f->srv, &st);
+  assert_int_equal(st.shed, 1);
+  close(a);
+  close(b);
+  close(c);
+  stop(f);
+}
+
 /* A connection whose request is with the worker is never shed: when every
  * connection is, a new one is refused. */
 static void test_server_full_of_work_refuses(void **state) {
@@ -726,6 +829,8 @@ int main(void) {
       cmocka_unit_test(test_server_oversized_request),
       cmocka_unit_test(test_server_slowloris),
       cmocka_unit_test(test_server_idle_and_connection_limit),
+      cmocka_unit_test(test_server_shed_spares_probe_in_batch),
+      cmocka_unit_test(test_server_shed_keeps_client_that_sent),
       cmocka_unit_test(test_server_full_of_work_refuses),
       cmocka_unit_test(test_server_bind_errors),
       cmocka_unit_test(test_server_destroy_with_open_connections),
