@@ -114,6 +114,10 @@ typedef struct kcr_webhook_server kcr_webhook_server_t;
  *   cert_name, key_name  NULL: "tls.crt", "tls.key".
  *   cert_poll_interval_ns  0: 10 s.
  *   metrics        registry for the webhook and certwatcher series (borrowed).
+ * A review body may be up to 7 MiB (413 beyond), as controller-runtime's
+ * webhook reads; the server's clients share a 32 MiB memory budget
+ * (kcr/server.h), and a review is decoded only within the bound in
+ * docs/reliability.md.
  */
 typedef struct kcr_webhook_server_options {
   const char *bind_address;

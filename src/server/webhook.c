@@ -684,6 +684,8 @@ int kcr_webhook_server_start(kcr_webhook_server_t *ws, kcr_loop_t *loop, kcr_err
   so.cert_metrics = ws->o.metrics;
   so.handler = on_request;
   so.handler_data = ws;
+  so.max_body_bytes = KCR_WEBHOOK_MAX_BODY;
+  so.max_buffered_bytes = KCR_WEBHOOK_BUDGET;
   rc = kcr_server_create(&so, &srv, err);
   atomic_store(&ws->srv, srv);
   return rc;

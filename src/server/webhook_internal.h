@@ -29,6 +29,16 @@ int kcr__json_patch_diff(json_t *from, json_t *to, json_t **out);
  * allocated for it.
  */
 #define KCR_REVIEW_TREE_PER_BYTE 16u
+/*
+ * The webhook server's limits: a review body of up to 7 MiB, as
+ * controller-runtime's webhook reads (an UPDATE carries the object and the
+ * old object, each up to the API server's 3 MiB request limit), and a memory
+ * budget of 32 MiB for its clients, so that the body limit is not cut to a
+ * quarter of the general server's 16 MiB (kcr/server.h). With the tree bound
+ * above, one review costs at most 7 MiB raw plus 32 MiB decoded.
+ */
+#define KCR_WEBHOOK_MAX_BODY ((size_t)7 * 1024 * 1024)
+#define KCR_WEBHOOK_BUDGET ((size_t)32 * 1024 * 1024)
 #define KCR_REVIEW_TREE_SLACK ((size_t)64 * 1024)
 #define KCR_REVIEW_TREE_MAX ((size_t)32 * 1024 * 1024)
 
