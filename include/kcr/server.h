@@ -136,7 +136,10 @@ typedef void (*kcr_server_handler_cb)(void *data, const kcr_server_request *req,
  *                      thread: a change (inode, size or mtime of either) is
  *                      re-read and used by the next handshake; a file that
  *                      does not load is logged and counted, and the old
- *                      certificate is kept. NULL: a self-signed EC P-256
+ *                      certificate is kept. A certificate that has expired,
+ *                      or whose notBefore is more than 5 minutes ahead of the
+ *                      clock, counts as not loading (at create too), though
+ *                      upstream serves it. NULL: a self-signed EC P-256
  *                      certificate made in memory (SANs localhost, 127.0.0.1,
  *                      ::1 and the host name), as controller-runtime does.
  *   cert_name, key_name  file names in cert_dir; NULL: "tls.crt", "tls.key".

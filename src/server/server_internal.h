@@ -30,7 +30,8 @@
 /*
  * kcr__tls_ctx_from_files builds a server context (TLS 1.2-1.3, ALPN
  * http/1.1) from a PEM certificate chain and a PEM key. Returns a new context,
- * or NULL with the reason in msg (paths named, no key material).
+ * or NULL with the reason in msg (paths named, no key material); a leaf
+ * certificate that has expired or is not yet valid is such a failure.
  */
 SSL_CTX *kcr__tls_ctx_from_files(const char *cert_path, const char *key_path, char *msg,
                                  size_t size);

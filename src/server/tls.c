@@ -14,6 +14,15 @@
  * that fails (a half-written file, a key that does not match) is counted in
  * certwatcher_read_certificate_errors_total and the old context stays; the
  * fingerprint of what was seen is kept, so the next change is tried again.
+ * A certificate outside its validity period is such a failure too: the leaf's
+ * notAfter must be after now and its notBefore no later than now plus
+ * NOT_BEFORE_SKEW_S (a certificate minted on a host whose clock runs a little
+ * ahead is not refused). Go's crypto/tls server never checks its own
+ * certificate's dates, so upstream serves an expired one and every client
+ * fails its handshake; kcr refuses it deliberately (issue 28): at create that
+ * fails create, on a reload it keeps the certificate that still works. The
+ * check is made when the files are read, with the wall clock; a certificate
+ * that expires while it is served stays until its files change.
  * Polling, not inotify: a Secret volume update is a rename of a directory the
  * watch does not cover, and a 10 s poll is what upstream falls back to anyway.
  *
@@ -29,6 +38,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kcr/log.h"
@@ -76,6 +86,43 @@ static SSL_CTX *new_ctx(void) {
   return ctx;
 }
 
+/* NOT_BEFORE_SKEW_S: how far in the future a certificate's notBefore may lie
+ * and the certificate still be taken, for clocks that disagree a little. */
+#define NOT_BEFORE_SKEW_S ((time_t)5 * 60)
+
+/* format_time writes t as RFC 3339 UTC ("2026-01-02T03:04:05Z"). */
+static void format_time(const ASN1_TIME *t, char *out, size_t size) {
+  struct tm tm;
+  if (ASN1_TIME_to_tm(t, &tm) != 1 || strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+    snprintf(out, size, "an unreadable time");
+}
+
+/* check_validity: 0 when cert is valid now (notBefore within the skew
+ * allowance); else -1 with msg naming cert_path, the bound and its date. */
+static int check_validity(const X509 *cert, const char *cert_path, char *msg, size_t size) {
+  const ASN1_TIME *nb = X509_get0_notBefore(cert), *na = X509_get0_notAfter(cert);
+  time_t now = time(NULL), latest = now + NOT_BEFORE_SKEW_S;
+  /* X509_cmp_time: -1 when the time is at or before the one given, 1 when
+   * after it, 0 when it cannot be read. */
+  int after = X509_cmp_time(na, &now), before = X509_cmp_time(nb, &latest);
+  char when[64];
+  if (after == 0 || before == 0) {
+    snprintf(msg, size, "certificate %s has an unreadable validity period", cert_path);
+    return -1;
+  }
+  if (after < 0) {
+    format_time(na, when, sizeof(when));
+    snprintf(msg, size, "certificate %s expired at %s", cert_path, when);
+    return -1;
+  }
+  if (before > 0) {
+    format_time(nb, when, sizeof(when));
+    snprintf(msg, size, "certificate %s is not valid before %s", cert_path, when);
+    return -1;
+  }
+  return 0;
+}
+
 static void ssl_error_text(char *msg, size_t size) {
   unsigned long e = ERR_get_error();
   if (e)
@@ -96,6 +143,10 @@ SSL_CTX *kcr__tls_ctx_from_files(const char *cert_path, const char *key_path, ch
   if (SSL_CTX_use_certificate_chain_file(ctx, cert_path) != 1) {
     ssl_error_text(why, sizeof(why));
     snprintf(msg, size, "reading certificate %s: %s", cert_path, why);
+    goto fail;
+  }
+  if (check_validity(SSL_CTX_get0_certificate(ctx), cert_path, msg, size) != 0) {
+    ERR_clear_error();
     goto fail;
   }
   if (SSL_CTX_use_PrivateKey_file(ctx, key_path, SSL_FILETYPE_PEM) != 1) {

@@ -2,8 +2,9 @@
 /*
  * test_server_tls.c: the server's HTTPS (kcr/server.h, options.tls) against an
  * OpenSSL client on 127.0.0.1:0: protocol versions, the self-signed
- * certificate, reloading a certificate directory, a bad file kept out, large
- * replies, keep-alive, garbage handshakes and the /metrics auth hook.
+ * certificate, reloading a certificate directory, a bad, expired or not yet
+ * valid file kept out, large replies, keep-alive, garbage handshakes and the
+ * /metrics auth hook.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -252,30 +253,67 @@ static void test_server_tls_versions(void **state) {
   stop(f);
 }
 
-/* write_pair writes a new key and certificate with subject CN cn into dir,
- * each through a temporary file and a rename, as a Secret update would. */
-static void write_pair(const char *dir, const char *cn) {
-  EVP_PKEY *key;
-  X509 *cert;
+/* publish writes key (when non-NULL) or cert into dir/name through a
+ * temporary file and a rename, as a Secret update would. */
+static void publish(const char *dir, const char *name, EVP_PKEY *key, X509 *cert) {
   char tmp[512], path[512];
   FILE *fp;
+  snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+  fp = fopen(tmp, "w");
+  assert_non_null(fp);
+  if (key)
+    assert_int_equal(PEM_write_PrivateKey(fp, key, NULL, NULL, 0, NULL, NULL), 1);
+  else
+    assert_int_equal(PEM_write_X509(fp, cert), 1);
+  fclose(fp);
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  assert_int_equal(rename(tmp, path), 0);
+}
+
+/* write_pair_valid writes a certificate with subject CN cn, valid from now +
+ * nb_s to now + na_s, into dir. keep_key: sign it with the key already in
+ * dir and write only the certificate (one rename: a poll never sees half a
+ * pair); else a new key is written first. */
+static void write_pair_valid(const char *dir, const char *cn, long nb_s, long na_s, int keep_key) {
+  EVP_PKEY *key;
+  X509 *cert;
   assert_int_equal(kcr__tls_self_signed(cn, NULL, 0, &key, &cert), 0);
-  snprintf(tmp, sizeof(tmp), "%s/.tls.key.tmp", dir);
-  fp = fopen(tmp, "w");
-  assert_non_null(fp);
-  assert_int_equal(PEM_write_PrivateKey(fp, key, NULL, NULL, 0, NULL, NULL), 1);
-  fclose(fp);
-  snprintf(path, sizeof(path), "%s/tls.key", dir);
-  assert_int_equal(rename(tmp, path), 0);
-  snprintf(tmp, sizeof(tmp), "%s/.tls.crt.tmp", dir);
-  fp = fopen(tmp, "w");
-  assert_non_null(fp);
-  assert_int_equal(PEM_write_X509(fp, cert), 1);
-  fclose(fp);
-  snprintf(path, sizeof(path), "%s/tls.crt", dir);
-  assert_int_equal(rename(tmp, path), 0);
+  if (keep_key) {
+    char path[512];
+    FILE *fp;
+    EVP_PKEY_free(key);
+    snprintf(path, sizeof(path), "%s/tls.key", dir);
+    fp = fopen(path, "r");
+    assert_non_null(fp);
+    key = PEM_read_PrivateKey(fp, NULL, NULL, NULL);
+    fclose(fp);
+    assert_non_null(key);
+    assert_int_equal(X509_set_pubkey(cert, key), 1);
+  }
+  assert_non_null(X509_gmtime_adj(X509_getm_notBefore(cert), nb_s));
+  assert_non_null(X509_gmtime_adj(X509_getm_notAfter(cert), na_s));
+  assert_true(X509_sign(cert, key, EVP_sha256()) > 0);
+  if (!keep_key)
+    publish(dir, "tls.key", key, NULL);
+  publish(dir, "tls.crt", NULL, cert);
   EVP_PKEY_free(key);
   X509_free(cert);
+}
+
+/* write_pair writes a new key and a certificate valid now with subject CN cn
+ * into dir. */
+static void write_pair(const char *dir, const char *cn) {
+  write_pair_valid(dir, cn, -3600, 365L * 24 * 3600, 0);
+}
+
+/* remove_dir removes a directory write_pair filled. */
+static void remove_dir(const char *dir) {
+  char path[512];
+  snprintf(path, sizeof(path), "%s/tls.crt", dir);
+  unlink(path);
+  snprintf(path, sizeof(path), "%s/tls.key", dir);
+  unlink(path);
+  rmdir(dir);
 }
 
 /* wait_cn polls until the server presents CN want; 0 once it does. */
@@ -292,27 +330,49 @@ static int wait_cn(int port, const char *want, int timeout_ms) {
   return -1;
 }
 
-static void test_server_tls_reload(void **state) {
-  char dir[] = "/tmp/kcr-tls-XXXXXX", path[512], cn[128] = "";
-  kcr_server_options o = {0};
-  fixture_t *f;
-  kcr_server_stats st;
-  char *r;
-  FILE *fp;
-  int64_t deadline;
-  (void)state;
+/* wait_errors polls until certwatcher_read_certificate_errors_total reaches
+ * want; 0 once it does. */
+static int wait_errors(kcr_metrics_registry_t *reg, double want, int timeout_ms) {
+  int64_t deadline = now_ms() + timeout_ms;
+  while (counter(reg, "certwatcher_read_certificate_errors_total") < want) {
+    if (now_ms() >= deadline)
+      return -1;
+    usleep(10 * 1000);
+  }
+  return 0;
+}
 
+/* start_watching fills dir (a mkdtemp template) with a pair for CN cn and
+ * starts a server on it that polls every 50 ms. */
+static fixture_t *start_watching(char *dir, const char *cn) {
+  kcr_server_options o = {0};
   assert_non_null(mkdtemp(dir));
-  write_pair(dir, "first");
+  write_pair(dir, cn);
   o.cert_dir = dir;
   o.cert_poll_interval_ns = 50 * KCR_NSEC_PER_MSEC;
-  f = start(&o);
-  assert_true(counter(f->reg, "certwatcher_read_certificate_total") == 1);
-  assert_true(counter(f->reg, "certwatcher_read_certificate_errors_total") == 0);
-  r = tls_get(f->port, "/healthz", NULL, cn, sizeof(cn));
-  assert_string_equal(cn, "first");
+  return start(&o);
+}
+
+/* assert_serves: a new connection is answered 200, presenting CN want. */
+static void assert_serves(int port, const char *want) {
+  char cn[128] = "";
+  char *r = tls_get(port, "/healthz", NULL, cn, sizeof(cn));
+  assert_string_equal(cn, want);
   assert_non_null(strstr(r, "200 OK"));
   free(r);
+}
+
+static void test_server_tls_reload(void **state) {
+  char dir[] = "/tmp/kcr-tls-XXXXXX", path[512];
+  fixture_t *f;
+  kcr_server_stats st;
+  FILE *fp;
+  (void)state;
+
+  f = start_watching(dir, "first");
+  assert_true(counter(f->reg, "certwatcher_read_certificate_total") == 1);
+  assert_true(counter(f->reg, "certwatcher_read_certificate_errors_total") == 0);
+  assert_serves(f->port, "first");
 
   /* New files are served without a restart. */
   write_pair(dir, "second");
@@ -326,15 +386,8 @@ static void test_server_tls_reload(void **state) {
   assert_non_null(fp);
   fputs("-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n", fp);
   fclose(fp);
-  deadline = now_ms() + 5000;
-  while (counter(f->reg, "certwatcher_read_certificate_errors_total") < 1 && now_ms() < deadline)
-    usleep(10 * 1000);
-  assert_true(counter(f->reg, "certwatcher_read_certificate_errors_total") >= 1);
-  cn[0] = '\0';
-  r = tls_get(f->port, "/healthz", NULL, cn, sizeof(cn));
-  assert_string_equal(cn, "second");
-  assert_non_null(strstr(r, "200 OK"));
-  free(r);
+  assert_int_equal(wait_errors(f->reg, 1, 5000), 0);
+  assert_serves(f->port, "second");
 
   /* A later good pair is taken again. */
   write_pair(dir, "third");
@@ -342,21 +395,44 @@ static void test_server_tls_reload(void **state) {
   kcr_server_get_stats(f->srv, &st);
   assert_int_equal(st.tls_errors, 0);
   stop(f);
-
-  snprintf(path, sizeof(path), "%s/tls.crt", dir);
-  unlink(path);
-  snprintf(path, sizeof(path), "%s/tls.key", dir);
-  unlink(path);
-  rmdir(dir);
+  remove_dir(dir);
 }
 
-static void test_server_tls_bad_dir_fails_create(void **state) {
+/* A reloaded certificate that has expired, or is not yet valid, is refused
+ * and counted; the old one is still served; a later valid one is taken. */
+static void test_server_tls_reload_refuses_out_of_date(void **state) {
+  char dir[] = "/tmp/kcr-tls-XXXXXX";
+  fixture_t *f;
+  (void)state;
+
+  f = start_watching(dir, "current");
+  assert_true(counter(f->reg, "certwatcher_read_certificate_errors_total") == 0);
+
+  /* Expired a day ago, with the same key: only the dates are wrong. */
+  write_pair_valid(dir, "expired", -2L * 24 * 3600, -24L * 3600, 1);
+  assert_int_equal(wait_errors(f->reg, 1, 5000), 0);
+  assert_serves(f->port, "current");
+
+  /* Valid only from tomorrow. */
+  write_pair_valid(dir, "future", 24L * 3600, 2L * 24 * 3600, 1);
+  assert_int_equal(wait_errors(f->reg, 2, 5000), 0);
+  assert_serves(f->port, "current");
+
+  write_pair_valid(dir, "renewed", -3600, 365L * 24 * 3600, 1);
+  assert_int_equal(wait_cn(f->port, "renewed", 5000), 0);
+  assert_true(counter(f->reg, "certwatcher_read_certificate_errors_total") == 2);
+  stop(f);
+  remove_dir(dir);
+}
+
+/* create_fails: kcr_server_create with cert_dir fails with KCR_ECONFIG, one
+ * read error counted; its message is copied to msg. */
+static void create_fails(const char *cert_dir, char *msg, size_t size) {
   kcr_server_options o = {0};
   kcr_loop_t *loop;
   kcr_server_t *s = NULL;
   kcr_metrics_registry_t *reg;
   kcr_error_t err = {0};
-  (void)state;
   assert_int_equal(kcr_loop_create(&loop, NULL), 0);
   assert_int_equal(kcr_loop_start(loop, NULL), 0);
   assert_int_equal(kcr_metrics_registry_create(&reg, NULL), 0);
@@ -364,13 +440,65 @@ static void test_server_tls_bad_dir_fails_create(void **state) {
   o.metrics = reg;
   o.bind_address = "127.0.0.1:0";
   o.tls = 1;
-  o.cert_dir = "/nonexistent/kcr-certs";
+  o.cert_dir = cert_dir;
   assert_int_equal(kcr_server_create(&o, &s, &err), KCR_ECONFIG);
   assert_null(s);
-  assert_non_null(strstr(err.message, "/nonexistent/kcr-certs/tls.crt"));
   assert_true(counter(reg, "certwatcher_read_certificate_errors_total") == 1);
+  snprintf(msg, size, "%s", err.message);
   kcr_loop_destroy(loop);
   kcr_metrics_registry_destroy(reg);
+}
+
+static void test_server_tls_bad_dir_fails_create(void **state) {
+  char msg[512];
+  (void)state;
+  create_fails("/nonexistent/kcr-certs", msg, sizeof(msg));
+  assert_non_null(strstr(msg, "/nonexistent/kcr-certs/tls.crt"));
+}
+
+/* create_refuses writes into dir a certificate valid from now + nb_s to now +
+ * na_s and checks that create fails with "certificate DIR/tls.crt BOUND "
+ * followed by a date as "2026-01-02T03:04:05Z". */
+static void create_refuses(const char *dir, long nb_s, long na_s, const char *bound) {
+  char want[600], msg[512], *at;
+  int y, mo, d, h, mi, se, n = 0;
+  write_pair_valid(dir, "refused", nb_s, na_s, 0);
+  create_fails(dir, msg, sizeof(msg));
+  snprintf(want, sizeof(want), "certificate %s/tls.crt %s ", dir, bound);
+  at = strstr(msg, want);
+  if (!at)
+    fail_msg("message: %s", msg);
+  assert_int_equal(
+      sscanf(at + strlen(want), "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &y, &mo, &d, &h, &mi, &se, &n), 6);
+  assert_int_equal(n, 20);
+}
+
+/* An expired certificate in cert_dir fails create, naming file, bound and date. */
+static void test_server_tls_expired_fails_create(void **state) {
+  char dir[] = "/tmp/kcr-tls-XXXXXX";
+  (void)state;
+  assert_non_null(mkdtemp(dir));
+  create_refuses(dir, -2L * 24 * 3600, -24L * 3600, "expired at");
+  remove_dir(dir);
+}
+
+/* A certificate valid only from tomorrow fails create; one whose notBefore is
+ * a minute ahead (clock skew) is taken. */
+static void test_server_tls_not_yet_valid_fails_create(void **state) {
+  char dir[] = "/tmp/kcr-tls-XXXXXX";
+  kcr_server_options o = {0};
+  fixture_t *f;
+  (void)state;
+  assert_non_null(mkdtemp(dir));
+  create_refuses(dir, 24L * 3600, 2L * 24 * 3600, "is not valid before");
+
+  write_pair_valid(dir, "skewed", 60, 365L * 24 * 3600, 0);
+  o.cert_dir = dir;
+  f = start(&o);
+  assert_serves(f->port, "skewed");
+  assert_true(counter(f->reg, "certwatcher_read_certificate_errors_total") == 0);
+  stop(f);
+  remove_dir(dir);
 }
 
 /* A /metrics body far over one TLS segment (64 KiB) and several requests on
@@ -599,6 +727,9 @@ int main(void) {
       cmocka_unit_test(test_server_tls_versions),
       cmocka_unit_test(test_server_tls_reload),
       cmocka_unit_test(test_server_tls_bad_dir_fails_create),
+      cmocka_unit_test(test_server_tls_expired_fails_create),
+      cmocka_unit_test(test_server_tls_not_yet_valid_fails_create),
+      cmocka_unit_test(test_server_tls_reload_refuses_out_of_date),
       cmocka_unit_test(test_server_tls_large_reply_keep_alive),
       cmocka_unit_test(test_server_tls_garbage_and_stalled_handshake),
       cmocka_unit_test(test_server_tls_metrics_auth),
