@@ -12,8 +12,17 @@
  * when a batch cannot be delivered (collector gone, slow past the timeout,
  * non-2xx answer) its spans are dropped: both are counted
  * (kcr_otlp_exporter_stats, and kcr_trace_spans_dropped_total{reason} with a
- * registry). There is no retry: a collector that is gone loses spans, never
- * the operator's memory or time.
+ * registry).
+ *
+ * Only a collector that answers asks for a retry: on 429, 502, 503 or 504
+ * (OTLP/HTTP's retryable codes) the batch is sent again, at most 5 times in
+ * all, after the wait the answer's Retry-After gives (delta-seconds or an
+ * HTTP-date, capped at 30 s) or, with none or a malformed one, after a
+ * backoff of 1 s doubling (plus up to 20 % jitter); then it is dropped. The
+ * batch waits in the exporter's own array while new spans keep going into
+ * the bounded queue, dropped when it is full, so holding off costs no
+ * memory. A collector that is gone or too slow is not retried: it loses
+ * spans, never the operator's memory or time.
  */
 #ifndef KCR_OTLP_H
 #define KCR_OTLP_H
@@ -83,7 +92,10 @@ KCR_EXTERN int kcr_otlp_exporter_create(const kcr_otlp_exporter_options *opts,
  * kcr_otlp_exporter_flush asks the thread for a pass over what is queued now
  * and waits for its end, at most timeout_ns. A pass sends batch after batch
  * and stops at the first that fails (its spans dropped, the rest left for
- * the next pass). Returns 0 or KCR_ETIMEDOUT. Any thread but the loop's.
+ * the next pass); a batch the collector throttles is waited for and retried
+ * first, past timeout_ns perhaps: then the flush returns KCR_ETIMEDOUT at
+ * timeout_ns and the pass goes on. Returns 0 or KCR_ETIMEDOUT. Any thread
+ * but the loop's.
  */
 KCR_EXTERN int kcr_otlp_exporter_flush(kcr_otlp_exporter_t *e, int64_t timeout_ns);
 
@@ -93,6 +105,7 @@ typedef struct kcr_otlp_exporter_stats {
   uint64_t dropped_queue_full; /* spans refused because the queue was full */
   uint64_t dropped_failed;     /* spans of batches that could not be delivered */
   uint64_t requests;           /* requests made, failed ones included */
+  uint64_t throttled;          /* answers 429, 502, 503 or 504 (each one a retry or a drop) */
   uint64_t queued;             /* spans waiting now */
 } kcr_otlp_exporter_stats;
 
@@ -102,8 +115,10 @@ KCR_EXTERN void kcr_otlp_exporter_get_stats(kcr_otlp_exporter_t *e, kcr_otlp_exp
 /*
  * kcr_otlp_exporter_destroy stops being the sink, makes a last pass over
  * what is queued (what a failed batch leaves is dropped, so a collector that
- * is gone costs one request timeout at most), stops the thread and frees e. NULL:
- * no-op. Call before stopping the loop. Any thread but the loop's.
+ * is gone costs one request timeout at most), stops the thread and frees e.
+ * A batch waiting to be retried, and the last pass, give up at once rather
+ * than wait out a Retry-After. NULL: no-op. Call before stopping the loop.
+ * Any thread but the loop's.
  */
 KCR_EXTERN void kcr_otlp_exporter_destroy(kcr_otlp_exporter_t *e);
 

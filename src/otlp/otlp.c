@@ -12,6 +12,16 @@
  * drops new ones (counted). The exporter's thread starts no span of its own
  * (kcr_trace_suppress), so exporting never feeds itself.
  *
+ * RETRIES. Only what OTLP/HTTP calls retryable is retried: an answer of 429,
+ * 502, 503 or 504. The batch stays in the thread's array and is sent again,
+ * at most MAX_ATTEMPTS times in all, after the Retry-After the collector gave
+ * (capped at KCR__OTLP_RETRY_AFTER_MAX_NS) or else after the exporter's
+ * backoff. The thread waits on `cond`, not holding `mu`, so spans keep going
+ * into the ring meanwhile and a full ring drops them as ever; a stop ends the
+ * wait at once and drops the batch, so a throttling collector delays a
+ * shutdown no more than a gone one. A connection error or timeout is not
+ * retried: a collector that is gone would hold every batch for nothing.
+ *
  * A layer of its own (otlp), just above the loop: the exporter needs the
  * loop's curl transfers, the metrics registry and util's span core, and
  * nothing of the REST client, which it must not go through anyway (the
@@ -19,17 +29,21 @@
  * stamps each record with the current span, and only the manager, above,
  * creates an exporter and sets it as the sink.
  */
+#include <ctype.h>
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "kcr/backoff.h"
 #include "kcr/clock.h"
 #include "kcr/log.h"
 #include "kcr/otlp.h"
 #include "loop/loop_internal.h"
+#include "otlp/otlp_internal.h"
 #include "util/alloc.h"
 
 #define DEFAULT_QUEUE 2048
@@ -37,6 +51,12 @@
 #define DEFAULT_INTERVAL (5 * KCR_NSEC_PER_SEC)
 #define DEFAULT_TIMEOUT (10 * KCR_NSEC_PER_SEC)
 #define MAX_BODY (64u << 20)
+/* A retryable batch is sent at most this often; with no Retry-After the waits
+ * between are the backoff's: 1 s doubling (plus up to 20 %), capped like a
+ * Retry-After, so 1 + 2 + 4 + 8 s at most before the batch is dropped. */
+#define MAX_ATTEMPTS 5
+#define RETRY_BACKOFF                                                                              \
+  ((kcr_backoff_config){KCR_NSEC_PER_SEC, KCR__OTLP_RETRY_AFTER_MAX_NS, 2.0, 0.2, 0})
 
 /* ---- encoding ----
  *
@@ -167,6 +187,151 @@ int kcr_otlp_encode(const kcr_span_data *spans, size_t n, const kcr_trace_option
   return rc ? rc : kcr_buf_appends(out, "]}]}]}");
 }
 
+/* ---- Retry-After ----
+ *
+ * Parsed by hand rather than with strptime (its day and month names follow
+ * the locale) or curl_getdate (it takes far more than an HTTP-date). */
+
+#define RETRY_AFTER_MAX_S (KCR__OTLP_RETRY_AFTER_MAX_NS / KCR_NSEC_PER_SEC)
+
+static const char *const day_names[7] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+static const char *const day_names_long[7] = {"Monday", "Tuesday",  "Wednesday", "Thursday",
+                                              "Friday", "Saturday", "Sunday"};
+static const char *const month_names[12] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+/* take_lit advances *p past lit when it starts there. */
+static bool take_lit(const char **p, const char *lit) {
+  size_t n = strlen(lit);
+  if (strncmp(*p, lit, n) != 0)
+    return false;
+  *p += n;
+  return true;
+}
+
+/* take_name advances *p past the first of names[0..n) that starts there and
+ * returns its index, or -1 (none of names is a prefix of another). */
+static int take_name(const char **p, const char *const *names, int n) {
+  for (int i = 0; i < n; i++)
+    if (take_lit(p, names[i]))
+      return i;
+  return -1;
+}
+
+/* take_num reads exactly ndigits digits at *p into *v. */
+static bool take_num(const char **p, int ndigits, int *v) {
+  *v = 0;
+  for (int i = 0; i < ndigits; i++) {
+    if (!isdigit((unsigned char)(*p)[i]))
+      return false;
+    *v = *v * 10 + ((*p)[i] - '0');
+  }
+  *p += ndigits;
+  return true;
+}
+
+typedef struct http_date {
+  int year, month, mday, hour, min, sec; /* month 0..11 */
+} http_date_t;
+
+/* take_clock reads time-of-day, 2DIGIT ":" 2DIGIT ":" 2DIGIT. */
+static bool take_clock(const char **p, http_date_t *d) {
+  return take_num(p, 2, &d->hour) && take_lit(p, ":") && take_num(p, 2, &d->min) &&
+         take_lit(p, ":") && take_num(p, 2, &d->sec);
+}
+
+static bool leap_year(int y) {
+  return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+/* unix_seconds: d as seconds since the epoch; false for a date that is not
+ * one (31 Nov, 29 Feb of a common year, 24:00:00). sec may be 60, a leap
+ * second, which the grammar allows. */
+static bool unix_seconds(const http_date_t *d, int64_t *out) {
+  static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  int64_t y = d->year - 1, days;
+  if (d->month < 0 || d->mday < 1 ||
+      d->mday > mdays[d->month] + (d->month == 1 && leap_year(d->year)) || d->hour > 23 ||
+      d->min > 59 || d->sec > 60)
+    return false;
+  days = y * 365 + y / 4 - y / 100 + y / 400 - 719162; /* days from 1 Jan 1 to 1 Jan 1970 */
+  for (int m = 0; m < d->month; m++)
+    days += mdays[m] + (m == 1 && leap_year(d->year));
+  days += d->mday - 1;
+  *out = days * 86400 + (int64_t)d->hour * 3600 + (int64_t)d->min * 60 + d->sec;
+  return true;
+}
+
+/* parse_http_date reads the three forms of RFC 9110 5.6.7; a two-digit year
+ * (RFC 850) more than 50 years after now's is taken a century earlier. */
+static bool parse_http_date(const char *s, int64_t now_s, int64_t *out) {
+  http_date_t d = {0};
+  const char *p = s;
+  bool ok;
+  if (take_name(&p, day_names, 7) >= 0 && take_lit(&p, ", ")) { /* Sun, 06 Nov 1994 08:49:37 GMT */
+    ok = take_num(&p, 2, &d.mday) && take_lit(&p, " ") &&
+         (d.month = take_name(&p, month_names, 12)) >= 0 && take_lit(&p, " ") &&
+         take_num(&p, 4, &d.year) && take_lit(&p, " ") && take_clock(&p, &d) &&
+         take_lit(&p, " GMT");
+  } else if ((p = s, take_name(&p, day_names_long, 7) >= 0) && take_lit(&p, ", ")) {
+    /* Sunday, 06-Nov-94 08:49:37 GMT */
+    time_t now = (time_t)now_s;
+    struct tm tm;
+    ok = take_num(&p, 2, &d.mday) && take_lit(&p, "-") &&
+         (d.month = take_name(&p, month_names, 12)) >= 0 && take_lit(&p, "-") &&
+         take_num(&p, 2, &d.year) && take_lit(&p, " ") && take_clock(&p, &d) &&
+         take_lit(&p, " GMT") && gmtime_r(&now, &tm) != NULL;
+    if (ok) {
+      int now_year = tm.tm_year + 1900;
+      d.year += now_year - now_year % 100;
+      if (d.year > now_year + 50)
+        d.year -= 100;
+    }
+  } else if ((p = s, take_name(&p, day_names, 7) >= 0) && take_lit(&p, " ")) {
+    /* Sun Nov  6 08:49:37 1994 */
+    ok = (d.month = take_name(&p, month_names, 12)) >= 0 && take_lit(&p, " ") &&
+         (take_lit(&p, " ") ? take_num(&p, 1, &d.mday) : take_num(&p, 2, &d.mday)) &&
+         take_lit(&p, " ") && take_clock(&p, &d) && take_lit(&p, " ") && take_num(&p, 4, &d.year);
+  } else {
+    ok = false;
+  }
+  return ok && *p == '\0' && unix_seconds(&d, out);
+}
+
+static bool is_ows(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+int64_t kcr__otlp_retry_after_ns(const char *value, kcr_time_t now) {
+  const char *p = value, *end, *q;
+  char date[40];
+  int64_t secs = 0, ns;
+  if (!p)
+    return -1;
+  while (is_ows(*p))
+    p++;
+  end = p + strlen(p);
+  while (end > p && is_ows(end[-1]))
+    end--;
+  if (end == p)
+    return -1;
+  for (q = p; q < end && isdigit((unsigned char)*q); q++)
+    if (secs <= RETRY_AFTER_MAX_S) /* stops growing past the cap: no overflow */
+      secs = secs * 10 + (*q - '0');
+  if (q == end) /* delta-seconds */
+    return secs >= RETRY_AFTER_MAX_S ? KCR__OTLP_RETRY_AFTER_MAX_NS : secs * KCR_NSEC_PER_SEC;
+  if ((size_t)(end - p) >= sizeof(date))
+    return -1;
+  memcpy(date, p, (size_t)(end - p));
+  date[end - p] = '\0';
+  if (!parse_http_date(date, now.sec, &secs))
+    return -1;
+  if (secs - now.sec > RETRY_AFTER_MAX_S)
+    return KCR__OTLP_RETRY_AFTER_MAX_NS;
+  ns = (secs - now.sec) * KCR_NSEC_PER_SEC - now.nsec;
+  return ns > 0 ? ns : -1;
+}
+
 /* ---- the exporter ---- */
 
 typedef struct xfer {
@@ -191,10 +356,11 @@ struct kcr_otlp_exporter {
   bool xfer_done;       /* protected by mu */
   CURLcode xfer_result; /* protected by mu */
 
-  kcr_span_data *batch; /* exporter thread: max_batch slots */
+  kcr_span_data *batch;  /* exporter thread: max_batch slots */
+  kcr_backoff_t backoff; /* exporter thread: between retries of a batch */
   pthread_t thread;
 
-  atomic_uint_fast64_t exported, dropped_full, dropped_failed, requests;
+  atomic_uint_fast64_t exported, dropped_full, dropped_failed, requests, throttled;
   kcr_metric_child_t *m_exported, *m_dropped_full, *m_dropped_failed;
 };
 
@@ -237,18 +403,31 @@ static size_t on_discard(char *p, size_t size, size_t n, void *userp) {
   return size * n;
 }
 
-/* send_batch posts body and waits for the answer; true when it was 2xx. */
-static bool send_batch(kcr_otlp_exporter_t *e, const char *body, size_t len) {
+typedef enum send_result { SEND_OK, SEND_FAILED, SEND_RETRY } send_result;
+
+/* retryable: the answers OTLP/HTTP says to retry. */
+static bool retryable(long code) {
+  return code == 429 || code == 502 || code == 503 || code == 504;
+}
+
+/* send_batch posts body and waits for the answer: SEND_OK for a 2xx,
+ * SEND_RETRY for a retryable one, with *wait_ns the Retry-After it carried
+ * (-1: none that counts), else SEND_FAILED. */
+static send_result send_batch(kcr_otlp_exporter_t *e, const char *body, size_t len,
+                              int64_t *wait_ns) {
   struct curl_slist *headers = NULL, *h;
+  struct curl_header *ra;
   xfer_t x;
   long code = 0;
   bool ok = false;
+  send_result res = SEND_FAILED;
+  *wait_ns = -1;
   memset(&x, 0, sizeof(x));
   x.e = e;
   x.t.done = on_xfer_done;
   x.t.nudge_when_quiet = 1;
   if (!(x.t.easy = curl_easy_init()))
-    return false;
+    return SEND_FAILED;
   h = curl_slist_append(headers, "Content-Type: application/json");
   if (h)
     headers = h;
@@ -274,14 +453,54 @@ static bool send_batch(kcr_otlp_exporter_t *e, const char *body, size_t len) {
       pthread_cond_wait(&e->cond, &e->mu);
     ok = e->xfer_result == CURLE_OK;
     pthread_mutex_unlock(&e->mu);
-    if (ok) {
+    if (ok)
       curl_easy_getinfo(x.t.easy, CURLINFO_RESPONSE_CODE, &code);
-      ok = code >= 200 && code <= 299;
-    }
+  }
+  if (code >= 200 && code <= 299) {
+    res = SEND_OK;
+  } else if (retryable(code)) {
+    res = SEND_RETRY;
+    /* the last response's, should a redirect have come first */
+    if (curl_easy_header(x.t.easy, "Retry-After", 0, CURLH_HEADER, -1, &ra) == CURLHE_OK)
+      *wait_ns = kcr__otlp_retry_after_ns(ra->value, kcr_clock_wall(kcr_clock_system()));
   }
   curl_easy_cleanup(x.t.easy);
   curl_slist_free_all(headers);
-  return ok;
+  return res;
+}
+
+/* hold_off waits ns without holding mu, so spans keep going into the ring
+ * (and a full ring drops them); false when the exporter is stopping, at once:
+ * the batch is then given up rather than the shutdown delayed. */
+static bool hold_off(kcr_otlp_exporter_t *e, int64_t ns) {
+  kcr_clock_t *clk = kcr_clock_system();
+  int64_t deadline = kcr_clock_now(clk) + ns;
+  bool stopping;
+  pthread_mutex_lock(&e->mu);
+  while (!e->stopping && kcr_clock_now(clk) < deadline)
+    kcr_clock_timedwait(clk, &e->cond, &e->mu, deadline);
+  stopping = e->stopping;
+  pthread_mutex_unlock(&e->mu);
+  return !stopping;
+}
+
+/* deliver sends body until the collector takes it, refuses it for good, or
+ * MAX_ATTEMPTS retryable answers have come back; true when it took it. */
+static bool deliver(kcr_otlp_exporter_t *e, const char *body, size_t len) {
+  kcr_backoff_reset(&e->backoff);
+  for (int attempt = 1;; attempt++) {
+    int64_t wait_ns;
+    send_result res = send_batch(e, body, len, &wait_ns);
+    if (res != SEND_RETRY)
+      return res == SEND_OK;
+    atomic_fetch_add(&e->throttled, 1);
+    if (attempt == MAX_ATTEMPTS)
+      return false;
+    if (wait_ns < 0)
+      wait_ns = kcr_backoff_next(&e->backoff);
+    if (!hold_off(e, wait_ns))
+      return false;
+  }
 }
 
 /* export_some sends up to max_batch queued spans; returns how many it took
@@ -302,7 +521,7 @@ static size_t export_some(kcr_otlp_exporter_t *e, bool *delivered) {
     return 0;
   kcr_buf_init(&body, MAX_BODY);
   if (kcr_otlp_encode(e->batch, n, &e->opts, &body) == 0)
-    ok = send_batch(e, kcr_buf_cstr(&body), kcr_buf_len(&body));
+    ok = deliver(e, kcr_buf_cstr(&body), kcr_buf_len(&body));
   kcr_buf_free(&body);
   if (ok) {
     atomic_fetch_add(&e->exported, n);
@@ -444,6 +663,7 @@ int kcr_otlp_exporter_create(const kcr_otlp_exporter_options *o, kcr_otlp_export
   }
   if (o->metrics && (rc = register_metrics(e, o->metrics, err)) != 0)
     goto fail;
+  (void)kcr_backoff_init(&e->backoff, RETRY_BACKOFF, NULL, 0); /* a valid config: cannot fail */
   pthread_mutex_init(&e->mu, NULL);
   if (kcr_clock_cond_init(&e->cond) != 0) {
     pthread_mutex_destroy(&e->mu);
@@ -493,6 +713,7 @@ void kcr_otlp_exporter_get_stats(kcr_otlp_exporter_t *e, kcr_otlp_exporter_stats
   out->dropped_queue_full = atomic_load(&e->dropped_full);
   out->dropped_failed = atomic_load(&e->dropped_failed);
   out->requests = atomic_load(&e->requests);
+  out->throttled = atomic_load(&e->throttled);
   pthread_mutex_lock(&e->mu);
   out->queued = e->count;
   pthread_mutex_unlock(&e->mu);
