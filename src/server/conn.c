@@ -780,14 +780,14 @@ static uint64_t sent_bytes(const conn_t *c) {
  * the worker is never shed: the server, not the client, owes it progress.
  * Of the others, the first to go is the one that has sent the least for the
  * time it has been held: bytes received since accept (with what waits unread
- * in its socket) over milliseconds since accept. That puts a slowloris, which
- * trickles a byte now and then, and a holder, which sends nothing, before a
- * client that sent its request at once, and before a kept-alive client that
- * has made requests, whatever their age. Two groups go after everyone else:
- * connections accepted in this loop iteration (a burst of reconnects in one
- * accept batch would otherwise close the probe that was accepted just before
- * them, before the server had read it), then connections not reading their
- * reply. Within a group, equal rates go oldest first. Bounded by
+ * in its socket), plus one, over milliseconds since accept, plus one. That
+ * puts a slowloris, which trickles a byte now and then, and a holder, which
+ * sends nothing, before a client that sent its request at once, and before a
+ * kept-alive client that has made requests, whatever their age. Two groups go
+ * only after all of those: connections accepted in this loop iteration (in a
+ * burst of reconnects accepted in one batch, the probe accepted among them
+ * has not been read yet), then connections not reading their reply. Within a
+ * group the same rule applies; equal rates go oldest first. Bounded by
  * max_connections. Loop thread.
  */
 static int shed_one(kcr_server_t *s) {
@@ -803,7 +803,9 @@ static int shed_one(kcr_server_t *s) {
     group = c->busy ? 2 : c->accepted == now ? 1 : 0;
     if (group > victim_group)
       continue;
-    rate = (double)sent_bytes(c) / (double)(now - c->accepted + 1);
+    /* Every connection is credited one byte at accept: a client that has not
+     * had the time to send yet is not taken for one that sends nothing. */
+    rate = (double)(sent_bytes(c) + 1) / (double)(now - c->accepted + 1);
     /* The list runs newest first: on a tie the later one is the older. */
     if (group < victim_group || rate < victim_rate ||
         (rate == victim_rate && c->accepted <= victim->accepted)) {
