@@ -19,12 +19,43 @@
 #include <string.h>
 
 #include "gen.h"
+#include "kcr/buf.h"
 #include "kcr_gen_runtime.h"
+
+/*
+ * The pieces of a line that are made of input (a type's base, a property's
+ * name, a description) are built in bounded growable buffers, one per role,
+ * so that no name is ever cut: a struct's member type, an operation's name,
+ * a condition, a comment. EMIT_MAX bounds each; identifiers are at most
+ * GEN_NAME_MAX (model.c refuses longer), so only a description can reach it.
+ * A buffer that fails (its limit, or memory) marks the output failed, and
+ * write_file reports the file as not written.
+ */
+#define EMIT_MAX ((size_t)64 << 20)
+
+/* the buffers: operation names, element types, member declarations, the
+ * condition a field is encoded under, a comment's lead and its whole text */
+enum { S_OP, S_TYPE, S_DECL, S_COND, S_LEAD, S_TEXT, S_COUNT };
 
 typedef struct out {
   FILE *f;
   int indent;
+  kcr_buf_t s[S_COUNT];
+  bool failed;
 } out;
+
+/* piece builds one piece in buffer slot and returns it ("" once failed). */
+KCR_GEN_PRINTF(3, 4) static const char *piece(out *o, int slot, const char *fmt, ...) {
+  va_list ap;
+  int rc;
+  kcr_buf_reset(&o->s[slot]);
+  va_start(ap, fmt);
+  rc = kcr_buf_vappendf(&o->s[slot], fmt, ap);
+  va_end(ap);
+  if (rc)
+    o->failed = true;
+  return kcr_buf_cstr(&o->s[slot]);
+}
 
 /* put writes one line at the current indentation (fmt has no newline). */
 KCR_GEN_PRINTF(2, 3) static void put(out *o, const char *fmt, ...) {
@@ -44,7 +75,7 @@ static void blank(out *o) {
 
 /* ---- element kinds ---- */
 
-static const char *ctype(const gen_shape *sh, char *buf, size_t size) {
+static const char *ctype(out *o, const gen_shape *sh) {
   if (!sh)
     return "json_t *";
   switch (sh->kind) {
@@ -63,8 +94,7 @@ static const char *ctype(const gen_shape *sh, char *buf, size_t size) {
   case GEN_QUANTITY:
     return "kcr_quantity_t ";
   case GEN_OBJECT:
-    snprintf(buf, size, "%s_t ", sh->obj->base);
-    return buf;
+    return piece(o, S_TYPE, "%s_t ", sh->obj->base);
   case GEN_JSON:
   default:
     return "json_t *";
@@ -72,13 +102,11 @@ static const char *ctype(const gen_shape *sh, char *buf, size_t size) {
 }
 
 /* op is the suffix of an element's operations: kg_dec_<op>. */
-static const char *op(const gen_shape *sh, char *buf, size_t size) {
+static const char *op(out *o, const gen_shape *sh) {
   static const char *const names[] = {"string", "int32",    "int64", "number", "bool",
                                       "intstr", "quantity", "",      "json"};
-  if (sh->kind == GEN_OBJECT) {
-    snprintf(buf, size, "t_%s", sh->obj->base);
-    return buf;
-  }
+  if (sh->kind == GEN_OBJECT)
+    return piece(o, S_OP, "t_%s", sh->obj->base);
   return names[sh->kind];
 }
 
@@ -103,27 +131,30 @@ static const char *kind_word(gen_kind k) {
 
 /* comment writes text as a wrapped C comment; "*" "/" inside becomes "* /". */
 static void comment(out *o, const char *lead, const char *text) {
-  char line[120];
   size_t width = 96 - (size_t)o->indent * 2, n;
-  const char *s = text;
-  char *buf = malloc(strlen(lead) + strlen(text ? text : "") + 2), *w;
-  if (!buf)
-    return;
-  snprintf(buf, strlen(lead) + strlen(text ? text : "") + 2, "%s%s", lead, text ? text : "");
-  for (w = buf; *w; w++) {
-    if (*w == '\n' || *w == '\t' || *w == '\r')
-      *w = ' ';
-    if (w > buf && w[-1] == '*' && *w == '/')
-      *w = '|';
-    if (w > buf && w[-1] == '?' && *w == '?')
-      *w = '.'; /* no trigraph in a comment */
-  }
-  s = buf;
+  const char *parts[2] = {lead, text ? text : ""}, *s;
+  char prev = '\0';
+  kcr_buf_reset(&o->s[S_TEXT]);
+  for (int i = 0; i < 2; i++)
+    for (const char *r = parts[i]; *r; r++) {
+      char c = *r;
+      if (c == '\n' || c == '\t' || c == '\r')
+        c = ' ';
+      if (prev == '*' && c == '/')
+        c = '|';
+      if (prev == '?' && c == '?')
+        c = '.'; /* no trigraph in a comment */
+      if (kcr_buf_appendc(&o->s[S_TEXT], c)) {
+        o->failed = true;
+        return;
+      }
+      prev = c;
+    }
+  s = kcr_buf_cstr(&o->s[S_TEXT]);
   while (*s == ' ')
     s++;
   if (strlen(s) + 6 <= width + 3) {
     put(o, "/* %s */", s);
-    free(buf);
     return;
   }
   put(o, "/*");
@@ -140,33 +171,34 @@ static void comment(out *o, const char *lead, const char *text) {
     }
     if (n == 0)
       break;
-    snprintf(line, sizeof(line), "%.*s", (int)n, s);
-    put(o, " * %s", line);
+    put(o, " * %.*s", (int)n, s); /* n <= width */
     s += n;
   }
   put(o, " */");
-  free(buf);
 }
 
 /* ---- the header ---- */
 
-static void upper(char *dst, const char *src, size_t size) {
-  size_t i;
-  for (i = 0; src[i] && i + 1 < size; i++)
-    dst[i] = (char)toupper((unsigned char)src[i]);
-  dst[i] = '\0';
+/* upper is src in upper case followed by suffix, in buffer slot. */
+static const char *upper(out *o, int slot, const char *src, const char *suffix) {
+  kcr_buf_reset(&o->s[slot]);
+  for (const char *p = src; *p; p++)
+    if (kcr_buf_appendc(&o->s[slot], (char)toupper((unsigned char)*p)))
+      o->failed = true;
+  if (kcr_buf_appends(&o->s[slot], suffix))
+    o->failed = true;
+  return kcr_buf_cstr(&o->s[slot]);
 }
 
 /* emit_entries writes t's map entry structs; each holds its value by value. */
 static void emit_entries(out *o, const gen_type *t) {
-  char buf[300];
   for (size_t i = 0; i < t->nfields; i++) {
     const gen_field *f = &t->fields[i];
     if (f->shape.kind == GEN_MAP) {
       put(o, "/* %s_t: one entry of %s.%s. */", f->shape.entry, t->path, f->json_name);
       put(o, "struct %s {", f->shape.entry);
       put(o, "  char *key;");
-      put(o, "  %svalue;", ctype(f->shape.elem, buf, sizeof(buf)));
+      put(o, "  %svalue;", ctype(o, f->shape.elem));
       put(o, "};");
       blank(o);
     }
@@ -260,35 +292,31 @@ static void member(out *o, const char *type, const char *name) {
 }
 
 static void emit_struct(out *o, const gen_type *t) {
-  char buf[300], type[340];
   comment(o, "", t->desc ? t->desc : t->path);
   /* the fields keep the schema's order, each beside its has_ flag, over padding */
   put(o, "struct %s { /* NOLINT(clang-analyzer-optin.performance.Padding) */", t->base);
   o->indent++;
   for (size_t i = 0; i < t->nfields; i++) {
     const gen_field *f = &t->fields[i];
-    char lead[200];
-    snprintf(lead, sizeof(lead), "%s (%s%s%s%s%s): ", f->json_name, f->required ? "required " : "",
-             f->nullable ? "nullable " : "", kind_word(f->shape.kind), f->shape.elem ? " of " : "",
-             f->shape.elem ? kind_word(f->shape.elem->kind) : "");
+    const char *lead =
+        piece(o, S_LEAD, "%s (%s%s%s%s%s): ", f->json_name, f->required ? "required " : "",
+              f->nullable ? "nullable " : "", kind_word(f->shape.kind), f->shape.elem ? " of " : "",
+              f->shape.elem ? kind_word(f->shape.elem->kind) : "");
     comment(o, lead, f->desc ? f->desc : "");
     switch (f->shape.kind) {
     case GEN_LIST:
-      snprintf(type, sizeof(type), "%s*", ctype(f->shape.elem, buf, sizeof(buf)));
-      member(o, type, f->c_name);
+      member(o, piece(o, S_DECL, "%s*", ctype(o, f->shape.elem)), f->c_name);
       put(o, "size_t %s_len;", f->c_name);
       break;
     case GEN_MAP:
-      snprintf(type, sizeof(type), "%s_t *", f->shape.entry);
-      member(o, type, f->c_name);
+      member(o, piece(o, S_DECL, "%s_t *", f->shape.entry), f->c_name);
       put(o, "size_t %s_len;", f->c_name);
       break;
     case GEN_OBJECT:
-      snprintf(type, sizeof(type), "%s_t *", f->shape.obj->base);
-      member(o, type, f->c_name);
+      member(o, piece(o, S_DECL, "%s_t *", f->shape.obj->base), f->c_name);
       break;
     default:
-      member(o, ctype(&f->shape, buf, sizeof(buf)), f->c_name);
+      member(o, ctype(o, &f->shape), f->c_name);
       break;
     }
     if (has_flag(f))
@@ -326,13 +354,10 @@ static void generated_by(out *o, const gen_crd *crd, const gen_version *v) {
 }
 
 static void emit_header(out *o, const gen_crd *crd, const gen_version *v) {
-  char guard[320], up[300];
-  const char *p = v->prefix;
-  upper(up, p, sizeof(up));
-  snprintf(guard, sizeof(guard), "%s_H", up);
+  const char *p = v->prefix, *up;
   generated_by(o, crd, v);
-  put(o, "#ifndef %s", guard);
-  put(o, "#define %s", guard);
+  put(o, "#ifndef %s", upper(o, S_TEXT, p, "_H"));
+  put(o, "#define %s", upper(o, S_TEXT, p, "_H"));
   blank(o);
   put(o, "#include <jansson.h>");
   put(o, "#include <stdbool.h>");
@@ -351,7 +376,7 @@ static void emit_header(out *o, const gen_crd *crd, const gen_version *v) {
   blank(o);
   for (size_t i = 0; i < v->nkinds; i++) {
     const gen_kindinfo *k = &v->kinds[i];
-    upper(up, k->prefix, sizeof(up));
+    up = upper(o, S_TEXT, k->prefix, "");
     put(o, "#define %s_GROUP \"%s\"", up, k->group);
     put(o, "#define %s_VERSION \"%s\"", up, k->version);
     put(o, "#define %s_KIND \"%s\"", up, k->kind);
@@ -448,14 +473,13 @@ static void emit_header(out *o, const gen_crd *crd, const gen_version *v) {
   put(o, "}");
   put(o, "#endif");
   blank(o);
-  put(o, "#endif /* %s */", guard);
+  put(o, "#endif /* %s */", upper(o, S_TEXT, p, "_H"));
 }
 
 /* ---- the source: per-field templates ---- */
 
 /* lv is the field's lvalue ("v->spec"); the json member is m. */
 static void emit_decode_field(out *o, const gen_field *f) {
-  char b1[300], b2[300];
   const gen_shape *sh = &f->shape;
   const char *c = f->c_name;
   switch (sh->kind) {
@@ -463,7 +487,7 @@ static void emit_decode_field(out *o, const gen_field *f) {
     put(o, "if (!(v->%s = kg_calloc(1, sizeof(*v->%s))))", c, c);
     put(o, "  rc = kg_nomem(p, err);");
     put(o, "else");
-    put(o, "  rc = kg_dec_%s(m, v->%s, p, err);", op(sh, b1, sizeof(b1)), c);
+    put(o, "  rc = kg_dec_%s(m, v->%s, p, err);", op(o, sh), c);
     break;
   case GEN_LIST:
     put(o, "if (!json_is_array(m)) {");
@@ -476,8 +500,7 @@ static void emit_decode_field(out *o, const gen_field *f) {
     put(o, "  for (size_t i = 0; rc == 0 && i < n; i++) {");
     put(o, "    size_t at2 = kg_push_index(p, i);");
     put(o, "    v->%s_len = i + 1;", c);
-    put(o, "    rc = kg_dec_%s(json_array_get(m, i), &v->%s[i], p, err);",
-        op(sh->elem, b1, sizeof(b1)), c);
+    put(o, "    rc = kg_dec_%s(json_array_get(m, i), &v->%s[i], p, err);", op(o, sh->elem), c);
     put(o, "    kg_pop(p, at2);");
     put(o, "  }");
     put(o, "}");
@@ -504,56 +527,52 @@ static void emit_decode_field(out *o, const gen_field *f) {
     put(o, "    else if (!(v->%s[i].key = kg_strdup(k)))", c);
     put(o, "      rc = kg_nomem(p, err);");
     put(o, "    else");
-    put(o, "      rc = kg_dec_%s(m2, &v->%s[i].value, p, err);", op(sh->elem, b1, sizeof(b1)), c);
+    put(o, "      rc = kg_dec_%s(m2, &v->%s[i].value, p, err);", op(o, sh->elem), c);
     put(o, "    kg_pop(p, at2);");
     put(o, "    i++;");
     put(o, "  }");
     put(o, "}");
     break;
   default:
-    put(o, "rc = kg_dec_%s(m, &v->%s, p, err);", op(sh, b1, sizeof(b1)), c);
+    put(o, "rc = kg_dec_%s(m, &v->%s, p, err);", op(o, sh), c);
     break;
   }
-  (void)b2;
   if (has_flag(f))
     put(o, "v->has_%s = rc == 0;", c);
 }
 
-/* emit_present writes the condition under which the field is written. */
-static void present(const gen_field *f, char *buf, size_t size) {
+/* present is the condition under which the field is written. */
+static const char *present(out *o, const gen_field *f) {
   const char *c = f->c_name;
   if (has_flag(f))
-    snprintf(buf, size, "v->has_%s", c);
-  else if (f->shape.kind == GEN_STRING || f->shape.kind == GEN_OBJECT || f->shape.kind == GEN_JSON)
-    snprintf(buf, size, "v->%s", c);
-  else
-    snprintf(buf, size, "1");
+    return piece(o, S_COND, "v->has_%s", c);
+  if (f->shape.kind == GEN_STRING || f->shape.kind == GEN_OBJECT || f->shape.kind == GEN_JSON)
+    return piece(o, S_COND, "v->%s", c);
+  return "1";
 }
 
 static void emit_encode_field(out *o, const gen_field *f) {
-  char b1[300], cond[300];
   const gen_shape *sh = &f->shape;
   const char *c = f->c_name;
-  present(f, cond, sizeof(cond));
   put(o, "at = kg_push(p, \"%s\");", f->json_lit);
   if (f->nullable) {
     put(o, "if (v->%s_null) {", c);
     put(o, "  rc = kg_set(o, \"%s\", json_null(), p, err);", f->json_lit);
     put(o, "} else");
   }
-  put(o, "if (%s) {", cond);
+  put(o, "if (%s) {", present(o, f));
   o->indent++;
   put(o, "json_t *m = NULL;");
   switch (sh->kind) {
   case GEN_OBJECT:
-    put(o, "rc = kg_enc_%s(v->%s, &m, p, err);", op(sh, b1, sizeof(b1)), c);
+    put(o, "rc = kg_enc_%s(v->%s, &m, p, err);", op(o, sh), c);
     break;
   case GEN_LIST:
     put(o, "rc = (m = json_array()) ? 0 : kg_nomem(p, err);");
     put(o, "for (size_t i = 0; rc == 0 && i < v->%s_len; i++) {", c);
     put(o, "  size_t at2 = kg_push_index(p, i);");
     put(o, "  json_t *e = NULL;");
-    put(o, "  rc = kg_enc_%s(&v->%s[i], &e, p, err);", op(sh->elem, b1, sizeof(b1)), c);
+    put(o, "  rc = kg_enc_%s(&v->%s[i], &e, p, err);", op(o, sh->elem), c);
     put(o, "  if (rc == 0 && json_array_append_new(m, e))");
     put(o, "    rc = kg_nomem(p, err);");
     put(o, "  kg_pop(p, at2);");
@@ -568,14 +587,14 @@ static void emit_encode_field(out *o, const gen_field *f) {
     put(o, "    rc = kcr_error_set(err, KCR_EINVAL, \"%%s: the key is NULL or not UTF-8\", "
            "kg_where(p));");
     put(o, "  else");
-    put(o, "    rc = kg_enc_%s(&v->%s[i].value, &e, p, err);", op(sh->elem, b1, sizeof(b1)), c);
+    put(o, "    rc = kg_enc_%s(&v->%s[i].value, &e, p, err);", op(o, sh->elem), c);
     put(o, "  if (rc == 0 && json_object_set_new_nocheck(m, v->%s[i].key, e))", c);
     put(o, "    rc = kg_nomem(p, err);");
     put(o, "  kg_pop(p, at2);");
     put(o, "}");
     break;
   default:
-    put(o, "rc = kg_enc_%s(&v->%s, &m, p, err);", op(sh, b1, sizeof(b1)), c);
+    put(o, "rc = kg_enc_%s(&v->%s, &m, p, err);", op(o, sh), c);
     break;
   }
   put(o, "if (rc == 0)");
@@ -594,37 +613,35 @@ static void emit_encode_field(out *o, const gen_field *f) {
 }
 
 static void emit_clear_field(out *o, const gen_field *f) {
-  char b1[300];
   const gen_shape *sh = &f->shape;
   const char *c = f->c_name;
   switch (sh->kind) {
   case GEN_OBJECT:
     put(o, "if (v->%s) {", c);
-    put(o, "  kg_clear_%s(v->%s);", op(sh, b1, sizeof(b1)), c);
+    put(o, "  kg_clear_%s(v->%s);", op(o, sh), c);
     put(o, "  kg_free(v->%s);", c);
     put(o, "}");
     break;
   case GEN_LIST:
     put(o, "for (size_t i = 0; i < v->%s_len; i++)", c);
-    put(o, "  kg_clear_%s(&v->%s[i]);", op(sh->elem, b1, sizeof(b1)), c);
+    put(o, "  kg_clear_%s(&v->%s[i]);", op(o, sh->elem), c);
     put(o, "kg_free(v->%s);", c);
     break;
   case GEN_MAP:
     put(o, "for (size_t i = 0; i < v->%s_len; i++) {", c);
     put(o, "  kg_free(v->%s[i].key);", c);
-    put(o, "  kg_clear_%s(&v->%s[i].value);", op(sh->elem, b1, sizeof(b1)), c);
+    put(o, "  kg_clear_%s(&v->%s[i].value);", op(o, sh->elem), c);
     put(o, "}");
     put(o, "kg_free(v->%s);", c);
     break;
   default:
     if (!by_value(sh->kind) || sh->kind == GEN_INTSTR || sh->kind == GEN_QUANTITY)
-      put(o, "kg_clear_%s(&v->%s);", op(sh, b1, sizeof(b1)), c);
+      put(o, "kg_clear_%s(&v->%s);", op(o, sh), c);
     break;
   }
 }
 
 static void emit_copy_field(out *o, const gen_field *f) {
-  char b1[300];
   const gen_shape *sh = &f->shape;
   const char *c = f->c_name;
   if (has_flag(f))
@@ -635,7 +652,7 @@ static void emit_copy_field(out *o, const gen_field *f) {
   case GEN_OBJECT:
     put(o, "if (s->%s && !(d->%s = kg_calloc(1, sizeof(*d->%s))))", c, c, c);
     put(o, "  return KCR_ENOMEM;");
-    put(o, "if (s->%s && kg_copy_%s(s->%s, d->%s))", c, op(sh, b1, sizeof(b1)), c, c);
+    put(o, "if (s->%s && kg_copy_%s(s->%s, d->%s))", c, op(o, sh), c, c);
     put(o, "  return KCR_ENOMEM;");
     break;
   case GEN_LIST:
@@ -647,24 +664,22 @@ static void emit_copy_field(out *o, const gen_field *f) {
     put(o, "for (size_t i = 0; i < %s_n; i++) {", c);
     put(o, "  d->%s_len = i + 1;", c);
     if (sh->kind == GEN_LIST) {
-      put(o, "  if (kg_copy_%s(&s->%s[i], &d->%s[i]))", op(sh->elem, b1, sizeof(b1)), c, c);
+      put(o, "  if (kg_copy_%s(&s->%s[i], &d->%s[i]))", op(o, sh->elem), c, c);
     } else {
       put(o, "  if (kg_copy_string(&s->%s[i].key, &d->%s[i].key) ||", c, c);
-      put(o, "      kg_copy_%s(&s->%s[i].value, &d->%s[i].value))", op(sh->elem, b1, sizeof(b1)), c,
-          c);
+      put(o, "      kg_copy_%s(&s->%s[i].value, &d->%s[i].value))", op(o, sh->elem), c, c);
     }
     put(o, "    return KCR_ENOMEM;");
     put(o, "}");
     break;
   default:
-    put(o, "if (kg_copy_%s(&s->%s, &d->%s))", op(sh, b1, sizeof(b1)), c, c);
+    put(o, "if (kg_copy_%s(&s->%s, &d->%s))", op(o, sh), c, c);
     put(o, "  return KCR_ENOMEM;");
     break;
   }
 }
 
 static void emit_equal_field(out *o, const gen_field *f) {
-  char b1[300];
   const gen_shape *sh = &f->shape;
   const char *c = f->c_name;
   if (f->nullable) {
@@ -677,15 +692,14 @@ static void emit_equal_field(out *o, const gen_field *f) {
   }
   switch (sh->kind) {
   case GEN_OBJECT:
-    put(o, "if (!a->%s != !b->%s || (a->%s && !kg_eq_%s(a->%s, b->%s)))", c, c, c,
-        op(sh, b1, sizeof(b1)), c, c);
+    put(o, "if (!a->%s != !b->%s || (a->%s && !kg_eq_%s(a->%s, b->%s)))", c, c, c, op(o, sh), c, c);
     put(o, "  return false;");
     break;
   case GEN_LIST:
     put(o, "if (a->%s_len != b->%s_len)", c, c);
     put(o, "  return false;");
     put(o, "for (size_t i = 0; i < a->%s_len; i++)", c);
-    put(o, "  if (!kg_eq_%s(&a->%s[i], &b->%s[i]))", op(sh->elem, b1, sizeof(b1)), c, c);
+    put(o, "  if (!kg_eq_%s(&a->%s[i], &b->%s[i]))", op(o, sh->elem), c, c);
     put(o, "    return false;");
     break;
   case GEN_MAP:
@@ -696,15 +710,15 @@ static void emit_equal_field(out *o, const gen_field *f) {
     put(o, "  while (j < b->%s_len && !kg_eq_string(&a->%s[i].key, &b->%s[j].key))", c, c, c);
     put(o, "    j++;");
     put(o, "  if (j == b->%s_len || !kg_eq_%s(&a->%s[i].value, &b->%s[j].value))", c,
-        op(sh->elem, b1, sizeof(b1)), c, c);
+        op(o, sh->elem), c, c);
     put(o, "    return false;");
     put(o, "}");
     break;
   default:
     if (has_flag(f))
-      put(o, "if (a->has_%s && !kg_eq_%s(&a->%s, &b->%s))", c, op(sh, b1, sizeof(b1)), c, c);
+      put(o, "if (a->has_%s && !kg_eq_%s(&a->%s, &b->%s))", c, op(o, sh), c, c);
     else
-      put(o, "if (!kg_eq_%s(&a->%s, &b->%s))", op(sh, b1, sizeof(b1)), c, c);
+      put(o, "if (!kg_eq_%s(&a->%s, &b->%s))", op(o, sh), c, c);
     put(o, "  return false;");
     break;
   }
@@ -1029,43 +1043,58 @@ static void emit_source(out *o, const gen_crd *crd, const gen_version *v, const 
 
 /* ---- files ---- */
 
-static int write_file(const char *dir, const char *name, const gen_crd *crd, const gen_version *v,
-                      bool header, char *msg, size_t size) {
-  char path[4096], tmp[4200], hname[512];
-  out o = {NULL, 0};
-  snprintf(path, sizeof(path), "%s/%s", dir, name);
-  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-  if (v->include)
-    snprintf(hname, sizeof(hname), "%s", v->include);
-  else
-    snprintf(hname, sizeof(hname), "%s.h", v->file ? v->file : v->prefix);
-  if (gen_mkdirs(path) != 0 || !(o.f = fopen(tmp, "w"))) {
-    snprintf(msg, size, "%s: %s", tmp, strerror(errno));
-    return -1;
+static int write_file(const char *dir, const gen_crd *crd, const gen_version *v, bool header,
+                      char *msg, size_t size) {
+  const char *base = v->file ? v->file : v->prefix;
+  kcr_buf_t path, tmp, hname;
+  out o;
+  int rc = -1;
+  memset(&o, 0, sizeof(o));
+  for (int i = 0; i < S_COUNT; i++)
+    kcr_buf_init(&o.s[i], EMIT_MAX);
+  kcr_buf_init(&path, EMIT_MAX);
+  kcr_buf_init(&tmp, EMIT_MAX);
+  kcr_buf_init(&hname, EMIT_MAX);
+  if (kcr_buf_appendf(&path, "%s/%s.%s", dir, base, header ? "h" : "c") ||
+      kcr_buf_appendf(&tmp, "%s.tmp", kcr_buf_cstr(&path)) ||
+      kcr_buf_appendf(&hname, "%s%s", v->include ? v->include : base, v->include ? "" : ".h")) {
+    gen_msgf(msg, size, "%s/%s.%s: out of memory", dir, base, header ? "h" : "c");
+    goto done;
+  }
+  if (gen_mkdirs(kcr_buf_cstr(&path)) != 0 || !(o.f = fopen(kcr_buf_cstr(&tmp), "w"))) {
+    gen_msgf(msg, size, "%s: %s", kcr_buf_cstr(&tmp), strerror(errno));
+    goto done;
   }
   if (header)
     emit_header(&o, crd, v);
   else
-    emit_source(&o, crd, v, hname);
-  if (ferror(o.f) | fclose(o.f)) {
-    snprintf(msg, size, "%s: write failed", tmp);
-    remove(tmp);
-    return -1;
+    emit_source(&o, crd, v, kcr_buf_cstr(&hname));
+  if (ferror(o.f) | fclose(o.f) || o.failed) {
+    if (o.failed)
+      gen_msgf(msg, size, "%s: out of memory, or a description longer than %zu bytes",
+               kcr_buf_cstr(&tmp), EMIT_MAX);
+    else
+      gen_msgf(msg, size, "%s: write failed", kcr_buf_cstr(&tmp));
+    remove(kcr_buf_cstr(&tmp));
+    goto done;
   }
-  if (rename(tmp, path)) {
-    snprintf(msg, size, "%s: %s", path, strerror(errno));
-    remove(tmp);
-    return -1;
+  if (rename(kcr_buf_cstr(&tmp), kcr_buf_cstr(&path))) {
+    gen_msgf(msg, size, "%s: %s", kcr_buf_cstr(&path), strerror(errno));
+    remove(kcr_buf_cstr(&tmp));
+    goto done;
   }
-  return 0;
+  rc = 0;
+done:
+  for (int i = 0; i < S_COUNT; i++)
+    kcr_buf_free(&o.s[i]);
+  kcr_buf_free(&path);
+  kcr_buf_free(&tmp);
+  kcr_buf_free(&hname);
+  return rc;
 }
 
 int gen_emit(const gen_crd *crd, const gen_version *v, const char *dir, char *msg, size_t size) {
-  char name[512];
-  const char *base = v->file ? v->file : v->prefix;
-  snprintf(name, sizeof(name), "%s.h", base);
-  if (write_file(dir, name, crd, v, true, msg, size))
+  if (write_file(dir, crd, v, true, msg, size))
     return -1;
-  snprintf(name, sizeof(name), "%s.c", base);
-  return write_file(dir, name, crd, v, false, msg, size);
+  return write_file(dir, crd, v, false, msg, size);
 }

@@ -20,6 +20,23 @@
 #define KCR_GEN_PRINTF(f, a)
 #endif
 
+/*
+ * gen_msgf writes a printf-formatted message into msg (size bytes, > 0). One
+ * longer than size - 1 is cut in the middle with a " [...] " mark, keeping its
+ * start (the path or file) and its end (the reason): never cut silently.
+ */
+void gen_msgf(char *msg, size_t size, const char *fmt, ...) KCR_GEN_PRINTF(3, 4);
+
+/*
+ * GEN_LITERAL_MAX is the longest string literal a C compiler must take (C11
+ * 5.2.4.1; gcc -Wpedantic warns past it): kcr-gen writes every property name
+ * as one, so a longer name is refused with its schema path. GEN_NAME_MAX
+ * bounds a type's C name (its base), which the generated error messages
+ * quote ("BASE: out of memory"), with room for that text.
+ */
+#define GEN_LITERAL_MAX 4095
+#define GEN_NAME_MAX 4000
+
 /* gen_kind: what a schema becomes in C. */
 typedef enum gen_kind {
   GEN_STRING,   /* char *, NULL when absent */

@@ -273,7 +273,7 @@ static const json_t *deref(const walk *w, const json_t *schema, const char **ref
     return schema;
   if (!w->schemas || strncmp(r, REF_PREFIX, strlen(REF_PREFIX)) != 0 ||
       !json_is_object(json_object_get(w->schemas, r + strlen(REF_PREFIX)))) {
-    snprintf(w->msg, w->size, "$ref %s: not in components.schemas", r);
+    gen_msgf(w->msg, w->size, "$ref %s: not in components.schemas", r);
     *bad = 1;
     return NULL;
   }
@@ -431,13 +431,13 @@ static int classify(walk *w, const json_t *schema, const char *base_want, const 
   int bad;
   memset(sh, 0, sizeof(*sh));
   if (!json_is_object(schema)) {
-    snprintf(w->msg, w->size, "%s: the schema is not an object", path);
+    gen_msgf(w->msg, w->size, "%s: the schema is not an object", path);
     return -1;
   }
   if (!(schema = deref(w, schema, &ref, &bad)) || bad) {
-    char tmp[512];
-    snprintf(tmp, sizeof(tmp), "%s", w->msg);
-    snprintf(w->msg, w->size, "%s: %s", path, tmp);
+    char *why = xstrdup(w->msg);
+    gen_msgf(w->msg, w->size, "%s: %s", path, why);
+    free(why);
     return -1;
   }
   type = str_of(schema, "type");
@@ -519,7 +519,7 @@ static int classify(walk *w, const json_t *schema, const char *base_want, const 
     }
     sh->kind = GEN_JSON;
   } else {
-    snprintf(w->msg, w->size, "%s: unknown type \"%s\"", path, type);
+    gen_msgf(w->msg, w->size, "%s: unknown type \"%s\"", path, type);
     return -1;
   }
   return 0;
@@ -571,9 +571,23 @@ static bool in_required(const json_t *schema, const char *name) {
   return false;
 }
 
+/*
+ * within tells whether s, what the schema at path makes, is at most max bytes;
+ * when not, w's message names path, says what s is and why the limit.
+ */
+static bool within(walk *w, const char *path, const char *s, int max, const char *what,
+                   const char *why) {
+  size_t n = strlen(s);
+  if (n <= (size_t)max)
+    return true;
+  gen_msgf(w->msg, w->size, "%s: %s is %zu bytes long, over %d: %s",
+           path[0] ? path : "(the object)", what, n, max, why);
+  return false;
+}
+
 static gen_type *new_type(walk *w, const char *base_want, const char *path, const json_t *schema,
                           const char *ref) {
-  gen_type *t = xcalloc(1, sizeof(*t));
+  gen_type *t;
   const json_t *props = json_object_get(schema, "properties");
   const char *key;
   const json_t *sub;
@@ -581,6 +595,11 @@ static gen_type *new_type(walk *w, const char *base_want, const char *path, cons
   size_t i = 0;
   gen_type **nt;
   const char *outer = w->cur_pkg;
+  if (!within(w, path, base_want, GEN_NAME_MAX, "the C name of this object's type",
+              "generated messages quote it in a C string literal; shorten the property names "
+              "on the way"))
+    return NULL;
+  t = xcalloc(1, sizeof(*t));
   t->base = unique_base(w->ids, base_want);
   t->pkg = ref ? ref_pkg(ref) : w->cur_pkg ? xstrdup(w->cur_pkg) : NULL;
   t->path = xstrdup(path[0] ? path : "(the object)");
@@ -610,8 +629,12 @@ static gen_type *new_type(walk *w, const char *base_want, const char *path, cons
     f->nullable = json_is_true(json_object_get(sub, "nullable"));
     f->desc = str_of(sub, "description") ? xstrdup(str_of(sub, "description")) : NULL;
     child = xprintf("%s_%s", t->base, sn);
-    if (!w->schemas && !path[0] && strcmp(key, "metadata") == 0 &&
-        (f->shape.obj = ext_type(w, META_V1 "ObjectMeta")) != NULL) {
+    if (!within(w, cpath, key, GEN_LITERAL_MAX, "the property name",
+                "the generated code holds it in a C string literal, and C takes at most 4095 "
+                "bytes in one (C11 5.2.4.1)")) {
+      rc = -1;
+    } else if (!w->schemas && !path[0] && strcmp(key, "metadata") == 0 &&
+               (f->shape.obj = ext_type(w, META_V1 "ObjectMeta")) != NULL) {
       f->shape.kind = GEN_OBJECT; /* a CRD's metadata: the typed ObjectMeta */
       rc = 0;
     } else {
@@ -659,11 +682,11 @@ static int version_build(walk *w, const json_t *ver, const char *prefix_base) {
   for (char *p = v->prefix; *p; p++)
     *p = isalnum((unsigned char)*p) ? (char)tolower((unsigned char)*p) : '_';
   if (!json_is_object(schema)) {
-    snprintf(w->msg, w->size, "no schema.openAPIV3Schema");
+    gen_msgf(w->msg, w->size, "no schema.openAPIV3Schema");
     return -1;
   }
   if (json_object_size(json_object_get(schema, "properties")) == 0) {
-    snprintf(w->msg, w->size, "the schema has no properties");
+    gen_msgf(w->msg, w->size, "the schema has no properties");
     return -1;
   }
   for (const char *const *r = reserved; *r; r++) {
@@ -693,23 +716,25 @@ static bool listed(const char *list, const char *name) {
   return false;
 }
 
-/* missing_version names the first version of only that the CRD lacks, or NULL. */
-static const char *missing_version(const json_t *versions, const char *only, char *buf,
-                                   size_t size) {
+/*
+ * missing_version finds the first version of only that the CRD lacks: returns
+ * where its name starts in only (*len bytes long), or NULL.
+ */
+static const char *missing_version(const json_t *versions, const char *only, size_t *len) {
   for (const char *p = only; *p;) {
     const char *end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    bool found = false;
     size_t i;
     const json_t *ver;
-    snprintf(buf, size, "%.*s", (int)len, p);
+    bool found = false;
+    *len = end ? (size_t)(end - p) : strlen(p);
     json_array_foreach(versions, i, ver) {
-      if (str_of(ver, "name") && strcmp(str_of(ver, "name"), buf) == 0)
+      const char *name = str_of(ver, "name");
+      if (name && strlen(name) == *len && strncmp(name, p, *len) == 0)
         found = true;
     }
-    if (!found || len == 0)
-      return buf;
-    p += len + (end ? 1 : 0);
+    if (!found || *len == 0)
+      return p;
+    p += *len + (end ? 1 : 0);
   }
   return NULL;
 }
@@ -728,13 +753,13 @@ int gen_crd_build(const json_t *docs, const char *prefix_base, const char *only,
     }
   }
   if (!doc) {
-    snprintf(msg, size, "no CustomResourceDefinition in the file");
+    gen_msgf(msg, size, "no CustomResourceDefinition in the file");
     return -1;
   }
   spec = json_object_get(doc, "spec");
   names = json_object_get(spec, "names");
   if (!str_of(spec, "group") || !str_of(names, "kind") || !str_of(names, "plural")) {
-    snprintf(msg, size, "the CRD lacks spec.group, spec.names.kind or spec.names.plural");
+    gen_msgf(msg, size, "the CRD lacks spec.group, spec.names.kind or spec.names.plural");
     return -1;
   }
   crd->source = xstrdup(source);
@@ -745,11 +770,10 @@ int gen_crd_build(const json_t *docs, const char *prefix_base, const char *only,
       str_of(names, "listKind") ? xstrdup(str_of(names, "listKind")) : xprintf("%sList", crd->kind);
   crd->namespaced = !str_of(spec, "scope") || strcmp(str_of(spec, "scope"), "Cluster") != 0;
   if (only) {
-    char name[128];
-    const char *lacking =
-        missing_version(json_object_get(spec, "versions"), only, name, sizeof(name));
+    size_t len = 0;
+    const char *lacking = missing_version(json_object_get(spec, "versions"), only, &len);
     if (lacking) {
-      snprintf(msg, size, "the CRD has no version \"%s\"", lacking);
+      gen_msgf(msg, size, "the CRD has no version \"%.*s\"", (int)len, lacking);
       return -1;
     }
   }
@@ -776,16 +800,16 @@ int gen_crd_build(const json_t *docs, const char *prefix_base, const char *only,
       k->namespaced = crd->namespaced;
     }
     if (rc) {
-      char tmp[512];
-      snprintf(tmp, sizeof(tmp), "%s", msg);
-      snprintf(msg, size, "version %s: %s", str_of(ver, "name"), tmp);
+      char *why = xstrdup(msg);
+      gen_msgf(msg, size, "version %s: %s", str_of(ver, "name"), why);
+      free(why);
       free(base);
       return -1;
     }
   }
   free(base);
   if (crd->nversions == 0) {
-    snprintf(msg, size, "the CRD serves no version");
+    gen_msgf(msg, size, "the CRD serves no version");
     return -1;
   }
   return 0;
@@ -825,7 +849,7 @@ static int kind_parse(const json_t *docs, const char *spec, gen_kindinfo *k, cha
     *eq++ = '\0';
   if (!(v = strchr(s, '/')) || !(kind = strchr(v + 1, '/')) || strchr(kind + 1, '/') || v == s ||
       kind == v + 1 || !kind[1]) {
-    snprintf(msg, size, "%s: want GROUP/VERSION/KIND (core/v1/Pod)", spec);
+    gen_msgf(msg, size, "%s: want GROUP/VERSION/KIND (core/v1/Pod)", spec);
     free(s);
     return -1;
   }
@@ -841,7 +865,7 @@ static int kind_parse(const json_t *docs, const char *spec, gen_kindinfo *k, cha
     if (comma) {
       *comma++ = '\0';
       if (strcmp(comma, "cluster") != 0 && strcmp(comma, "namespaced") != 0) {
-        snprintf(msg, size, "%s: the scope is cluster or namespaced", spec);
+        gen_msgf(msg, size, "%s: the scope is cluster or namespaced", spec);
         free(s);
         return -1;
       }
@@ -864,7 +888,7 @@ static int kind_parse(const json_t *docs, const char *spec, gen_kindinfo *k, cha
   }
   free(s);
   if (!k->plural) {
-    snprintf(msg, size, "%s: no resource name: give %s=PLURAL or a document with x-kcr-resources",
+    gen_msgf(msg, size, "%s: no resource name: give %s=PLURAL or a document with x-kcr-resources",
              spec, spec);
     return -1;
   }
@@ -894,7 +918,7 @@ static int openapi_build(const json_t *docs, const char *prefix, const char *con
   json_array_foreach(docs, i, d) {
     const json_t *cs = json_object_get(json_object_get(d, "components"), "schemas");
     if (!json_is_object(cs)) {
-      snprintf(msg, size, "document %zu has no components.schemas", i + 1);
+      gen_msgf(msg, size, "document %zu has no components.schemas", i + 1);
       goto done;
     }
     json_object_update_missing(schemas, (json_t *)cs);
@@ -932,7 +956,7 @@ static int openapi_build(const json_t *docs, const char *prefix, const char *con
     if (kind_parse(docs, kinds[j], k, msg, size))
       goto done;
     if (!(name = find_kind(schemas, k->group, k->version, k->kind))) {
-      snprintf(msg, size, "%s: no schema has this x-kubernetes-group-version-kind", kinds[j]);
+      gen_msgf(msg, size, "%s: no schema has this x-kubernetes-group-version-kind", kinds[j]);
       goto done;
     }
     base = ref_base(prefix, name);
@@ -956,7 +980,7 @@ static int openapi_build(const json_t *docs, const char *prefix, const char *con
     rc = classify(&w, wrap, prefix, name, &sh, false);
     json_decref(wrap);
     if (rc == 0 && (sh.kind != GEN_OBJECT || (k && sh.obj->ext))) {
-      snprintf(msg, size, "%s: the schema %s is not an object with properties", kinds[j], name);
+      gen_msgf(msg, size, "%s: the schema %s is not an object with properties", kinds[j], name);
       rc = -1;
     }
     if (rc) {
@@ -1021,7 +1045,7 @@ static int split_visit(split *sp, size_t i, char *msg, size_t size) {
     if (sp->mark[j] == 1) {
       size_t back = j * sp->n + i;
       /* j is on the path to i, so j reaches i, perhaps through others */
-      snprintf(msg, size,
+      gen_msgf(msg, size,
                "packages %s and %s reach each other (%s reaches %s, and %s reaches %s%s): "
                "one group-version's header would need the other's first; generate them "
                "without --split",
@@ -1084,7 +1108,7 @@ int gen_openapi_split(const json_t *docs, const char *prefix, const char *incdir
     if (t->ext)
       continue;
     if (!t->pkg) {
-      snprintf(msg, size,
+      gen_msgf(msg, size,
                "%s: not a schema of io.k8s.api.GROUP.VERSION, nor one libkcr ships "
                "(kcr/meta_v1.h); --split cannot place it",
                t->path);

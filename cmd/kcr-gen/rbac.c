@@ -178,7 +178,7 @@ static int parse_marker(const char *text, rule *r, char *msg, size_t size) {
     while (eq < len && text[eq] != '=' && text[eq] != ',')
       eq++;
     if (eq >= len || text[eq] != '=') {
-      snprintf(msg, size, "\"%.*s\": want field=value", (int)(eq - i), text + i);
+      gen_msgf(msg, size, "\"%.*s\": want field=value", (int)(eq - i), text + i);
       return -1;
     }
     for (end = eq + 1; end < len; end++) {
@@ -208,7 +208,7 @@ static int parse_marker(const char *text, rule *r, char *msg, size_t size) {
       strlist one = {NULL, 0};
       split_list(&one, text + eq + 1, end - eq - 1);
       if (one.n != 1) {
-        snprintf(msg, size, "%.*s: want one value", (int)klen, key);
+        gen_msgf(msg, size, "%.*s: want one value", (int)klen, key);
         sl_free(&one);
         return -1;
       }
@@ -221,7 +221,7 @@ static int parse_marker(const char *text, rule *r, char *msg, size_t size) {
       }
       free(one.v);
     } else {
-      snprintf(msg, size,
+      gen_msgf(msg, size,
                "unknown field \"%.*s\" (groups, resources, resourceNames, urls, verbs, namespace, "
                "roleName)",
                (int)klen, key);
@@ -231,7 +231,7 @@ static int parse_marker(const char *text, rule *r, char *msg, size_t size) {
     i = end + 1;
   }
   if (r->f[F_VERBS].n == 0) {
-    snprintf(msg, size, "verbs is required");
+    gen_msgf(msg, size, "verbs is required");
     return -1;
   }
   return 0;
@@ -242,13 +242,14 @@ static int parse_marker(const char *text, rule *r, char *msg, size_t size) {
 /* scan_file adds one rule per marker in path to rs (not yet split). */
 static int scan_file(const char *path, rules *rs, const char *role, const char *ns) {
   FILE *f = fopen(path, "r");
-  char line[4096];
+  char *line = NULL; /* a whole line, however long (getline grows it) */
+  size_t cap = 0;
   int lineno = 0;
   if (!f) {
     fprintf(stderr, "kcr-gen: %s: cannot open\n", path);
     return -1;
   }
-  while (fgets(line, sizeof(line), f)) {
+  while (getline(&line, &cap, f) != -1) {
     char *m = strstr(line, MARKER), *end, msg[512];
     rule *r;
     lineno++;
@@ -266,6 +267,7 @@ static int scan_file(const char *path, rules *rs, const char *role, const char *
     r = rules_push(rs);
     if (parse_marker(m, r, msg, sizeof(msg))) {
       fprintf(stderr, "kcr-gen: %s:%d: %s\n", path, lineno, msg);
+      free(line);
       fclose(f);
       return -1;
     }
@@ -273,6 +275,12 @@ static int scan_file(const char *path, rules *rs, const char *role, const char *
       r->ns = xstrndup(ns, strlen(ns));
     if (!r->role)
       r->role = xstrndup(role, strlen(role));
+  }
+  free(line);
+  if (ferror(f)) {
+    fprintf(stderr, "kcr-gen: %s: read error\n", path);
+    fclose(f);
+    return -1;
   }
   fclose(f);
   return 0;
@@ -438,7 +446,7 @@ int gen_rbac(int argc, char **argv) {
   strlist labels = {NULL, 0};
   rules marked = {NULL, 0, 0}, split = {NULL, 0, 0};
   FILE *f = NULL;
-  char tmp[4200];
+  char *tmp = NULL;
   int rc = 1, nsources = 0;
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
@@ -501,7 +509,8 @@ int gen_rbac(int argc, char **argv) {
     goto done;
   }
   qsort(split.v, split.n, sizeof(*split.v), cmp_role);
-  snprintf(tmp, sizeof(tmp), "%s.tmp", out);
+  tmp = xmalloc(strlen(out) + sizeof(".tmp"));
+  snprintf(tmp, strlen(out) + sizeof(".tmp"), "%s.tmp", out); /* sized to fit */
   if (!(f = strcmp(out, "-") == 0 ? stdout : gen_mkdirs(out) == 0 ? fopen(tmp, "w") : NULL)) {
     fprintf(stderr, "kcr-gen: %s: cannot write\n", tmp);
     goto done;
@@ -554,5 +563,6 @@ done:
   free(marked.v);
   free(split.v);
   sl_free(&labels);
+  free(tmp);
   return rc;
 }

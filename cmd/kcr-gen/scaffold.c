@@ -30,19 +30,31 @@
 #define MAX_VARS 16
 #define MAX_FILES 32
 
+/* A value is a validated name (at most 63 bytes) or made of a few (the group
+ * and the domain: 317): VALUE_MAX holds any; bad says one did not fit. */
+#define VALUE_MAX 512
+
 typedef struct var {
   const char *name;
-  char value[256];
+  char value[VALUE_MAX];
 } var;
 
 typedef struct vars {
   var v[MAX_VARS];
   size_t n;
+  bool bad;
 } vars;
 
+/* fits tells whether snprintf's answer n says the text fit in size bytes. */
+static bool fits(int n, size_t size) {
+  return n >= 0 && (size_t)n < size;
+}
+
 /* One planned write: a new file from a template, or text appended to a file. */
+#define PLAN_PATH_MAX 4096
+
 typedef struct plan_file {
-  char path[4096];
+  char path[PLAN_PATH_MAX];
   char *text; /* new: the whole content */
   char *old;  /* append: the content before (restored on failure) */
   bool append;
@@ -59,14 +71,18 @@ typedef struct plan {
 static void set_var(vars *vs, const char *name, const char *value) {
   for (size_t i = 0; i < vs->n; i++) {
     if (strcmp(vs->v[i].name, name) == 0) {
-      snprintf(vs->v[i].value, sizeof(vs->v[i].value), "%s", value);
+      if (!fits(snprintf(vs->v[i].value, sizeof(vs->v[i].value), "%s", value), VALUE_MAX))
+        vs->bad = true;
       return;
     }
   }
   if (vs->n < MAX_VARS) {
     vs->v[vs->n].name = name;
-    snprintf(vs->v[vs->n].value, sizeof(vs->v[vs->n].value), "%s", value);
+    if (!fits(snprintf(vs->v[vs->n].value, sizeof(vs->v[vs->n].value), "%s", value), VALUE_MAX))
+      vs->bad = true;
     vs->n++;
+  } else {
+    vs->bad = true;
   }
 }
 
@@ -81,7 +97,7 @@ static const char *template_text(const char *name) {
 static char *render(const char *name, const vars *vs, char *msg, size_t size) {
   const char *t = template_text(name);
   if (!t) {
-    snprintf(msg, size, "no template %s (kcr-gen was built without it)", name);
+    gen_msgf(msg, size, "no template %s (kcr-gen was built without it)", name);
     return NULL;
   }
   size_t cap = strlen(t) * 2 + 256, len = 0;
@@ -97,7 +113,7 @@ static char *render(const char *name, const vars *vs, char *msg, size_t size) {
             strncmp(vs->v[i].name, t + 2, (size_t)(end - t - 2)) == 0)
           hit = &vs->v[i];
       if (!hit) {
-        snprintf(msg, size, "template %s: unknown variable at \"%.20s\"", name, t);
+        gen_msgf(msg, size, "template %s: unknown variable at \"%.20s\"", name, t);
         free(out);
         return NULL;
       }
@@ -120,7 +136,7 @@ static char *render(const char *name, const vars *vs, char *msg, size_t size) {
     len += plen;
   }
   if (!out) {
-    snprintf(msg, size, "out of memory");
+    gen_msgf(msg, size, "out of memory");
     return NULL;
   }
   out[len] = '\0';
@@ -159,22 +175,32 @@ static char *read_all(const char *path) {
 }
 
 int gen_mkdirs(const char *path) {
-  char tmp[4096];
-  snprintf(tmp, sizeof(tmp), "%s", path);
-  for (char *p = tmp + 1; *p; p++) {
+  char *tmp = strdup(path);
+  int rc = 0, e = 0;
+  if (!tmp)
+    return -1;
+  for (char *p = tmp + 1; *p && rc == 0; p++) {
     if (*p != '/')
       continue;
     *p = '\0';
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-      return -1;
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+      rc = -1;
+      e = errno;
+    }
     *p = '/';
   }
-  return 0;
+  free(tmp);
+  if (rc)
+    errno = e;
+  return rc;
 }
 
 static int write_file(const char *path, const char *text, bool executable) {
-  char tmp[4200];
-  snprintf(tmp, sizeof(tmp), "%s.kcr-gen-tmp", path);
+  char tmp[4200]; /* path is at most PLAN_PATH_MAX - 1 bytes */
+  if (!fits(snprintf(tmp, sizeof(tmp), "%s.kcr-gen-tmp", path), sizeof(tmp))) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
   if (gen_mkdirs(path) != 0)
     return -1;
   FILE *f = fopen(tmp, "wb");
@@ -206,8 +232,17 @@ static void plan_free(plan *p) {
 static plan_file *plan_slot(plan *p, char *msg, size_t size) {
   plan_file *f = p->n < MAX_FILES ? calloc(1, sizeof(*f)) : NULL;
   if (!f)
-    snprintf(msg, size, p->n < MAX_FILES ? "out of memory" : "too many files");
+    gen_msgf(msg, size, p->n < MAX_FILES ? "out of memory" : "too many files");
   return f;
+}
+
+/* plan_path sets f's path to DIR/rel; when too long, says so and frees f. */
+static bool plan_path(const plan *p, plan_file *f, const char *rel, char *msg, size_t size) {
+  if (fits(snprintf(f->path, sizeof(f->path), "%s/%s", p->dir, rel), sizeof(f->path)))
+    return true;
+  gen_msgf(msg, size, "%s/%s: the path is longer than %d bytes", p->dir, rel, PLAN_PATH_MAX - 1);
+  free(f);
+  return false;
 }
 
 /* plan_new: DIR/rel from a template; fails when the file is there already. */
@@ -216,9 +251,10 @@ static int plan_new(plan *p, const char *rel, const char *tmpl, const vars *vs, 
   plan_file *f = plan_slot(p, msg, size);
   if (!f)
     return -1;
-  snprintf(f->path, sizeof(f->path), "%s/%s", p->dir, rel);
+  if (!plan_path(p, f, rel, msg, size))
+    return -1;
   if (exists(f->path)) {
-    snprintf(msg, size, "%s exists already: kcr-gen never overwrites a file", f->path);
+    gen_msgf(msg, size, "%s exists already: kcr-gen never overwrites a file", f->path);
     free(f);
     return -1;
   }
@@ -236,9 +272,10 @@ static int plan_append(plan *p, const char *rel, const char *text, char *msg, si
   plan_file *f = plan_slot(p, msg, size);
   if (!f)
     return -1;
-  snprintf(f->path, sizeof(f->path), "%s/%s", p->dir, rel);
+  if (!plan_path(p, f, rel, msg, size))
+    return -1;
   if (!(f->old = read_all(f->path))) {
-    snprintf(msg, size, "%s: %s (is %s a kcr-gen project? run kcr-gen init first)", f->path,
+    gen_msgf(msg, size, "%s: %s (is %s a kcr-gen project? run kcr-gen init first)", f->path,
              strerror(errno), p->dir);
     free(f);
     return -1;
@@ -246,7 +283,7 @@ static int plan_append(plan *p, const char *rel, const char *text, char *msg, si
   size_t a = strlen(f->old), b = strlen(text);
   bool nl = a > 0 && f->old[a - 1] != '\n';
   if (!(f->text = malloc(a + b + 2))) {
-    snprintf(msg, size, "out of memory");
+    gen_msgf(msg, size, "out of memory");
     free(f->old);
     free(f);
     return -1;
@@ -265,7 +302,7 @@ static int plan_run(plan *p, char *msg, size_t size) {
   for (size_t i = 0; i < p->n; i++) {
     plan_file *f = p->f[i];
     if (write_file(f->path, f->text, f->executable) != 0) {
-      snprintf(msg, size, "cannot write %s: %s (nothing was changed)", f->path, strerror(errno));
+      gen_msgf(msg, size, "cannot write %s: %s (nothing was changed)", f->path, strerror(errno));
       for (size_t j = 0; j < i; j++) {
         if (p->f[j]->append)
           write_file(p->f[j]->path, p->f[j]->old, false);
@@ -493,6 +530,10 @@ int gen_scaffold_init(int argc, char **argv) {
       {"config/samples/kustomization.yaml", "kustomization_samples.yaml", false},
   };
   p.dir = dir;
+  if (vs.bad) {
+    gen_msgf(msg, sizeof(msg), "a template value is longer than %d bytes", VALUE_MAX - 1);
+    goto out;
+  }
   for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
     if (plan_new(&p, files[i].path, files[i].tmpl, &vs, files[i].exec, msg, sizeof(msg)) != 0)
       goto out;
@@ -564,7 +605,11 @@ int gen_scaffold_create(int argc, char **argv) {
             plural_opt);
     return 2;
   }
-  snprintf(path, sizeof(path), "%s/PROJECT", dir);
+  if (!fits(snprintf(path, sizeof(path), "%s/PROJECT", dir), sizeof(path))) {
+    fprintf(stderr, "kcr-gen create api: %s/PROJECT: the path is longer than %zu bytes\n", dir,
+            sizeof(path) - 1);
+    return 1;
+  }
   if (!(project = read_all(path))) {
     fprintf(stderr, "kcr-gen create api: %s: %s (run kcr-gen init first)\n", path, strerror(errno));
     return 1;
@@ -606,6 +651,10 @@ int gen_scaffold_create(int argc, char **argv) {
   snprintf(ctl, sizeof(ctl), "internal/controller/%s_controller.c", ks);
   snprintf(test, sizeof(test), "test/%s_controller_test.c", ks);
   p.dir = dir;
+  if (vs.bad) {
+    gen_msgf(msg, sizeof(msg), "a template value is longer than %d bytes", VALUE_MAX - 1);
+    goto done;
+  }
   if (plan_new(&p, crd, "crd.yaml", &vs, false, msg, sizeof(msg)) ||
       plan_new(&p, sample, "sample.yaml", &vs, false, msg, sizeof(msg)) ||
       plan_new(&p, ctl, "controller.c", &vs, false, msg, sizeof(msg)) ||

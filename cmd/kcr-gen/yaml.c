@@ -30,7 +30,7 @@ typedef struct conv {
 } conv;
 
 static json_t *fail(conv *c, const yaml_node_t *n, const char *what) {
-  snprintf(c->msg, c->size, "line %lu: %s", n ? (unsigned long)n->start_mark.line + 1 : 0UL, what);
+  gen_msgf(c->msg, c->size, "line %lu: %s", n ? (unsigned long)n->start_mark.line + 1 : 0UL, what);
   return NULL;
 }
 
@@ -127,7 +127,7 @@ static char *read_file(const char *path, size_t *len, char *msg, size_t size) {
   char *buf = NULL;
   size_t n = 0, cap = 0;
   if (!f) {
-    snprintf(msg, size, "cannot open: %s", strerror(errno));
+    gen_msgf(msg, size, "cannot open: %s", strerror(errno));
     return NULL;
   }
   for (;;) {
@@ -135,12 +135,12 @@ static char *read_file(const char *path, size_t *len, char *msg, size_t size) {
     if (n == cap) {
       char *nb;
       if ((long)cap >= GEN_YAML_MAX) {
-        snprintf(msg, size, "larger than %ld bytes", GEN_YAML_MAX);
+        gen_msgf(msg, size, "larger than %ld bytes", GEN_YAML_MAX);
         goto fail;
       }
       cap = cap ? cap * 2 : 65536;
       if (!(nb = realloc(buf, cap))) {
-        snprintf(msg, size, "out of memory");
+        gen_msgf(msg, size, "out of memory");
         goto fail;
       }
       buf = nb;
@@ -151,7 +151,7 @@ static char *read_file(const char *path, size_t *len, char *msg, size_t size) {
       break;
   }
   if (ferror(f)) {
-    snprintf(msg, size, "read error");
+    gen_msgf(msg, size, "read error");
     goto fail;
   }
   fclose(f);
@@ -176,7 +176,7 @@ int gen_yaml_load(const char *path, json_t **out, char *msg, size_t size) {
   if (!(docs = json_array()) || !yaml_parser_initialize(&parser)) {
     json_decref(docs);
     free(buf);
-    snprintf(msg, size, "out of memory");
+    gen_msgf(msg, size, "out of memory");
     return -1;
   }
   yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
@@ -185,7 +185,7 @@ int gen_yaml_load(const char *path, json_t **out, char *msg, size_t size) {
     yaml_node_t *root;
     json_t *v;
     if (!yaml_parser_load(&parser, &doc)) {
-      snprintf(msg, size, "line %lu: %s", (unsigned long)parser.problem_mark.line + 1,
+      gen_msgf(msg, size, "line %lu: %s", (unsigned long)parser.problem_mark.line + 1,
                parser.problem ? parser.problem : "malformed YAML");
       goto done;
     }
@@ -199,7 +199,7 @@ int gen_yaml_load(const char *path, json_t **out, char *msg, size_t size) {
     if (!v)
       goto done;
     if (json_array_append_new(docs, v)) {
-      snprintf(msg, size, "out of memory");
+      gen_msgf(msg, size, "out of memory");
       goto done;
     }
   }

@@ -5,7 +5,8 @@
  * handcrafted CRD with every schema shape (data/kcr-gen/shapes.yaml ->
  * shapes_v1.h, shapes_v2.h). Decode, encode, unknown members, error messages,
  * copy and equality, allocation failure, and typed get/list/update through a
- * fake object client.
+ * fake object client. And property names of 400 and 2000 characters
+ * (data/kcr-gen/long-names.yaml.in -> longnames_v1.h, issue 28).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "kcr/meta.h"
 #include "kcr/objclient.h"
 #include "kcr/scheme.h"
+#include "longnames_v1.h"
 #include "shapes_v1.h"
 #include "shapes_v2.h"
 #include "testutil.h"
@@ -626,6 +628,78 @@ static void test_kcr_gen_shapes_versions(void **state) {
   json_decref(j);
 }
 
+/*
+ * The long names, as cmake made them (cmd/kcr-gen/CMakeLists.txt): NAME_A is
+ * 400 characters, NAME_B 2000, lower case, so each is its own C name too.
+ */
+#define KG_STR_(x) #x
+#define KG_STR(x) KG_STR_(x)
+#define KG_CAT_(a, b) a##b
+#define KG_CAT(a, b) KG_CAT_(a, b)
+#define NAME_A KCR_GEN_NAME_A
+#define NAME_B KCR_GEN_NAME_B
+#define KEY_A KG_STR(KCR_GEN_NAME_A)
+#define KEY_B KG_STR(KCR_GEN_NAME_B)
+
+static void test_kcr_gen_long_names_round_trip(void **state) {
+  json_t *j, *out = NULL;
+  longnames_v1_t *v = NULL, *copy = NULL;
+  kcr_error_t err;
+  (void)state;
+  kcr_error_clear(&err);
+  assert_int_equal(strlen(KEY_A), 400);
+  assert_int_equal(strlen(KEY_B), 2000);
+  j = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i}, s:{s:{s:[{s:s, s:b}], s:{s:{s:f}}}}}",
+                "apiVersion", "test.kcr.dev/v1", "kind", "LongName", "metadata", "name", "n",
+                "spec", KEY_A, "a string", KEY_B, 7, "status", KEY_A, KEY_B, KEY_A, "in a list",
+                KEY_B, 1, KEY_A, "k", KEY_B, 0.5);
+  assert_non_null(j);
+  assert_int_equal(longnames_v1_decode(j, &v, &err), 0);
+  /* every field decoded into its member, none kept as unknown */
+  assert_null(v->kcr_unknown);
+  assert_null(v->spec->kcr_unknown);
+  assert_string_equal(v->spec->NAME_A, "a string");
+  assert_true(v->spec->KG_CAT(has_, NAME_B));
+  assert_false(v->spec->KG_CAT(NAME_B, _null));
+  assert_int_equal(v->spec->NAME_B, 7);
+  assert_null(v->status->kcr_unknown);
+  assert_null(v->status->NAME_A->kcr_unknown);
+  assert_int_equal(v->status->NAME_A->KG_CAT(NAME_B, _len), 1);
+  assert_null(v->status->NAME_A->NAME_B[0].kcr_unknown);
+  assert_string_equal(v->status->NAME_A->NAME_B[0].NAME_A, "in a list");
+  assert_true(v->status->NAME_A->NAME_B[0].KG_CAT(has_, NAME_B));
+  assert_true(v->status->NAME_A->NAME_B[0].NAME_B);
+  assert_int_equal(v->status->NAME_A->KG_CAT(NAME_A, _len), 1);
+  assert_string_equal(v->status->NAME_A->NAME_A[0].key, "k");
+  assert_null(v->status->NAME_A->NAME_A[0].value.kcr_unknown);
+  assert_true(v->status->NAME_A->NAME_A[0].value.NAME_B == 0.5);
+  /* and back, whole; copy and equality reach the long members too */
+  assert_int_equal(longnames_v1_encode(v, &out, &err), 0);
+  assert_true(json_equal(j, out));
+  assert_int_equal(longnames_v1_copy(v, &copy, &err), 0);
+  assert_true(longnames_v1_equal(v, copy));
+  copy->status->NAME_A->NAME_A[0].value.NAME_B = 1.5;
+  assert_false(longnames_v1_equal(v, copy));
+  longnames_v1_free(copy);
+  json_decref(out);
+  /* null where the 2000-character field is nullable; the required field missing */
+  longnames_v1_free(v);
+  v = NULL;
+  json_object_set_new(json_object_get(j, "spec"), KEY_B, json_null());
+  assert_int_equal(longnames_v1_decode(j, &v, &err), 0);
+  assert_true(v->spec->KG_CAT(NAME_B, _null));
+  assert_int_equal(longnames_v1_encode(v, &out, &err), 0);
+  assert_true(json_equal(j, out));
+  json_decref(out);
+  longnames_v1_free(v);
+  v = NULL;
+  json_object_del(json_object_get(j, "spec"), KEY_A);
+  assert_int_equal(longnames_v1_decode(j, &v, &err), KCR_EPARSE);
+  assert_null(v);
+  assert_non_null(strstr(err.message, "required field is missing"));
+  json_decref(j);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kcr_gen_decode_sample),
@@ -640,6 +714,7 @@ int main(void) {
       cmocka_unit_test(test_kcr_gen_shapes_nulls_and_numbers),
       cmocka_unit_test(test_kcr_gen_shapes_errors),
       cmocka_unit_test(test_kcr_gen_shapes_versions),
+      cmocka_unit_test(test_kcr_gen_long_names_round_trip),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
