@@ -10,7 +10,13 @@
  * authorization allow 5 min, deny 30 s), in caches of a fixed number of
  * entries, so a scrape storm costs one review of each kind per token, not one
  * per scrape. Errors (the API server unreachable, an error answer) are not
- * cached. Tokens are kept only as their SHA-256 digest.
+ * cached. Tokens are kept only as their SHA-256 digest. Every review posted
+ * takes a token from a bucket of max_reviews_per_second; with none left the
+ * request is refused (429) without a review, so a flood of distinct bogus
+ * tokens costs the API server a bounded rate. A server (kcr/server.h) answers
+ * cached requests on its worker with kcr_auth_cached and posts the others'
+ * reviews from a small pool of threads, so a cached scrape never waits
+ * behind a review.
  *
  * The identity the client authenticates as needs "create" on tokenreviews and
  * subjectaccessreviews (kubebuilder's metrics_auth_role.yaml grants it).
@@ -25,6 +31,7 @@
 #include "kcr/clock.h"
 #include "kcr/common.h"
 #include "kcr/error.h"
+#include "kcr/metrics.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,7 +49,13 @@ typedef struct kcr_auth kcr_auth_t;
  *   cache_size    entries in each cache; 0: 1024. A full cache replaces the
  *                 entry closest to expiry.
  *   timeout_ns    each review's timeout; 0: 10 s.
- *   clock         for the cache's expiry (borrowed); NULL: the system clock.
+ *   clock         for the cache's expiry and the review rate (borrowed);
+ *                 NULL: the system clock.
+ *   max_reviews_per_second  TokenReviews and SubjectAccessReviews posted per
+ *                 second, with a burst of one second's worth; 0: 20.
+ *   metrics       a registry for kcr_auth_reviews_total{kind}, _cache_hits_total
+ *                 {cache}, _review_errors_total and _refused_total (borrowed);
+ *                 NULL: none.
  */
 typedef struct kcr_auth_options {
   kcr_client_t *client;
@@ -52,6 +65,8 @@ typedef struct kcr_auth_options {
   size_t cache_size;
   int64_t timeout_ns;
   kcr_clock_t *clock;
+  double max_reviews_per_second;
+  kcr_metrics_registry_t *metrics;
 } kcr_auth_options;
 
 /* kcr_auth_create makes an authorizer. *out: new, NULL on failure. Errors:
@@ -65,15 +80,25 @@ KCR_EXTERN void kcr_auth_destroy(kcr_auth_t *a);
  * kcr_auth_check decides a request, with the signature of kcr_server_auth_cb
  * (data is the kcr_auth_t): 200 allowed, 401 no token, a token the API server
  * does not authenticate, or a TokenReview that failed; 403 the user may not
- * (verb, path); 500 the SubjectAccessReview failed. Blocks on the reviews it
- * must post: a worker thread, never the loop's.
+ * (verb, path); 429 a review was needed and the review rate is spent; 500 the
+ * SubjectAccessReview failed. Blocks on the reviews it must post: a worker
+ * thread, never the loop's.
  */
 KCR_EXTERN int kcr_auth_check(void *auth, const char *token, const char *verb, const char *path);
 
 /*
+ * kcr_auth_cached decides a request from the caches alone, with the same
+ * signature and answers as kcr_auth_check, or returns 0 when a review is
+ * needed (then call kcr_auth_check). Never blocks on the network: a server's
+ * worker calls it so that cached scrapes are answered at once. Any thread.
+ */
+KCR_EXTERN int kcr_auth_cached(void *auth, const char *token, const char *verb, const char *path);
+
+/*
  * kcr_auth_stats: what the authorizer did. token_reviews and access_reviews
  * count the reviews posted (errors included); authn_hits and authz_hits the
- * answers taken from the caches; errors the reviews that failed.
+ * answers taken from the caches; errors the reviews that failed; refused the
+ * requests answered 429 because the review rate was spent.
  */
 typedef struct kcr_auth_stats {
   uint64_t token_reviews;
@@ -81,6 +106,7 @@ typedef struct kcr_auth_stats {
   uint64_t authn_hits;
   uint64_t authz_hits;
   uint64_t errors;
+  uint64_t refused;
 } kcr_auth_stats;
 
 /* kcr_auth_get_stats copies the counters. Any thread. */

@@ -148,8 +148,9 @@ typedef struct kcr_metrics_emitter kcr_metrics_emitter_t;
 
 /*
  * kcr_metrics_collect_cb runs during kcr_metrics_render, on the rendering thread
- * (the server's worker when /metrics is scraped, never the I/O loop; it should
- * be quick, as probes on the same server wait behind it),
+ * (a server's worker or auth pool thread when /metrics is scraped, never the
+ * I/O loop; it should be quick, as probes on the same server may wait behind
+ * it),
  * with the registry's lock held: it must not call kcr_metrics_* functions other
  * than the emit functions below, and kcr_metric_set / _add / _inc / _observe on
  * children it looked up beforehand. Collectors run before the registered

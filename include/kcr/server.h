@@ -60,12 +60,17 @@ typedef struct kcr_server kcr_server_t;
  * request's bearer token (borrowed for the call; NULL when the request has no
  * "Authorization: Bearer" header), verb the Kubernetes verb ("get" for GET and
  * HEAD), path the URL path. Returns the HTTP status: 200 to answer, 401 (no or
- * a bad token), 403 (not allowed) or 500 (the decision could not be made).
- * Runs on the server's worker thread, never the loop's; it may block (it
- * delays the requests queued behind it).
+ * a bad token), 403 (not allowed), 429 (too many decisions asked for now) or
+ * 500 (the decision could not be made). Runs on a server thread, never the
+ * loop's, possibly on several at once; it may block (options.metrics_auth).
  */
 typedef int (*kcr_server_auth_cb)(void *data, const char *token, const char *verb,
                                   const char *path);
+
+/* The pool that runs options.metrics_auth: its threads, and how many requests
+ * may wait for one of them. */
+#define KCR_SERVER_AUTH_THREADS 4
+#define KCR_SERVER_AUTH_QUEUE 16
 
 /*
  * kcr_server_request: a request for the handler (options.handler); everything
@@ -149,7 +154,16 @@ typedef void (*kcr_server_handler_cb)(void *data, const kcr_server_request *req,
  *                      NULL: metrics (and none without it).
  *   metrics_auth       called for every /metrics request before it is
  *                      answered (see kcr_server_auth_cb); NULL: no check.
- *   metrics_auth_data  its data (borrowed).
+ *                      It runs on a pool of KCR_SERVER_AUTH_THREADS threads
+ *                      started with the server, so requests whose check
+ *                      blocks (a review) run side by side and never hold up
+ *                      the probes; at most KCR_SERVER_AUTH_QUEUE wait for a
+ *                      pool thread, and one more is answered 429.
+ *   metrics_auth_cached  optional: the same decision from what is known
+ *                      without blocking, or 0 when metrics_auth must be
+ *                      asked (kcr_auth_cached). Runs on the worker, so a
+ *                      request it decides never waits behind the pool.
+ *   metrics_auth_data  their data (borrowed).
  *   handler            answers other paths, with request bodies (webhooks);
  *                      NULL: 404 for them.
  *   handler_data       its data (borrowed).
@@ -192,6 +206,7 @@ typedef struct kcr_server_options {
   int64_t cert_poll_interval_ns;
   kcr_metrics_registry_t *cert_metrics;
   kcr_server_auth_cb metrics_auth;
+  kcr_server_auth_cb metrics_auth_cached;
   void *metrics_auth_data;
   kcr_server_handler_cb handler;
   void *handler_data;
@@ -280,6 +295,8 @@ KCR_EXTERN void kcr_server_remove_check(kcr_server_t *s, kcr_server_check_t *c);
  *   busy                answered 503: the memory budget was spent.
  *   tls_errors          TLS handshakes that failed (bad records, a refused
  *                       protocol version, no shared cipher).
+ *   auth_refused        /metrics requests answered 429 because the auth
+ *                       pool's queue was full.
  *   accept_waits        times a new connection was left in the listen queue
  *                       until closing connections gave their memory back
  *                       (a burst of sheds), instead of being refused.
@@ -296,6 +313,7 @@ typedef struct kcr_server_stats {
   uint64_t shed;
   uint64_t tls_errors;
   uint64_t accept_waits;
+  uint64_t auth_refused;
   size_t bytes_held;
   size_t bytes_held_peak;
 } kcr_server_stats;

@@ -148,6 +148,7 @@ static int on_servers_start(void *data, kcr_error_t *err) {
       kcr_auth_options ao;
       memset(&ao, 0, sizeof(ao));
       ao.client = kcr_manager_rest_client(s->m);
+      ao.metrics = reg;
       if ((rc = kcr_auth_create(&ao, &s->auth, err)) != 0)
         goto fail;
       so.tls = 1;
@@ -155,6 +156,7 @@ static int on_servers_start(void *data, kcr_error_t *err) {
       so.cert_name = s->cert_name;
       so.key_name = s->cert_key;
       so.metrics_auth = kcr_auth_check;
+      so.metrics_auth_cached = kcr_auth_cached;
       so.metrics_auth_data = s->auth;
     }
     if ((rc = kcr_server_create(&so, &s->metrics, err)) != 0)

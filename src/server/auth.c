@@ -14,7 +14,16 @@
  * same key's slot, an expired slot, or the entry closest to expiry. One mutex
  * guards both caches; it is never held across a review, so two concurrent
  * misses for one token may both post (upstream does the same without its
- * request coalescing; the server has one worker, so in kcr they do not race).
+ * request coalescing).
+ *
+ * BOUNDS. A server answers from the caches on its worker (kcr_auth_cached)
+ * and sends only the misses to its small pool of review threads, so a scrape
+ * whose token is cached never waits behind one that is not. Every review
+ * posted takes a token from a bucket of max_reviews_per_second (refilled on
+ * the clock, burst of one second's worth); with none left the request is
+ * refused with 429 and no review is posted, so a flood of distinct bogus
+ * tokens costs the API server at most that rate, however many connections
+ * carry it; a repeated bad token costs one review per authn_ttl, as a good one.
  */
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -24,6 +33,7 @@
 
 #include "kcr/auth.h"
 #include "kcr/log.h"
+#include "kcr/metrics.h"
 #include "server/auth_internal.h"
 #include "util/alloc.h"
 
@@ -41,11 +51,44 @@ struct kcr_auth {
   kcr_clock_t *clock;
   int64_t authn_ttl, allow_ttl, deny_ttl, timeout;
   size_t n;
+  double rate; /* reviews per second */
   pthread_mutex_t mu;
   entry_t *authn; /* protected by mu */
   entry_t *authz; /* protected by mu */
-  atomic_uint_fast64_t st_tr, st_sar, st_authn_hits, st_authz_hits, st_errors;
+  double tokens;  /* protected by mu: the review bucket */
+  int64_t filled; /* protected by mu: when tokens was last refilled */
+  atomic_uint_fast64_t st_tr, st_sar, st_authn_hits, st_authz_hits, st_errors, st_refused;
+  /* The counters as metrics (options.metrics), or NULL. */
+  kcr_metric_child_t *m_tr, *m_sar, *m_authn_hits, *m_authz_hits, *m_errors, *m_refused;
 };
+
+/* count adds one to a statistic and to its metric, when there is one. */
+static void count(atomic_uint_fast64_t *st, kcr_metric_child_t *m) {
+  atomic_fetch_add(st, 1);
+  if (m)
+    kcr_metric_inc(m);
+}
+
+/* take_review takes a token from the review bucket: 1, or 0 when the rate is
+ * spent (counted as a refusal). */
+static int take_review(kcr_auth_t *a) {
+  int64_t now = kcr_clock_now(a->clock);
+  int ok;
+  pthread_mutex_lock(&a->mu);
+  if (now > a->filled) {
+    a->tokens += a->rate * (double)(now - a->filled) / (double)KCR_NSEC_PER_SEC;
+    if (a->tokens > a->rate)
+      a->tokens = a->rate;
+    a->filled = now;
+  }
+  ok = a->tokens >= 1.0;
+  if (ok)
+    a->tokens -= 1.0;
+  pthread_mutex_unlock(&a->mu);
+  if (!ok)
+    count(&a->st_refused, a->m_refused);
+  return ok;
+}
 
 static void digest(const void *data, size_t len, unsigned char out[32]) {
   unsigned int n = 32;
@@ -149,11 +192,11 @@ static int authenticate(kcr_auth_t *a, const char *token, char **user) {
   memset(&ro, 0, sizeof(ro));
   ro.timeout_ns = a->timeout;
   kcr_error_clear(&err);
-  atomic_fetch_add(&a->st_tr, 1);
+  count(&a->st_tr, a->m_tr);
   rc = kcr_client_create_object(a->client, &token_reviews, NULL, rev, &ro, &res, &err);
   json_decref(rev); /* held the token: gone now */
   if (rc != 0) {
-    atomic_fetch_add(&a->st_errors, 1);
+    count(&a->st_errors, a->m_errors);
     kcr_log(KCR_LOG_ERROR, "auth", "TokenReview failed: %s", err.message);
     return rc;
   }
@@ -175,11 +218,11 @@ static int authorize(kcr_auth_t *a, const char *user_json, const char *verb, con
   memset(&ro, 0, sizeof(ro));
   ro.timeout_ns = a->timeout;
   kcr_error_clear(&err);
-  atomic_fetch_add(&a->st_sar, 1);
+  count(&a->st_sar, a->m_sar);
   rc = kcr_client_create_object(a->client, &access_reviews, NULL, rev, &ro, &res, &err);
   json_decref(rev);
   if (rc != 0) {
-    atomic_fetch_add(&a->st_errors, 1);
+    count(&a->st_errors, a->m_errors);
     kcr_log(KCR_LOG_ERROR, "auth", "SubjectAccessReview for user %s failed: %s", name, err.message);
     return rc;
   }
@@ -188,33 +231,97 @@ static int authorize(kcr_auth_t *a, const char *user_json, const char *verb, con
   return allowed;
 }
 
+/* authz_key digests the identity, the verb and the path. 0, or -1. */
+static int authz_key(const char *user, const char *verb, const char *path, unsigned char out[32]) {
+  EVP_MD_CTX *md = EVP_MD_CTX_new();
+  unsigned int mdlen = 32;
+  int ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 &&
+           EVP_DigestUpdate(md, user, strlen(user) + 1) == 1 &&
+           EVP_DigestUpdate(md, verb, strlen(verb) + 1) == 1 &&
+           EVP_DigestUpdate(md, path, strlen(path) + 1) == 1 &&
+           EVP_DigestFinal_ex(md, out, &mdlen) == 1;
+  EVP_MD_CTX_free(md);
+  return ok ? 0 : -1;
+}
+
+/* authz_cached: the cached authorization for zkey (1 allowed, 0 denied,
+ * counted as a hit), or -1 when there is none. */
+static int authz_cached(kcr_auth_t *a, const unsigned char zkey[32]) {
+  entry_t *e;
+  int ok;
+  pthread_mutex_lock(&a->mu);
+  e = lookup(a, a->authz, zkey, kcr_clock_now(a->clock));
+  ok = e ? e->ok : -1;
+  pthread_mutex_unlock(&a->mu);
+  if (ok >= 0)
+    count(&a->st_authz_hits, a->m_authz_hits);
+  return ok;
+}
+
+/*
+ * from_cache decides from the caches alone: the status, or 0 when a review
+ * is needed, then with *user (new) the authenticated user when only the
+ * authorization is missing, NULL when the token itself is unknown.
+ */
+static int from_cache(kcr_auth_t *a, const unsigned char tkey[32], const char *verb,
+                      const char *path, char **user) {
+  unsigned char zkey[32];
+  entry_t *e;
+  int ok;
+  *user = NULL;
+  pthread_mutex_lock(&a->mu);
+  e = lookup(a, a->authn, tkey, kcr_clock_now(a->clock));
+  if (!e) {
+    pthread_mutex_unlock(&a->mu);
+    return 0;
+  }
+  ok = e->ok;
+  *user = ok ? kcr__strdup(e->user) : NULL;
+  pthread_mutex_unlock(&a->mu);
+  count(&a->st_authn_hits, a->m_authn_hits);
+  if (!ok)
+    return 401;
+  if (!*user || authz_key(*user, verb, path, zkey) != 0) {
+    kcr__free(*user);
+    *user = NULL;
+    return 500;
+  }
+  ok = authz_cached(a, zkey);
+  if (ok < 0)
+    return 0;
+  kcr__free(*user);
+  *user = NULL;
+  return ok ? 200 : 403;
+}
+
+int kcr_auth_cached(void *auth, const char *token, const char *verb, const char *path) {
+  kcr_auth_t *a = auth;
+  unsigned char tkey[32];
+  char *user;
+  int st;
+  if (!token || !*token)
+    return 401;
+  digest(token, strlen(token), tkey);
+  st = from_cache(a, tkey, verb, path, &user);
+  kcr__free(user);
+  return st;
+}
+
 int kcr_auth_check(void *auth, const char *token, const char *verb, const char *path) {
   kcr_auth_t *a = auth;
   unsigned char tkey[32], zkey[32];
   char *user = NULL, name[256];
-  int ok, rc, hit = 0;
-  entry_t *e;
-  EVP_MD_CTX *md;
-  unsigned int mdlen = 32;
+  int rc, st;
 
   if (!token || !*token)
     return 401;
   digest(token, strlen(token), tkey);
-  pthread_mutex_lock(&a->mu);
-  e = lookup(a, a->authn, tkey, kcr_clock_now(a->clock));
-  if (e) {
-    hit = 1;
-    ok = e->ok;
-    user = ok ? kcr__strdup(e->user) : NULL;
-  }
-  pthread_mutex_unlock(&a->mu);
-  if (hit) {
-    atomic_fetch_add(&a->st_authn_hits, 1);
-    if (!ok)
-      return 401;
-    if (!user)
-      return 500;
-  } else {
+  st = from_cache(a, tkey, verb, path, &user);
+  if (st != 0)
+    return st;
+  if (!user) {
+    if (!take_review(a))
+      return 429;
     rc = authenticate(a, token, &user);
     if (rc < 0)
       return 401; /* as upstream: a failed review is "Authentication failed" */
@@ -222,28 +329,19 @@ int kcr_auth_check(void *auth, const char *token, const char *verb, const char *
     if (rc == 0)
       return 401;
   }
-
-  /* The authorization key: the identity, the verb and the path. */
-  md = EVP_MD_CTX_new();
-  if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 ||
-      EVP_DigestUpdate(md, user, strlen(user) + 1) != 1 ||
-      EVP_DigestUpdate(md, verb, strlen(verb) + 1) != 1 ||
-      EVP_DigestUpdate(md, path, strlen(path) + 1) != 1 ||
-      EVP_DigestFinal_ex(md, zkey, &mdlen) != 1) {
-    EVP_MD_CTX_free(md);
+  if (authz_key(user, verb, path, zkey) != 0) {
     kcr__free(user);
     return 500;
   }
-  EVP_MD_CTX_free(md);
-  pthread_mutex_lock(&a->mu);
-  e = lookup(a, a->authz, zkey, kcr_clock_now(a->clock));
-  hit = e != NULL;
-  ok = e ? e->ok : 0;
-  pthread_mutex_unlock(&a->mu);
-  if (hit) {
-    atomic_fetch_add(&a->st_authz_hits, 1);
+  /* A token reviewed just now may name an identity already authorized. */
+  rc = authz_cached(a, zkey);
+  if (rc >= 0) {
     kcr__free(user);
-    return ok ? 200 : 403;
+    return rc ? 200 : 403;
+  }
+  if (!take_review(a)) {
+    kcr__free(user);
+    return 429;
   }
   rc = authorize(a, user, verb, path, name, sizeof(name));
   kcr__free(user);
@@ -253,6 +351,34 @@ int kcr_auth_check(void *auth, const char *token, const char *verb, const char *
   if (!rc)
     kcr_log(KCR_LOG_DEBUG, "auth", "authorization denied for user %s (%s %s)", name, verb, path);
   return rc ? 200 : 403;
+}
+
+/* register_metrics makes the authorizer's counters in reg; a failure leaves
+ * that metric out. */
+static void register_metrics(kcr_auth_t *a, kcr_metrics_registry_t *reg) {
+  static const char *const kind[] = {"kind", NULL}, *const cache[] = {"cache", NULL};
+  kcr_metric_t *m = NULL;
+  if (kcr_metrics_counter(reg, "kcr_auth_reviews_total",
+                          "TokenReviews (kind=token) and SubjectAccessReviews (kind=access) "
+                          "posted for authenticated endpoints",
+                          kind, &m, NULL) == 0) {
+    a->m_tr = kcr_metric_withv(m, "token", NULL);
+    a->m_sar = kcr_metric_withv(m, "access", NULL);
+  }
+  if (kcr_metrics_counter(reg, "kcr_auth_cache_hits_total",
+                          "Authentication and authorization answers taken from the caches", cache,
+                          &m, NULL) == 0) {
+    a->m_authn_hits = kcr_metric_withv(m, "authentication", NULL);
+    a->m_authz_hits = kcr_metric_withv(m, "authorization", NULL);
+  }
+  if (kcr_metrics_counter(reg, "kcr_auth_review_errors_total",
+                          "Reviews that failed (the API server unreachable or an error answer)",
+                          NULL, &m, NULL) == 0)
+    a->m_errors = kcr_metric_with(m, NULL, 0);
+  if (kcr_metrics_counter(reg, "kcr_auth_refused_total",
+                          "Requests refused with 429 because the review rate was spent", NULL, &m,
+                          NULL) == 0)
+    a->m_refused = kcr_metric_with(m, NULL, 0);
 }
 
 int kcr_auth_create(const kcr_auth_options *o, kcr_auth_t **out, kcr_error_t *err) {
@@ -266,6 +392,9 @@ int kcr_auth_create(const kcr_auth_options *o, kcr_auth_t **out, kcr_error_t *er
   a->client = o->client;
   a->clock = o->clock ? o->clock : kcr_clock_system();
   a->authn_ttl = o->authn_ttl_ns > 0 ? o->authn_ttl_ns : 60 * KCR_NSEC_PER_SEC;
+  a->rate = o->max_reviews_per_second > 0 ? o->max_reviews_per_second : 20;
+  a->tokens = a->rate;
+  a->filled = kcr_clock_now(a->clock);
   a->allow_ttl = o->allow_ttl_ns > 0 ? o->allow_ttl_ns : 300 * KCR_NSEC_PER_SEC;
   a->deny_ttl = o->deny_ttl_ns > 0 ? o->deny_ttl_ns : 30 * KCR_NSEC_PER_SEC;
   a->timeout = o->timeout_ns > 0 ? o->timeout_ns : 10 * KCR_NSEC_PER_SEC;
@@ -279,6 +408,8 @@ int kcr_auth_create(const kcr_auth_options *o, kcr_auth_t **out, kcr_error_t *er
     return kcr_error_set(err, KCR_ENOMEM, "auth: out of memory");
   }
   pthread_mutex_init(&a->mu, NULL);
+  if (o->metrics)
+    register_metrics(a, o->metrics);
   *out = a;
   return 0;
 }
@@ -300,4 +431,5 @@ void kcr_auth_get_stats(kcr_auth_t *a, kcr_auth_stats *out) {
   out->authn_hits = atomic_load(&a->st_authn_hits);
   out->authz_hits = atomic_load(&a->st_authz_hits);
   out->errors = atomic_load(&a->st_errors);
+  out->refused = atomic_load(&a->st_refused);
 }

@@ -166,11 +166,13 @@ static void server_free(kcr_server_t *s) {
   kcr__free(s->cert_path);
   kcr__free(s->key_path);
   pthread_mutex_destroy(&s->ctx_mu);
+  pthread_mutex_destroy(&s->reply_mu);
   pthread_mutex_destroy(&s->mu);
   pthread_mutex_destroy(&s->checks_mu);
   pthread_mutex_destroy(&s->jobs_mu);
   pthread_cond_destroy(&s->cond);
   pthread_cond_destroy(&s->jobs_cond);
+  pthread_cond_destroy(&s->auth_cond);
   kcr__free(s);
 }
 
@@ -228,8 +230,10 @@ int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error
   pthread_mutex_init(&s->checks_mu, NULL);
   pthread_mutex_init(&s->jobs_mu, NULL);
   pthread_mutex_init(&s->ctx_mu, NULL);
+  pthread_mutex_init(&s->reply_mu, NULL);
   pthread_cond_init(&s->cond, NULL);
   kcr_clock_cond_init(&s->jobs_cond); /* the worker's waits time out on the monotonic clock */
+  pthread_cond_init(&s->auth_cond, NULL);
   if (parse_address(o->bind_address, &s->addr) != 0) {
     server_free(s);
     return kcr_error_set(err, KCR_EINVAL, "server: bad bind address \"%s\"", o->bind_address);
@@ -261,6 +265,7 @@ int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error
                          s->max_buffered);
   }
   s->auth = o->metrics_auth;
+  s->auth_cached = o->metrics_auth_cached;
   s->auth_data = o->metrics_auth_data;
   s->handler = o->handler;
   s->handler_data = o->handler_data;
@@ -277,6 +282,11 @@ int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error
     return kcr_error_set(err, KCR_ESYS, "server: cannot start the worker thread");
   }
   s->worker_started = 1;
+  if (s->auth && kcr__worker_start_auth(s) != 0) {
+    kcr__worker_stop(s);
+    server_free(s);
+    return kcr_error_set(err, KCR_ESYS, "server: cannot start the auth threads");
+  }
   rc = kcr_loop_post(s->loop, do_start, s);
   if (rc != 0) {
     kcr__worker_stop(s);
@@ -412,6 +422,7 @@ void kcr_server_get_stats(kcr_server_t *s, kcr_server_stats *out) {
   out->too_large = atomic_load(&s->st_too_large);
   out->busy = atomic_load(&s->st_busy);
   out->shed = atomic_load(&s->st_shed);
+  out->auth_refused = atomic_load(&s->st_auth_refused);
   out->tls_errors = atomic_load(&s->st_tls_errors);
   out->accept_waits = atomic_load(&s->st_accept_waits);
   out->bytes_held = atomic_load(&s->held);

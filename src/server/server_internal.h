@@ -141,7 +141,15 @@ struct kcr_server {
   pthread_cond_t jobs_cond;
   kcr__list_t jobs;    /* protected by jobs_mu; job_t by link, oldest first */
   kcr__list_t orphans; /* protected by jobs_mu; job_t by link: answered, never sent */
-  int jobs_stop;       /* protected by jobs_mu */
+  /* The auth pool (options.metrics_auth): its threads take /metrics jobs
+   * from auth_jobs, decide, render and post the answer. */
+  pthread_t auth_threads[KCR_SERVER_AUTH_THREADS];
+  pthread_cond_t auth_cond;
+  pthread_mutex_t reply_mu; /* held while a /metrics reply is charged and rendered */
+  kcr__list_t auth_jobs;    /* protected by jobs_mu; job_t by link, oldest first */
+  int jobs_stop;            /* protected by jobs_mu */
+  int auth_queued;          /* protected by jobs_mu: the length of auth_jobs */
+  int auth_started;         /* threads running */
 
   /* TLS. ctx is swapped by the worker's reload, read by the loop at accept. */
   int tls;
@@ -153,6 +161,7 @@ struct kcr_server {
   kcr__tls_stamp_t stamp; /* worker thread (create, before it starts) */
   kcr_metric_child_t *m_cert_reads, *m_cert_errors;
   kcr_server_auth_cb auth;
+  kcr_server_auth_cb auth_cached;
   void *auth_data;
   kcr_server_handler_cb handler;
   void *handler_data;
@@ -160,7 +169,7 @@ struct kcr_server {
 
   atomic_size_t held, held_peak; /* the budget: bytes allocated for clients */
   atomic_uint_fast64_t st_connections, st_rejected, st_requests, st_timeouts, st_too_large, st_busy,
-      st_shed, st_tls_errors, st_accept_waits;
+      st_shed, st_tls_errors, st_accept_waits, st_auth_refused;
 };
 
 /* ---- the memory budget (any thread) ---- */

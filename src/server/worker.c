@@ -7,10 +7,13 @@
  * files move.
  *
  * DESIGN. The loop only parses requests and writes replies: whatever runs
- * user code or may block (a check, a collector, a TokenReview, reading a
- * certificate) runs here, one job at a time, so a slow check delays only the
- * probes queued behind it, never the loop
- * (test_server_slow_check_does_not_block_loop). A job is a copy of what the
+ * user code or may block (a check, a collector, reading a certificate) runs
+ * here, one job at a time, so a slow check delays only the probes queued
+ * behind it, never the loop (test_server_slow_check_does_not_block_loop). An
+ * auth hook that may block on a review runs on the auth pool instead
+ * (KCR_SERVER_AUTH_THREADS threads taking the /metrics jobs the cached
+ * decision could not settle), so a TokenReview delays neither the probes nor
+ * a scrape whose token is cached (test_server_auth_pool). A job is a copy of what the
  * answer needs; the worker fills its answer and never touches a connection
  * (job->conn is the loop's). A reply body is charged to the budget at its
  * largest before it is rendered and trimmed to its capacity after, so the
@@ -162,24 +165,20 @@ static void serve_probe(job_t *j) {
   job_take_body(j, failed ? 500 : 200, TEXT_PLAIN, &b, PROBE_BODY_MAX);
 }
 
-/* serve_metrics answers /metrics: the worker thread, running the collectors. */
-static void serve_metrics(job_t *j) {
+/* render_metrics renders /metrics into j, running the collectors: the worker
+ * or an auth pool thread (the registry's lock serialises renders). */
+static void render_metrics(job_t *j) {
   kcr_server_t *s = j->srv;
   kcr_buf_t b;
   int rc;
-  if (s->auth) {
-    int st = s->auth(s->auth_data, j->token, "get", "/metrics");
-    if (st != 200) {
-      job_text(j, st == 401 || st == 403 ? st : 500,
-               st == 401   ? "Unauthorized\n"
-               : st == 403 ? "Forbidden\n"
-                           : "Authorization failed\n");
-      return;
-    }
-  }
   /* The body's largest size is charged before rendering, so a scrape never
-   * takes the server past its budget; the unused part is given back after. */
+   * takes the server past its budget; the unused part is given back after.
+   * One reply is built at a time (reply_mu), as when the worker built them
+   * all: the auth pool's renders would otherwise each charge half the budget
+   * at once and answer 503. The registry's lock serialises renders anyway. */
+  pthread_mutex_lock(&s->reply_mu);
   if (!charge(s, s->max_reply)) {
+    pthread_mutex_unlock(&s->reply_mu);
     atomic_fetch_add(&s->st_busy, 1);
     job_text(j, 503, BUSY_TEXT);
     return;
@@ -189,11 +188,116 @@ static void serve_metrics(job_t *j) {
   if (rc != 0) {
     kcr_buf_free(&b);
     uncharge(s, s->max_reply);
+    pthread_mutex_unlock(&s->reply_mu);
     kcr_log(KCR_LOG_ERROR, "server", "rendering /metrics failed: %s", kcr_strerror(rc));
     job_text(j, 500, "metrics unavailable\n");
     return;
   }
-  job_take_body(j, 200, KCR_METRICS_CONTENT_TYPE, &b, s->max_reply);
+  job_take_body(j, 200, KCR_METRICS_CONTENT_TYPE, &b, s->max_reply); /* gives back the rest */
+  pthread_mutex_unlock(&s->reply_mu);
+}
+
+/* answer_metrics answers /metrics after the auth hook said st. */
+static void answer_metrics(job_t *j, int st) {
+  switch (st) {
+  case 200:
+    render_metrics(j);
+    break;
+  case 401:
+    job_text(j, 401, "Unauthorized\n");
+    break;
+  case 403:
+    job_text(j, 403, "Forbidden\n");
+    break;
+  case 429:
+    job_text(j, 429, "Too Many Requests\n");
+    break;
+  default:
+    job_text(j, 500, "Authorization failed\n");
+    break;
+  }
+}
+
+/* post_answer hands an answered job back to the loop. A failed post means
+ * the loop is stopping: nobody will send this reply. The connection may still
+ * point at the job, so it is kept until kcr__worker_stop, which runs once the
+ * loop thread is gone. Worker or auth pool. */
+static void post_answer(job_t *j) {
+  kcr_server_t *s = j->srv;
+  if (kcr_loop_post(s->loop, kcr__conn_job_done, j) != 0) {
+    pthread_mutex_lock(&s->jobs_mu);
+    kcr__list_push_back(&s->orphans, &j->link);
+    pthread_mutex_unlock(&s->jobs_mu);
+  }
+}
+
+/*
+ * serve_metrics answers /metrics on the worker: at once without an auth hook
+ * or when the cached decision settles it; else the job goes to the auth pool
+ * (1 returned: not answered here), or is answered 429 when KCR_SERVER_AUTH_QUEUE
+ * jobs already wait there. 0: j is answered.
+ */
+static int serve_metrics(job_t *j) {
+  kcr_server_t *s = j->srv;
+  int st = 200;
+  if (s->auth) {
+    st = s->auth_cached ? s->auth_cached(s->auth_data, j->token, "get", "/metrics") : 0;
+    if (st == 0) {
+      pthread_mutex_lock(&s->jobs_mu);
+      if (s->auth_queued < KCR_SERVER_AUTH_QUEUE) {
+        kcr__list_push_back(&s->auth_jobs, &j->link);
+        s->auth_queued++;
+        pthread_cond_signal(&s->auth_cond);
+        pthread_mutex_unlock(&s->jobs_mu);
+        return 1;
+      }
+      pthread_mutex_unlock(&s->jobs_mu);
+      atomic_fetch_add(&s->st_auth_refused, 1);
+      st = 429;
+    }
+  }
+  answer_metrics(j, st);
+  return 0;
+}
+
+/* auth_main is an auth pool thread: it decides the /metrics jobs the worker
+ * could not (s->auth may block on reviews), answers and posts them. */
+static void *auth_main(void *arg) {
+  kcr_server_t *s = arg;
+  for (;;) {
+    kcr__list_node_t *n;
+    job_t *j;
+    pthread_mutex_lock(&s->jobs_mu);
+    while (kcr__list_empty(&s->auth_jobs) && !s->jobs_stop)
+      pthread_cond_wait(&s->auth_cond, &s->jobs_mu);
+    if (s->jobs_stop) {
+      pthread_mutex_unlock(&s->jobs_mu);
+      return NULL; /* what is queued is freed by kcr__worker_stop */
+    }
+    n = kcr__list_pop_front(&s->auth_jobs);
+    s->auth_queued--;
+    pthread_mutex_unlock(&s->jobs_mu);
+    j = KCR__CONTAINER_OF(n, job_t, link);
+    answer_metrics(j, s->auth(s->auth_data, j->token, "get", "/metrics"));
+    post_answer(j);
+  }
+}
+
+int kcr__worker_start_auth(kcr_server_t *s) {
+  pthread_attr_t attr;
+  int rc = 0;
+  pthread_attr_init(&attr);
+  /* A review is a client call and a small JSON answer: no deep stacks. */
+  pthread_attr_setstacksize(&attr, (size_t)256 * 1024);
+  for (int i = 0; i < KCR_SERVER_AUTH_THREADS; i++) {
+    if (pthread_create(&s->auth_threads[i], &attr, auth_main, s) != 0) {
+      rc = -1;
+      break;
+    }
+    s->auth_started++;
+  }
+  pthread_attr_destroy(&attr);
+  return rc;
 }
 
 /* serve_handler answers a request for options.handler: the worker thread. */
@@ -285,20 +389,15 @@ void *kcr__worker_main(void *arg) {
     }
     j = KCR__CONTAINER_OF(n, job_t, link);
     pthread_mutex_unlock(&s->jobs_mu);
-    if (j->what == JOB_METRICS)
-      serve_metrics(j);
-    else if (j->what == JOB_HANDLER)
+    if (j->what == JOB_METRICS) {
+      if (serve_metrics(j))
+        continue; /* with the auth pool now */
+    } else if (j->what == JOB_HANDLER) {
       serve_handler(j);
-    else
+    } else {
       serve_probe(j);
-    /* A failed post means the loop is stopping: nobody will send this reply.
-     * The connection may still point at the job, so it is kept until
-     * kcr__worker_stop, which runs once the loop thread is gone. */
-    if (kcr_loop_post(s->loop, kcr__conn_job_done, j) != 0) {
-      pthread_mutex_lock(&s->jobs_mu);
-      kcr__list_push_back(&s->orphans, &j->link);
-      pthread_mutex_unlock(&s->jobs_mu);
     }
+    post_answer(j);
   }
 }
 
@@ -311,9 +410,15 @@ void kcr__worker_stop(kcr_server_t *s) {
   pthread_mutex_lock(&s->jobs_mu);
   s->jobs_stop = 1;
   pthread_cond_signal(&s->jobs_cond);
+  pthread_cond_broadcast(&s->auth_cond);
   pthread_mutex_unlock(&s->jobs_mu);
   pthread_join(s->worker, NULL);
   s->worker_started = 0;
-  while ((n = kcr__list_pop_front(&s->jobs)) || (n = kcr__list_pop_front(&s->orphans)))
+  for (int i = 0; i < s->auth_started; i++)
+    pthread_join(s->auth_threads[i], NULL);
+  s->auth_started = 0;
+  s->auth_queued = 0;
+  while ((n = kcr__list_pop_front(&s->jobs)) || (n = kcr__list_pop_front(&s->auth_jobs)) ||
+         (n = kcr__list_pop_front(&s->orphans)))
     kcr__job_free(KCR__CONTAINER_OF(n, job_t, link));
 }

@@ -14,9 +14,14 @@
  * arg the kcr_server_t): it answers queued jobs until jobs_stop. */
 void *kcr__worker_main(void *arg);
 
-/* kcr__worker_stop joins the worker and frees the jobs it never took and the
- * orphans whose post failed (their connections are gone). The destroying
- * thread, once the loop no longer runs our callbacks. */
+/* kcr__worker_start_auth starts the auth pool's threads (options.metrics_auth).
+ * 0, or -1 when a thread could not be made (those made are stopped by
+ * kcr__worker_stop). The creating thread, after the worker has started. */
+int kcr__worker_start_auth(kcr_server_t *s);
+
+/* kcr__worker_stop joins the worker and the auth pool and frees the jobs they
+ * never took and the orphans whose post failed (their connections are gone).
+ * The destroying thread, once the loop no longer runs our callbacks. */
 void kcr__worker_stop(kcr_server_t *s);
 
 /* kcr__worker_load_certs reads the certificate files into a new context and

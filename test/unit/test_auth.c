@@ -84,7 +84,9 @@ typedef struct fixture {
   char kubeconfig[128];
 } fixture;
 
-static fixture *start(size_t cache_size) {
+/* start_with: the scripted API server, a client and an authorizer with these
+ * options (0 / NULL: the defaults). */
+static fixture *start_with(size_t cache_size, double rate, kcr_metrics_registry_t *reg) {
   fixture *f = calloc(1, sizeof(*f));
   kcr_client_options co = {0};
   kcr_auth_options ao = {0};
@@ -103,10 +105,16 @@ static fixture *start(size_t cache_size) {
   ao.client = f->client;
   ao.clock = f->clock;
   ao.cache_size = cache_size;
+  ao.max_reviews_per_second = rate;
+  ao.metrics = reg;
   assert_int_equal(kcr_auth_create(&ao, &f->auth, &err), 0);
   atomic_store(&n_tr, 0);
   atomic_store(&n_sar, 0);
   return f;
+}
+
+static fixture *start(size_t cache_size) {
+  return start_with(cache_size, 0, NULL);
 }
 
 static void stop(fixture *f) {
@@ -222,6 +230,85 @@ static void test_auth_cache_is_bounded(void **state) {
   stop(f);
 }
 
+/* kcr_auth_cached answers from the caches alone and never posts a review. */
+static void test_auth_cached_only(void **state) {
+  fixture *f = start(0);
+  (void)state;
+  assert_int_equal(kcr_auth_cached(f->auth, NULL, "get", "/metrics"), 401);
+  assert_int_equal(kcr_auth_cached(f->auth, "alice", "get", "/metrics"), 0);
+  assert_int_equal(kcr_auth_cached(f->auth, "bob", "get", "/metrics"), 0);
+  assert_int_equal(atomic_load(&n_tr), 0);
+  assert_int_equal(check(f, "alice"), 200);
+  assert_int_equal(check(f, "bob"), 403);
+  assert_int_equal(check(f, "mallory"), 401);
+  assert_int_equal(kcr_auth_cached(f->auth, "alice", "get", "/metrics"), 200);
+  assert_int_equal(kcr_auth_cached(f->auth, "bob", "get", "/metrics"), 403);
+  assert_int_equal(kcr_auth_cached(f->auth, "mallory", "get", "/metrics"), 401);
+  /* alice is known, her right to another path is not: a review is needed. */
+  assert_int_equal(kcr_auth_cached(f->auth, "alice", "get", "/other"), 0);
+  assert_int_equal(atomic_load(&n_tr), 3);
+  assert_int_equal(atomic_load(&n_sar), 2);
+  stop(f);
+}
+
+/* Issue 28, finding 4: a flood of distinct bogus tokens costs at most the
+ * review rate; the rest are refused with 429 and no review, a cached token is
+ * still answered, and the bucket refills with time. */
+static void test_auth_review_rate(void **state) {
+  kcr_metrics_registry_t *reg;
+  fixture *f;
+  char tok[32];
+  int reviewed = 0, refused = 0;
+  kcr_auth_stats st;
+  (void)state;
+  assert_int_equal(kcr_metrics_registry_create(&reg, NULL), 0);
+  f = start_with(0, 5, reg);
+  assert_int_equal(check(f, "alice"), 200); /* 2 reviews of the 5 */
+  for (int i = 0; i < 100; i++) {
+    int rc;
+    snprintf(tok, sizeof(tok), "mallory-%d", i);
+    rc = check(f, tok);
+    assert_true(rc == 401 || rc == 429);
+    reviewed += rc == 401;
+    refused += rc == 429;
+  }
+  assert_int_equal(reviewed, 3);
+  assert_int_equal(refused, 97);
+  assert_int_equal(atomic_load(&n_tr), 4);
+  assert_int_equal(check(f, "alice"), 200); /* cached: no review needed */
+  kcr_auth_get_stats(f->auth, &st);
+  assert_int_equal(st.refused, 97);
+  assert_int_equal((int)kcr_metric_value(kcr_metric_withv(
+                       kcr_metrics_find(reg, "kcr_auth_reviews_total"), "token", NULL)),
+                   4);
+  assert_int_equal((int)kcr_metric_value(kcr_metric_withv(
+                       kcr_metrics_find(reg, "kcr_auth_reviews_total"), "access", NULL)),
+                   1);
+  assert_int_equal((int)kcr_metric_value(
+                       kcr_metric_withv(kcr_metrics_find(reg, "kcr_auth_refused_total"), NULL)),
+                   97);
+  assert_int_equal((int)kcr_metric_value(kcr_metric_withv(
+                       kcr_metrics_find(reg, "kcr_auth_cache_hits_total"), "authentication", NULL)),
+                   1);
+  /* 0.4 s later two more reviews may go; a second later the burst is back, no more. */
+  kcr_fake_clock_step(f->clock, 400 * KCR_NSEC_PER_MSEC);
+  reviewed = 0;
+  for (int i = 100; i < 110; i++) {
+    snprintf(tok, sizeof(tok), "mallory-%d", i);
+    reviewed += check(f, tok) == 401;
+  }
+  assert_int_equal(reviewed, 2);
+  kcr_fake_clock_step(f->clock, 10 * KCR_NSEC_PER_SEC);
+  reviewed = 0;
+  for (int i = 110; i < 130; i++) {
+    snprintf(tok, sizeof(tok), "mallory-%d", i);
+    reviewed += check(f, tok) == 401;
+  }
+  assert_int_equal(reviewed, 5);
+  stop(f);
+  kcr_metrics_registry_destroy(reg);
+}
+
 static void test_auth_create_errors(void **state) {
   kcr_auth_t *a = (kcr_auth_t *)1;
   kcr_auth_options o = {0};
@@ -237,6 +324,8 @@ int main(void) {
       cmocka_unit_test(test_auth_decisions_and_review_bodies),
       cmocka_unit_test(test_auth_caches),
       cmocka_unit_test(test_auth_cache_is_bounded),
+      cmocka_unit_test(test_auth_cached_only),
+      cmocka_unit_test(test_auth_review_rate),
       cmocka_unit_test(test_auth_create_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

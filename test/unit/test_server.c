@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -505,6 +506,114 @@ static void test_server_shed_keeps_client_that_sent(void **state) {
   stop(f);
 }
 
+/* An auth hook that blocks on a gate for every token but "good", which the
+ * cached hook answers at once: a stand-in for TokenReviews that take long. */
+typedef struct gate {
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  int open;
+  int inside; /* calls blocked on the gate */
+} gate_t;
+
+static int gate_check(void *data, const char *token, const char *verb, const char *path) {
+  gate_t *g = data;
+  (void)verb;
+  (void)path;
+  if (!token)
+    return 401;
+  pthread_mutex_lock(&g->mu);
+  g->inside++;
+  pthread_cond_broadcast(&g->cond);
+  while (!g->open)
+    pthread_cond_wait(&g->cond, &g->mu);
+  g->inside--;
+  pthread_mutex_unlock(&g->mu);
+  return 200;
+}
+
+static int gate_cached(void *data, const char *token, const char *verb, const char *path) {
+  (void)data;
+  (void)verb;
+  (void)path;
+  return token && strcmp(token, "good") == 0 ? 200 : 0;
+}
+
+static int gate_inside(gate_t *g) {
+  int n;
+  pthread_mutex_lock(&g->mu);
+  n = g->inside;
+  pthread_mutex_unlock(&g->mu);
+  return n;
+}
+
+/* Issue 28, finding 4: /metrics requests whose auth blocks run on the auth
+ * pool, side by side; a cached token and the probes are answered meanwhile;
+ * past the pool's queue a request is refused with 429; all the others are
+ * answered once the reviews return. */
+static void test_server_auth_pool(void **state) {
+  enum { NSLOW = KCR_SERVER_AUTH_THREADS + KCR_SERVER_AUTH_QUEUE + 1 };
+  kcr_server_options o = {0};
+  gate_t g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+  fixture_t *f;
+  int fds[NSLOW], ok = 0, refused = 0;
+  int64_t t0;
+  char req[128], *r;
+  kcr_server_stats st;
+  (void)state;
+  o.metrics_auth = gate_check;
+  o.metrics_auth_cached = gate_cached;
+  o.metrics_auth_data = &g;
+  f = start(&o);
+  for (int i = 0; i < KCR_SERVER_AUTH_THREADS; i++) {
+    fds[i] = dial(f->port);
+    snprintf(req, sizeof(req), "GET /metrics HTTP/1.1\r\nAuthorization: Bearer slow-%d\r\n\r\n", i);
+    send_all(fds[i], req, strlen(req));
+  }
+  t0 = now_ms();
+  while (gate_inside(&g) < KCR_SERVER_AUTH_THREADS && now_ms() - t0 < 5000) {
+    struct timespec ts = {0, 5 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  assert_int_equal(gate_inside(&g), KCR_SERVER_AUTH_THREADS); /* side by side */
+  r = get(f->port,
+          "GET /metrics HTTP/1.1\r\nAuthorization: Bearer good\r\nConnection: close\r\n\r\n");
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+  free(r);
+  r = get_path(f->port, "/healthz");
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+  free(r);
+  /* The queue takes KCR_SERVER_AUTH_QUEUE more; one of the next batch is refused. */
+  for (int i = KCR_SERVER_AUTH_THREADS; i < NSLOW; i++) {
+    fds[i] = dial(f->port);
+    snprintf(req, sizeof(req), "GET /metrics HTTP/1.1\r\nAuthorization: Bearer slow-%d\r\n\r\n", i);
+    send_all(fds[i], req, strlen(req));
+  }
+  t0 = now_ms();
+  do {
+    struct timespec ts = {0, 5 * 1000000L};
+    nanosleep(&ts, NULL);
+    kcr_server_get_stats(f->srv, &st);
+  } while (st.auth_refused < 1 && now_ms() - t0 < 5000);
+  assert_int_equal(st.auth_refused, 1);
+  assert_int_equal(gate_inside(&g), KCR_SERVER_AUTH_THREADS);
+  pthread_mutex_lock(&g.mu);
+  g.open = 1;
+  pthread_cond_broadcast(&g.cond);
+  pthread_mutex_unlock(&g.mu);
+  for (int i = 0; i < NSLOW; i++) {
+    r = read_response(fds[i]);
+    ok += strstr(r, "HTTP/1.1 200 OK\r\n") != NULL;
+    refused += strstr(r, "HTTP/1.1 429 ") != NULL;
+    if (!strstr(r, "HTTP/1.1 200 OK\r\n") && !strstr(r, "HTTP/1.1 429 "))
+      print_message("slow-%d answered: %.40s\n", i, r); /* what failed, before the assert */
+    free(r);
+    close(fds[i]);
+  }
+  assert_int_equal(ok, NSLOW - 1);
+  assert_int_equal(refused, 1);
+  stop(f);
+}
+
 /* A connection whose request is with the worker is never shed: when every
  * connection is, a new one is refused. */
 static void test_server_full_of_work_refuses(void **state) {
@@ -831,6 +940,7 @@ int main(void) {
       cmocka_unit_test(test_server_idle_and_connection_limit),
       cmocka_unit_test(test_server_shed_spares_probe_in_batch),
       cmocka_unit_test(test_server_shed_keeps_client_that_sent),
+      cmocka_unit_test(test_server_auth_pool),
       cmocka_unit_test(test_server_full_of_work_refuses),
       cmocka_unit_test(test_server_bind_errors),
       cmocka_unit_test(test_server_destroy_with_open_connections),
