@@ -569,7 +569,16 @@ int kcr_testenv_install_crds(kcr_testenv_t *env, const char *dir, int timeout_s,
     }
     {
       const char *const apply[] = {"apply", "-f", path, "-o", "name", NULL};
-      if (kubectl(env, apply, &out, KUBECTL_TIMEOUT) != 0) {
+      int failed = kubectl(env, apply, &out, KUBECTL_TIMEOUT) != 0;
+      /* Another client may create the same CRD between apply's read and its
+       * create (tests sharing a cluster): that create meets AlreadyExists,
+       * and a second apply updates what the other made. */
+      if (failed && out && strstr(out, "AlreadyExists")) {
+        free(out);
+        out = NULL;
+        failed = kubectl(env, apply, &out, KUBECTL_TIMEOUT) != 0;
+      }
+      if (failed) {
         rc = kcr_error_set(err, KCR_EIO, "testenv: kubectl apply -f %s: %.300s", path,
                            out ? out : "failed");
       } else {
