@@ -28,6 +28,8 @@ typedef struct fake_api {
   int rv;
   int fail;
   int posts, puts, gets;
+  kcr_clock_t *clock;  /* the fixture's fake clock, or NULL */
+  int64_t last_put_at; /* its time when the last PUT arrived */
 } fake_api_t;
 
 static fake_api_t api;
@@ -88,6 +90,8 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
     const char *rv =
         json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
     api.puts++;
+    if (api.clock)
+      api.last_put_at = kcr_clock_now(api.clock);
     if (!api.lease) {
       status(resp, 404, "NotFound");
       json_decref(obj);
@@ -173,6 +177,8 @@ static fixture_t *setup_fixture(void) {
   api.rv = 0;
   api.fail = 0;
   api.posts = api.puts = api.gets = 0;
+  api.clock = NULL;
+  api.last_put_at = 0;
   pthread_mutex_unlock(&api.mu);
   pthread_mutex_init(&f->ev.mu, NULL);
   snprintf(f->dir, sizeof(f->dir), "/tmp/kcr-test-le-XXXXXX");
@@ -186,6 +192,9 @@ static fixture_t *setup_fixture(void) {
   assert_int_equal(kcr_client_create(&co, &f->client, NULL), 0);
   assert_int_equal(kcr_fake_clock_create(1000 * KCR_NSEC_PER_SEC, wall, &f->clock, NULL), 0);
   assert_int_equal(kcr_metrics_registry_create(&f->reg, NULL), 0);
+  pthread_mutex_lock(&api.mu);
+  api.clock = f->clock;
+  pthread_mutex_unlock(&api.mu);
   return f;
 }
 
@@ -193,6 +202,9 @@ static void teardown_fixture(fixture_t *f) {
   kcr_client_destroy(f->client);
   kcr_rest_config_unref(f->config);
   kcr_test_http_stop(f->server);
+  pthread_mutex_lock(&api.mu);
+  api.clock = NULL;
+  pthread_mutex_unlock(&api.mu);
   kcr_clock_destroy(f->clock);
   kcr_metrics_registry_destroy(f->reg);
   unlink(f->kubeconfig);
@@ -523,13 +535,29 @@ static void test_leaderelection_pause_loses_without_renewing(void **state) {
   f->target = api.puts + 2;
   pthread_mutex_unlock(&api.mu);
   advance_until(f, 100, 3000, p_puts); /* renewing normally */
-  sleep_ms(50);                        /* the elector is waiting for its next retry */
+  /* The pause must come after the elector has taken the last renew's answer:
+   * one taken after it would count as a renew made after waking. Its fence
+   * then runs from that attempt's start, at most one clock step before the
+   * PUT arrived (the attempt before started a retry period earlier). Waited
+   * for on the elector's own state, not for a time: a loaded machine may
+   * take any time to run it. */
+  {
+    int64_t t0 = kcr_clock_now(kcr_clock_system()), put_at;
+    pthread_mutex_lock(&api.mu);
+    put_at = api.last_put_at;
+    pthread_mutex_unlock(&api.mu);
+    while (kcr_clock_now(f->clock) + kcr_leader_election_fence_remaining(le) <
+               put_at - 100 * KCR_NSEC_PER_MSEC + 10 * KCR_NSEC_PER_SEC &&
+           kcr_clock_now(kcr_clock_system()) - t0 < 10 * KCR_NSEC_PER_SEC)
+      sleep_ms(1);
+  }
   assert_int_equal(kcr_leader_election_may_write(le), 1);
   before = api_requests();
 
   kcr_fake_clock_step(f->clock, 25 * KCR_NSEC_PER_SEC); /* the pause */
   assert_int_equal(kcr_leader_election_may_write(le), 0);
-  advance_until(f, 0, 3000, p_stopped);
+  /* Stepped, in case the elector armed its retry timer only after the pause. */
+  advance_until(f, 100, 3000, p_stopped);
   assert_int_equal(atomic_load(&f->ev.stopped), 1);
   assert_int_equal(atomic_load(&f->ev.lost), 1);
   assert_int_equal(api_requests(), before); /* no renew after waking */
