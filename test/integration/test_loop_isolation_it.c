@@ -4,15 +4,19 @@
  *
  * A manager leads through a Lease (short durations), serves /healthz, runs a
  * controller whose reconciler sleeps 2 s per key, and has a handler on the same
- * ConfigMap informer that sleeps 1 s per event. 200 ConfigMaps are created in a
- * burst, so both fall minutes behind. For the next 30 s the test asserts:
- *   - the Lease keeps being renewed: no gap between renewals longer than the
- *     renew deadline, and the manager never loses leadership;
- *   - every /healthz request is answered within 1 s;
- *   - an unrelated informer (Secrets, same client and loop) sees each write
- *     within 1 s.
- * Then the manager stops, well before the handler's 200 s backlog would end.
- * The figures (worst gaps and latencies) are printed for the record.
+ * ConfigMap informer that sleeps 1 s per event. Two phases, in one run:
+ *   - the control: the handler and the reconciler return at once, 200
+ *     ConfigMaps are created, and for WATCH_SECONDS the test measures the
+ *     Lease's renewal gaps, /healthz latency, and how long an unrelated
+ *     informer (Secrets, same client and loop) takes to see a write;
+ *   - the slow phase: the same with the handler and reconciler sleeping, so
+ *     that both fall minutes behind.
+ * A blocked loop would stretch every figure of the slow phase to the
+ * handler's seconds; a loaded machine stretches both phases alike. So the
+ * slow phase's worst figures are asserted against the control's (twice it
+ * plus a margin), not against wall-clock limits (issue 28, finding 6), and the
+ * manager must never lose leadership. Then it stops, well before the
+ * handler's 200 s backlog would end. The figures are printed for the record.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <curl/curl.h>
@@ -37,7 +41,7 @@
 #include "kcr_testenv.h"
 
 #define BURST 200
-#define WATCH_SECONDS 30
+#define WATCH_SECONDS 20
 
 static kcr_testenv_t *env;
 static kcr_rest_config_t *config;
@@ -49,6 +53,7 @@ static const kcr_gvr secrets = {"", "v1", "secrets"};
 static const kcr_gvr leases = {"coordination.k8s.io", "v1", "leases"};
 
 static atomic_int handled, reconciled;
+static atomic_int slow_phase; /* the slow phase: the handler and the reconciler sleep */
 
 static int64_t now_ns(void) {
   return kcr_clock_now(kcr_clock_system());
@@ -58,6 +63,8 @@ static void on_slow_add(json_t *obj, bool initial, void *data) {
   (void)obj;
   (void)initial;
   (void)data;
+  if (!atomic_load(&slow_phase))
+    return;
   kcr_it_sleep_ms(1000);
   atomic_fetch_add(&handled, 1);
 }
@@ -73,6 +80,8 @@ static int reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
   (void)req;
   (void)res;
   (void)data;
+  if (!atomic_load(&slow_phase))
+    return 0;
   kcr_it_sleep_ms(2000);
   atomic_fetch_add(&reconciled, 1);
   return 0;
@@ -169,11 +178,77 @@ static int group_teardown(void **state) {
 static void create_configmap(int i) {
   char name[32];
   json_t *cm;
-  snprintf(name, sizeof(name), "burst-%03d", i);
+  snprintf(name, sizeof(name), "burst-%04d", i);
   cm = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
                  "metadata", "name", name, "data", "k", "v");
   assert_int_equal(kcr_client_create_object(client, &configmaps, ns, cm, NULL, NULL, NULL), 0);
   json_decref(cm);
+}
+
+/* phase_t: the worst figures of one watch phase. */
+typedef struct phase {
+  long worst_healthz, worst_watch; /* ms */
+  int64_t worst_gap;               /* between Lease renewals, ns */
+  int renewals, writes, probes;
+} phase_t;
+
+/* watch_phase probes /healthz, reads the Lease and writes a Secret every 3 s
+ * for WATCH_SECONDS, asserting that leadership never changes hands and that
+ * every probe and write succeeds, and records the worst figures in *ph. */
+static void watch_phase(phase_t *ph, int probe, const char *lease, const char *first_holder,
+                        kcr_time_t *last_renew, runner_t *r) {
+  int64_t end = now_ns() + (int64_t)WATCH_SECONDS * KCR_NSEC_PER_SEC;
+  int64_t next_write = 0;
+  char holder[256];
+  kcr_time_t rt;
+  memset(ph, 0, sizeof(*ph));
+  while (now_ns() < end) {
+    long ms = healthz_ms(probe);
+    assert_true(ms >= 0);
+    if (ms > ph->worst_healthz)
+      ph->worst_healthz = ms;
+    ph->probes++;
+    if (lease_renew_time(lease, &rt, holder, sizeof(holder)) == 0) {
+      assert_string_equal(holder, first_holder); /* never lost, never changed hands */
+      if (kcr_time_cmp(rt, *last_renew) > 0) {
+        int64_t gap = kcr_time_diff_ns(rt, *last_renew);
+        if (gap > ph->worst_gap)
+          ph->worst_gap = gap;
+        *last_renew = rt;
+        ph->renewals++;
+      }
+    }
+    if (now_ns() >= next_write) {
+      /* A write the unrelated informer must see. */
+      char name[32];
+      json_t *s;
+      int64_t wrote, at = 0;
+      snprintf(name, sizeof(name), "probe-%d-%d", atomic_load(&slow_phase), ph->writes);
+      pthread_mutex_lock(&seen.mu);
+      snprintf(seen.want, sizeof(seen.want), "%s", name);
+      seen.at = 0;
+      pthread_mutex_unlock(&seen.mu);
+      s = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "Secret",
+                    "metadata", "name", name, "stringData", "k", "v");
+      wrote = now_ns(); /* the latency includes the create's round trip */
+      assert_int_equal(kcr_client_create_object(client, &secrets, ns, s, NULL, NULL, NULL), 0);
+      json_decref(s);
+      for (int i = 0; i < 1000 && !at; i++) {
+        pthread_mutex_lock(&seen.mu);
+        at = seen.at;
+        pthread_mutex_unlock(&seen.mu);
+        if (!at)
+          kcr_it_sleep_ms(5);
+      }
+      assert_true(at != 0);
+      if ((at - wrote) / KCR_NSEC_PER_MSEC > ph->worst_watch)
+        ph->worst_watch = (long)((at - wrote) / KCR_NSEC_PER_MSEC);
+      ph->writes++;
+      next_write = now_ns() + 3 * KCR_NSEC_PER_SEC;
+    }
+    assert_int_equal(atomic_load(&r->done), 0); /* a lost lease ends run at once */
+    kcr_it_sleep_ms(250);
+  }
 }
 
 static void test_slow_handlers_do_not_hold_the_loop(void **state) {
@@ -190,10 +265,9 @@ static void test_slow_handlers_do_not_hold_the_loop(void **state) {
   pthread_t th;
   char lease[64], holder[256] = "", first_holder[256] = "";
   int probe = 0;
-  long worst_healthz = 0, worst_watch = 0;
-  int64_t worst_gap = 0, renew_deadline = 4 * KCR_NSEC_PER_SEC, stop_ns;
+  int64_t renew_deadline = 4 * KCR_NSEC_PER_SEC, stop_ns;
   kcr_time_t last_renew = {0}, rt;
-  int renewals = 0, writes = 0, probes = 0;
+  phase_t ph[2];
   (void)state;
 
   memset(&mo, 0, sizeof(mo));
@@ -239,75 +313,32 @@ static void test_slow_handlers_do_not_hold_the_loop(void **state) {
   snprintf(first_holder, sizeof(first_holder), "%s", holder);
   last_renew = rt;
 
-  /* The burst: 200 events for a handler that takes 1 s each and a reconciler
-   * that takes 2 s per key. */
+  /* The control, then the slow phase, each after a burst of 200 ConfigMaps. */
   for (int i = 0; i < BURST; i++)
     create_configmap(i);
-
-  {
-    int64_t end = now_ns() + (int64_t)WATCH_SECONDS * KCR_NSEC_PER_SEC;
-    int64_t next_write = 0;
-    while (now_ns() < end) {
-      long ms = healthz_ms(probe);
-      assert_true(ms >= 0);
-      if (ms > worst_healthz)
-        worst_healthz = ms;
-      probes++;
-      if (lease_renew_time(lease, &rt, holder, sizeof(holder)) == 0) {
-        assert_string_equal(holder, first_holder); /* never lost, never changed hands */
-        if (kcr_time_cmp(rt, last_renew) > 0) {
-          int64_t gap = kcr_time_diff_ns(rt, last_renew);
-          if (gap > worst_gap)
-            worst_gap = gap;
-          last_renew = rt;
-          renewals++;
-        }
-      }
-      if (now_ns() >= next_write) {
-        /* A write the unrelated informer must see within a second. */
-        char name[32];
-        json_t *s;
-        int64_t wrote, at = 0;
-        snprintf(name, sizeof(name), "probe-%d", writes);
-        pthread_mutex_lock(&seen.mu);
-        snprintf(seen.want, sizeof(seen.want), "%s", name);
-        seen.at = 0;
-        pthread_mutex_unlock(&seen.mu);
-        s = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "Secret",
-                      "metadata", "name", name, "stringData", "k", "v");
-        wrote = now_ns(); /* the latency includes the create's round trip */
-        assert_int_equal(kcr_client_create_object(client, &secrets, ns, s, NULL, NULL, NULL), 0);
-        json_decref(s);
-        for (int i = 0; i < 300 && !at; i++) {
-          pthread_mutex_lock(&seen.mu);
-          at = seen.at;
-          pthread_mutex_unlock(&seen.mu);
-          if (!at)
-            kcr_it_sleep_ms(5);
-        }
-        assert_true(at != 0);
-        if ((at - wrote) / KCR_NSEC_PER_MSEC > worst_watch)
-          worst_watch = (long)((at - wrote) / KCR_NSEC_PER_MSEC);
-        writes++;
-        next_write = now_ns() + 3 * KCR_NSEC_PER_SEC;
-      }
-      assert_int_equal(atomic_load(&r.done), 0); /* a lost lease ends run at once */
-      kcr_it_sleep_ms(250);
-    }
-  }
-  printf("loop isolation: %d probes, worst /healthz %ld ms; %d renewals, worst gap %.2f s "
-         "(renew deadline %.0f s); %d writes, worst watch latency %ld ms; handled %d of %d, "
-         "reconciled %d\n",
-         probes, worst_healthz, renewals, (double)worst_gap / 1e9, (double)renew_deadline / 1e9,
-         writes, worst_watch, atomic_load(&handled), BURST, atomic_load(&reconciled));
+  watch_phase(&ph[0], probe, lease, first_holder, &last_renew, &r);
+  atomic_store(&slow_phase, 1);
+  for (int i = 0; i < BURST; i++)
+    create_configmap(BURST + i);
+  watch_phase(&ph[1], probe, lease, first_holder, &last_renew, &r);
+  for (int i = 0; i < 2; i++)
+    printf("loop isolation, %s: %d probes, worst /healthz %ld ms; %d renewals, worst gap "
+           "%.2f s (renew deadline %.0f s); %d writes, worst watch latency %ld ms\n",
+           i ? "slow handlers" : "control", ph[i].probes, ph[i].worst_healthz, ph[i].renewals,
+           (double)ph[i].worst_gap / 1e9, (double)renew_deadline / 1e9, ph[i].writes,
+           ph[i].worst_watch);
+  printf("loop isolation: handled %d of %d, reconciled %d\n", atomic_load(&handled), BURST,
+         atomic_load(&reconciled));
   /* The slow consumers really were behind: otherwise the test proved nothing. */
   assert_true(atomic_load(&handled) < BURST);
   assert_true(atomic_load(&reconciled) < BURST);
-  assert_true(renewals >= WATCH_SECONDS / 3);
-  assert_true(worst_gap < renew_deadline);
-  assert_true(worst_healthz < 1000);
-  assert_true(writes >= WATCH_SECONDS / 3 - 1);
-  assert_true(worst_watch < 1000);
+  /* Renewals, probes and watch events went on as in the control: a loop held
+   * by the handler would stretch each to seconds (a 1 s handler, 200 events). */
+  assert_true(ph[1].renewals >= ph[0].renewals / 2);
+  assert_true(ph[1].worst_gap <= 2 * ph[0].worst_gap + KCR_NSEC_PER_SEC);
+  assert_true(ph[1].worst_healthz <= 2 * ph[0].worst_healthz + 500);
+  assert_true(ph[1].writes >= ph[0].writes / 2);
+  assert_true(ph[1].worst_watch <= 2 * ph[0].worst_watch + 500);
 
   /* Stop: the handler's backlog (over two minutes of it) is dropped. */
   stop_ns = now_ns();
