@@ -122,16 +122,18 @@ typedef void (*kcr_server_handler_cb)(void *data, const kcr_server_request *req,
  *                      only clients that are not trying.
  *   idle_timeout_ns    a kept-alive connection with no request; 0: 60 s.
  *   max_connections    open connections at once; 0: 64. A new connection
- *                      on a full server sheds the one that has sent the
- *                      least for the time it has been held (bytes since
- *                      accept, counting those waiting unread, over time
- *                      since accept; the oldest on a tie); connections
- *                      accepted in the same loop iteration go only after
- *                      every other, and those not reading their reply
- *                      after them; only when every connection is waiting
- *                      on a check or a render is the new one closed at
- *                      once. So neither idle nor trickling connections,
- *                      reconnecting however fast, can starve the probes.
+ *                      on a full server sheds one: never one whose request
+ *                      is being answered; those accepted in the same loop
+ *                      iteration only after every other, and those not
+ *                      reading their reply after those; then one from the
+ *                      address holding the most connections; then the one
+ *                      that has sent the least for the time it has been
+ *                      held (bytes since accept, with those waiting unread,
+ *                      over time since accept); the oldest on a tie. Only
+ *                      when every connection is being answered is the new
+ *                      one closed at once. So neither idle nor trickling
+ *                      connections, reconnecting however fast, starve the
+ *                      probes.
  *   max_buffered_bytes the memory budget for clients; 0: 16 MiB. See below.
  *   tls                non-zero: serve HTTPS only (TLS 1.2 and 1.3).
  *   cert_dir           with tls: the directory holding cert_name and key_name

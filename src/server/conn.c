@@ -58,6 +58,7 @@
  * run (libuv's rule: memory is reused only after close_cb).
  */
 #include <assert.h>
+#include <netinet/in.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -774,43 +775,105 @@ static uint64_t sent_bytes(const conn_t *c) {
   return (uint64_t)pending;
 }
 
+/* peer_hash: a hash of t's peer address, port left out (FNV-1a over the
+ * address bytes); 0 when it cannot be read. */
+static uint64_t peer_hash(uv_tcp_t *t) {
+  struct sockaddr_storage ss;
+  int len = (int)sizeof(ss);
+  const unsigned char *p;
+  size_t n;
+  uint64_t h = 1469598103934665603ULL;
+  if (uv_tcp_getpeername(t, (struct sockaddr *)&ss, &len) != 0)
+    return 0;
+  if (ss.ss_family == AF_INET) {
+    p = (const unsigned char *)&((struct sockaddr_in *)&ss)->sin_addr;
+    n = sizeof(struct in_addr);
+  } else if (ss.ss_family == AF_INET6) {
+    p = (const unsigned char *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
+    n = sizeof(struct in6_addr);
+  } else {
+    return 0;
+  }
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ p[i]) * 1099511628211ULL;
+  return h ? h : 1;
+}
+
+/* PEER_SLOTS: the table shed_one counts connections per peer in; peers past
+ * it count as holding one connection. */
+#define PEER_SLOTS 256
+
+typedef struct peer_count {
+  uint64_t peer;
+  int n;
+} peer_count;
+
+/* peer_slot finds (or makes) peer's slot in tab; NULL when tab is full. */
+static peer_count *peer_slot(peer_count *tab, uint64_t peer) {
+  size_t i = (size_t)(peer % PEER_SLOTS);
+  for (size_t k = 0; k < PEER_SLOTS; k++, i = (i + 1) % PEER_SLOTS) {
+    if (tab[i].peer == peer || tab[i].peer == 0) {
+      tab[i].peer = peer;
+      return &tab[i];
+    }
+  }
+  return NULL;
+}
+
 /*
  * shed_one closes the connection least worth keeping so that a new one can be
  * admitted; returns 0 when none may go. A connection whose request is with
  * the worker is never shed: the server, not the client, owes it progress.
- * Of the others, the first to go is the one that has sent the least for the
- * time it has been held: bytes received since accept (with what waits unread
- * in its socket), plus one, over milliseconds since accept, plus one. That
- * puts a slowloris, which trickles a byte now and then, and a holder, which
- * sends nothing, before a client that sent its request at once, and before a
- * kept-alive client that has made requests, whatever their age. Two groups go
- * only after all of those: connections accepted in this loop iteration (in a
- * burst of reconnects accepted in one batch, the probe accepted among them
- * has not been read yet), then connections not reading their reply. Within a
- * group the same rule applies; equal rates go oldest first. Bounded by
- * max_connections. Loop thread.
+ * Of the others, in order:
+ *   1. the group: connections accepted in this loop iteration go only after
+ *      every other (in a burst of reconnects accepted in one batch, the probe
+ *      accepted among them has not been read yet), and connections not
+ *      reading their reply after those;
+ *   2. the peer: a connection from the address holding the most connections
+ *      goes first, so a flood from one address is shed before the kubelet's
+ *      probe or a Prometheus, which hold one or two each;
+ *   3. the rate: the fewest bytes since accept (with what waits unread in its
+ *      socket), plus one, over the milliseconds since accept, plus one. That
+ *      puts a slowloris, which trickles a byte now and then, and a holder,
+ *      which sends nothing, before a client that sent its request at once,
+ *      and before a kept-alive client that has made requests;
+ *   4. the age: oldest first.
+ * Bounded by max_connections (two passes over the connections). Loop thread.
  */
 static int shed_one(kcr_server_t *s) {
+  peer_count tab[PEER_SLOTS];
   conn_t *victim = NULL;
   uint64_t now = uv_now(s->listener.loop);
-  int victim_group = 3;
+  int victim_group = 3, victim_same = 0;
   double victim_rate = 0;
+  memset(tab, 0, sizeof(tab));
   KCR__LIST_EACH(&s->conns, conn_t, link, c) {
-    int group;
+    peer_count *pc;
+    if (!c->closing && c->peer && (pc = peer_slot(tab, c->peer)))
+      pc->n++;
+  }
+  KCR__LIST_EACH(&s->conns, conn_t, link, c) {
+    peer_count *pc;
+    int group, same;
     double rate;
     if (c->closing || c->job)
       continue;
     group = c->busy ? 2 : c->accepted == now ? 1 : 0;
     if (group > victim_group)
       continue;
+    pc = c->peer ? peer_slot(tab, c->peer) : NULL;
+    same = pc ? pc->n : 1;
+    if (group == victim_group && same < victim_same)
+      continue;
     /* Every connection is credited one byte at accept: a client that has not
      * had the time to send yet is not taken for one that sends nothing. */
     rate = (double)(sent_bytes(c) + 1) / (double)(now - c->accepted + 1);
     /* The list runs newest first: on a tie the later one is the older. */
-    if (group < victim_group || rate < victim_rate ||
+    if (group < victim_group || same > victim_same || rate < victim_rate ||
         (rate == victim_rate && c->accepted <= victim->accepted)) {
       victim = c;
       victim_group = group;
+      victim_same = same;
       victim_rate = rate;
     }
   }
@@ -895,6 +958,7 @@ static void admit(kcr_server_t *s) {
     kcr__conn_close(c);
     return;
   }
+  c->peer = peer_hash(&c->tcp);
   read_start(c);
   /* Nothing sent yet counts as reading a head: the header timeout applies. */
   c->reading_head = 1;

@@ -35,6 +35,7 @@ struct kcr__conn {
   uint64_t since;    /* loop time its current state (idle, head, reply) began */
   uint64_t accepted; /* loop time it was accepted */
   uint64_t bytes_in; /* bytes received since accept (TLS: ciphertext) */
+  uint64_t peer;     /* a hash of the peer's address (0: unknown) */
   job_t *job;        /* the request the worker is answering, or NULL */
   job_t *pending;    /* a handler request whose body is still being read, or NULL */
   char *body;        /* the reply's owned body, charged body_cap bytes; NULL: static */

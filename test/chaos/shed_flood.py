@@ -3,7 +3,8 @@
 """shed_flood.py: hostile connection floods against one of kcr's server ports,
 with a legitimate client probing alongside (issue 28, finding 2).
 
-  shed_flood.py --port P [--tls] [--holders N] [--mode onebyte|hello|idle]
+  shed_flood.py --port P [--tls] [--holders N] [--holder-source ADDR]
+                [--mode onebyte|hello|idle]
                 [--seconds S] [--path /healthz] [--interval 0.1] [--timeout 1]
 
 N holders each connect, send their opening and hold the connection; when the
@@ -33,7 +34,9 @@ HELLO_START = bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03,
 async def holder(args, stats, stop):
     while not stop.is_set():
         try:
-            r, w = await asyncio.open_connection(args.host, args.port)
+            r, w = await asyncio.open_connection(
+                args.host, args.port,
+                local_addr=(args.holder_source, 0) if args.holder_source else None)
         except OSError:
             stats["connect_errors"] += 1
             await asyncio.sleep(0.01)
@@ -101,6 +104,9 @@ def parse_args():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--tls", action="store_true")
     ap.add_argument("--holders", type=int, default=100)
+    ap.add_argument("--holder-source", default="",
+                    help="the holders' source address (e.g. 127.0.0.2: a flood from another "
+                         "address than the probe's); default: the same as the probe's")
     ap.add_argument("--mode", choices=["onebyte", "hello", "idle"], default="onebyte")
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--path", default="/healthz")

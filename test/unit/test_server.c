@@ -36,6 +36,21 @@ static int dial(int port) {
   return fd;
 }
 
+/* dial_from connects to port from the loopback address src ("127.0.0.2"). */
+static int dial_from(int port, const char *src) {
+  struct sockaddr_in a = {0}, b = {0};
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true(fd >= 0);
+  b.sin_family = AF_INET;
+  assert_int_equal(inet_pton(AF_INET, src, &b.sin_addr), 1);
+  assert_int_equal(bind(fd, (struct sockaddr *)&b, sizeof(b)), 0);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+  return fd;
+}
+
 static void send_all(int fd, const char *s, size_t n) {
   while (n) {
     ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
@@ -506,6 +521,45 @@ static void test_server_shed_keeps_client_that_sent(void **state) {
   stop(f);
 }
 
+/* A flood from one address is shed before a lone client from another, even
+ * when the flood's connections have sent more: with 127.0.0.2 holding two of
+ * three connections, a newcomer sheds one of those, not the client from
+ * 127.0.0.1 that has sent one byte. */
+static void test_server_shed_busiest_peer_first(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f;
+  int h1, h2, me, n, closed;
+  char *r;
+  kcr_server_stats st;
+  (void)state;
+  o.max_connections = 3;
+  f = start(&o);
+  me = dial_from(f->port, "127.0.0.1");
+  send_all(me, "G", 1);
+  h1 = dial_from(f->port, "127.0.0.2");
+  send_all(h1, "GET /healthz HTTP/1.1\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 62);
+  h2 = dial_from(f->port, "127.0.0.2");
+  send_all(h2, "GET /healthz HTTP/1.1\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 62);
+  r = read_until_close(me, 100, &closed); /* let the server read all three */
+  assert_false(closed);
+  free(r);
+  n = dial_from(f->port, "127.0.0.3");
+  r = read_until_close(h1, 1000, &closed);
+  assert_true(closed); /* the busiest peer's, the one with the lower rate (older) */
+  free(r);
+  send_all(me, "ET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n", 43);
+  r = read_until_close(me, 3000, &closed);
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+  free(r);
+  kcr_server_get_stats(f->srv, &st);
+  assert_int_equal(st.shed, 1);
+  close(me);
+  close(h1);
+  close(h2);
+  close(n);
+  stop(f);
+}
+
 /* An auth hook that blocks on a gate for every token but "good", which the
  * cached hook answers at once: a stand-in for TokenReviews that take long. */
 typedef struct gate {
@@ -940,6 +994,7 @@ int main(void) {
       cmocka_unit_test(test_server_idle_and_connection_limit),
       cmocka_unit_test(test_server_shed_spares_probe_in_batch),
       cmocka_unit_test(test_server_shed_keeps_client_that_sent),
+      cmocka_unit_test(test_server_shed_busiest_peer_first),
       cmocka_unit_test(test_server_auth_pool),
       cmocka_unit_test(test_server_full_of_work_refuses),
       cmocka_unit_test(test_server_bind_errors),
