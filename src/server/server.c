@@ -47,6 +47,14 @@
 #include "server/worker_internal.h"
 #include "util/alloc.h"
 
+/* LISTEN_BACKLOG: connections the kernel holds until they are accepted (the
+ * kernel caps it at net.core.somaxconn). With 128, a flood of reconnecting
+ * holders overflowed the queue, and a probe's dropped handshake was retried
+ * only after 1 s, past kubelet's timeout, whatever the shedding chose; Go's
+ * servers listen with somaxconn. Queued connections cost kernel memory, not
+ * the server's budget. */
+#define LISTEN_BACKLOG 1024
+
 /* DEFAULT_MAX_BUFFERED: the budget when options.max_buffered_bytes is 0. */
 #define DEFAULT_MAX_BUFFERED ((size_t)16 * 1024 * 1024)
 /* DEFAULT_CERT_POLL_NS: how often the worker stats the certificate files. */
@@ -82,7 +90,7 @@ static void do_start(kcr_loop_t *loop, void *data) {
   s->listener.data = s;
   s->listener_open = 1;
   if ((rc = uv_tcp_bind(&s->listener, (const struct sockaddr *)&s->addr, 0)) != 0 ||
-      (rc = uv_listen((uv_stream_t *)&s->listener, 128, kcr__conn_on_connection)) != 0 ||
+      (rc = uv_listen((uv_stream_t *)&s->listener, LISTEN_BACKLOG, kcr__conn_on_connection)) != 0 ||
       (rc = uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &namelen)) != 0) {
     /* start_msg is written here and read by the creator after start_done. */
     pthread_mutex_lock(&s->mu);
