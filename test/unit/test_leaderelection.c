@@ -519,6 +519,26 @@ static void test_leaderelection_fence_deadline(void **state) {
   teardown_fixture(f);
 }
 
+/*
+ * wait_renew_taken waits (real time, at most 10 s) until the elector has taken
+ * the answer to the last PUT the fake API server saw: a pause (a clock step)
+ * before that would make it take the answer after waking and count it as a
+ * renew made then. Its fence runs from that attempt's start, at most one
+ * advance_until step (100 ms) before the PUT arrived; the attempt before
+ * started a retry period (2 s) earlier. Waited for on the elector's own
+ * state, not for a time: a loaded machine may take any time to run it.
+ */
+static void wait_renew_taken(fixture_t *f, kcr_leader_election_t *le) {
+  int64_t t0 = kcr_clock_now(kcr_clock_system()), put_at;
+  pthread_mutex_lock(&api.mu);
+  put_at = api.last_put_at;
+  pthread_mutex_unlock(&api.mu);
+  while (kcr_clock_now(f->clock) + kcr_leader_election_fence_remaining(le) <
+             put_at - 100 * KCR_NSEC_PER_MSEC + 10 * KCR_NSEC_PER_SEC &&
+         kcr_clock_now(kcr_clock_system()) - t0 < 10 * KCR_NSEC_PER_SEC)
+    sleep_ms(1);
+}
+
 /* A pause (SIGSTOP) longer than the lease: on waking, the renew deadline has
  * passed since the last renew, so leadership is lost without one more request,
  * even though nobody else took the Lease in the meantime. */
@@ -535,22 +555,7 @@ static void test_leaderelection_pause_loses_without_renewing(void **state) {
   f->target = api.puts + 2;
   pthread_mutex_unlock(&api.mu);
   advance_until(f, 100, 3000, p_puts); /* renewing normally */
-  /* The pause must come after the elector has taken the last renew's answer:
-   * one taken after it would count as a renew made after waking. Its fence
-   * then runs from that attempt's start, at most one clock step before the
-   * PUT arrived (the attempt before started a retry period earlier). Waited
-   * for on the elector's own state, not for a time: a loaded machine may
-   * take any time to run it. */
-  {
-    int64_t t0 = kcr_clock_now(kcr_clock_system()), put_at;
-    pthread_mutex_lock(&api.mu);
-    put_at = api.last_put_at;
-    pthread_mutex_unlock(&api.mu);
-    while (kcr_clock_now(f->clock) + kcr_leader_election_fence_remaining(le) <
-               put_at - 100 * KCR_NSEC_PER_MSEC + 10 * KCR_NSEC_PER_SEC &&
-           kcr_clock_now(kcr_clock_system()) - t0 < 10 * KCR_NSEC_PER_SEC)
-      sleep_ms(1);
-  }
+  wait_renew_taken(f, le);
   assert_int_equal(kcr_leader_election_may_write(le), 1);
   before = api_requests();
 
@@ -691,14 +696,15 @@ static void test_leaderelection_manager_fenced(void **state) {
   assert_true(kcr_manager_fence_remaining(m) <= 10 * KCR_NSEC_PER_SEC);
 
   /* paused past the renew deadline: fenced before the elector wakes */
-  sleep_ms(50);
+  wait_renew_taken(f, le);
   kcr_fake_clock_step(f->clock, 25 * KCR_NSEC_PER_SEC);
   assert_true(kcr_manager_fence_remaining(m) <= 0);
   assert_writes_fenced(kcr_manager_client(m));
   assert_int_equal(kcr_workqueue_add(kcr_controller_queue(c), "ns/b"), 0);
   assert_int_equal(kcr__controller_process_next(c), 0);
   assert_int_equal(atomic_load(&g.calls), 1);
-  advance_until(f, 0, 20000, p_stopped);
+  /* stepped, in case the elector armed its retry timer only after the pause */
+  advance_until(f, 100, 20000, p_stopped);
   assert_int_equal(atomic_load(&f->ev.lost), 1);
 
   seam.stop(le);
