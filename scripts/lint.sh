@@ -33,7 +33,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DKCR_INTEGRA
 # Sources that include generated headers (kcr-gen's embedded runtime, the App
 # types it generates for its tests) need those made before clang-tidy reads them.
 cmake --build "$build" --target kcr_gen_app_types kcr_gen_shape_types kcr_k8s_types \
-  kcr_gen_split_types memcached_types >/dev/null
+  kcr_gen_split_types kcr_gen_long_types memcached_types >/dev/null
 mapfile -t sources < <(git ls-files 'src/*.c' 'cmd/*.c' 'test/unit/*.c' 'test/support/*.c' 'test/fuzz/*.c' \
   'test/integration/*.c' 'examples/*.c' 'examples/*/*.c')
 echo "lint: clang-tidy on ${#sources[@]} sources"

@@ -568,9 +568,9 @@ static void test_webhook_body_limit(void **state) {
   (void)state;
   const char *pre = "{\"spec\":{\"port\":80,\"name\":\"x\",\"blob\":\"";
   size_t pl = strlen(pre);
-  memcpy(obj, pre, pl);
+  snprintf(obj, blob + 64, "%s", pre);
   memset(obj + pl, 'x', blob);
-  strcpy(obj + pl + blob, "\"}}");
+  snprintf(obj + pl + blob, 64, "\"}}");
   body = malloc(cap);
   snprintf(body, cap, REVIEW("UPDATE", "%s", "%s"), obj, obj);
   assert_true(strlen(body) > 4 * 1024 * 1024 + 512 * 1024);
