@@ -65,8 +65,7 @@ struct kcr_auth {
 /* count adds one to a statistic and to its metric, when there is one. */
 static void count(atomic_uint_fast64_t *st, kcr_metric_child_t *m) {
   atomic_fetch_add(st, 1);
-  if (m)
-    kcr_metric_inc(m);
+  kcr_metric_inc(m); /* NULL is ignored */
 }
 
 /* take_review takes a token from the review bucket: 1, or 0 when the rate is
@@ -260,12 +259,12 @@ static int authz_cached(kcr_auth_t *a, const unsigned char zkey[32]) {
 
 /*
  * from_cache decides from the caches alone: the status, or 0 when a review
- * is needed, then with *user (new) the authenticated user when only the
- * authorization is missing, NULL when the token itself is unknown.
+ * is needed, then with *user (new) the authenticated user and zkey its
+ * authorization key when only the authorization is missing, *user NULL when
+ * the token itself is unknown.
  */
 static int from_cache(kcr_auth_t *a, const unsigned char tkey[32], const char *verb,
-                      const char *path, char **user) {
-  unsigned char zkey[32];
+                      const char *path, char **user, unsigned char zkey[32]) {
   entry_t *e;
   int ok;
   *user = NULL;
@@ -296,13 +295,13 @@ static int from_cache(kcr_auth_t *a, const unsigned char tkey[32], const char *v
 
 int kcr_auth_cached(void *auth, const char *token, const char *verb, const char *path) {
   kcr_auth_t *a = auth;
-  unsigned char tkey[32];
+  unsigned char tkey[32], zkey[32];
   char *user;
   int st;
   if (!token || !*token)
     return 401;
   digest(token, strlen(token), tkey);
-  st = from_cache(a, tkey, verb, path, &user);
+  st = from_cache(a, tkey, verb, path, &user, zkey);
   kcr__free(user);
   return st;
 }
@@ -316,7 +315,7 @@ int kcr_auth_check(void *auth, const char *token, const char *verb, const char *
   if (!token || !*token)
     return 401;
   digest(token, strlen(token), tkey);
-  st = from_cache(a, tkey, verb, path, &user);
+  st = from_cache(a, tkey, verb, path, &user, zkey);
   if (st != 0)
     return st;
   if (!user) {
@@ -328,16 +327,16 @@ int kcr_auth_check(void *auth, const char *token, const char *verb, const char *
     put(a, a->authn, tkey, rc, rc ? kcr__strdup(user) : NULL, a->authn_ttl);
     if (rc == 0)
       return 401;
-  }
-  if (authz_key(user, verb, path, zkey) != 0) {
-    kcr__free(user);
-    return 500;
-  }
-  /* A token reviewed just now may name an identity already authorized. */
-  rc = authz_cached(a, zkey);
-  if (rc >= 0) {
-    kcr__free(user);
-    return rc ? 200 : 403;
+    if (authz_key(user, verb, path, zkey) != 0) {
+      kcr__free(user);
+      return 500;
+    }
+    /* A token reviewed just now may name an identity already authorized. */
+    rc = authz_cached(a, zkey);
+    if (rc >= 0) {
+      kcr__free(user);
+      return rc ? 200 : 403;
+    }
   }
   if (!take_review(a)) {
     kcr__free(user);
