@@ -87,6 +87,14 @@ static char *read_until_close(int fd, int timeout_ms, int *closed) {
   return buf;
 }
 
+/* assert_closed: the server closes fd within timeout_ms, whatever it sent. */
+static void assert_closed(int fd, int timeout_ms) {
+  int closed;
+  char *r = read_until_close(fd, timeout_ms, &closed);
+  assert_true(closed);
+  free(r);
+}
+
 /* read_response reads one answer (head + Content-Length body). New string. */
 static char *read_response(int fd) {
   size_t cap = 1 << 16, len = 0;
@@ -464,12 +472,8 @@ static void test_server_shed_spares_probe_in_batch(void **state) {
   assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
   assert_true(closed);
   free(r);
-  r = read_until_close(a, 1000, &closed);
-  assert_true(closed); /* shed to admit the probe */
-  free(r);
-  r = read_until_close(b, 1000, &closed);
-  assert_true(closed); /* shed to admit the holder, in the probe's stead */
-  free(r);
+  assert_closed(a, 1000); /* shed to admit the probe */
+  assert_closed(b, 1000); /* shed to admit the holder, in the probe's stead */
   kcr_server_get_stats(f->srv, &st);
   assert_int_equal(st.shed, 2);
   assert_int_equal(st.rejected, 0);
@@ -506,9 +510,7 @@ static void test_server_shed_keeps_client_that_sent(void **state) {
   r = read_until_close(c, 3000, &closed);
   assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
   free(r);
-  r = read_until_close(b, 1000, &closed);
-  assert_true(closed); /* the holder went */
-  free(r);
+  assert_closed(b, 1000);                           /* the holder went */
   send_all(a, "GET /healthz HTTP/1.1\r\n\r\n", 25); /* a is still served */
   r = read_response(a);
   assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
@@ -544,9 +546,7 @@ static void test_server_shed_busiest_peer_first(void **state) {
   assert_false(closed);
   free(r);
   n = dial_from(f->port, "127.0.0.3");
-  r = read_until_close(h1, 1000, &closed);
-  assert_true(closed); /* the busiest peer's, the one with the lower rate (older) */
-  free(r);
+  assert_closed(h1, 1000); /* the busiest peer's, the one with the lower rate (older) */
   send_all(me, "ET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n", 43);
   r = read_until_close(me, 3000, &closed);
   assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
