@@ -218,7 +218,7 @@ static int tls_setup(kcr_server_t *s, const kcr_server_options *o, kcr_error_t *
     snprintf(s->key_path, kl, "%s/%s", o->cert_dir, kn);
   }
   kcr__tls_stamp(s->cert_path, s->key_path, &s->stamp);
-  if (kcr__worker_load_certs(s, msg, sizeof(msg)) != 0)
+  if (kcr__worker_load_certs(s, 1, msg, sizeof(msg)) != 0)
     return kcr_error_set(err, KCR_ECONFIG, "server: %s", msg);
   return 0;
 }

@@ -159,6 +159,7 @@ struct kcr_server {
   int64_t cert_poll_ns;
   int64_t next_poll;      /* worker thread */
   kcr__tls_stamp_t stamp; /* worker thread (create, before it starts) */
+  int cert_unsettled;     /* worker: the last read of changed files failed */
   kcr_metric_child_t *m_cert_reads, *m_cert_errors;
   kcr_server_auth_cb auth;
   kcr_server_auth_cb auth_cached;

@@ -11,9 +11,11 @@
  * certificate it started with. The watcher polls: each poll stat()s both files
  * (stat follows symlinks, so a Kubernetes Secret volume's "..data" swap shows
  * as a new inode) and rebuilds only when inode, size or mtime moved. A rebuild
- * that fails (a half-written file, a key that does not match) is counted in
- * certwatcher_read_certificate_errors_total and the old context stays; the
- * fingerprint of what was seen is kept, so the next change is tried again.
+ * that fails (a half-written file, a key that does not match) keeps the old
+ * context; it is tried once more on the next poll, since a rotation that writes
+ * the two files one after the other can be read between them, and a second
+ * failure on files that held still is counted in
+ * certwatcher_read_certificate_errors_total. The next change is tried again.
  * A certificate outside its validity period is such a failure too: the leaf's
  * notAfter must be after now and its notBefore no later than now plus
  * NOT_BEFORE_SKEW_S (a certificate minted on a host whose clock runs a little

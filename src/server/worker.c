@@ -328,14 +328,16 @@ static void serve_handler(job_t *j) {
 }
 
 /* kcr__worker_load_certs reads the certificate files into a new context and swaps it
- * in; on failure the old one stays. Counted as certwatcher counts. The worker
- * thread (or create, before the worker starts). */
-int kcr__worker_load_certs(kcr_server_t *s, char *msg, size_t size) {
+ * in; on failure the old one stays. Counted as certwatcher counts, except that
+ * a failure with count_error 0 is left uncounted (the caller retries it). The
+ * worker thread (or create, before the worker starts). */
+int kcr__worker_load_certs(kcr_server_t *s, int count_error, char *msg, size_t size) {
   SSL_CTX *ctx, *old;
   kcr_metric_inc(s->m_cert_reads);
   ctx = kcr__tls_ctx_from_files(s->cert_path, s->key_path, msg, size);
   if (!ctx) {
-    kcr_metric_inc(s->m_cert_errors);
+    if (count_error)
+      kcr_metric_inc(s->m_cert_errors);
     return KCR_ECONFIG;
   }
   pthread_mutex_lock(&s->ctx_mu);
@@ -346,18 +348,34 @@ int kcr__worker_load_certs(kcr_server_t *s, char *msg, size_t size) {
   return 0;
 }
 
-/* poll_certs re-reads the certificate when its files have moved. Worker. */
+/* poll_certs re-reads the certificate when its files have moved. A rotation
+ * that writes tls.key and tls.crt one after the other (cert-manager into a
+ * hostPath, a script, a test) can be caught between the two: the new key with
+ * the old certificate. So a failed read of files that moved since the last
+ * poll is provisional: it is retried on the next poll, and only a failure on
+ * files that held still for a whole interval is logged and counted. A Secret
+ * volume's atomic swap never shows the torn state; this only delays the error
+ * of a pair that is really broken by one poll. Worker. */
 static void poll_certs(kcr_server_t *s) {
   kcr__tls_stamp_t now;
   char msg[400];
+  int moved;
   kcr__tls_stamp(s->cert_path, s->key_path, &now);
-  if (kcr__tls_stamp_equal(&now, &s->stamp))
+  moved = !kcr__tls_stamp_equal(&now, &s->stamp);
+  if (!moved && !s->cert_unsettled)
     return;
   s->stamp = now;
-  if (kcr__worker_load_certs(s, msg, sizeof(msg)) != 0)
+  if (kcr__worker_load_certs(s, !moved, msg, sizeof(msg)) != 0) {
+    if (moved) {
+      s->cert_unsettled = 1;
+      kcr_log(KCR_LOG_DEBUG, "server", "certificate files changing, retrying: %s", msg);
+      return;
+    }
     kcr_log(KCR_LOG_ERROR, "server", "certificate reload failed, keeping the old one: %s", msg);
-  else
+  } else {
     kcr_log(KCR_LOG_INFO, "server", "certificate reloaded from %s", s->cert_path);
+  }
+  s->cert_unsettled = 0;
 }
 
 void *kcr__worker_main(void *arg) {

@@ -26,8 +26,8 @@ void kcr__worker_stop(kcr_server_t *s);
 
 /* kcr__worker_load_certs reads the certificate files into a new context and
  * swaps it in (on failure the old one stays, msg says why); counted as
- * certwatcher counts. The worker thread, or create before it starts. 0 or
- * KCR_ECONFIG. */
-int kcr__worker_load_certs(kcr_server_t *s, char *msg, size_t size);
+ * certwatcher counts, a failure only when count_error is set. The worker
+ * thread, or create before it starts. 0 or KCR_ECONFIG. */
+int kcr__worker_load_certs(kcr_server_t *s, int count_error, char *msg, size_t size);
 
 #endif /* KCR_WORKER_INTERNAL_H */

@@ -343,13 +343,15 @@ static int wait_errors(kcr_metrics_registry_t *reg, double want, int timeout_ms)
 }
 
 /* start_watching fills dir (a mkdtemp template) with a pair for CN cn and
- * starts a server on it that polls every 50 ms. */
+ * starts a server on it that polls every 200 ms: long enough that the gap
+ * between write_pair's two renames never spans two polls, even under
+ * valgrind on a loaded machine. */
 static fixture_t *start_watching(char *dir, const char *cn) {
   kcr_server_options o = {0};
   assert_non_null(mkdtemp(dir));
   write_pair(dir, cn);
   o.cert_dir = dir;
-  o.cert_poll_interval_ns = 50 * KCR_NSEC_PER_MSEC;
+  o.cert_poll_interval_ns = 200 * KCR_NSEC_PER_MSEC;
   return start(&o);
 }
 
@@ -392,6 +394,24 @@ static void test_server_tls_reload(void **state) {
   /* A later good pair is taken again. */
   write_pair(dir, "third");
   assert_int_equal(wait_cn(f->port, "third", 5000), 0);
+  assert_true(counter(f->reg, "certwatcher_read_certificate_errors_total") == 1);
+
+  /* A new key whose certificate does not follow is torn: once it has held
+   * still for a poll it is counted, and "third" is still served... */
+  {
+    EVP_PKEY *key;
+    X509 *cert;
+    assert_int_equal(kcr__tls_self_signed("unused", NULL, 0, &key, &cert), 0);
+    publish(dir, "tls.key", key, NULL);
+    EVP_PKEY_free(key);
+    X509_free(cert);
+  }
+  assert_int_equal(wait_errors(f->reg, 2, 5000), 0);
+  assert_serves(f->port, "third");
+  /* ...until the certificate for that key arrives. */
+  write_pair_valid(dir, "fourth", -3600, 365L * 24 * 3600, 1);
+  assert_int_equal(wait_cn(f->port, "fourth", 5000), 0);
+  assert_true(counter(f->reg, "certwatcher_read_certificate_errors_total") == 2);
   kcr_server_get_stats(f->srv, &st);
   assert_int_equal(st.tls_errors, 0);
   stop(f);
