@@ -129,9 +129,14 @@ typedef void (*kcr_server_handler_cb)(void *data, const kcr_server_request *req,
  *                      address holding the most connections; then the one
  *                      that has sent the least for the time it has been
  *                      held (bytes since accept, with those waiting unread,
- *                      over time since accept); the oldest on a tie. Only
- *                      when every connection is being answered is the new
- *                      one closed at once. So neither idle nor trickling
+ *                      over time since accept); the
+ *                      oldest on a tie. At most half of max_connections
+ *                      are shed in one loop iteration: further newcomers
+ *                      wait in the listen queue for the next one, so a
+ *                      batch of reconnects larger than the server cannot
+ *                      shed every connection older than itself. Only when
+ *                      every connection is being answered is the new one
+ *                      closed at once. So neither idle nor trickling
  *                      connections, reconnecting however fast, starve the
  *                      probes.
  *   max_buffered_bytes the memory budget for clients; 0: 16 MiB. See below.

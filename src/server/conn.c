@@ -87,7 +87,7 @@
 /* ---- connection lifetime ---- */
 
 void kcr__conn_maybe_stop_done(kcr_server_t *s) {
-  if (s->stopping && !s->listener_open && s->nconns == 0) {
+  if (s->stopping && !s->listener_open && !s->tick_open && s->nconns == 0) {
     pthread_mutex_lock(&s->mu);
     s->stop_done = 1;
     pthread_cond_broadcast(&s->cond);
@@ -828,7 +828,9 @@ static peer_count *peer_slot(peer_count *tab, uint64_t peer) {
  *   1. the group: connections accepted in this loop iteration go only after
  *      every other (in a burst of reconnects accepted in one batch, the probe
  *      accepted among them has not been read yet), and connections not
- *      reading their reply after those;
+ *      reading their reply after those. admit bounds how many may shed in
+ *      one iteration, so that a batch larger than the server cannot make
+ *      the older connections it spares the only candidates left;
  *   2. the peer: a connection from the address holding the most connections
  *      goes first, so a flood from one address is shed before the kubelet's
  *      probe or a Prometheus, which hold one or two each;
@@ -858,7 +860,7 @@ static int shed_one(kcr_server_t *s) {
     double rate;
     if (c->closing || c->job)
       continue;
-    group = c->busy ? 2 : c->accepted == now ? 1 : 0;
+    group = c->busy ? 2 : c->accepted_iter == s->iter ? 1 : 0;
     if (group > victim_group)
       continue;
     pc = c->peer ? peer_slot(tab, c->peer) : NULL;
@@ -893,15 +895,33 @@ static int shed_one(kcr_server_t *s) {
  * callbacks), the connection is not refused but left in the queue: libuv
  * stops watching the listener until uv_accept, and conn_unlink_free admits
  * it once that memory is back. Only a budget spent on live connections
- * refuses. Loop thread.
+ * refuses.
+ *
+ * At most half the connections may be shed for newcomers in one loop
+ * iteration (iter_sheds); the next newcomer then waits in the listen queue
+ * until the next iteration (kcr__conn_on_tick). Without the bound, a flood
+ * of reconnects accepted in one batch larger than the server sheds every
+ * connection older than the batch, whatever their rank: each shed leaves
+ * one fewer candidate outside the batch, and the last candidate left is
+ * the probe that had sent its whole request. With it, half the server
+ * turns over per iteration at most, and the lowest-ranked half goes.
+ * Loop thread.
  */
 static void admit(kcr_server_t *s) {
   uv_stream_t *l = (uv_stream_t *)&s->listener;
   conn_t *c;
   s->accept_waiting = 0;
-  if (s->nactive >= s->max_conns && !shed_one(s)) {
-    refuse(s, l);
-    return;
+  s->accept_paused = 0;
+  if (s->nactive >= s->max_conns) {
+    if (s->iter_sheds >= (s->max_conns + 1) / 2) {
+      s->accept_paused = 1; /* libuv stops watching the listener until uv_accept */
+      return;
+    }
+    if (!shed_one(s)) {
+      refuse(s, l);
+      return;
+    }
+    s->iter_sheds++;
   }
   if (!charge(s, s->conn_size)) {
     if (s->nconns > s->nactive) {
@@ -950,6 +970,7 @@ static void admit(kcr_server_t *s) {
   s->nconns++;
   s->nactive++;
   c->since = c->accepted = uv_now(l->loop);
+  c->accepted_iter = s->iter;
   uv_timer_init(l->loop, &c->timer);
   c->timer.data = c;
   c->open_handles = 2;
@@ -963,6 +984,14 @@ static void admit(kcr_server_t *s) {
   /* Nothing sent yet counts as reading a head: the header timeout applies. */
   c->reading_head = 1;
   arm_timer(c, s->header_timeout_ms);
+}
+
+void kcr__conn_on_tick(uv_prepare_t *p) {
+  kcr_server_t *s = p->data;
+  s->iter++;
+  s->iter_sheds = 0;
+  if (s->accept_paused && s->listener_open && !s->stopping)
+    admit(s);
 }
 
 void kcr__conn_on_connection(uv_stream_t *l, int status) {

@@ -27,18 +27,19 @@ struct kcr__conn {
   size_t head_len;       /* the head being answered; consumed once its reply is written */
   int open_handles;
   int closing;
-  int reading;       /* uv_read_start is in effect */
-  int reading_head;  /* a request's first byte has arrived */
-  int busy;          /* a request is being answered: its job is out or its reply unsent */
-  int heard;         /* bytes arrived since `since` (TLS: handshake records count) */
-  int close_after;   /* the reply in flight ends the connection */
-  uint64_t since;    /* loop time its current state (idle, head, reply) began */
-  uint64_t accepted; /* loop time it was accepted */
-  uint64_t bytes_in; /* bytes received since accept (TLS: ciphertext) */
-  uint64_t peer;     /* a hash of the peer's address (0: unknown) */
-  job_t *job;        /* the request the worker is answering, or NULL */
-  job_t *pending;    /* a handler request whose body is still being read, or NULL */
-  char *body;        /* the reply's owned body, charged body_cap bytes; NULL: static */
+  int reading;            /* uv_read_start is in effect */
+  int reading_head;       /* a request's first byte has arrived */
+  int busy;               /* a request is being answered: its job is out or its reply unsent */
+  int heard;              /* bytes arrived since `since` (TLS: handshake records count) */
+  int close_after;        /* the reply in flight ends the connection */
+  uint64_t since;         /* loop time its current state (idle, head, reply) began */
+  uint64_t accepted;      /* loop time it was accepted */
+  uint64_t accepted_iter; /* the server's iter when it was accepted */
+  uint64_t bytes_in;      /* bytes received since accept (TLS: ciphertext) */
+  uint64_t peer;          /* a hash of the peer's address (0: unknown) */
+  job_t *job;             /* the request the worker is answering, or NULL */
+  job_t *pending;         /* a handler request whose body is still being read, or NULL */
+  char *body;             /* the reply's owned body, charged body_cap bytes; NULL: static */
   size_t body_cap;
   char reply_head[384];
   /* TLS (NULL ssl: plain HTTP). The reply being encrypted: out_ptr/out_len
@@ -113,6 +114,10 @@ void kcr__conn_close(conn_t *c);
 /* kcr__conn_free frees c and gives back its budget, without closing its
  * handles: for a loop that has already closed them. */
 void kcr__conn_free(conn_t *c);
+
+/* kcr__conn_on_tick is the server's prepare callback: a new loop iteration
+ * begins; a connection held back by admit's turnover bound is admitted. */
+void kcr__conn_on_tick(uv_prepare_t *p);
 
 /* kcr__conn_maybe_stop_done tells a destroy waiting on mu that the server has
  * stopped, once it is stopping and the listener and every connection are

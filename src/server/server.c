@@ -99,6 +99,10 @@ static void do_start(kcr_loop_t *loop, void *data) {
     uv_close((uv_handle_t *)&s->listener, on_listener_closed_failed);
     return;
   }
+  uv_prepare_init(kcr__loop_uv(loop), &s->tick);
+  s->tick.data = s;
+  s->tick_open = 1;
+  uv_prepare_start(&s->tick, kcr__conn_on_tick);
   if (bound.ss_family == AF_INET6)
     atomic_store(&s->port, ntohs(((struct sockaddr_in6 *)&bound)->sin6_port));
   else
@@ -112,12 +116,20 @@ static void on_listener_closed(uv_handle_t *h) {
   kcr__conn_maybe_stop_done(s);
 }
 
+static void on_tick_closed(uv_handle_t *h) {
+  kcr_server_t *s = h->data;
+  s->tick_open = 0;
+  kcr__conn_maybe_stop_done(s);
+}
+
 static void do_stop(kcr_loop_t *loop, void *data) {
   kcr_server_t *s = data;
   (void)loop;
   s->stopping = 1;
   if (s->listener_open && !uv_is_closing((uv_handle_t *)&s->listener))
     uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+  if (s->tick_open && !uv_is_closing((uv_handle_t *)&s->tick))
+    uv_close((uv_handle_t *)&s->tick, on_tick_closed);
   KCR__LIST_EACH(&s->conns, conn_t, link, c)
   kcr__conn_close(c);
   kcr__conn_maybe_stop_done(s);

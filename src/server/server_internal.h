@@ -122,6 +122,12 @@ struct kcr_server {
   int nactive;        /* loop thread: not closing */
   int accept_waiting; /* loop thread: a connection waits in the listen queue for
                        * the memory of closing ones (see admit) */
+  int accept_paused;  /* loop thread: a connection waits in the listen queue for
+                       * the next iteration: this one shed enough (see admit) */
+  uv_prepare_t tick;  /* loop thread: counts loop iterations (kcr__conn_on_tick) */
+  uint64_t iter;      /* loop thread: the loop iteration, as tick counts them */
+  int tick_open;      /* loop thread */
+  int iter_sheds;     /* loop thread: admissions that shed in this iteration */
   atomic_int port;
 
   pthread_mutex_t mu; /* for the create/destroy handshakes */

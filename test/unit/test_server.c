@@ -435,6 +435,19 @@ static void on_stall(kcr_loop_t *loop, void *data) {
   nanosleep(&ts, NULL);
 }
 
+/* stall_loop blocks f's loop thread for 300 ms from now (on_stall) and
+ * returns once it is blocked. */
+static void stall_loop(fixture_t *f) {
+  atomic_int stalled = 0;
+  int64_t t0 = now_ms();
+  assert_int_equal(kcr_loop_post(f->loop, on_stall, &stalled), 0);
+  while (!atomic_load(&stalled) && now_ms() - t0 < 3000) {
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  assert_true(atomic_load(&stalled));
+}
+
 /* Issue 28, finding 2: two holders that have each sent one byte fill the
  * server. A probe and then a reconnecting holder arrive in one accept batch:
  * the holder's admission sheds the other holder, not the probe, which was
@@ -442,9 +455,7 @@ static void on_stall(kcr_loop_t *loop, void *data) {
 static void test_server_shed_spares_probe_in_batch(void **state) {
   kcr_server_options o = {0};
   fixture_t *f;
-  atomic_int stalled = 0;
   int a, b, p, h, closed;
-  int64_t t0;
   char *r;
   kcr_server_stats st;
   (void)state;
@@ -457,13 +468,7 @@ static void test_server_shed_spares_probe_in_batch(void **state) {
   r = read_until_close(a, 100, &closed); /* let the server read both */
   assert_false(closed);
   free(r);
-  assert_int_equal(kcr_loop_post(f->loop, on_stall, &stalled), 0);
-  t0 = now_ms();
-  while (!atomic_load(&stalled) && now_ms() - t0 < 3000) {
-    struct timespec ts = {0, 1000000L};
-    nanosleep(&ts, NULL);
-  }
-  assert_true(atomic_load(&stalled));
+  stall_loop(f);
   p = dial(f->port); /* both wait in the backlog while the loop is stalled */
   send_all(p, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n", 44);
   h = dial(f->port);
@@ -481,6 +486,62 @@ static void test_server_shed_spares_probe_in_batch(void **state) {
   close(b);
   close(p);
   close(h);
+  stop(f);
+}
+
+/* Issue 28, finding 2, TLS floods of 1000: a batch of reconnects larger than
+ * the server used to shed every connection older than the batch, since each
+ * shed left one fewer candidate outside it and the last one left was the
+ * client that had sent most. Here 7 one-byte holders and a client P that has
+ * sent 4000 bytes of an unfinished head (a TLS handshake in progress looks
+ * the same) fill a server of 8; 20 holders arrive in one batch. At most half
+ * the server turns over per loop iteration, the holders rank below P, and P
+ * finishes its request and is answered. */
+static void test_server_shed_bounded_per_iteration(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f;
+  int old[7], fresh[20], p, closed;
+  char head[4096];
+  char *r;
+  kcr_server_stats st;
+  size_t n;
+  (void)state;
+  o.max_connections = 8;
+  o.max_header_bytes = 8192;
+  f = start(&o);
+  for (int i = 0; i < 7; i++) {
+    old[i] = dial(f->port);
+    send_all(old[i], "G", 1);
+  }
+  p = dial(f->port);
+  n = (size_t)snprintf(head, sizeof(head), "GET /healthz HTTP/1.1\r\nConnection: close\r\n");
+  while (n + 24 < sizeof(head))
+    n += (size_t)snprintf(head + n, sizeof(head) - n, "X-Pad: %016zu\r\n", n);
+  send_all(p, head, n);                  /* no blank line yet: the head is not complete */
+  r = read_until_close(p, 100, &closed); /* let the server read them all */
+  assert_false(closed);
+  free(r);
+  stall_loop(f);
+  for (int i = 0; i < 20; i++) /* all in the backlog while the loop is stalled */
+    fresh[i] = dial(f->port);
+  /* Let the batch be accepted and shed, then finish P's request. */
+  r = read_until_close(p, 500, &closed);
+  assert_false(closed);
+  free(r);
+  send_all(p, "\r\n", 2);
+  r = read_until_close(p, 3000, &closed);
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+  free(r);
+  for (int i = 0; i < 7; i++)
+    assert_closed(old[i], 1000);
+  kcr_server_get_stats(f->srv, &st);
+  assert_true(st.shed >= 20);
+  assert_int_equal(st.rejected, 0);
+  for (int i = 0; i < 7; i++)
+    close(old[i]);
+  for (int i = 0; i < 20; i++)
+    close(fresh[i]);
+  close(p);
   stop(f);
 }
 
@@ -993,6 +1054,7 @@ int main(void) {
       cmocka_unit_test(test_server_slowloris),
       cmocka_unit_test(test_server_idle_and_connection_limit),
       cmocka_unit_test(test_server_shed_spares_probe_in_batch),
+      cmocka_unit_test(test_server_shed_bounded_per_iteration),
       cmocka_unit_test(test_server_shed_keeps_client_that_sent),
       cmocka_unit_test(test_server_shed_busiest_peer_first),
       cmocka_unit_test(test_server_auth_pool),
