@@ -18,7 +18,10 @@ Meanwhile one client sends a request every --interval seconds on a fresh
 connection (over TLS with --tls, certificate not checked), as a kubelet probe
 or a Prometheus scrape does, and counts it answered when an HTTP status line
 arrives within --timeout seconds (kubelet's default probe timeout is 1 s).
-Prints one line: answered/sent, the ratio, the worst latency, reconnects.
+Prints one line: answered/sent, the ratio, the worst latency, reconnects,
+and the failures by kind: slow to connect (the TCP connect and the TLS
+handshake did not finish in time: queued behind the flood), slow to answer
+(connected, no status line in time), closed (shed or reset).
 Exit 0 always: the caller decides what ratio it needs.
 """
 import argparse
@@ -77,17 +80,25 @@ async def prober(args, stats, stop):
         stats["sent"] += 1
         ok = False
         w = None
+        stage = ["connect"]
         try:
             async def once():
                 nonlocal w
                 r, w = await asyncio.open_connection(args.host, args.port, ssl=ctx)
+                stage[0] = "reply"
                 w.write(req)
                 await w.drain()
                 line = await r.readline()
+                if not line:
+                    stage[0] = "closed"
                 return line.startswith(b"HTTP/1.")
             ok = await asyncio.wait_for(once(), timeout=args.timeout)
-        except (asyncio.TimeoutError, OSError, ConnectionError, ssl.SSLError):
-            ok = False
+            if not ok:
+                stats["fail_" + stage[0]] += 1
+        except asyncio.TimeoutError:
+            stats["fail_slow_" + stage[0]] += 1
+        except (OSError, ConnectionError, ssl.SSLError):
+            stats["fail_closed"] += 1
         finally:
             if w is not None:
                 w.close()
@@ -148,14 +159,18 @@ def main():
     hp = multiprocessing.Process(target=holders_process, args=(args, counts))
     hp.start()
     time.sleep(1.0)  # let the holders fill the server
-    stats = {"sent": 0, "answered": 0, "worst": 0.0}
+    stats = {"sent": 0, "answered": 0, "worst": 0.0, "fail_slow_connect": 0,
+             "fail_slow_reply": 0, "fail_closed": 0, "fail_reply": 0, "fail_connect": 0}
     asyncio.run(run_prober(args, stats))
     hp.join()
     ratio = stats["answered"] / stats["sent"] if stats["sent"] else 0.0
     print("shed_flood: port %d%s mode %s holders %d: %d/%d answered (%.1f%%), worst %.0f ms, "
-          "%d holder connects, %d connect errors"
+          "%d holder connects, %d connect errors; failed: %d slow to connect (TCP and TLS), "
+          "%d slow to answer, %d closed"
           % (args.port, " tls" if args.tls else "", args.mode, args.holders, stats["answered"],
-             stats["sent"], 100 * ratio, 1000 * stats["worst"], counts[0], counts[1]))
+             stats["sent"], 100 * ratio, 1000 * stats["worst"], counts[0], counts[1],
+             stats["fail_slow_connect"], stats["fail_slow_reply"],
+             stats["fail_closed"] + stats["fail_reply"] + stats["fail_connect"]))
 
 
 if __name__ == "__main__":
