@@ -6,11 +6,15 @@
  * token (200), one without the binding gets 403, no token and a garbage token
  * 401; a burst of 1000 scrapes with one new token costs at most two reviews
  * (one TokenReview, one SubjectAccessReview), counted from the manager's own
- * rest_client_requests_total.
+ * rest_client_requests_total. A flood of distinct bogus tokens from 16
+ * connections costs the API server at most the review rate (20 a second and
+ * a burst of 20), counted by kcr and by the API server's own
+ * apiserver_request_total, while the reader's cached scrapes are all answered.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,38 +179,54 @@ static void *run_main(void *arg) {
   return NULL;
 }
 
-static void test_secure_metrics_authn_authz_and_cache(void **state) {
+/* start_secure makes a manager serving secure metrics on a port the kernel
+ * picks, runs it on *th and returns the port. */
+static int start_secure(runner_t *r, pthread_t *th) {
   kcr_manager_options mo;
   kcr_manager_serving_options so;
   kcr_error_t err;
+  int port = 0;
+  memset(&mo, 0, sizeof(mo));
+  mo.config = config;
+  mo.no_signal_handlers = true;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_manager_create(&mo, &r->m, &err), 0);
+  memset(&so, 0, sizeof(so));
+  so.metrics_bind_address = "127.0.0.1:0";
+  so.metrics_secure = true;
+  assert_int_equal(kcr_manager_serve(r->m, &so, &err), 0);
+  pthread_create(th, NULL, run_main, r);
+  for (int i = 0; i < 300 && !port; i++) {
+    port = kcr_manager_metrics_port(r->m);
+    if (!port)
+      sleep_ms(50);
+  }
+  assert_true(port > 0);
+  return port;
+}
+
+/* stop_secure stops and destroys what start_secure made. */
+static void stop_secure(runner_t *r, pthread_t th) {
+  kcr_manager_request_stop(r->m);
+  pthread_join(th, NULL);
+  assert_int_equal(r->rc, 0);
+  kcr_manager_destroy(r->m);
+}
+
+static void test_secure_metrics_authn_authz_and_cache(void **state) {
   kcr_buf_t body;
   runner_t r;
   pthread_t th;
   CURL *c;
   char *reader, *reader2, *nobody;
   double before, after;
-  int port = 0;
+  int port;
   (void)state;
 
   reader = token_for("reader");
   reader2 = token_for("reader");
   nobody = token_for("nobody");
-  memset(&mo, 0, sizeof(mo));
-  mo.config = config;
-  mo.no_signal_handlers = true;
-  kcr_error_clear(&err);
-  assert_int_equal(kcr_manager_create(&mo, &r.m, &err), 0);
-  memset(&so, 0, sizeof(so));
-  so.metrics_bind_address = "127.0.0.1:0";
-  so.metrics_secure = true;
-  assert_int_equal(kcr_manager_serve(r.m, &so, &err), 0);
-  pthread_create(&th, NULL, run_main, &r);
-  for (int i = 0; i < 300 && !port; i++) {
-    port = kcr_manager_metrics_port(r.m);
-    if (!port)
-      sleep_ms(50);
-  }
-  assert_true(port > 0);
+  port = start_secure(&r, &th);
   kcr_buf_init(&body, 8 << 20);
   c = curl_easy_init();
 
@@ -237,18 +257,151 @@ static void test_secure_metrics_authn_authz_and_cache(void **state) {
 
   curl_easy_cleanup(c);
   kcr_buf_free(&body);
-  kcr_manager_request_stop(r.m);
-  pthread_join(th, NULL);
-  assert_int_equal(r.rc, 0);
-  kcr_manager_destroy(r.m);
+  stop_secure(&r, th);
   free(reader);
   free(reader2);
   free(nobody);
 }
 
+/* metric_value: the value of the first sample line of body that starts with
+ * prefix (a name with its labels, "kcr_auth_refused_total" or
+ * "kcr_auth_reviews_total{kind=\"token\"}"); 0 when there is none. */
+static double metric_value(const char *body, const char *prefix) {
+  size_t n = strlen(prefix);
+  for (const char *p = body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+    if (strncmp(p, prefix, n) == 0 && (p[n] == ' ' || p[n] == '{'))
+      return strtod(strchr(p + n, ' ') + 1, NULL);
+  return 0;
+}
+
+/* server_tokenreviews sums the API server's apiserver_request_total samples
+ * for tokenreviews: what it was asked, whoever asked. */
+static double server_tokenreviews(void) {
+  const char *argv[] = {"get", "--raw", "/metrics", NULL};
+  char *out = kubectl(argv);
+  double sum = 0;
+  assert_non_null(out);
+  for (char *p = out; p && *p;) {
+    char *end = strchr(p, '\n');
+    if (end)
+      *end = '\0';
+    if (strncmp(p, "apiserver_request_total{", 24) == 0 && strstr(p, "resource=\"tokenreviews\""))
+      sum += strtod(strrchr(p, ' ') + 1, NULL);
+    p = end ? end + 1 : NULL;
+  }
+  free(out);
+  return sum;
+}
+
+typedef struct flooder {
+  int port, id;
+  atomic_int *stop;
+  long sent, unauthorized, refused, other;
+} flooder_t;
+
+/* flood scrapes with a new bogus token each time, on one connection. */
+static void *flood(void *arg) {
+  flooder_t *f = arg;
+  CURL *c = curl_easy_init();
+  kcr_buf_t body;
+  kcr_buf_init(&body, 1 << 20);
+  while (!atomic_load(f->stop)) {
+    char token[64];
+    long code;
+    snprintf(token, sizeof(token), "bogus-%d-%ld", f->id, f->sent);
+    code = scrape(c, f->port, token, &body);
+    f->sent++;
+    if (code == 401)
+      f->unauthorized++;
+    else if (code == 429)
+      f->refused++;
+    else
+      f->other++;
+  }
+  curl_easy_cleanup(c);
+  kcr_buf_free(&body);
+  return NULL;
+}
+
+/* Issue 28, finding 4 against the real API server. */
+static void test_secure_metrics_token_flood(void **state) {
+  enum { FLOODERS = 16 };
+  kcr_buf_t body;
+  runner_t r;
+  pthread_t th, fl[FLOODERS];
+  flooder_t f[FLOODERS];
+  atomic_int stop = 0;
+  CURL *c;
+  char *reader;
+  double kcr0, kcr1, srv0, srv1, refused, secs;
+  long sent = 0, unauth = 0, refused429 = 0, other = 0, legit = 0, legit_ok = 0;
+  struct timespec t0, t1;
+  int port;
+  (void)state;
+
+  reader = token_for("reader");
+  port = start_secure(&r, &th);
+  kcr_buf_init(&body, 8 << 20);
+  c = curl_easy_init();
+  assert_int_equal(scrape(c, port, reader, &body), 200); /* reviewed once, cached after */
+  /* Let the bucket fill again after the reader's two reviews. */
+  sleep_ms(1500);
+  assert_int_equal(scrape(c, port, reader, &body), 200);
+  kcr0 = metric_value(kcr_buf_cstr(&body), "kcr_auth_reviews_total{kind=\"token\"}");
+  srv0 = server_tokenreviews();
+
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0; i < FLOODERS; i++) {
+    f[i] = (flooder_t){.port = port, .id = i, .stop = &stop};
+    pthread_create(&fl[i], NULL, flood, &f[i]);
+  }
+  /* The reader scrapes every 100 ms meanwhile, as a Prometheus would (faster). */
+  for (int i = 0; i < 50; i++) {
+    legit++;
+    if (scrape(c, port, reader, &body) == 200)
+      legit_ok++;
+    sleep_ms(100);
+  }
+  atomic_store(&stop, 1);
+  for (int i = 0; i < FLOODERS; i++) {
+    pthread_join(fl[i], NULL);
+    sent += f[i].sent;
+    unauth += f[i].unauthorized;
+    refused429 += f[i].refused;
+    other += f[i].other;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  assert_int_equal(scrape(c, port, reader, &body), 200);
+  kcr1 = metric_value(kcr_buf_cstr(&body), "kcr_auth_reviews_total{kind=\"token\"}");
+  refused = metric_value(kcr_buf_cstr(&body), "kcr_auth_refused_total");
+  srv1 = server_tokenreviews();
+  print_message("token flood: %ld bogus scrapes in %.1f s (%ld 401, %ld 429, %ld other); "
+                "TokenReviews %.0f by kcr's count (%.1f/s), %.0f by the API server's; "
+                "kcr_auth_refused_total %.0f; reader %ld/%ld answered\n",
+                sent, secs, unauth, refused429, other, kcr1 - kcr0, (kcr1 - kcr0) / secs,
+                srv1 - srv0, refused, legit_ok, legit);
+  /* The reader's cached token is never refused, whatever the flood does. */
+  assert_int_equal(legit_ok, legit);
+  /* A bounded rate: the default 20 a second, and the burst of 20. */
+  assert_true(kcr1 - kcr0 <= 20.0 * secs + 20.0 + 2.0);
+  /* Every review kcr counted reached the API server (others may add theirs). */
+  assert_true(srv1 - srv0 >= kcr1 - kcr0);
+  /* The flood asked for more than the rate, and what had no review was 429. */
+  assert_true(refused429 > 0);
+  assert_true(refused > 0);
+  assert_int_equal(other, 0);
+
+  curl_easy_cleanup(c);
+  kcr_buf_free(&body);
+  stop_secure(&r, th);
+  free(reader);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_secure_metrics_authn_authz_and_cache),
+      cmocka_unit_test(test_secure_metrics_token_flood),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
