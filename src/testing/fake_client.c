@@ -20,6 +20,7 @@
 #include <ctype.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -457,6 +458,24 @@ static json_t *merge_patch(json_t *target, const json_t *patch) {
   return target;
 }
 
+/*
+ * parse_index reads tok as an array index the way RFC 6901 (section 4) spells
+ * one: "0", or digits that do not start with 0; no sign, no blank, no leading
+ * zero. An index too large for size_t is refused (no array is that long).
+ */
+static bool parse_index(const char *tok, size_t *out) {
+  size_t i = 0;
+  if (!*tok || (tok[0] == '0' && tok[1]))
+    return false;
+  for (; *tok; tok++) {
+    if (!isdigit((unsigned char)*tok) || i > (SIZE_MAX - 9) / 10)
+      return false;
+    i = i * 10 + (size_t)(*tok - '0');
+  }
+  *out = i;
+  return true;
+}
+
 /* pointer_parent walks a JSON pointer to the container of its last token,
  * which goes (unescaped) into last. NULL when the path does not resolve. */
 static json_t *pointer_parent(json_t *doc, const char *path, char *last, size_t size) {
@@ -489,9 +508,8 @@ static json_t *pointer_parent(json_t *doc, const char *path, char *last, size_t 
     if (json_is_object(cur)) {
       cur = json_object_get(cur, tok);
     } else if (json_is_array(cur)) {
-      char *end;
-      unsigned long i = strtoul(tok, &end, 10);
-      cur = (*tok && *end == '\0') ? json_array_get(cur, i) : NULL;
+      size_t i;
+      cur = parse_index(tok, &i) ? json_array_get(cur, i) : NULL;
     } else {
       return NULL;
     }
@@ -500,20 +518,16 @@ static json_t *pointer_parent(json_t *doc, const char *path, char *last, size_t 
   }
 }
 
+/* array_index reads the last token of a path into an index of arr: one that
+ * exists, or for add one past the end ("-" included). */
 static bool array_index(const json_t *arr, const char *tok, bool for_add, size_t *out) {
-  char *end;
-  unsigned long i;
   if (for_add && strcmp(tok, "-") == 0) {
     *out = json_array_size(arr);
     return true;
   }
-  if (!*tok || (tok[0] == '0' && tok[1]) || !isdigit((unsigned char)tok[0]))
+  if (!parse_index(tok, out))
     return false;
-  i = strtoul(tok, &end, 10);
-  if (*end)
-    return false;
-  *out = i;
-  return for_add ? i <= json_array_size(arr) : i < json_array_size(arr);
+  return for_add ? *out <= json_array_size(arr) : *out < json_array_size(arr);
 }
 
 /* pointer_get: the value at path (borrowed) or NULL. "" is the whole doc. */

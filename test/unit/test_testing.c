@@ -507,6 +507,55 @@ static void test_testing_patch(void **state) {
   json_decref(in);
 }
 
+/* json_patch_rc applies a JSON Patch to default/web (a Deployment) and returns the code. */
+static int json_patch_rc(fixture *fx, const char *patch, json_t **out) {
+  json_t *target = deployment("default", "web");
+  int rc;
+  kcr_error_clear(&fx->err);
+  rc = kcr_objclient_patch(&fx->c, target, KCR_PATCH_JSON, patch, strlen(patch), NULL, out,
+                           &fx->err);
+  json_decref(target);
+  return rc;
+}
+
+/*
+ * An array index in a JSON Pointer is "0" or digits without a leading zero (RFC
+ * 6901 section 4, RFC 6902 section 4): in the middle of a path as at its end.
+ * Before, a middle token went through strtoul, which took "01", "+1" and " 1".
+ */
+static void test_testing_json_pointer_index(void **state) {
+  fixture *fx = *state;
+  static const char *const bad[] = {"01", "+1", " 1", "00", "1 ", "-1", "0x1", ""};
+  char patch[200];
+  json_t *out = NULL;
+  assert_int_equal(kcr_fake_client_add_json(fx->f,
+                                            "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\","
+                                            "\"metadata\":{\"namespace\":\"default\",\"name\":"
+                                            "\"web\"},\"spec\":{\"items\":[{\"b\":1},{\"b\":2}]}}",
+                                            &fx->err),
+                   0);
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    snprintf(patch, sizeof(patch),
+             "[{\"op\":\"replace\",\"path\":\"/spec/items/%s/b\",\"value\":9}]", bad[i]);
+    if (json_patch_rc(fx, patch, NULL) != KCR_EAPI || !kcr_error_is_invalid(&fx->err))
+      fail_msg("replace through index \"%s\" was not refused", bad[i]);
+    snprintf(patch, sizeof(patch), "[{\"op\":\"test\",\"path\":\"/spec/items/%s/b\",\"value\":2}]",
+             bad[i]);
+    if (json_patch_rc(fx, patch, NULL) != KCR_EAPI || !kcr_error_is_invalid(&fx->err))
+      fail_msg("test through index \"%s\" was not refused", bad[i]);
+  }
+  /* the canonical spellings still work: "0" and "1" */
+  assert_int_equal(json_patch_rc(fx,
+                                 "[{\"op\":\"test\",\"path\":\"/spec/items/0/b\",\"value\":1},"
+                                 "{\"op\":\"replace\",\"path\":\"/spec/items/1/b\",\"value\":9}]",
+                                 &out),
+                   0);
+  assert_int_equal(
+      json_integer_value(json_object_get(json_array_get(kcr_meta_path(out, "spec.items"), 1), "b")),
+      9);
+  json_decref(out);
+}
+
 static void test_testing_apply_not_supported(void **state) {
   fixture *fx = *state;
   json_t *in = cm("default", "a", NULL);
@@ -788,6 +837,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_testing_list_selectors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_list_shape_and_paging, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_patch, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_json_pointer_index, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_apply_not_supported, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_interceptors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_create_or_update, setup, teardown),
