@@ -61,12 +61,14 @@ extern "C" {
  *    of "status" changes only .status (and the resourceVersion); update or patch
  *    of the object keeps the stored .status; create drops .status. Seeding with
  *    kcr_fake_client_add keeps the status given (WithObjects + WithStatusSubresource).
- *  - patch: merge (RFC 7386) and JSON Patch (RFC 6902, test op included); an
- *    array index in a JSON Patch path is "0" or digits without a leading zero
- *    (RFC 6901), anywhere in the path ("01", "+1", "-1" are Invalid, though the
- *    API server's JSON Patch library takes them); a strategic merge patch is
- *    applied as a merge patch (lists are replaced, not merged by key: a
- *    documented difference).
+ *  - patch: merge (RFC 7386) and JSON Patch (RFC 6902, test op included). JSON
+ *    Patch keeps to the RFCs where the API server's library (evanphx/json-patch
+ *    v4) does not: test compares numbers by value (1 equals 1.0; the server
+ *    compares their text), and an array index in a path is "0" or digits
+ *    without a leading zero (RFC 6901) anywhere in it ("01", "+1", "-1" are
+ *    Invalid; the server takes them). A strategic merge patch is applied as a
+ *    merge patch (lists are replaced, not merged by key: a documented
+ *    difference).
  *  - delete of an object with finalizers sets deletionTimestamp (once) and
  *    keeps it; an update or patch that removes the last finalizer of such an
  *    object deletes it; adding a finalizer to it is Invalid (422), as the server

@@ -584,6 +584,54 @@ static bool pointer_add(json_t *doc, const char *path, json_t *value, bool repla
   return false;
 }
 
+/* number_equal compares two JSON numbers by value: an integer equals a real
+ * only when the real is that integer exactly (no rounding through double). */
+static bool number_equal(const json_t *a, const json_t *b) {
+  double r;
+  json_int_t i;
+  if (json_is_integer(a) && json_is_integer(b))
+    return json_integer_value(a) == json_integer_value(b);
+  if (json_is_real(a) && json_is_real(b))
+    return json_real_value(a) == json_real_value(b);
+  r = json_real_value(json_is_real(a) ? a : b);
+  i = json_integer_value(json_is_integer(a) ? a : b);
+  /* [-2^63, 2^63): where a double converts to json_int_t without overflow */
+  if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0))
+    return false;
+  return (json_int_t)r == i && (double)(json_int_t)r == r;
+}
+
+/*
+ * values_equal is the test op's comparison (RFC 6902 section 4.6): json_equal,
+ * but numbers are equal when their values are (1, 1.0 and 1e0 are one number),
+ * at any depth.
+ */
+static bool values_equal(const json_t *a, const json_t *b) {
+  if (json_is_number(a) && json_is_number(b))
+    return number_equal(a, b);
+  if (json_is_object(a) && json_is_object(b)) {
+    const char *k;
+    json_t *v;
+    if (json_object_size(a) != json_object_size(b))
+      return false;
+    json_object_foreach((json_t *)a, k, v) {
+      const json_t *w = json_object_get(b, k);
+      if (!w || !values_equal(v, w))
+        return false;
+    }
+    return true;
+  }
+  if (json_is_array(a) && json_is_array(b)) {
+    if (json_array_size(a) != json_array_size(b))
+      return false;
+    for (size_t i = 0; i < json_array_size(a); i++)
+      if (!values_equal(json_array_get(a, i), json_array_get(b, i)))
+        return false;
+    return true;
+  }
+  return json_equal(a, b);
+}
+
 /* json_patch applies ops to *doc (in place). 0, or a message in why. */
 static int json_patch(json_t *doc, const json_t *ops, char *why, size_t size) {
   size_t i;
@@ -604,7 +652,7 @@ static int json_patch(json_t *doc, const json_t *ops, char *why, size_t size) {
     }
     if (strcmp(name, "test") == 0) {
       v = pointer_get(doc, path);
-      ok = v && value && json_equal(v, value);
+      ok = v && value && values_equal(v, value);
       if (!ok) {
         snprintf(why, size, "testing value %s failed: test failed", path);
         return -1;

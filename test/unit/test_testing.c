@@ -507,6 +507,16 @@ static void test_testing_patch(void **state) {
   json_decref(in);
 }
 
+/* seed_web seeds the Deployment default/web with spec (a JSON object text). */
+static void seed_web(fixture *fx, const char *spec) {
+  char obj[600];
+  snprintf(obj, sizeof(obj),
+           "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"namespace\":"
+           "\"default\",\"name\":\"web\"},\"spec\":%s}",
+           spec);
+  assert_int_equal(kcr_fake_client_add_json(fx->f, obj, &fx->err), 0);
+}
+
 /* json_patch_rc applies a JSON Patch to default/web (a Deployment) and returns the code. */
 static int json_patch_rc(fixture *fx, const char *patch, json_t **out) {
   json_t *target = deployment("default", "web");
@@ -528,12 +538,7 @@ static void test_testing_json_pointer_index(void **state) {
   static const char *const bad[] = {"01", "+1", " 1", "00", "1 ", "-1", "0x1", ""};
   char patch[200];
   json_t *out = NULL;
-  assert_int_equal(kcr_fake_client_add_json(fx->f,
-                                            "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\","
-                                            "\"metadata\":{\"namespace\":\"default\",\"name\":"
-                                            "\"web\"},\"spec\":{\"items\":[{\"b\":1},{\"b\":2}]}}",
-                                            &fx->err),
-                   0);
+  seed_web(fx, "{\"items\":[{\"b\":1},{\"b\":2}]}");
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     snprintf(patch, sizeof(patch),
              "[{\"op\":\"replace\",\"path\":\"/spec/items/%s/b\",\"value\":9}]", bad[i]);
@@ -554,6 +559,45 @@ static void test_testing_json_pointer_index(void **state) {
       json_integer_value(json_object_get(json_array_get(kcr_meta_path(out, "spec.items"), 1), "b")),
       9);
   json_decref(out);
+}
+
+/*
+ * The test op compares numbers by value (RFC 6902 section 4.6): 1, 1.0, 1e0 and
+ * 100e-2 are one number, inside objects and arrays too; 1.5 is not 1, and a
+ * number is never a string.
+ */
+static void test_testing_json_patch_test_numbers(void **state) {
+  fixture *fx = *state;
+  static const char *const same[] = {"1.0", "1e0", "100e-2", "1"};
+  static const char *const other[] = {"1.5", "\"1\"", "true", "2", "0.999999"};
+  char patch[300];
+  seed_web(fx, "{\"replicas\":1,\"ratio\":0.5,\"big\":9007199254740993,\"items\":[{\"b\":1}]}");
+  for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+    snprintf(patch, sizeof(patch),
+             "[{\"op\":\"test\",\"path\":\"/spec/replicas\",\"value\":%s},"
+             "{\"op\":\"test\",\"path\":\"/spec/items\",\"value\":[{\"b\":%s}]}]",
+             same[i], same[i]);
+    if (json_patch_rc(fx, patch, NULL) != 0)
+      fail_msg("test of 1 against %s failed: %s", same[i], fx->err.message);
+  }
+  for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+    snprintf(patch, sizeof(patch), "[{\"op\":\"test\",\"path\":\"/spec/replicas\",\"value\":%s}]",
+             other[i]);
+    if (json_patch_rc(fx, patch, NULL) != KCR_EAPI || !kcr_error_is_invalid(&fx->err))
+      fail_msg("test of 1 against %s passed", other[i]);
+  }
+  /* a real against a real; an integer beyond 2^53 is not its nearest double */
+  assert_int_equal(
+      json_patch_rc(fx, "[{\"op\":\"test\",\"path\":\"/spec/ratio\",\"value\":5e-1}]", NULL), 0);
+  assert_int_equal(json_patch_rc(fx,
+                                 "[{\"op\":\"test\",\"path\":\"/spec/big\",\"value\":"
+                                 "9007199254740992.0}]",
+                                 NULL),
+                   KCR_EAPI);
+  assert_int_equal(
+      json_patch_rc(fx, "[{\"op\":\"test\",\"path\":\"/spec/big\",\"value\":9007199254740993}]",
+                    NULL),
+      0);
 }
 
 static void test_testing_apply_not_supported(void **state) {
@@ -838,6 +882,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_testing_list_shape_and_paging, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_patch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_json_pointer_index, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_json_patch_test_numbers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_apply_not_supported, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_interceptors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_create_or_update, setup, teardown),
