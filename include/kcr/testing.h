@@ -50,7 +50,9 @@ extern "C" {
  * fake client:
  *  - create assigns metadata.uid, metadata.resourceVersion (one counter for the
  *    whole tracker, as etcd's revision), creationTimestamp and generation 1;
- *    metadata.generateName with no name gets five random characters appended.
+ *    metadata.generateName with no name gets five random characters appended,
+ *    after it is cut to its first 58 bytes (a generated name is at most 63, as
+ *    the API server's names.SimpleNameGenerator makes them).
  *    A create that names a resourceVersion is refused (BadRequest), one without
  *    name or generateName is Invalid, an existing name is AlreadyExists (409).
  *  - update (PUT) with a resourceVersion other than the stored one is a Conflict

@@ -887,14 +887,21 @@ nomem:
   return oom(err);
 }
 
-/* generate_name appends five characters from apimachinery's alphabet. */
+/* The API server's names.SimpleNameGenerator: at most 63 bytes, five random. */
+#define GENERATED_RANDOM 5
+#define GENERATED_BASE_MAX (63 - GENERATED_RANDOM)
+
+/* generate_name appends five characters from apimachinery's alphabet to base,
+ * cut first to GENERATED_BASE_MAX bytes, as the API server does. */
 static void generate_name(kcr_fake_client_t *f, const char *base, char *out, size_t size) {
   static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
-  char suffix[6];
-  for (int i = 0; i < 5; i++)
+  char suffix[GENERATED_RANDOM + 1];
+  size_t n = strlen(base);
+  for (int i = 0; i < GENERATED_RANDOM; i++)
     suffix[i] = alphabet[kcr_rand_next(&f->rand) % (sizeof(alphabet) - 1)];
-  suffix[5] = '\0';
-  snprintf(out, size, "%s%s", base, suffix);
+  suffix[GENERATED_RANDOM] = '\0';
+  snprintf(out, size, "%.*s%s", (int)(n > GENERATED_BASE_MAX ? GENERATED_BASE_MAX : n), base,
+           suffix);
 }
 
 /* do_create stores a copy of obj. seed: kcr_fake_client_add (status kept,

@@ -105,6 +105,31 @@ static void test_testing_create_generate_name(void **state) {
   json_decref(in);
 }
 
+/*
+ * generateName is cut to 58 bytes before the five random characters, so a
+ * generated name is at most 63 (the API server's names.SimpleNameGenerator,
+ * maxGeneratedNameLength = 63 - 5).
+ */
+static void test_testing_generate_name_truncated(void **state) {
+  fixture *fx = *state;
+  static const size_t lens[] = {57, 58, 59, 63, 100, 400};
+  char base[401];
+  for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+    size_t n = lens[i], kept = n > 58 ? 58 : n;
+    json_t *in, *out = NULL;
+    for (size_t j = 0; j < n; j++)
+      base[j] = (char)('a' + j % 26);
+    base[n] = '\0';
+    in = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "ConfigMap", "metadata",
+                   "namespace", "default", "generateName", base);
+    assert_int_equal(kcr_objclient_create(&fx->c, in, &out, &fx->err), 0);
+    assert_int_equal(strlen(kcr_meta_name(out)), kept + 5);
+    assert_memory_equal(kcr_meta_name(out), base, kept);
+    json_decref(out);
+    json_decref(in);
+  }
+}
+
 static void test_testing_create_errors(void **state) {
   fixture *fx = *state;
   json_t *in = deployment("default", "web"), *noname;
@@ -871,6 +896,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_testing_create_assigns_metadata, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_create_generate_name, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_generate_name_truncated, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_create_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_get_not_found, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_update_conflict, setup, teardown),
