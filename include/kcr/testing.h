@@ -71,6 +71,10 @@ extern "C" {
  *    Invalid; the server takes them). A strategic merge patch is applied as a
  *    merge patch (lists are replaced, not merged by key: a documented
  *    difference).
+ *  - only delete sets deletionTimestamp: an update or patch that sets one on a
+ *    live object is Invalid (422, "metadata.deletionTimestamp: Invalid value:
+ *    ...: field is immutable", as the API server answers), and one of a
+ *    deleting object keeps the stored value.
  *  - delete of an object with finalizers sets deletionTimestamp (once) and
  *    keeps it; an update or patch that removes the last finalizer of such an
  *    object deletes it; adding a finalizer to it is Invalid (422), as the server

@@ -333,11 +333,31 @@ static bool str_in(const json_t *arr, const char *s) {
 /* ---- the write rules every verb shares ---- */
 
 /*
+ * deletion_shown writes a deletionTimestamp as the API server shows a refused
+ * metav1.Time: its JSON, in UTC and whole seconds ("2026-01-02T03:04:05Z", the
+ * quotes included). A value that is no RFC 3339 time is shown as given.
+ */
+static void deletion_shown(const json_t *v, char *buf, size_t size) {
+  const char *s = json_string_value(v);
+  char t[KCR_TIME_BUFSIZE];
+  kcr_time_t at;
+  size_t n;
+  if (s && kcr_time_parse(s, strlen(s), &at, NULL) == 0 &&
+      kcr_time_format(at, KCR_TIME_SECONDS, t, sizeof(t)) > 0) {
+    snprintf(buf, size, "\"%s\"", t);
+    return;
+  }
+  n = json_dumpb(v, buf, size - 1, JSON_ENCODE_ANY | JSON_COMPACT);
+  buf[n > 0 && n < size ? n : 0] = '\0';
+}
+
+/*
  * commit makes next (stolen) the stored state of it, the way the API server
  * would turn a PUT or PATCH into one: subresource "status" takes only next's
  * status; the object itself keeps the stored status; uid, creationTimestamp,
  * deletionTimestamp, name and namespace cannot change; a stale resourceVersion
- * is a Conflict; no new finalizers on a deleting object; generation grows when
+ * is a Conflict; a deletionTimestamp set on a live object is Invalid (only a
+ * delete sets one); no new finalizers on a deleting object; generation grows when
  * the spec changed; a write that changes nothing keeps the resourceVersion; a
  * deleting object whose last finalizer went away is deleted. *out: new copy of
  * the result. mu held.
@@ -359,6 +379,17 @@ static int commit(kcr_fake_client_t *f, item_t *it, json_t *next, const char *su
     return conflict(err, w,
                     "the object has been modified; please apply your changes to the latest "
                     "version and try again");
+  }
+  if (!(subresource && strcmp(subresource, "status") == 0) && !kcr_meta_is_deleting(cur) &&
+      kcr_meta_is_deleting(next)) {
+    /* BeforeUpdate keeps a stored deletionTimestamp; validation refuses a new one */
+    char shown[KCR_TIME_BUFSIZE + 80], why[KCR_TIME_BUFSIZE + 160];
+    deletion_shown(json_object_get(json_object_get(next, "metadata"), "deletionTimestamp"), shown,
+                   sizeof(shown));
+    snprintf(why, sizeof(why), "metadata.deletionTimestamp: Invalid value: %s: field is immutable",
+             shown);
+    json_decref(next);
+    return invalid(err, w, why);
   }
   if (subresource && strcmp(subresource, "status") == 0) {
     result = json_deep_copy(cur);
@@ -385,7 +416,7 @@ static int commit(kcr_fake_client_t *f, item_t *it, json_t *next, const char *su
     return oom(err);
   }
   md = md_of(result);
-  deleting = json_object_get(cmd, "deletionTimestamp") != NULL;
+  deleting = kcr_meta_is_deleting(cur);
   fins = json_object_get(md, "finalizers");
   if (deleting) {
     size_t i;

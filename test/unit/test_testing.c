@@ -342,6 +342,75 @@ static void test_testing_finalizers(void **state) {
   json_decref(in);
 }
 
+/*
+ * Only a delete sets deletionTimestamp. An update or patch that sets one on a
+ * live object is Invalid, as the API server answers (ValidateObjectMetaUpdate:
+ * the field is immutable; the value shown as metav1.Time marshals it); on a
+ * deleting object a write cannot change or drop it (BeforeUpdate keeps the
+ * stored one) and that is not an error. A null is no value.
+ */
+static void test_testing_deletion_timestamp_immutable(void **state) {
+  fixture *fx = *state;
+  static const char want[] = "ConfigMap \"a\" is invalid: metadata.deletionTimestamp: Invalid "
+                             "value: \"2026-01-02T03:04:05Z\": field is immutable";
+  static const char merge[] = "{\"metadata\":{\"deletionTimestamp\":\"2026-01-02T03:04:05Z\"}}";
+  static const char jp[] = "[{\"op\":\"add\",\"path\":\"/metadata/deletionTimestamp\","
+                           "\"value\":\"2026-01-02T03:04:05Z\"}]";
+  json_t *in = cm("default", "a", NULL), *v1 = NULL, *v2 = NULL, *got, *md;
+  assert_int_equal(kcr_objclient_create(&fx->c, in, &v1, &fx->err), 0);
+  md = json_object_get(v1, "metadata");
+  json_object_set_new(md, "deletionTimestamp", json_string("2026-01-02T03:04:05Z"));
+  assert_int_equal(kcr_objclient_update(&fx->c, v1, NULL, NULL, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_invalid(&fx->err));
+  assert_int_equal(fx->err.http_status, 422);
+  assert_string_equal(fx->err.message, want);
+  /* shown in UTC, whole seconds, as metav1.Time marshals */
+  kcr_error_clear(&fx->err);
+  json_object_set_new(md, "deletionTimestamp", json_string("2026-01-02T04:04:05.5+01:00"));
+  assert_int_equal(kcr_objclient_update(&fx->c, v1, NULL, NULL, &fx->err), KCR_EAPI);
+  assert_string_equal(fx->err.message, want);
+  kcr_error_clear(&fx->err);
+  assert_int_equal(
+      kcr_objclient_patch(&fx->c, v1, KCR_PATCH_MERGE, merge, strlen(merge), NULL, NULL, &fx->err),
+      KCR_EAPI);
+  assert_string_equal(fx->err.message, want);
+  kcr_error_clear(&fx->err);
+  assert_int_equal(
+      kcr_objclient_patch(&fx->c, v1, KCR_PATCH_JSON, jp, strlen(jp), NULL, NULL, &fx->err),
+      KCR_EAPI);
+  assert_string_equal(fx->err.message, want);
+  /* nothing was written */
+  got = get(fx, &cm_gvk, "default", "a");
+  assert_false(kcr_meta_is_deleting(got));
+  assert_string_equal(kcr_meta_resource_version(got), kcr_meta_resource_version(v1));
+  json_decref(got);
+  /* null is no value: the update goes through */
+  json_object_set_new(md, "deletionTimestamp", json_null());
+  json_object_set_new(json_object_get(v1, "data"), "k", json_string("v2"));
+  assert_int_equal(kcr_objclient_update(&fx->c, v1, NULL, &v2, &fx->err), 0);
+  assert_false(kcr_meta_is_deleting(v2));
+  json_decref(v2);
+  v2 = NULL;
+  /* a deleting object keeps its deletionTimestamp, without an error */
+  json_decref(v1);
+  v1 = get(fx, &cm_gvk, "default", "a");
+  kcr_finalizer_add(v1, "kcr.dev/hold", NULL);
+  assert_int_equal(kcr_objclient_update(&fx->c, v1, NULL, NULL, &fx->err), 0);
+  assert_int_equal(kcr_objclient_delete(&fx->c, v1, NULL, &fx->err), 0);
+  json_decref(v1);
+  v1 = get(fx, &cm_gvk, "default", "a");
+  got = json_deep_copy(v1);
+  json_object_set_new(json_object_get(v1, "metadata"), "deletionTimestamp",
+                      json_string("2030-01-01T00:00:00Z"));
+  assert_int_equal(kcr_objclient_update(&fx->c, v1, NULL, &v2, &fx->err), 0);
+  assert_string_equal(kcr_meta_path_string(v2, "metadata.deletionTimestamp"),
+                      kcr_meta_path_string(got, "metadata.deletionTimestamp"));
+  json_decref(got);
+  json_decref(v2);
+  json_decref(v1);
+  json_decref(in);
+}
+
 static void test_testing_delete(void **state) {
   fixture *fx = *state;
   json_t *in = cm("default", "a", NULL), *v1 = NULL;
@@ -903,6 +972,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_testing_update_noop_and_generation, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_status_subresource, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_finalizers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_deletion_timestamp_immutable, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_delete, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_list_selectors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_list_shape_and_paging, setup, teardown),
