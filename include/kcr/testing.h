@@ -148,7 +148,11 @@ KCR_EXTERN void kcr_fake_client_destroy(kcr_fake_client_t *f);
  * metadata.name required) as it is, status included (WithObjects): uid,
  * resourceVersion, creationTimestamp and generation are filled only when absent,
  * and the tracker's counter moves past a numeric resourceVersion given. An
- * existing object of that key is AlreadyExists. Interceptors are not consulted.
+ * existing object of that key is AlreadyExists. An object with a
+ * deletionTimestamp and no finalizers is refused with KCR_EINVAL ("refusing to
+ * create obj NAME with metadata.deletionTimestamp but no finalizers", as
+ * controller-runtime's builder says): no server holds one. Interceptors are not
+ * consulted.
  */
 KCR_EXTERN int kcr_fake_client_add(kcr_fake_client_t *f, const json_t *obj, kcr_error_t *err);
 

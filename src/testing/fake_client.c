@@ -948,6 +948,13 @@ static int do_create(kcr_fake_client_t *f, const json_t *obj, bool seed, json_t 
 
   if ((rc = obj_id_of(obj, &id, err)) != 0)
     return rc;
+  /* no server holds a deleting object that nothing holds (WithObjects refuses it) */
+  if (seed && kcr_meta_is_deleting(obj) &&
+      json_array_size(json_object_get(json_object_get(obj, "metadata"), "finalizers")) == 0)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "fake client: refusing to create obj %s with metadata.deletionTimestamp "
+                         "but no finalizers",
+                         id.name);
   rv = kcr_meta_resource_version(obj);
   if (!seed && rv && *rv)
     return bad_request(err, "resourceVersion can not be set for Create requests");

@@ -411,6 +411,45 @@ static void test_testing_deletion_timestamp_immutable(void **state) {
   json_decref(in);
 }
 
+/*
+ * Seeding a deleting object without finalizers is refused, as controller-runtime's
+ * fake client builder refuses it (versionedTracker.Add): no server ever holds
+ * one. With a finalizer it is seeded as given; a null deletionTimestamp is none.
+ */
+static void test_testing_seed_deleting_needs_finalizers(void **state) {
+  fixture *fx = *state;
+  static const char *const refused[] = {
+      "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"d\","
+      "\"name\":\"x\",\"deletionTimestamp\":\"2026-01-02T03:04:05Z\"}}",
+      "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"d\","
+      "\"name\":\"x\",\"deletionTimestamp\":\"2026-01-02T03:04:05Z\",\"finalizers\":[]}}"};
+  json_t *got;
+  for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+    kcr_error_clear(&fx->err);
+    assert_int_equal(kcr_fake_client_add_json(fx->f, refused[i], &fx->err), KCR_EINVAL);
+    assert_string_equal(fx->err.message, "fake client: refusing to create obj x with "
+                                         "metadata.deletionTimestamp but no finalizers");
+  }
+  assert_int_equal(kcr_fake_client_count(fx->f, &cm_gvk, NULL), 0);
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_fake_client_add_json(
+                       fx->f,
+                       "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":"
+                       "\"d\",\"name\":\"x\",\"deletionTimestamp\":\"2026-01-02T03:04:05Z\","
+                       "\"finalizers\":[\"kcr.dev/hold\"]}}",
+                       &fx->err),
+                   0);
+  got = get(fx, &cm_gvk, "d", "x");
+  assert_true(kcr_meta_is_deleting(got));
+  json_decref(got);
+  assert_int_equal(kcr_fake_client_add_json(fx->f,
+                                            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+                                            "\"metadata\":{\"namespace\":\"d\",\"name\":\"y\","
+                                            "\"deletionTimestamp\":null}}",
+                                            &fx->err),
+                   0);
+}
+
 static void test_testing_delete(void **state) {
   fixture *fx = *state;
   json_t *in = cm("default", "a", NULL), *v1 = NULL;
@@ -973,6 +1012,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_testing_status_subresource, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_finalizers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_deletion_timestamp_immutable, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_seed_deleting_needs_finalizers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_delete, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_list_selectors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_list_shape_and_paging, setup, teardown),
