@@ -58,7 +58,9 @@ extern "C" {
  *  - update (PUT) with a resourceVersion other than the stored one is a Conflict
  *    (409, the API server's "the object has been modified" message); without a
  *    resourceVersion it is unconditional. generation grows when anything outside
- *    metadata and status changed. A missing object is NotFound (404).
+ *    metadata and status changed. A missing object is NotFound (404); an
+ *    update without metadata.name is Invalid (422, "metadata.name: Required
+ *    value: name is required", as controller-runtime's fake answers).
  *  - every kind has the status subresource, as a CRD that declares it: update
  *    of "status" changes only .status (and the resourceVersion); update or patch
  *    of the object keeps the stored .status; create drops .status. Seeding with

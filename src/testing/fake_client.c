@@ -1082,6 +1082,10 @@ static int f_update(const kcr_objclient *c, const json_t *obj, const char *subre
   call.name = id.name;
   if ((rc = intercept(f, &call, err)) != 0 || (rc = check_subresource(subresource, err)) != 0)
     return rc;
+  if (!*id.name) {
+    who_init(&w, id.group, id.kind, "");
+    return invalid(err, &w, "metadata.name: Required value: name is required");
+  }
   if (!(next = json_deep_copy(obj)))
     return oom(err);
   pthread_mutex_lock(&f->mu);

@@ -227,6 +227,34 @@ static void test_testing_update_conflict(void **state) {
   json_decref(in);
 }
 
+/*
+ * An update names its object: without a name it is Invalid, not NotFound
+ * (controller-runtime's versionedTracker answers field.Required on
+ * metadata.name), for the object and its status alike.
+ */
+static void test_testing_update_without_name(void **state) {
+  fixture *fx = *state;
+  json_t *c1 = cm("default", "", NULL), *d1 = deployment("default", "web");
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_update(&fx->c, c1, NULL, NULL, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_invalid(&fx->err));
+  assert_int_equal(fx->err.http_status, 422);
+  assert_string_equal(fx->err.message,
+                      "ConfigMap \"\" is invalid: metadata.name: Required value: name is required");
+  kcr_error_clear(&fx->err);
+  json_object_del(json_object_get(c1, "metadata"), "name");
+  assert_int_equal(kcr_objclient_update(&fx->c, c1, "status", NULL, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_invalid(&fx->err));
+  kcr_error_clear(&fx->err);
+  json_object_del(json_object_get(d1, "metadata"), "name");
+  assert_int_equal(kcr_objclient_update(&fx->c, d1, NULL, NULL, &fx->err), KCR_EAPI);
+  assert_string_equal(
+      fx->err.message,
+      "Deployment.apps \"\" is invalid: metadata.name: Required value: name is required");
+  json_decref(c1);
+  json_decref(d1);
+}
+
 static void test_testing_update_noop_and_generation(void **state) {
   fixture *fx = *state;
   json_t *in = deployment("default", "web"), *v1 = NULL, *v2 = NULL, *v3 = NULL, *v4 = NULL;
@@ -1008,6 +1036,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_testing_create_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_get_not_found, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_update_conflict, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_update_without_name, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_update_noop_and_generation, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_status_subresource, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_finalizers, setup, teardown),
