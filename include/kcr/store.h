@@ -112,11 +112,19 @@ KCR_EXTERN int kcr_store_update(kcr_store_t *s, const json_t *obj, kcr_error_t *
 
 /*
  * kcr_store_delete removes the object with obj's key (borrowed) and its index
- * entries. A missing key is not an error. Returns 0 or KCR_EINVAL (no key).
+ * entries. A missing key is not an error. obj's resourceVersion becomes the
+ * store's when it is after it (client-go's DeleteWithObject takes it too), and
+ * only then: a delete never moves the version back, and one that is no
+ * positive decimal without a leading zero (apimachinery's
+ * CompareResourceVersion) leaves it. Returns 0, KCR_EINVAL (no key) or
+ * KCR_ENOMEM (the store unchanged).
  */
 KCR_EXTERN int kcr_store_delete(kcr_store_t *s, const json_t *obj, kcr_error_t *err);
 
-/* kcr_store_delete_key removes the object stored under key. Returns 0 or KCR_ENOENT. */
+/*
+ * kcr_store_delete_key removes the object stored under key; it names no
+ * version, so the store's stays. Returns 0 or KCR_ENOENT.
+ */
 KCR_EXTERN int kcr_store_delete_key(kcr_store_t *s, const char *key);
 
 /*
@@ -159,8 +167,9 @@ KCR_EXTERN int kcr_store_replace(kcr_store_t *s, const json_t *items, const char
                                  kcr_error_t *err);
 
 /*
- * kcr_store_resource_version copies the resourceVersion of the last add, update
- * or replace into buf ("" before any). Returns 0 or KCR_ETOOBIG.
+ * kcr_store_resource_version copies the store's resourceVersion into buf: that
+ * of the last add, update or replace, or of a later delete whose version was
+ * after it ("" before any). Returns 0 or KCR_ETOOBIG.
  */
 KCR_EXTERN int kcr_store_resource_version(kcr_store_t *s, char *buf, size_t size);
 

@@ -171,7 +171,9 @@ static int process(const char *key, const kcr_delta *deltas, size_t n, bool init
     kcr_error_t err;
     kcr_error_clear(&err);
     if (d->type == KCR_DELTA_DELETED) {
-      kcr_store_delete_key(inf->store, d->tombstone_key ? d->tombstone_key : key);
+      /* the deletion's version is the store's too, when it is newer (a tombstone's
+       * last known state is older, and leaves it) */
+      kcr__store_remove(inf->store, d->tombstone_key ? d->tombstone_key : key, c);
       distribute(inf, KCR__NOTE_DELETE, false, NULL, c, key, d->tombstone_key);
       continue;
     }

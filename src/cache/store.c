@@ -70,8 +70,10 @@ struct kcr_store {
   kcr__hmap_t items;   /* key -> item_t; protected by lock */
   indexer_t *idx;      /* protected by lock; idx[0] is the namespace index */
   size_t nidx;         /* protected by lock */
-  kcr__cobj_t *rv_obj; /* protected by lock; the last added object, whose rv is the store's */
-  char *rv_str;        /* protected by lock; the rv of the last replace, if newer */
+  kcr__cobj_t *rv_obj; /* protected by lock; the object whose rv is the store's: the last
+                        * added, or a deleted one whose rv was newer */
+  char *rv_str;        /* protected by lock; the rv of the last replace, or of a delete by
+                        * tree, when it is the store's (then rv_obj is NULL) */
 };
 
 struct kcr_index_values {
@@ -339,6 +341,36 @@ static void set_rv_str(kcr_store_t *s, char *str) {
   s->rv_str = str;
 }
 
+/* rv_well_formed: s is a resourceVersion that can be ordered, as
+ * apimachinery's CompareResourceVersion reads one: a positive decimal without
+ * a leading zero, of any length. */
+static bool rv_well_formed(const char *s) {
+  if (!s || !*s || *s == '0')
+    return false;
+  for (; *s; s++)
+    if (*s < '0' || *s > '9')
+      return false;
+  return true;
+}
+
+/* rv_after: resourceVersion a is well formed and after b; a b that is not well
+ * formed ("" before any, or an opaque one) is before every version. */
+static bool rv_after(const char *a, const char *b) {
+  size_t la, lb;
+  if (!rv_well_formed(a))
+    return false;
+  if (!rv_well_formed(b))
+    return true;
+  la = strlen(a);
+  lb = strlen(b);
+  return la != lb ? la > lb : strcmp(a, b) > 0;
+}
+
+/* current_rv: the store's resourceVersion (borrowed; "" before any). Lock held. */
+static const char *current_rv(const kcr_store_t *s) {
+  return s->rv_str ? s->rv_str : s->rv_obj ? kcr__cobj_rv(s->rv_obj) : "";
+}
+
 /* --- lifecycle ----------------------------------------------------------- */
 
 static int make_store(kcr_key_fn key_fn, void *key_data, kcr_store_t **out) {
@@ -584,23 +616,43 @@ static item_t *detach_locked(kcr_store_t *s, const char *key) {
   return it;
 }
 
-int kcr_store_delete_key(kcr_store_t *s, const char *key) {
+int kcr__store_remove(kcr_store_t *s, const char *key, kcr__cobj_t *last) {
   item_t *it;
   assert(s && key);
   pthread_rwlock_wrlock(&s->lock);
   it = detach_locked(s, key);
+  if (last && rv_after(kcr__cobj_rv(last), current_rv(s)))
+    set_rv_obj(s, last);
   pthread_rwlock_unlock(&s->lock);
   item_free(it);
   return it ? 0 : KCR_ENOENT;
 }
 
+int kcr_store_delete_key(kcr_store_t *s, const char *key) {
+  return kcr__store_remove(s, key, NULL);
+}
+
 int kcr_store_delete(kcr_store_t *s, const json_t *obj, kcr_error_t *err) {
-  char key[KCR_META_KEY_MAX];
+  char key[KCR_META_KEY_MAX], *rv = NULL;
+  const char *given;
+  item_t *it;
   int rc;
   assert(s);
   if ((rc = s->key_fn(obj, key, sizeof(key), s->key_data)))
     return kcr_error_set(err, rc, "store: object has no key: %s", kcr_strerror(rc));
-  (void)kcr_store_delete_key(s, key);
+  /* the copy first, so that nothing changes when it cannot be made */
+  given = kcr_meta_resource_version(obj);
+  if (rv_well_formed(given) && !(rv = kcr__strdup(given)))
+    return kcr_error_set(err, KCR_ENOMEM, "store: out of memory");
+  pthread_rwlock_wrlock(&s->lock);
+  it = detach_locked(s, key);
+  if (rv && rv_after(rv, current_rv(s))) {
+    set_rv_str(s, rv);
+    rv = NULL;
+  }
+  pthread_rwlock_unlock(&s->lock);
+  item_free(it);
+  kcr__free(rv);
   return 0;
 }
 
@@ -764,7 +816,7 @@ int kcr_store_resource_version(kcr_store_t *s, char *buf, size_t size) {
   int rc = 0;
   assert(s && buf && size);
   pthread_rwlock_rdlock(&s->lock);
-  const char *rv = s->rv_str ? s->rv_str : s->rv_obj ? kcr__cobj_rv(s->rv_obj) : "";
+  const char *rv = current_rv(s);
   size_t len = strlen(rv);
   if (len >= size)
     rc = KCR_ETOOBIG;

@@ -23,6 +23,15 @@
  */
 int kcr__store_put(kcr_store_t *s, kcr__cobj_t *cobj, kcr__cobj_t **old, kcr_error_t *err);
 
+/*
+ * kcr__store_remove removes key and its index entries, as kcr_store_delete_key
+ * does. last (borrowed, may be NULL) is the object's last state, the one its
+ * deletion came with: when its resourceVersion is after the store's, the store
+ * takes it (a reference to last, no allocation). Returns 0 or KCR_ENOENT (the
+ * version is taken even then). Any thread.
+ */
+int kcr__store_remove(kcr_store_t *s, const char *key, kcr__cobj_t *last);
+
 /* kcr__store_get_compact returns the stored compact object of key (new
  * reference) in *out. Returns 0 or KCR_ENOENT. */
 int kcr__store_get_compact(kcr_store_t *s, const char *key, kcr__cobj_t **out);

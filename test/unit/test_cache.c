@@ -47,8 +47,14 @@ static const char watch_late_event[] =
     "\"metadata\":{\"name\":\"r\",\"namespace\":\"a\",\"resourceVersion\":\"20\"},"
     "\"data\":{\"color\":\"late\"}}}\n";
 
+/* The watch of the delete test: two goes at 30. */
+static const char watch_delete_event[] =
+    "{\"type\":\"DELETED\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\","
+    "\"metadata\":{\"name\":\"two\",\"namespace\":\"a\",\"resourceVersion\":\"30\"}}}\n";
+
 static atomic_int forbid_lists;    /* lists answer 403 */
 static atomic_int late_watches;    /* watches deliver watch_late_event after 300 ms */
+static atomic_int late_deletes;    /* watches deliver watch_delete_event after 300 ms */
 static atomic_int watch_requests;  /* watches seen */
 static atomic_int stream_mode;     /* 0: refuse streaming lists (422), 1: serve them */
 static atomic_int stream_requests; /* watches with sendInitialEvents=true seen */
@@ -136,16 +142,20 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
     list_body(ns[0] ? ns : NULL, body, sizeof(body));
     resp->body = body;
   } else if (strstr(p, "watch=true")) {
-    /* A watch: quiet (a bookmark, then held open), or the late event. */
-    size_t n = strlen(watch_late_event);
-    int late = atomic_fetch_add(&watch_requests, 1) == 0 && atomic_load(&late_watches);
+    /* A watch: quiet (a bookmark, then held open), or a late event. */
+    int first = atomic_fetch_add(&watch_requests, 1) == 0;
+    const char *late = !first                       ? NULL
+                       : atomic_load(&late_deletes) ? watch_delete_event
+                       : atomic_load(&late_watches) ? watch_late_event
+                                                    : NULL;
+    size_t n = strlen(late ? late : watch_late_event);
     int m = snprintf(body, sizeof(body),
                      "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\","
                      "\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"10\"}}}");
     memset(body + m, ' ', n - 1 - (size_t)m);
     body[n - 1] = '\n';
     if (late)
-      memcpy(body + n, watch_late_event, n + 1);
+      memcpy(body + n, late, n + 1);
     else
       body[n] = '\0';
     resp->body = body;
@@ -223,6 +233,7 @@ static int teardown(void **state) {
   free(f);
   atomic_store(&forbid_lists, 0);
   atomic_store(&late_watches, 0);
+  atomic_store(&late_deletes, 0);
   atomic_store(&stream_mode, 0);
   unsetenv("KUBE_FEATURE_WatchListClient");
   return 0;
@@ -655,6 +666,37 @@ static void test_cache_ryow(void **state) {
   assert_int_equal(kcr__cache_pending_writes(f->cache), 0);
 }
 
+/*
+ * A deletion the watch delivers moves a list's resourceVersion on, as
+ * client-go's store takes the version of deletes too (1.36); before, the list
+ * kept the version of the last add or list (10) after two went at 30.
+ */
+static void test_cache_list_version_after_delete(void **state) {
+  fixture *f = *state;
+  kcr_informer_t *inf = NULL;
+  json_t *list = NULL;
+  kcr_error_t err;
+  char got[256] = "";
+
+  atomic_store(&late_deletes, 1);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get_informer(f->cache, &cm_gvk, &inf, &err), 0);
+  assert_int_equal(kcr_cache_wait_for_sync(f->cache, 5 * KCR_NSEC_PER_SEC, &err), 0);
+  /* the watch delivers the deletion about 300 ms after it opens */
+  for (int i = 0; i < 100; i++) {
+    json_decref(list);
+    list = NULL;
+    assert_int_equal(kcr_cache_list(f->cache, &cm_gvk, NULL, &list, &err), 0);
+    names(list, got, sizeof(got));
+    if (strcmp(got, "one,r,three") == 0)
+      break;
+    usleep(50 * 1000);
+  }
+  assert_string_equal(got, "one,r,three");
+  assert_string_equal(kcr_meta_path_string(list, "metadata.resourceVersion"), "30");
+  json_decref(list);
+}
+
 static void test_cache_ryow_sweep(void **state) {
   fixture *f = *state;
   kcr_error_t err;
@@ -716,6 +758,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_cache_sync_timeout, setup_short, teardown),
       cmocka_unit_test_setup_teardown(test_cache_wait_for_sync, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_ryow, setup_ryow, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_list_version_after_delete, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_ryow_sweep, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

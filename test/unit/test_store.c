@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cobj.h"
+#include "cache/store_internal.h"
 #include "kcr/store.h"
 #include "testutil.h"
 
@@ -348,6 +350,85 @@ static void test_store_replace(void **state) {
   kcr_store_destroy(s);
 }
 
+/* compact makes a compact object of obj (stolen). */
+static kcr__cobj_t *compact(json_t *obj) {
+  kcr__cobj_t *c = NULL;
+  kcr_buf_t b;
+  kcr_buf_init(&b, (size_t)1 << 20);
+  assert_int_equal(kcr__cobj_from_tree(obj, &b, &c), 0);
+  kcr_buf_free(&b);
+  json_decref(obj);
+  return c;
+}
+
+/* delete_rv deletes (ns, name) by an object at rv and returns the store's rv. */
+static const char *delete_rv(kcr_store_t *s, const char *name, const char *rv, char *buf,
+                             size_t size) {
+  json_t *o = mk("ns", name, rv, NULL);
+  assert_int_equal(kcr_store_delete(s, o, NULL), 0);
+  json_decref(o);
+  assert_int_equal(kcr_store_resource_version(s, buf, size), 0);
+  return buf;
+}
+
+/*
+ * A delete tells the store's resourceVersion too (client-go's store takes it
+ * from DeleteWithObject since 1.36), but only forward: a delete seen late, or
+ * a version that is no positive decimal (apimachinery's CompareResourceVersion
+ * refuses it), leaves it where it is. Longer is later ("100" after "99").
+ */
+static void test_store_delete_advances_resource_version(void **state) {
+  static const char *const not_versions[] = {"", "x", "07", "0", "-9", "8a", "1 "};
+  kcr_store_t *s = NULL;
+  json_t *items;
+  char rv[32];
+  (void)state;
+  assert_int_equal(kcr_store_create(NULL, NULL, &s, NULL), 0);
+  /* before anything: the first delete sets it */
+  assert_string_equal(delete_rv(s, "none", "4", rv, sizeof(rv)), "4");
+  add(s, mk("ns", "a", "5", NULL));
+  add(s, mk("ns", "b", "6", NULL));
+  assert_string_equal(delete_rv(s, "a", "7", rv, sizeof(rv)), "7");
+  assert_int_equal(kcr_store_len(s), 1);
+  assert_string_equal(delete_rv(s, "b", "3", rv, sizeof(rv)), "7"); /* late: not back */
+  assert_int_equal(kcr_store_len(s), 0);
+  for (size_t i = 0; i < sizeof(not_versions) / sizeof(not_versions[0]); i++)
+    assert_string_equal(delete_rv(s, "gone", not_versions[i], rv, sizeof(rv)), "7");
+  assert_string_equal(delete_rv(s, "gone", "12", rv, sizeof(rv)), "12"); /* a missing key too */
+  add(s, mk("ns", "c", "99", NULL));
+  assert_string_equal(delete_rv(s, "c", "100", rv, sizeof(rv)), "100");
+  assert_string_equal(delete_rv(s, "c", "99", rv, sizeof(rv)), "100");
+  /* after a replace it moves on from the replace's version */
+  items = json_array();
+  assert_int_equal(kcr_store_replace(s, items, "200", NULL), 0);
+  json_decref(items);
+  assert_string_equal(delete_rv(s, "d", "150", rv, sizeof(rv)), "200");
+  assert_string_equal(delete_rv(s, "d", "201", rv, sizeof(rv)), "201");
+  /* deleting by key alone names no version */
+  add(s, mk("ns", "e", "300", NULL));
+  assert_int_equal(kcr_store_delete_key(s, "ns/e"), 0);
+  assert_int_equal(kcr_store_resource_version(s, rv, sizeof(rv)), 0);
+  assert_string_equal(rv, "300");
+  /* the informer's way: the deletion's last state, compact */
+  {
+    kcr__cobj_t *late = compact(mk("ns", "f", "250", NULL)),
+                *last = compact(mk("ns", "f", "301", NULL));
+    add(s, mk("ns", "f", "300", NULL));
+    assert_int_equal(kcr__store_remove(s, "ns/f", late), 0);
+    assert_int_equal(kcr_store_resource_version(s, rv, sizeof(rv)), 0);
+    assert_string_equal(rv, "300");
+    assert_int_equal(kcr__store_remove(s, "ns/f", last), KCR_ENOENT);
+    kcr__cobj_unref(last); /* the store keeps its own reference */
+    assert_int_equal(kcr_store_resource_version(s, rv, sizeof(rv)), 0);
+    assert_string_equal(rv, "301");
+    assert_int_equal(kcr__store_remove(s, "ns/f", NULL), KCR_ENOENT);
+    kcr__cobj_unref(late);
+  }
+  assert_int_equal(kcr_store_resource_version(s, rv, sizeof(rv)), 0);
+  assert_string_equal(rv, "301");
+  kcr_store_destroy(s);
+}
+
 typedef struct count_ctx {
   size_t n, bytes;
   int stop_at;
@@ -495,6 +576,29 @@ static void test_store_add_alloc_failure(void **state) {
   KCR_TEST_ALLOC_LOOP(rc = try_add(moved), after_add("m1,m2,v0,v1,v2,w0,w1", "v0,v1,v2,w0,w1", rc));
   json_decref(fresh);
   json_decref(moved);
+  kcr_store_destroy(fs);
+}
+
+static int try_delete(json_t *obj) {
+  return kcr_store_delete(fs, obj, NULL);
+}
+
+static void after_delete(int rc) {
+  char rv[16];
+  assert_int_equal(kcr_store_resource_version(fs, rv, sizeof(rv)), 0);
+  assert_string_equal(rv, rc == 0 ? "8" : "1");
+  assert_int_equal(kcr_store_contains(fs, "ns1/o1"), rc != 0);
+}
+
+/* A delete that cannot copy its version changes nothing. */
+static void test_store_delete_alloc_failure(void **state) {
+  json_t *obj = mk("ns1", "o1", "8", NULL);
+  int rc = 0;
+  (void)state;
+  assert_int_equal(kcr_store_create(NULL, NULL, &fs, NULL), 0);
+  fill(fs);
+  KCR_TEST_ALLOC_LOOP(rc = try_delete(obj), after_delete(rc));
+  json_decref(obj);
   kcr_store_destroy(fs);
 }
 
@@ -647,11 +751,13 @@ int main(void) {
       cmocka_unit_test(test_store_add_indexer_reindexes),
       cmocka_unit_test(test_store_index_and_by_index),
       cmocka_unit_test(test_store_replace),
+      cmocka_unit_test(test_store_delete_advances_resource_version),
       cmocka_unit_test(test_store_foreach),
       cmocka_unit_test(test_store_custom_key),
       cmocka_unit_test(test_store_custom_key_moves_namespace),
       cmocka_unit_test(test_store_index_value_too_long),
       cmocka_unit_test(test_store_add_alloc_failure),
+      cmocka_unit_test(test_store_delete_alloc_failure),
       cmocka_unit_test(test_store_replace_alloc_failure),
       cmocka_unit_test(test_store_add_indexer_alloc_failure),
       cmocka_unit_test(test_store_create_alloc_failure),
