@@ -3,9 +3,12 @@
  * time.c: RFC 3339 parse and format without the C library's time zone machinery
  * (timegm and gmtime_r depend on TZ handling and year ranges that vary): dates are
  * converted with Howard Hinnant's days-from-civil arithmetic, exact for the
- * proleptic Gregorian calendar. The parser follows Go's RFC3339Nano acceptance:
- * 'T' (or 't') between date and time, 1-9 fraction digits after a '.', and 'Z'
- * ('z') or a +hh:mm/-hh:mm offset; a leap second (60) is refused, as Go does.
+ * proleptic Gregorian calendar. The parser accepts exactly what Go's
+ * time.Parse(time.RFC3339, s) accepts, metav1.Time's decoder (test_time.c holds
+ * the table measured against Go): an uppercase 'T' and 'Z' only; an hour of one
+ * or two digits (Go reads the layout's "15" so); a fraction after '.' or ',' of
+ * any number of digits, the first nine kept and the rest dropped; a +hh:mm or
+ * -hh:mm offset up to 24 hours and 60 minutes; no leap second (60).
  */
 #include <stdio.h>
 #include <string.h>
@@ -72,6 +75,11 @@ static int fail(kcr_error_t *err, const char *s, size_t len, const char *what) {
                        len > 64 ? "..." : "", what);
 }
 
+/* is_digit: s[pos] is a decimal digit. */
+static int is_digit(const char *s, size_t len, size_t pos) {
+  return pos < len && s[pos] >= '0' && s[pos] <= '9';
+}
+
 int kcr_time_parse(const char *s, size_t len, kcr_time_t *out, kcr_error_t *err) {
   size_t pos = 0;
   int year, mon, day, hour, min, sec, nsec = 0, offset = 0;
@@ -87,10 +95,10 @@ int kcr_time_parse(const char *s, size_t len, kcr_time_t *out, kcr_error_t *err)
   day = digits(s, len, &pos, 2);
   if (day < 0)
     return fail(err, s, len, "expected a day as DD");
-  if (pos >= len || (s[pos] != 'T' && s[pos] != 't'))
+  if (expect(s, len, &pos, 'T'))
     return fail(err, s, len, "expected 'T' between date and time");
-  pos++;
-  hour = digits(s, len, &pos, 2);
+  /* Go's "15" takes one digit when a second does not follow */
+  hour = digits(s, len, &pos, is_digit(s, len, pos + 1) ? 2 : 1);
   if (hour < 0 || expect(s, len, &pos, ':'))
     return fail(err, s, len, "expected an hour as hh:");
   min = digits(s, len, &pos, 2);
@@ -99,22 +107,17 @@ int kcr_time_parse(const char *s, size_t len, kcr_time_t *out, kcr_error_t *err)
   sec = digits(s, len, &pos, 2);
   if (sec < 0)
     return fail(err, s, len, "expected seconds as ss");
-  if (pos < len && s[pos] == '.') {
+  if (pos < len && (s[pos] == '.' || s[pos] == ',')) {
     int n = 0;
-    pos++;
-    while (pos < len && s[pos] >= '0' && s[pos] <= '9') {
-      if (n == 9)
-        return fail(err, s, len, "more than 9 digits of fractional seconds");
-      nsec = nsec * 10 + (s[pos] - '0');
-      n++;
-      pos++;
-    }
-    if (n == 0)
-      return fail(err, s, len, "expected digits after '.'");
+    if (!is_digit(s, len, pos + 1))
+      return fail(err, s, len, "expected digits after the '.' or ','");
+    for (pos++; is_digit(s, len, pos); pos++, n++)
+      if (n < 9)
+        nsec = nsec * 10 + (s[pos] - '0');
     for (; n < 9; n++)
       nsec *= 10;
   }
-  if (pos < len && (s[pos] == 'Z' || s[pos] == 'z')) {
+  if (pos < len && s[pos] == 'Z') {
     pos++;
   } else if (pos < len && (s[pos] == '+' || s[pos] == '-')) {
     int sign = s[pos] == '-' ? -1 : 1, oh, om;
@@ -125,7 +128,7 @@ int kcr_time_parse(const char *s, size_t len, kcr_time_t *out, kcr_error_t *err)
     om = digits(s, len, &pos, 2);
     if (om < 0)
       return fail(err, s, len, "expected a zone offset as +hh:mm");
-    if (oh > 23 || om > 59)
+    if (oh > 24 || om > 60) /* Go's bounds: some write 24:00 */
       return fail(err, s, len, "zone offset out of range");
     offset = sign * (oh * 3600 + om * 60);
   } else {
