@@ -185,10 +185,19 @@ typedef enum kcr_patch_type {
  *   label_selector, field_selector, limit, continue_token    (list, delete_collection)
  *   resource_version, resource_version_match                 (get, list)
  *   field_manager, force, dry_run                            (create, update, patch)
+ *   dry_run            also delete and delete_collection: dryRun=All
  *   propagation_policy "Foreground", "Background", "Orphan"  (delete)
  *   precondition_uid, precondition_resource_version          (delete)
  *   grace_period_seconds  -1: unset                           (delete); 0 is "now"
  *   timeout_ns, cancel  as in kcr_request
+ *   field_validation   "Strict", "Warn" or "Ignore": what the server does with
+ *                      a field it does not know or one given twice
+ *                      (fieldValidation; create, update, patch, apply,
+ *                      create_subresource); NULL: the server's default (Warn).
+ *                      Strict turns such a field into a 400 BadRequest
+ *                      (KCR_EAPI) whose message names the field.
+ *   accept             the Accept header (get, list); NULL: "application/json".
+ *                      KCR_ACCEPT_PARTIAL_METADATA(_LIST) asks for metadata only.
  */
 typedef struct kcr_request_options {
   const char *subresource;
@@ -214,7 +223,21 @@ typedef struct kcr_request_options {
    * whose answer nobody reads, to keep the cache's read-your-writes. */
   char *resource_version_out;
   size_t resource_version_out_size;
+  const char *field_validation;
+  const char *accept;
 } kcr_request_options;
+
+/*
+ * The Accept headers of a metadata-only read (the metadata client's): the
+ * server answers a get with a meta.k8s.io/v1 PartialObjectMetadata (apiVersion,
+ * kind and metadata, no spec, data or status) and a list with a
+ * PartialObjectMetadataList; an API that cannot do that answers with whole
+ * objects (the plain application/json that ends each header).
+ */
+#define KCR_ACCEPT_PARTIAL_METADATA                                                                \
+  "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+#define KCR_ACCEPT_PARTIAL_METADATA_LIST                                                           \
+  "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 /*
  * The verbs. r names the resource; ns is the namespace (NULL or "" for
@@ -233,6 +256,9 @@ typedef struct kcr_request_options {
  * kcr_client_delete   DELETE name; *out is what the server returned (the object
  *                     while finalizers hold it, or a Status).
  * kcr_client_delete_collection  DELETE every object matching the selectors.
+ * kcr_client_create_subresource  POST obj (borrowed) to name's subresource
+ *                     o->subresource (required): "eviction" of a Pod, "token"
+ *                     of a ServiceAccount; *out is what the server returned.
  */
 KCR_EXTERN int kcr_client_get(kcr_client_t *c, const kcr_gvr *r, const char *ns, const char *name,
                               const kcr_request_options *o, json_t **out, kcr_error_t *err);
@@ -253,6 +279,10 @@ KCR_EXTERN int kcr_client_delete(kcr_client_t *c, const kcr_gvr *r, const char *
                                  kcr_error_t *err);
 KCR_EXTERN int kcr_client_delete_collection(kcr_client_t *c, const kcr_gvr *r, const char *ns,
                                             const kcr_request_options *o, kcr_error_t *err);
+KCR_EXTERN int kcr_client_create_subresource(kcr_client_t *c, const kcr_gvr *r, const char *ns,
+                                             const char *name, json_t *obj,
+                                             const kcr_request_options *o, json_t **out,
+                                             kcr_error_t *err);
 
 /*
  * kcr_client_path builds the URL path of a resource into buf (size bytes):

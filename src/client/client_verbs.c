@@ -125,6 +125,8 @@ static int build_query(kcr_buf_t *b, const kcr_request_options *o, int kinds) {
     rc = kcr__client_add_param(b, &first, "fieldManager", o->field_manager);
     if (rc == 0 && o->force)
       rc = kcr__client_add_param(b, &first, "force", "true");
+    if (rc == 0)
+      rc = kcr__client_add_param(b, &first, "fieldValidation", o->field_validation);
   }
   if (rc == 0 && (kinds & (Q_WRITE | Q_DELETE)) && o->dry_run)
     rc = kcr__client_add_param(b, &first, "dryRun", "All");
@@ -229,6 +231,7 @@ static int call(kcr_client_t *c, const char *method, const kcr_gvr *r, const cha
   if (o) {
     req.timeout_ns = o->timeout_ns;
     req.cancel = o->cancel;
+    req.accept = o->accept;
   }
   want_rv = !out && o && o->resource_version_out && o->resource_version_out_size > 0;
   if (want_rv)
@@ -372,4 +375,16 @@ int kcr_client_delete_collection(kcr_client_t *c, const kcr_gvr *r, const char *
   rc = with_body(c, "DELETE", r, ns, NULL, NULL, Q_LIST, o, "application/json", body, NULL, err);
   json_decref(body);
   return rc;
+}
+
+int kcr_client_create_subresource(kcr_client_t *c, const kcr_gvr *r, const char *ns,
+                                  const char *name, json_t *obj, const kcr_request_options *o,
+                                  json_t **out, kcr_error_t *err) {
+  if (out)
+    *out = NULL;
+  if (!name || !*name || !o || !o->subresource || !*o->subresource)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "create subresource: a name and a subresource are required");
+  return with_body(c, "POST", r, ns, name, o->subresource, Q_WRITE, o, "application/json", obj, out,
+                   err);
 }
