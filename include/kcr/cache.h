@@ -17,7 +17,9 @@
  * Errors common to the reader: KCR_EINVAL for a kind without version or kind, a
  * namespace given for a cluster-scoped kind, a namespaced get without one, or a
  * namespace the kind's informer does not watch; KCR_ENOENT when the server does
- * not serve the kind (the message names it); discovery's errors; KCR_ETIMEDOUT
+ * not serve the kind (the message names it); KCR_ENOTCACHED when the cache
+ * was made with reader_fail_on_missing_informer and the kind has no informer
+ * yet; discovery's errors; KCR_ETIMEDOUT
  * when the kind's informer did not sync within sync_timeout (the message names
  * the kind and the informer's last list error, e.g. Forbidden) or a noted write
  * was not seen within ryow_timeout.
@@ -78,6 +80,13 @@ typedef struct kcr_cache_by_object {
  *   metrics         registry for every informer's kcr_informer_* series
  *                   (kcr_informer_options.metrics); borrowed, must outlive the
  *                   cache; NULL: none.
+ *   reader_fail_on_missing_informer  a read (kcr_cache_get, kcr_cache_list) of
+ *                   a kind whose informer was not made beforehand
+ *                   (kcr_cache_get_informer, kcr_cache_add_index, a controller
+ *                   watching the kind) fails with KCR_ENOTCACHED ("Secret
+ *                   (/v1, Kind=Secret) is not cached") instead of making one
+ *                   (controller-runtime's ReaderFailOnMissingInformer and
+ *                   ErrResourceNotCached). Nothing is sent to the server.
  */
 typedef struct kcr_cache_options {
   kcr_client_t *client;
@@ -87,6 +96,7 @@ typedef struct kcr_cache_options {
   int64_t sync_timeout_ns;
   int64_t ryow_timeout_ns;
   kcr_metrics_registry_t *metrics;
+  bool reader_fail_on_missing_informer;
 } kcr_cache_options;
 
 /* kcr_cache_t: opaque, thread-safe. */

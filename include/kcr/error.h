@@ -43,7 +43,8 @@ extern "C" {
   XX(EAPI, -18, "the API server returned an error status")                                         \
   XX(EPROTO, -19, "protocol violation")                                                            \
   XX(ESYS, -20, "system call failed")                                                              \
-  XX(EINTERNAL, -21, "internal error")
+  XX(EINTERNAL, -21, "internal error")                                                             \
+  XX(ENOTCACHED, -22, "the kind is not cached")
 
 /* kcr_err: 0 is success, every error is negative. */
 typedef enum kcr_err {

@@ -98,6 +98,7 @@ struct kcr_cache {
   int64_t resync_ns, sync_timeout_ns, ryow_timeout_ns;
   kcr_metrics_registry_t *metrics; /* borrowed; handed to each informer */
   bool streaming_list;             /* immutable: informers use the streaming list */
+  bool fail_on_missing;            /* immutable: reads make no informer */
 
   pthread_mutex_t mu;
   kcr__list_t entries; /* entry_t, newest first; protected by mu */
@@ -255,11 +256,23 @@ static int create_informer(kcr_cache_t *c, entry_t *e, const kcr_rest_mapping *m
   return rc;
 }
 
+/* not_cached is controller-runtime's ErrResourceNotCached, worded as it is. */
+static int not_cached(const kcr_gvk *gvk, kcr_error_t *err) {
+  kcr_error_set(err, KCR_ENOTCACHED,
+                "cache: %s (%s/%s, Kind=%s) is not cached: the cache reads only kinds whose "
+                "informer exists (reader_fail_on_missing_informer; make it first with "
+                "kcr_cache_get_informer)",
+                gvk->kind, str0(gvk->group), gvk->version, gvk->kind);
+  return KCR_ENOTCACHED;
+}
+
 /*
  * get_entry returns gvk's entry with its informer, creating the informer (and
- * starting it when start is set). *out is borrowed (lives as long as c).
+ * starting it when start is set); for a read (read set) of a cache that fails
+ * on missing informers, one that does not exist is KCR_ENOTCACHED. *out is
+ * borrowed (lives as long as c).
  */
-static int get_entry(kcr_cache_t *c, const kcr_gvk *gvk, int start, entry_t **out,
+static int get_entry(kcr_cache_t *c, const kcr_gvk *gvk, int start, int read, entry_t **out,
                      kcr_error_t *err) {
   kcr_rest_mapping m;
   entry_t *e;
@@ -272,6 +285,10 @@ static int get_entry(kcr_cache_t *c, const kcr_gvk *gvk, int start, entry_t **ou
   }
   pthread_mutex_lock(&c->mu);
   e = find_entry(c, gvk);
+  if ((!e || !e->inf) && read && c->fail_on_missing) {
+    pthread_mutex_unlock(&c->mu);
+    return not_cached(gvk, err);
+  }
   if (!e || !e->inf) {
     pthread_mutex_unlock(&c->mu);
     /* Discovery may block on the network: outside mu. */
@@ -646,6 +663,7 @@ int kcr_cache_create(const kcr_cache_options *o, kcr_cache_t **out, kcr_error_t 
   c->resync_ns = o->resync_period_ns;
   c->metrics = o->metrics;
   c->streaming_list = watch_list_default();
+  c->fail_on_missing = o->reader_fail_on_missing_informer;
   c->sync_timeout_ns = o->sync_timeout_ns > 0 ? o->sync_timeout_ns : DEFAULT_SYNC_TIMEOUT_NS;
   c->ryow_timeout_ns = o->ryow_timeout_ns > 0 ? o->ryow_timeout_ns : DEFAULT_RYOW_TIMEOUT_NS;
   c->ryow_sweep = RYOW_SWEEP_AT;
@@ -744,7 +762,7 @@ out:
 int kcr_cache_get_informer(kcr_cache_t *c, const kcr_gvk *gvk, kcr_informer_t **out,
                            kcr_error_t *err) {
   entry_t *e;
-  int rc = get_entry(c, gvk, 1, &e, err);
+  int rc = get_entry(c, gvk, 1, 0, &e, err);
   *out = rc ? NULL : e->inf;
   return rc;
 }
@@ -759,7 +777,7 @@ int kcr_cache_add_index(kcr_cache_t *c, const kcr_gvk *gvk, const char *name, kc
     return kcr_error_set(err, KCR_EINVAL, "cache: an index needs a name and a function");
   if ((size_t)snprintf(idx, sizeof(idx), FIELD_PREFIX "%s", name) >= sizeof(idx))
     return kcr_error_set(err, KCR_ETOOBIG, "cache: index name too long");
-  if ((rc = get_entry(c, gvk, 0, &e, err)) != 0)
+  if ((rc = get_entry(c, gvk, 0, 0, &e, err)) != 0)
     return rc;
   rc = kcr_store_add_indexer(kcr_informer_store(e->inf), idx, fn, data, err);
   if (rc == KCR_EEXIST)
@@ -829,7 +847,7 @@ int kcr_cache_wait_for_sync(kcr_cache_t *c, int64_t timeout_ns, kcr_error_t *err
 static int prepare_read(kcr_cache_t *c, const kcr_gvk *gvk, const char *ns, int is_get,
                         entry_t **out, kcr_error_t *err) {
   entry_t *e;
-  int rc = get_entry(c, gvk, 1, &e, err);
+  int rc = get_entry(c, gvk, 1, 1, &e, err);
   *out = NULL;
   if (rc)
     return rc;

@@ -7,7 +7,8 @@
  * field index, scope errors, metadata-only kinds, the default namespace, reads
  * that time out before sync, and read-your-own-writes bookkeeping (a read waits
  * for a noted write that the watch delivers late; a write never seen times out;
- * writes of kinds without an informer are not recorded).
+ * writes of kinds without an informer are not recorded), and a cache that
+ * refuses reads of kinds without an informer (reader_fail_on_missing_informer).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -169,6 +170,8 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
   }
 }
 
+static bool fail_on_missing; /* the next setup's cache fails reads of kinds without an informer */
+
 typedef struct fixture {
   kcr_test_http_t *server;
   kcr_rest_config_t *config;
@@ -200,6 +203,7 @@ static int setup_with(void **state, const char *default_ns, int64_t sync_ns, int
   co.default_ns = default_ns;
   co.sync_timeout_ns = sync_ns;
   co.ryow_timeout_ns = ryow_ns;
+  co.reader_fail_on_missing_informer = fail_on_missing;
   if (kcr_cache_create(&co, &f->cache, NULL) != 0)
     return -1;
   *state = f;
@@ -220,6 +224,14 @@ static int setup_short(void **state) {
 
 static int setup_ryow(void **state) {
   return setup_with(state, NULL, 2 * KCR_NSEC_PER_SEC, KCR_NSEC_PER_SEC);
+}
+
+static int setup_fail_on_missing(void **state) {
+  int rc;
+  fail_on_missing = true;
+  rc = setup(state);
+  fail_on_missing = false;
+  return rc;
 }
 
 static int teardown(void **state) {
@@ -718,6 +730,50 @@ static void test_cache_ryow_sweep(void **state) {
   assert_true(kcr__cache_pending_writes(f->cache) < 256);
 }
 
+static int any_index(const json_t *obj, kcr_index_values_t *values, void *data) {
+  (void)data;
+  return kcr_index_values_add(values, kcr_meta_name(obj));
+}
+
+/*
+ * reader_fail_on_missing_informer: a read of a kind without an informer is
+ * KCR_ENOTCACHED (controller-runtime's ErrResourceNotCached), sends nothing and
+ * makes no informer; once kcr_cache_get_informer or kcr_cache_add_index made
+ * the kind's informer, reads of it work.
+ */
+static void test_cache_fail_on_missing_informer(void **state) {
+  fixture *f = *state;
+  kcr_informer_t *inf = NULL;
+  json_t *obj = (json_t *)1, *diag;
+  kcr_error_t err;
+  int before = kcr_test_http_requests(f->server);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "one", &obj, &err), KCR_ENOTCACHED);
+  assert_null(obj);
+  assert_int_equal(err.code, KCR_ENOTCACHED);
+  assert_non_null(strstr(err.message, "ConfigMap (/v1, Kind=ConfigMap) is not cached"));
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_list(f->cache, &ns_gvk, NULL, &obj, &err), KCR_ENOTCACHED);
+  assert_non_null(strstr(err.message, "Namespace (/v1, Kind=Namespace) is not cached"));
+  assert_int_equal(kcr_test_http_requests(f->server), before);
+  diag = kcr_cache_diagnostics(f->cache);
+  assert_int_equal(json_array_size(diag), 0);
+  json_decref(diag);
+
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get_informer(f->cache, &cm_gvk, &inf, &err), 0);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "one", &obj, &err), 0);
+  assert_string_equal(kcr_meta_name(obj), "one");
+  json_decref(obj);
+  assert_int_equal(kcr_cache_add_index(f->cache, &ns_gvk, "name", any_index, NULL, &err), 0);
+  expect_list(f->cache, &ns_gvk, NULL, "a");
+  /* Still nothing for the kind nobody asked for. */
+  assert_int_equal(kcr_cache_get(f->cache, &secret_gvk, "a", "s", &obj, NULL), KCR_ENOTCACHED);
+  diag = kcr_cache_diagnostics(f->cache);
+  assert_int_equal(json_array_size(diag), 2);
+  json_decref(diag);
+}
+
 static void test_cache_create_errors(void **state) {
   kcr_cache_t *c = (kcr_cache_t *)1;
   kcr_cache_options o;
@@ -760,6 +816,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_cache_ryow, setup_ryow, teardown),
       cmocka_unit_test_setup_teardown(test_cache_list_version_after_delete, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_ryow_sweep, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_fail_on_missing_informer, setup_fail_on_missing,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
