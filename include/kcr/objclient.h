@@ -71,11 +71,45 @@ typedef struct kcr_list_options {
  *   field_manager  NULL: the client's own (a reconcile's client: the controller's
  *                  name, as controller-runtime's manager sets it).
  *   force          take over fields another manager owns (client.ForceOwnership).
+ *   dry_run        dryRun=All (client.DryRunAll): the server validates, admits
+ *                  and answers as it would, and persists nothing.
+ *   field_validation  "Strict", "Warn" or "Ignore" (client.FieldValidation);
+ *                  NULL: the server's default (Warn).
+ * dry_run and field_validation need a client whose ops say
+ * KCR_OBJCLIENT_WRITE_OPTIONS; another refuses them (KCR_ENOTSUP).
  */
 typedef struct kcr_apply_options {
   const char *field_manager;
   bool force;
+  bool dry_run;
+  const char *field_validation;
 } kcr_apply_options;
+
+/*
+ * kcr_write_options: the options of a create, update or patch
+ * (client.CreateOptions, UpdateOptions, PatchOptions, and their subresource
+ * twins); zero-initialise. Strings borrowed.
+ *   dry_run        dryRun=All (client.DryRunAll): the server validates, admits
+ *                  and answers as it would, and persists nothing; the manager's
+ *                  client does not wait to read such a write back.
+ *   field_manager  fieldManager (client.FieldOwner): the name the server
+ *                  records in metadata.managedFields for this write (operation
+ *                  Update for a create, update or non-apply patch). NULL: the
+ *                  default of a kcr_objclient_with_field_owner client, else the
+ *                  server's, derived from the User-Agent. (The client's
+ *                  field_manager member is only the default of applies.)
+ *   field_validation  "Strict", "Warn" or "Ignore" (client.FieldValidation):
+ *                  what the server does with a field it does not know, or one
+ *                  given twice; NULL: its default (Warn: accept, drop the field,
+ *                  answer with a Warning header). Strict refuses the write:
+ *                  KCR_EAPI, HTTP 400, reason BadRequest, a message naming the
+ *                  field (`strict decoding error: unknown field "spec.x"`).
+ */
+typedef struct kcr_write_options {
+  bool dry_run;
+  const char *field_manager;
+  const char *field_validation;
+} kcr_write_options;
 
 /*
  * kcr_delete_options: zero-initialise.
@@ -83,6 +117,8 @@ typedef struct kcr_apply_options {
  *                       default.
  *   grace_period_seconds  0 with has_grace_period: now; otherwise the default.
  *   precondition_uid, precondition_resource_version  refuse (409) unless they hold.
+ *   dry_run             dryRun=All: the server answers as it would and deletes
+ *                       nothing (needs KCR_OBJCLIENT_WRITE_OPTIONS, as above).
  */
 typedef struct kcr_delete_options {
   const char *propagation_policy;
@@ -90,6 +126,7 @@ typedef struct kcr_delete_options {
   int64_t grace_period_seconds;
   const char *precondition_uid;
   const char *precondition_resource_version;
+  bool dry_run;
 } kcr_delete_options;
 
 typedef struct kcr_objclient kcr_objclient;
@@ -112,6 +149,20 @@ typedef struct kcr_objclient kcr_objclient;
  *   apply   server-side apply of obj (a partial object: the fields this manager
  *           owns), or of its subresource.
  *   del     DELETE the object obj names. Deleting one that is gone is NotFound.
+ * Added later, all optional (NULL: the call that reaches it is KCR_ENOTSUP,
+ * except as said):
+ *   update_rv  (below, with flags)
+ *   create_with, update_with, patch_with  create, update, patch with write
+ *           options (never NULL). update_with's body is what is PUT: NULL for
+ *           obj itself, else the subresource's own object (a Scale) PUT to
+ *           obj's subresource. NULL ops: a call whose options are all zero
+ *           (and that has no body) goes to create, update or patch instead.
+ *   delete_all_of  DELETE the collection of gvk that lo selects (ns, label
+ *           and field selectors), with the delete options.
+ *   get_subresource  GET the subresource sub of gvk's object ns/name.
+ *   create_subresource  POST body to sub of the object obj names.
+ *   get_metadata, list_metadata  get and list as PartialObjectMetadata and
+ *           PartialObjectMetadataList (the metadata client).
  */
 typedef struct kcr_objclient_ops {
   int (*get)(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns, const char *name,
@@ -137,14 +188,43 @@ typedef struct kcr_objclient_ops {
    * without parsing the rest of the answer. */
   int (*update_rv)(const kcr_objclient *c, const json_t *obj, const char *subresource, char *rv,
                    size_t rv_size, kcr_error_t *err);
+  int (*create_with)(const kcr_objclient *c, const json_t *obj, const kcr_write_options *o,
+                     json_t **out, kcr_error_t *err);
+  int (*update_with)(const kcr_objclient *c, const json_t *obj, const char *subresource,
+                     const json_t *body, const kcr_write_options *o, json_t **out,
+                     kcr_error_t *err);
+  int (*patch_with)(const kcr_objclient *c, const json_t *obj, kcr_patch_type type,
+                    const char *patch, size_t patch_len, const char *subresource,
+                    const kcr_write_options *o, json_t **out, kcr_error_t *err);
+  int (*delete_all_of)(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_options *lo,
+                       const kcr_delete_options *o, kcr_error_t *err);
+  int (*get_subresource)(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns,
+                         const char *name, const char *subresource, json_t **out, kcr_error_t *err);
+  int (*create_subresource)(const kcr_objclient *c, const json_t *obj, const char *subresource,
+                            const json_t *body, const kcr_write_options *o, json_t **out,
+                            kcr_error_t *err);
+  int (*get_metadata)(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns, const char *name,
+                      json_t **out, kcr_error_t *err);
+  int (*list_metadata)(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_options *o,
+                       json_t **out, kcr_error_t *err);
 } kcr_objclient_ops;
 
 /*
- * KCR_OBJCLIENT_OUT_OPTIONAL: create, update, patch and apply take out NULL
+ * KCR_OBJCLIENT_OUT_OPTIONAL: create, update, patch and apply (and
+ * create_with, update_with, patch_with and create_subresource) take out NULL
  * when the caller passed NULL (it does not want the answer), so that an
  * implementation may skip parsing it. The manager's object client sets it.
  */
 #define KCR_OBJCLIENT_OUT_OPTIONAL 1u
+
+/*
+ * KCR_OBJCLIENT_WRITE_OPTIONS: apply and del honour the members added to their
+ * options later (kcr_apply_options.dry_run and field_validation,
+ * kcr_delete_options.dry_run). Without it the wrappers refuse a call that sets
+ * one (KCR_ENOTSUP) rather than let a dry run write for real. The manager's
+ * object client sets it.
+ */
+#define KCR_OBJCLIENT_WRITE_OPTIONS 2u
 
 /*
  * kcr_objclient: an object client by value (copy freely): its verbs, their data,
@@ -200,6 +280,119 @@ KCR_EXTERN int kcr_objclient_delete(const kcr_objclient *c, const json_t *obj,
 KCR_DEPRECATED("since 2026-12-02: use kcr_objclient_delete")
 KCR_EXTERN int kcr_objclient_del(const kcr_objclient *c, const json_t *obj,
                                  const kcr_delete_options *o, kcr_error_t *err);
+
+/*
+ * The verbs with write options (kcr_write_options; o NULL: none, the same as
+ * the calls above). Blocking; any thread but a client's loop thread.
+ * kcr_objclient_create_with / _update_with / _patch_with: create, update
+ * (subresource NULL: the object; "status": its status) and patch with options:
+ *
+ *   kcr_write_options wo = {.dry_run = true, .field_validation = "Strict"};
+ *   rc = kcr_objclient_create_with(c, cm, &wo, &answer, err); // nothing stored
+ */
+KCR_EXTERN int kcr_objclient_create_with(const kcr_objclient *c, const json_t *obj,
+                                         const kcr_write_options *o, json_t **out,
+                                         kcr_error_t *err);
+KCR_EXTERN int kcr_objclient_update_with(const kcr_objclient *c, const json_t *obj,
+                                         const char *subresource, const kcr_write_options *o,
+                                         json_t **out, kcr_error_t *err);
+KCR_EXTERN int kcr_objclient_patch_with(const kcr_objclient *c, const json_t *obj,
+                                        kcr_patch_type type, const char *patch, size_t patch_len,
+                                        const char *subresource, const kcr_write_options *o,
+                                        json_t **out, kcr_error_t *err);
+
+/*
+ * kcr_objclient_delete_all_of is client.DeleteAllOf: one DELETE of the
+ * collection of gvk, of the objects lo selects (lo->ns: one namespace, NULL or
+ * "": every namespace; label_selector; field_selector; NULL lo: all of them),
+ * with the delete options o (propagation, grace period, preconditions, dry run;
+ * NULL: none). lo->index is the cache's, not the server's: KCR_EINVAL. The
+ * server deletes what matches when the request arrives and answers once
+ * (objects with finalizers stay until they are removed). Blocking; any thread
+ * but a client's loop thread.
+ */
+KCR_EXTERN int kcr_objclient_delete_all_of(const kcr_objclient *c, const kcr_gvk *gvk,
+                                           const kcr_list_options *lo, const kcr_delete_options *o,
+                                           kcr_error_t *err);
+
+/*
+ * Subresources (client.SubResource(name)): always from and to the API server,
+ * never the cache.
+ *   kcr_objclient_get_subresource  GET gvk's object ns/name's subresource ("scale":
+ *       an autoscaling/v1 Scale; "status": the whole object). *out new.
+ *   kcr_objclient_update_subresource  PUT body (borrowed; the subresource's own
+ *       object, e.g. a Scale with spec.replicas and, for a conflict check,
+ *       metadata.resourceVersion) to the subresource of the object obj names (its
+ *       apiVersion, kind, namespace and name). For "status" the body is the
+ *       object itself: kcr_objclient_update_with(c, obj, "status", ...).
+ *   kcr_objclient_create_subresource  POST body to the subresource of the
+ *       object obj names: a policy/v1 Eviction to a Pod's "eviction" (the answer
+ *       is a Status; a PodDisruptionBudget that forbids it is 429
+ *       TooManyRequests), an authentication.k8s.io/v1 TokenRequest to a
+ *       ServiceAccount's "token" (the answer is the TokenRequest with
+ *       status.token and status.expirationTimestamp).
+ * o: write options (NULL: none). *out new, may be NULL when not wanted.
+ * Blocking; any thread but a client's loop thread.
+ */
+KCR_EXTERN int kcr_objclient_get_subresource(const kcr_objclient *c, const kcr_gvk *gvk,
+                                             const char *ns, const char *name,
+                                             const char *subresource, json_t **out,
+                                             kcr_error_t *err);
+KCR_EXTERN int kcr_objclient_update_subresource(const kcr_objclient *c, const json_t *obj,
+                                                const char *subresource, const json_t *body,
+                                                const kcr_write_options *o, json_t **out,
+                                                kcr_error_t *err);
+KCR_EXTERN int kcr_objclient_create_subresource(const kcr_objclient *c, const json_t *obj,
+                                                const char *subresource, const json_t *body,
+                                                const kcr_write_options *o, json_t **out,
+                                                kcr_error_t *err);
+
+/*
+ * Metadata-only reads (controller-runtime's metadata client, a
+ * PartialObjectMetadata object): the request asks the server for metadata only
+ * (KCR_ACCEPT_PARTIAL_METADATA, kcr/client.h), so the body that crosses the
+ * network carries no spec, data or status. kcr_objclient_get_metadata: *out is
+ * a new {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+ * "metadata": {...}}; kcr_objclient_list_metadata: a new
+ * PartialObjectMetadataList whose items are such objects, as the server sends
+ * them. The manager's client reads them from the API server, not from its
+ * informers. Blocking; any thread but a client's loop thread.
+ */
+KCR_EXTERN int kcr_objclient_get_metadata(const kcr_objclient *c, const kcr_gvk *gvk,
+                                          const char *ns, const char *name, json_t **out,
+                                          kcr_error_t *err);
+KCR_EXTERN int kcr_objclient_list_metadata(const kcr_objclient *c, const kcr_gvk *gvk,
+                                           const kcr_list_options *o, json_t **out,
+                                           kcr_error_t *err);
+
+/*
+ * kcr_field_owner_client: the storage of a client made by
+ * kcr_objclient_with_field_owner. Its members are private; the caller keeps it
+ * alive (a reconcile's stack frame will do) as long as its client is used.
+ */
+typedef struct kcr_field_owner_client {
+  kcr_objclient client;
+  kcr_objclient inner;
+  const char *owner;
+} kcr_field_owner_client;
+
+/*
+ * kcr_objclient_with_field_owner is client.WithFieldOwner: it makes, in fo, a
+ * client that passes every call to inner (copied into fo) and names owner
+ * (borrowed; must outlive fo) as the field manager of every write that does not
+ * name one itself: create, update, patch, apply and the subresource writes, as
+ * kcr_write_options.field_manager and kcr_apply_options.field_manager (over
+ * inner's own field_manager). A per-call field manager wins. Returns &fo->client
+ * (copy it freely while fo lives; a cancel token set on a copy is what its
+ * calls carry, else inner's). Any thread; the client is as thread-safe as inner.
+ *
+ *   kcr_field_owner_client fo;
+ *   const kcr_objclient *c = kcr_objclient_with_field_owner(&fo, kcr_reconcile_client(ctx),
+ *                                                           "my-operator");
+ */
+KCR_EXTERN const kcr_objclient *kcr_objclient_with_field_owner(kcr_field_owner_client *fo,
+                                                               const kcr_objclient *inner,
+                                                               const char *owner);
 
 /*
  * kcr_ignore_not_found is client.IgnoreNotFound: when rc is a NotFound error
