@@ -64,6 +64,20 @@ typedef struct kcr_manager kcr_manager_t;
  *   qps, burst        the client's rate limit (kcr_client_options).
  *   user_agent        the client's User-Agent (kcr_client_options; NULL: the
  *                     default), e.g. to tell replicas apart in the audit log.
+ *   disable_cache_for, disable_cache_for_len  kinds (an array, copied) that
+ *                     the manager's client reads from the API server instead of
+ *                     its informers (controller-runtime's
+ *                     client.Options.Cache.DisableFor), matched on group,
+ *                     version and kind: a get or list of one never makes an
+ *                     informer, so reading one Secret does not cache every
+ *                     Secret of the cluster. Writes are as for other kinds;
+ *                     controllers watching such a kind still get its informer.
+ *   reader_fail_on_missing_informer  a read through the manager's client of a
+ *                     cached kind whose informer was not made beforehand
+ *                     (kcr_manager_get_informer, a controller's for/owns/watches
+ *                     once it started, kcr_cache_add_index) fails with
+ *                     KCR_ENOTCACHED instead of making one
+ *                     (kcr_cache_options.reader_fail_on_missing_informer).
  */
 typedef struct kcr_manager_options {
   kcr_rest_config_t *config;
@@ -75,6 +89,9 @@ typedef struct kcr_manager_options {
   double qps;
   int burst;
   const char *user_agent;
+  const kcr_gvk *disable_cache_for;
+  size_t disable_cache_for_len;
+  bool reader_fail_on_missing_informer;
 } kcr_manager_options;
 
 /*
@@ -114,8 +131,27 @@ KCR_EXTERN kcr_cache_t *kcr_manager_cache(kcr_manager_t *m);
  * client never returns an older version of what was written (read-your-own-
  * writes). A miss is KCR_EAPI with NotFound (kcr_error_is_not_found). Reconcilers
  * get the same client with their cancellation token from kcr_reconcile_client.
+ * Kinds of disable_cache_for are read from the API server; so are subresource
+ * gets and metadata-only reads (kcr/objclient.h). Every write option of
+ * kcr/objclient.h is honoured (KCR_OBJCLIENT_WRITE_OPTIONS); a dry run is not
+ * waited for by later reads.
  */
 KCR_EXTERN const kcr_objclient *kcr_manager_client(kcr_manager_t *m);
+
+/*
+ * kcr_manager_api_reader returns the manager's API reader (mgr.GetAPIReader();
+ * borrowed, lives as long as m; no cancellation token: copy it and set .cancel
+ * for one): get and list (and the metadata reads) go straight to the API
+ * server, never to an informer, and make none. A read sees the server's latest
+ * state (not what the cache has caught up to); items of a list get apiVersion
+ * and kind. It is a reader only, as controller-runtime's client.Reader: every
+ * write through it is KCR_ENOTSUP ("the manager's API reader only reads").
+ * Use it for a read that must not start a cluster-wide informer or must not
+ * be stale (an object read once at start-up, a check before a delete). Any
+ * thread, before, during or after run; its reads block (not on the client's
+ * loop thread).
+ */
+KCR_EXTERN const kcr_objclient *kcr_manager_api_reader(kcr_manager_t *m);
 
 /*
  * kcr_manager_get_informer returns the manager's shared informer for gvk

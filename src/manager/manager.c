@@ -79,6 +79,7 @@ struct kcr_manager {
   kcr_cache_t *cache;
   kcr__cache_client_t cclient; /* the object client's state; read-only after create */
   kcr_objclient objclient;     /* its ops over cclient; read-only after create */
+  kcr_objclient apireader;     /* the API reader over cclient; read-only after create */
   int64_t grace_ns, sync_ns;
   bool handle_signals;
 
@@ -211,6 +212,7 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
   cao.sync_timeout_ns = m->sync_ns;
   cao.ryow_timeout_ns = o->ryow_timeout_ns > 0 ? o->ryow_timeout_ns : DEFAULT_RYOW;
   cao.metrics = m->metrics;
+  cao.reader_fail_on_missing_informer = o->reader_fail_on_missing_informer;
   rc = kcr_client_create(&co, &m->client, err);
   if (rc == 0)
     rc = kcr_rest_mapper_create(m->client, &m->mapper, err);
@@ -225,7 +227,14 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
     return rc;
   }
   kcr__cache_client_init(&m->cclient, m->client, m->mapper, m->cache, on_write_fence, m);
+  rc = kcr__cache_client_disable_cache_for(
+      &m->cclient, o->disable_cache_for, o->disable_cache_for ? o->disable_cache_for_len : 0, err);
+  if (rc) {
+    kcr_manager_destroy(m);
+    return rc;
+  }
   m->objclient = kcr__cache_client_objclient(&m->cclient);
+  m->apireader = kcr__cache_client_api_reader(&m->cclient);
   start_exporter(m);
   *out = m;
   return 0;
@@ -242,6 +251,9 @@ kcr_cache_t *kcr_manager_cache(kcr_manager_t *m) {
 }
 const kcr_objclient *kcr_manager_client(kcr_manager_t *m) {
   return &m->objclient;
+}
+const kcr_objclient *kcr_manager_api_reader(kcr_manager_t *m) {
+  return &m->apireader;
 }
 size_t kcr_manager_controller_count(kcr_manager_t *m) {
   return m->nctls;
@@ -664,6 +676,7 @@ void kcr_manager_destroy(kcr_manager_t *m) {
                                              client's loop, which must still run */
   kcr_rest_mapper_destroy(m->mapper);
   kcr_client_destroy(m->client);
+  kcr__cache_client_free(&m->cclient);
   kcr_metrics_registry_destroy(m->metrics);
   pthread_cond_destroy(&m->cond);
   pthread_mutex_destroy(&m->mu);
