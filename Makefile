@@ -149,7 +149,7 @@ clean: ## Remove build trees.
 ##@ Reliability (issue 16; docs/reliability.md)
 CHAOS_APPS ?= 500
 CHAOS_ARGS ?=
-SOAK_SECONDS ?= 1800
+SOAK_SECONDS ?= 3600
 
 chaos: operator ## The chaos suite: 2 replicas, 500 Apps (CHAOS_APPS), every fault.
 	python3 test/chaos/chaos.py --operator $(OPERATOR_BIN) --apps $(CHAOS_APPS) \
@@ -158,6 +158,6 @@ chaos: operator ## The chaos suite: 2 replicas, 500 Apps (CHAOS_APPS), every fau
 chaos-short: operator ## The CI subset of the chaos suite (50 Apps, < 3 min).
 	bash test/chaos/chaos-short.sh $(OPERATOR_BIN)
 
-soak: operator ## 30 minutes of App churn, RSS sampled every 10 s, must stay flat.
+soak: operator ## 60 minutes of App churn (SOAK_SECONDS): RSS and heap sampled, must plateau.
 	python3 test/chaos/chaos.py --operator $(OPERATOR_BIN) --apps 200 --soak $(SOAK_SECONDS) \
 		--report $(BUILD_DIR)/soak-report.json $(CHAOS_ARGS)

@@ -23,10 +23,13 @@ has converged again and asserts:
 
 It prints the recovery time of each fault (injected -> all Apps converged) and
 writes the figures as JSON (--report). `--soak SECONDS` instead churns Apps
-(create/update/delete) with no fault, samples RSS every 10 s and asserts that
-the peak of the last 10 minutes is within --soak-margin (10 %) + 1 MiB of the
-peak of the first 10 minutes after a 5-minute warm-up (shorter soaks scale
-the windows down).
+(create/update/delete) with no fault, samples RSS every 10 s and the heap
+every --soak-heap-every seconds (the operators run with --debug-endpoints;
+/debug/heap's malloc_info: bytes the heap holds from the system, free in it,
+in use), and asserts the plateau: the RSS peak of the last 10-minute window is
+within --soak-margin (5 %) of the peak of the window --soak-compare (30)
+minutes before it. Shorter soaks bring that window closer, never into the
+5-minute warm-up, and shrink the windows to fit.
 
 Faults (--faults, comma separated, default all):
   restart    scripts/cluster.sh restart-apiserver
@@ -68,6 +71,7 @@ import tempfile
 import threading
 import time
 from datetime import datetime
+import xml.etree.ElementTree as ET
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 APP_NS = "chaos-apps"
@@ -174,8 +178,9 @@ class Proxy:
 class Replica:
     """One operator process, restarted by a supervisor thread when it exits."""
 
-    def __init__(self, name, binary, kubeconfig, logdir, concurrency):
+    def __init__(self, name, binary, kubeconfig, logdir, concurrency, extra=()):
         self.name = name
+        self.extra = list(extra)
         self.user = "kcr-chaos-" + name
         self.binary = binary
         self.kubeconfig = kubeconfig
@@ -201,7 +206,7 @@ class Replica:
                         [self.binary, "--kubeconfig", self.kubeconfig, "--leader-elect",
                          "--leader-election-namespace", OP_NS, "--namespace", APP_NS,
                          "--health-probe-bind-address=127.0.0.1:0",
-                         "--max-concurrent-reconciles", str(self.concurrency)],
+                         "--max-concurrent-reconciles", str(self.concurrency)] + self.extra,
                         stdout=out, stderr=subprocess.STDOUT, env=env)
                 started = time.time()
                 rc = self.proc.wait()
@@ -209,6 +214,20 @@ class Replica:
             if not self.stopping:
                 log("replica %s (pid %d) exited %d; restarting in 1 s" % (self.name, self.proc.pid, rc))
                 time.sleep(1)
+
+    def probe_port(self):
+        """The health-probe port of the running process, from its log (the last
+        "serving health probes on port N" line: restarts append)."""
+        port = None
+        try:
+            with open(self.logpath, errors="replace") as f:
+                for line in f:
+                    m = re.search(r"serving health probes on port (\d+)", line)
+                    if m:
+                        port = int(m.group(1))
+        except OSError:
+            pass
+        return port
 
     def pid(self):
         p = self.proc
@@ -233,6 +252,48 @@ class Replica:
             except subprocess.TimeoutExpired:
                 p.kill()
         self.thread.join(timeout=30)
+
+
+def heap_snapshot(port):
+    """GET /debug/heap (glibc's malloc_info XML) and sum it: what the arenas hold
+    from the system (current), what of it is free (fast bins and the rest), and
+    in use (the difference). KiB; None when the replica does not answer."""
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.request("GET", "/debug/heap")
+        resp = conn.getresponse()
+        body = resp.read()
+        conn.close()
+        if resp.status != 200:
+            return None
+        root = ET.fromstring(body)
+    except (OSError, ET.ParseError, http.client.HTTPException):
+        return None
+    free = sum(int(t.get("size", 0)) for t in root.findall("total") if t.get("type") in ("fast", "rest"))
+    system = sum(int(t.get("size", 0)) for t in root.findall("system") if t.get("type") == "current")
+    mmap = sum(int(t.get("size", 0)) for t in root.findall("total") if t.get("type") == "mmap")
+    return {"system_kib": system // 1024, "free_kib": free // 1024,
+            "in_use_kib": (system - free) // 1024, "mmap_kib": mmap // 1024,
+            "arenas": len(root.findall("heap"))}
+
+
+class HeapSampler(threading.Thread):
+    """Takes a heap snapshot of every live replica every `period` seconds."""
+
+    def __init__(self, replicas, period):
+        super().__init__(daemon=True)
+        self.replicas = replicas
+        self.period = period
+        self.samples = []  # (t, replica, snapshot)
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.wait(self.period):
+            for r in self.replicas:
+                port = r.probe_port() if r.pid() else None
+                snap = heap_snapshot(port) if port else None
+                if snap:
+                    self.samples.append((time.time(), r.name, snap))
 
 
 class RssSampler(threading.Thread):
@@ -632,6 +693,7 @@ class Suite:
         self.proxies = {}
         self.replicas = []
         self.rss = None
+        self.heap = None
         self.results = []
         self.rng = random.Random(16)
         self.during = [None, None]
@@ -652,10 +714,15 @@ class Suite:
         for name in ("a", "b"):
             self.proxies[name] = Proxy(proxy_bin, c.port)
             kc = make_identity(c, self.work, name, self.proxies[name].port)
-            self.replicas.append(Replica(name, self.args.operator, kc, self.work, self.args.concurrency))
+            extra = ["--debug-endpoints"] if self.args.soak else []
+            self.replicas.append(Replica(name, self.args.operator, kc, self.work,
+                                         self.args.concurrency, extra))
         make_cert(c, self.work, "flood")
         self.rss = RssSampler(self.replicas, 10.0 if self.args.soak else 1.0)
         self.rss.start()
+        if self.args.soak:
+            self.heap = HeapSampler(self.replicas, self.args.soak_heap_every)
+            self.heap.start()
         t = time.time()
         self.cluster.apply(self.model.add(self.args.apps))
         log("%d Apps created in %.1f s" % (self.args.apps, time.time() - t))
@@ -670,6 +737,8 @@ class Suite:
             r.stop()
         if self.rss:
             self.rss.done.set()
+        if self.heap:
+            self.heap.done.set()
         for p in self.proxies.values():
             p.stop()
 
@@ -834,27 +903,44 @@ class Suite:
             ops += len(objs) + 5
             time.sleep(2)
         wait_converged(self.cluster, self.model, self.args.converge_timeout, "soak")
-        # The peak of the first window after warm-up against the peak of the last one
-        # (10 minutes each in a 30-minute soak).
+        # The plateau: the peak of the last window against the peak of the window
+        # --soak-compare seconds before it (10-minute windows, 30 minutes apart, in
+        # a 60-minute soak); never inside the warm-up.
         warm = min(self.args.soak_warmup, dur / 3)
         win = min(600.0, (dur - warm) / 2)
+        gap = min(self.args.soak_compare, dur - warm - win)
+        a0, b0 = t0 + dur - win - gap, t0 + dur - win
         s = self.rss.samples
         res = {"fault": "soak", "seconds": dur, "ops": ops, "samples": len(s),
-               "warmup_s": warm, "window_s": win}
+               "warmup_s": warm, "window_s": win, "compare_s": gap,
+               "earlier_window_s": [round(a0 - t0), round(a0 - t0 + win)],
+               "last_window_s": [round(b0 - t0), round(b0 - t0 + win)]}
         grown = []
         for r in self.replicas:
             mine = [x for x in s if x[1] == r.name]
-            mid = [x[3] for x in mine if t0 + warm <= x[0] < t0 + warm + win]
-            last = [x[3] for x in mine if x[0] >= t0 + dur - win]
-            if not mid or not last:
+            early = [x[3] for x in mine if a0 <= x[0] < a0 + win]
+            last = [x[3] for x in mine if x[0] >= b0]
+            if not early or not last:
                 raise Failure("soak: too few RSS samples of replica %s" % r.name)
+            heap = [(round(t - t0), snap) for t, name, snap in (self.heap.samples if self.heap else [])
+                    if name == r.name]
+            # RSS window peaks every 10 minutes from the start, for the report.
+            windows = []
+            for w0 in range(0, int(dur), 600):
+                ws = [x[3] for x in mine if t0 + w0 <= x[0] < t0 + w0 + 600]
+                if ws:
+                    windows.append({"from_s": w0, "peak_kib": max(ws)})
             res[r.name] = {"rss_kib_min": min(x[3] for x in mine),
                            "rss_kib_max": max(x[3] for x in mine),
-                           "first_window_peak_kib": max(mid), "last_window_peak_kib": max(last)}
-            log("soak: replica %s RSS peak %d KiB (first window) -> %d KiB (last window)" % (
-                r.name, max(mid), max(last)))
-            if max(last) > max(mid) * (1 + self.args.soak_margin) + 1024:
-                grown.append("%s %d -> %d KiB" % (r.name, max(mid), max(last)))
+                           "earlier_window_peak_kib": max(early), "last_window_peak_kib": max(last),
+                           "windows": windows, "heap": heap}
+            log("soak: replica %s RSS peak %d KiB (%d-%d s) -> %d KiB (%d-%d s)" % (
+                r.name, max(early), a0 - t0, a0 - t0 + win, max(last), b0 - t0, b0 - t0 + win))
+            for t, snap in heap[-1:]:
+                log("soak: replica %s heap at %d s: %d KiB in use, %d KiB free, %d KiB mmap, %d arenas" % (
+                    r.name, t, snap["in_use_kib"], snap["free_kib"], snap["mmap_kib"], snap["arenas"]))
+            if max(last) > max(early) * (1 + self.args.soak_margin):
+                grown.append("%s %d -> %d KiB" % (r.name, max(early), max(last)))
         self.results.append(res)
         log("soak: %d App operations in %d s" % (ops, dur))
         lead = check_leaders(self.cluster, self.replicas)
@@ -879,7 +965,12 @@ def main():
     ap.add_argument("--rss-limit-mib", type=float, default=128, help="the manifest's memory limit")
     ap.add_argument("--soak", type=float, default=0, help="churn for this many seconds instead")
     ap.add_argument("--soak-warmup", type=float, default=300)
-    ap.add_argument("--soak-margin", type=float, default=0.10)
+    ap.add_argument("--soak-margin", type=float, default=0.05,
+                    help="the last window's RSS peak may exceed the earlier one's by this much")
+    ap.add_argument("--soak-compare", type=float, default=1800,
+                    help="seconds between the two windows the plateau check compares")
+    ap.add_argument("--soak-heap-every", type=float, default=300,
+                    help="seconds between /debug/heap snapshots")
     ap.add_argument("--work", help="work directory (default: a new temporary one)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--report", help="write the figures here as JSON")
