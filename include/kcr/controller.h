@@ -304,6 +304,103 @@ KCR_EXTERN int kcr_controller_watches(kcr_controller_t *c, const kcr_gvk *gvk, k
                                       void *data, kcr_predicate_t *pred, kcr_error_t *err);
 
 /*
+ * ---- sources from outside the cluster ----
+ *
+ * kcr_channel_source_t: controller-runtime's source.Channel: events that come
+ * from anywhere but an informer (a message queue, a timer, a webhook, a
+ * cloud API's notifications), pushed from any thread into the controllers
+ * that watch the source. Opaque, thread-safe. A push is delivered at once, on
+ * the pushing thread, into each watching controller's workqueue: one pushed
+ * before the controller starts waits in the queue for its workers; one pushed
+ * after it stopped is dropped. Keys coalesce in the queue as informer events
+ * do. Several controllers may watch one source: each gets every push.
+ *
+ *   kcr_channel_source_t *ticks;
+ *   kcr_channel_source_create(&ticks, &err);
+ *   kcr_controller_watches_channel(ctl, ticks, NULL, NULL, NULL, &err);
+ *   ...  // any thread, any time:
+ *   kcr_channel_source_push(ticks, "default", "web", &err);
+ */
+typedef struct kcr_channel_source kcr_channel_source_t;
+
+/* kcr_channel_source_create makes a source no controller watches yet. *out:
+ * new, NULL on failure. 0, KCR_ENOMEM or KCR_ESYS. Any thread. */
+KCR_EXTERN int kcr_channel_source_create(kcr_channel_source_t **out, kcr_error_t *err);
+
+/*
+ * kcr_channel_source_destroy frees s. Destroy the controllers that watch it
+ * first, or stop pushing into it first: no push may run during or after the
+ * call. NULL is ignored. Any thread.
+ */
+KCR_EXTERN void kcr_channel_source_destroy(kcr_channel_source_t *s);
+
+/*
+ * kcr_channel_source_push enqueues the request ns/name (ns NULL or "" for a
+ * cluster-scoped object) in every controller watching s, as a map function's
+ * kcr_requests_add would: no predicate sees it, no map function runs.
+ * Returns 0 (also when no controller watches s), KCR_EINVAL (no name, or
+ * longer than KCR_META_KEY_MAX with its namespace) or KCR_ENOMEM (some queue
+ * could not take it). Any thread, including a reconciler's.
+ */
+KCR_EXTERN int kcr_channel_source_push(kcr_channel_source_t *s, const char *ns, const char *name,
+                                       kcr_error_t *err);
+
+/*
+ * kcr_channel_source_push_object pushes a generic event (event.GenericEvent)
+ * with obj (borrowed; any JSON object, it need not exist in the cluster): each
+ * watching controller evaluates its watch's predicate for KCR_EVENT_GENERIC,
+ * then maps obj with the watch's map function, or, without one, enqueues
+ * obj's own namespace/name (handler.EnqueueRequestForObject). The map
+ * function runs on the pushing thread. Returns 0, KCR_EINVAL (obj not an
+ * object, or a watch without a map function and obj without a name; the
+ * other watches still get it) or KCR_ENOMEM. Any thread.
+ */
+KCR_EXTERN int kcr_channel_source_push_object(kcr_channel_source_t *s, const json_t *obj,
+                                              kcr_error_t *err);
+
+/*
+ * kcr_controller_watches_channel makes c watch s (source.Channel with its
+ * handler): fn maps a generic event's object to requests (NULL: the object's
+ * own key; data borrowed, must outlive c), pred (stolen; NULL: all) filters
+ * generic events, requests pushed with kcr_channel_source_push pass
+ * unfiltered. Event filters of kcr_controller_add_event_filter do not apply
+ * (as upstream, where a channel's predicates are its own). The map function
+ * must not watch or destroy s. kcr_controller_destroy takes c out of s; s
+ * must outlive neither c nor be destroyed while a push runs. Any time before
+ * c is destroyed, before or after start. 0, KCR_EINVAL or KCR_ENOMEM.
+ */
+KCR_EXTERN int kcr_controller_watches_channel(kcr_controller_t *c, kcr_channel_source_t *s,
+                                              kcr_map_fn fn, void *data, kcr_predicate_t *pred,
+                                              kcr_error_t *err);
+
+/*
+ * kcr_controller_watches_informer watches an informer the manager does not
+ * own (a raw source: another cluster's informer, one made with options of
+ * your own, kcr/informer.h), with the same rules as kcr_controller_watches:
+ * fn maps every event's object (both sides of an update), pred (stolen)
+ * filters, and the controller waits for inf to sync at start. inf is
+ * borrowed: it must outlive c and be started by its owner. Before start.
+ * 0, KCR_EINVAL (no informer or map function, or after start) or KCR_ENOMEM.
+ */
+KCR_EXTERN int kcr_controller_watches_informer(kcr_controller_t *c, kcr_informer_t *inf,
+                                               kcr_map_fn fn, void *data, kcr_predicate_t *pred,
+                                               kcr_error_t *err);
+
+/*
+ * kcr_controller_reconcile_all enqueues every object of c's primary kind
+ * (kcr_controller_for) that its informer holds and that the For watch's
+ * predicate and the event filters pass as a generic event (the informer may
+ * hold more than the controller wants: a label-selector predicate filters
+ * events, not the cache): kube-rs's reconcile_all_on, called whenever the
+ * trigger fires (a configuration reload, a timer, a channel source's map
+ * function). Keys already queued stay where they are. Returns how many were
+ * queued, KCR_EINVAL
+ * (c not started, or no primary kind) or KCR_ENOMEM. Any thread, including
+ * a reconciler's.
+ */
+KCR_EXTERN int kcr_controller_reconcile_all(kcr_controller_t *c, kcr_error_t *err);
+
+/*
  * kcr_controller_add_event_filter adds a predicate every watch applies
  * (builder.WithEventFilter). pred stolen. Before start.
  */

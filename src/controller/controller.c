@@ -82,6 +82,7 @@ typedef struct watch {
   kcr_informer_t *inf; /* set by start */
   uint64_t handler_id;
   bool registered;
+  bool raw; /* inf given by the caller (kcr_controller_watches_informer) */
 } watch_t;
 
 struct kcr_controller {
@@ -106,6 +107,7 @@ struct kcr_controller {
   bool primary_namespaced;
 
   atomic_bool stopping; /* workers drop keys once set */
+  atomic_int nchannels; /* channel sources watched (kcr_controller_watches_channel) */
 
   kcr__trace_parents_t *trace_parents; /* For() objects' traceparents (kcr/trace.h) */
 
@@ -428,6 +430,98 @@ int kcr_controller_watches(kcr_controller_t *c, const kcr_gvk *gvk, kcr_map_fn f
     return kcr_error_set(err, KCR_EINVAL, "controller %s: watches needs a map function", c->name);
   }
   return add_watch(c, W_MAP, gvk, fn, data, pred, err);
+}
+
+int kcr_controller_watches_informer(kcr_controller_t *c, kcr_informer_t *inf, kcr_map_fn fn,
+                                    void *data, kcr_predicate_t *pred, kcr_error_t *err) {
+  static const kcr_gvk raw = {"", "raw", "informer"};
+  watch_t *w;
+  int rc;
+  if (!inf || !fn) {
+    kcr_predicate_destroy(pred);
+    return kcr_error_set(err, KCR_EINVAL,
+                         "controller %s: a raw source needs an informer and a map "
+                         "function",
+                         c->name);
+  }
+  if ((rc = add_watch(c, W_MAP, &raw, fn, data, pred, err)) != 0)
+    return rc;
+  w = KCR__CONTAINER_OF(c->watches.last, watch_t, link);
+  w->inf = inf;
+  w->raw = true;
+  return 0;
+}
+
+int kcr_controller_watches_channel(kcr_controller_t *c, kcr_channel_source_t *s, kcr_map_fn fn,
+                                   void *data, kcr_predicate_t *pred, kcr_error_t *err) {
+  int rc = kcr__channel_watch(c, s, fn, data, pred, err);
+  if (rc == 0)
+    atomic_fetch_add(&c->nchannels, 1);
+  return rc;
+}
+
+void kcr__controller_map(kcr_controller_t *c, kcr_map_fn fn, void *data, const json_t *obj) {
+  kcr_requests_t r = {c};
+  fn(obj, &r, data);
+}
+
+static bool pass(watch_t *w, kcr_event_type t, const json_t *old_obj, const json_t *obj);
+
+typedef struct all_walk {
+  watch_t *w;
+  int added, rc;
+} all_walk_t;
+
+/* reconcile_one: kcr_store_foreach's callback for reconcile_all with
+ * predicates: the object as a generic event through the For watch. */
+static int reconcile_one(const char *key, const char *json, size_t len, void *data) {
+  all_walk_t *a = data;
+  json_t *obj = json_loadb(json, len, 0, NULL);
+  int rc = 0;
+  if (!obj)
+    return a->rc = KCR_ENOMEM;
+  if (pass(a->w, KCR_EVENT_GENERIC, NULL, obj)) {
+    rc = kcr_workqueue_add(a->w->ctl->q, key);
+    a->added += rc == 0;
+  }
+  json_decref(obj);
+  return rc == KCR_ENOMEM ? (a->rc = KCR_ENOMEM) : 0;
+}
+
+int kcr_controller_reconcile_all(kcr_controller_t *c, kcr_error_t *err) {
+  watch_t *fw = NULL;
+  all_walk_t a = {0};
+  char **keys = NULL;
+  size_t n = 0;
+  if (!is_started(c))
+    return kcr_error_set(err, KCR_EINVAL, "controller %s: reconcile_all before start", c->name);
+  KCR__LIST_EACH(&c->watches, watch_t, link, w) {
+    if (w->kind == W_FOR)
+      fw = w;
+  }
+  if (!fw || !fw->inf)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "controller %s: reconcile_all needs a primary kind "
+                         "(for())",
+                         c->name);
+  if (fw->pred || c->nfilters > 0) { /* each object through the watch's predicates */
+    a.w = fw;
+    kcr_store_foreach(kcr_informer_store(fw->inf), reconcile_one, &a);
+    if (a.rc)
+      return kcr_error_set(err, a.rc, "controller %s: out of memory enqueueing", c->name);
+    return a.added;
+  }
+  if (kcr_store_list_keys(kcr_informer_store(fw->inf), &keys, &n) != 0)
+    return kcr_error_set(err, KCR_ENOMEM, "controller %s: out of memory listing keys", c->name);
+  for (size_t i = 0; i < n; i++) {
+    if (kcr_workqueue_add(c->q, keys[i]) == KCR_ENOMEM) {
+      kcr_free(keys);
+      return kcr_error_set(err, KCR_ENOMEM, "controller %s: out of memory enqueueing", c->name);
+    }
+    a.added++;
+  }
+  kcr_free(keys);
+  return a.added;
 }
 
 int kcr_controller_add_event_filter(kcr_controller_t *c, kcr_predicate_t *pred, kcr_error_t *err) {
@@ -758,7 +852,7 @@ static int register_watches(kcr_controller_t *c, kcr_error_t *err) {
   KCR__LIST_EACH(&c->watches, watch_t, link, w) {
     kcr_gvk gvk = {w->group, w->version, w->kind_name};
     kcr_event_handler h = {on_add, on_update, on_delete, w};
-    if ((rc = c->source.get_informer(c->source.data, &gvk, &w->inf, err)) != 0) {
+    if (!w->raw && (rc = c->source.get_informer(c->source.data, &gvk, &w->inf, err)) != 0) {
       kcr_error_prefix(err, "controller %s: kind %s: ", c->name, w->kind_name);
       return rc;
     }
@@ -773,15 +867,17 @@ static int register_watches(kcr_controller_t *c, kcr_error_t *err) {
 
 int kcr_controller_start(kcr_controller_t *c, kcr_error_t *err) {
   int64_t deadline;
-  bool has_for = c->primary_kind != NULL, has_owns = false;
+  bool has_for = c->primary_kind != NULL, has_owns = false, needs_source = false;
   int rc;
   KCR__LIST_EACH(&c->watches, watch_t, link, w)
   has_owns |= w->kind == W_OWNS;
-  if (kcr__list_empty(&c->watches))
+  if (kcr__list_empty(&c->watches) && atomic_load(&c->nchannels) == 0)
     return kcr_error_set(err, KCR_EINVAL, "controller %s: nothing to watch (call for())", c->name);
   if (has_owns && !has_for)
     return kcr_error_set(err, KCR_EINVAL, "controller %s: owns() needs for()", c->name);
-  if (!c->source.get_informer)
+  KCR__LIST_EACH(&c->watches, watch_t, link, w)
+  needs_source |= !w->raw;
+  if (!c->source.get_informer && needs_source)
     return kcr_error_set(err, KCR_EINVAL, "controller %s: no informer source", c->name);
   pthread_mutex_lock(&c->mu);
   if (c->started || c->stop_done) {
@@ -886,6 +982,8 @@ int kcr_controller_stop(kcr_controller_t *c, int64_t timeout_ns) {
 void kcr_controller_destroy(kcr_controller_t *c) {
   if (!c)
     return;
+  if (atomic_load(&c->nchannels) > 0)
+    kcr__channel_forget_controller(c);
   if (c->q) {
     kcr_controller_stop(c, 0);
     for (int i = 0; i < c->nthreads; i++)

@@ -5,7 +5,8 @@
  * once; each result kind doing what it should; a status write under the
  * generation predicate that does not loop; the owner mapping waking the owner
  * when a child is edited or deleted; SIGTERM with a reconcile in flight (a child
- * process) letting it finish and exiting 0; and the configmap-mirror example
+ * process) letting it finish and exiting 0; a channel source, a raw informer
+ * and reconcile_all waking the reconciler; and the configmap-mirror example
  * (compiled in from examples/, run as a child process) doing its job.
  */
 #define _GNU_SOURCE
@@ -623,6 +624,128 @@ static void test_controller_it_owner_mapping(void **state) {
   json_decref(owner);
 }
 
+/* ---- sources from outside the cluster: a channel, a raw informer, reconcile_all ---- */
+
+typedef struct outside {
+  pthread_mutex_t mu;
+  char names[64][64]; /* protected by mu: every reconcile's name, in order */
+  int n;              /* protected by mu */
+  atomic_int calls;
+} outside_t;
+
+static int reconcile_outside(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
+                             kcr_result *res, void *data) {
+  outside_t *s = data;
+  (void)ctx;
+  (void)res;
+  pthread_mutex_lock(&s->mu);
+  if (s->n < 64)
+    snprintf(s->names[s->n++], sizeof(s->names[0]), "%s", req->name);
+  pthread_mutex_unlock(&s->mu);
+  atomic_fetch_add(&s->calls, 1);
+  return 0;
+}
+
+/* seen counts the reconciles of name so far. */
+static int seen(outside_t *s, const char *name) {
+  int k = 0;
+  pthread_mutex_lock(&s->mu);
+  for (int i = 0; i < s->n; i++)
+    k += strcmp(s->names[i], name) == 0;
+  pthread_mutex_unlock(&s->mu);
+  return k;
+}
+
+/* wait_seen waits (up to ms) until name has been reconciled want times. */
+static int wait_seen(outside_t *s, const char *name, int want, int ms) {
+  for (int i = 0; i < ms / 10 && seen(s, name) < want; i++)
+    sleep_ms(10);
+  return seen(s, name);
+}
+
+/* A Secret of the raw informer wakes the ConfigMap its "for" label names. */
+static void map_secret_to_cm(const json_t *obj, kcr_requests_t *reqs, void *data) {
+  const char *target = kcr_meta_label(obj, "for");
+  (void)data;
+  if (target)
+    kcr_requests_add(reqs, kcr_meta_namespace(obj), target);
+}
+
+static void *push_from_thread(void *arg) {
+  kcr_channel_source_t *src = arg;
+  json_t *ev = json_pack("{s:{s:s, s:s}}", "metadata", "namespace", ns, "name", "out-b");
+  kcr_channel_source_push_object(src, ev, NULL);
+  json_decref(ev);
+  return NULL;
+}
+
+static void test_controller_it_outside_sources(void **state) {
+  outside_t s;
+  runner_t r = {0};
+  kcr_controller_t *c;
+  kcr_channel_source_t *src;
+  kcr_informer_t *raw;
+  kcr_informer_options io = {0};
+  kcr_error_t err = {0};
+  pthread_t th;
+  json_t *sec;
+  (void)state;
+  memset(&s, 0, sizeof(s));
+  pthread_mutex_init(&s.mu, NULL);
+  create(&configmaps, cm("out-a", "outside"), NULL);
+  create(&configmaps, cm("out-b", "outside"), NULL);
+  create(&configmaps, cm("out-c", "outside"), NULL);
+  assert_int_equal(kcr_channel_source_create(&src, &err), 0);
+  /* A raw source: a Secret informer of the test's own, not the manager's. */
+  io.client = client;
+  io.gvk = secret_gvk;
+  io.ns = ns;
+  io.label_selector = "it=outside";
+  assert_int_equal(kcr_informer_create(&io, &raw, &err), 0);
+  assert_int_equal(kcr_informer_start(raw, &err), 0);
+
+  r.m = new_manager();
+  c = new_controller(r.m, "outside", reconcile_outside, &s, 2);
+  assert_int_equal(kcr_controller_for(c, &cm_gvk, selector("it=outside"), NULL), 0);
+  assert_int_equal(kcr_controller_watches_channel(c, src, NULL, NULL, NULL, &err), 0);
+  assert_int_equal(kcr_controller_watches_informer(c, raw, map_secret_to_cm, NULL, NULL, &err), 0);
+  /* Pushed before start: waits in the queue for the workers. */
+  assert_int_equal(kcr_channel_source_push(src, ns, "from-before-start", &err), 0);
+  start(&r);
+  assert_int_equal(wait_seen(&s, "from-before-start", 1, 10000), 1);
+  assert_int_equal(wait_seen(&s, "out-a", 1, 10000), 1);
+  assert_int_equal(wait_seen(&s, "out-c", 1, 10000), 1);
+  settle(&s.calls);
+
+  /* A generic event from another thread: the object's own key. */
+  pthread_create(&th, NULL, push_from_thread, src);
+  pthread_join(th, NULL);
+  assert_int_equal(wait_seen(&s, "out-b", 2, 10000), 2);
+
+  /* The raw informer's Secret wakes out-c through the map function. */
+  sec = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}}, s:{s:s}}", "apiVersion", "v1", "kind",
+                  "Secret", "metadata", "name", "out-secret", "namespace", ns, "labels", "it",
+                  "outside", "for", "out-c", "stringData", "k", "v");
+  create(&secrets, sec, NULL);
+  assert_int_equal(wait_seen(&s, "out-c", 2, 10000), 2);
+  settle(&s.calls);
+
+  /* reconcile_all: every ConfigMap the controller's informer holds, once more. */
+  assert_int_equal(kcr_controller_reconcile_all(c, &err), 3);
+  assert_int_equal(wait_seen(&s, "out-a", 2, 10000), 2);
+  assert_int_equal(wait_seen(&s, "out-b", 3, 10000), 3);
+  assert_int_equal(wait_seen(&s, "out-c", 3, 10000), 3);
+  assert_int_equal(seen(&s, "from-before-start"), 1); /* not a cached object */
+
+  stop(&r); /* destroys the controller, which leaves the source */
+  assert_int_equal(kcr_channel_source_push(src, ns, "after-stop", &err), 0);
+  kcr_channel_source_destroy(src);
+  kcr_informer_stop(raw);
+  kcr_informer_destroy(raw);
+  kcr_client_delete(client, &secrets, ns, "out-secret", NULL, NULL, NULL);
+  pthread_mutex_destroy(&s.mu);
+}
+
 /* ---- SIGTERM with a reconcile in flight (child process) ---- */
 
 static int reconcile_slow(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
@@ -806,6 +929,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_controller_it_status_no_loop),
       cmocka_unit_test(test_controller_it_owner_mapping),
       cmocka_unit_test(test_controller_it_server_side_apply),
+      cmocka_unit_test(test_controller_it_outside_sources),
       cmocka_unit_test(test_controller_it_sigterm_graceful),
       cmocka_unit_test(test_controller_it_second_signal),
       cmocka_unit_test(test_controller_it_example_mirror),

@@ -3,8 +3,11 @@
  * test_controller.c: the reconcile result semantics with a fake reconciler on a
  * fake clock (driven one key at a time through the testing entry point), the
  * metrics, the event handlers (for, owns, watches, predicates, the global event
- * filter) fed with JSON fixtures, and the set-up errors.
+ * filter) fed with JSON fixtures, channel sources pushed from several threads,
+ * and the set-up errors.
  */
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -457,6 +460,134 @@ static void test_controller_handlers(void **state) {
   json_decref(stranger);
 }
 
+static void map_to_owner_label(const json_t *obj, kcr_requests_t *reqs, void *data) {
+  const char *owner = kcr_meta_label(obj, "owner");
+  (void)data;
+  if (owner)
+    kcr_requests_add(reqs, kcr_meta_namespace(obj), owner);
+}
+
+typedef struct pusher {
+  kcr_channel_source_t *s;
+  int id;
+} pusher_t;
+
+static void *push_many(void *arg) {
+  pusher_t *p = arg;
+  for (int i = 0; i < 200; i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "t%d-%d", p->id, i % 10);
+    assert_int_equal(kcr_channel_source_push(p->s, "ns", name, NULL), 0);
+  }
+  return NULL;
+}
+
+/* A channel source (source.Channel): pushes from any thread reach every
+ * controller watching it, before start too; generic events pass the watch's
+ * predicate and its map function, or enqueue the object's own key; a
+ * destroyed controller is taken out of the source. */
+static void test_controller_channel_source(void **state) {
+  fixture_t *fx = *state;
+  kcr_workqueue_t *q = kcr_controller_queue(fx->c), *q2;
+  kcr_channel_source_t *s;
+  kcr_controller_options o = {0};
+  kcr_controller_t *c2;
+  kcr_predicate_t *labelled = NULL;
+  kcr_error_t err = {0};
+  fake_t f2 = {0};
+  pthread_t th[4];
+  pusher_t ps[4];
+  char got[256];
+  json_t *ev = load("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"ext\","
+                    "\"labels\":{\"owner\":\"app\",\"tier\":\"db\"}}}");
+  json_t *plain = load("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"plain\"}}");
+  json_t *nameless = load("{\"metadata\":{\"namespace\":\"ns\"}}");
+
+  assert_int_equal(kcr_channel_source_create(&s, &err), 0);
+  o.name = "second";
+  o.reconcile = reconcile;
+  o.data = &f2;
+  assert_int_equal(kcr_controller_create(&o, &c2, NULL), 0);
+  q2 = kcr_controller_queue(c2);
+  /* fx->c: the object's own key; c2: mapped by label, only tier=db */
+  assert_int_equal(kcr_controller_watches_channel(fx->c, s, NULL, NULL, NULL, &err), 0);
+  assert_int_equal(kcr_predicate_label_selector("tier=db", &labelled, &err), 0);
+  assert_int_equal(kcr_controller_watches_channel(c2, s, map_to_owner_label, NULL, labelled, &err),
+                   0);
+
+  /* a request reaches both, with no predicate */
+  assert_int_equal(kcr_channel_source_push(s, "ns", "req", &err), 0);
+  assert_int_equal(kcr_channel_source_push(s, NULL, "cluster-wide", &err), 0);
+  drain(q, got, sizeof(got));
+  assert_string_equal(got, "cluster-wide ns/req");
+  drain(q2, got, sizeof(got));
+  assert_string_equal(got, "cluster-wide ns/req");
+
+  /* generic events: predicate, then map function or the object's key */
+  assert_int_equal(kcr_channel_source_push_object(s, ev, &err), 0);
+  assert_int_equal(kcr_channel_source_push_object(s, plain, &err), 0);
+  drain(q, got, sizeof(got));
+  assert_string_equal(got, "ns/ext ns/plain");
+  drain(q2, got, sizeof(got));
+  assert_string_equal(got, "ns/app");
+
+  /* bad input: a clear error, nothing queued */
+  assert_int_equal(kcr_channel_source_push(s, "ns", "", &err), KCR_EINVAL);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_channel_source_push_object(s, json_true(), &err), KCR_EINVAL);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_channel_source_push_object(s, nameless, &err), KCR_EINVAL);
+  assert_non_null(strstr(err.message, "map function"));
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_workqueue_len(q) + kcr_workqueue_len(q2), 0);
+
+  /* pushes from four threads at once coalesce by key in each queue */
+  for (int i = 0; i < 4; i++) {
+    ps[i] = (pusher_t){s, i};
+    pthread_create(&th[i], NULL, push_many, &ps[i]);
+  }
+  for (int i = 0; i < 4; i++)
+    pthread_join(th[i], NULL);
+  assert_int_equal(kcr_workqueue_len(q), 40);
+  assert_int_equal(kcr_workqueue_len(q2), 40);
+
+  /* the first reconcile of a pushed request is an ordinary one */
+  while (kcr_workqueue_len(q2) > 0)
+    drain(q2, got, sizeof(got));
+  assert_int_equal(kcr_channel_source_push(s, "ns", "work", &err), 0);
+  assert_int_equal(kcr__controller_process_next(c2), 0);
+  assert_int_equal(f2.calls, 1);
+  assert_string_equal(f2.last_name, "work");
+
+  /* once c2 is gone, pushes reach only fx->c (ASan and valgrind check the rest) */
+  kcr_controller_destroy(c2);
+  while (kcr_workqueue_len(q) > 0)
+    drain(q, got, sizeof(got));
+  assert_int_equal(kcr_channel_source_push(s, "ns", "after", &err), 0);
+  drain(q, got, sizeof(got));
+  assert_string_equal(got, "ns/after");
+
+  kcr_controller_destroy(fx->c); /* before its source, as documented */
+  fx->c = NULL;
+  kcr_channel_source_destroy(s);
+  json_decref(ev);
+  json_decref(plain);
+  json_decref(nameless);
+}
+
+/* A raw source needs an informer and a map function; reconcile_all needs a
+ * started controller with a primary kind. */
+static void test_controller_raw_source_errors(void **state) {
+  fixture_t *fx = *state;
+  kcr_error_t err = {0};
+  assert_int_equal(kcr_controller_watches_informer(fx->c, NULL, map_to_two, NULL, NULL, &err),
+                   KCR_EINVAL);
+  assert_non_null(strstr(err.message, "informer"));
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_controller_reconcile_all(fx->c, &err), KCR_EINVAL);
+  assert_non_null(strstr(err.message, "before start"));
+}
+
 static void test_controller_event_filter(void **state) {
   fixture_t *fx = *state;
   kcr_workqueue_t *q = kcr_controller_queue(fx->c);
@@ -647,6 +778,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_controller_stop_drops_queued, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_handlers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_event_filter, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_controller_channel_source, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_controller_raw_source_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_setup_errors, setup, teardown),
       cmocka_unit_test(test_controller_create_alloc),
       cmocka_unit_test_setup_teardown(test_controller_metrics_exposition, setup, teardown),
