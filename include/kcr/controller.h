@@ -190,6 +190,22 @@ KCR_EXTERN void kcr_reconcile_log(kcr_reconcile_ctx_t *ctx, kcr_log_level level,
                                   ...) KCR_PRINTF(3, 4);
 
 /*
+ * kcr_reconcile_log_fields is log.FromContext(ctx).Info(msg, k, v, ...): one
+ * line with the reconcile's fields (as kcr_reconcile_log), then the caller's
+ * n fields (borrowed for the call; KCR_LOG_STR, KCR_LOG_INT, ... of
+ * kcr/log.h), then trace_id and span_id while the reconcile's span is
+ * current (tracing on). At most KCR_RECONCILE_LOG_FIELDS_MAX of the caller's
+ * fields are written; more are dropped and counted in a "droppedFields"
+ * field. Nothing is formatted when level is disabled. Worker threads.
+ *
+ *   kcr_log_field f[] = {KCR_LOG_STR("image", img), KCR_LOG_INT("replicas", n)};
+ *   kcr_reconcile_log_fields(ctx, KCR_LOG_INFO, "scaling", f, 2);
+ */
+#define KCR_RECONCILE_LOG_FIELDS_MAX 20
+KCR_EXTERN void kcr_reconcile_log_fields(kcr_reconcile_ctx_t *ctx, kcr_log_level level,
+                                         const char *msg, const kcr_log_field *fields, size_t n);
+
+/*
  * kcr_reconcile_terminal marks the error being returned as terminal
  * (reconcile.TerminalError: retrying cannot help, so the key is not requeued) and
  * returns code (negative) for `return kcr_reconcile_terminal(ctx, KCR_EINVAL);`.

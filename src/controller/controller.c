@@ -221,6 +221,24 @@ static void ctx_log(kcr_reconcile_ctx_t *ctx, kcr_log_level level, const char *m
   kcr_log_fields(level, "controller", msg, f, n);
 }
 
+void kcr_reconcile_log_fields(kcr_reconcile_ctx_t *ctx, kcr_log_level level, const char *msg,
+                              const kcr_log_field *fields, size_t n) {
+  kcr_log_field f[CTL_FIELDS_MAX + 3 + KCR_RECONCILE_LOG_FIELDS_MAX + 1];
+  size_t k, take = n < KCR_RECONCILE_LOG_FIELDS_MAX ? n : KCR_RECONCILE_LOG_FIELDS_MAX;
+  if (!kcr_log_enabled(level))
+    return;
+  k = ctl_fields(ctx->c, f);
+  f[k++] = KCR_LOG_STR(KCR_LOG_KEY_NAMESPACE, ctx->ns);
+  f[k++] = KCR_LOG_STR(KCR_LOG_KEY_NAME, ctx->name);
+  f[k++] = KCR_LOG_STR(KCR_LOG_KEY_RECONCILE_ID, ctx->id);
+  if (take > 0)
+    memcpy(f + k, fields, take * sizeof(*f));
+  k += take;
+  if (n > take)
+    f[k++] = KCR_LOG_INT("droppedFields", n - take);
+  kcr_log_fields(level, "controller", msg ? msg : "", f, k);
+}
+
 void kcr_reconcile_log(kcr_reconcile_ctx_t *ctx, kcr_log_level level, const char *fmt, ...) {
   char msg[1024];
   va_list ap;

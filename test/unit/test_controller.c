@@ -261,9 +261,62 @@ static void on_log(const kcr_log_record *rec, void *data) {
   (void)data;
   snprintf(captured.msg, sizeof(captured.msg), "%s", rec->msg);
   captured.fields[0] = '\0';
-  for (size_t i = 0; i < rec->nfields; i++)
-    n += (size_t)snprintf(captured.fields + n, sizeof(captured.fields) - n, "%s%s=%s", i ? " " : "",
-                          rec->fields[i].key, rec->fields[i].s ? rec->fields[i].s : "");
+  for (size_t i = 0; i < rec->nfields; i++) {
+    if (rec->fields[i].type == KCR_LOG_FIELD_INT)
+      n += (size_t)snprintf(captured.fields + n, sizeof(captured.fields) - n, "%s%s=%lld",
+                            i ? " " : "", rec->fields[i].key, rec->fields[i].i);
+    else
+      n += (size_t)snprintf(captured.fields + n, sizeof(captured.fields) - n, "%s%s=%s",
+                            i ? " " : "", rec->fields[i].key,
+                            rec->fields[i].s ? rec->fields[i].s : "");
+  }
+}
+
+static int reconcile_kv(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
+                        void *data) {
+  kcr_log_field f[KCR_RECONCILE_LOG_FIELDS_MAX + 3];
+  size_t *n = data;
+  (void)req;
+  (void)res;
+  f[0] = KCR_LOG_STR("image", "web:2");
+  f[1] = KCR_LOG_INT("replicas", 3);
+  for (size_t i = 2; i < sizeof(f) / sizeof(f[0]); i++)
+    f[i] = KCR_LOG_STR("pad", "x");
+  kcr_reconcile_log_fields(ctx, KCR_LOG_INFO, "scaling", f, *n);
+  return 0;
+}
+
+/* kcr_reconcile_log_fields: the reconcile's fields, then the caller's, and
+ * what is past the bound counted, not written. */
+static void test_controller_reconcile_log_kv(void **state) {
+  kcr_controller_options o = {0};
+  kcr_controller_t *c;
+  size_t n = 2;
+  char want[1024];
+  const char *id;
+  (void)state;
+  o.name = "kv";
+  o.reconcile = reconcile_kv;
+  o.data = &n;
+  assert_int_equal(kcr_controller_create(&o, &c, NULL), 0);
+  kcr_log_set_handler(on_log, NULL);
+  assert_int_equal(kcr_workqueue_add(kcr_controller_queue(c), "ns/web"), 0);
+  assert_int_equal(kcr__controller_process_next(c), 0);
+  assert_string_equal(captured.msg, "scaling");
+  id = strstr(captured.fields, "reconcileID=");
+  assert_non_null(id);
+  assert_true(strlen(id) > 12 + 36);
+  snprintf(want, sizeof(want),
+           "controller=kv namespace=ns name=web reconcileID=%.36s image=web:2 "
+           "replicas=3",
+           id + 12);
+  assert_string_equal(captured.fields, want);
+  n = KCR_RECONCILE_LOG_FIELDS_MAX + 3;
+  assert_int_equal(kcr_workqueue_add(kcr_controller_queue(c), "ns/web"), 0);
+  assert_int_equal(kcr__controller_process_next(c), 0);
+  kcr_log_set_handler(NULL, NULL);
+  assert_non_null(strstr(captured.fields, " pad=x droppedFields=3"));
+  kcr_controller_destroy(c);
 }
 
 /* The reconcile's keys are fields of the line, as controller-runtime's, not in its message. */
@@ -770,6 +823,7 @@ int main(void) {
       cmocka_unit_test(test_controller_reconcile_timeout),
       cmocka_unit_test_setup_teardown(test_controller_error_rate_limited, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_reconcile_log_fields, setup, teardown),
+      cmocka_unit_test(test_controller_reconcile_log_kv),
       cmocka_unit_test_setup_teardown(test_controller_terminal_error, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_requeue_after, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_requeue, setup, teardown),
