@@ -126,6 +126,30 @@ int kcr_index_values_add(kcr_index_values_t *v, const char *value) {
   return 0;
 }
 
+int kcr__index_values_contain(kcr_index_fn fn, void *data, const json_t *obj, const char *value,
+                              bool *found) {
+  kcr_buf_t b;
+  kcr_index_values_t v;
+  const char *p;
+  int rc;
+  *found = false;
+  kcr_buf_init(&b, (size_t)1 << 24);
+  v = (kcr_index_values_t){&b, 0, 0, 0};
+  rc = fn(obj, &v, data);
+  if (rc == 0)
+    rc = v.rc;
+  p = b.data;
+  for (uint32_t i = 0; rc == 0 && i < v.count; i++) {
+    if (strcmp(p, value) == 0) {
+      *found = true;
+      break;
+    }
+    p += strlen(p) + 1;
+  }
+  kcr_buf_free(&b);
+  return rc;
+}
+
 /* ns_index is the built-in namespace index (client-go MetaNamespaceIndexFunc). */
 static int ns_index(const json_t *obj, kcr_index_values_t *v, void *data) {
   (void)data;

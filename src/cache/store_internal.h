@@ -8,6 +8,8 @@
 #ifndef KCR_CACHE_STORE_INTERNAL_H
 #define KCR_CACHE_STORE_INTERNAL_H
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "cache/cobj.h"
@@ -42,5 +44,14 @@ int kcr__store_get_compact(kcr_store_t *s, const char *key, kcr__cobj_t **out);
  * with kcr_free). Returns 0 or KCR_ENOMEM.
  */
 int kcr__store_list_compact(kcr_store_t *s, kcr__cobj_t ***out, size_t *n);
+
+/*
+ * kcr__index_values_contain runs the index function fn (data passed back) on
+ * obj (borrowed) outside any store, and sets *found when value is one of the
+ * values it adds (the fake client's field indexes, kcr/testing.h). Returns 0,
+ * or fn's error, KCR_ETOOBIG or KCR_ENOMEM (then *found is false). Any thread.
+ */
+int kcr__index_values_contain(kcr_index_fn fn, void *data, const json_t *obj, const char *value,
+                              bool *found);
 
 #endif /* KCR_CACHE_STORE_INTERNAL_H */
