@@ -33,6 +33,7 @@
 #include "kcr/events.h"
 #include "kcr/log.h"
 #include "kcr/objclient.h"
+#include "kcr/store.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,10 +62,12 @@ extern "C" {
  *    metadata and status changed. A missing object is NotFound (404); an
  *    update without metadata.name is Invalid (422, "metadata.name: Required
  *    value: name is required", as controller-runtime's fake answers).
- *  - every kind has the status subresource, as a CRD that declares it: update
- *    of "status" changes only .status (and the resourceVersion); update or patch
- *    of the object keeps the stored .status; create drops .status. Seeding with
- *    kcr_fake_client_add keeps the status given (WithObjects + WithStatusSubresource).
+ *  - by default every kind has the status subresource, as a CRD that declares
+ *    it: update of "status" changes only .status (and the resourceVersion);
+ *    update or patch of the object keeps the stored .status; create drops
+ *    .status. Seeding with kcr_fake_client_add keeps the status given
+ *    (WithObjects + WithStatusSubresource). kcr_fake_client_with_status_subresource
+ *    switches to controller-runtime's rule, per kind (below).
  *  - patch: merge (RFC 7386) and JSON Patch (RFC 6902, test op included). JSON
  *    Patch keeps to the RFCs where the API server's library (evanphx/json-patch
  *    v4) does not: test compares numbers by value (1 equals 1.0; the server
@@ -83,10 +86,41 @@ extern "C" {
  *    forbids. Delete preconditions (uid, resourceVersion) give 409 Conflict.
  *    There is no garbage collector: owned objects stay.
  *  - list filters by namespace, label selector (kcr_selector_parse syntax) and
- *    field selector (metadata.name, metadata.namespace; =, ==, !=; any other
- *    field is BadRequest, as the server answers), sorted by namespace and name,
+ *    field selector (metadata.name, metadata.namespace: =, ==, !=; a field
+ *    index of the kind, kcr_fake_client_add_index: = and == only; any other
+ *    field is BadRequest, as the server answers), and by
+ *    kcr_list_options.index / index_value on such an index (one not
+ *    registered: KCR_EINVAL, as the cache says); sorted by namespace and name,
  *    with limit and continue, and answers in the API server's List shape
  *    (kcr/objclient.h) with the tracker's current resourceVersion.
+ *  - write options (kcr_write_options, kcr_delete_options.dry_run):
+ *    dry_run runs every check of the write (Conflict, NotFound, AlreadyExists,
+ *    Invalid, preconditions) and answers what would be stored, storing
+ *    nothing: a dry-run create answers without a resourceVersion, a dry-run
+ *    update or patch under the stored one. field_manager is accepted and not
+ *    recorded: the fake keeps no metadata.managedFields (controller-runtime's
+ *    fake strips them too, unless WithReturnManagedFields). field_validation
+ *    "Strict", "Warn" or "Ignore" is accepted (another value is BadRequest) and
+ *    changes nothing: the fake has no schema, so Strict cannot refuse an
+ *    unknown field (neither can controller-runtime's fake).
+ *  - DeleteAllOf deletes each object a list with the same options selects
+ *    (namespace, label and field selectors), each as a delete would
+ *    (finalizers hold it; dry run deletes none).
+ *  - metadata reads (kcr_objclient_get_metadata, _list_metadata) answer the
+ *    objects reduced to {"apiVersion": "meta.k8s.io/v1", "kind":
+ *    "PartialObjectMetadata", "metadata"}, in a PartialObjectMetadataList.
+ *  - subresources: "status" get (the object) and update/patch; "scale" get and
+ *    update of apps/v1 Deployments, ReplicaSets, StatefulSets and v1
+ *    ReplicationControllers (an autoscaling/v1 Scale: spec.replicas, 1 when
+ *    unset; status.replicas; status.selector as the server writes it); a kind
+ *    without the subresource is NotFound ("the server could not find the
+ *    requested resource"). "eviction" of a Pod (a policy Eviction body)
+ *    deletes it as a delete would, dry run honoured (the option or the body's
+ *    deleteOptions.dryRun), and answers a Status (201 Success); "token" of an
+ *    existing ServiceAccount (a TokenRequest body) answers the TokenRequest
+ *    with status.token "fake-token" and status.expirationTimestamp
+ *    6041-01-01T00:00:00Z, as controller-runtime's fake. A body of the wrong
+ *    kind is BadRequest; another subresource is KCR_ENOTSUP.
  *  - server-side apply is not supported: apply fails with KCR_ENOTSUP and a
  *    message saying so (use create, update or patch in code under test).
  *  - errors are returned as the client returns the server's: KCR_EAPI with
@@ -106,15 +140,19 @@ typedef enum kcr_fake_verb {
   KCR_FAKE_PATCH,
   KCR_FAKE_APPLY,
   KCR_FAKE_DELETE,
-  KCR_FAKE_VERBS /* how many */
+  KCR_FAKE_DELETE_ALL_OF, /* kcr_objclient_delete_all_of */
+  KCR_FAKE_VERBS          /* how many */
 } kcr_fake_verb;
 
 /*
  * kcr_fake_call: one call as an interceptor sees it; everything borrowed for the
  * call. gvk: the kind (from the object for writes); ns, name: the object's (name
- * NULL for list; for a create with generateName, "" until the tracker picks one);
- * obj: the object written (NULL for get, list, delete: then see ns and name);
- * subresource: "status" or NULL.
+ * NULL for list and delete_all_of; for a create with generateName, "" until the
+ * tracker picks one); obj: the object written (NULL for get, list, delete: then
+ * see ns and name; a subresource's body, a Scale, Eviction or TokenRequest, when
+ * there is one); subresource: "status", "scale", "eviction", "token" or NULL.
+ * Metadata reads are KCR_FAKE_GET and KCR_FAKE_LIST, a subresource read is
+ * KCR_FAKE_GET with subresource set, a subresource create KCR_FAKE_CREATE.
  */
 typedef struct kcr_fake_call {
   kcr_fake_verb verb;
@@ -167,6 +205,43 @@ KCR_EXTERN int kcr_fake_client_add_json(kcr_fake_client_t *f, const char *json, 
  * field_manager are NULL.
  */
 KCR_EXTERN kcr_objclient kcr_fake_client_objclient(kcr_fake_client_t *f);
+
+/*
+ * kcr_fake_client_add_index registers a field index on kind gvk (its group and
+ * kind; versions share it), as WithIndex on controller-runtime's fake builder
+ * and kcr_cache_add_index on the cache: fn (data passed back) adds the values
+ * an object is indexed under with kcr_index_values_add. A list of gvk with
+ * kcr_list_options.index = name and index_value, or a field selector term
+ * name=value, then answers the objects whose values include it (within o->ns,
+ * or every namespace), as the cache does. fn runs at each such list (and
+ * DeleteAllOf) on each object of the kind, on the caller's thread with the
+ * tracker's lock held: it must not call the client. An error it returns fails
+ * the list with that code. name is copied. Errors: KCR_EINVAL (no kind, name
+ * or fn), KCR_EEXIST (the kind has an index of that name), KCR_ENOMEM. Any
+ * thread.
+ */
+KCR_EXTERN int kcr_fake_client_add_index(kcr_fake_client_t *f, const kcr_gvk *gvk,
+                                         const char *name, kcr_index_fn fn, void *data,
+                                         kcr_error_t *err);
+
+/*
+ * kcr_fake_client_with_status_subresource is WithStatusSubresource on
+ * controller-runtime's fake builder. The first call switches the tracker from
+ * its default (every kind has a status subresource) to controller-runtime's
+ * rule: the built-in kinds that have one (Pod, Service, Namespace, Node,
+ * PersistentVolume(Claim), ReplicationController, the apps/v1 workloads,
+ * Job, CronJob, HorizontalPodAutoscaler, Ingress, NetworkPolicy,
+ * PodDisruptionBudget, CertificateSigningRequest, VolumeAttachment,
+ * CustomResourceDefinition, FlowSchema, PriorityLevelConfiguration) plus
+ * every kind registered by a call (gvk: its group and kind; NULL registers
+ * none, for the built-in set alone). A kind outside the set has no status
+ * subresource: create, update and patch of the object write .status too, and
+ * an update, patch or get of "status" is NotFound (404). Call it before the
+ * objects are used; copied. Errors: KCR_EINVAL (a gvk without kind),
+ * KCR_ENOMEM. Any thread.
+ */
+KCR_EXTERN int kcr_fake_client_with_status_subresource(kcr_fake_client_t *f, const kcr_gvk *gvk,
+                                                       kcr_error_t *err);
 
 /*
  * kcr_fake_client_intercept installs cb for verb (replacing the previous one;

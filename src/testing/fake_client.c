@@ -26,8 +26,10 @@
 #include <string.h>
 
 #include "api/fieldsel_internal.h"
+#include "cache/store_internal.h"
 #include "client/apierror_internal.h"
 #include "kcr/apierror.h"
+#include "kcr/buf.h"
 #include "kcr/controllerutil.h"
 #include "kcr/meta.h"
 #include "kcr/rand.h"
@@ -39,6 +41,14 @@ typedef struct item {
   char *key;
   json_t *obj; /* the tracker's own tree */
 } item_t;
+
+/* fake_index: a field index (kcr_fake_client_add_index), run on demand. */
+typedef struct fake_index {
+  char *gk; /* "group \x1f kind" */
+  char *name;
+  kcr_index_fn fn;
+  void *data;
+} fake_index_t;
 
 typedef struct interceptor {
   kcr_fake_intercept_cb cb;
@@ -54,6 +64,11 @@ struct kcr_fake_client {
   uint64_t rand;                      /* protected by mu */
   interceptor_t icpt[KCR_FAKE_VERBS]; /* protected by mu */
   uint64_t calls[KCR_FAKE_VERBS];     /* protected by mu */
+  fake_index_t *idx;                  /* protected by mu */
+  size_t nidx;                        /* protected by mu */
+  bool status_per_kind;               /* protected by mu: WithStatusSubresource was called */
+  char **status_kinds;                /* protected by mu: "group \x1f kind" registered */
+  size_t nstatus;                     /* protected by mu */
 };
 
 /* ---- errors as the API server words them ---- */
@@ -330,6 +345,101 @@ static bool str_in(const json_t *arr, const char *s) {
   return false;
 }
 
+/* ---- which kinds have which subresources ---- */
+
+/* gk_pair: a kind by API group and name. */
+typedef struct gk_pair {
+  const char *group, *kind;
+} gk_pair;
+
+/* The built-in kinds served with a status subresource (those
+ * controller-runtime's fake client gives one by default). */
+static const gk_pair in_tree_status[] = {
+    {"", "Namespace"},
+    {"", "Node"},
+    {"", "PersistentVolumeClaim"},
+    {"", "PersistentVolume"},
+    {"", "Pod"},
+    {"", "ReplicationController"},
+    {"", "Service"},
+    {"apps", "Deployment"},
+    {"apps", "DaemonSet"},
+    {"apps", "ReplicaSet"},
+    {"apps", "StatefulSet"},
+    {"autoscaling", "HorizontalPodAutoscaler"},
+    {"batch", "CronJob"},
+    {"batch", "Job"},
+    {"certificates.k8s.io", "CertificateSigningRequest"},
+    {"networking.k8s.io", "Ingress"},
+    {"networking.k8s.io", "NetworkPolicy"},
+    {"policy", "PodDisruptionBudget"},
+    {"storage.k8s.io", "VolumeAttachment"},
+    {"apiextensions.k8s.io", "CustomResourceDefinition"},
+    {"flowcontrol.apiserver.k8s.io", "FlowSchema"},
+    {"flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"},
+};
+
+/* The built-in kinds with a scale subresource the fake answers. */
+static const gk_pair scale_kinds[] = {{"apps", "Deployment"},
+                                      {"apps", "ReplicaSet"},
+                                      {"apps", "StatefulSet"},
+                                      {"", "ReplicationController"}};
+
+static bool pair_in(const gk_pair *list, size_t n, const char *group, const char *kind) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(list[i].group, group ? group : "") == 0 && strcmp(list[i].kind, kind) == 0)
+      return true;
+  return false;
+}
+
+/* gk_text writes "group \x1f kind", the key prefix of a kind. */
+static void gk_text(const char *group, const char *kind, char *buf, size_t size) {
+  snprintf(buf, size, "%s\x1f%s", group ? group : "", kind ? kind : "");
+}
+
+static bool gk_in(const char *const *list, size_t n, const char *gk) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(list[i], gk) == 0)
+      return true;
+  return false;
+}
+
+/* has_status: whether the kind has a status subresource (mu held). */
+static bool has_status(const kcr_fake_client_t *f, const char *group, const char *kind) {
+  char gk[KCR_GVK_GROUP_MAX + 160];
+  if (!f->status_per_kind)
+    return true;
+  gk_text(group, kind, gk, sizeof(gk));
+  return pair_in(in_tree_status, sizeof(in_tree_status) / sizeof(in_tree_status[0]), group, kind) ||
+         gk_in((const char *const *)f->status_kinds, f->nstatus, gk);
+}
+
+static bool has_scale(const char *group, const char *kind) {
+  return pair_in(scale_kinds, sizeof(scale_kinds) / sizeof(scale_kinds[0]), group, kind);
+}
+
+/* no_subresource: the API server's 404 for a path it does not serve. */
+static int no_subresource(kcr_error_t *err, const who_t *w, const char *subresource) {
+  (void)subresource;
+  return api_error(err, 404, "NotFound", w, "the server could not find the requested resource");
+}
+
+/* check_write_options refuses what the API server refuses of kcr_write_options. */
+static int check_write_options(const kcr_write_options *o, kcr_error_t *err) {
+  const char *v = o->field_validation;
+  char msg[300];
+  if (v && *v && strcmp(v, "Strict") != 0 && strcmp(v, "Warn") != 0 && strcmp(v, "Ignore") != 0) {
+    snprintf(msg, sizeof(msg),
+             "fieldValidation: Unsupported value: \"%.100s\": supported values: \"Ignore\", "
+             "\"Strict\", \"Warn\"",
+             v);
+    return bad_request(err, msg);
+  }
+  if (o->field_manager && strlen(o->field_manager) > 128)
+    return bad_request(err, "fieldManager: Too long: may not be more than 128 bytes");
+  return 0;
+}
+
 /* ---- the write rules every verb shares ---- */
 
 /*
@@ -359,11 +469,13 @@ static void deletion_shown(const json_t *v, char *buf, size_t size) {
  * is a Conflict; a deletionTimestamp set on a live object is Invalid (only a
  * delete sets one); no new finalizers on a deleting object; generation grows when
  * the spec changed; a write that changes nothing keeps the resourceVersion; a
- * deleting object whose last finalizer went away is deleted. *out: new copy of
- * the result. mu held.
+ * deleting object whose last finalizer went away is deleted. A kind without a
+ * status subresource (has_status) takes next's status with the rest. dry_run:
+ * every check, nothing stored, the resourceVersion not moved. *out: new copy
+ * of the result. mu held.
  */
 static int commit(kcr_fake_client_t *f, item_t *it, json_t *next, const char *subresource,
-                  const who_t *w, json_t **out, kcr_error_t *err) {
+                  bool dry_run, const who_t *w, json_t **out, kcr_error_t *err) {
   json_t *cur = it->obj, *result = NULL, *md, *cmd = json_object_get(cur, "metadata");
   const char *rv = str_at(next, "metadata", "resourceVersion");
   const char *cur_rv = str_at(cur, "metadata", "resourceVersion");
@@ -371,7 +483,7 @@ static int commit(kcr_fake_client_t *f, item_t *it, json_t *next, const char *su
       "uid",  "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
       "name", "namespace",         "generation"};
   json_t *fins;
-  bool deleting;
+  bool deleting, status_kept = has_status(f, w->group, w->kind);
   int rc = 0;
 
   if (rv && *rv && (!cur_rv || strcmp(rv, cur_rv) != 0)) {
@@ -397,7 +509,7 @@ static int commit(kcr_fake_client_t *f, item_t *it, json_t *next, const char *su
       rc = KCR_ENOMEM;
   } else {
     result = json_deep_copy(next);
-    if (!result || keep_field(result, cur, "status") != 0)
+    if (!result || (status_kept && keep_field(result, cur, "status") != 0))
       rc = KCR_ENOMEM;
     /* keep what a client cannot change */
     if (rc == 0 && (md = md_of(result)) != NULL) {
@@ -439,6 +551,10 @@ static int commit(kcr_fake_client_t *f, item_t *it, json_t *next, const char *su
   if (!spec_equal(result, cur))
     json_object_set_new(md, "generation",
                         json_integer(json_integer_value(json_object_get(cmd, "generation")) + 1));
+  if (dry_run) {
+    *out = result; /* as it would be, under the stored resourceVersion */
+    return 0;
+  }
   if (next_rv(f, md) != 0) {
     json_decref(result);
     return oom(err);
@@ -754,17 +870,13 @@ void kcr_fake_client_reset_calls(kcr_fake_client_t *f) {
 
 /* ---- the verbs ---- */
 
-static int f_get(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns, const char *name,
-                 json_t **out, kcr_error_t *err) {
-  kcr_fake_client_t *f = c->data;
-  kcr_fake_call call = {KCR_FAKE_GET, gvk, ns ? ns : "", name, NULL, NULL};
+/* do_get: *out a new copy of gvk's ns/name, or NotFound (mu not held). */
+static int do_get(kcr_fake_client_t *f, const kcr_gvk *gvk, const char *ns, const char *name,
+                  json_t **out, kcr_error_t *err) {
   const char *group = gvk->group ? gvk->group : "";
   char *key;
   item_t *it;
   who_t w;
-  int rc;
-  if ((rc = intercept(f, &call, err)) != 0)
-    return rc;
   if (!(key = make_key(group, gvk->kind, ns ? ns : "", name)))
     return oom(err);
   pthread_mutex_lock(&f->mu);
@@ -780,35 +892,130 @@ static int f_get(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns, con
   return *out ? 0 : oom(err);
 }
 
-/* parse_fields parses sel and checks that the fake answers each term: the API
- * server's field labels common to every kind, metadata.name and
- * metadata.namespace. */
-static int parse_fields(const char *sel, kcr__fieldsel_t *fs, kcr_error_t *err) {
+static int f_get(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns, const char *name,
+                 json_t **out, kcr_error_t *err) {
+  kcr_fake_client_t *f = c->data;
+  kcr_fake_call call = {KCR_FAKE_GET, gvk, ns ? ns : "", name, NULL, NULL};
+  int rc;
+  if ((rc = intercept(f, &call, err)) != 0)
+    return rc;
+  return do_get(f, gvk, ns, name, out, err);
+}
+
+/* find_index: the field index name of kind gk ("group \x1f kind"), or NULL (mu held). */
+static const fake_index_t *find_index(const kcr_fake_client_t *f, const char *gk,
+                                      const char *name) {
+  for (size_t i = 0; i < f->nidx; i++)
+    if (strcmp(f->idx[i].gk, gk) == 0 && strcmp(f->idx[i].name, name) == 0)
+      return &f->idx[i];
+  return NULL;
+}
+
+/* selection_t: what a list, a metadata list or a DeleteAllOf selects. */
+typedef struct selection {
+  char gk[KCR_GVK_GROUP_MAX + 160];
+  char prefix[KCR_GVK_GROUP_MAX + 162]; /* of the keys of the kind */
+  const char *ns;                       /* NULL: every namespace */
+  kcr_selector_t *labels;               /* NULL: every label set */
+  kcr__fieldsel_t fields;
+  const fake_index_t *index; /* kcr_list_options.index, NULL: none */
+  const char *index_value;
+} selection_t;
+
+static void selection_free(selection_t *s) {
+  kcr_selector_destroy(s->labels);
+  s->labels = NULL;
+}
+
+/*
+ * selection_parse reads o into s (mu held: the indexes are the tracker's). A
+ * field selector term names metadata.name, metadata.namespace or (by equality,
+ * as controller-runtime's fake requires) a field index of the kind; any other
+ * field is BadRequest, as the server answers a field it does not know. An
+ * index that is not registered is KCR_EINVAL, as the cache says.
+ */
+static int selection_parse(const kcr_fake_client_t *f, const kcr_gvk *gvk,
+                           const kcr_list_options *o, selection_t *s, kcr_error_t *err) {
   kcr_error_t perr;
-  char msg[300];
+  char msg[400];
+  int rc;
+  memset(s, 0, sizeof(*s));
+  gk_text(gvk->group, gvk->kind, s->gk, sizeof(s->gk));
+  snprintf(s->prefix, sizeof(s->prefix), "%s\x1f", s->gk);
+  s->ns = o->ns && *o->ns ? o->ns : NULL;
+  if (o->index && *o->index) {
+    if (!o->index_value)
+      return kcr_error_set(err, KCR_EINVAL, "fake client: list %s: an index needs a value",
+                           gvk->kind);
+    if (!(s->index = find_index(f, s->gk, o->index)))
+      return kcr_error_set(err, KCR_EINVAL,
+                           "fake client: %s has no index named %s (register it with "
+                           "kcr_fake_client_add_index)",
+                           gvk->kind, o->index);
+    s->index_value = o->index_value;
+  }
   kcr_error_clear(&perr);
-  if (kcr__fieldsel_parse(sel, fs, &perr) != 0)
+  if (kcr__fieldsel_parse(o->field_selector, &s->fields, &perr) != 0)
     return bad_request(err, perr.message);
-  for (size_t i = 0; i < fs->n; i++) {
-    const char *field = fs->terms[i].field;
-    if (strcmp(field, "metadata.name") != 0 && strcmp(field, "metadata.namespace") != 0) {
-      snprintf(msg, sizeof(msg), "field label not supported: %.200s", field);
+  for (size_t i = 0; i < s->fields.n; i++) {
+    const kcr__fieldsel_term_t *t = &s->fields.terms[i];
+    if (strcmp(t->field, "metadata.name") == 0 || strcmp(t->field, "metadata.namespace") == 0)
+      continue;
+    if (!find_index(f, s->gk, t->field)) {
+      snprintf(msg, sizeof(msg), "field label not supported: %.200s", t->field);
+      return bad_request(err, msg);
+    }
+    if (t->negate) {
+      snprintf(msg, sizeof(msg),
+               "field selector %.150s!=%.150s: an indexed field is selected by equality only",
+               t->field, t->value);
       return bad_request(err, msg);
     }
   }
+  if (o->label_selector && (rc = kcr_selector_parse(o->label_selector, &s->labels, NULL)) != 0)
+    return rc == KCR_ENOMEM
+               ? oom(err)
+               : bad_request(err, "unable to parse requirement: invalid label selector");
   return 0;
 }
 
-static bool fields_match(const kcr__fieldsel_t *fs, const json_t *obj) {
-  for (size_t i = 0; i < fs->n; i++) {
-    const kcr__fieldsel_term_t *t = &fs->terms[i];
-    const char *v =
-        strcmp(t->field, "metadata.name") == 0 ? kcr_meta_name(obj) : kcr_meta_namespace(obj);
-    bool eq = strcmp(v ? v : "", t->value) == 0;
-    if (eq == t->negate)
-      return false;
+/* index_holds: whether ix's values of obj include value; < 0 on the index's error. */
+static int index_holds(const fake_index_t *ix, const json_t *obj, const char *value,
+                       kcr_error_t *err) {
+  bool found = false;
+  int rc = kcr__index_values_contain(ix->fn, ix->data, obj, value, &found);
+  if (rc)
+    return kcr_error_set(err, rc, "fake client: index %s: %s", ix->name, kcr_strerror(rc));
+  return found ? 1 : 0;
+}
+
+/* selection_matches: 1 when s selects the stored item it, 0 when not, < 0 on
+ * an index function's error (mu held). */
+static int selection_matches(const kcr_fake_client_t *f, const selection_t *s, const item_t *it,
+                             kcr_error_t *err) {
+  const json_t *obj = it->obj;
+  const char *ons = kcr_meta_namespace(obj), *oname = kcr_meta_name(obj);
+  int m;
+  if (strncmp(it->key, s->prefix, strlen(s->prefix)) != 0)
+    return 0;
+  if (s->ns && strcmp(s->ns, ons ? ons : "") != 0)
+    return 0;
+  if (s->labels && !kcr_selector_matches_obj(s->labels, obj))
+    return 0;
+  for (size_t i = 0; i < s->fields.n; i++) {
+    const kcr__fieldsel_term_t *t = &s->fields.terms[i];
+    if (strcmp(t->field, "metadata.name") == 0 || strcmp(t->field, "metadata.namespace") == 0) {
+      const char *v = strcmp(t->field, "metadata.name") == 0 ? oname : ons;
+      if ((strcmp(v ? v : "", t->value) == 0) == t->negate)
+        return 0;
+      continue;
+    }
+    if ((m = index_holds(find_index(f, s->gk, t->field), obj, t->value, err)) <= 0)
+      return m;
   }
-  return true;
+  if (s->index)
+    return index_holds(s->index, obj, s->index_value, err);
+  return 1;
 }
 
 static int cmp_items(const void *a, const void *b) {
@@ -826,67 +1033,65 @@ static void list_key(const json_t *obj, char *buf, size_t size) {
   snprintf(buf, size, "%s/%s", ns ? ns : "", kcr_meta_name(obj) ? kcr_meta_name(obj) : "");
 }
 
-static int f_list(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_options *o,
-                  json_t **out, kcr_error_t *err) {
-  kcr_fake_client_t *f = c->data;
-  kcr_fake_call call = {KCR_FAKE_LIST, gvk, o->ns ? o->ns : "", NULL, NULL, NULL};
-  const char *group = gvk->group ? gvk->group : "";
-  kcr_selector_t *sel = NULL;
-  kcr__fieldsel_t fields;
+/* metadata_only: a new PartialObjectMetadata of obj (its metadata, copied). */
+static json_t *metadata_only(const json_t *obj) {
+  json_t *md = json_object_get(obj, "metadata");
+  return json_pack("{s:s, s:s, s:o}", "apiVersion", "meta.k8s.io/v1", "kind",
+                   "PartialObjectMetadata", "metadata",
+                   json_is_object(md) ? json_deep_copy(md) : json_object());
+}
+
+/* do_list answers a list of gvk (after its interceptor): whole objects, or
+ * PartialObjectMetadata (metadata true) in a PartialObjectMetadataList. mu not
+ * held. */
+static int do_list(kcr_fake_client_t *f, const kcr_gvk *gvk, const kcr_list_options *o,
+                   bool metadata, json_t **out, kcr_error_t *err) {
+  selection_t s;
   size_t nsel = 0, given = 0;
   json_t **selected = NULL, *list = NULL, *items = NULL;
-  char prefix[512], api_version[KCR_GVK_GROUP_MAX + 64], kind[160], rv[32], last[600] = "";
-  int rc;
+  char api_version[KCR_GVK_GROUP_MAX + 64], kind[160], rv[32], last[600] = "";
+  kcr_fake_call call = {KCR_FAKE_LIST, gvk, o->ns ? o->ns : "", NULL, NULL, NULL};
+  int rc = 0, m = 0;
 
   if ((rc = intercept(f, &call, err)) != 0)
     return rc;
-  if (o->index)
-    return kcr_error_set(err, KCR_ENOTSUP,
-                         "fake client: index %s: cache indexes are not supported (use a field "
-                         "selector on metadata.name or metadata.namespace)",
-                         o->index);
-  if (o->label_selector && (rc = kcr_selector_parse(o->label_selector, &sel, NULL)) != 0)
-    return rc == KCR_ENOMEM
-               ? oom(err)
-               : bad_request(err, "unable to parse requirement: invalid label selector");
-  if ((rc = parse_fields(o->field_selector, &fields, err)) != 0) {
-    kcr_selector_destroy(sel);
+  kcr_gvk_api_version(gvk, api_version, sizeof(api_version));
+  if (metadata)
+    snprintf(kind, sizeof(kind), "%s", "PartialObjectMetadataList");
+  else
+    snprintf(kind, sizeof(kind), "%sList", gvk->kind);
+  pthread_mutex_lock(&f->mu);
+  if ((rc = selection_parse(f, gvk, o, &s, err)) != 0) {
+    pthread_mutex_unlock(&f->mu);
+    selection_free(&s);
     return rc;
   }
-  snprintf(prefix, sizeof(prefix), "%s\x1f%s\x1f", group, gvk->kind);
-  kcr_gvk_api_version(gvk, api_version, sizeof(api_version));
-  snprintf(kind, sizeof(kind), "%sList", gvk->kind);
-
-  pthread_mutex_lock(&f->mu);
   selected = kcr__calloc(f->n ? f->n : 1, sizeof(json_t *));
-  for (size_t i = 0; selected && i < f->n; i++) {
-    const json_t *obj = f->items[i].obj;
-    const char *ons = kcr_meta_namespace(obj);
-    if (strncmp(f->items[i].key, prefix, strlen(prefix)) != 0)
+  for (size_t i = 0; selected && i < f->n && m >= 0; i++) {
+    if ((m = selection_matches(f, &s, &f->items[i], err)) <= 0)
       continue;
-    if (o->ns && *o->ns && strcmp(o->ns, ons ? ons : "") != 0)
-      continue;
-    if (sel && !kcr_selector_matches_obj(sel, obj))
-      continue;
-    if (!fields_match(&fields, obj))
-      continue;
-    selected[nsel++] = json_deep_copy(obj);
+    selected[nsel++] = json_deep_copy(f->items[i].obj);
     if (!selected[nsel - 1])
       nsel--, rc = KCR_ENOMEM;
   }
   snprintf(rv, sizeof(rv), "%llu", f->rv);
   pthread_mutex_unlock(&f->mu);
-  kcr_selector_destroy(sel);
+  selection_free(&s);
+  if (m < 0) {
+    rc = m;
+    goto fail;
+  }
   if (!selected || rc)
     goto nomem;
   qsort(selected, nsel, sizeof(json_t *), cmp_items);
-  list = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", api_version, "kind", kind, "metadata",
-                   "resourceVersion", rv);
+  list = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", metadata ? "meta.k8s.io/v1" : api_version,
+                   "kind", kind, "metadata", "resourceVersion", rv);
   items = json_array();
   if (!list || !items || json_object_set(list, "items", items) != 0)
     goto nomem;
   for (size_t i = 0; i < nsel; i++) {
     char k[600];
+    json_t *item;
     list_key(selected[i], k, sizeof(k));
     if (o->continue_token && *o->continue_token && strcmp(k, o->continue_token) <= 0)
       continue;
@@ -896,9 +1101,14 @@ static int f_list(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_opt
       break;
     }
     /* the API server fills apiVersion and kind of every item */
-    if (json_object_set_new(selected[i], "apiVersion", json_string(api_version)) != 0 ||
-        json_object_set_new(selected[i], "kind", json_string(gvk->kind)) != 0 ||
-        json_array_append(items, selected[i]) != 0)
+    if (metadata)
+      item = metadata_only(selected[i]);
+    else if (json_object_set_new(selected[i], "apiVersion", json_string(api_version)) != 0 ||
+             json_object_set_new(selected[i], "kind", json_string(gvk->kind)) != 0)
+      item = NULL;
+    else
+      item = json_incref(selected[i]);
+    if (json_array_append_new(items, item) != 0)
       goto nomem;
     snprintf(last, sizeof(last), "%s", k);
     given++;
@@ -910,12 +1120,24 @@ static int f_list(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_opt
   *out = list;
   return 0;
 nomem:
+  rc = oom(err);
+fail:
   for (size_t i = 0; selected && i < nsel; i++)
     json_decref(selected[i]);
   kcr__free(selected);
   json_decref(items);
   json_decref(list);
-  return oom(err);
+  return rc;
+}
+
+static int f_list(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_options *o,
+                  json_t **out, kcr_error_t *err) {
+  return do_list(c->data, gvk, o, false, out, err);
+}
+
+static int f_list_metadata(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_options *o,
+                           json_t **out, kcr_error_t *err) {
+  return do_list(c->data, gvk, o, true, out, err);
 }
 
 /* The API server's names.SimpleNameGenerator: at most 63 bytes, five random. */
@@ -936,8 +1158,9 @@ static void generate_name(kcr_fake_client_t *f, const char *base, char *out, siz
 }
 
 /* do_create stores a copy of obj. seed: kcr_fake_client_add (status kept,
- * metadata kept where given). mu not held. */
-static int do_create(kcr_fake_client_t *f, const json_t *obj, bool seed, json_t **out,
+ * metadata kept where given). dry_run: everything but storing it (and giving
+ * it a resourceVersion). mu not held. */
+static int do_create(kcr_fake_client_t *f, const json_t *obj, bool seed, bool dry_run, json_t **out,
                      kcr_error_t *err) {
   json_t *copy = NULL, *md;
   obj_id id;
@@ -991,12 +1214,19 @@ static int do_create(kcr_fake_client_t *f, const json_t *obj, bool seed, json_t 
     return api_error(err, 409, "AlreadyExists", &w, "%s \"%s\" already exists", w.resource, name);
   }
   if (!seed) {
-    json_object_del(copy, "status");
+    if (has_status(f, id.group, id.kind))
+      json_object_del(copy, "status"); /* a status subresource: create sets no status */
     json_object_del(md, "deletionTimestamp");
     json_object_del(md, "deletionGracePeriodSeconds");
   }
   if (fill_new(f, copy, !seed) != 0)
     goto nomem_locked;
+  if (dry_run) {
+    pthread_mutex_unlock(&f->mu);
+    kcr__free(key);
+    *out = copy; /* as it would be stored, without a resourceVersion: nothing was */
+    return 0;
+  }
   if (seed && rv && *rv) {
     unsigned long long n = strtoull(rv, NULL, 10);
     if (n > f->rv)
@@ -1024,7 +1254,27 @@ nomem:
   return oom(err);
 }
 
-static int f_create(const kcr_objclient *c, const json_t *obj, json_t **out, kcr_error_t *err) {
+static const kcr_write_options no_write;
+
+/* begin_write reads what names obj (its kind into gvk, the group in group)
+ * and runs verb's interceptor on the call (written: the object the call
+ * shows; subresource as given). */
+static int begin_write(kcr_fake_client_t *f, kcr_fake_verb verb, const json_t *obj,
+                       const json_t *written, const char *subresource, kcr_gvk *gvk, char *group,
+                       size_t size, obj_id *id, kcr_error_t *err) {
+  kcr_fake_call call = {verb, gvk, NULL, NULL, written, subresource};
+  int rc;
+  if ((rc = obj_id_of(obj, id, err)) != 0)
+    return rc;
+  if (kcr_meta_gvk(obj, gvk, group, size) != 0)
+    return kcr_error_set(err, KCR_EINVAL, "fake client: bad apiVersion");
+  call.ns = id->ns;
+  call.name = id->name;
+  return intercept(f, &call, err);
+}
+
+static int f_create_with(const kcr_objclient *c, const json_t *obj, const kcr_write_options *o,
+                         json_t **out, kcr_error_t *err) {
   kcr_fake_client_t *f = c->data;
   kcr_gvk gvk;
   char group[KCR_GVK_GROUP_MAX];
@@ -1037,82 +1287,271 @@ static int f_create(const kcr_objclient *c, const json_t *obj, json_t **out, kcr
     call.ns = "";
   if (!call.name)
     call.name = "";
-  if ((rc = intercept(f, &call, err)) != 0)
+  if ((rc = intercept(f, &call, err)) != 0 || (rc = check_write_options(o, err)) != 0)
     return rc;
-  return do_create(f, obj, false, out, err);
+  return do_create(f, obj, false, o->dry_run, out, err);
 }
 
-/* locate finds obj's item (mu held); NULL with NotFound in err. */
-static item_t *locate(kcr_fake_client_t *f, const obj_id *id, who_t *w, kcr_error_t *err) {
+static int f_create(const kcr_objclient *c, const json_t *obj, json_t **out, kcr_error_t *err) {
+  return f_create_with(c, obj, &no_write, out, err);
+}
+
+/* locate finds obj's item (mu held): 0 with *it set, or NotFound (KCR_EAPI)
+ * or KCR_ENOMEM with *it NULL. */
+static int locate(kcr_fake_client_t *f, const obj_id *id, who_t *w, item_t **it, kcr_error_t *err) {
   char *key = make_key(id->group, id->kind, id->ns, id->name);
-  item_t *it;
+  int rc;
   who_init(w, id->group, id->kind, id->name);
+  *it = NULL;
   if (!key) {
     oom(err);
-    return NULL;
+    return KCR_ENOMEM;
   }
-  it = find(f, key);
+  *it = find(f, key);
   kcr__free(key);
-  if (!it)
-    not_found(err, w);
-  return it;
+  if (*it)
+    return 0;
+  rc = not_found(err, w);
+  return rc ? rc : KCR_EAPI;
 }
 
-static int check_subresource(const char *subresource, kcr_error_t *err) {
-  if (subresource && strcmp(subresource, "status") != 0)
-    return kcr_error_set(err, KCR_ENOTSUP, "fake client: subresource %s is not supported",
+static bool is_status(const char *subresource) {
+  return subresource && strcmp(subresource, "status") == 0;
+}
+
+static bool is_scale(const char *subresource) {
+  return subresource && strcmp(subresource, "scale") == 0;
+}
+
+static int check_subresource(const char *subresource, bool scale_too, kcr_error_t *err) {
+  if (subresource && !is_status(subresource) && !(scale_too && is_scale(subresource)))
+    return kcr_error_set(err, KCR_ENOTSUP, "fake client: subresource %s is not supported here",
                          subresource);
   return 0;
 }
 
-static int f_update(const kcr_objclient *c, const json_t *obj, const char *subresource,
-                    json_t **out, kcr_error_t *err) {
+/* ---- scale (autoscaling/v1 Scale) ---- */
+
+static int cmp_strings(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* values_text appends "(a,b)" of a requirement's values, sorted. */
+static int values_text(const json_t *values, kcr_buf_t *b) {
+  size_t n = json_array_size(values), k = 0;
+  const char **v = kcr__calloc(n ? n : 1, sizeof(*v));
+  int rc = 0;
+  if (!v)
+    return KCR_ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    if (json_is_string(json_array_get(values, i)))
+      v[k++] = json_string_value(json_array_get(values, i));
+  qsort(v, k, sizeof(*v), cmp_strings);
+  rc |= kcr_buf_appendc(b, '(');
+  for (size_t i = 0; i < k; i++)
+    rc |= kcr_buf_appendf(b, "%s%s", i ? "," : "", v[i]);
+  rc |= kcr_buf_appendc(b, ')');
+  kcr__free(v);
+  return rc ? KCR_ENOMEM : 0;
+}
+
+/*
+ * selector_text writes a label selector as the API server writes a Scale's
+ * status.selector (metav1.FormatLabelSelector): its requirements sorted, "k=v",
+ * "k in (a,b)", "k notin (a,b)", "k", "!k", joined by commas. A
+ * ReplicationController's selector is a plain map (only "k=v" terms). *out:
+ * new text (kcr__free), "" for none. Returns 0 or KCR_ENOMEM.
+ */
+static int selector_text(const json_t *sel, bool plain_map, char **out) {
+  const json_t *ml = plain_map ? sel : json_object_get(sel, "matchLabels");
+  const json_t *me = plain_map ? NULL : json_object_get(sel, "matchExpressions");
+  size_t n = json_object_size(ml) + json_array_size(me), k = 0, i;
+  char **terms = kcr__calloc(n ? n : 1, sizeof(*terms));
+  kcr_buf_t b, all;
+  const char *key;
+  json_t *v;
+  int rc = 0;
+  *out = NULL;
+  if (!terms)
+    return KCR_ENOMEM;
+  kcr_buf_init(&b, (size_t)1 << 20);
+  kcr_buf_init(&all, (size_t)1 << 20);
+  json_object_foreach((json_t *)ml, key, v) {
+    kcr_buf_reset(&b);
+    if (kcr_buf_appendf(&b, "%s=%s", key, json_is_string(v) ? json_string_value(v) : "") != 0 ||
+        !(terms[k++] = kcr__strdup(b.data ? b.data : "")))
+      rc = KCR_ENOMEM;
+  }
+  json_array_foreach(me, i, v) {
+    const char *ek = json_string_value(json_object_get(v, "key"));
+    const char *op = json_string_value(json_object_get(v, "operator"));
+    if (!ek || !op || rc)
+      continue;
+    kcr_buf_reset(&b);
+    if (strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0)
+      rc = kcr_buf_appendf(&b, "%s %s ", ek, op[0] == 'I' ? "in" : "notin") ||
+           values_text(json_object_get(v, "values"), &b);
+    else if (strcmp(op, "Exists") == 0)
+      rc = kcr_buf_appends(&b, ek);
+    else
+      rc = kcr_buf_appendf(&b, "!%s", ek);
+    if (rc || !(terms[k++] = kcr__strdup(b.data ? b.data : "")))
+      rc = KCR_ENOMEM;
+  }
+  if (k > 1 && rc == 0)
+    qsort(terms, k, sizeof(*terms), cmp_strings);
+  for (i = 0; i < k && rc == 0; i++)
+    if (terms[i] && kcr_buf_appendf(&all, "%s%s", i ? "," : "", terms[i]) != 0)
+      rc = KCR_ENOMEM;
+  if (rc == 0 && !(*out = kcr__strdup(all.data ? all.data : "")))
+    rc = KCR_ENOMEM;
+  for (i = 0; i < k; i++)
+    kcr__free(terms[i]);
+  kcr__free(terms);
+  kcr_buf_free(&b);
+  kcr_buf_free(&all);
+  return rc ? KCR_ENOMEM : 0;
+}
+
+/* scale_of: a new autoscaling/v1 Scale of obj, as the API server answers
+ * GET .../scale: spec.replicas (1 when unset), status.replicas, the selector. */
+static json_t *scale_of(const json_t *obj) {
+  const json_t *md = json_object_get(obj, "metadata"), *spec = json_object_get(obj, "spec");
+  const json_t *r = json_object_get(spec, "replicas");
+  json_int_t status_replicas =
+      json_integer_value(json_object_get(json_object_get(obj, "status"), "replicas"));
+  bool plain = strcmp(kcr_meta_kind(obj), "ReplicationController") == 0;
+  static const char *const kept[] = {"name", "namespace", "uid", "resourceVersion",
+                                     "creationTimestamp"};
+  json_t *scale, *smd, *status;
+  char *sel = NULL;
+  if (selector_text(json_object_get(spec, "selector"), plain, &sel) != 0)
+    return NULL;
+  scale = json_pack("{s:s, s:s, s:{}, s:{s:I}, s:{s:I}}", "apiVersion", "autoscaling/v1", "kind",
+                    "Scale", "metadata", "spec", "replicas",
+                    (json_int_t)(json_is_integer(r) ? json_integer_value(r) : 1), "status",
+                    "replicas", status_replicas);
+  smd = json_object_get(scale, "metadata");
+  status = json_object_get(scale, "status");
+  for (size_t i = 0; scale && i < sizeof(kept) / sizeof(kept[0]); i++) {
+    json_t *v = json_object_get(md, kept[i]);
+    if (v && json_object_set(smd, kept[i], v) != 0) {
+      json_decref(scale);
+      scale = NULL;
+    }
+  }
+  if (scale && *sel && json_object_set_new(status, "selector", json_string(sel)) != 0) {
+    json_decref(scale);
+    scale = NULL;
+  }
+  kcr__free(sel);
+  return scale;
+}
+
+/* scale_next: *out a new copy of the stored object with the Scale body's
+ * spec.replicas, under the body's resourceVersion (when it names one: a
+ * conflict check, as the server's), else the stored one. */
+static int scale_next(const item_t *it, const json_t *body, const who_t *w, json_t **out,
+                      kcr_error_t *err) {
+  const json_t *r = json_object_get(json_object_get(body, "spec"), "replicas");
+  const char *kind = json_string_value(json_object_get(body, "kind"));
+  const char *rv = str_at(body, "metadata", "resourceVersion");
+  json_t *next, *spec;
+  char why[200];
+  if (!kind || strcmp(kind, "Scale") != 0) {
+    snprintf(why, sizeof(why), "expected an autoscaling/v1 Scale, got %.100s",
+             kind ? kind : "no kind");
+    return bad_request(err, why);
+  }
+  if (r &&
+      (!json_is_integer(r) || json_integer_value(r) < 0 || json_integer_value(r) > INT32_MAX)) {
+    return invalid(err, w, "spec.replicas: Invalid value: must be a non-negative 32-bit integer");
+  }
+  next = json_deep_copy(it->obj);
+  spec = next ? json_object_get(next, "spec") : NULL;
+  if (next && !json_is_object(spec)) {
+    spec = json_object();
+    if (json_object_set_new(next, "spec", spec) != 0)
+      spec = NULL;
+  }
+  if (!spec ||
+      json_object_set_new(spec, "replicas", json_integer(r ? json_integer_value(r) : 0)) != 0 ||
+      (rv && *rv && json_object_set_new(md_of(next), "resourceVersion", json_string(rv)) != 0)) {
+    json_decref(next);
+    return oom(err);
+  }
+  *out = next;
+  return 0;
+}
+
+/* ---- update and patch ---- */
+
+static int f_update_with(const kcr_objclient *c, const json_t *obj, const char *subresource,
+                         const json_t *body, const kcr_write_options *o, json_t **out,
+                         kcr_error_t *err) {
   kcr_fake_client_t *f = c->data;
   kcr_gvk gvk;
   char group[KCR_GVK_GROUP_MAX];
-  kcr_fake_call call = {KCR_FAKE_UPDATE, &gvk, NULL, NULL, obj, subresource};
-  json_t *next;
+  json_t *next = NULL, *result = NULL;
   item_t *it;
   obj_id id;
   who_t w;
   int rc;
-  if ((rc = obj_id_of(obj, &id, err)) != 0 || kcr_meta_gvk(obj, &gvk, group, sizeof(group)) != 0)
-    return rc ? rc : kcr_error_set(err, KCR_EINVAL, "fake client: bad apiVersion");
-  call.ns = id.ns;
-  call.name = id.name;
-  if ((rc = intercept(f, &call, err)) != 0 || (rc = check_subresource(subresource, err)) != 0)
+  if ((rc = begin_write(f, KCR_FAKE_UPDATE, obj, body ? body : obj, subresource, &gvk, group,
+                        sizeof(group), &id, err)) != 0 ||
+      (rc = check_subresource(subresource, true, err)) != 0 ||
+      (rc = check_write_options(o, err)) != 0)
     return rc;
   if (!*id.name) {
     who_init(&w, id.group, id.kind, "");
     return invalid(err, &w, "metadata.name: Required value: name is required");
   }
-  if (!(next = json_deep_copy(obj)))
+  if (!is_scale(subresource) && !(next = json_deep_copy(body ? body : obj)))
     return oom(err);
   pthread_mutex_lock(&f->mu);
-  it = locate(f, &id, &w, err);
-  rc = it ? commit(f, it, next, subresource, &w, out, err) : (json_decref(next), KCR_EAPI);
+  if ((rc = locate(f, &id, &w, &it, err)) == 0 &&
+      ((is_status(subresource) && !has_status(f, id.group, id.kind)) ||
+       (is_scale(subresource) && !has_scale(id.group, id.kind))))
+    rc = no_subresource(err, &w, subresource);
+  else if (rc == 0 && is_scale(subresource))
+    rc = scale_next(it, body ? body : obj, &w, &next, err);
+  if (rc == 0) {
+    rc = commit(f, it, next, is_scale(subresource) ? NULL : subresource, o->dry_run, &w, &result,
+                err);
+    next = NULL; /* commit stole it */
+  }
   pthread_mutex_unlock(&f->mu);
+  json_decref(next);
+  if (rc == 0 && is_scale(subresource)) {
+    *out = scale_of(result);
+    json_decref(result);
+    return *out ? 0 : oom(err);
+  }
+  *out = result;
   return rc;
 }
 
-static int f_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type type,
-                   const char *patch, size_t patch_len, const char *subresource, json_t **out,
-                   kcr_error_t *err) {
+static int f_update(const kcr_objclient *c, const json_t *obj, const char *subresource,
+                    json_t **out, kcr_error_t *err) {
+  return f_update_with(c, obj, subresource, NULL, &no_write, out, err);
+}
+
+static int f_patch_with(const kcr_objclient *c, const json_t *obj, kcr_patch_type type,
+                        const char *patch, size_t patch_len, const char *subresource,
+                        const kcr_write_options *o, json_t **out, kcr_error_t *err) {
   kcr_fake_client_t *f = c->data;
   kcr_gvk gvk;
   char group[KCR_GVK_GROUP_MAX], why[600];
-  kcr_fake_call call = {KCR_FAKE_PATCH, &gvk, NULL, NULL, obj, subresource};
   json_t *p, *next;
   json_error_t jerr;
   item_t *it;
   obj_id id;
   who_t w;
   int rc;
-  if ((rc = obj_id_of(obj, &id, err)) != 0 || kcr_meta_gvk(obj, &gvk, group, sizeof(group)) != 0)
-    return rc ? rc : kcr_error_set(err, KCR_EINVAL, "fake client: bad apiVersion");
-  call.ns = id.ns;
-  call.name = id.name;
-  if ((rc = intercept(f, &call, err)) != 0 || (rc = check_subresource(subresource, err)) != 0)
+  if ((rc = begin_write(f, KCR_FAKE_PATCH, obj, obj, subresource, &gvk, group, sizeof(group), &id,
+                        err)) != 0 ||
+      (rc = check_subresource(subresource, false, err)) != 0 ||
+      (rc = check_write_options(o, err)) != 0)
     return rc;
   if (type == KCR_PATCH_APPLY)
     return kcr_error_set(err, KCR_ENOTSUP,
@@ -1124,11 +1563,13 @@ static int f_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type typ
     return bad_request(err, why);
   }
   pthread_mutex_lock(&f->mu);
-  it = locate(f, &id, &w, err);
-  if (!it) {
+  if ((rc = locate(f, &id, &w, &it, err)) == 0 && is_status(subresource) &&
+      !has_status(f, id.group, id.kind))
+    rc = no_subresource(err, &w, subresource);
+  if (rc) {
     pthread_mutex_unlock(&f->mu);
     json_decref(p);
-    return KCR_EAPI;
+    return rc;
   }
   next = json_deep_copy(it->obj);
   if (!next) {
@@ -1150,11 +1591,17 @@ static int f_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type typ
     if (!prv)
       json_object_set(md_of(next), "resourceVersion",
                       json_object_get(json_object_get(it->obj, "metadata"), "resourceVersion"));
-    rc = commit(f, it, next, subresource, &w, out, err);
+    rc = commit(f, it, next, subresource, o->dry_run, &w, out, err);
   }
   pthread_mutex_unlock(&f->mu);
   json_decref(p);
   return rc;
+}
+
+static int f_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type type,
+                   const char *patch, size_t patch_len, const char *subresource, json_t **out,
+                   kcr_error_t *err) {
+  return f_patch_with(c, obj, type, patch, patch_len, subresource, &no_write, out, err);
 }
 
 static int f_apply(const kcr_objclient *c, const json_t *obj, const kcr_apply_options *o,
@@ -1176,60 +1623,242 @@ static int f_apply(const kcr_objclient *c, const json_t *obj, const kcr_apply_op
                        "a merge/JSON patch in code tested with it)");
 }
 
-static int f_del(const kcr_objclient *c, const json_t *obj, const kcr_delete_options *o,
-                 kcr_error_t *err) {
-  kcr_fake_client_t *f = c->data;
-  kcr_gvk gvk;
-  char group[KCR_GVK_GROUP_MAX], why[400], t[KCR_TIME_BUFSIZE];
-  kcr_fake_call call = {KCR_FAKE_DELETE, &gvk, NULL, NULL, NULL, NULL};
-  json_t *md;
-  item_t *it;
-  obj_id id;
-  who_t w;
-  int rc = 0;
-  if ((rc = obj_id_of(obj, &id, err)) != 0 || kcr_meta_gvk(obj, &gvk, group, sizeof(group)) != 0)
-    return rc ? rc : kcr_error_set(err, KCR_EINVAL, "fake client: bad apiVersion");
-  call.ns = id.ns;
-  call.name = id.name;
-  if ((rc = intercept(f, &call, err)) != 0)
-    return rc;
-  pthread_mutex_lock(&f->mu);
-  it = locate(f, &id, &w, err);
-  if (!it) {
-    pthread_mutex_unlock(&f->mu);
-    return KCR_EAPI;
-  }
-  md = json_object_get(it->obj, "metadata");
-  if (o->precondition_uid &&
-      strcmp(o->precondition_uid, kcr_meta_uid(it->obj) ? kcr_meta_uid(it->obj) : "") != 0) {
+/* ---- delete ---- */
+
+/*
+ * delete_locked deletes the stored item it as the API server does: the
+ * preconditions of o (409 when they do not hold), then finalizers hold it
+ * (deletionTimestamp set once) or it goes. With o->dry_run only the checks
+ * run. mu held.
+ */
+static int delete_locked(kcr_fake_client_t *f, item_t *it, const kcr_delete_options *o,
+                         const who_t *w, kcr_error_t *err) {
+  json_t *md = json_object_get(it->obj, "metadata");
+  const char *uid = kcr_meta_uid(it->obj), *rv = kcr_meta_resource_version(it->obj);
+  char why[400], t[KCR_TIME_BUFSIZE];
+  if (o->precondition_uid && strcmp(o->precondition_uid, uid ? uid : "") != 0) {
     snprintf(why, sizeof(why),
              "Precondition failed: UID in precondition: %s, UID in object meta: %s",
-             o->precondition_uid, kcr_meta_uid(it->obj) ? kcr_meta_uid(it->obj) : "");
-    rc = conflict(err, &w, why);
-  } else if (o->precondition_resource_version &&
-             strcmp(o->precondition_resource_version,
-                    kcr_meta_resource_version(it->obj) ? kcr_meta_resource_version(it->obj) : "") !=
-                 0) {
+             o->precondition_uid, uid ? uid : "");
+    return conflict(err, w, why);
+  }
+  if (o->precondition_resource_version &&
+      strcmp(o->precondition_resource_version, rv ? rv : "") != 0) {
     snprintf(why, sizeof(why),
              "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in "
              "object meta: %s",
-             o->precondition_resource_version,
-             kcr_meta_resource_version(it->obj) ? kcr_meta_resource_version(it->obj) : "");
-    rc = conflict(err, &w, why);
-  } else if (json_array_size(json_object_get(md, "finalizers")) > 0) {
+             o->precondition_resource_version, rv ? rv : "");
+    return conflict(err, w, why);
+  }
+  if (o->dry_run)
+    return 0;
+  if (json_array_size(json_object_get(md, "finalizers")) > 0) {
     /* finalizers hold it: mark it (once) and keep it */
     if (!json_object_get(md, "deletionTimestamp")) {
       now_text(f, t, sizeof(t));
       if (json_object_set_new(md, "deletionTimestamp", json_string(t)) != 0 ||
           json_object_set_new(md, "deletionGracePeriodSeconds", json_integer(0)) != 0 ||
           next_rv(f, md) != 0)
-        rc = oom(err);
+        return oom(err);
     }
-  } else {
-    remove_item(f, it);
+    return 0;
   }
+  remove_item(f, it);
+  return 0;
+}
+
+static int f_del(const kcr_objclient *c, const json_t *obj, const kcr_delete_options *o,
+                 kcr_error_t *err) {
+  kcr_fake_client_t *f = c->data;
+  kcr_gvk gvk;
+  char group[KCR_GVK_GROUP_MAX];
+  item_t *it;
+  obj_id id;
+  who_t w;
+  int rc;
+  if ((rc = begin_write(f, KCR_FAKE_DELETE, obj, NULL, NULL, &gvk, group, sizeof(group), &id,
+                        err)) != 0)
+    return rc;
+  pthread_mutex_lock(&f->mu);
+  if ((rc = locate(f, &id, &w, &it, err)) == 0)
+    rc = delete_locked(f, it, o, &w, err);
   pthread_mutex_unlock(&f->mu);
   return rc;
+}
+
+/*
+ * f_delete_all_of deletes what a list with lo would select (namespace, label
+ * and field selectors, field indexes), each as a delete with o would
+ * (finalizers hold; preconditions checked per object; dry run deletes
+ * nothing). The first failure stops it, as the server's collection delete.
+ */
+static int f_delete_all_of(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_options *lo,
+                           const kcr_delete_options *o, kcr_error_t *err) {
+  kcr_fake_client_t *f = c->data;
+  kcr_fake_call call = {KCR_FAKE_DELETE_ALL_OF, gvk, lo->ns ? lo->ns : "", NULL, NULL, NULL};
+  selection_t s;
+  who_t w;
+  int rc, m;
+  if ((rc = intercept(f, &call, err)) != 0)
+    return rc;
+  pthread_mutex_lock(&f->mu);
+  if ((rc = selection_parse(f, gvk, lo, &s, err)) == 0) {
+    for (size_t i = 0; i < f->n && rc == 0;) {
+      size_t before = f->n;
+      item_t *it = &f->items[i];
+      if ((m = selection_matches(f, &s, it, err)) <= 0) {
+        rc = m;
+        i++;
+        continue;
+      }
+      who_init(&w, gvk->group, gvk->kind, kcr_meta_name(it->obj));
+      rc = delete_locked(f, it, o, &w, err);
+      if (f->n == before)
+        i++; /* kept (finalizers, dry run): next; removed: i is the next one */
+    }
+  }
+  pthread_mutex_unlock(&f->mu);
+  selection_free(&s);
+  return rc;
+}
+
+/* ---- subresources and metadata ---- */
+
+static int f_get_subresource(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns,
+                             const char *name, const char *subresource, json_t **out,
+                             kcr_error_t *err) {
+  kcr_fake_client_t *f = c->data;
+  kcr_fake_call call = {KCR_FAKE_GET, gvk, ns ? ns : "", name, NULL, subresource};
+  const char *group = gvk->group ? gvk->group : "";
+  json_t *obj = NULL;
+  bool status;
+  who_t w;
+  int rc;
+  if ((rc = intercept(f, &call, err)) != 0 || (rc = check_subresource(subresource, true, err)) != 0)
+    return rc;
+  if ((rc = do_get(f, gvk, ns, name, &obj, err)) != 0)
+    return rc;
+  pthread_mutex_lock(&f->mu);
+  status = has_status(f, group, gvk->kind);
+  pthread_mutex_unlock(&f->mu);
+  who_init(&w, group, gvk->kind, name);
+  if (is_status(subresource)) {
+    if (!status) {
+      json_decref(obj);
+      return no_subresource(err, &w, subresource);
+    }
+    *out = obj; /* the status subresource answers the whole object */
+    return 0;
+  }
+  if (!has_scale(group, gvk->kind)) {
+    json_decref(obj);
+    return no_subresource(err, &w, subresource);
+  }
+  *out = scale_of(obj);
+  json_decref(obj);
+  return *out ? 0 : oom(err);
+}
+
+/* eviction: evict the Pod obj names (delete it, dry run honoured) and answer
+ * the Status the server does (201 Success). */
+static int eviction(const kcr_objclient *c, const json_t *obj, const json_t *body,
+                    const kcr_write_options *o, json_t **out, kcr_error_t *err) {
+  const json_t *dopts = json_object_get(body, "deleteOptions");
+  kcr_delete_options d;
+  obj_id id;
+  who_t w;
+  item_t *it;
+  kcr_fake_client_t *f = c->data;
+  int rc;
+  memset(&d, 0, sizeof(d));
+  d.dry_run = o->dry_run || str_in(json_object_get(dopts, "dryRun"), "All");
+  d.precondition_uid = str_at(dopts, "preconditions", "uid");
+  d.precondition_resource_version = str_at(dopts, "preconditions", "resourceVersion");
+  if ((rc = obj_id_of(obj, &id, err)) != 0)
+    return rc;
+  pthread_mutex_lock(&f->mu);
+  if ((rc = locate(f, &id, &w, &it, err)) == 0)
+    rc = delete_locked(f, it, &d, &w, err);
+  pthread_mutex_unlock(&f->mu);
+  if (rc)
+    return rc;
+  *out = json_pack("{s:s, s:s, s:{}, s:s, s:i}", "kind", "Status", "apiVersion", "v1", "metadata",
+                   "status", "Success", "code", 201);
+  return *out ? 0 : oom(err);
+}
+
+/* token: the TokenRequest body with a fake token (as controller-runtime's
+ * fake: "fake-token", expiring 6041-01-01), for a ServiceAccount that exists. */
+static int token(const kcr_objclient *c, const json_t *obj, const json_t *body, json_t **out,
+                 kcr_error_t *err) {
+  kcr_gvk gvk = {"", "v1", "ServiceAccount"};
+  json_t *sa = NULL, *tr, *status, *md;
+  int rc;
+  if ((rc = do_get(c->data, &gvk, kcr_meta_namespace(obj), kcr_meta_name(obj), &sa, err)) != 0)
+    return rc;
+  tr = json_deep_copy(body);
+  md = tr ? md_of(tr) : NULL;
+  status =
+      json_pack("{s:s, s:s}", "token", "fake-token", "expirationTimestamp", "6041-01-01T00:00:00Z");
+  if (!md || !status || json_object_set_new(tr, "status", status) != 0 ||
+      json_object_set(md, "name", json_object_get(json_object_get(sa, "metadata"), "name")) != 0 ||
+      json_object_set(md, "namespace",
+                      json_object_get(json_object_get(sa, "metadata"), "namespace")) != 0) {
+    if (!tr || !md)
+      json_decref(status);
+    json_decref(tr);
+    json_decref(sa);
+    return oom(err);
+  }
+  json_decref(sa);
+  *out = tr;
+  return 0;
+}
+
+static int f_create_subresource(const kcr_objclient *c, const json_t *obj, const char *subresource,
+                                const json_t *body, const kcr_write_options *o, json_t **out,
+                                kcr_error_t *err) {
+  kcr_fake_client_t *f = c->data;
+  kcr_gvk gvk;
+  char group[KCR_GVK_GROUP_MAX], why[300];
+  const char *body_kind = json_string_value(json_object_get(body, "kind"));
+  bool evict = strcmp(subresource, "eviction") == 0;
+  obj_id id;
+  who_t w;
+  int rc;
+  if ((rc = begin_write(f, KCR_FAKE_CREATE, obj, body, subresource, &gvk, group, sizeof(group), &id,
+                        err)) != 0 ||
+      (rc = check_write_options(o, err)) != 0)
+    return rc;
+  if (!evict && strcmp(subresource, "token") != 0)
+    return kcr_error_set(err, KCR_ENOTSUP,
+                         "fake client: creating subresource %s is not supported (eviction of "
+                         "a Pod, token of a ServiceAccount)",
+                         subresource);
+  if (!body_kind || strcmp(body_kind, evict ? "Eviction" : "TokenRequest") != 0) {
+    snprintf(why, sizeof(why), "got invalid kind %.100s, expected %s",
+             body_kind ? body_kind : "(none)", evict ? "Eviction" : "TokenRequest");
+    return bad_request(err, why);
+  }
+  who_init(&w, id.group, id.kind, id.name);
+  if (*id.group || strcmp(id.kind, evict ? "Pod" : "ServiceAccount") != 0)
+    return no_subresource(err, &w, subresource);
+  if (evict)
+    return eviction(c, obj, body, o, out, err);
+  return token(c, obj, body, out, err);
+}
+
+static int f_get_metadata(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns,
+                          const char *name, json_t **out, kcr_error_t *err) {
+  kcr_fake_client_t *f = c->data;
+  kcr_fake_call call = {KCR_FAKE_GET, gvk, ns ? ns : "", name, NULL, NULL};
+  json_t *obj = NULL;
+  int rc;
+  if ((rc = intercept(f, &call, err)) != 0 || (rc = do_get(f, gvk, ns, name, &obj, err)) != 0)
+    return rc;
+  *out = metadata_only(obj);
+  json_decref(obj);
+  return *out ? 0 : oom(err);
 }
 
 static const kcr_objclient_ops fake_ops = {.get = f_get,
@@ -1238,7 +1867,16 @@ static const kcr_objclient_ops fake_ops = {.get = f_get,
                                            .update = f_update,
                                            .patch = f_patch,
                                            .apply = f_apply,
-                                           .del = f_del};
+                                           .del = f_del,
+                                           .flags = KCR_OBJCLIENT_WRITE_OPTIONS,
+                                           .create_with = f_create_with,
+                                           .update_with = f_update_with,
+                                           .patch_with = f_patch_with,
+                                           .delete_all_of = f_delete_all_of,
+                                           .get_subresource = f_get_subresource,
+                                           .create_subresource = f_create_subresource,
+                                           .get_metadata = f_get_metadata,
+                                           .list_metadata = f_list_metadata};
 
 /* ---- life ---- */
 
@@ -1266,12 +1904,86 @@ void kcr_fake_client_destroy(kcr_fake_client_t *f) {
     json_decref(f->items[i].obj);
   }
   kcr__free(f->items);
+  for (size_t i = 0; i < f->nidx; i++) {
+    kcr__free(f->idx[i].gk);
+    kcr__free(f->idx[i].name);
+  }
+  kcr__free(f->idx);
+  for (size_t i = 0; i < f->nstatus; i++)
+    kcr__free(f->status_kinds[i]);
+  kcr__free(f->status_kinds);
   pthread_mutex_destroy(&f->mu);
   kcr__free(f);
 }
 
 int kcr_fake_client_add(kcr_fake_client_t *f, const json_t *obj, kcr_error_t *err) {
-  return do_create(f, obj, true, NULL, err);
+  return do_create(f, obj, true, false, NULL, err);
+}
+
+int kcr_fake_client_add_index(kcr_fake_client_t *f, const kcr_gvk *gvk, const char *name,
+                              kcr_index_fn fn, void *data, kcr_error_t *err) {
+  char gk[KCR_GVK_GROUP_MAX + 160];
+  fake_index_t *idx, ix = {NULL, NULL, fn, data};
+  if (!f || !gvk || !gvk->kind || !*gvk->kind || !name || !*name || !fn)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "fake client: add_index needs a client, a kind, a name and a function");
+  gk_text(gvk->group, gvk->kind, gk, sizeof(gk));
+  ix.gk = kcr__strdup(gk);
+  ix.name = kcr__strdup(name);
+  if (!ix.gk || !ix.name) {
+    kcr__free(ix.gk);
+    kcr__free(ix.name);
+    return oom(err);
+  }
+  pthread_mutex_lock(&f->mu);
+  if (find_index(f, gk, name)) {
+    pthread_mutex_unlock(&f->mu);
+    kcr__free(ix.gk);
+    kcr__free(ix.name);
+    return kcr_error_set(err, KCR_EEXIST, "fake client: %s already has an index named %s",
+                         gvk->kind, name);
+  }
+  idx = kcr__realloc(f->idx, (f->nidx + 1) * sizeof(*idx));
+  if (!idx) {
+    pthread_mutex_unlock(&f->mu);
+    kcr__free(ix.gk);
+    kcr__free(ix.name);
+    return oom(err);
+  }
+  f->idx = idx;
+  f->idx[f->nidx++] = ix;
+  pthread_mutex_unlock(&f->mu);
+  return 0;
+}
+
+int kcr_fake_client_with_status_subresource(kcr_fake_client_t *f, const kcr_gvk *gvk,
+                                            kcr_error_t *err) {
+  char gk[KCR_GVK_GROUP_MAX + 160], *copy = NULL, **kinds;
+  if (!f || (gvk && (!gvk->kind || !*gvk->kind)))
+    return kcr_error_set(err, KCR_EINVAL,
+                         "fake client: with_status_subresource needs a client and a kind (or "
+                         "NULL)");
+  if (gvk) {
+    gk_text(gvk->group, gvk->kind, gk, sizeof(gk));
+    if (!(copy = kcr__strdup(gk)))
+      return oom(err);
+  }
+  pthread_mutex_lock(&f->mu);
+  f->status_per_kind = true;
+  if (copy && !gk_in((const char *const *)f->status_kinds, f->nstatus, copy)) {
+    kinds = kcr__realloc(f->status_kinds, (f->nstatus + 1) * sizeof(*kinds));
+    if (!kinds) {
+      pthread_mutex_unlock(&f->mu);
+      kcr__free(copy);
+      return oom(err);
+    }
+    f->status_kinds = kinds;
+    f->status_kinds[f->nstatus++] = copy;
+    copy = NULL;
+  }
+  pthread_mutex_unlock(&f->mu);
+  kcr__free(copy);
+  return 0;
 }
 
 int kcr_fake_client_add_json(kcr_fake_client_t *f, const char *json, kcr_error_t *err) {

@@ -315,7 +315,7 @@ static void test_testing_status_subresource(void **state) {
   got = get(fx, &deploy_gvk, "default", "seeded");
   assert_int_equal(json_integer_value(kcr_meta_path(got, "status.readyReplicas")), 9);
   /* another subresource is not supported */
-  assert_int_equal(kcr_objclient_update(&fx->c, v3, "scale", NULL, &fx->err), KCR_ENOTSUP);
+  assert_int_equal(kcr_objclient_update(&fx->c, v3, "binding", NULL, &fx->err), KCR_ENOTSUP);
   json_decref(got);
   json_decref(v1);
   json_decref(v2);
@@ -596,11 +596,11 @@ static void test_testing_list_shape_and_paging(void **state) {
   assert_int_equal(json_array_size(kcr_list_items(page2)), 1);
   assert_string_equal(kcr_meta_name(json_array_get(kcr_list_items(page2), 0)), "d");
   assert_null(kcr_meta_path_string(page2, "metadata.continue"));
-  /* cache indexes are the cache's, not the fake's */
+  /* an index nobody registered (kcr_fake_client_add_index): KCR_EINVAL, as the cache */
   memset(&o, 0, sizeof(o));
   o.index = "spec.owner";
   o.index_value = "x";
-  assert_int_equal(kcr_objclient_list(&fx->c, &cm_gvk, &o, NULL, &fx->err), KCR_ENOTSUP);
+  assert_int_equal(kcr_objclient_list(&fx->c, &cm_gvk, &o, NULL, &fx->err), KCR_EINVAL);
   json_decref(list);
   json_decref(page2);
 }
@@ -1002,6 +1002,473 @@ static void test_testing_threads(void **state) {
   json_decref(counter);
 }
 
+/* ---- write options: dry run, field manager, field validation ---- */
+
+static void test_testing_dry_run(void **state) {
+  fixture *fx = *state;
+  json_t *in = cm("default", "a", NULL), *out = NULL, *stored, *stale;
+  kcr_write_options dry = {.dry_run = true};
+  kcr_delete_options ddry = {.dry_run = true};
+  const char *rv;
+  /* create: answered as if written, nothing stored */
+  assert_int_equal(kcr_objclient_create_with(&fx->c, in, &dry, &out, &fx->err), 0);
+  assert_string_equal(kcr_meta_name(out), "a");
+  assert_non_null(kcr_meta_uid(out));
+  assert_null(kcr_meta_path(out, "metadata.resourceVersion"));
+  assert_int_equal(kcr_fake_client_count(fx->f, &cm_gvk, NULL), 0);
+  json_decref(out);
+  out = NULL;
+  assert_int_equal(kcr_objclient_create(&fx->c, in, NULL, &fx->err), 0);
+  /* a dry-run create of a taken name is still AlreadyExists */
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_create_with(&fx->c, in, &dry, NULL, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_already_exists(&fx->err));
+  /* update: the answer has the change, the tracker does not; no new version */
+  stored = get(fx, &cm_gvk, "default", "a");
+  rv = kcr_meta_resource_version(stored);
+  stale = json_deep_copy(stored);
+  json_object_set_new(json_object_get(stored, "data"), "k", json_string("changed"));
+  assert_int_equal(kcr_objclient_update_with(&fx->c, stored, NULL, &dry, &out, &fx->err), 0);
+  assert_string_equal(kcr_meta_path_string(out, "data.k"), "changed");
+  assert_string_equal(kcr_meta_resource_version(out), rv);
+  json_decref(out);
+  out = get(fx, &cm_gvk, "default", "a");
+  assert_string_equal(kcr_meta_path_string(out, "data.k"), "v");
+  assert_string_equal(kcr_meta_resource_version(out), rv);
+  json_decref(out);
+  out = NULL;
+  /* patch: the same */
+  assert_int_equal(kcr_objclient_patch_with(&fx->c, stored, KCR_PATCH_MERGE,
+                                            "{\"data\":{\"k\":\"p\"}}", 18, NULL, &dry, &out,
+                                            &fx->err),
+                   0);
+  assert_string_equal(kcr_meta_path_string(out, "data.k"), "p");
+  json_decref(out);
+  out = get(fx, &cm_gvk, "default", "a");
+  assert_string_equal(kcr_meta_path_string(out, "data.k"), "v");
+  json_decref(out);
+  out = NULL;
+  /* a dry run still checks: a stale resourceVersion is a Conflict */
+  assert_int_equal(kcr_objclient_update(&fx->c, stored, NULL, NULL, &fx->err), 0);
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_update_with(&fx->c, stale, NULL, &dry, NULL, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_conflict(&fx->err));
+  /* delete: nothing deleted; a missing object is still NotFound */
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_delete(&fx->c, in, &ddry, &fx->err), 0);
+  assert_int_equal(kcr_fake_client_count(fx->f, &cm_gvk, NULL), 1);
+  json_object_set_new(json_object_get(in, "metadata"), "name", json_string("gone"));
+  assert_int_equal(kcr_objclient_delete(&fx->c, in, &ddry, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_not_found(&fx->err));
+  json_decref(stored);
+  json_decref(stale);
+  json_decref(in);
+}
+
+static void test_testing_write_options(void **state) {
+  fixture *fx = *state;
+  json_t *in = cm("default", "a", NULL), *out = NULL;
+  kcr_write_options wo = {.field_manager = "my-operator", .field_validation = "Strict"};
+  /* accepted; the fake records no managedFields (nor does controller-runtime's) */
+  json_object_set_new(in, "unknownField", json_true());
+  assert_int_equal(kcr_objclient_create_with(&fx->c, in, &wo, &out, &fx->err), 0);
+  assert_null(kcr_meta_path(out, "metadata.managedFields"));
+  assert_string_not_equal(kcr_meta_resource_version(out), "");
+  json_decref(out);
+  out = NULL;
+  /* a value the server does not know is BadRequest */
+  wo.field_validation = "Sloppy";
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_update_with(&fx->c, in, NULL, &wo, &out, &fx->err), KCR_EAPI);
+  assert_int_equal(fx->err.http_status, 400);
+  assert_non_null(strstr(fx->err.message, "Sloppy"));
+  assert_null(out);
+  json_decref(in);
+}
+
+/* ---- DeleteAllOf ---- */
+
+static void test_testing_delete_all_of(void **state) {
+  fixture *fx = *state;
+  kcr_list_options lo = {.ns = "ns1", .label_selector = "app=web"};
+  kcr_delete_options dry = {.dry_run = true};
+  json_t *held = cm("ns1", "held", "{\"app\":\"web\"}"), *got;
+  char buf[200];
+  seed_list(fx);
+  json_object_set_new(json_object_get(held, "metadata"), "finalizers",
+                      json_pack("[s]", "kcr.dev/hold"));
+  assert_int_equal(kcr_fake_client_add(fx->f, held, &fx->err), 0);
+  /* dry run: nothing goes */
+  assert_int_equal(kcr_objclient_delete_all_of(&fx->c, &cm_gvk, &lo, &dry, &fx->err), 0);
+  names(fx, NULL, NULL, NULL, buf, sizeof(buf));
+  assert_string_equal(buf, "ns1/a,ns1/b,ns1/held,ns2/c,ns2/d");
+  got = get(fx, &cm_gvk, "ns1", "held");
+  assert_false(kcr_meta_is_deleting(got));
+  json_decref(got);
+  /* namespace ns1, app=web: a and b go, held is marked and kept, ns2 stays */
+  assert_int_equal(kcr_objclient_delete_all_of(&fx->c, &cm_gvk, &lo, NULL, &fx->err), 0);
+  names(fx, NULL, NULL, NULL, buf, sizeof(buf));
+  assert_string_equal(buf, "ns1/held,ns2/c,ns2/d");
+  got = get(fx, &cm_gvk, "ns1", "held");
+  assert_true(kcr_meta_is_deleting(got));
+  json_decref(got);
+  /* a field selector, every namespace */
+  memset(&lo, 0, sizeof(lo));
+  lo.field_selector = "metadata.name=d";
+  assert_int_equal(kcr_objclient_delete_all_of(&fx->c, &cm_gvk, &lo, NULL, &fx->err), 0);
+  names(fx, NULL, NULL, NULL, buf, sizeof(buf));
+  assert_string_equal(buf, "ns1/held,ns2/c");
+  assert_int_equal(kcr_fake_client_count(fx->f, &deploy_gvk, NULL), 1); /* another kind */
+  /* an unknown field is the server's BadRequest */
+  lo.field_selector = "data.k=v";
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_delete_all_of(&fx->c, &cm_gvk, &lo, NULL, &fx->err), KCR_EAPI);
+  assert_int_equal(fx->err.http_status, 400);
+  assert_int_equal(kcr_fake_client_calls(fx->f, KCR_FAKE_DELETE_ALL_OF), 4);
+  json_decref(held);
+}
+
+/* ---- metadata reads ---- */
+
+static void test_testing_metadata(void **state) {
+  fixture *fx = *state;
+  kcr_list_options lo = {.ns = "ns1"};
+  json_t *m = NULL, *list = NULL, *item;
+  seed_list(fx);
+  assert_int_equal(kcr_objclient_get_metadata(&fx->c, &cm_gvk, "ns1", "b", &m, &fx->err), 0);
+  assert_string_equal(kcr_meta_api_version(m), "meta.k8s.io/v1");
+  assert_string_equal(kcr_meta_kind(m), "PartialObjectMetadata");
+  assert_string_equal(kcr_meta_name(m), "b");
+  assert_non_null(kcr_meta_uid(m));
+  assert_int_equal(json_object_size(m), 3); /* no data */
+  assert_int_equal(kcr_objclient_list_metadata(&fx->c, &cm_gvk, &lo, &list, &fx->err), 0);
+  assert_string_equal(kcr_meta_kind(list), "PartialObjectMetadataList");
+  assert_string_equal(kcr_meta_api_version(list), "meta.k8s.io/v1");
+  assert_int_equal(json_array_size(kcr_list_items(list)), 2);
+  item = json_array_get(kcr_list_items(list), 0);
+  assert_string_equal(kcr_meta_kind(item), "PartialObjectMetadata");
+  assert_string_equal(kcr_meta_name(item), "a");
+  assert_null(json_object_get(item, "data"));
+  kcr_error_clear(&fx->err);
+  json_decref(m);
+  assert_int_equal(kcr_objclient_get_metadata(&fx->c, &cm_gvk, "ns1", "nope", &m, &fx->err),
+                   KCR_EAPI);
+  assert_true(kcr_error_is_not_found(&fx->err));
+  assert_null(m);
+  json_decref(list);
+}
+
+/* ---- the status subresource, per kind ---- */
+
+static const kcr_gvk widget_gvk = {"example.com", "v1", "Widget"};
+
+static json_t *widget(const char *name) {
+  return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:i}, s:{s:s}}", "apiVersion", "example.com/v1",
+                   "kind", "Widget", "metadata", "namespace", "default", "name", name, "spec",
+                   "size", 1, "status", "phase", "New");
+}
+
+static void test_testing_status_per_kind(void **state) {
+  fixture *fx = *state;
+  json_t *w = widget("w"), *out = NULL, *got;
+  /* the default: every kind has one, so an update keeps the stored status */
+  assert_int_equal(kcr_fake_client_add(fx->f, w, &fx->err), 0);
+  got = get(fx, &widget_gvk, "default", "w");
+  json_object_set_new(json_object_get(got, "status"), "phase", json_string("Ready"));
+  assert_int_equal(kcr_objclient_update(&fx->c, got, NULL, &out, &fx->err), 0);
+  assert_string_equal(kcr_meta_path_string(out, "status.phase"), "New");
+  json_decref(out);
+  json_decref(got);
+  /* controller-runtime's rule: a kind not registered has none */
+  assert_int_equal(kcr_fake_client_with_status_subresource(fx->f, NULL, &fx->err), 0);
+  got = get(fx, &widget_gvk, "default", "w");
+  json_object_set_new(json_object_get(got, "status"), "phase", json_string("Ready"));
+  assert_int_equal(kcr_objclient_update(&fx->c, got, NULL, &out, &fx->err), 0);
+  assert_string_equal(kcr_meta_path_string(out, "status.phase"), "Ready"); /* written */
+  json_decref(out);
+  out = NULL;
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_update(&fx->c, got, "status", &out, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_not_found(&fx->err));
+  kcr_error_clear(&fx->err);
+  assert_int_equal(
+      kcr_objclient_patch(&fx->c, got, KCR_PATCH_MERGE, "{}", 2, "status", &out, &fx->err),
+      KCR_EAPI);
+  assert_true(kcr_error_is_not_found(&fx->err));
+  kcr_error_clear(&fx->err);
+  assert_int_equal(
+      kcr_objclient_get_subresource(&fx->c, &widget_gvk, "default", "w", "status", &out, &fx->err),
+      KCR_EAPI);
+  assert_int_equal(fx->err.http_status, 404);
+  /* create keeps the status of a kind without the subresource */
+  json_object_set_new(json_object_get(w, "metadata"), "name", json_string("w2"));
+  assert_int_equal(kcr_objclient_create(&fx->c, w, &out, &fx->err), 0);
+  assert_string_equal(kcr_meta_path_string(out, "status.phase"), "New");
+  json_decref(out);
+  /* a built-in kind with one keeps it */
+  {
+    json_t *d = deployment("default", "web"), *dout = NULL;
+    json_object_set_new(d, "status", json_pack("{s:i}", "replicas", 3));
+    assert_int_equal(kcr_objclient_create(&fx->c, d, &dout, &fx->err), 0);
+    assert_null(json_object_get(dout, "status"));
+    json_decref(dout);
+    json_decref(d);
+  }
+  /* registered: it has one again */
+  assert_int_equal(kcr_fake_client_with_status_subresource(fx->f, &widget_gvk, &fx->err), 0);
+  json_decref(got);
+  got = get(fx, &widget_gvk, "default", "w");
+  json_object_set_new(json_object_get(got, "status"), "phase", json_string("Done"));
+  assert_int_equal(kcr_objclient_update(&fx->c, got, NULL, &out, &fx->err), 0);
+  assert_string_equal(kcr_meta_path_string(out, "status.phase"), "Ready"); /* kept */
+  json_decref(out);
+  assert_int_equal(kcr_objclient_update(&fx->c, got, "status", &out, &fx->err), 0);
+  assert_string_equal(kcr_meta_path_string(out, "status.phase"), "Done");
+  json_decref(out);
+  assert_int_equal(
+      kcr_objclient_get_subresource(&fx->c, &widget_gvk, "default", "w", "status", &out, &fx->err),
+      0);
+  assert_string_equal(kcr_meta_path_string(out, "status.phase"), "Done");
+  json_decref(out);
+  assert_int_equal(
+      kcr_fake_client_with_status_subresource(fx->f, &(kcr_gvk){"", "v1", NULL}, &fx->err),
+      KCR_EINVAL);
+  json_decref(got);
+  json_decref(w);
+}
+
+/* ---- field indexes ---- */
+
+static int by_owner(const json_t *obj, kcr_index_values_t *v, void *data) {
+  const char *owner = kcr_meta_path_string(obj, "data.owner");
+  (void)data;
+  return owner ? kcr_index_values_add(v, owner) : 0;
+}
+
+static int failing_index(const json_t *obj, kcr_index_values_t *v, void *data) {
+  (void)obj;
+  (void)v;
+  (void)data;
+  return KCR_ERANGE;
+}
+
+static void seed_owned(fixture *fx, const char *ns, const char *name, const char *owner) {
+  json_t *o = cm(ns, name, NULL);
+  json_object_set_new(json_object_get(o, "data"), "owner", json_string(owner));
+  assert_int_equal(kcr_fake_client_add(fx->f, o, &fx->err), 0);
+  json_decref(o);
+}
+
+static void index_names(fixture *fx, const kcr_list_options *lo, char *buf, size_t size) {
+  json_t *list = NULL, *it;
+  size_t i;
+  buf[0] = '\0';
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_list(&fx->c, &cm_gvk, lo, &list, &fx->err), 0);
+  json_array_foreach(kcr_list_items(list), i, it) {
+    strncat(buf, kcr_meta_namespace(it), size - strlen(buf) - 1);
+    strncat(buf, "/", size - strlen(buf) - 1);
+    strncat(buf, kcr_meta_name(it), size - strlen(buf) - 1);
+    strncat(buf, ",", size - strlen(buf) - 1);
+  }
+  json_decref(list);
+}
+
+static void test_testing_field_index(void **state) {
+  fixture *fx = *state;
+  kcr_list_options lo = {.index = "owner", .index_value = "ann"};
+  char buf[200];
+  assert_int_equal(kcr_fake_client_add_index(fx->f, &cm_gvk, "owner", by_owner, NULL, &fx->err), 0);
+  seed_owned(fx, "a", "one", "ann");
+  seed_owned(fx, "a", "two", "bob");
+  seed_owned(fx, "b", "three", "ann");
+  /* MatchingFields by index name, every namespace, then one */
+  index_names(fx, &lo, buf, sizeof(buf));
+  assert_string_equal(buf, "a/one,b/three,");
+  lo.ns = "b";
+  index_names(fx, &lo, buf, sizeof(buf));
+  assert_string_equal(buf, "b/three,");
+  /* a field selector on the index name, with the built-in fields */
+  memset(&lo, 0, sizeof(lo));
+  lo.field_selector = "owner=ann,metadata.namespace=a";
+  index_names(fx, &lo, buf, sizeof(buf));
+  assert_string_equal(buf, "a/one,");
+  lo.field_selector = "owner==bob";
+  index_names(fx, &lo, buf, sizeof(buf));
+  assert_string_equal(buf, "a/two,");
+  /* != on an index is refused (equality only), as controller-runtime's fake */
+  lo.field_selector = "owner!=bob";
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_list(&fx->c, &cm_gvk, &lo, NULL, &fx->err), KCR_EAPI);
+  assert_int_equal(fx->err.http_status, 400);
+  /* an index of another kind does not answer for this one */
+  lo.field_selector = "owner=ann";
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_list(&fx->c, &deploy_gvk, &lo, NULL, &fx->err), KCR_EAPI);
+  assert_int_equal(fx->err.http_status, 400);
+  /* an index not registered, or without a value: KCR_EINVAL, as the cache */
+  memset(&lo, 0, sizeof(lo));
+  lo.index = "nope";
+  lo.index_value = "x";
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_list(&fx->c, &cm_gvk, &lo, NULL, &fx->err), KCR_EINVAL);
+  assert_non_null(strstr(fx->err.message, "kcr_fake_client_add_index"));
+  lo.index = "owner";
+  lo.index_value = NULL;
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_list(&fx->c, &cm_gvk, &lo, NULL, &fx->err), KCR_EINVAL);
+  /* DeleteAllOf by an indexed field */
+  memset(&lo, 0, sizeof(lo));
+  lo.field_selector = "owner=ann";
+  assert_int_equal(kcr_objclient_delete_all_of(&fx->c, &cm_gvk, &lo, NULL, &fx->err), 0);
+  assert_int_equal(kcr_fake_client_count(fx->f, &cm_gvk, NULL), 1);
+  /* registering: taken names, bad arguments; an index function's error fails the list */
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_fake_client_add_index(fx->f, &cm_gvk, "owner", by_owner, NULL, &fx->err),
+                   KCR_EEXIST);
+  assert_int_equal(kcr_fake_client_add_index(fx->f, &cm_gvk, "x", NULL, NULL, NULL), KCR_EINVAL);
+  assert_int_equal(kcr_fake_client_add_index(fx->f, &cm_gvk, "", by_owner, NULL, NULL), KCR_EINVAL);
+  assert_int_equal(kcr_fake_client_add_index(fx->f, &cm_gvk, "bad", failing_index, NULL, NULL), 0);
+  lo.field_selector = "bad=x";
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_list(&fx->c, &cm_gvk, &lo, NULL, &fx->err), KCR_ERANGE);
+}
+
+/* ---- scale, eviction, token ---- */
+
+static void test_testing_scale(void **state) {
+  fixture *fx = *state;
+  json_t *d = deployment("default", "web"), *scale = NULL, *out = NULL, *got;
+  kcr_write_options dry = {.dry_run = true};
+  const char *rv;
+  json_object_set_new(json_object_get(d, "spec"), "selector",
+                      json_pack("{s:{s:s, s:s}, s:[{s:s, s:s, s:[s, s]}]}", "matchLabels", "tier",
+                                "front", "app", "web", "matchExpressions", "key", "env", "operator",
+                                "In", "values", "prod", "dev"));
+  json_object_set_new(json_object_get(d, "spec"), "replicas", json_integer(3));
+  json_object_set_new(d, "status", json_pack("{s:i}", "replicas", 2));
+  assert_int_equal(kcr_fake_client_add(fx->f, d, &fx->err), 0);
+  assert_int_equal(kcr_objclient_get_subresource(&fx->c, &deploy_gvk, "default", "web", "scale",
+                                                 &scale, &fx->err),
+                   0);
+  assert_string_equal(kcr_meta_api_version(scale), "autoscaling/v1");
+  assert_string_equal(kcr_meta_kind(scale), "Scale");
+  assert_string_equal(kcr_meta_name(scale), "web");
+  assert_int_equal(json_integer_value(kcr_meta_path(scale, "spec.replicas")), 3);
+  assert_int_equal(json_integer_value(kcr_meta_path(scale, "status.replicas")), 2);
+  assert_string_equal(kcr_meta_path_string(scale, "status.selector"),
+                      "app=web,env in (dev,prod),tier=front");
+  rv = kcr_meta_resource_version(scale);
+  assert_string_not_equal(rv, "");
+  /* dry run: answered, not written */
+  json_object_set_new(json_object_get(scale, "spec"), "replicas", json_integer(5));
+  assert_int_equal(
+      kcr_objclient_update_subresource(&fx->c, d, "scale", scale, &dry, &out, &fx->err), 0);
+  assert_int_equal(json_integer_value(kcr_meta_path(out, "spec.replicas")), 5);
+  json_decref(out);
+  got = get(fx, &deploy_gvk, "default", "web");
+  assert_int_equal(json_integer_value(kcr_meta_path(got, "spec.replicas")), 3);
+  json_decref(got);
+  /* written: spec.replicas moves, a new version and generation */
+  assert_int_equal(
+      kcr_objclient_update_subresource(&fx->c, d, "scale", scale, NULL, &out, &fx->err), 0);
+  assert_string_equal(kcr_meta_kind(out), "Scale");
+  assert_int_equal(json_integer_value(kcr_meta_path(out, "spec.replicas")), 5);
+  assert_string_not_equal(kcr_meta_resource_version(out), rv);
+  json_decref(out);
+  got = get(fx, &deploy_gvk, "default", "web");
+  assert_int_equal(json_integer_value(kcr_meta_path(got, "spec.replicas")), 5);
+  assert_int_equal(kcr_meta_generation(got), 2);
+  json_decref(got);
+  /* the Scale's stale resourceVersion is a Conflict */
+  kcr_error_clear(&fx->err);
+  assert_int_equal(
+      kcr_objclient_update_subresource(&fx->c, d, "scale", scale, NULL, &out, &fx->err), KCR_EAPI);
+  assert_true(kcr_error_is_conflict(&fx->err));
+  /* the body must be a Scale; a kind without scale is NotFound */
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_update_subresource(&fx->c, d, "scale", d, NULL, &out, &fx->err),
+                   KCR_EAPI);
+  assert_int_equal(fx->err.http_status, 400);
+  {
+    json_t *c = cm("default", "a", NULL);
+    assert_int_equal(kcr_fake_client_add(fx->f, c, NULL), 0);
+    kcr_error_clear(&fx->err);
+    assert_int_equal(
+        kcr_objclient_get_subresource(&fx->c, &cm_gvk, "default", "a", "scale", &out, &fx->err),
+        KCR_EAPI);
+    assert_int_equal(fx->err.http_status, 404);
+    json_decref(c);
+  }
+  json_decref(scale);
+  json_decref(d);
+}
+
+static void test_testing_eviction_and_token(void **state) {
+  fixture *fx = *state;
+  static const kcr_gvk pod_gvk = {"", "v1", "Pod"};
+  json_t *pod = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Pod", "metadata",
+                          "namespace", "default", "name", "p");
+  json_t *sa = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "ServiceAccount",
+                         "metadata", "namespace", "default", "name", "bot");
+  json_t *ev = json_pack("{s:s, s:s}", "apiVersion", "policy/v1", "kind", "Eviction");
+  json_t *tr = json_pack("{s:s, s:s, s:{s:[s]}}", "apiVersion", "authentication.k8s.io/v1", "kind",
+                         "TokenRequest", "spec", "audiences", "api");
+  json_t *out = NULL;
+  kcr_write_options dry = {.dry_run = true};
+  assert_int_equal(kcr_fake_client_add(fx->f, pod, &fx->err), 0);
+  /* eviction: dry run keeps the pod, a real one deletes it */
+  assert_int_equal(
+      kcr_objclient_create_subresource(&fx->c, pod, "eviction", ev, &dry, &out, &fx->err), 0);
+  assert_int_equal(kcr_fake_client_count(fx->f, &pod_gvk, NULL), 1);
+  json_decref(out);
+  assert_int_equal(
+      kcr_objclient_create_subresource(&fx->c, pod, "eviction", ev, NULL, &out, &fx->err), 0);
+  assert_string_equal(kcr_meta_kind(out), "Status");
+  assert_int_equal(json_integer_value(json_object_get(out, "code")), 201);
+  assert_int_equal(kcr_fake_client_count(fx->f, &pod_gvk, NULL), 0);
+  json_decref(out);
+  out = NULL;
+  kcr_error_clear(&fx->err);
+  assert_int_equal(
+      kcr_objclient_create_subresource(&fx->c, pod, "eviction", ev, NULL, &out, &fx->err),
+      KCR_EAPI);
+  assert_true(kcr_error_is_not_found(&fx->err));
+  /* the wrong body, the wrong kind */
+  kcr_error_clear(&fx->err);
+  assert_int_equal(
+      kcr_objclient_create_subresource(&fx->c, pod, "eviction", tr, NULL, &out, &fx->err),
+      KCR_EAPI);
+  assert_int_equal(fx->err.http_status, 400);
+  kcr_error_clear(&fx->err);
+  assert_int_equal(
+      kcr_objclient_create_subresource(&fx->c, sa, "eviction", ev, NULL, &out, &fx->err), KCR_EAPI);
+  assert_int_equal(fx->err.http_status, 404);
+  /* token: a fake one for a ServiceAccount that exists */
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_objclient_create_subresource(&fx->c, sa, "token", tr, NULL, &out, &fx->err),
+                   KCR_EAPI);
+  assert_true(kcr_error_is_not_found(&fx->err));
+  assert_int_equal(kcr_fake_client_add(fx->f, sa, &fx->err), 0);
+  assert_int_equal(kcr_objclient_create_subresource(&fx->c, sa, "token", tr, NULL, &out, &fx->err),
+                   0);
+  assert_string_equal(kcr_meta_kind(out), "TokenRequest");
+  assert_string_equal(kcr_meta_path_string(out, "status.token"), "fake-token");
+  assert_string_equal(kcr_meta_path_string(out, "status.expirationTimestamp"),
+                      "6041-01-01T00:00:00Z");
+  assert_string_equal(json_string_value(json_array_get(kcr_meta_path(out, "spec.audiences"), 0)),
+                      "api");
+  assert_string_equal(kcr_meta_name(out), "bot");
+  json_decref(out);
+  /* another subresource */
+  assert_int_equal(kcr_objclient_create_subresource(&fx->c, sa, "binding", tr, NULL, &out, NULL),
+                   KCR_ENOTSUP);
+  json_decref(pod);
+  json_decref(sa);
+  json_decref(ev);
+  json_decref(tr);
+}
+
 /* ---- allocation failures ---- */
 
 static int alloc_run(kcr_fake_client_t **f) {
@@ -1022,10 +1489,67 @@ static int alloc_run(kcr_fake_client_t **f) {
   return rc;
 }
 
+/* alloc_run_new: the verbs added with the write options, through every
+ * allocation failure. */
+static int alloc_run_new(kcr_fake_client_t **f) {
+  json_t *o = cm("default", "a", "{\"x\":\"y\"}"), *d = deployment("default", "web");
+  json_t *scale = json_pack("{s:s, s:s, s:{s:i}}", "apiVersion", "autoscaling/v1", "kind", "Scale",
+                            "spec", "replicas", 4);
+  json_t *ev = json_pack("{s:s, s:s}", "apiVersion", "policy/v1", "kind", "Eviction");
+  json_t *out = NULL;
+  kcr_write_options dry = {.dry_run = true};
+  kcr_list_options lo = {.field_selector = "owner=v", .label_selector = "x=y"};
+  kcr_objclient c;
+  int rc;
+  json_object_set_new(json_object_get(o, "data"), "owner", json_string("v"));
+  json_object_set_new(json_object_get(d, "spec"), "selector",
+                      json_pack("{s:{s:s}, s:[{s:s, s:s, s:[s]}]}", "matchLabels", "app", "web",
+                                "matchExpressions", "key", "env", "operator", "NotIn", "values",
+                                "x"));
+  rc = kcr_fake_client_create(NULL, f, NULL);
+  if (rc == 0)
+    rc = kcr_fake_client_add_index(*f, &cm_gvk, "owner", by_owner, NULL, NULL);
+  if (rc == 0)
+    rc = kcr_fake_client_with_status_subresource(*f, &cm_gvk, NULL);
+  if (rc == 0) {
+    c = kcr_fake_client_objclient(*f);
+    rc = kcr_objclient_create_with(&c, o, &dry, NULL, NULL);
+  }
+  if (rc == 0)
+    rc = kcr_objclient_create(&c, o, NULL, NULL);
+  if (rc == 0)
+    rc = kcr_fake_client_add(*f, d, NULL);
+  if (rc == 0)
+    rc = kcr_objclient_update_subresource(&c, d, "scale", scale, NULL, NULL, NULL);
+  if (rc == 0)
+    rc = kcr_objclient_get_subresource(&c, &deploy_gvk, "default", "web", "scale", &out, NULL);
+  json_decref(out);
+  out = NULL;
+  if (rc == 0)
+    rc = kcr_objclient_list(&c, &cm_gvk, &lo, NULL, NULL);
+  if (rc == 0)
+    rc = kcr_objclient_list_metadata(&c, &cm_gvk, &lo, NULL, NULL);
+  if (rc == 0)
+    rc = kcr_objclient_get_metadata(&c, &cm_gvk, "default", "a", NULL, NULL);
+  if (rc == 0)
+    rc = kcr_objclient_delete_all_of(&c, &cm_gvk, &lo, NULL, NULL);
+  json_object_set_new(o, "kind", json_string("Pod"));
+  if (rc == 0)
+    rc = kcr_fake_client_add(*f, o, NULL);
+  if (rc == 0)
+    rc = kcr_objclient_create_subresource(&c, o, "eviction", ev, NULL, NULL, NULL);
+  json_decref(o);
+  json_decref(d);
+  json_decref(scale);
+  json_decref(ev);
+  return rc;
+}
+
 static void test_testing_alloc_failures(void **state) {
   kcr_fake_client_t *f = NULL;
   (void)state;
   KCR_TEST_ALLOC_LOOP(alloc_run(&f), (kcr_fake_client_destroy(f), f = NULL));
+  KCR_TEST_ALLOC_LOOP(alloc_run_new(&f), (kcr_fake_client_destroy(f), f = NULL));
 }
 
 int main(void) {
@@ -1054,6 +1578,14 @@ int main(void) {
       cmocka_unit_test(test_testing_fake_recorder),
       cmocka_unit_test_setup_teardown(test_testing_reconcile_ctx, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_threads, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_dry_run, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_write_options, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_delete_all_of, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_metadata, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_status_per_kind, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_field_index, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_scale, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_eviction_and_token, setup, teardown),
       cmocka_unit_test(test_testing_alloc_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
