@@ -42,6 +42,7 @@
 #include "kcr/error.h"
 #include "kcr/events.h"
 #include "kcr/metrics.h"
+#include "kcr/server.h"
 #include "kcr/webhook.h"
 
 #ifdef __cplusplus
@@ -380,6 +381,67 @@ typedef struct kcr_manager_serving_options {
  */
 KCR_EXTERN int kcr_manager_serve(kcr_manager_t *m, const kcr_manager_serving_options *o,
                                  kcr_error_t *err);
+
+/*
+ * kcr_manager_add_healthz_check / kcr_manager_add_readyz_check add a check to
+ * the probes server (mgr.AddHealthzCheck / mgr.AddReadyzCheck; check is a
+ * healthz.Checker): check(data, err) returns 0 when healthy, else a negative
+ * kcr_err with the reason in *err. /healthz (/readyz) answers 200 "ok" when
+ * every check of its kind passes, else 500 listing each as "[+]name ok" or
+ * "[-]name failed: reason withheld" (controller-runtime withholds the reason
+ * there: the endpoint is public); ?verbose lists them on success too, and
+ * ?exclude=name skips one. /healthz/<name> (/readyz/<name>) runs that check
+ * alone: 200 "ok", or 500 "internal server error: <reason>". The built-in
+ * checks stay: "ping" on both, "informer-sync" on /readyz, "leaderElection" on
+ * /healthz with leader election. Served only when kcr_manager_serve is given
+ * a health_probe_bind_address; registered on the probes server when it starts.
+ *
+ * Threads: a check runs on the probes server's worker thread (never the I/O
+ * loop's, never a controller's), one check at a time, while a probe is being
+ * answered: it must be quick (a kubelet gives up after its timeoutSeconds,
+ * 1 s by default, and every probe queues behind a slow check), must not block
+ * on the API server, and must be thread-safe with respect to what it reads.
+ * It must not call kcr_server_* or kcr_manager_* set-up functions. data is
+ * borrowed and must outlive m.
+ *
+ * name: copied; [a-zA-Z0-9_.-], 1..128 characters. Errors: KCR_EINVAL (bad
+ * name, NULL check, after kcr_manager_run started: "unable to add new checker
+ * because healthz endpoint has already been created"), KCR_EEXIST (a check of
+ * that name exists for that endpoint, built-in ones included: "healthz
+ * checker "x" already exists"), KCR_ENOMEM. Set-up thread, before run.
+ */
+KCR_EXTERN int kcr_manager_add_healthz_check(kcr_manager_t *m, const char *name,
+                                             kcr_check_err_cb check, void *data, kcr_error_t *err);
+KCR_EXTERN int kcr_manager_add_readyz_check(kcr_manager_t *m, const char *name,
+                                            kcr_check_err_cb check, void *data, kcr_error_t *err);
+
+/*
+ * kcr_manager_add_metrics_extra_handler serves handler on the metrics server
+ * at path (controller-runtime's metricsserver.Options.ExtraHandlers and
+ * mgr.AddMetricsServerExtraHandler), e.g. a /debug/pprof-like page next to
+ * /metrics. path: copied; starts with '/'; matched exactly, except that a path
+ * ending in '/' also takes every path below it (as Go's ServeMux). With
+ * metrics_secure the request passes the same authentication and authorization
+ * as /metrics first (a TokenReview of its bearer token, a SubjectAccessReview
+ * of the nonResourceURL path with verb "get" for GET/HEAD, else the method in
+ * lower case): 401 without a valid token, 403 when not allowed, and handler
+ * never sees it. Other paths of the metrics server answer 404.
+ *
+ * handler runs on the metrics server's worker thread, one request at a time
+ * (kcr_server_handler_cb: append the body to resp->body, set status and a
+ * static content_type); scrapes of /metrics wait behind it, so keep it quick.
+ * data is borrowed and must outlive m. Served only when kcr_manager_serve is
+ * given a metrics_bind_address.
+ *
+ * Errors: KCR_EINVAL (NULL handler, a path not starting with '/', after run
+ * started), KCR_EEXIST ("/metrics": "overriding builtin /metrics endpoint is
+ * not allowed"; a path added before: "can't register extra handler by
+ * duplicate path ... on metrics http server"), KCR_ENOMEM. Set-up thread,
+ * before run.
+ */
+KCR_EXTERN int kcr_manager_add_metrics_extra_handler(kcr_manager_t *m, const char *path,
+                                                     kcr_server_handler_cb handler, void *data,
+                                                     kcr_error_t *err);
 
 /*
  * kcr_manager_metrics_port / kcr_manager_probe_port return the bound port of each

@@ -18,7 +18,10 @@
  *                           (controller-runtime's text). ?verbose lists every
  *                           check on success too; ?exclude=name (repeatable,
  *                           or comma-separated) skips checks.
- *   GET /healthz/<name>     one check: 200 "ok", 500, or 404 if unknown.
+ *   GET /healthz/<name>     one check (/readyz/<name> too): 200 "ok", 500
+ *                           "internal server error: <reason>" (a
+ *                           kcr_check_err_cb's reason, else "check failed"),
+ *                           or 404 if unknown.
  *   GET /metrics            the registry's text exposition, Content-Type
  *                           KCR_METRICS_CONTENT_TYPE.
  *   HEAD                    as GET without the body.
@@ -178,6 +181,15 @@ typedef void (*kcr_server_handler_cb)(void *data, const kcr_server_request *req,
  *                      (controller-runtime's admission limit), at most a
  *                      quarter of max_buffered_bytes. A body is charged to the
  *                      budget while it is held.
+ *   handler_auth       with metrics_auth and handler: every handler request
+ *                      passes the same hook first, as /metrics does (verb
+ *                      "get" for GET and HEAD, else the method in lower case;
+ *                      path the URL path): 401, 403, 429 or 500 as for
+ *                      /metrics, and the handler runs only on 200 (still on
+ *                      the worker, one request at a time: a decision that
+ *                      blocks is made on the auth pool, then the request goes
+ *                      back to the worker). 0: handler requests are not
+ *                      checked.
  *
  * Memory. A connection answers one request at a time and stops reading while
  * its reply is unsent, so a client that pipelines requests without reading the
@@ -218,6 +230,7 @@ typedef struct kcr_server_options {
   kcr_server_handler_cb handler;
   void *handler_data;
   size_t max_body_bytes;
+  int handler_auth;
 } kcr_server_options;
 
 /*
@@ -256,6 +269,16 @@ typedef enum kcr_probe_kind {
  */
 typedef int (*kcr_check_cb)(void *data);
 
+/*
+ * kcr_check_err_cb: a check that says why it failed (controller-runtime's
+ * healthz.Checker, which returns an error). Returns 0 when healthy, else a
+ * negative kcr_err with the reason in *err (never NULL; cleared before the
+ * call). The reason is answered on /healthz/<name> ("internal server error:
+ * <reason>") and logged at debug level; the aggregate endpoints withhold it,
+ * as controller-runtime does. Same thread and lock rules as kcr_check_cb.
+ */
+typedef int (*kcr_check_err_cb)(void *data, kcr_error_t *err);
+
 /* kcr_server_check_t: a registered check. Opaque. */
 typedef struct kcr_server_check kcr_server_check_t;
 
@@ -268,6 +291,13 @@ typedef struct kcr_server_check kcr_server_check_t;
  */
 KCR_EXTERN int kcr_server_add_check(kcr_server_t *s, kcr_probe_kind kind, const char *name,
                                     kcr_check_cb cb, void *data, kcr_server_check_t **out);
+
+/*
+ * kcr_server_add_check_err is kcr_server_add_check for a check that says why
+ * it failed (kcr_check_err_cb). Same rules and errors.
+ */
+KCR_EXTERN int kcr_server_add_check_err(kcr_server_t *s, kcr_probe_kind kind, const char *name,
+                                        kcr_check_err_cb cb, void *data, kcr_server_check_t **out);
 
 /*
  * kcr_server_add_flag_check registers a check whose state is a flag the owner

@@ -93,7 +93,11 @@ struct kcr_manager {
   kcr_metrics_registry_t *metrics; /* owned; handed down to the client, the controllers
                                       and the elector, which register their series */
   kcr_otlp_exporter_t *exporter;   /* owned; NULL unless tracing is on (kcr/trace.h) */
-  void *serving;                   /* owned: freed with serving_free */
+  kcr__manager_check *checks;      /* set-up thread, then read-only; names owned */
+  size_t nchecks;
+  kcr__manager_extra_handler *extra; /* set-up thread, then read-only; paths owned */
+  size_t nextra;
+  void *serving; /* owned: freed with serving_free */
   kcr__manager_free_fn serving_free;
 
   pthread_mutex_t mu;
@@ -346,6 +350,102 @@ int kcr_manager_add_runnable(kcr_manager_t *m, const kcr_runnable *r, kcr_error_
 
 kcr_metrics_registry_t *kcr_manager_metrics(kcr_manager_t *m) {
   return m->metrics;
+}
+
+/* ---- probe checks and metrics extra handlers ---- */
+
+static const char CHECK_NAME_CHARS[] =
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-";
+
+static bool check_taken(kcr_manager_t *m, kcr_probe_kind kind, const char *name) {
+  if (strcmp(name, "ping") == 0 ||
+      (kind == KCR_PROBE_READYZ && strcmp(name, "informer-sync") == 0) ||
+      (kind == KCR_PROBE_HEALTHZ && strcmp(name, "leaderElection") == 0))
+    return true;
+  for (size_t i = 0; i < m->nchecks; i++)
+    if (m->checks[i].kind == kind && strcmp(m->checks[i].name, name) == 0)
+      return true;
+  return false;
+}
+
+static int add_check(kcr_manager_t *m, kcr_probe_kind kind, const char *name, kcr_check_err_cb cb,
+                     void *data, kcr_error_t *err) {
+  const char *what = kind == KCR_PROBE_HEALTHZ ? "healthz" : "readyz";
+  kcr__manager_check *n;
+  size_t len = name ? strlen(name) : 0;
+  if (has_run(m))
+    return kcr_error_set(err, KCR_EINVAL,
+                         "unable to add new checker because %s endpoint has already been created",
+                         what);
+  if (!cb)
+    return kcr_error_set(err, KCR_EINVAL, "manager: the %s check needs a function", what);
+  if (len == 0 || len > 128 || strspn(name, CHECK_NAME_CHARS) != len)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "manager: bad %s check name \"%s\" (1 to 128 of [a-zA-Z0-9_.-])", what,
+                         name ? name : "(null)");
+  if (check_taken(m, kind, name))
+    return kcr_error_set(err, KCR_EEXIST, "%s checker \"%s\" already exists", what, name);
+  n = kcr__realloc(m->checks, (m->nchecks + 1) * sizeof(*n));
+  if (!n)
+    return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
+  m->checks = n;
+  n[m->nchecks] = (kcr__manager_check){kcr__strdup(name), kind, cb, data};
+  if (!n[m->nchecks].name)
+    return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
+  m->nchecks++;
+  return 0;
+}
+
+int kcr_manager_add_healthz_check(kcr_manager_t *m, const char *name, kcr_check_err_cb check,
+                                  void *data, kcr_error_t *err) {
+  return add_check(m, KCR_PROBE_HEALTHZ, name, check, data, err);
+}
+
+int kcr_manager_add_readyz_check(kcr_manager_t *m, const char *name, kcr_check_err_cb check,
+                                 void *data, kcr_error_t *err) {
+  return add_check(m, KCR_PROBE_READYZ, name, check, data, err);
+}
+
+const kcr__manager_check *kcr__manager_checks(kcr_manager_t *m, size_t *n) {
+  *n = m->nchecks;
+  return m->checks;
+}
+
+int kcr_manager_add_metrics_extra_handler(kcr_manager_t *m, const char *path,
+                                          kcr_server_handler_cb handler, void *data,
+                                          kcr_error_t *err) {
+  kcr__manager_extra_handler *n;
+  if (has_run(m))
+    return kcr_error_set(err, KCR_EINVAL, "manager: metrics extra handlers are added before run");
+  if (!handler)
+    return kcr_error_set(err, KCR_EINVAL, "manager: the metrics extra handler needs a function");
+  if (!path || path[0] != '/')
+    return kcr_error_set(err, KCR_EINVAL,
+                         "manager: a metrics extra handler's path must start with '/' (got "
+                         "\"%s\")",
+                         path ? path : "(null)");
+  if (strcmp(path, "/metrics") == 0)
+    return kcr_error_set(err, KCR_EEXIST, "overriding builtin /metrics endpoint is not allowed");
+  for (size_t i = 0; i < m->nextra; i++)
+    if (strcmp(m->extra[i].path, path) == 0)
+      return kcr_error_set(err, KCR_EEXIST,
+                           "can't register extra handler by duplicate path \"%s\" on metrics "
+                           "http server",
+                           path);
+  n = kcr__realloc(m->extra, (m->nextra + 1) * sizeof(*n));
+  if (!n)
+    return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
+  m->extra = n;
+  n[m->nextra] = (kcr__manager_extra_handler){kcr__strdup(path), handler, data};
+  if (!n[m->nextra].path)
+    return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
+  m->nextra++;
+  return 0;
+}
+
+const kcr__manager_extra_handler *kcr__manager_extra_handlers(kcr_manager_t *m, size_t *n) {
+  *n = m->nextra;
+  return m->extra;
 }
 
 int kcr__manager_set_serving(kcr_manager_t *m, void *state, kcr__manager_free_fn free_fn) {
@@ -669,6 +769,12 @@ void kcr_manager_destroy(kcr_manager_t *m) {
   for (size_t i = 0; i < m->nruns; i++)
     kcr__free(m->runs[i].name);
   kcr__free(m->runs);
+  for (size_t i = 0; i < m->nchecks; i++)
+    kcr__free(m->checks[i].name);
+  kcr__free(m->checks);
+  for (size_t i = 0; i < m->nextra; i++)
+    kcr__free(m->extra[i].path);
+  kcr__free(m->extra);
   if (m->serving_free)
     m->serving_free(m->serving);
   kcr_cache_destroy(m->cache);

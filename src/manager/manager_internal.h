@@ -24,4 +24,29 @@ int kcr__manager_set_serving(kcr_manager_t *m, void *state, kcr__manager_free_fn
 /* kcr__manager_serving returns the attached state (borrowed), or NULL. */
 void *kcr__manager_serving(kcr_manager_t *m);
 
+/* kcr__manager_check: a check added with kcr_manager_add_healthz_check or
+ * _readyz_check (the manager owns name). */
+typedef struct kcr__manager_check {
+  char *name;
+  kcr_probe_kind kind; /* KCR_PROBE_HEALTHZ or KCR_PROBE_READYZ */
+  kcr_check_err_cb cb;
+  void *data;
+} kcr__manager_check;
+
+/* kcr__manager_extra_handler: a handler added with
+ * kcr_manager_add_metrics_extra_handler (the manager owns path). */
+typedef struct kcr__manager_extra_handler {
+  char *path;
+  kcr_server_handler_cb cb;
+  void *data;
+} kcr__manager_extra_handler;
+
+/* kcr__manager_checks returns the added checks (borrowed; *n of them), in the
+ * order added. Fixed once run starts: read it from the run thread on. */
+const kcr__manager_check *kcr__manager_checks(kcr_manager_t *m, size_t *n);
+
+/* kcr__manager_extra_handlers returns the metrics server's extra handlers
+ * (borrowed; *n of them). Fixed once run starts: any thread from then on. */
+const kcr__manager_extra_handler *kcr__manager_extra_handlers(kcr_manager_t *m, size_t *n);
+
 #endif /* KCR_MANAGER_INTERNAL_H */

@@ -130,6 +130,52 @@ static void on_debug(void *data, const kcr_server_request *req, kcr_server_respo
     debug_heap(resp);
 }
 
+/* ---- the metrics server's extra handlers (its worker thread) ---- */
+
+static bool path_matches(const char *pattern, const char *path) {
+  size_t n = strlen(pattern);
+  if (n > 1 && pattern[n - 1] == '/')
+    return strncmp(pattern, path, n) == 0;
+  return strcmp(pattern, path) == 0;
+}
+
+/* on_extra answers a metrics-server path other than /metrics: the longest
+ * pattern that matches wins (as Go's ServeMux), else 404. With metrics_secure
+ * the server let only an authorized request through (handler_auth). */
+static void on_extra(void *data, const kcr_server_request *req, kcr_server_response *resp) {
+  serving_t *s = data;
+  size_t n, best_len = 0;
+  const kcr__manager_extra_handler *h = kcr__manager_extra_handlers(s->m, &n), *best = NULL;
+  for (size_t i = 0; i < n; i++) {
+    size_t l = strlen(h[i].path);
+    if (l > best_len && path_matches(h[i].path, req->path)) {
+      best = &h[i];
+      best_len = l;
+    }
+  }
+  if (!best) {
+    resp->status = 404;
+    resp->content_type = "text/plain";
+    kcr_buf_appends(&resp->body, "404 page not found\n");
+    return;
+  }
+  best->cb(best->data, req, resp);
+}
+
+/* add_user_checks registers the checks of kcr_manager_add_*_check. */
+static int add_user_checks(serving_t *s, kcr_error_t *err) {
+  size_t n;
+  const kcr__manager_check *c = kcr__manager_checks(s->m, &n);
+  for (size_t i = 0; i < n; i++) {
+    int rc = kcr_server_add_check_err(s->probes, c[i].kind, c[i].name, c[i].cb, c[i].data, NULL);
+    if (rc)
+      return kcr_error_set(err, rc, "manager: cannot register the %s check %s: %s",
+                           c[i].kind == KCR_PROBE_HEALTHZ ? "healthz" : "readyz", c[i].name,
+                           kcr_strerror(rc));
+  }
+  return 0;
+}
+
 /* ---- the servers runnable ---- */
 
 static int on_servers_start(void *data, kcr_error_t *err) {
@@ -144,6 +190,15 @@ static int on_servers_start(void *data, kcr_error_t *err) {
     so.loop = loop;
     so.bind_address = s->metrics_addr;
     so.metrics = reg;
+    {
+      size_t nextra;
+      kcr__manager_extra_handlers(s->m, &nextra);
+      if (nextra) {
+        so.handler = on_extra;
+        so.handler_data = s;
+        so.handler_auth = s->metrics_secure;
+      }
+    }
     if (s->metrics_secure) {
       kcr_auth_options ao;
       memset(&ao, 0, sizeof(ao));
@@ -184,6 +239,8 @@ static int on_servers_start(void *data, kcr_error_t *err) {
       kcr_error_set(err, rc, "manager: cannot register the probes");
       goto fail;
     }
+    if ((rc = add_user_checks(s, err)) != 0)
+      goto fail;
     kcr_log(KCR_LOG_INFO, "manager", "serving health probes on port %d",
             kcr_server_port(s->probes));
   }

@@ -418,6 +418,7 @@ void kcr__job_free(job_t *j) {
     kcr__free(j->owned);
     uncharge(s, j->owned_cap);
   }
+  kcr__free(j->htoken);
   uncharge(s, j->charged);
   kcr__free(j);
 }
@@ -532,6 +533,26 @@ static void got_body(conn_t *c, size_t n) {
   }
 }
 
+/* attach_token copies the request's bearer token (if any) into j->htoken,
+ * charged to the budget with the job. 0, or KCR_ENOMEM. Loop thread. */
+static int attach_token(job_t *j, const char *head, size_t head_len) {
+  size_t tl = 0;
+  const char *t = kcr__http_bearer_token(head, head_len, &tl);
+  if (!t)
+    return 0;
+  if (!charge(j->srv, tl + 1))
+    return KCR_ENOMEM;
+  j->htoken = kcr__malloc(tl + 1);
+  if (!j->htoken) {
+    uncharge(j->srv, tl + 1);
+    return KCR_ENOMEM;
+  }
+  memcpy(j->htoken, t, tl);
+  j->htoken[tl] = '\0';
+  j->charged += tl + 1;
+  return 0;
+}
+
 /*
  * start_handler begins a request for options.handler: refuses a body it cannot
  * take, else makes the job, takes what of the body is already buffered behind
@@ -573,6 +594,12 @@ static void start_handler(conn_t *c, const kcr__http_head *h, size_t head_len) {
     }
   }
   if (!j) {
+    atomic_fetch_add(&s->st_busy, 1);
+    respond_text(c, 503, BUSY_TEXT, h->head_only, 1);
+    return;
+  }
+  if (s->handler_auth && attach_token(j, c->buf, head_len) != 0) {
+    kcr__job_free(j);
     atomic_fetch_add(&s->st_busy, 1);
     respond_text(c, 503, BUSY_TEXT, h->head_only, 1);
     return;

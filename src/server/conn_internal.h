@@ -90,6 +90,9 @@ struct kcr__job {
   const char *path;     /* into text (JOB_HANDLER) */
   char *req_body;       /* JOB_HANDLER: req_len bytes and a NUL, charged req_charged */
   size_t req_len, req_got, req_charged;
+  char *htoken;   /* JOB_HANDLER with handler_auth: the bearer token, or NULL;
+                     owned, its size part of charged */
+  int authorized; /* JOB_HANDLER with handler_auth: the auth hook said 200 */
   int head_only;
   /* The answer: the worker's, then the loop's after the post. */
   int status;

@@ -289,6 +289,7 @@ int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error
   s->auth_data = o->metrics_auth_data;
   s->handler = o->handler;
   s->handler_data = o->handler_data;
+  s->handler_auth = o->handler_auth && o->metrics_auth && o->handler;
   s->max_body = o->max_body_bytes ? o->max_body_bytes : (size_t)7 * 1024 * 1024;
   if (s->max_body > s->max_buffered / 4)
     s->max_body = s->max_buffered / 4;
@@ -368,7 +369,7 @@ static int valid_check_name(const char *n) {
 }
 
 static int add_check(kcr_server_t *s, kcr_probe_kind kind, const char *name, kcr_check_cb cb,
-                     void *data, int healthy, kcr_server_check_t **out) {
+                     kcr_check_err_cb ecb, void *data, int healthy, kcr_server_check_t **out) {
   kcr_server_check_t *k;
   int n = 0, rc = 0;
   if (out)
@@ -382,6 +383,7 @@ static int add_check(kcr_server_t *s, kcr_probe_kind kind, const char *name, kcr
   }
   k->kind = kind;
   k->cb = cb;
+  k->ecb = ecb;
   k->data = data;
   atomic_init(&k->flag, healthy ? 1 : 0);
   pthread_mutex_lock(&s->checks_mu);
@@ -410,12 +412,18 @@ static int add_check(kcr_server_t *s, kcr_probe_kind kind, const char *name, kcr
 int kcr_server_add_check(kcr_server_t *s, kcr_probe_kind kind, const char *name, kcr_check_cb cb,
                          void *data, kcr_server_check_t **out) {
   assert(cb);
-  return add_check(s, kind, name, cb, data, 1, out);
+  return add_check(s, kind, name, cb, NULL, data, 1, out);
+}
+
+int kcr_server_add_check_err(kcr_server_t *s, kcr_probe_kind kind, const char *name,
+                             kcr_check_err_cb cb, void *data, kcr_server_check_t **out) {
+  assert(cb);
+  return add_check(s, kind, name, NULL, cb, data, 1, out);
 }
 
 int kcr_server_add_flag_check(kcr_server_t *s, kcr_probe_kind kind, const char *name, int healthy,
                               kcr_server_check_t **out) {
-  return add_check(s, kind, name, NULL, NULL, healthy, out);
+  return add_check(s, kind, name, NULL, NULL, NULL, healthy, out);
 }
 
 void kcr_server_check_set(kcr_server_check_t *c, int healthy) {

@@ -93,7 +93,8 @@ typedef struct kcr__job job_t;
 struct kcr_server_check {
   char *name;
   kcr_probe_kind kind;
-  kcr_check_cb cb; /* NULL: a flag check */
+  kcr_check_cb cb;      /* NULL: a flag check (unless ecb) */
+  kcr_check_err_cb ecb; /* a check that says why it failed */
   void *data;
   atomic_int flag;
   kcr__list_node_t link; /* in the server's checks, protected by checks_mu */
@@ -172,6 +173,7 @@ struct kcr_server {
   void *auth_data;
   kcr_server_handler_cb handler;
   void *handler_data;
+  int handler_auth; /* handler requests pass auth (and auth_cached) first */
   size_t max_body;
 
   atomic_size_t held, held_peak; /* the budget: bytes allocated for clients */

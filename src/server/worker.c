@@ -79,10 +79,37 @@ static int cmp_part(const void *a, const void *b) {
   return strcmp(((const part_t *)a)->name, ((const part_t *)b)->name);
 }
 
-static int run_check(kcr_server_check_t *k) {
+/* run_check runs k; a failing kcr_check_err_cb's reason goes to *why. */
+static int run_check(kcr_server_check_t *k, kcr_error_t *why) {
+  kcr_error_clear(why);
+  if (k->ecb) {
+    int rc = k->ecb(k->data, why);
+    if (rc != 0 && !why->message[0])
+      kcr_error_set(why, rc, "%s", kcr_strerror(rc));
+    return rc;
+  }
   if (!k->cb)
     return atomic_load(&k->flag) ? 0 : -1;
   return k->cb(k->data);
+}
+
+/* answer_sub_failed answers a failed /healthz/<name>: with the check's reason
+ * when it gave one (controller-runtime's "internal server error: <err>"). */
+static void answer_sub_failed(job_t *j, const kcr_error_t *why) {
+  kcr_server_t *s = j->srv;
+  kcr_buf_t b;
+  if (!why->message[0] || !charge(s, PROBE_BODY_MAX)) {
+    job_text(j, 500, "internal server error: check failed\n");
+    return;
+  }
+  kcr_buf_init(&b, PROBE_BODY_MAX - 1);
+  if (kcr_buf_appendf(&b, "internal server error: %s\n", why->message) != 0) {
+    kcr_buf_free(&b);
+    uncharge(s, PROBE_BODY_MAX);
+    job_text(j, 500, "internal server error: check failed\n");
+    return;
+  }
+  job_take_body(j, 500, TEXT_PLAIN, &b, PROBE_BODY_MAX);
 }
 
 /* serve_probe answers a probe job: the worker thread, running user checks. */
@@ -93,6 +120,7 @@ static void serve_probe(job_t *j) {
   part_t parts[MAX_CHECKS + 1];
   size_t n = 0;
   int failed = 0, verbose = kcr__http_query_has(query, "verbose"), rc = 0;
+  kcr_error_t why;
   kcr_buf_t b;
 
   pthread_mutex_lock(&s->checks_mu);
@@ -105,7 +133,7 @@ static void serve_probe(job_t *j) {
         break;
       if ((k->kind & kind) && strcmp(k->name, sub) == 0) {
         found = 1;
-        ok = run_check(k) == 0;
+        ok = run_check(k, &why) == 0;
       }
     }
     pthread_mutex_unlock(&s->checks_mu);
@@ -114,7 +142,7 @@ static void serve_probe(job_t *j) {
     else if (ok)
       job_text(j, 200, "ok");
     else
-      job_text(j, 500, "internal server error: check failed\n");
+      answer_sub_failed(j, &why);
     return;
   }
   parts[n++] = (part_t){"ping", 1, kcr__http_query_excludes(query, "ping")};
@@ -125,10 +153,11 @@ static void serve_probe(job_t *j) {
       continue;
     parts[n].name = k->name;
     parts[n].excluded = kcr__http_query_excludes(query, k->name);
-    parts[n].healthy = parts[n].excluded || run_check(k) == 0;
+    parts[n].healthy = parts[n].excluded || run_check(k, &why) == 0;
     if (!parts[n].healthy) {
       failed = 1;
-      kcr_log(KCR_LOG_DEBUG, "server", "%s check failed: %s", kindname, k->name);
+      kcr_log(KCR_LOG_DEBUG, "server", "%s check failed: %s%s%s", kindname, k->name,
+              why.message[0] ? ": " : "", why.message);
     }
     n++;
   }
@@ -198,24 +227,14 @@ static void render_metrics(job_t *j) {
 }
 
 /* answer_metrics answers /metrics after the auth hook said st. */
+static void answer_refused(job_t *j, int st);
+static int queue_auth(job_t *j);
+
 static void answer_metrics(job_t *j, int st) {
-  switch (st) {
-  case 200:
+  if (st == 200)
     render_metrics(j);
-    break;
-  case 401:
-    job_text(j, 401, "Unauthorized\n");
-    break;
-  case 403:
-    job_text(j, 403, "Forbidden\n");
-    break;
-  case 429:
-    job_text(j, 429, "Too Many Requests\n");
-    break;
-  default:
-    job_text(j, 500, "Authorization failed\n");
-    break;
-  }
+  else
+    answer_refused(j, st);
 }
 
 /* post_answer hands an answered job back to the loop. A failed post means
@@ -242,22 +261,92 @@ static int serve_metrics(job_t *j) {
   int st = 200;
   if (s->auth) {
     st = s->auth_cached ? s->auth_cached(s->auth_data, j->token, "get", "/metrics") : 0;
-    if (st == 0) {
-      pthread_mutex_lock(&s->jobs_mu);
-      if (s->auth_queued < KCR_SERVER_AUTH_QUEUE) {
-        kcr__list_push_back(&s->auth_jobs, &j->link);
-        s->auth_queued++;
-        pthread_cond_signal(&s->auth_cond);
-        pthread_mutex_unlock(&s->jobs_mu);
-        return 1;
-      }
-      pthread_mutex_unlock(&s->jobs_mu);
-      atomic_fetch_add(&s->st_auth_refused, 1);
-      st = 429;
-    }
+    if (st == 0)
+      return queue_auth(j); /* 0: answered 429 */
   }
   answer_metrics(j, st);
   return 0;
+}
+
+/* handler_verb: the Kubernetes verb of a handler request ("get" for GET and
+ * HEAD, else the method in lower case) into buf. */
+static const char *handler_verb(const char *method, char *buf, size_t size) {
+  size_t i;
+  if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
+    return "get";
+  for (i = 0; method[i] && i + 1 < size; i++)
+    buf[i] = (char)(method[i] >= 'A' && method[i] <= 'Z' ? method[i] - 'A' + 'a' : method[i]);
+  buf[i] = '\0';
+  return buf;
+}
+
+/* answer_refused answers a request the auth hook did not let through. */
+static void answer_refused(job_t *j, int st) {
+  if (st == 401)
+    job_text(j, 401, "Unauthorized\n");
+  else if (st == 403)
+    job_text(j, 403, "Forbidden\n");
+  else if (st == 429)
+    job_text(j, 429, "Too Many Requests\n");
+  else
+    job_text(j, 500, "Authorization failed\n");
+}
+
+/* queue_auth hands j to the auth pool: 1, or 0 when its queue is full (j is
+ * then answered 429). The worker. */
+static int queue_auth(job_t *j) {
+  kcr_server_t *s = j->srv;
+  pthread_mutex_lock(&s->jobs_mu);
+  if (s->auth_queued < KCR_SERVER_AUTH_QUEUE) {
+    kcr__list_push_back(&s->auth_jobs, &j->link);
+    s->auth_queued++;
+    pthread_cond_signal(&s->auth_cond);
+    pthread_mutex_unlock(&s->jobs_mu);
+    return 1;
+  }
+  pthread_mutex_unlock(&s->jobs_mu);
+  atomic_fetch_add(&s->st_auth_refused, 1);
+  answer_refused(j, 429);
+  return 0;
+}
+
+/*
+ * gate_handler decides a handler request under handler_auth on the worker:
+ * 0 when the handler may answer it now, 1 when it went to the auth pool (it
+ * comes back to the worker once allowed), -1 when it is answered (refused).
+ */
+static int gate_handler(job_t *j) {
+  kcr_server_t *s = j->srv;
+  char vb[16];
+  int st;
+  if (!s->handler_auth || j->authorized)
+    return 0;
+  st = s->auth_cached ? s->auth_cached(s->auth_data, j->htoken,
+                                       handler_verb(j->method, vb, sizeof(vb)), j->path)
+                      : 0;
+  if (st == 200)
+    return 0;
+  if (st == 0)
+    return queue_auth(j) ? 1 : -1;
+  answer_refused(j, st);
+  return -1;
+}
+
+/* auth_decided: an auth pool thread decided a handler request: allowed, it
+ * goes back to the worker (handlers run there, one at a time); else it is
+ * answered here. 1: posted back to the worker, 0: answered. */
+static int auth_decided(job_t *j, int st) {
+  kcr_server_t *s = j->srv;
+  if (st != 200) {
+    answer_refused(j, st);
+    return 0;
+  }
+  j->authorized = 1;
+  pthread_mutex_lock(&s->jobs_mu);
+  kcr__list_push_back(&s->jobs, &j->link);
+  pthread_cond_signal(&s->jobs_cond);
+  pthread_mutex_unlock(&s->jobs_mu);
+  return 1;
 }
 
 /* auth_main is an auth pool thread: it decides the /metrics jobs the worker
@@ -278,7 +367,14 @@ static void *auth_main(void *arg) {
     s->auth_queued--;
     pthread_mutex_unlock(&s->jobs_mu);
     j = KCR__CONTAINER_OF(n, job_t, link);
-    answer_metrics(j, s->auth(s->auth_data, j->token, "get", "/metrics"));
+    if (j->what == JOB_HANDLER) {
+      char vb[16];
+      if (auth_decided(j, s->auth(s->auth_data, j->htoken, handler_verb(j->method, vb, sizeof(vb)),
+                                  j->path)))
+        continue;
+    } else {
+      answer_metrics(j, s->auth(s->auth_data, j->token, "get", "/metrics"));
+    }
     post_answer(j);
   }
 }
@@ -411,7 +507,11 @@ void *kcr__worker_main(void *arg) {
       if (serve_metrics(j))
         continue; /* with the auth pool now */
     } else if (j->what == JOB_HANDLER) {
-      serve_handler(j);
+      int g = gate_handler(j);
+      if (g > 0)
+        continue; /* with the auth pool now */
+      if (g == 0)
+        serve_handler(j);
     } else {
       serve_probe(j);
     }

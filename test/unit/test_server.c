@@ -15,7 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "httpserver.h"
 #include "kcr/loop.h"
+#include "kcr/manager.h"
 #include "kcr/server.h"
 #include "testutil.h"
 
@@ -1045,6 +1047,300 @@ static void test_server_default_first_byte_timeout(void **state) {
   stop(f);
 }
 
+/* ---- checks that say why (kcr_server_add_check_err) ---- */
+
+static int on_err_check(void *data, kcr_error_t *err) {
+  atomic_int *healthy = data;
+  if (atomic_load(healthy))
+    return 0;
+  return kcr_error_set(err, KCR_EAGAIN, "the queue is stuck");
+}
+
+/* expect_path GETs path and asserts the status line starts with status and,
+ * when body is not NULL, the body. */
+static void expect_path(int port, const char *path, const char *status, const char *body) {
+  char *r = get_path(port, path);
+  assert_non_null(strstr(r, status));
+  if (body)
+    assert_string_equal(body_of(r), body);
+  free(r);
+}
+
+static void test_server_check_reasons(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f = start(&o);
+  atomic_int a, b;
+  (void)state;
+  atomic_init(&a, 1);
+  atomic_init(&b, 1);
+  assert_int_equal(
+      kcr_server_add_check_err(f->srv, KCR_PROBE_READYZ, "alpha", on_err_check, &a, NULL), 0);
+  assert_int_equal(
+      kcr_server_add_check_err(f->srv, KCR_PROBE_READYZ, "beta", on_err_check, &b, NULL), 0);
+  assert_int_equal(
+      kcr_server_add_check_err(f->srv, KCR_PROBE_READYZ, "alpha", on_err_check, &a, NULL),
+      KCR_EEXIST);
+
+  expect_path(f->port, "/readyz", "HTTP/1.1 200 OK\r\n", "ok");
+  expect_path(f->port, "/readyz?verbose", "HTTP/1.1 200 OK\r\n",
+              "[+]alpha ok\n[+]beta ok\n[+]ping ok\nreadyz check passed\n");
+
+  atomic_store(&b, 0);
+  expect_path(f->port, "/readyz", "HTTP/1.1 500 ",
+              "[+]alpha ok\n[-]beta failed: reason withheld\n[+]ping ok\n"
+              "readyz check failed\n");
+  /* one check alone: its reason, as controller-runtime's CheckHandler */
+  expect_path(f->port, "/readyz/beta", "HTTP/1.1 500 ",
+              "internal server error: the queue is stuck\n");
+  expect_path(f->port, "/readyz/alpha", "HTTP/1.1 200 OK\r\n", "ok");
+  expect_path(f->port, "/readyz?exclude=beta", "HTTP/1.1 200 OK\r\n", NULL);
+  /* readiness checks are not health checks */
+  expect_path(f->port, "/healthz", "HTTP/1.1 200 OK\r\n", NULL);
+  expect_path(f->port, "/healthz/beta", "HTTP/1.1 404 ", NULL);
+  stop(f);
+}
+
+/* ---- handler requests behind the auth hook (handler_auth) ---- */
+
+typedef struct hauth {
+  atomic_int handled;
+  char verb[16], path[64]; /* what the blocking hook was last asked */
+  pthread_mutex_t mu;
+} hauth_t;
+
+/* hauth_check: the blocking decision (auth pool): "pool-ok" passes, "pool-no"
+ * is forbidden, no token is 401. */
+static int hauth_check(void *data, const char *token, const char *verb, const char *path) {
+  hauth_t *h = data;
+  pthread_mutex_lock(&h->mu);
+  snprintf(h->verb, sizeof(h->verb), "%s", verb);
+  snprintf(h->path, sizeof(h->path), "%s", path);
+  pthread_mutex_unlock(&h->mu);
+  if (!token)
+    return 401;
+  return strcmp(token, "pool-ok") == 0 ? 200 : 403;
+}
+
+/* hauth_cached: "cached-ok" passes without the pool, "cached-no" is refused. */
+static int hauth_cached(void *data, const char *token, const char *verb, const char *path) {
+  (void)data;
+  (void)verb;
+  (void)path;
+  if (token && strcmp(token, "cached-ok") == 0)
+    return 200;
+  if (token && strcmp(token, "cached-no") == 0)
+    return 403;
+  return 0;
+}
+
+static void hauth_handler(void *data, const kcr_server_request *req, kcr_server_response *resp) {
+  hauth_t *h = data;
+  atomic_fetch_add(&h->handled, 1);
+  resp->content_type = "text/plain";
+  kcr_buf_appendf(&resp->body, "handled %s %s", req->method, req->path);
+}
+
+static char *req_with_token(int port, const char *method, const char *path, const char *token) {
+  char req[512];
+  if (token)
+    snprintf(req, sizeof(req),
+             "%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 0\r\n"
+             "Connection: close\r\n\r\n",
+             method, path, token);
+  else
+    snprintf(req, sizeof(req),
+             "%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", method,
+             path);
+  return get(port, req);
+}
+
+/* start_hauth serves hauth_handler behind hauth_check (and hauth_cached with
+ * handler_auth). */
+static fixture_t *start_hauth(hauth_t *h, int handler_auth) {
+  kcr_server_options o = {0};
+  memset(h, 0, sizeof(*h));
+  atomic_init(&h->handled, 0);
+  pthread_mutex_init(&h->mu, NULL);
+  o.metrics_auth = hauth_check;
+  o.metrics_auth_cached = handler_auth ? hauth_cached : NULL;
+  o.metrics_auth_data = h;
+  o.handler = hauth_handler;
+  o.handler_data = h;
+  o.handler_auth = handler_auth;
+  return start(&o);
+}
+
+/* expect sends method path with token (may be NULL) and asserts the status
+ * line starts with status and, when body is not NULL, the body. */
+static void expect(int port, const char *method, const char *path, const char *token,
+                   const char *status, const char *body) {
+  char *r = req_with_token(port, method, path, token);
+  assert_non_null(strstr(r, status));
+  if (body)
+    assert_string_equal(body_of(r), body);
+  free(r);
+}
+
+static void test_server_handler_auth(void **state) {
+  hauth_t h;
+  fixture_t *f = start_hauth(&h, 1);
+  (void)state;
+  expect(f->port, "GET", "/extra", NULL, "HTTP/1.1 401 ", NULL);
+  expect(f->port, "GET", "/extra", "cached-no", "HTTP/1.1 403 ", NULL);
+  expect(f->port, "GET", "/extra", "pool-no", "HTTP/1.1 403 ", NULL);
+  assert_int_equal(atomic_load(&h.handled), 0); /* never reached the handler */
+  expect(f->port, "GET", "/extra", "cached-ok", "HTTP/1.1 200 OK\r\n", "handled GET /extra");
+  expect(f->port, "POST", "/extra/sub", "pool-ok", "HTTP/1.1 200 OK\r\n",
+         "handled POST /extra/sub");
+  assert_int_equal(atomic_load(&h.handled), 2);
+  pthread_mutex_lock(&h.mu);
+  assert_string_equal(h.verb, "post"); /* the method, as a Kubernetes verb */
+  assert_string_equal(h.path, "/extra/sub");
+  pthread_mutex_unlock(&h.mu);
+  /* the probes are not behind the hook */
+  expect(f->port, "GET", "/healthz", NULL, "HTTP/1.1 200 OK\r\n", "ok");
+  stop(f);
+  pthread_mutex_destroy(&h.mu);
+}
+
+/* without handler_auth, handler requests are not checked (the webhook server) */
+static void test_server_handler_without_auth(void **state) {
+  hauth_t h;
+  fixture_t *f = start_hauth(&h, 0);
+  (void)state;
+  expect(f->port, "GET", "/extra", NULL, "HTTP/1.1 200 OK\r\n", "handled GET /extra");
+  expect(f->port, "GET", "/metrics", NULL, "HTTP/1.1 401 ", NULL);
+  stop(f);
+  pthread_mutex_destroy(&h.mu);
+}
+
+/* ---- the manager's checks and metrics extra handlers ---- */
+
+static void api_404(const kcr_test_http_request *req, kcr_test_http_response *resp, void *data) {
+  (void)req;
+  (void)data;
+  resp->status = 404;
+  resp->body = "{}";
+}
+
+static char X_[] = "x", TREE_[] = "tree", DEEP_[] = "deep";
+
+static void extra_handler(void *data, const kcr_server_request *req, kcr_server_response *resp) {
+  resp->content_type = "text/plain";
+  kcr_buf_appendf(&resp->body, "%s at %s", (const char *)data, req->path);
+}
+
+typedef struct mrun {
+  kcr_manager_t *m;
+  int rc;
+} mrun_t;
+
+static void *run_manager(void *arg) {
+  mrun_t *r = arg;
+  r->rc = kcr_manager_run(r->m, NULL);
+  return NULL;
+}
+
+static void test_server_manager_checks_and_extra_handlers(void **state) {
+  kcr_test_client tc;
+  kcr_manager_options mo = {0};
+  kcr_manager_serving_options so = {0};
+  kcr_manager_t *m;
+  kcr_error_t err = {0};
+  atomic_int healthy, ready;
+  mrun_t run = {0};
+  pthread_t th;
+  int pp = 0, mp = 0;
+  char *r;
+  (void)state;
+  atomic_init(&healthy, 1);
+  atomic_init(&ready, 0);
+  assert_int_equal(kcr_test_client_start(api_404, NULL, &tc), 0);
+  mo.config = tc.config;
+  mo.no_signal_handlers = true;
+  assert_int_equal(kcr_manager_create(&mo, &m, NULL), 0);
+  so.metrics_bind_address = "127.0.0.1:0";
+  so.health_probe_bind_address = "127.0.0.1:0";
+  assert_int_equal(kcr_manager_serve(m, &so, NULL), 0);
+
+  assert_int_equal(kcr_manager_add_healthz_check(m, "worker", on_err_check, &healthy, &err), 0);
+  assert_int_equal(kcr_manager_add_readyz_check(m, "worker", on_err_check, &ready, &err), 0);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_manager_add_healthz_check(m, "worker", on_err_check, &healthy, &err),
+                   KCR_EEXIST);
+  assert_string_equal(err.message, "healthz checker \"worker\" already exists");
+  assert_int_equal(kcr_manager_add_readyz_check(m, "informer-sync", on_err_check, &ready, &err),
+                   KCR_EEXIST);
+  assert_int_equal(kcr_manager_add_healthz_check(m, "ping", on_err_check, &ready, &err),
+                   KCR_EEXIST);
+  assert_int_equal(kcr_manager_add_healthz_check(m, "bad name", on_err_check, &ready, &err),
+                   KCR_EINVAL);
+  assert_int_equal(kcr_manager_add_healthz_check(m, "", on_err_check, &ready, &err), KCR_EINVAL);
+  assert_int_equal(kcr_manager_add_healthz_check(m, "nofn", NULL, NULL, &err), KCR_EINVAL);
+
+  assert_int_equal(kcr_manager_add_metrics_extra_handler(m, "/debug/x", extra_handler, X_, &err),
+                   0);
+  assert_int_equal(kcr_manager_add_metrics_extra_handler(m, "/tree/", extra_handler, TREE_, &err),
+                   0);
+  assert_int_equal(
+      kcr_manager_add_metrics_extra_handler(m, "/tree/deep", extra_handler, DEEP_, &err), 0);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_manager_add_metrics_extra_handler(m, "/metrics", extra_handler, X_, &err),
+                   KCR_EEXIST);
+  assert_string_equal(err.message, "overriding builtin /metrics endpoint is not allowed");
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_manager_add_metrics_extra_handler(m, "/debug/x", extra_handler, X_, &err),
+                   KCR_EEXIST);
+  assert_non_null(strstr(err.message, "duplicate path \"/debug/x\""));
+  assert_int_equal(kcr_manager_add_metrics_extra_handler(m, "debug", extra_handler, X_, &err),
+                   KCR_EINVAL);
+  assert_int_equal(kcr_manager_add_metrics_extra_handler(m, "/y", NULL, NULL, &err), KCR_EINVAL);
+
+  run.m = m;
+  assert_int_equal(pthread_create(&th, NULL, run_manager, &run), 0);
+  for (int i = 0; i < 10000 && !kcr_manager_started(m); i++) {
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  assert_true(kcr_manager_started(m));
+  pp = kcr_manager_probe_port(m);
+  mp = kcr_manager_metrics_port(m);
+  assert_true(pp > 0 && mp > 0);
+
+  /* after run: refused */
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_manager_add_healthz_check(m, "late", on_err_check, &healthy, &err),
+                   KCR_EINVAL);
+  assert_non_null(strstr(err.message, "already been created"));
+  assert_int_equal(kcr_manager_add_metrics_extra_handler(m, "/late", extra_handler, X_, &err),
+                   KCR_EINVAL);
+
+  expect_path(pp, "/healthz?verbose", "HTTP/1.1 200 OK\r\n",
+              "[+]ping ok\n[+]worker ok\nhealthz check passed\n");
+  expect_path(pp, "/readyz", "HTTP/1.1 500 ",
+              "[+]informer-sync ok\n[+]ping ok\n"
+              "[-]worker failed: reason withheld\nreadyz check failed\n");
+  expect_path(pp, "/readyz/worker", "HTTP/1.1 500 ", "internal server error: the queue is stuck\n");
+  atomic_store(&ready, 1);
+  expect_path(pp, "/readyz", "HTTP/1.1 200 OK\r\n", "ok");
+
+  expect_path(mp, "/debug/x", "HTTP/1.1 200 OK\r\n", "x at /debug/x");
+  expect_path(mp, "/tree/a/b", "HTTP/1.1 200 OK\r\n", "tree at /tree/a/b");
+  /* the longest pattern wins */
+  expect_path(mp, "/tree/deep", "HTTP/1.1 200 OK\r\n", "deep at /tree/deep");
+  expect_path(mp, "/debug/x/more", "HTTP/1.1 404 ", NULL);
+  r = get_path(mp, "/metrics");
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+  assert_non_null(strstr(body_of(r), "process_"));
+  free(r);
+
+  kcr_manager_request_stop(m);
+  pthread_join(th, NULL);
+  assert_int_equal(run.rc, 0);
+  kcr_manager_destroy(m);
+  kcr_test_client_stop(&tc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_server_healthz_readyz),
@@ -1066,6 +1362,10 @@ int main(void) {
       cmocka_unit_test(test_server_pipelining_without_reading_is_bounded),
       cmocka_unit_test(test_server_idle_connections_do_not_starve_probes),
       cmocka_unit_test(test_server_default_first_byte_timeout),
+      cmocka_unit_test(test_server_check_reasons),
+      cmocka_unit_test(test_server_handler_auth),
+      cmocka_unit_test(test_server_handler_without_auth),
+      cmocka_unit_test(test_server_manager_checks_and_extra_handlers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
