@@ -87,6 +87,12 @@ typedef struct kcr_cache_by_object {
  *                   (/v1, Kind=Secret) is not cached") instead of making one
  *                   (controller-runtime's ReaderFailOnMissingInformer and
  *                   ErrResourceNotCached). Nothing is sent to the server.
+ *   resync_jitter   each informer's resync period is resync_period_ns times a
+ *                   factor drawn uniformly from [0.9, 1.1) when the informer is
+ *                   made (controller-runtime's jitter of SyncPeriod), so the
+ *                   informers of a process, and the replicas of a Deployment,
+ *                   do not all resync at the same moment. false: exactly
+ *                   resync_period_ns.
  */
 typedef struct kcr_cache_options {
   kcr_client_t *client;
@@ -97,6 +103,7 @@ typedef struct kcr_cache_options {
   int64_t ryow_timeout_ns;
   kcr_metrics_registry_t *metrics;
   bool reader_fail_on_missing_informer;
+  bool resync_jitter;
 } kcr_cache_options;
 
 /* kcr_cache_t: opaque, thread-safe. */

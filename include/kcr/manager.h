@@ -79,6 +79,15 @@ typedef struct kcr_manager kcr_manager_t;
  *                     once it started, kcr_cache_add_index) fails with
  *                     KCR_ENOTCACHED instead of making one
  *                     (kcr_cache_options.reader_fail_on_missing_informer).
+ *   sync_period_ns    how often every informer of the manager's cache
+ *                     re-delivers each object it holds as an update, so every
+ *                     controller reconciles every object again (controller-
+ *                     runtime's cache.Options.SyncPeriod): a safety net for
+ *                     missed drift, not a polling loop. 0: controller-
+ *                     runtime's default, 10 hours; negative: never. Each
+ *                     informer's period is jittered to [0.9, 1.1) of it, as
+ *                     controller-runtime does (kcr_cache_options.resync_jitter).
+ *                     Before this option the manager never resynced.
  */
 typedef struct kcr_manager_options {
   kcr_rest_config_t *config;
@@ -93,6 +102,7 @@ typedef struct kcr_manager_options {
   const kcr_gvk *disable_cache_for;
   size_t disable_cache_for_len;
   bool reader_fail_on_missing_informer;
+  int64_t sync_period_ns;
 } kcr_manager_options;
 
 /*

@@ -54,6 +54,7 @@
 #include "kcr/clock.h"
 #include "kcr/log.h"
 #include "kcr/meta.h"
+#include "kcr/rand.h"
 #include "kcr/trace.h"
 #include "util/alloc.h"
 #include "util/hmap.h"
@@ -99,6 +100,7 @@ struct kcr_cache {
   kcr_metrics_registry_t *metrics; /* borrowed; handed to each informer */
   bool streaming_list;             /* immutable: informers use the streaming list */
   bool fail_on_missing;            /* immutable: reads make no informer */
+  bool resync_jitter;              /* immutable: each informer's period is jittered */
 
   pthread_mutex_t mu;
   kcr__list_t entries; /* entry_t, newest first; protected by mu */
@@ -118,6 +120,17 @@ static bool watch_list_default(void) {
   const char *v = getenv("KUBE_FEATURE_WatchListClient");
   return !(v && (strcmp(v, "false") == 0 || strcmp(v, "False") == 0 || strcmp(v, "FALSE") == 0 ||
                  strcmp(v, "0") == 0));
+}
+
+int64_t kcr__cache_jittered_period(int64_t period, double u) {
+  if (period <= 0)
+    return period;
+  return (int64_t)((double)period * (0.9 + u / 5.0));
+}
+
+int64_t kcr__cache_resync_period(kcr_cache_t *c, bool *jitter) {
+  *jitter = c->resync_jitter;
+  return c->resync_ns;
 }
 
 static int64_t now_ns(void) {
@@ -238,6 +251,10 @@ static int create_informer(kcr_cache_t *c, entry_t *e, const kcr_rest_mapping *m
   o.label_selector = e->label_selector;
   o.field_selector = e->field_selector;
   o.resync_period_ns = c->resync_ns;
+  if (c->resync_jitter && c->resync_ns > 0) {
+    uint64_t rng = kcr_rand_seed();
+    o.resync_period_ns = kcr__cache_jittered_period(c->resync_ns, kcr_rand_double(&rng));
+  }
   /* Whole objects without a transform of the user's: the informer's own default
    * (managedFields dropped) is what entry_transform would do, and the informer
    * does it while scanning each watch line into the stored form, with no tree;
@@ -664,6 +681,7 @@ int kcr_cache_create(const kcr_cache_options *o, kcr_cache_t **out, kcr_error_t 
   c->metrics = o->metrics;
   c->streaming_list = watch_list_default();
   c->fail_on_missing = o->reader_fail_on_missing_informer;
+  c->resync_jitter = o->resync_jitter;
   c->sync_timeout_ns = o->sync_timeout_ns > 0 ? o->sync_timeout_ns : DEFAULT_SYNC_TIMEOUT_NS;
   c->ryow_timeout_ns = o->ryow_timeout_ns > 0 ? o->ryow_timeout_ns : DEFAULT_RYOW_TIMEOUT_NS;
   c->ryow_sweep = RYOW_SWEEP_AT;

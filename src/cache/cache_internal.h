@@ -7,6 +7,7 @@
 #define KCR_CACHE_CACHE_INTERNAL_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,5 +28,16 @@ size_t kcr__cache_pending_writes(kcr_cache_t *c);
  * store key key ("ns/name" or "name") of gvk's group and kind, 0 when none.
  */
 uint64_t kcr__cache_pending_rv(kcr_cache_t *c, const kcr_gvk *gvk, const char *key);
+
+/*
+ * kcr__cache_jittered_period returns period scaled by 0.9 + u / 5 for u in
+ * [0, 1) (controller-runtime's resync jitter: [0.9, 1.1) of the period); a
+ * period <= 0 is returned as it is.
+ */
+int64_t kcr__cache_jittered_period(int64_t period, double u);
+
+/* kcr__cache_resync_period returns the cache's resync period (0: none) and
+ * in *jitter whether each informer's is jittered. Any thread. */
+int64_t kcr__cache_resync_period(kcr_cache_t *c, bool *jitter);
 
 #endif /* KCR_CACHE_CACHE_INTERNAL_H */

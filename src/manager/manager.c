@@ -59,6 +59,7 @@
 #define DEFAULT_GRACE (30 * KCR_NSEC_PER_SEC)
 #define DEFAULT_SYNC (120 * KCR_NSEC_PER_SEC)
 #define DEFAULT_RYOW (10 * KCR_NSEC_PER_SEC)
+#define DEFAULT_SYNC_PERIOD (10 * 3600 * KCR_NSEC_PER_SEC) /* controller-runtime's */
 
 typedef struct runnable {
   kcr_runnable r;
@@ -217,6 +218,10 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
   cao.ryow_timeout_ns = o->ryow_timeout_ns > 0 ? o->ryow_timeout_ns : DEFAULT_RYOW;
   cao.metrics = m->metrics;
   cao.reader_fail_on_missing_informer = o->reader_fail_on_missing_informer;
+  cao.resync_period_ns = o->sync_period_ns == 0  ? DEFAULT_SYNC_PERIOD
+                         : o->sync_period_ns < 0 ? 0
+                                                 : o->sync_period_ns;
+  cao.resync_jitter = true;
   rc = kcr_client_create(&co, &m->client, err);
   if (rc == 0)
     rc = kcr_rest_mapper_create(m->client, &m->mapper, err);

@@ -540,6 +540,18 @@ static void test_cache_metadata_only(void **state) {
   assert_int_equal(kcr_cache_set_by_object(f->cache, &ns_gvk, &bo, &err), KCR_EPARSE);
 }
 
+/* controller-runtime's resync jitter: [0.9, 1.1) of the period */
+static void test_cache_jittered_period(void **state) {
+  const int64_t p = 10 * 3600 * KCR_NSEC_PER_SEC;
+  (void)state;
+  assert_true(kcr__cache_jittered_period(p, 0.0) == p / 10 * 9);
+  assert_true(kcr__cache_jittered_period(p, 0.5) == p);
+  assert_true(kcr__cache_jittered_period(p, 0.999999) < p / 10 * 11);
+  assert_true(kcr__cache_jittered_period(p, 0.999999) > p / 100 * 109);
+  assert_true(kcr__cache_jittered_period(0, 0.7) == 0);
+  assert_true(kcr__cache_jittered_period(-5, 0.7) == -5);
+}
+
 static void test_cache_metadata_transform(void **state) {
   json_t *o = json_pack("{s:s, s:s, s:{s:s, s:[{}]}, s:{}, s:{}}", "apiVersion", "v1", "kind",
                         "Secret", "metadata", "name", "x", "managedFields", "data", "spec");
@@ -813,6 +825,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_cache_default_namespace, setup_ns_a, teardown),
       cmocka_unit_test_setup_teardown(test_cache_sync_timeout, setup_short, teardown),
       cmocka_unit_test_setup_teardown(test_cache_wait_for_sync, setup, teardown),
+      cmocka_unit_test(test_cache_jittered_period),
       cmocka_unit_test_setup_teardown(test_cache_ryow, setup_ryow, teardown),
       cmocka_unit_test_setup_teardown(test_cache_list_version_after_delete, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_ryow_sweep, setup, teardown),
