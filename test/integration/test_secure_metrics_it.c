@@ -10,6 +10,9 @@
  * connections costs the API server at most the review rate (20 a second and
  * a burst of 20), counted by kcr and by the API server's own
  * apiserver_request_total, while the reader's cached scrapes are all answered.
+ * A metrics extra handler (kcr_manager_add_metrics_extra_handler) is behind
+ * the same authentication and authorization: 401 without a token, 403 for a
+ * path the role does not grant, 200 for the reader on a granted path.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <curl/curl.h>
@@ -46,13 +49,13 @@ static size_t on_body(char *p, size_t size, size_t n, void *data) {
   return kcr_buf_append(b, p, size * n) == 0 ? size * n : 0;
 }
 
-/* scrape GETs https://127.0.0.1:port/metrics on handle c (reused: one
+/* scrape_path GETs https://127.0.0.1:port<path> on handle c (reused: one
  * connection) with the token (NULL: no header); returns the status. */
-static long scrape(CURL *c, int port, const char *token, kcr_buf_t *body) {
-  char url[128], auth[4096];
+static long scrape_path(CURL *c, int port, const char *path, const char *token, kcr_buf_t *body) {
+  char url[256], auth[4096];
   struct curl_slist *h = NULL;
   long code = 0;
-  snprintf(url, sizeof(url), "https://127.0.0.1:%d/metrics", port);
+  snprintf(url, sizeof(url), "https://127.0.0.1:%d%s", port, path);
   kcr_buf_reset(body);
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -73,6 +76,11 @@ static long scrape(CURL *c, int port, const char *token, kcr_buf_t *body) {
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
   curl_slist_free_all(h);
   return code;
+}
+
+/* scrape GETs /metrics (scrape_path). */
+static long scrape(CURL *c, int port, const char *token, kcr_buf_t *body) {
+  return scrape_path(c, port, "/metrics", token, body);
 }
 
 /* posts sums rest_client_requests_total{method="POST"} in a metrics body: the
@@ -129,7 +137,7 @@ static int group_setup(void **state) {
            "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: nobody\n  namespace: %s\n"
            "---\n"
            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: %s\n"
-           "rules:\n- nonResourceURLs: [\"/metrics\"]\n  verbs: [\"get\"]\n---\n"
+           "rules:\n- nonResourceURLs: [\"/metrics\", \"/debug/extra\"]\n  verbs: [\"get\"]\n---\n"
            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n"
            "  name: %s\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n"
            "  name: %s\nsubjects:\n- kind: ServiceAccount\n  name: reader\n  namespace: %s\n",
@@ -179,9 +187,20 @@ static void *run_main(void *arg) {
   return NULL;
 }
 
+/* extra_calls: requests that reached on_extra (the metrics server's worker). */
+static atomic_int extra_calls;
+
+static void on_extra(void *data, const kcr_server_request *req, kcr_server_response *resp) {
+  (void)data;
+  atomic_fetch_add(&extra_calls, 1);
+  resp->content_type = "text/plain";
+  kcr_buf_appendf(&resp->body, "extra at %s", req->path);
+}
+
 /* start_secure makes a manager serving secure metrics on a port the kernel
- * picks, runs it on *th and returns the port. */
-static int start_secure(runner_t *r, pthread_t *th) {
+ * picks (with the extra handlers /debug/extra and /debug/other when extra),
+ * runs it on *th and returns the port. */
+static int start_secure(runner_t *r, pthread_t *th, bool extra) {
   kcr_manager_options mo;
   kcr_manager_serving_options so;
   kcr_error_t err;
@@ -195,6 +214,12 @@ static int start_secure(runner_t *r, pthread_t *th) {
   so.metrics_bind_address = "127.0.0.1:0";
   so.metrics_secure = true;
   assert_int_equal(kcr_manager_serve(r->m, &so, &err), 0);
+  if (extra) {
+    assert_int_equal(
+        kcr_manager_add_metrics_extra_handler(r->m, "/debug/extra", on_extra, NULL, &err), 0);
+    assert_int_equal(
+        kcr_manager_add_metrics_extra_handler(r->m, "/debug/other", on_extra, NULL, &err), 0);
+  }
   pthread_create(th, NULL, run_main, r);
   for (int i = 0; i < 300 && !port; i++) {
     port = kcr_manager_metrics_port(r->m);
@@ -226,7 +251,7 @@ static void test_secure_metrics_authn_authz_and_cache(void **state) {
   reader = token_for("reader");
   reader2 = token_for("reader");
   nobody = token_for("nobody");
-  port = start_secure(&r, &th);
+  port = start_secure(&r, &th, false);
   kcr_buf_init(&body, 8 << 20);
   c = curl_easy_init();
 
@@ -340,7 +365,7 @@ static void test_secure_metrics_token_flood(void **state) {
   (void)state;
 
   reader = token_for("reader");
-  port = start_secure(&r, &th);
+  port = start_secure(&r, &th, false);
   kcr_buf_init(&body, 8 << 20);
   c = curl_easy_init();
   assert_int_equal(scrape(c, port, reader, &body), 200); /* reviewed once, cached after */
@@ -398,10 +423,46 @@ static void test_secure_metrics_token_flood(void **state) {
   free(reader);
 }
 
+static void test_secure_metrics_extra_handler(void **state) {
+  kcr_buf_t body;
+  runner_t r;
+  pthread_t th;
+  CURL *c;
+  char *reader, *nobody;
+  int port;
+  (void)state;
+  reader = token_for("reader");
+  nobody = token_for("nobody");
+  atomic_store(&extra_calls, 0);
+  port = start_secure(&r, &th, true);
+  kcr_buf_init(&body, 8 << 20);
+  c = curl_easy_init();
+
+  assert_int_equal(scrape_path(c, port, "/debug/extra", NULL, &body), 401);
+  assert_int_equal(scrape_path(c, port, "/debug/extra", "not-a-token", &body), 401);
+  assert_int_equal(scrape_path(c, port, "/debug/extra", nobody, &body), 403);
+  /* the reader's role grants /metrics and /debug/extra, not /debug/other */
+  assert_int_equal(scrape_path(c, port, "/debug/other", reader, &body), 403);
+  assert_int_equal(atomic_load(&extra_calls), 0); /* none reached the handler */
+  assert_int_equal(scrape_path(c, port, "/debug/extra", reader, &body), 200);
+  assert_string_equal(kcr_buf_cstr(&body), "extra at /debug/extra");
+  assert_int_equal(scrape_path(c, port, "/debug/extra", reader, &body), 200); /* cached */
+  assert_int_equal(atomic_load(&extra_calls), 2);
+  assert_int_equal(scrape(c, port, reader, &body), 200);
+  assert_non_null(strstr(kcr_buf_cstr(&body), "rest_client_requests_total"));
+
+  curl_easy_cleanup(c);
+  kcr_buf_free(&body);
+  stop_secure(&r, th);
+  free(reader);
+  free(nobody);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_secure_metrics_authn_authz_and_cache),
       cmocka_unit_test(test_secure_metrics_token_flood),
+      cmocka_unit_test(test_secure_metrics_extra_handler),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
