@@ -247,6 +247,15 @@ typedef struct kcr_controller_source {
  *                   controller registers the controller_runtime_* series below
  *                   on it, and its queue the workqueue_* series (the manager
  *                   hands down its registry).
+ *   need_leader_election  for controllers the manager runs (kcr/manager.h):
+ *                   whether this one runs only while the process leads
+ *                   (controller-runtime's controller.Options.NeedLeaderElection,
+ *                   a *bool there too). NULL: true, the default. Pointing at
+ *                   false: the manager starts it on every replica once the
+ *                   caches have synced, before and without winning the Lease,
+ *                   and neither its reconciles nor its writes are fenced (see
+ *                   kcr_manager_add_controller). Borrowed for the call that
+ *                   takes the options; kcr_controller_create ignores it.
  */
 typedef struct kcr_controller_options {
   const char *name;
@@ -260,6 +269,7 @@ typedef struct kcr_controller_options {
   kcr_objclient client;
   kcr_metrics_registry_t *metrics;
   int64_t reconcile_timeout_ns;
+  const bool *need_leader_election;
 } kcr_controller_options;
 
 /*

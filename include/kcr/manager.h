@@ -150,6 +150,17 @@ KCR_EXTERN kcr_cache_t *kcr_manager_cache(kcr_manager_t *m);
 KCR_EXTERN const kcr_objclient *kcr_manager_client(kcr_manager_t *m);
 
 /*
+ * kcr_manager_unfenced_client is kcr_manager_client without the leader
+ * fence (borrowed, lives as long as m): the same cache reads and
+ * read-your-own-writes, but create/update/patch/delete go out whether or not
+ * this process leads. It is what controllers with need_leader_election false
+ * get from kcr_reconcile_client; use it from KCR_RUNNABLE_BACKGROUND
+ * runnables, which run on every replica, for writes every replica may make
+ * (its own status, per-Pod objects). Any thread.
+ */
+KCR_EXTERN const kcr_objclient *kcr_manager_unfenced_client(kcr_manager_t *m);
+
+/*
  * kcr_manager_api_reader returns the manager's API reader (mgr.GetAPIReader();
  * borrowed, lives as long as m; no cancellation token: copy it and set .cancel
  * for one): get and list (and the metadata reads) go straight to the API
@@ -180,6 +191,22 @@ KCR_EXTERN int kcr_manager_get_informer(kcr_manager_t *m, const kcr_gvk *gvk, kc
  * long as m) is ready for kcr_controller_for / owns / watches. Errors: KCR_EEXIST
  * when a controller of that name exists, KCR_EINVAL after run started, and
  * kcr_controller_create's errors (o->rate_limiter is stolen on every path).
+ *
+ * Leader election: a controller runs only while this process leads, unless
+ * o->need_leader_election points at false (controller-runtime's
+ * NeedLeaderElection). Such a controller starts on every replica with the
+ * background runnables, once the caches have synced and before the elector
+ * campaigns, and stops with the other controllers. It is not fenced (the
+ * choice kcr makes where controller-runtime has no fence at all): its workers
+ * reconcile whether or not this process leads, and its reconcile client is
+ * kcr_manager_unfenced_client, whose writes never wait for or ask the Lease.
+ * The fence exists so that a deposed leader cannot write what the new leader
+ * owns; a controller that runs on every replica at once owns nothing
+ * exclusively, so its reconciler must be safe to run concurrently on all of
+ * them (optimistic concurrency on resourceVersion, per-replica objects, or
+ * writes that converge). The event recorders (kcr_manager_event_recorder)
+ * stay fenced: events it records on a standby are counted as fenced, not
+ * sent.
  */
 KCR_EXTERN int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o,
                                           kcr_controller_t **out, kcr_error_t *err);
@@ -209,7 +236,15 @@ KCR_EXTERN kcr_event_recorder_t *kcr_manager_event_recorder(kcr_manager_t *m,
 KCR_EXTERN size_t kcr_manager_controller_count(kcr_manager_t *m);
 KCR_EXTERN kcr_controller_t *kcr_manager_controller_at(kcr_manager_t *m, size_t i);
 
-/* kcr_runnable_group: when a runnable starts (and, in reverse, stops). */
+/*
+ * kcr_runnable_group: when a runnable starts (and, in reverse, stops).
+ * controller-runtime's LeaderElectionRunnable: NeedLeaderElection() true (or
+ * a runnable without the method) is KCR_RUNNABLE_LEADER; false is
+ * KCR_RUNNABLE_BACKGROUND, which starts on every replica after the caches
+ * sync, before the elector campaigns, as controller-runtime's "Others" group.
+ * The fence is the manager's client's: a background runnable that writes on
+ * a standby uses kcr_manager_unfenced_client.
+ */
 typedef enum kcr_runnable_group {
   KCR_RUNNABLE_LEADER = 0,     /* with the controllers: only while leading (default) */
   KCR_RUNNABLE_BACKGROUND = 1, /* after the informers sync; no leader election needed */

@@ -78,14 +78,17 @@ struct kcr_manager {
   kcr_client_t *client;
   kcr_rest_mapper_t *mapper;
   kcr_cache_t *cache;
-  kcr__cache_client_t cclient; /* the object client's state; read-only after create */
-  kcr_objclient objclient;     /* its ops over cclient; read-only after create */
-  kcr_objclient apireader;     /* the API reader over cclient; read-only after create */
+  kcr__cache_client_t cclient;         /* the object client's state; read-only after create */
+  kcr_objclient objclient;             /* its ops over cclient; read-only after create */
+  kcr_objclient apireader;             /* the API reader over cclient; read-only after create */
+  kcr__cache_client_t cclient_nofence; /* as cclient without the fence; read-only after create */
+  kcr_objclient unfenced;              /* its ops over cclient_nofence */
   int64_t grace_ns, sync_ns;
   bool handle_signals;
 
   kcr_controller_t **ctls; /* set-up thread, then read-only */
   bool *ctl_started;       /* run thread only */
+  bool *ctl_le;            /* set-up thread, then read-only: needs leader election */
   size_t nctls;
   runnable_t *runs;
   size_t nruns;
@@ -236,14 +239,20 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
     return rc;
   }
   kcr__cache_client_init(&m->cclient, m->client, m->mapper, m->cache, on_write_fence, m);
+  kcr__cache_client_init(&m->cclient_nofence, m->client, m->mapper, m->cache, NULL, NULL);
   rc = kcr__cache_client_disable_cache_for(
       &m->cclient, o->disable_cache_for, o->disable_cache_for ? o->disable_cache_for_len : 0, err);
+  if (rc == 0)
+    rc = kcr__cache_client_disable_cache_for(&m->cclient_nofence, o->disable_cache_for,
+                                             o->disable_cache_for ? o->disable_cache_for_len : 0,
+                                             err);
   if (rc) {
     kcr_manager_destroy(m);
     return rc;
   }
   m->objclient = kcr__cache_client_objclient(&m->cclient);
   m->apireader = kcr__cache_client_api_reader(&m->cclient);
+  m->unfenced = kcr__cache_client_objclient(&m->cclient_nofence);
   start_exporter(m);
   *out = m;
   return 0;
@@ -260,6 +269,9 @@ kcr_cache_t *kcr_manager_cache(kcr_manager_t *m) {
 }
 const kcr_objclient *kcr_manager_client(kcr_manager_t *m) {
   return &m->objclient;
+}
+const kcr_objclient *kcr_manager_unfenced_client(kcr_manager_t *m) {
+  return &m->unfenced;
 }
 const kcr_objclient *kcr_manager_api_reader(kcr_manager_t *m) {
   return &m->apireader;
@@ -289,7 +301,7 @@ int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o
                                kcr_controller_t **out, kcr_error_t *err) {
   kcr_controller_options co;
   kcr_controller_t **nc;
-  bool *ns;
+  bool *ns, *nl, need_le;
   int rc;
   *out = NULL;
   if (!o || has_run(m)) {
@@ -312,24 +324,31 @@ int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o
   ns = nc ? kcr__realloc(m->ctl_started, (m->nctls + 1) * sizeof(*ns)) : NULL;
   if (ns)
     m->ctl_started = ns;
-  if (!nc || !ns) {
+  nl = ns ? kcr__realloc(m->ctl_le, (m->nctls + 1) * sizeof(*nl)) : NULL;
+  if (nl)
+    m->ctl_le = nl;
+  if (!nc || !ns || !nl) {
     kcr_ratelimiter_destroy(o->rate_limiter);
     return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
   }
+  need_le = !o->need_leader_election || *o->need_leader_election;
   co = *o;
   co.source.get_informer = src_get_informer;
   co.source.is_namespaced = src_is_namespaced;
   co.source.data = m;
-  co.client = m->objclient;
+  co.client = need_le ? m->objclient : m->unfenced;
+  co.need_leader_election = NULL;
   if (!co.metrics)
     co.metrics = m->metrics;
   if (co.cache_sync_timeout_ns <= 0)
     co.cache_sync_timeout_ns = m->sync_ns;
   if ((rc = kcr_controller_create(&co, out, err)) != 0)
     return rc;
-  kcr__controller_set_gate(*out, on_gate, m);
+  if (need_le) /* the others reconcile on every replica: never gated */
+    kcr__controller_set_gate(*out, on_gate, m);
   m->ctls[m->nctls] = *out;
   m->ctl_started[m->nctls] = false;
+  m->ctl_le[m->nctls] = need_le;
   m->nctls++;
   return 0;
 }
@@ -633,13 +652,24 @@ static void stop_group(kcr_manager_t *m, kcr_runnable_group g) {
   }
 }
 
-static int start_leading(kcr_manager_t *m, kcr_error_t *err) {
+/* start_controllers starts the controllers that need leader election (le)
+ * or those that do not (!le). */
+static int start_controllers(kcr_manager_t *m, bool le, kcr_error_t *err) {
   int rc;
   for (size_t i = 0; i < m->nctls; i++) {
+    if (m->ctl_le[i] != le || m->ctl_started[i])
+      continue;
     if ((rc = kcr_controller_start(m->ctls[i], err)) != 0)
       return rc;
     m->ctl_started[i] = true;
   }
+  return 0;
+}
+
+static int start_leading(kcr_manager_t *m, kcr_error_t *err) {
+  int rc;
+  if ((rc = start_controllers(m, true, err)) != 0)
+    return rc;
   if ((rc = start_group(m, KCR_RUNNABLE_LEADER, err)) != 0)
     return rc;
   atomic_store(&m->leading_started, true);
@@ -710,6 +740,10 @@ int kcr_manager_run(kcr_manager_t *m, kcr_error_t *err) {
     goto stop;
   if ((rc = start_group(m, KCR_RUNNABLE_BACKGROUND, err)) != 0)
     goto stop;
+  /* controllers that need no leader election: every replica, before the
+   * elector campaigns (controller-runtime's "Others" group) */
+  if ((rc = start_controllers(m, false, err)) != 0)
+    goto stop;
   if (m->has_le && m->le.start) {
     if ((rc = m->le.start(m->le.data, m, err)) != 0)
       goto stop;
@@ -771,6 +805,7 @@ void kcr_manager_destroy(kcr_manager_t *m) {
   }
   kcr__free(m->ctls);
   kcr__free(m->ctl_started);
+  kcr__free(m->ctl_le);
   for (size_t i = 0; i < m->nruns; i++)
     kcr__free(m->runs[i].name);
   kcr__free(m->runs);
@@ -788,6 +823,7 @@ void kcr_manager_destroy(kcr_manager_t *m) {
   kcr_rest_mapper_destroy(m->mapper);
   kcr_client_destroy(m->client);
   kcr__cache_client_free(&m->cclient);
+  kcr__cache_client_free(&m->cclient_nofence);
   kcr_metrics_registry_destroy(m->metrics);
   pthread_cond_destroy(&m->cond);
   pthread_mutex_destroy(&m->mu);

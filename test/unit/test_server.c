@@ -1230,17 +1230,6 @@ static void extra_handler(void *data, const kcr_server_request *req, kcr_server_
   kcr_buf_appendf(&resp->body, "%s at %s", (const char *)data, req->path);
 }
 
-typedef struct mrun {
-  kcr_manager_t *m;
-  int rc;
-} mrun_t;
-
-static void *run_manager(void *arg) {
-  mrun_t *r = arg;
-  r->rc = kcr_manager_run(r->m, NULL);
-  return NULL;
-}
-
 static void test_server_manager_checks_and_extra_handlers(void **state) {
   kcr_test_client tc;
   kcr_manager_options mo = {0};
@@ -1248,8 +1237,7 @@ static void test_server_manager_checks_and_extra_handlers(void **state) {
   kcr_manager_t *m;
   kcr_error_t err = {0};
   atomic_int healthy, ready;
-  mrun_t run = {0};
-  pthread_t th;
+  kcr_test_manager_run run;
   int pp = 0, mp = 0;
   char *r;
   (void)state;
@@ -1296,8 +1284,7 @@ static void test_server_manager_checks_and_extra_handlers(void **state) {
                    KCR_EINVAL);
   assert_int_equal(kcr_manager_add_metrics_extra_handler(m, "/y", NULL, NULL, &err), KCR_EINVAL);
 
-  run.m = m;
-  assert_int_equal(pthread_create(&th, NULL, run_manager, &run), 0);
+  kcr_test_manager_start(&run, m);
   for (int i = 0; i < 10000 && !kcr_manager_started(m); i++) {
     struct timespec ts = {0, 1000000L};
     nanosleep(&ts, NULL);
@@ -1334,9 +1321,7 @@ static void test_server_manager_checks_and_extra_handlers(void **state) {
   assert_non_null(strstr(body_of(r), "process_"));
   free(r);
 
-  kcr_manager_request_stop(m);
-  pthread_join(th, NULL);
-  assert_int_equal(run.rc, 0);
+  assert_int_equal(kcr_test_manager_stop(&run), 0);
   kcr_manager_destroy(m);
   kcr_test_client_stop(&tc);
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "kcr/common.h"
+#include "kcr/manager.h"
 #include "testutil.h"
 
 static atomic_long countdown; /* allocations left before failing; 0: never fail */
@@ -46,4 +47,22 @@ void kcr_test_alloc_fail_at(long n) {
 
 int kcr_test_alloc_failed(void) {
   return atomic_load(&failed);
+}
+
+static void *manager_main(void *arg) {
+  kcr_test_manager_run *r = arg;
+  r->rc = kcr_manager_run(r->m, NULL);
+  return NULL;
+}
+
+void kcr_test_manager_start(kcr_test_manager_run *r, kcr_manager_t *m) {
+  r->m = m;
+  r->rc = 0;
+  assert_int_equal(pthread_create(&r->th, NULL, manager_main, r), 0);
+}
+
+int kcr_test_manager_stop(kcr_test_manager_run *r) {
+  kcr_manager_request_stop(r->m);
+  pthread_join(r->th, NULL);
+  return r->rc;
 }

@@ -7,6 +7,8 @@
 #ifndef KCR_TESTUTIL_H
 #define KCR_TESTUTIL_H
 
+#include <pthread.h>
+
 /* clang-format off */
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,5 +58,19 @@ int kcr_test_alloc_failed(void);
     }                                                                                              \
     kcr_test_alloc_uninstall();                                                                    \
   } while (0)
+
+/*
+ * kcr_test_manager_run: a manager's kcr_manager_run on a thread of its own.
+ * kcr_test_manager_start starts it (m borrowed); kcr_test_manager_stop asks
+ * it to stop, joins it and returns what kcr_manager_run returned.
+ */
+typedef struct kcr_test_manager_run {
+  struct kcr_manager *m;
+  pthread_t th;
+  int rc;
+} kcr_test_manager_run;
+
+void kcr_test_manager_start(kcr_test_manager_run *r, struct kcr_manager *m);
+int kcr_test_manager_stop(kcr_test_manager_run *r);
 
 #endif /* KCR_TESTUTIL_H */
