@@ -59,7 +59,7 @@
 #define DEFAULT_GRACE (30 * KCR_NSEC_PER_SEC)
 #define DEFAULT_SYNC (120 * KCR_NSEC_PER_SEC)
 #define DEFAULT_RYOW (10 * KCR_NSEC_PER_SEC)
-#define DEFAULT_SYNC_PERIOD (10 * 3600 * KCR_NSEC_PER_SEC) /* controller-runtime's */
+#define DEFAULT_SYNC_PERIOD (INT64_C(10) * 3600 * KCR_NSEC_PER_SEC) /* controller-runtime's */
 
 typedef struct runnable {
   kcr_runnable r;

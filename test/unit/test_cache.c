@@ -542,7 +542,7 @@ static void test_cache_metadata_only(void **state) {
 
 /* controller-runtime's resync jitter: [0.9, 1.1) of the period */
 static void test_cache_jittered_period(void **state) {
-  const int64_t p = 10 * 3600 * KCR_NSEC_PER_SEC;
+  const int64_t p = INT64_C(36000) * KCR_NSEC_PER_SEC;
   (void)state;
   assert_true(kcr__cache_jittered_period(p, 0.0) == p / 10 * 9);
   assert_true(kcr__cache_jittered_period(p, 0.5) == p);
