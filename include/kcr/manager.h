@@ -7,13 +7,13 @@
  *
  * Start order (kcr_manager_run): server runnables (metrics and probe servers),
  * then the informers already asked for and their sync, then background
- * runnables, then — at once, or when the leader elector says this process leads —
- * controllers and leader runnables. Stop order is the reverse: controllers and
- * leader runnables (reconciles in flight finish), the flush of the event
- * recorders (kcr_manager_event_recorder), background runnables, the
- * leader elector (releases the lease), servers; the informers stop in
- * kcr_manager_destroy. The whole stop is bounded by the graceful shutdown
- * timeout (default 30 s).
+ * runnables and the controllers that need no leader election
+ * (need_leader_election false), then — at once, or when the leader elector
+ * says this process leads — the other controllers and leader runnables. Stop order is the reverse:
+ * controllers and leader runnables (reconciles in flight finish), the flush of the event recorders
+ * (kcr_manager_event_recorder), background runnables, the leader elector (releases the lease),
+ * servers; the informers stop in kcr_manager_destroy. The whole stop is bounded by the graceful
+ * shutdown timeout (default 30 s).
  *
  * Signals: kcr_manager_run handles SIGTERM and SIGINT (unless told not to): the
  * first starts the graceful stop and kcr_manager_run then returns 0; a second
@@ -336,7 +336,9 @@ KCR_EXTERN int kcr_manager_run(kcr_manager_t *m, kcr_error_t *err);
  */
 KCR_EXTERN void kcr_manager_request_stop(kcr_manager_t *m);
 
-/* kcr_manager_started tells whether run has started the controllers. Any thread. */
+/* kcr_manager_started tells whether run has started the leader group: the
+ * controllers that need leader election and the leader runnables (so, with an
+ * elector, whether this process has led). Any thread. */
 KCR_EXTERN bool kcr_manager_started(kcr_manager_t *m);
 
 /*
