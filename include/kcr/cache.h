@@ -16,7 +16,9 @@
  *
  * Errors common to the reader: KCR_EINVAL for a kind without version or kind, a
  * namespace given for a cluster-scoped kind, a namespaced get without one, or a
- * namespace the kind's informer does not watch; KCR_ENOENT when the server does
+ * namespace the kind's informer does not watch (for a namespace set, worded
+ * as controller-runtime: "unable to get: ns/name because of unknown namespace
+ * for the cache"); KCR_ENOENT when the server does
  * not serve the kind (the message names it); KCR_ENOTCACHED when the cache
  * was made with reader_fail_on_missing_informer and the kind has no informer
  * yet; discovery's errors; KCR_ETIMEDOUT
@@ -58,6 +60,12 @@ extern "C" {
  *                   metadata-only reduction); NULL: drop managedFields. Called on
  *                   the client's loop thread and the informer's reflector thread
  *                   with the informer's queue locked: quick, and no cache calls.
+ *   namespaces, namespaces_len  only this set of namespaces (controller-runtime's
+ *                   ByObject[obj].Namespaces): one list-watch per namespace
+ *                   behind the kind's one informer (see kcr_cache_options'
+ *                   default_namespaces for how reads behave). Copied. Not with
+ *                   ns; no empty or repeated name (KCR_EINVAL). Ignored for a
+ *                   cluster-scoped kind, as the cache's default is.
  */
 typedef struct kcr_cache_by_object {
   const char *ns;
@@ -66,6 +74,8 @@ typedef struct kcr_cache_by_object {
   bool metadata_only;
   kcr_transform_fn transform;
   void *transform_data;
+  const char *const *namespaces;
+  size_t namespaces_len;
 } kcr_cache_by_object;
 
 /*
@@ -93,6 +103,23 @@ typedef struct kcr_cache_by_object {
  *                   informers of a process, and the replicas of a Deployment,
  *                   do not all resync at the same moment. false: exactly
  *                   resync_period_ns.
+ *   default_namespaces, default_namespaces_len  restrict every namespaced kind
+ *                   to this set of namespaces unless its by-object options say
+ *                   otherwise (controller-runtime's DefaultNamespaces; its
+ *                   multiNamespaceCache). Copied. One name is default_ns; with
+ *                   more, each kind's informer is one list-watch per namespace
+ *                   (kcr_informer_options.namespaces): a get or a list in a
+ *                   namespace outside the set is KCR_EINVAL ("unable to get:
+ *                   c/x because of unknown namespace for the cache"), a list
+ *                   without a namespace merges every namespace's objects (one
+ *                   List, ordered by namespace/name; its resourceVersion is
+ *                   the highest namespace's), a list in one namespace reads
+ *                   that one. Handlers see the events of every namespace; the
+ *                   informer has synced once all have. Cluster-scoped kinds
+ *                   keep one cluster-wide watch. Not with default_ns; no
+ *                   empty or repeated name (KCR_EINVAL from kcr_cache_create).
+ *                   RBAC: list and watch in each namespace (a Role per
+ *                   namespace does; docs/cache.md).
  */
 typedef struct kcr_cache_options {
   kcr_client_t *client;
@@ -104,6 +131,8 @@ typedef struct kcr_cache_options {
   kcr_metrics_registry_t *metrics;
   bool reader_fail_on_missing_informer;
   bool resync_jitter;
+  const char *const *default_namespaces;
+  size_t default_namespaces_len;
 } kcr_cache_options;
 
 /* kcr_cache_t: opaque, thread-safe. */
@@ -126,7 +155,8 @@ KCR_EXTERN void kcr_cache_destroy(kcr_cache_t *c);
 /*
  * kcr_cache_set_by_object sets how gvk is cached (o and its strings are copied).
  * Only before the kind's informer exists: KCR_EEXIST afterwards. A label selector
- * that does not parse is KCR_EPARSE.
+ * that does not parse is KCR_EPARSE; ns together with namespaces, or an empty
+ * or repeated namespace, KCR_EINVAL.
  */
 KCR_EXTERN int kcr_cache_set_by_object(kcr_cache_t *c, const kcr_gvk *gvk,
                                        const kcr_cache_by_object *o, kcr_error_t *err);

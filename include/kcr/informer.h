@@ -72,6 +72,17 @@ typedef struct kcr_informer kcr_informer_t;
  *   metrics         registry for the informer's kcr_informer_* series (borrowed,
  *                   must outlive the informer); NULL: none. See kcr_informer_stats
  *                   and docs/observability.md for what each one means.
+ *   namespaces, namespaces_len  watch this set of namespaces instead of ns
+ *                   (controller-runtime's multiNamespaceCache): one list-watch
+ *                   per namespace, each with its own store, behind this one
+ *                   informer. Handlers see the events of all of them (one call
+ *                   at a time, in order within a namespace), has_synced is true
+ *                   once every namespace has synced. The array and its strings
+ *                   are copied. One namespace is the same as ns; more than one
+ *                   makes kcr_informer_store return NULL (read through
+ *                   kcr_cache_get / kcr_cache_list). Errors (KCR_EINVAL): both
+ *                   ns and namespaces, an empty or a repeated name, a
+ *                   cluster-scoped kind.
  */
 typedef struct kcr_informer_options {
   kcr_client_t *client;
@@ -92,6 +103,8 @@ typedef struct kcr_informer_options {
   int64_t watch_idle_timeout_ns;
   bool streaming_list;
   kcr_metrics_registry_t *metrics;
+  const char *const *namespaces;
+  size_t namespaces_len;
 } kcr_informer_options;
 
 /*
@@ -185,6 +198,8 @@ KCR_EXTERN int kcr_informer_wait_for_sync(kcr_informer_t *inf, int64_t timeout_n
 /*
  * kcr_informer_store returns the informer's store (borrowed; lives as long as
  * inf). Read it freely; never write it. Add indexers before kcr_informer_start.
+ * NULL for an informer over several namespaces (kcr_informer_options.namespaces):
+ * each namespace has a store of its own; the cache reads and merges them.
  */
 KCR_EXTERN kcr_store_t *kcr_informer_store(kcr_informer_t *inf);
 
@@ -192,7 +207,9 @@ KCR_EXTERN kcr_store_t *kcr_informer_store(kcr_informer_t *inf);
  * kcr_informer_wait_for_resource_version waits up to timeout_ns until the store
  * reflects every change up to resource version rv (decimal, as etcd writes them):
  * read-your-own-writes after a write that returned rv. Returns 0, KCR_ETIMEDOUT,
- * or KCR_EINVAL when rv is not a number (then nothing can be promised).
+ * or KCR_EINVAL when rv is not a number (then nothing can be promised). Over
+ * several namespaces: until every namespace's store has (an idle namespace gets
+ * there with the watch's next bookmark).
  */
 KCR_EXTERN int kcr_informer_wait_for_resource_version(kcr_informer_t *inf, const char *rv,
                                                       int64_t timeout_ns, kcr_error_t *err);
@@ -279,7 +296,10 @@ KCR_EXTERN void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *
  *    until the store held everything the watch sent before it),
  *    "lastError":"..." (only after a failure)}
  * Resource versions are strings, as the API writes them. Any thread, as
- * kcr_informer_get_stats.
+ * kcr_informer_get_stats. Over several namespaces: {"namespaces":[one object
+ * of the shape above per namespace], "synced":all of them}. kcr_informer_get_stats
+ * then sums the counters; processed_rv is the lowest namespace's, last_seen_rv
+ * the highest, seconds_since_last_event the smallest.
  */
 KCR_EXTERN json_t *kcr_informer_diagnostics(kcr_informer_t *inf);
 

@@ -38,6 +38,12 @@
  * KUBE_FEATURE_WatchListClient=false, client-go's own switch, turns it off, so
  * one setting puts a Go and a C operator in the same mode.
  *
+ * Namespace sets (default_namespaces, by-object namespaces): the kind's informer
+ * is one informer per namespace behind one (cache/informer_multi.c); reads
+ * pick the part of their namespace (kcr__informer_part_for), a list of all
+ * namespaces reads every part and merges (make_list sorts), and a noted write
+ * is waited for on the part of its namespace.
+ *
  * Lock order: ryow_mu -> mu -> an informer's locks. Informers never call back
  * into the cache except through the transform, which takes no cache lock.
  */
@@ -49,6 +55,7 @@
 
 #include "api/fieldsel_internal.h"
 #include "cache/cache_internal.h"
+#include "cache/informer_multi_internal.h"
 #include "kcr/apierror.h"
 #include "kcr/cache.h"
 #include "kcr/clock.h"
@@ -76,12 +83,15 @@ typedef struct entry {
   char *group, *version, *kind;
   /* by-object options (copied) */
   char *ns, *label_selector, *field_selector;
+  char **nss; /* by-object namespace set (nss_len > 0) */
+  size_t nss_len;
   bool metadata_only;
   kcr_transform_fn transform;
   void *transform_data;
   /* set with the informer */
   kcr_rest_mapping mapping;
-  const char *scope_ns; /* namespace the informer watches, NULL: all */
+  const char *const *scope; /* namespaces the informer watches (entry's or cache's) */
+  size_t nscope;            /* 0: all */
   kcr_informer_t *inf;
   int started;
 } entry_t;
@@ -95,7 +105,8 @@ struct kcr_cache {
   kcr_client_t *client;
   kcr_rest_mapper_t *mapper;
   int own_mapper;
-  char *default_ns;
+  char **default_nss; /* default_ns or default_namespaces, copied */
+  size_t default_nss_len;
   int64_t resync_ns, sync_timeout_ns, ryow_timeout_ns;
   kcr_metrics_registry_t *metrics; /* borrowed; handed to each informer */
   bool streaming_list;             /* immutable: informers use the streaming list */
@@ -158,9 +169,35 @@ static bool gvk_valid(const kcr_gvk *gvk) {
   return gvk && gvk->version && *gvk->version && gvk->kind && *gvk->kind;
 }
 
+/* strv_free frees n strings and their array. */
+static void strv_free(char **v, size_t n) {
+  for (size_t i = 0; v && i < n; i++)
+    kcr__free(v[i]);
+  kcr__free(v);
+}
+
+/* strv_dup copies n strings into *out (NULL when n is 0). */
+static int strv_dup(const char *const *v, size_t n, char ***out) {
+  char **d;
+  *out = NULL;
+  if (!n)
+    return 0;
+  d = kcr__calloc(n, sizeof(*d));
+  if (!d)
+    return KCR_ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    if (!(d[i] = kcr__strdup(v[i]))) {
+      strv_free(d, n);
+      return KCR_ENOMEM;
+    }
+  *out = d;
+  return 0;
+}
+
 static void entry_free(entry_t *e) {
   if (!e)
     return;
+  strv_free(e->nss, e->nss_len);
   kcr_informer_destroy(e->inf);
   kcr__free(e->group);
   kcr__free(e->version);
@@ -238,16 +275,26 @@ static int create_informer(kcr_cache_t *c, entry_t *e, const kcr_rest_mapping *m
   int rc;
 
   e->mapping = *m;
-  e->scope_ns = NULL;
+  e->scope = NULL;
+  e->nscope = 0;
   if (m->namespaced) {
-    const char *ns = e->ns ? e->ns : c->default_ns;
-    e->scope_ns = ns && *ns ? ns : NULL;
+    if (e->ns) {
+      e->scope = (const char *const *)&e->ns;
+      e->nscope = 1;
+    } else if (e->nss_len) {
+      e->scope = (const char *const *)e->nss;
+      e->nscope = e->nss_len;
+    } else {
+      e->scope = (const char *const *)c->default_nss;
+      e->nscope = c->default_nss_len;
+    }
   }
   memset(&o, 0, sizeof(o));
   o.client = c->client;
   o.gvk = kcr_rest_mapping_gvk(&e->mapping);
   o.resource = kcr_rest_mapping_gvr(&e->mapping); /* resolved already: no second lookup */
-  o.ns = e->scope_ns;
+  o.namespaces = e->scope;
+  o.namespaces_len = e->nscope;
   o.label_selector = e->label_selector;
   o.field_selector = e->field_selector;
   o.resync_period_ns = c->resync_ns;
@@ -267,9 +314,10 @@ static int create_informer(kcr_cache_t *c, entry_t *e, const kcr_rest_mapping *m
   o.streaming_list = c->streaming_list;
   rc = kcr_informer_create(&o, &e->inf, err);
   if (rc == 0)
-    kcr_log(KCR_LOG_DEBUG, "cache", "informer for %s (%s/%s %s)%s%s", e->kind,
+    kcr_log(KCR_LOG_DEBUG, "cache", "informer for %s (%s/%s %s)%s%s%s", e->kind,
             e->group[0] ? e->group : "core", e->version, e->mapping.resource,
-            e->scope_ns ? " in namespace " : "", e->scope_ns ? e->scope_ns : "");
+            e->nscope ? " in namespace " : "", e->nscope ? e->scope[0] : "",
+            e->nscope > 1 ? " and others" : "");
   return rc;
 }
 
@@ -496,8 +544,8 @@ static int ryow_timeout(kcr_cache_t *c, const kcr_gvk *gvk, const char *skey, ui
  * in time; the entry is dropped so the caller's retry reads what is there) or
  * KCR_ENOMEM.
  */
-static int get_fresh(kcr_cache_t *c, entry_t *e, const kcr_gvk *gvk, const char *skey, json_t **out,
-                     kcr_error_t *err) {
+static int get_fresh(kcr_cache_t *c, entry_t *e, kcr_informer_t *inf, const kcr_gvk *gvk,
+                     const char *skey, json_t **out, kcr_error_t *err) {
   char rkey[KCR_META_KEY_MAX + 2 * KCR_MAPPING_NAME_MAX];
   int64_t deadline = 0;
   int rc;
@@ -510,8 +558,8 @@ static int get_fresh(kcr_cache_t *c, entry_t *e, const kcr_gvk *gvk, const char 
     uint64_t want, have, done;
     /* processed_rv first: read after the store, it may cover a change that the
      * object read just before missed (the list path reads in this order too). */
-    done = processed_rv(e->inf);
-    rc = kcr_store_get_by_key(kcr_informer_store(e->inf), skey, &obj);
+    done = processed_rv(inf);
+    rc = kcr_store_get_by_key(kcr_informer_store(inf), skey, &obj);
     if (rc && rc != KCR_ENOENT)
       return kcr_error_set(err, rc, "cache: %s %s: out of memory", e->kind, skey);
     want = rkey[0] ? ryow_pending(c, rkey) : 0;
@@ -532,7 +580,7 @@ static int get_fresh(kcr_cache_t *c, entry_t *e, const kcr_gvk *gvk, const char 
       ryow_done(c, rkey, want);
       return ryow_timeout(c, gvk, skey, want, err);
     }
-    ryow_wait_step(e->inf, want, deadline);
+    ryow_wait_step(inf, want, deadline);
   }
 }
 
@@ -592,6 +640,20 @@ static int collect_pending(kcr_cache_t *c, entry_t *e, const char *ns, pending_t
   return 0;
 }
 
+/* part_of_key returns the part of e's informer that holds store key skey
+ * ("ns/name" or "name"); NULL when its namespace is not cached. */
+static kcr_informer_t *part_of_key(entry_t *e, const char *skey) {
+  char ns[KCR_META_KEY_MAX];
+  const char *slash = strchr(skey, '/');
+  size_t n;
+  if (!e->mapping.namespaced || !slash)
+    return e->inf; /* cluster-scoped: one ordinary informer */
+  n = (size_t)(slash - skey) < sizeof(ns) ? (size_t)(slash - skey) : sizeof(ns) - 1;
+  memcpy(ns, skey, n);
+  ns[n] = '\0';
+  return kcr__informer_part_for(e->inf, ns);
+}
+
 /* list_wait_writes waits until every noted write of e's kind in ns is seen. */
 static int list_wait_writes(kcr_cache_t *c, entry_t *e, const kcr_gvk *gvk, const char *ns,
                             kcr_error_t *err) {
@@ -605,16 +667,19 @@ static int list_wait_writes(kcr_cache_t *c, entry_t *e, const kcr_gvk *gvk, cons
   deadline = now_ns() + c->ryow_timeout_ns;
   left = n;
   while (left > 0) {
-    uint64_t done_rv = processed_rv(e->inf), want = 0;
+    uint64_t want = 0;
     const char *late = NULL;
+    kcr_informer_t *late_inf = NULL;
     for (size_t i = 0; i < n; i++) {
       json_t *obj = NULL;
+      kcr_informer_t *inf;
       int seen = 0;
       if (!p[i].rv)
         continue;
-      if (done_rv >= p[i].rv)
+      inf = part_of_key(e, p[i].skey);
+      if (!inf || processed_rv(inf) >= p[i].rv) /* not cached: nothing to wait for */
         seen = 1;
-      else if (kcr_store_get_by_key(kcr_informer_store(e->inf), p[i].skey, &obj) == 0)
+      else if (kcr_store_get_by_key(kcr_informer_store(inf), p[i].skey, &obj) == 0)
         seen = parse_rv(kcr_meta_resource_version(obj)) >= p[i].rv;
       json_decref(obj);
       if (!seen) {
@@ -623,6 +688,7 @@ static int list_wait_writes(kcr_cache_t *c, entry_t *e, const kcr_gvk *gvk, cons
         if (p[i].rv > want) {
           want = p[i].rv;
           late = p[i].skey;
+          late_inf = inf;
         }
         continue;
       }
@@ -639,7 +705,7 @@ static int list_wait_writes(kcr_cache_t *c, entry_t *e, const kcr_gvk *gvk, cons
           ryow_done(c, p[i].rkey, p[i].rv);
       break;
     }
-    ryow_wait_step(e->inf, want, deadline);
+    ryow_wait_step(late_inf, want, deadline);
   }
   for (size_t i = 0; i < n; i++)
     kcr__free(p[i].rkey);
@@ -685,8 +751,22 @@ int kcr_cache_create(const kcr_cache_options *o, kcr_cache_t **out, kcr_error_t 
   c->sync_timeout_ns = o->sync_timeout_ns > 0 ? o->sync_timeout_ns : DEFAULT_SYNC_TIMEOUT_NS;
   c->ryow_timeout_ns = o->ryow_timeout_ns > 0 ? o->ryow_timeout_ns : DEFAULT_RYOW_TIMEOUT_NS;
   c->ryow_sweep = RYOW_SWEEP_AT;
-  c->default_ns = dup_opt(o->default_ns);
-  if (o->default_ns && *o->default_ns && !c->default_ns) {
+  if (o->default_ns && *o->default_ns && o->default_namespaces_len) {
+    rc = kcr_error_set(err, KCR_EINVAL,
+                       "cache: both default_ns (\"%s\") and default_namespaces; give one",
+                       o->default_ns);
+    goto fail;
+  }
+  if ((rc = kcr__namespaces_check(o->default_namespaces, o->default_namespaces_len, "cache",
+                                  err)) != 0)
+    goto fail;
+  if (o->default_ns && *o->default_ns)
+    rc = strv_dup(&o->default_ns, c->default_nss_len = 1, &c->default_nss);
+  else
+    rc = strv_dup(o->default_namespaces, c->default_nss_len = o->default_namespaces_len,
+                  &c->default_nss);
+  if (rc) {
+    c->default_nss_len = 0;
     rc = kcr_error_set(err, KCR_ENOMEM, "cache: out of memory");
     goto fail;
   }
@@ -722,7 +802,7 @@ void kcr_cache_destroy(kcr_cache_t *c) {
   kcr__hmap_free(&c->ryow);
   if (c->own_mapper)
     kcr_rest_mapper_destroy(c->mapper);
-  kcr__free(c->default_ns);
+  strv_free(c->default_nss, c->default_nss_len);
   pthread_mutex_destroy(&c->mu);
   pthread_mutex_destroy(&c->ryow_mu);
   kcr__free(c);
@@ -731,11 +811,17 @@ void kcr_cache_destroy(kcr_cache_t *c) {
 int kcr_cache_set_by_object(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_cache_by_object *o,
                             kcr_error_t *err) {
   entry_t *e;
-  char *ns = NULL, *ls = NULL, *fs = NULL;
+  char *ns = NULL, *ls = NULL, *fs = NULL, **nss = NULL;
   int rc = 0;
 
   if (!gvk_valid(gvk) || !o)
     return kcr_error_set(err, KCR_EINVAL, "cache: a kind and options are required");
+  if (o->ns && *o->ns && o->namespaces_len)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "cache: %s: both ns (\"%s\") and a set of namespaces; give one", gvk->kind,
+                         o->ns);
+  if ((rc = kcr__namespaces_check(o->namespaces, o->namespaces_len, "cache", err)) != 0)
+    return rc;
   if (o->label_selector && *o->label_selector) {
     kcr_selector_t *sel = NULL;
     rc = kcr_selector_parse(o->label_selector, &sel, err);
@@ -747,7 +833,8 @@ int kcr_cache_set_by_object(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_cache_
   ls = dup_opt(o->label_selector);
   fs = dup_opt(o->field_selector);
   if ((o->ns && *o->ns && !ns) || (o->label_selector && *o->label_selector && !ls) ||
-      (o->field_selector && *o->field_selector && !fs)) {
+      (o->field_selector && *o->field_selector && !fs) ||
+      strv_dup(o->namespaces, o->namespaces_len, &nss) != 0) {
     rc = kcr_error_set(err, KCR_ENOMEM, "cache: out of memory");
     goto out;
   }
@@ -761,10 +848,14 @@ int kcr_cache_set_by_object(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_cache_
     kcr__free(e->ns);
     kcr__free(e->label_selector);
     kcr__free(e->field_selector);
+    strv_free(e->nss, e->nss_len);
     e->ns = ns;
     e->label_selector = ls;
     e->field_selector = fs;
+    e->nss = nss;
+    e->nss_len = nss ? o->namespaces_len : 0;
     ns = ls = fs = NULL;
+    nss = NULL;
     e->metadata_only = o->metadata_only;
     e->transform = o->transform;
     e->transform_data = o->transform_data;
@@ -774,6 +865,7 @@ out:
   kcr__free(ns);
   kcr__free(ls);
   kcr__free(fs);
+  strv_free(nss, o->namespaces_len);
   return rc;
 }
 
@@ -788,7 +880,9 @@ int kcr_cache_get_informer(kcr_cache_t *c, const kcr_gvk *gvk, kcr_informer_t **
 int kcr_cache_add_index(kcr_cache_t *c, const kcr_gvk *gvk, const char *name, kcr_index_fn fn,
                         void *data, kcr_error_t *err) {
   char idx[KCR_MAPPING_NAME_MAX + sizeof(FIELD_PREFIX)];
+  kcr_informer_t *const *parts;
   entry_t *e;
+  size_t n;
   int rc;
 
   if (!name || !*name || !fn)
@@ -797,7 +891,9 @@ int kcr_cache_add_index(kcr_cache_t *c, const kcr_gvk *gvk, const char *name, kc
     return kcr_error_set(err, KCR_ETOOBIG, "cache: index name too long");
   if ((rc = get_entry(c, gvk, 0, 0, &e, err)) != 0)
     return rc;
-  rc = kcr_store_add_indexer(kcr_informer_store(e->inf), idx, fn, data, err);
+  n = kcr__informer_parts(e->inf, &parts);
+  for (size_t i = 0; i < n && rc == 0; i++) /* every namespace's store */
+    rc = kcr_store_add_indexer(kcr_informer_store(parts[i]), idx, fn, data, err);
   if (rc == KCR_EEXIST)
     kcr_error_set(err, rc, "cache: %s already has an index named %s", gvk->kind, name);
   return rc;
@@ -859,10 +955,44 @@ int kcr_cache_wait_for_sync(kcr_cache_t *c, int64_t timeout_ns, kcr_error_t *err
 /* ---- reader ---- */
 
 /*
- * prepare_read finds gvk's started informer, checks ns against its scope (a
- * namespaced get needs a namespace) and waits for its sync.
+ * unknown_ns refuses a read in ns, outside e's namespaces: with one namespace
+ * as the cache always worded it, with a set as controller-runtime's
+ * multiNamespaceCache does ("unable to get: ns/name because of unknown
+ * namespace for the cache"), naming the set.
  */
-static int prepare_read(kcr_cache_t *c, const kcr_gvk *gvk, const char *ns, int is_get,
+static int unknown_ns(const entry_t *e, const kcr_gvk *gvk, const char *ns, const char *name,
+                      kcr_error_t *err) {
+  char set[256];
+  size_t off = 0;
+  if (e->nscope == 1) {
+    kcr_error_set(err, KCR_EINVAL,
+                  "cache: %s: namespace \"%s\" is not cached (the cache holds only \"%s\")",
+                  gvk->kind, ns, e->scope[0]);
+    return KCR_EINVAL;
+  }
+  set[0] = '\0';
+  for (size_t i = 0; i < e->nscope && off < sizeof(set); i++) {
+    int k = snprintf(set + off, sizeof(set) - off, "%s%s", i ? ", " : "", e->scope[i]);
+    off += k > 0 ? (size_t)k : 0;
+  }
+  if (name)
+    kcr_error_set(err, KCR_EINVAL,
+                  "cache: %s: unable to get: %s/%s because of unknown namespace for the cache "
+                  "(it holds namespaces %s)",
+                  gvk->kind, ns, name, set);
+  else
+    kcr_error_set(err, KCR_EINVAL,
+                  "cache: %s: unable to list: %s because of unknown namespace for the cache (it "
+                  "holds namespaces %s)",
+                  gvk->kind, ns, set);
+  return KCR_EINVAL;
+}
+
+/*
+ * prepare_read finds gvk's started informer, checks ns against its scope (a
+ * namespaced get, name set, needs a namespace) and waits for its sync.
+ */
+static int prepare_read(kcr_cache_t *c, const kcr_gvk *gvk, const char *ns, const char *name,
                         entry_t **out, kcr_error_t *err) {
   entry_t *e;
   int rc = get_entry(c, gvk, 1, 1, &e, err);
@@ -876,16 +1006,12 @@ static int prepare_read(kcr_cache_t *c, const kcr_gvk *gvk, const char *ns, int 
                   gvk->kind, ns);
     return KCR_EINVAL;
   }
-  if (e->mapping.namespaced && is_get && (!ns || !*ns)) {
+  if (e->mapping.namespaced && name && (!ns || !*ns)) {
     kcr_error_set(err, KCR_EINVAL, "cache: %s is namespaced; a get needs a namespace", gvk->kind);
     return KCR_EINVAL;
   }
-  if (e->scope_ns && ns && *ns && strcmp(ns, e->scope_ns) != 0) {
-    kcr_error_set(err, KCR_EINVAL,
-                  "cache: %s: namespace \"%s\" is not cached (the cache holds only \"%s\")",
-                  gvk->kind, ns, e->scope_ns);
-    return KCR_EINVAL;
-  }
+  if (e->nscope && ns && *ns && !kcr__informer_part_for(e->inf, ns))
+    return unknown_ns(e, gvk, ns, name, err);
   if ((rc = kcr_informer_wait_for_sync(e->inf, c->sync_timeout_ns, err)) != 0)
     return rc;
   *out = e;
@@ -915,13 +1041,14 @@ static int cache_get(kcr_cache_t *c, const kcr_gvk *gvk, const char *ns, const c
   *out = NULL;
   if (!c || !name || !*name)
     return kcr_error_set(err, KCR_EINVAL, "cache: get needs a name");
-  if ((rc = prepare_read(c, gvk, ns, 1, &e, err)) != 0)
+  if ((rc = prepare_read(c, gvk, ns, name, &e, err)) != 0)
     return rc;
   n = e->mapping.namespaced ? snprintf(skey, sizeof(skey), "%s/%s", ns, name)
                             : snprintf(skey, sizeof(skey), "%s", name);
   if (n < 0 || (size_t)n >= sizeof(skey))
     return kcr_error_set(err, KCR_EINVAL, "cache: %s: name too long", gvk->kind);
-  if ((rc = get_fresh(c, e, gvk, skey, &obj, err)) != 0)
+  if ((rc = get_fresh(c, e, kcr__informer_part_for(e->inf, e->mapping.namespaced ? ns : NULL), gvk,
+                      skey, &obj, err)) != 0)
     return rc;
   if (!obj)
     return not_found(e, name, err);
@@ -938,11 +1065,12 @@ static int keep_matching(json_t *dst, json_t *obj, const kcr_selector_t *sel) {
   return json_array_append_new(dst, obj) == 0 ? 0 : KCR_ENOMEM;
 }
 
-/* list_by_field lists the objects whose field index holds value, in ns (NULL: all). */
-static int list_by_field(entry_t *e, const char *index, const char *value, const char *ns,
-                         const kcr_selector_t *sel, json_t *dst, kcr_error_t *err) {
+/* list_by_field lists the objects of part inf of e whose field index holds
+ * value, in ns (NULL: all). */
+static int list_by_field(entry_t *e, kcr_informer_t *inf, const char *index, const char *value,
+                         const char *ns, const kcr_selector_t *sel, json_t *dst, kcr_error_t *err) {
   char idx[KCR_MAPPING_NAME_MAX + sizeof(FIELD_PREFIX)];
-  kcr_store_t *st = kcr_informer_store(e->inf);
+  kcr_store_t *st = kcr_informer_store(inf);
   char **keys = NULL;
   size_t n = 0, ns_len = ns ? strlen(ns) : 0;
   int rc;
@@ -1041,6 +1169,23 @@ static int cmp_by_key(const void *a, const void *b) {
   return c ? c : strcmp(kcr_meta_name(x), kcr_meta_name(y));
 }
 
+/* list_rv writes the List's resourceVersion: the store's, or over a namespace
+ * set the highest of its stores' (one etcd orders them all). */
+static void list_rv(entry_t *e, char *rv, size_t size) {
+  kcr_informer_t *const *parts;
+  size_t n = kcr__informer_parts(e->inf, &parts);
+  uint64_t best = 0;
+  rv[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    char one[64] = "";
+    kcr_store_resource_version(kcr_informer_store(parts[i]), one, sizeof(one));
+    if (n == 1 || parse_rv(one) > best) {
+      best = parse_rv(one);
+      snprintf(rv, size, "%s", one);
+    }
+  }
+}
+
 /* make_list sorts items by namespace/name, applies the field selector's filters,
  * continue and limit, and wraps what is left in a List object. Steals items. */
 static int make_list(entry_t *e, const kcr_gvk *gvk, json_t *items, const fsel_t *f,
@@ -1083,7 +1228,7 @@ static int make_list(entry_t *e, const kcr_gvk *gvk, json_t *items, const fsel_t
     goto done;
   kcr_gvk_api_version(gvk, av, sizeof(av));
   snprintf(kind, sizeof(kind), "%sList", gvk->kind);
-  kcr_store_resource_version(kcr_informer_store(e->inf), rv, sizeof(rv));
+  list_rv(e, rv, sizeof(rv));
   if ((rv[0] && json_object_set_new(meta, "resourceVersion", json_string(rv)) != 0) ||
       (cut && json_object_set_new(meta, "continue", json_string(last)) != 0)) {
     rc = kcr_error_set(err, KCR_ENOMEM, "cache: list %s: out of memory", gvk->kind);
@@ -1107,9 +1252,10 @@ static int cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_list_options
   kcr_selector_t *sel = NULL;
   json_t *all = NULL, *dst = NULL, *obj;
   const char *ns, *index, *value;
+  kcr_informer_t *one, *const *parts;
+  size_t i, nparts;
   fsel_t f;
   entry_t *e;
-  size_t i;
   int rc;
 
   *out = NULL;
@@ -1144,7 +1290,7 @@ static int cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_list_options
   if (o->label_selector && *o->label_selector &&
       (rc = kcr_selector_parse(o->label_selector, &sel, err)) != 0)
     return rc;
-  if ((rc = prepare_read(c, gvk, ns, 0, &e, err)) != 0 ||
+  if ((rc = prepare_read(c, gvk, ns, NULL, &e, err)) != 0 ||
       (rc = list_wait_writes(c, e, gvk, ns, err)) != 0)
     goto done;
   dst = json_array();
@@ -1152,27 +1298,31 @@ static int cache_list(kcr_cache_t *c, const kcr_gvk *gvk, const kcr_list_options
     rc = kcr_error_set(err, KCR_ENOMEM, "cache: out of memory");
     goto done;
   }
-  if (index) {
-    rc = list_by_field(e, index, value, ns, sel, dst, err);
-    goto done;
-  }
-  rc = ns ? kcr_store_by_index(kcr_informer_store(e->inf), KCR_STORE_INDEX_NAMESPACE, ns, &all)
-          : kcr_store_list(kcr_informer_store(e->inf), &all);
-  if (rc) {
-    rc = kcr_error_set(err, rc, "cache: list %s: out of memory", gvk->kind);
-    goto done;
-  }
-  if (!sel) {
-    json_decref(dst);
-    dst = all;
-    all = NULL;
-    goto done;
-  }
-  json_array_foreach(all, i, obj) {
-    if (kcr_selector_matches_obj(sel, obj) && json_array_append(dst, obj) != 0) {
-      rc = kcr_error_set(err, KCR_ENOMEM, "cache: out of memory");
+  /* One namespace: its part. None: every part, merged (make_list sorts). */
+  one = ns && e->mapping.namespaced ? kcr__informer_part_for(e->inf, ns) : NULL;
+  nparts = one ? 1 : kcr__informer_parts(e->inf, &parts);
+  if (one)
+    parts = &one;
+  for (size_t p = 0; p < nparts && rc == 0; p++) {
+    kcr_store_t *st = kcr_informer_store(parts[p]);
+    if (index) {
+      rc = list_by_field(e, parts[p], index, value, ns, sel, dst, err);
+      continue;
+    }
+    rc =
+        ns ? kcr_store_by_index(st, KCR_STORE_INDEX_NAMESPACE, ns, &all) : kcr_store_list(st, &all);
+    if (rc) {
+      rc = kcr_error_set(err, rc, "cache: list %s: out of memory", gvk->kind);
       break;
     }
+    json_array_foreach(all, i, obj) {
+      if ((!sel || kcr_selector_matches_obj(sel, obj)) && json_array_append(dst, obj) != 0) {
+        rc = kcr_error_set(err, KCR_ENOMEM, "cache: out of memory");
+        break;
+      }
+    }
+    json_decref(all);
+    all = NULL;
   }
 
 done:
@@ -1243,14 +1393,20 @@ json_t *kcr_cache_diagnostics(kcr_cache_t *c) {
   /* Informers live as long as the cache: collect them under mu, then ask each
    * without holding it (diagnostics take the informer's own locks). */
   pthread_mutex_lock(&c->mu);
-  KCR__LIST_EACH(&c->entries, entry_t, link, e)
-  if (e->inf)
-    cap++;
+  KCR__LIST_EACH(&c->entries, entry_t, link, e) {
+    kcr_informer_t *const *parts;
+    if (e->inf)
+      cap += kcr__informer_parts(e->inf, &parts);
+  }
   infs = cap ? kcr__calloc(cap, sizeof(kcr_informer_t *)) : NULL;
+  /* One entry per namespace of a namespace set. */
   if (infs)
-    KCR__LIST_EACH(&c->entries, entry_t, link, e)
-  if (e->inf && n < cap)
-    infs[n++] = e->inf;
+    KCR__LIST_EACH(&c->entries, entry_t, link, e) {
+      kcr_informer_t *const *parts;
+      size_t np = e->inf ? kcr__informer_parts(e->inf, &parts) : 0;
+      for (size_t i = 0; i < np && n < cap; i++)
+        infs[n++] = parts[i];
+    }
   pthread_mutex_unlock(&c->mu);
   if (cap && !infs) {
     json_decref(arr);

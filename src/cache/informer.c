@@ -31,6 +31,9 @@
  * refreshes the gauges (versions, FIFO depth, backlog, time since the last
  * event) at scrape time.
  *
+ * A set of namespaces (kcr_informer_options.namespaces) is an informer per
+ * namespace behind a shell whose calls go to cache/informer_multi.c.
+ *
  * Lock order: the metrics registry (a collector) -> FIFO -> handlers_mu -> store
  * -> a listener's mu; the metrics registry (a collector) -> mu (sync and
  * read-your-own-writes state), which is held with no other lock of the
@@ -46,6 +49,7 @@
 #include <string.h>
 
 #include "cache/cobj.h"
+#include "cache/informer_multi_internal.h"
 #include "cache/listener_internal.h"
 #include "cache/reflector_internal.h"
 #include "cache/store_internal.h"
@@ -59,6 +63,8 @@
 #define DEFAULT_PAGE 500
 
 struct kcr_informer {
+  kcr__multi_t *multi;  /* non-NULL: a shell over a namespace set; nothing else is set */
+  kcr_informer_t *self; /* this informer, as a one-part array (kcr__informer_parts) */
   char *group, *version, *plural, *kind, *ns, *label_selector, *field_selector;
   int64_t resync_ns;
   kcr_clock_t *clock;
@@ -329,6 +335,35 @@ static int register_metrics(kcr_informer_t *inf, kcr_metrics_registry_t *r, kcr_
 
 /* ---- lifecycle ---- */
 
+kcr_informer_t *kcr__informer_shell(kcr__multi_t *m) {
+  kcr_informer_t *inf = kcr__calloc(1, sizeof(*inf));
+  if (inf) {
+    inf->multi = m;
+    inf->self = inf;
+  }
+  return inf;
+}
+
+kcr__multi_t *kcr__informer_multi_of(kcr_informer_t *inf) {
+  return inf->multi;
+}
+
+const char *kcr__informer_ns(kcr_informer_t *inf) {
+  return inf->ns;
+}
+
+kcr_informer_t *const *kcr__informer_self(kcr_informer_t *inf) {
+  return &inf->self;
+}
+
+/* check_namespaces validates o's namespace set; 0 when it is usable. */
+static int check_namespaces(const kcr_informer_options *o, kcr_error_t *err) {
+  if (o->namespaces_len && o->ns && *o->ns)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "informer: both ns (\"%s\") and a set of namespaces; give one", o->ns);
+  return kcr__namespaces_check(o->namespaces, o->namespaces_len, "informer", err);
+}
+
 /* on_bookmark (the reflector, once a bookmark's version is the last) opens a
  * watch-lag probe when none is pending; an idle FIFO is past the bookmark at
  * once. */
@@ -421,15 +456,26 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
   if (!o || !o->client || (!o->resource.resource && (!o->gvk.kind || !*o->gvk.kind)))
     return kcr_error_set(err, KCR_EINVAL,
                          "informer: a client and a resource or a kind (gvk) are required");
+  if ((rc = check_namespaces(o, err)) != 0)
+    return rc;
   resource = o->resource;
   kind = o->kind && *o->kind ? o->kind : o->gvk.kind;
   if (!resource.resource) {
     if ((rc = resolve_gvk(o, &m, err)) != 0)
       return rc;
+    if (!m.namespaced && o->namespaces_len)
+      return kcr_error_set(err, KCR_EINVAL,
+                           "informer: %s is cluster-scoped: it has no namespaces to watch", m.kind);
     resource = kcr_rest_mapping_gvr(&m);
   }
   if (!resource.version || !*resource.version || !*resource.resource)
     return kcr_error_set(err, KCR_EINVAL, "informer: the resource needs a version and a name");
+  if (o->namespaces_len > 1) {
+    kcr_informer_options mo = *o;
+    mo.resource = resource; /* resolved once, for every part */
+    mo.kind = kind;
+    return kcr__informer_multi_create(&mo, out, err);
+  }
   inf = kcr__calloc(1, sizeof(*inf));
   if (!inf)
     return kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
@@ -441,15 +487,16 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
   inf->version = kcr__strdup(resource.version);
   inf->plural = kcr__strdup(resource.resource);
   inf->kind = dup_opt(kind);
-  inf->ns = dup_opt(o->ns);
+  inf->self = inf;
+  inf->ns = dup_opt(o->namespaces_len ? o->namespaces[0] : o->ns);
   inf->label_selector = dup_opt(o->label_selector);
   inf->field_selector = dup_opt(o->field_selector);
   inf->resync_ns = o->resync_period_ns;
   inf->clock = o->clock ? o->clock : kcr_clock_system();
   atomic_store(&inf->watch_lag_ns, -1);
   if (!inf->group || !inf->version || !inf->plural || (kind && *kind && !inf->kind) ||
-      (o->ns && *o->ns && !inf->ns) || (o->label_selector && !inf->label_selector) ||
-      (o->field_selector && !inf->field_selector)) {
+      ((o->namespaces_len || (o->ns && *o->ns)) && !inf->ns) ||
+      (o->label_selector && !inf->label_selector) || (o->field_selector && !inf->field_selector)) {
     rc = kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
     goto fail;
   }
@@ -485,7 +532,11 @@ int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, ui
   kcr__listener_t *n;
   kcr__cobj_t **existing = NULL;
   size_t count = 0;
-  int rc = kcr__listener_start(h, &inf->deliveries, inf->m_deliveries, &n);
+  int rc;
+
+  if (inf->multi)
+    return kcr__multi_add_handler(inf->multi, h, id, err);
+  rc = kcr__listener_start(h, &inf->deliveries, inf->m_deliveries, &n);
 
   if (rc == KCR_ENOMEM)
     return kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
@@ -520,6 +571,10 @@ int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, ui
 
 void kcr_informer_remove_handler(kcr_informer_t *inf, uint64_t id) {
   kcr__listener_t *dead = NULL;
+  if (inf->multi) {
+    kcr__multi_remove_handler(inf->multi, id);
+    return;
+  }
   pthread_mutex_lock(&inf->handlers_mu);
   KCR__LIST_EACH(&inf->handlers, kcr__listener_t, link, h)
   if (h->id == id) {
@@ -535,6 +590,8 @@ void kcr_informer_remove_handler(kcr_informer_t *inf, uint64_t id) {
 
 bool kcr_informer_handler_has_synced(kcr_informer_t *inf, uint64_t id) {
   bool synced = false;
+  if (inf->multi)
+    return kcr__multi_handler_has_synced(inf->multi, id);
   if (!kcr_informer_has_synced(inf))
     return false;
   pthread_mutex_lock(&inf->handlers_mu);
@@ -548,6 +605,8 @@ bool kcr_informer_handler_has_synced(kcr_informer_t *inf, uint64_t id) {
 }
 
 int kcr_informer_start(kcr_informer_t *inf, kcr_error_t *err) {
+  if (inf->multi)
+    return kcr__multi_start(inf->multi, err);
   if (inf->started)
     return kcr_error_set(err, KCR_EINVAL, "informer %s: already started", kind_name(inf));
   if (pthread_create(&inf->processor_thread, NULL, processor_main, inf) != 0)
@@ -564,6 +623,10 @@ int kcr_informer_start(kcr_informer_t *inf, kcr_error_t *err) {
 void kcr_informer_stop(kcr_informer_t *inf) {
   kcr__list_t handlers = {0};
   kcr__list_node_t *node;
+  if (inf->multi) {
+    kcr__multi_stop(inf->multi);
+    return;
+  }
   if (!inf->started || inf->stopped)
     return;
   inf->stopped = 1;
@@ -586,6 +649,10 @@ void kcr_informer_destroy(kcr_informer_t *inf) {
   kcr__list_node_t *node;
   if (!inf)
     return;
+  if (inf->multi) {
+    kcr__multi_free(inf->multi); /* frees inf, its shell */
+    return;
+  }
   kcr_informer_stop(inf);
   kcr_metrics_unregister_collector(inf->registry, inf->collector);
   while ((node = kcr__list_pop_front(&inf->handlers))) /* never started: listeners still run */
@@ -608,6 +675,8 @@ void kcr_informer_destroy(kcr_informer_t *inf) {
 
 bool kcr_informer_has_synced(kcr_informer_t *inf) {
   bool s;
+  if (inf->multi)
+    return kcr__multi_has_synced(inf->multi);
   note_drained(inf);
   pthread_mutex_lock(&inf->mu);
   s = inf->synced;
@@ -619,6 +688,8 @@ int kcr_informer_wait_for_sync(kcr_informer_t *inf, int64_t timeout_ns, kcr_erro
   int64_t deadline = kcr_clock_now(kcr_clock_system()) + timeout_ns;
   int synced;
   kcr_error_t last;
+  if (inf->multi)
+    return kcr__multi_wait_for_sync(inf->multi, timeout_ns, err);
   note_drained(inf);
   pthread_mutex_lock(&inf->mu);
   while (!inf->synced && !inf->stopping) {
@@ -644,7 +715,7 @@ int kcr_informer_wait_for_sync(kcr_informer_t *inf, int64_t timeout_ns, kcr_erro
 }
 
 kcr_store_t *kcr_informer_store(kcr_informer_t *inf) {
-  return inf->store;
+  return inf->store; /* NULL in a shell */
 }
 
 int kcr_informer_wait_for_resource_version(kcr_informer_t *inf, const char *rv, int64_t timeout_ns,
@@ -652,6 +723,8 @@ int kcr_informer_wait_for_resource_version(kcr_informer_t *inf, const char *rv, 
   uint64_t want = kcr__reflector_parse_rv(rv);
   int64_t deadline = kcr_clock_now(kcr_clock_system()) + timeout_ns;
   int ok;
+  if (inf->multi)
+    return kcr__multi_wait_for_resource_version(inf->multi, rv, timeout_ns, err);
   if (!want)
     return kcr_error_set(err, KCR_EINVAL, "informer %s: resourceVersion \"%s\" is not a number",
                          kind_name(inf), rv ? rv : "");
@@ -679,6 +752,10 @@ int kcr_informer_wait_for_resource_version(kcr_informer_t *inf, const char *rv, 
 }
 
 void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *out) {
+  if (inf->multi) {
+    kcr__multi_get_stats(inf->multi, out);
+    return;
+  }
   out->lists = atomic_load(&inf->refl.lists);
   out->watches = atomic_load(&inf->refl.watches);
   out->watch_errors = atomic_load(&inf->refl.watch_errors);
@@ -713,7 +790,7 @@ static int set_rv(json_t *o, const char *name, uint64_t v) {
   return json_object_set_new(o, name, json_string(v ? buf : ""));
 }
 
-json_t *kcr_informer_diagnostics(kcr_informer_t *inf) {
+static json_t *single_diagnostics(kcr_informer_t *inf) {
   kcr_informer_stats st;
   kcr_error_t last;
   json_t *o = json_object(), *ev = json_object(), *rl = json_object();
@@ -752,4 +829,8 @@ json_t *kcr_informer_diagnostics(kcr_informer_t *inf) {
     return NULL;
   }
   return o;
+}
+
+json_t *kcr_informer_diagnostics(kcr_informer_t *inf) {
+  return inf->multi ? kcr__multi_diagnostics(inf->multi) : single_diagnostics(inf);
 }

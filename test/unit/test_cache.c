@@ -60,6 +60,7 @@ static atomic_int watch_requests;  /* watches seen */
 static atomic_int stream_mode;     /* 0: refuse streaming lists (422), 1: serve them */
 static atomic_int stream_requests; /* watches with sendInitialEvents=true seen */
 static atomic_int cm_lists;        /* ConfigMap LISTs seen */
+static atomic_int cm_all_lists;    /* of those, cluster-wide (no namespace in the path) */
 
 /* stream_body: the streaming list of ConfigMaps (ns "" = all), then the
  * initial-events-end bookmark. */
@@ -132,6 +133,8 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
     resp->hold_ms = 10000;
   } else if (strstr(p, "configmaps?") && !strstr(p, "watch=true")) {
     atomic_fetch_add(&cm_lists, 1);
+    if (strncmp(p, "/api/v1/configmaps?", 19) == 0)
+      atomic_fetch_add(&cm_all_lists, 1);
     if (atomic_load(&forbid_lists)) {
       resp->status = 403;
       resp->body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
@@ -171,6 +174,7 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
 }
 
 static bool fail_on_missing; /* the next setup's cache fails reads of kinds without an informer */
+static const char *const *next_nss; /* the next setup's default_namespaces (NULL-terminated) */
 
 typedef struct fixture {
   kcr_test_http_t *server;
@@ -204,6 +208,9 @@ static int setup_with(void **state, const char *default_ns, int64_t sync_ns, int
   co.sync_timeout_ns = sync_ns;
   co.ryow_timeout_ns = ryow_ns;
   co.reader_fail_on_missing_informer = fail_on_missing;
+  co.default_namespaces = next_nss;
+  while (next_nss && next_nss[co.default_namespaces_len])
+    co.default_namespaces_len++;
   if (kcr_cache_create(&co, &f->cache, NULL) != 0)
     return -1;
   *state = f;
@@ -231,6 +238,18 @@ static int setup_fail_on_missing(void **state) {
   fail_on_missing = true;
   rc = setup(state);
   fail_on_missing = false;
+  return rc;
+}
+
+/* setup_ns_set: a cache of the namespaces a and b (of the server's a and b). */
+static int setup_ns_set(void **state) {
+  static const char *const ab[] = {"a", "b", NULL};
+  int rc;
+  atomic_store(&cm_lists, 0);
+  atomic_store(&cm_all_lists, 0);
+  next_nss = ab;
+  rc = setup(state);
+  next_nss = NULL;
   return rc;
 }
 
@@ -786,6 +805,170 @@ static void test_cache_fail_on_missing_informer(void **state) {
   json_decref(diag);
 }
 
+typedef struct seen {
+  pthread_mutex_t mu;
+  int adds, in_call, overlapped;
+  char names[128];
+} seen_t;
+
+static void seen_add(json_t *obj, bool initial, void *data) {
+  seen_t *s = data;
+  size_t off;
+  (void)initial;
+  pthread_mutex_lock(&s->mu);
+  if (s->in_call++)
+    s->overlapped = 1;
+  s->adds++;
+  off = strlen(s->names);
+  snprintf(s->names + off, sizeof(s->names) - off, "%s%s/%s", off ? "," : "",
+           kcr_meta_namespace(obj), kcr_meta_name(obj));
+  pthread_mutex_unlock(&s->mu);
+  usleep(2000); /* a second namespace's call, unserialised, would land here */
+  pthread_mutex_lock(&s->mu);
+  s->in_call--;
+  pthread_mutex_unlock(&s->mu);
+}
+
+/*
+ * A cache of the namespace set {a, b}: each namespace is listed on its own (no
+ * cluster-wide list), a list of all merges both, a list of one reads that one,
+ * a read in another namespace is controller-runtime's "unknown namespace"
+ * error, a handler hears every namespace one call at a time, and the
+ * cluster-scoped Namespace kind is still read whole.
+ */
+static void test_cache_namespace_set(void **state) {
+  fixture *f = *state;
+  kcr_informer_t *inf = NULL;
+  kcr_informer_stats st;
+  kcr_error_t err;
+  json_t *obj = NULL, *list = NULL, *diag;
+  seen_t seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  kcr_event_handler h = {seen_add, NULL, NULL, &seen};
+  uint64_t id = 0;
+
+  expect_list(f->cache, &cm_gvk, NULL, "one,r,three,two");
+  assert_int_equal(atomic_load(&cm_lists), 2);
+  assert_int_equal(atomic_load(&cm_all_lists), 0);
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.ns = "a"}, "one,r,two");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.ns = "b"}, "three");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.label_selector = "app=web"}, "one,three");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.field_selector = "metadata.namespace=b"},
+              "three");
+  /* The merged list is ordered by namespace/name and carries a version. */
+  assert_int_equal(kcr_cache_list(f->cache, &cm_gvk, NULL, &list, NULL), 0);
+  assert_string_equal(kcr_meta_namespace(json_array_get(kcr_list_items(list), 3)), "b");
+  assert_string_equal(kcr_meta_path_string(list, "metadata.resourceVersion"), "10");
+  json_decref(list);
+
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "b", "three", &obj, &err), 0);
+  assert_string_equal(kcr_meta_name(obj), "three");
+  json_decref(obj);
+  obj = (json_t *)1;
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "c", "x", &obj, &err), KCR_EINVAL);
+  assert_null(obj);
+  assert_non_null(
+      strstr(err.message, "unable to get: c/x because of unknown namespace for the cache"));
+  assert_non_null(strstr(err.message, "namespaces a, b"));
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_list(f->cache, &cm_gvk, &(kcr_list_options){.ns = "c"}, &obj, &err),
+                   KCR_EINVAL);
+  assert_non_null(strstr(err.message, "unable to list: c because of unknown namespace"));
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "nope", &obj, &err), KCR_EAPI);
+  assert_true(kcr_error_is_not_found(&err));
+
+  /* One informer for the kind, over both namespaces. */
+  assert_int_equal(kcr_cache_get_informer(f->cache, &cm_gvk, &inf, NULL), 0);
+  assert_null(kcr_informer_store(inf));
+  assert_true(kcr_informer_has_synced(inf));
+  assert_int_equal(kcr_informer_add_handler(inf, &h, &id, NULL), 0);
+  for (int i = 0; i < 500 && !kcr_informer_handler_has_synced(inf, id); i++)
+    usleep(10000);
+  assert_true(kcr_informer_handler_has_synced(inf, id));
+  pthread_mutex_lock(&seen.mu);
+  assert_int_equal(seen.adds, 4);
+  assert_non_null(strstr(seen.names, "b/three"));
+  assert_int_equal(seen.overlapped, 0);
+  pthread_mutex_unlock(&seen.mu);
+  kcr_informer_get_stats(inf, &st);
+  assert_int_equal(st.lists, 2);
+  assert_int_equal(st.handlers, 1);
+  kcr_informer_remove_handler(inf, id);
+  assert_false(kcr_informer_handler_has_synced(inf, id));
+  kcr_informer_get_stats(inf, &st);
+  assert_int_equal(st.handlers, 0);
+
+  /* Cluster-scoped: one cluster-wide informer, as before. */
+  expect_list(f->cache, &ns_gvk, NULL, "a");
+  diag = kcr_cache_diagnostics(f->cache);
+  assert_int_equal(json_array_size(diag), 3); /* ConfigMap in a, in b; Namespace */
+  json_decref(diag);
+}
+
+/* By-object namespaces override the default set, and bad sets are refused. */
+static void test_cache_namespace_set_by_object(void **state) {
+  static const char *const b_zz[] = {"b", "zz"}, *const dup[] = {"b", "b"}, *const empty[] = {""};
+  fixture *f = *state;
+  kcr_cache_by_object bo = {.namespaces = b_zz, .namespaces_len = 2};
+  kcr_error_t err;
+  json_t *obj = NULL;
+
+  assert_int_equal(kcr_cache_set_by_object(f->cache, &cm_gvk, &bo, NULL), 0);
+  expect_list(f->cache, &cm_gvk, NULL, "three");
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "one", &obj, &err), KCR_EINVAL);
+  assert_non_null(strstr(err.message, "unable to get: a/one because of unknown namespace"));
+  assert_non_null(strstr(err.message, "namespaces b, zz"));
+
+  bo.namespaces = dup;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_set_by_object(f->cache, &secret_gvk, &bo, &err), KCR_EINVAL);
+  assert_non_null(strstr(err.message, "namespace \"b\" is in the set twice"));
+  bo.namespaces = empty;
+  bo.namespaces_len = 1;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_set_by_object(f->cache, &secret_gvk, &bo, &err), KCR_EINVAL);
+  assert_non_null(strstr(err.message, "namespace 1 of the set is empty"));
+  bo.namespaces = b_zz;
+  bo.ns = "a";
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_set_by_object(f->cache, &secret_gvk, &bo, &err), KCR_EINVAL);
+  assert_non_null(strstr(err.message, "both ns (\"a\") and a set of namespaces"));
+  /* A namespace set on a cluster-scoped kind is ignored, as the default is. */
+  bo.ns = NULL;
+  assert_int_equal(kcr_cache_set_by_object(f->cache, &ns_gvk, &bo, NULL), 0);
+  expect_list(f->cache, &ns_gvk, NULL, "a");
+}
+
+/* kcr_informer_create refuses a bad namespace set before any request. */
+static void test_informer_namespace_set_errors(void **state) {
+  static const char *const ab[] = {"a", "b"};
+  fixture *f = *state;
+  kcr_informer_options o;
+  kcr_informer_t *inf = (kcr_informer_t *)1;
+  kcr_error_t err;
+
+  memset(&o, 0, sizeof(o));
+  o.client = f->client;
+  o.gvk = ns_gvk;
+  o.namespaces = ab;
+  o.namespaces_len = 2;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_informer_create(&o, &inf, &err), KCR_EINVAL);
+  assert_null(inf);
+  assert_non_null(strstr(err.message, "Namespace is cluster-scoped"));
+  o.gvk = cm_gvk;
+  o.ns = "a";
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_informer_create(&o, &inf, &err), KCR_EINVAL);
+  assert_non_null(strstr(err.message, "both ns"));
+  o.ns = NULL;
+  assert_int_equal(kcr_informer_create(&o, &inf, NULL), 0);
+  assert_null(kcr_informer_store(inf));
+  kcr_informer_destroy(inf); /* never started */
+}
+
 static void test_cache_create_errors(void **state) {
   kcr_cache_t *c = (kcr_cache_t *)1;
   kcr_cache_options o;
@@ -796,6 +979,23 @@ static void test_cache_create_errors(void **state) {
   assert_int_equal(kcr_cache_create(&o, &c, &err), KCR_EINVAL);
   assert_null(c);
   kcr_cache_destroy(NULL);
+  {
+    static const char *const ab[] = {"a", "b"}, *const aa[] = {"a", "a"};
+    static char not_a_client;
+    o.client = (kcr_client_t *)(void *)&not_a_client;
+    o.default_ns = "a";
+    o.default_namespaces = ab;
+    o.default_namespaces_len = 2;
+    kcr_error_clear(&err);
+    assert_int_equal(kcr_cache_create(&o, &c, &err), KCR_EINVAL);
+    assert_non_null(strstr(err.message, "both default_ns"));
+    o.default_ns = NULL;
+    o.default_namespaces = aa;
+    kcr_error_clear(&err);
+    assert_int_equal(kcr_cache_create(&o, &c, &err), KCR_EINVAL);
+    assert_non_null(strstr(err.message, "namespace \"a\" is in the set twice"));
+    assert_null(c);
+  }
 }
 
 static void test_cache_create_alloc(void **state) {
@@ -806,6 +1006,13 @@ static void test_cache_create_alloc(void **state) {
   memset(&o, 0, sizeof(o));
   o.client = (kcr_client_t *)(void *)&not_a_client;
   o.default_ns = "a";
+  KCR_TEST_ALLOC_LOOP(kcr_cache_create(&o, &c, NULL), (kcr_cache_destroy(c), c = NULL));
+  {
+    static const char *const ab[] = {"a", "b"};
+    o.default_ns = NULL;
+    o.default_namespaces = ab;
+    o.default_namespaces_len = 2;
+  }
   KCR_TEST_ALLOC_LOOP(kcr_cache_create(&o, &c, NULL), (kcr_cache_destroy(c), c = NULL));
 }
 
@@ -823,6 +1030,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_cache_list_shape_fields_and_pages, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_metadata_only, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_default_namespace, setup_ns_a, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_namespace_set, setup_ns_set, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_namespace_set_by_object, setup_ns_set, teardown),
+      cmocka_unit_test_setup_teardown(test_informer_namespace_set_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_sync_timeout, setup_short, teardown),
       cmocka_unit_test_setup_teardown(test_cache_wait_for_sync, setup, teardown),
       cmocka_unit_test(test_cache_jittered_period),
