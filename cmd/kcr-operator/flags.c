@@ -29,7 +29,8 @@ enum kind {
   K_TIMEENC,
   K_ADDR,
   K_LABEL,
-  K_SUBDOMAIN
+  K_SUBDOMAIN,
+  K_NSLIST
 };
 
 /* One flag: its name, kind, where it goes (an offset into kop_flags), help. */
@@ -79,8 +80,9 @@ static const flag_def flag_defs[] = {
      "(ALPN offers http/1.1), so true logs a warning and changes nothing."},
     {"health-probe-bind-address", K_ADDR, F(health_probe_bind_address), KOP_DEFAULT_PROBE_ADDR,
      "Address the /healthz and /readyz probe endpoint binds to; 0 disables it."},
-    {"namespace", K_LABEL, F(watch_namespace), "",
-     "Watch Apps in this namespace only; default: $WATCH_NAMESPACE, else all namespaces."},
+    {"namespace", K_NSLIST, F(watch_namespace), "",
+     "Watch Apps in this namespace only, or in these (comma-separated: a,b; one list-watch "
+     "each); default: $WATCH_NAMESPACE, else all namespaces."},
     {"max-concurrent-reconciles", K_INT, F(max_concurrent_reconciles), "1",
      "Number of Apps reconciled in parallel (1..1024)."},
     {"zap-log-level", K_LEVEL, F(log_level), "info",
@@ -262,6 +264,58 @@ static int parse_level(const char *s, bool stacktrace, kcr_log_level *out) {
 }
 
 /* set_value stores value into the field of def, checking it. 0 or -1 with msg. */
+int kop_parse_namespaces(const char *value, kop_flags *out, const char *origin, char *msg,
+                         size_t size) {
+  size_t used = 0, len = strlen(value);
+  const char *p = value;
+  out->watch_namespace = NULL;
+  out->watch_namespaces_len = 0;
+  if (!*value) {
+    return 0; /* every namespace */
+  }
+  if (len >= sizeof out->watch_namespaces_buf) {
+    return refuse(msg, size, "invalid value for %s: too long (%zu bytes; at most %zu)", origin, len,
+                  sizeof out->watch_namespaces_buf - 1);
+  }
+  for (;;) {
+    const char *comma = strchr(p, ',');
+    size_t n = comma ? (size_t)(comma - p) : strlen(p);
+    char *name = out->watch_namespaces_buf + used;
+    memcpy(name, p, n);
+    name[n] = '\0';
+    used += n + 1;
+    if (!*name) {
+      return refuse(msg, size,
+                    "invalid value \"%s\" for %s: an empty namespace in the list (want a or "
+                    "a,b; \"\" alone means all namespaces)",
+                    value, origin);
+    }
+    if (!kop_valid_dns_label(name)) {
+      return refuse(msg, size,
+                    "invalid namespace \"%s\" for %s: want a DNS label (lower-case letters, digits "
+                    "and '-', at most 63)",
+                    name, origin);
+    }
+    for (size_t i = 0; i < out->watch_namespaces_len; i++) {
+      if (!strcmp(out->watch_namespaces[i], name)) {
+        return refuse(msg, size, "invalid value \"%s\" for %s: namespace \"%s\" is given twice",
+                      value, origin, name);
+      }
+    }
+    if (out->watch_namespaces_len == KOP_MAX_NAMESPACES) {
+      return refuse(msg, size, "invalid value for %s: more than %d namespaces", origin,
+                    KOP_MAX_NAMESPACES);
+    }
+    out->watch_namespaces[out->watch_namespaces_len++] = name;
+    if (!comma) {
+      break;
+    }
+    p = comma + 1;
+  }
+  out->watch_namespace = value;
+  return 0;
+}
+
 static int set_value(kop_flags *out, const flag_def *def, const char *value, const char *origin,
                      char *msg, size_t size) {
   char *field = (char *)out + def->offset;
@@ -348,6 +402,8 @@ static int set_value(kop_flags *out, const flag_def *def, const char *value, con
     }
     *(const char **)(void *)field = *value ? value : NULL;
     return 0;
+  case K_NSLIST:
+    return kop_parse_namespaces(value, out, origin, msg, size);
   case K_SUBDOMAIN:
     if (!kop_valid_dns_subdomain(value)) {
       return refuse(msg, size,
@@ -460,13 +516,8 @@ int kop_flags_parse(int argc, char *const argv[], char *const env[], kop_flags *
     }
   }
   wn = getenv_in(env, "WATCH_NAMESPACE");
+  /* Comma-separated, as kubebuilder's namespaced mode and operator-sdk read it. */
   if (!namespace_given && wn) {
-    if (strchr(wn, ',')) {
-      return refuse(msg, msg_size,
-                    "invalid environment WATCH_NAMESPACE=\"%s\": one namespace only (or empty for "
-                    "all)",
-                    wn);
-    }
     if (set_value(out, find_flag("namespace", 9), wn, "environment variable WATCH_NAMESPACE", msg,
                   msg_size) < 0) {
       return -1;
@@ -514,7 +565,8 @@ void kop_flags_usage(FILE *f, const char *prog) {
     fputc('\n', f);
   }
   fprintf(f, "\nEnvironment:\n"
-             "  WATCH_NAMESPACE   namespace to watch when --namespace is not given (\"\": all)\n"
+             "  WATCH_NAMESPACE   namespace(s) to watch when --namespace is not given: a or a,b\n"
+             "                    (\"\": all)\n"
              "  KUBECONFIG        kubeconfig files to merge when --kubeconfig is not given\n"
              "\nExit status: 0 after --help or --version, 2 for bad flags or environment,\n"
              "1 when the operator fails.\n");

@@ -7,9 +7,10 @@
  * as well as two (as Go's flag package). Boolean flags take no separate value:
  * "--leader-elect" or "--leader-elect=false" (values as Go's
  * strconv.ParseBool). "--" ends the flags; positional arguments are an error.
- * The environment: WATCH_NAMESPACE (one namespace to watch, "" for all) when
- * --namespace is not given. Nothing is allocated: every string in the result is
- * borrowed from argv or the environment.
+ * The environment: WATCH_NAMESPACE (the namespaces to watch, comma-separated
+ * as --namespace; "" for all) when --namespace is not given. Nothing is
+ * allocated: every string in the result is borrowed from argv or the
+ * environment, or lives in the result itself (the namespace list).
  */
 #ifndef KOP_FLAGS_H
 #define KOP_FLAGS_H
@@ -26,6 +27,8 @@
 #define KOP_DEFAULT_PROBE_ADDR ":8081"
 #define KOP_DEFAULT_WEBHOOK_ADDR ":9443"
 #define KOP_MAX_CONCURRENT_RECONCILES 1024
+/* KOP_MAX_NAMESPACES: how many namespaces --namespace a,b,... may name. */
+#define KOP_MAX_NAMESPACES 256
 
 /* KOP_MAX_VERBOSITY: the largest integer --zap-log-level (zap's levels are int8). */
 #define KOP_MAX_VERBOSITY 127
@@ -57,7 +60,12 @@
  *                              servers speak HTTP/1.1 only, true is logged.
  *   health_probe_bind_address  --health-probe-bind-address ("0" turns it off).
  *   watch_namespace            --namespace, else WATCH_NAMESPACE: NULL (or the
- *                              environment's "") watches every namespace.
+ *                              environment's "") watches every namespace; else
+ *                              the value as given ("a" or "a,b").
+ *   watch_namespaces, watch_namespaces_len  the same split at commas (each a
+ *                              DNS label, none empty or repeated): {"a"} or
+ *                              {"a", "b"}; 0 for every namespace. The strings
+ *                              live in watch_namespaces_buf.
  *   max_concurrent_reconciles  --max-concurrent-reconciles (default 1).
  *   The logs, as controller-runtime's zap flags (its zap.Options.BindFlags):
  *   log_level                  --zap-log-level (alias --log-level): debug, info,
@@ -110,6 +118,9 @@ typedef struct kop_flags {
   bool show_help;
   bool tracing;
   bool debug_endpoints;
+  const char *watch_namespaces[KOP_MAX_NAMESPACES];
+  size_t watch_namespaces_len;
+  char watch_namespaces_buf[KOP_MAX_NAMESPACES * 64];
 } kop_flags;
 
 /*
@@ -146,6 +157,17 @@ const char *kop_flags_name(size_t i);
  * "HOST:PORT" or "[IPv6]:PORT" with PORT 0..65535.
  */
 bool kop_valid_address(const char *addr);
+
+/*
+ * kop_parse_namespaces reads a namespace list ("" for all, "a", "a,b") into
+ * out's watch_namespace (value itself, borrowed; NULL for "") and
+ * watch_namespaces. Returns 0, or -1 with a one-line reason in msg naming
+ * origin ("--namespace", "environment variable WATCH_NAMESPACE") and the bad
+ * entry: an empty one ("a,,b", "a,"), one that is not a DNS label, a repeated
+ * one, more than KOP_MAX_NAMESPACES, or a value that does not fit.
+ */
+int kop_parse_namespaces(const char *value, kop_flags *out, const char *origin, char *msg,
+                         size_t size);
 
 /* kop_valid_dns_label tells whether s is an RFC 1123 label (a namespace name). */
 bool kop_valid_dns_label(const char *s);

@@ -124,7 +124,12 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
   rec.directory_namespace = dir_ns;
   memset(&mo, 0, sizeof(mo));
   mo.config = cfg;
-  mo.default_namespace = flags->watch_namespace;
+  if (flags->watch_namespaces_len > 1) { /* --namespace a,b: one list-watch per namespace */
+    mo.default_namespaces = flags->watch_namespaces;
+    mo.default_namespaces_len = flags->watch_namespaces_len;
+  } else {
+    mo.default_namespace = flags->watch_namespace;
+  }
   kcr_error_clear(&err);
   rc = kcr_manager_create(&mo, &m, &err);
   if (rc == 0) {

@@ -88,6 +88,14 @@ typedef struct kcr_manager kcr_manager_t;
  *                     informer's period is jittered to [0.9, 1.1) of it, as
  *                     controller-runtime does (kcr_cache_options.resync_jitter).
  *                     Before this option the manager never resynced.
+ *   default_namespaces, default_namespaces_len  watch only this set of
+ *                     namespaces (an array, copied; controller-runtime's
+ *                     cache.Options.DefaultNamespaces): each namespaced kind's
+ *                     informer is one list-watch per namespace, reads outside
+ *                     the set fail, lists of all namespaces merge them
+ *                     (kcr_cache_options.default_namespaces). Not with
+ *                     default_namespace (KCR_EINVAL from kcr_manager_create);
+ *                     a set of one is the same as default_namespace.
  */
 typedef struct kcr_manager_options {
   kcr_rest_config_t *config;
@@ -103,6 +111,8 @@ typedef struct kcr_manager_options {
   size_t disable_cache_for_len;
   bool reader_fail_on_missing_informer;
   int64_t sync_period_ns;
+  const char *const *default_namespaces;
+  size_t default_namespaces_len;
 } kcr_manager_options;
 
 /*

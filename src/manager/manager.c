@@ -225,6 +225,8 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
                          : o->sync_period_ns < 0 ? 0
                                                  : o->sync_period_ns;
   cao.resync_jitter = true;
+  cao.default_namespaces = o->default_namespaces; /* copied by the cache */
+  cao.default_namespaces_len = o->default_namespaces_len;
   rc = kcr_client_create(&co, &m->client, err);
   if (rc == 0)
     rc = kcr_rest_mapper_create(m->client, &m->mapper, err);

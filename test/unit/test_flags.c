@@ -241,8 +241,61 @@ static void test_flags_watch_namespace_env(void **state) {
   assert_string_equal(f.watch_namespace, "team-b");
   assert_int_equal(parse(NULL, env_bad, &f, msg, sizeof msg), -1);
   assert_non_null(strstr(msg, "environment variable WATCH_NAMESPACE"));
-  assert_int_equal(parse(NULL, env_multi, &f, msg, sizeof msg), -1);
-  assert_non_null(strstr(msg, "one namespace only"));
+  /* Comma-separated, as operator-sdk's WATCH_NAMESPACE (refused before). */
+  assert_int_equal(parse(NULL, env_multi, &f, msg, sizeof msg), 0);
+  assert_string_equal(f.watch_namespace, "a,b");
+  assert_int_equal(f.watch_namespaces_len, 2);
+  assert_string_equal(f.watch_namespaces[0], "a");
+  assert_string_equal(f.watch_namespaces[1], "b");
+  /* One namespace stays one: the same string as before, a list of one. */
+  assert_int_equal(parse(NULL, env_ok, &f, msg, sizeof msg), 0);
+  assert_int_equal(f.watch_namespaces_len, 1);
+  assert_string_equal(f.watch_namespaces[0], "apps");
+  assert_int_equal(parse(NULL, env_empty, &f, msg, sizeof msg), 0);
+  assert_int_equal(f.watch_namespaces_len, 0);
+}
+
+/* --namespace a,b: the list, and every bad list refused with its reason. */
+static void test_flags_namespace_list(void **state) {
+  static const struct {
+    const char *arg, *want;
+  } bad[] = {
+      {"--namespace=a,,b", "an empty namespace in the list"},
+      {"--namespace=a,", "an empty namespace in the list"},
+      {"--namespace=,a", "an empty namespace in the list"},
+      {"--namespace=a,B", "invalid namespace \"B\" for --namespace"},
+      {"--namespace=a, b", "invalid namespace \" b\" for --namespace"},
+      {"--namespace=a,b,a", "namespace \"a\" is given twice"},
+  };
+  static char env_c[] = "WATCH_NAMESPACE=c";
+  static char env_bad[] = "WATCH_NAMESPACE=c,,d";
+  char *env[] = {env_c, NULL}, *envb[] = {env_bad, NULL};
+  static const char *const ab[] = {"--namespace", "team-a,team-b", NULL};
+  kop_flags f;
+  char msg[256], big[(KOP_MAX_NAMESPACES + 1) * 6 + 16];
+  const char *many[] = {big, NULL};
+  size_t off = 0;
+  (void)state;
+  assert_int_equal(parse(ab, env, &f, msg, sizeof msg), 0); /* the flag wins */
+  assert_string_equal(f.watch_namespace, "team-a,team-b");
+  assert_int_equal(f.watch_namespaces_len, 2);
+  assert_string_equal(f.watch_namespaces[0], "team-a");
+  assert_string_equal(f.watch_namespaces[1], "team-b");
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *argv[] = {bad[i].arg, NULL};
+    msg[0] = '\0';
+    assert_int_equal(parse(argv, NULL, &f, msg, sizeof msg), -1);
+    if (!strstr(msg, bad[i].want))
+      fail_msg("%s: got \"%s\", want \"%s\"", bad[i].arg, msg, bad[i].want);
+  }
+  assert_int_equal(parse(NULL, envb, &f, msg, sizeof msg), -1);
+  assert_non_null(strstr(msg, "environment variable WATCH_NAMESPACE"));
+  assert_non_null(strstr(msg, "an empty namespace"));
+  off += (size_t)snprintf(big, sizeof big, "--namespace=");
+  for (int i = 0; i <= KOP_MAX_NAMESPACES; i++)
+    off += (size_t)snprintf(big + off, sizeof big - off, "%sn%x", i ? "," : "", i);
+  assert_int_equal(parse(many, NULL, &f, msg, sizeof msg), -1);
+  assert_non_null(strstr(msg, "more than 256 namespaces"));
 }
 
 /* controller-runtime's zap flags: levels, integer verbosity, encoders, devel, times. */
@@ -345,6 +398,7 @@ int main(void) {
       cmocka_unit_test(test_flags_addresses),
       cmocka_unit_test(test_flags_dns_names),
       cmocka_unit_test(test_flags_watch_namespace_env),
+      cmocka_unit_test(test_flags_namespace_list),
       cmocka_unit_test(test_flags_zap),
       cmocka_unit_test(test_flags_usage_lists_every_flag),
   };
