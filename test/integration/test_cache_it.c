@@ -4,9 +4,11 @@
  * of ConfigMaps (namespace, label selector, field index), the NotFound error's
  * shape, reads that wait for a new informer's sync, scope errors, a CRD installed
  * after the cache started, a metadata-only Secret informer, and
- * read-your-own-writes under a burst of 50 updates.
+ * read-your-own-writes under a burst of 50 updates, and a manager whose cache
+ * holds a set of namespaces (two of three).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +28,14 @@
 #include "kcr/client.h"
 #include "kcr/config.h"
 #include "kcr/informer.h"
+#include "kcr/manager.h"
 #include "kcr/meta.h"
 #include "kcr_itutil.h"
 #include "kcr_testenv.h"
 
 static const kcr_gvr configmaps = {"", "v1", "configmaps"};
 static const kcr_gvr secrets = {"", "v1", "secrets"};
+static const kcr_gvr namespaces_gvr = {"", "v1", "namespaces"};
 static const kcr_gvr crds = {"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
 static const kcr_gvr widgets = {"cacheit.kcr.dev", "v1", "widgets"};
 static const kcr_gvk cm_gvk = {"", "v1", "ConfigMap"};
@@ -374,6 +378,133 @@ static void test_cache_it_read_your_own_writes(void **state) {
   kcr_cache_destroy(c);
 }
 
+static void create_cm_in(const char *where, const char *name) {
+  json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+                        "metadata", "name", name, "data", "where", where);
+  CHECK(kcr_client_create_object(client, &configmaps, where, o, NULL, NULL, E));
+  json_decref(o);
+}
+
+typedef struct heard {
+  pthread_mutex_t mu;
+  char want[64]; /* the namespace of the ConfigMap waited for */
+  int live;      /* adds of "new" in want after the initial list */
+  int initial;   /* initial adds */
+} heard_t;
+
+static void heard_add(json_t *obj, bool initial, void *data) {
+  heard_t *h = data;
+  pthread_mutex_lock(&h->mu);
+  if (initial)
+    h->initial++;
+  else if (strcmp(kcr_meta_name(obj), "new") == 0 && strcmp(kcr_meta_namespace(obj), h->want) == 0)
+    h->live++;
+  pthread_mutex_unlock(&h->mu);
+}
+
+/* has_name tells whether a List holds an object named name in namespace where. */
+static bool has_name(json_t *list, const char *where, const char *name) {
+  json_t *item;
+  size_t i;
+  json_array_foreach(kcr_list_items(list), i, item) {
+    if (strcmp(kcr_meta_name(item), name) == 0 && strcmp(kcr_meta_namespace(item), where) == 0)
+      return true;
+  }
+  return false;
+}
+
+/*
+ * A manager caching namespaces {a, b} of three with ConfigMaps in all: a list
+ * of all returns a's and b's only, a get in c is the clear error, a new
+ * ConfigMap in b reaches an event handler, and the cluster-scoped Namespace
+ * kind is still listed whole.
+ */
+static void test_cache_it_namespace_set(void **state) {
+  char a[64], b[64], c3[64];
+  const char *set[2];
+  kcr_manager_options mo;
+  kcr_manager_t *m = NULL;
+  const kcr_objclient *mc;
+  kcr_informer_t *inf = NULL;
+  heard_t heard = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  kcr_event_handler h = {heard_add, NULL, NULL, &heard};
+  json_t *list = NULL, *obj = NULL, *item;
+  kcr_error_t err;
+  size_t i;
+  (void)state;
+
+  assert_int_equal(kcr_it_create_namespace(client, "kcr-it-nsa", a, sizeof(a)), 0);
+  assert_int_equal(kcr_it_create_namespace(client, "kcr-it-nsb", b, sizeof(b)), 0);
+  assert_int_equal(kcr_it_create_namespace(client, "kcr-it-nsc", c3, sizeof(c3)), 0);
+  create_cm_in(a, "in-a");
+  create_cm_in(b, "in-b");
+  create_cm_in(c3, "in-c");
+  set[0] = a;
+  set[1] = b;
+  memset(&mo, 0, sizeof(mo));
+  mo.config = config;
+  mo.no_signal_handlers = true;
+  mo.cache_sync_timeout_ns = 60 * KCR_NSEC_PER_SEC;
+  mo.default_namespaces = set;
+  mo.default_namespaces_len = 2;
+  CHECK(kcr_manager_create(&mo, &m, E));
+  mc = kcr_manager_client(m);
+
+  CHECK(kcr_objclient_list(mc, &cm_gvk, NULL, &list, E));
+  assert_true(has_name(list, a, "in-a"));
+  assert_true(has_name(list, b, "in-b"));
+  assert_false(has_name(list, c3, "in-c"));
+  json_array_foreach(kcr_list_items(list), i, item) {
+    const char *where = kcr_meta_namespace(item);
+    if (strcmp(where, a) != 0 && strcmp(where, b) != 0)
+      fail_msg("list of all: %s/%s is outside the set", where, kcr_meta_name(item));
+  }
+  json_decref(list);
+  CHECK(kcr_objclient_list(mc, &cm_gvk, &(kcr_list_options){.ns = b}, &list, E));
+  assert_true(has_name(list, b, "in-b"));
+  assert_false(has_name(list, a, "in-a"));
+  json_decref(list);
+
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_objclient_get(mc, &cm_gvk, c3, "in-c", &obj, &err), KCR_EINVAL);
+  assert_null(obj);
+  if (!strstr(err.message, "because of unknown namespace for the cache"))
+    fail_msg("get in c: %s", err.message);
+  CHECK(kcr_objclient_get(mc, &cm_gvk, a, "in-a", &obj, E));
+  json_decref(obj);
+
+  /* A new ConfigMap in b reaches a handler of the kind's one informer. */
+  snprintf(heard.want, sizeof(heard.want), "%s", b);
+  CHECK(kcr_manager_get_informer(m, &cm_gvk, &inf, E));
+  CHECK(kcr_informer_add_handler(inf, &h, NULL, E));
+  create_cm_in(b, "new");
+  for (int t = 0; t < 300; t++) {
+    int live;
+    pthread_mutex_lock(&heard.mu);
+    live = heard.live;
+    pthread_mutex_unlock(&heard.mu);
+    if (live)
+      break;
+    kcr_it_sleep_ms(100);
+  }
+  pthread_mutex_lock(&heard.mu);
+  assert_int_equal(heard.live, 1);
+  assert_true(heard.initial >= 2); /* in-a, in-b (and each namespace's kube-root-ca.crt) */
+  pthread_mutex_unlock(&heard.mu);
+
+  /* Cluster-scoped: every namespace, the one outside the set included. */
+  CHECK(kcr_objclient_list(mc, &ns_gvk, NULL, &list, E));
+  assert_true(has_name(list, "", a));
+  assert_true(has_name(list, "", c3));
+  assert_true(has_name(list, "", "default"));
+  json_decref(list);
+
+  kcr_manager_destroy(m);
+  kcr_client_delete(client, &namespaces_gvr, NULL, a, NULL, NULL, NULL);
+  kcr_client_delete(client, &namespaces_gvr, NULL, b, NULL, NULL, NULL);
+  kcr_client_delete(client, &namespaces_gvr, NULL, c3, NULL, NULL, NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cache_it_configmaps),
@@ -381,6 +512,7 @@ int main(void) {
       cmocka_unit_test(test_cache_it_metadata_only_secrets),
       cmocka_unit_test(test_cache_it_crd_after_start),
       cmocka_unit_test(test_cache_it_read_your_own_writes),
+      cmocka_unit_test(test_cache_it_namespace_set),
   };
   return cmocka_run_group_tests_name("cache_it", tests, group_setup, group_teardown);
 }
