@@ -134,8 +134,14 @@ k create ns "$ns" >/dev/null
 make test-integration >"$work/it.log" 2>&1 || { cat "$work/it.log" >&2; fail "make test-integration"; }
 grep -q '100% tests passed, 0 tests failed out of 1' "$work/it.log" ||
   { cat "$work/it.log" >&2; fail "make test-integration: not 1 integration test"; }
-build/manager --kubeconfig "$kubeconfig" --namespace "$ns" --health-probe-bind-address 127.0.0.1:0 \
-  >"$work/manager.log" 2>&1 &
+# A bad namespace list is refused before anything starts (exit 2).
+rc=0
+build/manager --namespace "$ns,,default" >"$work/badns.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q 'an empty namespace' "$work/badns.log" ||
+  { cat "$work/badns.log" >&2; fail "--namespace with an empty entry: exit $rc"; }
+# Two namespaces from WATCH_NAMESPACE (no --namespace): one list-watch each.
+WATCH_NAMESPACE="$ns,default" build/manager --kubeconfig "$kubeconfig" \
+  --health-probe-bind-address 127.0.0.1:0 >"$work/manager.log" 2>&1 &
 pid=$!
 k -n "$ns" apply -f config/samples/demo_v1_widget.yaml >/dev/null
 observed() {
