@@ -5,10 +5,12 @@
 #   - A ServiceAccount holds Roles only: config/rbac-namespaced (the manager Role
 #     in the watched namespace, the directory Role in its own) and config/rbac's
 #     leader-election Role; the operator runs with a kubeconfig holding nothing but
-#     that ServiceAccount's token, WATCH_NAMESPACE set to the watched namespace,
-#     leader election on.
+#     that ServiceAccount's token, WATCH_NAMESPACE set to two watched namespaces
+#     (comma-separated: one list-watch each; the manager Role in each), leader
+#     election on.
 #   - Sufficient: the sample App gets its children, status, finalizer and directory
 #     entry; deleting it runs the finalizer; the operator logs no Forbidden.
+#   - The second watched namespace's App is reconciled too.
 #   - Scoped: an App in another namespace is not touched.
 #   - Tight: the token cannot create Deployments elsewhere or list them across the
 #     cluster, and config/rbac-namespaced/role.yaml grants exactly the rules of
@@ -19,6 +21,7 @@ set -euo pipefail
 port=$(sed -n 's/^kube-apiserver=//p' "$cluster/run/ports")
 sa=kcr-controller-manager
 ns=kcr-nsd-$$       # the watched namespace (kcr-apps in the manifests)
+ns2=kcr-nsd-b-$$    # a second watched namespace
 opns=kcr-nsd-op-$$  # the operator's namespace (kcr-system in the manifests)
 other=kcr-nsd-x-$$  # a namespace it must not touch
 apps_ns=$ns
@@ -32,7 +35,7 @@ rules() { k create --dry-run=client -o json -f "$1" | jq -S .rules; }
   fail "config/rbac-namespaced/role.yaml and config/rbac/role.yaml grant different rules"
 
 install_crd
-make_namespaces "$ns" "$opns" "$other"
+make_namespaces "$ns" "$ns2" "$opns" "$other"
 k -n "$opns" create serviceaccount "$sa" >/dev/null
 # Roles only: config/rbac-namespaced, and config/rbac's leader-election Role.
 # config/rbac's, as config/default renders it (kcr- names in kcr-system).
@@ -41,6 +44,10 @@ bash "$root/test/integration/render_config.sh" "$kubectl_bin" "$root/config/defa
 for f in "$root"/config/rbac-namespaced/*role*.yaml "$rdir"/Role_kcr-leader-election-role.yaml \
   "$rdir"/RoleBinding_kcr-leader-election-rolebinding.yaml; do
   place "$f" | k apply -f - >/dev/null
+done
+# The manager Role and its binding in the second watched namespace as well.
+for f in "$root"/config/rbac-namespaced/role.yaml "$root"/config/rbac-namespaced/role_binding.yaml; do
+  place "$f" | sed "s/namespace: $ns\$/namespace: $ns2/" | k apply -f - >/dev/null
 done
 [ -z "$(k get clusterrolebinding -o json | jq -r --arg ns "$opns" \
   '.items[] | select(.subjects[]? | .kind == "ServiceAccount" and .namespace == $ns) | .metadata.name')" ] ||
@@ -54,11 +61,12 @@ ksa config set-credentials sa --token="$token" >/dev/null
 ksa config set-context c --cluster=c --user=sa >/dev/null
 ksa config use-context c >/dev/null
 
-WATCH_NAMESPACE=$ns POD_NAMESPACE=$opns "$op" --kubeconfig "$work/sa.kubeconfig" \
+WATCH_NAMESPACE=$ns,$ns2 POD_NAMESPACE=$opns "$op" --kubeconfig "$work/sa.kubeconfig" \
   --leader-elect --leader-election-namespace "$opns" --health-probe-bind-address=127.0.0.1:0 \
   --log-format=console >"$work/operator.log" 2>&1 &
 pid=$!
-wait_for 30 "the watch namespace from WATCH_NAMESPACE" grep -q "watch namespace $ns," "$work/operator.log"
+wait_for 30 "the watch namespaces from WATCH_NAMESPACE" grep -q "watch namespace $ns,$ns2," \
+  "$work/operator.log"
 
 # Sufficient.
 k -n "$ns" apply -f "$root/config/samples/kcr_v1alpha1_app.yaml" >/dev/null
@@ -73,6 +81,13 @@ gen=$(jp app/app-sample '{.metadata.generation}')
 wait_for 30 "status.observedGeneration $gen" eq app/app-sample '{.status.observedGeneration}' "$gen"
 [ -n "$(k -n "$opns" get lease kcr-operator.kcr.dev -o 'jsonpath={.spec.holderIdentity}')" ] ||
   fail "no Lease holder in $opns"
+
+# The second watched namespace.
+k -n "$ns2" apply -f "$root/config/samples/kcr_v1alpha1_app.yaml" >/dev/null
+uid2=$(k -n "$ns2" get app app-sample -o 'jsonpath={.metadata.uid}')
+owned2() { [ "$(k -n "$ns2" get deploy app-sample -o 'jsonpath={.metadata.ownerReferences[0].uid}' 2>/dev/null)" = "$uid2" ]; }
+wait_for 60 "deploy/app-sample in $ns2" owned2
+k -n "$ns2" delete app app-sample --timeout=60s >/dev/null || fail "the App in $ns2 was not deleted within 60s"
 
 # Scoped: an App elsewhere is not the operator's business.
 k -n "$other" apply -f "$root/config/samples/kcr_v1alpha1_app.yaml" >/dev/null
