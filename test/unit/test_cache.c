@@ -846,6 +846,8 @@ static void test_cache_namespace_set(void **state) {
   kcr_event_handler h = {seen_add, NULL, NULL, &seen};
   uint64_t id = 0;
 
+  /* An index made before the first read is on every namespace's store. */
+  assert_int_equal(kcr_cache_add_index(f->cache, &cm_gvk, "color", color_index, NULL, NULL), 0);
   expect_list(f->cache, &cm_gvk, NULL, "one,r,three,two");
   assert_int_equal(atomic_load(&cm_lists), 2);
   assert_int_equal(atomic_load(&cm_all_lists), 0);
@@ -854,6 +856,13 @@ static void test_cache_namespace_set(void **state) {
   expect_list(f->cache, &cm_gvk, &(kcr_list_options){.label_selector = "app=web"}, "one,three");
   expect_list(f->cache, &cm_gvk, &(kcr_list_options){.field_selector = "metadata.namespace=b"},
               "three");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.index = "color", .index_value = "red"},
+              "one,three");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.field_selector = "color=red"}, "one,three");
+  /* Pages across the merge: a/one, a/r | a/two, b/three. */
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.limit = 2}, "one,r");
+  expect_list(f->cache, &cm_gvk, &(kcr_list_options){.limit = 2, .continue_token = "a/r"},
+              "three,two");
   /* The merged list is ordered by namespace/name and carries a version. */
   assert_int_equal(kcr_cache_list(f->cache, &cm_gvk, NULL, &list, NULL), 0);
   assert_string_equal(kcr_meta_namespace(json_array_get(kcr_list_items(list), 3)), "b");
