@@ -117,11 +117,11 @@ static int refuse(char *msg, size_t size, const char *fmt, ...) KCR_PRINTF(3, 4)
 
 static int refuse(char *msg, size_t size, const char *fmt, ...) {
   va_list ap;
+  va_start(ap, fmt);
   if (size > 0) {
-    va_start(ap, fmt);
     vsnprintf(msg, size, fmt, ap);
-    va_end(ap);
   }
+  va_end(ap);
   return -1;
 }
 

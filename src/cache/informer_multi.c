@@ -196,7 +196,10 @@ int kcr__informer_multi_create(const kcr_informer_options *o, kcr_informer_t **o
   int rc = 0;
 
   *out = NULL;
-  if (!m || !(m->parts = kcr__calloc(o->namespaces_len, sizeof(*m->parts)))) {
+  /* An array of pointers: the elements are kcr_informer_t *, on purpose. */
+  if (!m ||
+      !(m->parts = kcr__calloc(o->namespaces_len,
+                               sizeof(kcr_informer_t *)))) { // NOLINT(bugprone-sizeof-expression)
     kcr__free(m);
     return kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
   }
