@@ -10,9 +10,10 @@
  * threads of their own, so the shim takes the registration's call_mu around
  * the user's call: the handler is called one at a time, as kcr/informer.h
  * promises, in order within a namespace. A handler removed from inside its own
- * call is only marked (its shims skip it from then on); the parts drop their
- * shims at stop, since waiting for the other parts' calls there would wait on
- * the call_mu the caller holds.
+ * call is only marked (its shims skip it from then on, has_synced is false);
+ * the parts drop their shims at destroy, or at a second remove from outside,
+ * since waiting for the other parts' calls there would wait on the call_mu
+ * the caller holds.
  *
  * Lock order: a registration's call_mu -> the parts' locks (a shim holds it
  * while the part's listener waits on nothing else); mu (registrations) is held
@@ -20,6 +21,7 @@
  */
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,7 +36,7 @@ typedef struct reg {
   uint64_t id;
   kcr_event_handler user;
   pthread_mutex_t call_mu;
-  bool removed; /* protected by call_mu */
+  atomic_bool removed; /* set under call_mu; read anywhere */
   uint64_t ids[];
 } reg_t;
 
@@ -72,7 +74,7 @@ int kcr__namespaces_check(const char *const *ns, size_t n, const char *who, kcr_
 
 static bool enter(reg_t *r) {
   pthread_mutex_lock(&r->call_mu);
-  if (r->removed) {
+  if (atomic_load(&r->removed)) {
     pthread_mutex_unlock(&r->call_mu);
     return false;
   }
@@ -163,14 +165,16 @@ int kcr__multi_add_handler(kcr__multi_t *m, const kcr_event_handler *h, uint64_t
 void kcr__multi_remove_handler(kcr__multi_t *m, uint64_t id) {
   reg_t *r;
   if (current && current->id == id && find_reg(m, id, false) == current) {
-    current->removed = true; /* this thread holds its call_mu */
+    /* This thread holds its call_mu: waiting for the other parts' calls
+     * would wait on it. Only marked; a later remove (or destroy) drops it. */
+    atomic_store(&current->removed, true);
     return;
   }
   r = find_reg(m, id, true);
   if (!r)
     return;
   pthread_mutex_lock(&r->call_mu); /* waits out a call in progress */
-  r->removed = true;
+  atomic_store(&r->removed, true);
   pthread_mutex_unlock(&r->call_mu);
   for (size_t i = 0; i < m->n; i++)
     kcr_informer_remove_handler(m->parts[i], r->ids[i]);
@@ -179,7 +183,7 @@ void kcr__multi_remove_handler(kcr__multi_t *m, uint64_t id) {
 
 bool kcr__multi_handler_has_synced(kcr__multi_t *m, uint64_t id) {
   reg_t *r = find_reg(m, id, false);
-  if (!r)
+  if (!r || atomic_load(&r->removed))
     return false;
   for (size_t i = 0; i < m->n; i++)
     if (!kcr_informer_handler_has_synced(m->parts[i], r->ids[i]))

@@ -829,6 +829,41 @@ static void seen_add(json_t *obj, bool initial, void *data) {
   pthread_mutex_unlock(&s->mu);
 }
 
+typedef struct self_remover {
+  kcr_informer_t *inf;
+  atomic_ulong id;
+  atomic_int calls;
+} self_remover_t;
+
+static void remove_self(json_t *obj, bool initial, void *data) {
+  self_remover_t *r = data;
+  (void)obj;
+  (void)initial;
+  atomic_fetch_add(&r->calls, 1);
+  while (!atomic_load(&r->id)) /* add_handler has not returned the id yet */
+    usleep(1000);
+  kcr_informer_remove_handler(r->inf, atomic_load(&r->id));
+}
+
+/* A handler of a namespace set that removes itself from inside its call is
+ * not called again, by any namespace (as an ordinary informer's). */
+static void test_cache_namespace_set_remove_inside(void **state) {
+  fixture *f = *state;
+  self_remover_t r = {0};
+  kcr_event_handler h = {remove_self, NULL, NULL, &r};
+  uint64_t id = 0;
+  assert_int_equal(kcr_cache_get_informer(f->cache, &cm_gvk, &r.inf, NULL), 0);
+  assert_int_equal(kcr_cache_wait_for_sync(f->cache, 10 * KCR_NSEC_PER_SEC, NULL), 0);
+  assert_int_equal(kcr_informer_add_handler(r.inf, &h, &id, NULL), 0);
+  atomic_store(&r.id, id);
+  for (int i = 0; i < 500 && !atomic_load(&r.calls); i++)
+    usleep(10000);
+  usleep(200000); /* the other namespace's initial adds, were they delivered */
+  assert_int_equal(atomic_load(&r.calls), 1);
+  assert_false(kcr_informer_handler_has_synced(r.inf, id));
+  kcr_informer_remove_handler(r.inf, id); /* from outside: drops it for good */
+}
+
 /*
  * A cache of the namespace set {a, b}: each namespace is listed on its own (no
  * cluster-wide list), a list of all merges both, a list of one reads that one,
@@ -1041,6 +1076,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_cache_default_namespace, setup_ns_a, teardown),
       cmocka_unit_test_setup_teardown(test_cache_namespace_set, setup_ns_set, teardown),
       cmocka_unit_test_setup_teardown(test_cache_namespace_set_by_object, setup_ns_set, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_namespace_set_remove_inside, setup_ns_set,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_informer_namespace_set_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_sync_timeout, setup_short, teardown),
       cmocka_unit_test_setup_teardown(test_cache_wait_for_sync, setup, teardown),
