@@ -37,7 +37,9 @@
 
 typedef struct chan_watch {
   kcr__list_node_t link; /* in the source's watches */
-  kcr_controller_t *ctl;
+  kcr_controller_t *ctl; /* only compared, never called: channel.c calls nothing in
+                          * controller.c (no dependency circle) */
+  kcr_workqueue_t *q;    /* ctl's */
   kcr_map_fn fn;
   void *fn_data;
   kcr_predicate_t *pred;
@@ -87,23 +89,23 @@ void kcr_channel_source_destroy(kcr_channel_source_t *s) {
   kcr__free(s);
 }
 
-int kcr__channel_watch(kcr_controller_t *c, kcr_channel_source_t *s, kcr_map_fn fn, void *data,
-                       kcr_predicate_t *pred, kcr_error_t *err) {
+int kcr__channel_watch(kcr_controller_t *c, kcr_workqueue_t *q, const char *name,
+                       kcr_channel_source_t *s, kcr_map_fn fn, void *data, kcr_predicate_t *pred,
+                       kcr_error_t *err) {
   chan_watch_t *w;
   if (kcr__predicate_failed(pred))
-    return kcr_error_set(err, KCR_ENOMEM, "controller %s: predicate: out of memory",
-                         kcr_controller_name(c));
+    return kcr_error_set(err, KCR_ENOMEM, "controller %s: predicate: out of memory", name);
   if (!s) {
     kcr_predicate_destroy(pred);
-    return kcr_error_set(err, KCR_EINVAL, "controller %s: no channel source",
-                         kcr_controller_name(c));
+    return kcr_error_set(err, KCR_EINVAL, "controller %s: no channel source", name);
   }
   w = kcr__calloc(1, sizeof(*w));
   if (!w) {
     kcr_predicate_destroy(pred);
-    return kcr_error_set(err, KCR_ENOMEM, "controller %s: out of memory", kcr_controller_name(c));
+    return kcr_error_set(err, KCR_ENOMEM, "controller %s: out of memory", name);
   }
   w->ctl = c;
+  w->q = q;
   w->fn = fn;
   w->fn_data = data;
   w->pred = pred;
@@ -151,7 +153,7 @@ int kcr_channel_source_push(kcr_channel_source_t *s, const char *ns, const char 
                          KCR_META_KEY_MAX - 1);
   pthread_rwlock_rdlock(&s->mu);
   KCR__LIST_EACH(&s->watches, chan_watch_t, link, w) {
-    if (kcr_workqueue_add(kcr_controller_queue(w->ctl), key) == KCR_ENOMEM && rc == 0)
+    if (kcr_workqueue_add(w->q, key) == KCR_ENOMEM && rc == 0)
       rc = kcr_error_set(err, KCR_ENOMEM, "channel source: out of memory enqueueing %s", key);
   }
   pthread_rwlock_unlock(&s->mu);
@@ -168,7 +170,8 @@ int kcr_channel_source_push_object(kcr_channel_source_t *s, const json_t *obj, k
     if (!kcr_predicate_eval(w->pred, KCR_EVENT_GENERIC, NULL, obj))
       continue;
     if (w->fn) {
-      kcr__controller_map(w->ctl, w->fn, w->fn_data, obj);
+      kcr_requests_t r = {w->ctl, w->q};
+      w->fn(obj, &r, w->fn_data);
       continue;
     }
     if (request_key(kcr_meta_namespace(obj), kcr_meta_name(obj), key, sizeof(key)) != 0) {
@@ -178,7 +181,7 @@ int kcr_channel_source_push_object(kcr_channel_source_t *s, const json_t *obj, k
                            "watch a map function)");
       continue;
     }
-    if (kcr_workqueue_add(kcr_controller_queue(w->ctl), key) == KCR_ENOMEM && rc == 0)
+    if (kcr_workqueue_add(w->q, key) == KCR_ENOMEM && rc == 0)
       rc = kcr_error_set(err, KCR_ENOMEM, "channel source: out of memory enqueueing %s", key);
   }
   pthread_rwlock_unlock(&s->mu);

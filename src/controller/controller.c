@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cache/informer_multi_internal.h"
 #include "controller/controller_internal.h"
 #include "controller/trace_parent_internal.h"
 #include "kcr/apierror.h"
@@ -138,10 +139,6 @@ struct kcr_reconcile_ctx {
   char id[KCR_UUID_BUFSIZE];
   bool terminal;
   int64_t deadline; /* 0: none */
-};
-
-struct kcr_requests {
-  kcr_controller_t *c;
 };
 
 /* ---- the reconcile context ---- */
@@ -472,15 +469,10 @@ int kcr_controller_watches_informer(kcr_controller_t *c, kcr_informer_t *inf, kc
 
 int kcr_controller_watches_channel(kcr_controller_t *c, kcr_channel_source_t *s, kcr_map_fn fn,
                                    void *data, kcr_predicate_t *pred, kcr_error_t *err) {
-  int rc = kcr__channel_watch(c, s, fn, data, pred, err);
+  int rc = kcr__channel_watch(c, c->q, c->name, s, fn, data, pred, err);
   if (rc == 0)
     atomic_fetch_add(&c->nchannels, 1);
   return rc;
-}
-
-void kcr__controller_map(kcr_controller_t *c, kcr_map_fn fn, void *data, const json_t *obj) {
-  kcr_requests_t r = {c};
-  fn(obj, &r, data);
 }
 
 static bool pass(watch_t *w, kcr_event_type t, const json_t *old_obj, const json_t *obj);
@@ -506,11 +498,34 @@ static int reconcile_one(const char *key, const char *json, size_t len, void *da
   return rc == KCR_ENOMEM ? (a->rc = KCR_ENOMEM) : 0;
 }
 
-int kcr_controller_reconcile_all(kcr_controller_t *c, kcr_error_t *err) {
-  watch_t *fw = NULL;
+/* reconcile_store enqueues what one store holds for reconcile_all; the
+ * number queued or a negative kcr_err. */
+static int reconcile_store(kcr_controller_t *c, watch_t *fw, kcr_store_t *st) {
   all_walk_t a = {0};
   char **keys = NULL;
   size_t n = 0;
+  if (fw->pred || c->nfilters > 0) { /* each object through the watch's predicates */
+    a.w = fw;
+    kcr_store_foreach(st, reconcile_one, &a);
+    return a.rc ? a.rc : a.added;
+  }
+  if (kcr_store_list_keys(st, &keys, &n) != 0)
+    return KCR_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    if (kcr_workqueue_add(c->q, keys[i]) == KCR_ENOMEM) {
+      kcr_free(keys);
+      return KCR_ENOMEM;
+    }
+  }
+  kcr_free(keys);
+  return (int)n;
+}
+
+int kcr_controller_reconcile_all(kcr_controller_t *c, kcr_error_t *err) {
+  watch_t *fw = NULL;
+  kcr_informer_t *const *parts;
+  size_t nparts;
+  int total = 0;
   if (!is_started(c))
     return kcr_error_set(err, KCR_EINVAL, "controller %s: reconcile_all before start", c->name);
   KCR__LIST_EACH(&c->watches, watch_t, link, w) {
@@ -522,24 +537,15 @@ int kcr_controller_reconcile_all(kcr_controller_t *c, kcr_error_t *err) {
                          "controller %s: reconcile_all needs a primary kind "
                          "(for())",
                          c->name);
-  if (fw->pred || c->nfilters > 0) { /* each object through the watch's predicates */
-    a.w = fw;
-    kcr_store_foreach(kcr_informer_store(fw->inf), reconcile_one, &a);
-    if (a.rc)
-      return kcr_error_set(err, a.rc, "controller %s: out of memory enqueueing", c->name);
-    return a.added;
+  /* An informer over a set of namespaces has a store per namespace. */
+  nparts = kcr__informer_parts(fw->inf, &parts);
+  for (size_t i = 0; i < nparts; i++) {
+    int rc = reconcile_store(c, fw, kcr_informer_store(parts[i]));
+    if (rc < 0)
+      return kcr_error_set(err, rc, "controller %s: out of memory enqueueing", c->name);
+    total += rc;
   }
-  if (kcr_store_list_keys(kcr_informer_store(fw->inf), &keys, &n) != 0)
-    return kcr_error_set(err, KCR_ENOMEM, "controller %s: out of memory listing keys", c->name);
-  for (size_t i = 0; i < n; i++) {
-    if (kcr_workqueue_add(c->q, keys[i]) == KCR_ENOMEM) {
-      kcr_free(keys);
-      return kcr_error_set(err, KCR_ENOMEM, "controller %s: out of memory enqueueing", c->name);
-    }
-    a.added++;
-  }
-  kcr_free(keys);
-  return a.added;
+  return total;
 }
 
 int kcr_controller_add_event_filter(kcr_controller_t *c, kcr_predicate_t *pred, kcr_error_t *err) {
@@ -594,7 +600,7 @@ int kcr_requests_add(kcr_requests_t *r, const char *ns, const char *name) {
                   : snprintf(key, sizeof(key), "%s", name);
   if (n < 0 || (size_t)n >= sizeof(key))
     return KCR_ETOOBIG;
-  n = kcr_workqueue_add(r->c->q, key);
+  n = kcr_workqueue_add(r->q, key);
   return n == KCR_ECLOSED ? 0 : n;
 }
 
@@ -635,7 +641,7 @@ static void enqueue_for(watch_t *w, const json_t *obj) {
     enqueue_owners(c, obj);
     break;
   case W_MAP: {
-    kcr_requests_t r = {c};
+    kcr_requests_t r = {c, c->q};
     w->fn(obj, &r, w->fn_data);
     break;
   }

@@ -36,14 +36,19 @@ bool kcr__controller_handler(kcr_controller_t *c, size_t i, kcr_event_handler *o
  */
 void kcr__controller_set_primary_namespaced(kcr_controller_t *c, bool namespaced);
 
-/* kcr__controller_map runs fn on obj with a kcr_requests_t for c (a channel
- * source's generic event). */
-void kcr__controller_map(kcr_controller_t *c, kcr_map_fn fn, void *data, const json_t *obj);
+/* struct kcr_requests: what a map function adds to (kcr_requests_add): the
+ * controller, and its queue (so that channel.c, which calls nothing in
+ * controller.c, can make one). */
+struct kcr_requests {
+  kcr_controller_t *c;
+  kcr_workqueue_t *q;
+};
 
-/* kcr__channel_watch adds c's watch of s (kcr_controller_watches_channel).
- * pred stolen. */
-int kcr__channel_watch(kcr_controller_t *c, kcr_channel_source_t *s, kcr_map_fn fn, void *data,
-                       kcr_predicate_t *pred, kcr_error_t *err);
+/* kcr__channel_watch adds c's watch of s (kcr_controller_watches_channel):
+ * q is c's queue, name its name (both live as long as c). pred stolen. */
+int kcr__channel_watch(kcr_controller_t *c, kcr_workqueue_t *q, const char *name,
+                       kcr_channel_source_t *s, kcr_map_fn fn, void *data, kcr_predicate_t *pred,
+                       kcr_error_t *err);
 
 /* kcr__channel_forget_controller takes c's watches out of every channel
  * source; kcr_controller_destroy calls it first. */
