@@ -102,6 +102,8 @@ typedef struct sync_req {
   kcr__list_node_t cancel_link; /* in cancel->waiters; protected by cancel->mu */
 } sync_req;
 
+static int check_impersonation(const kcr_rest_config_t *cfg, kcr_error_t *err);
+
 /* ---- small helpers ---- */
 
 static void wipe_free(char *s) {
@@ -259,7 +261,7 @@ int kcr_client_create(const kcr_client_options *opts, kcr_client_t **out, kcr_er
     rc = kcr_error_set(err, KCR_ENOMEM, "client: out of memory");
     goto fail;
   }
-  if ((rc = setup_target(c, err)) != 0)
+  if ((rc = setup_target(c, err)) != 0 || (rc = check_impersonation(c->config, err)) != 0)
     goto fail;
   if (opts->metrics && (rc = register_metrics(c, opts->metrics, err)) != 0)
     goto fail;
@@ -639,13 +641,132 @@ static int add_header(struct curl_slist **headers, const char *name, const char 
   return 0;
 }
 
+/* ---- impersonation (client-go's impersonatingRoundTripper) ---- */
+
+/* The longest header line the client builds from configured values. */
+#define MAX_HEADER_LINE ((size_t)64 * 1024)
+
+/*
+ * add_named_header appends "name: value". An empty value goes as "name;",
+ * libcurl's way of sending a header with nothing after the colon: a bare
+ * "name:" would remove the header instead, where Go sends it empty.
+ */
+static int add_named_header(struct curl_slist **headers, const char *name, const char *value) {
+  kcr_buf_t line;
+  struct curl_slist *l;
+  int rc;
+  kcr_buf_init(&line, MAX_HEADER_LINE);
+  rc = *value ? kcr_buf_appendf(&line, "%s: %s", name, value) : kcr_buf_appendf(&line, "%s;", name);
+  if (rc == 0) {
+    l = curl_slist_append(*headers, kcr_buf_cstr(&line));
+    if (l)
+      *headers = l;
+    else
+      rc = KCR_ENOMEM;
+  }
+  kcr_buf_free(&line);
+  return rc;
+}
+
+/* header_token_byte: an RFC 7230 tchar other than '%', what client-go's
+ * headerKeyEscape leaves as it is. */
+static bool header_token_byte(unsigned char b) {
+  if ((b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z'))
+    return true;
+  return b != '\0' && strchr("!#$&'*+-.^_`|~", b) != NULL;
+}
+
+int kcr__client_header_key_escape(const char *key, kcr_buf_t *out) {
+  static const char hex[] = "0123456789ABCDEF";
+  int rc = 0;
+  for (const unsigned char *p = (const unsigned char *)key; *p && rc == 0; p++) {
+    if (header_token_byte(*p)) {
+      rc = kcr_buf_appendc(out, (char)*p);
+    } else {
+      char esc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+      rc = kcr_buf_append(out, esc, sizeof(esc));
+    }
+  }
+  return rc;
+}
+
+/* valid_header_value is Go's httpguts.ValidHeaderFieldValue: no control
+ * character but a tab. */
+static bool valid_header_value(const char *v) {
+  for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+    if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+      return false;
+  return true;
+}
+
+/*
+ * check_impersonation refuses, at create, impersonation values that cannot go
+ * in a header (Go's transport refuses each such request with "invalid header
+ * field value"): a CR or LF would end the header early. The message names the
+ * field, never the value.
+ */
+static int check_impersonation(const kcr_rest_config_t *cfg, kcr_error_t *err) {
+  const char *user = kcr_rest_config_impersonate_user(cfg);
+  const char *uid = kcr_rest_config_impersonate_uid(cfg);
+  const char *const *groups = kcr_rest_config_impersonate_groups(cfg);
+  const char *const *extra = kcr_rest_config_impersonate_extra(cfg);
+  const char *bad = NULL;
+  if (user && !valid_header_value(user))
+    bad = "as";
+  else if (uid && !valid_header_value(uid))
+    bad = "as-uid";
+  for (; !bad && groups && *groups; groups++)
+    if (!valid_header_value(*groups))
+      bad = "as-groups";
+  for (; !bad && extra && extra[0] && extra[1]; extra += 2)
+    if (!valid_header_value(extra[1]))
+      bad = "as-user-extra";
+  if (bad)
+    return kcr_error_set(err, KCR_ECONFIG,
+                         "client: a value of the user's %s holds a control character, which an "
+                         "HTTP header cannot carry",
+                         bad);
+  return 0;
+}
+
+/*
+ * add_impersonation adds client-go's impersonation headers: Impersonate-User,
+ * Impersonate-Uid, one Impersonate-Group per group and one
+ * Impersonate-Extra-<key> per value of each as-user-extra key, the key
+ * percent-encoded as client-go's headerKeyEscape does (the API server
+ * unescapes it, then lower-cases it).
+ */
+static int add_impersonation(const kcr_rest_config_t *cfg, struct curl_slist **headers) {
+  const char *user = kcr_rest_config_impersonate_user(cfg);
+  const char *uid = kcr_rest_config_impersonate_uid(cfg);
+  const char *const *groups = kcr_rest_config_impersonate_groups(cfg);
+  const char *const *extra = kcr_rest_config_impersonate_extra(cfg);
+  int rc = 0;
+  if (user)
+    rc = add_named_header(headers, "Impersonate-User", user);
+  if (rc == 0 && uid)
+    rc = add_named_header(headers, "Impersonate-Uid", uid);
+  for (; rc == 0 && groups && *groups; groups++)
+    rc = add_named_header(headers, "Impersonate-Group", *groups);
+  for (; rc == 0 && extra && extra[0] && extra[1]; extra += 2) {
+    kcr_buf_t name;
+    kcr_buf_init(&name, MAX_HEADER_LINE);
+    rc = kcr_buf_appends(&name, "Impersonate-Extra-");
+    if (rc == 0)
+      rc = kcr__client_header_key_escape(extra[0], &name);
+    if (rc == 0)
+      rc = add_named_header(headers, kcr_buf_cstr(&name), extra[1]);
+    kcr_buf_free(&name);
+  }
+  return rc;
+}
+
 int kcr__client_prepare(kcr_client_t *c, const char *method, const char *path, const char *accept,
                         const char *content_type, CURL **easy_out, struct curl_slist **headers_out,
                         kcr_error_t *err) {
   struct curl_slist *headers = NULL;
   const unsigned char *ca;
-  const char *proxy, *as;
-  const char *const *groups;
+  const char *proxy;
   size_t ca_len = 0;
   kcr_buf_t url;
   CURL *easy;
@@ -709,16 +830,8 @@ int kcr__client_prepare(kcr_client_t *c, const char *method, const char *path, c
   /* curl would otherwise wait a second for "100 Continue" on large bodies. */
   if ((rc = add_header(&headers, "Expect:", "")) != 0)
     goto fail_header;
-  if ((as = kcr_rest_config_impersonate_user(c->config)) != NULL &&
-      (rc = add_header(&headers, "Impersonate-User: ", as)) != 0)
+  if ((rc = add_impersonation(c->config, &headers)) != 0)
     goto fail_header;
-  if ((as = kcr_rest_config_impersonate_uid(c->config)) != NULL &&
-      (rc = add_header(&headers, "Impersonate-Uid: ", as)) != 0)
-    goto fail_header;
-  groups = kcr_rest_config_impersonate_groups(c->config);
-  for (; groups && *groups; groups++)
-    if ((rc = add_header(&headers, "Impersonate-Group: ", *groups)) != 0)
-      goto fail_header;
   /* W3C trace context: the apiserver's own spans (and etcd's behind them)
    * join the caller's trace. */
   {

@@ -68,4 +68,12 @@ int kcr__client_build_path(kcr_buf_t *b, const kcr_gvr *r, const char *ns, const
  */
 int kcr__client_add_param(kcr_buf_t *b, int *first, const char *key, const char *value);
 
+/*
+ * kcr__client_header_key_escape appends key to out as client-go's
+ * headerKeyEscape writes an Impersonate-Extra- key: every byte that is not an
+ * RFC 7230 token character, and '%', as %XX (upper-case hex). Returns 0 or a
+ * kcr_buf error.
+ */
+int kcr__client_header_key_escape(const char *key, kcr_buf_t *out);
+
 #endif /* KCR_CLIENT_INTERNAL_H */

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_client_transport.c: what the client adds around a request, against a
+ * scripted HTTP server on loopback: client-go's impersonation headers (extras
+ * included), the proxy chosen from the environment and the kubeconfig, and the
+ * API server's Warning headers.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/client_internal.h"
+#include "httpserver.h"
+#include "kcr/buf.h"
+#include "kcr/client.h"
+#include "kcr/config.h"
+#include "kcr/log.h"
+#include "testutil.h"
+
+/* ---- a server that echoes what it was sent ---- */
+
+static void echo_handler(const kcr_test_http_request *req, kcr_test_http_response *resp,
+                         void *data) {
+  static __thread char out[40000];
+  json_t *j = json_pack("{s:s, s:s, s:s}", "method", req->method, "path", req->path, "headers",
+                        req->headers);
+  char *text = json_dumps(j, JSON_COMPACT);
+  (void)data;
+  snprintf(out, sizeof(out), "%s", text);
+  free(text);
+  json_decref(j);
+  resp->body = out;
+}
+
+/* The scripted server, a kubeconfig in a temporary directory, config, client. */
+typedef kcr_test_client fixture;
+
+/* write_file writes text to dir/name; path receives the file's path. */
+static void write_file(const char *dir, const char *name, const char *text, char *path,
+                       size_t size) {
+  FILE *f;
+  snprintf(path, size, "%s/%s", dir, name);
+  f = fopen(path, "w");
+  assert_non_null(f);
+  assert_int_equal(fputs(text, f) >= 0, 1);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* serve starts f's scripted server with handler. */
+static void serve(fixture *f, kcr_test_http_handler handler) {
+  memset(f, 0, sizeof(*f));
+  snprintf(f->dir, sizeof(f->dir), "/tmp/kcr-test-transport-XXXXXX");
+  assert_non_null(mkdtemp(f->dir));
+  assert_int_equal(kcr_test_http_start(handler, NULL, &f->server), 0);
+}
+
+/*
+ * load writes a kubeconfig whose cluster server is server (NULL: the scripted
+ * server, http://127.0.0.1:PORT), with cluster_extra lines in the cluster and
+ * user_yaml lines in the user (each indented four spaces), loads it with env as
+ * the environment (NULL: the process's), and makes a client with extra's
+ * options. Returns what kcr_client_create returned, or the load's error.
+ */
+static int load(fixture *f, const char *server, const char *cluster_extra, const char *user_yaml,
+                char *const *env, const kcr_client_options *extra, kcr_error_t *err) {
+  char text[4096], own[64];
+  kcr_config_options co;
+  kcr_client_options opts;
+  if (!server) {
+    snprintf(own, sizeof(own), "http://127.0.0.1:%d", kcr_test_http_port(f->server));
+    server = own;
+  }
+  snprintf(text, sizeof(text),
+           "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
+           "clusters:\n- name: test\n  cluster:\n    server: %s\n%s"
+           "contexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n"
+           "users:\n- name: test\n  user:\n    token: t0k3n\n%s",
+           server, cluster_extra ? cluster_extra : "", user_yaml ? user_yaml : "");
+  write_file(f->dir, "kubeconfig", text, f->kubeconfig, sizeof(f->kubeconfig));
+  memset(&co, 0, sizeof(co));
+  co.env = env;
+  if (kcr_rest_config_from_kubeconfig(f->kubeconfig, NULL, &co, &f->config, err) != 0)
+    return -1;
+  if (extra)
+    opts = *extra;
+  else
+    memset(&opts, 0, sizeof(opts));
+  opts.config = f->config;
+  return kcr_client_create(&opts, &f->client, err);
+}
+
+/* start is serve then load with the scripted server as the API server. */
+static int start(fixture *f, kcr_test_http_handler handler, const char *user_yaml,
+                 const kcr_client_options *extra, kcr_error_t *err) {
+  serve(f, handler);
+  return load(f, NULL, NULL, user_yaml, NULL, extra, err);
+}
+
+static void stop(fixture *f) {
+  char path[256];
+  kcr_client_destroy(f->client);
+  kcr_rest_config_unref(f->config);
+  kcr_test_http_stop(f->server);
+  unlink(f->kubeconfig);
+  snprintf(path, sizeof(path), "%s/ca.crt", f->dir);
+  unlink(path);
+  rmdir(f->dir);
+}
+
+/* get_echo GETs /api/v1/namespaces/default/configmaps/echo; returns the echo. */
+static json_t *get_echo(fixture *f) {
+  kcr_request req = {0};
+  kcr_response resp;
+  kcr_error_t err;
+  json_t *j;
+  req.method = "GET";
+  req.path = "/api/v1/namespaces/default/configmaps/echo";
+  kcr_error_clear(&err);
+  if (kcr_client_do(f->client, &req, &resp, &err) != 0)
+    fail_msg("echo: %s", err.message);
+  j = json_loads(resp.body, 0, NULL);
+  kcr_response_free(&resp);
+  assert_non_null(j);
+  return j;
+}
+
+/* ---- impersonation ---- */
+
+static void assert_escaped(const char *key, const char *want) {
+  kcr_buf_t b;
+  kcr_buf_init(&b, 1024);
+  assert_int_equal(kcr__client_header_key_escape(key, &b), 0);
+  assert_string_equal(kcr_buf_cstr(&b), want);
+  kcr_buf_free(&b);
+}
+
+/* client-go's headerKeyEscape: RFC 7230 token bytes stay, the rest (and '%')
+ * become %XX in upper-case hex. */
+static void test_impersonate_extra_key_escape(void **state) {
+  (void)state;
+  assert_escaped("scopes", "scopes");
+  assert_escaped("Az09!#$&'*+-.^_`|~", "Az09!#$&'*+-.^_`|~");
+  assert_escaped("example.com/key", "example.com%2Fkey");
+  assert_escaped("a b:c=d%e", "a%20b%3Ac%3Dd%25e");
+  assert_escaped("\"(),;<>?@[\\]{}", "%22%28%29%2C%3B%3C%3E%3F%40%5B%5C%5D%7B%7D");
+  assert_escaped("\x7f\x01", "%7F%01");
+  assert_escaped("\xc3\xa9t\xc3\xa9", "%C3%A9t%C3%A9"); /* "été": each byte */
+  assert_escaped("", "");
+}
+
+/* as-user-extra goes on the wire as Impersonate-Extra-<key> headers, one per
+ * value, next to Impersonate-User, -Uid and -Group. */
+static void test_impersonate_extra_headers_sent(void **state) {
+  fixture f;
+  kcr_error_t err;
+  json_t *r;
+  const char *h;
+  (void)state;
+  kcr_error_clear(&err);
+  assert_int_equal(start(&f, echo_handler,
+                         "    as: alice\n    as-uid: u-42\n    as-groups: [devs, ops]\n"
+                         "    as-user-extra:\n"
+                         "      scopes: [view, edit]\n"
+                         "      example.com/team name%: [blue]\n"
+                         "      empty: ['']\n",
+                         NULL, &err),
+                   0);
+  r = get_echo(&f);
+  h = json_string_value(json_object_get(r, "headers"));
+  assert_non_null(strstr(h, "Impersonate-User: alice\r\n"));
+  assert_non_null(strstr(h, "Impersonate-Uid: u-42\r\n"));
+  assert_non_null(strstr(h, "Impersonate-Group: devs\r\n"));
+  assert_non_null(strstr(h, "Impersonate-Group: ops\r\n"));
+  assert_non_null(strstr(h, "Impersonate-Extra-scopes: view\r\n"));
+  assert_non_null(strstr(h, "Impersonate-Extra-scopes: edit\r\n"));
+  /* view before edit: the order of the list */
+  assert_true(strstr(h, "Impersonate-Extra-scopes: view") <
+              strstr(h, "Impersonate-Extra-scopes: edit"));
+  assert_non_null(strstr(h, "Impersonate-Extra-example.com%2Fteam%20name%25: blue\r\n"));
+  /* an empty value is sent empty, not dropped */
+  assert_non_null(strstr(h, "Impersonate-Extra-empty:"));
+  json_decref(r);
+  stop(&f);
+}
+
+/* A value a header cannot carry (a line break would end it early) is refused
+ * when the client is made, without quoting it. */
+static void test_impersonate_control_character_refused(void **state) {
+  fixture f;
+  kcr_error_t err;
+  (void)state;
+  kcr_error_clear(&err);
+  assert_int_equal(start(&f, echo_handler,
+                         "    as: alice\n"
+                         "    as-user-extra:\n"
+                         "      scopes: [\"a\\r\\nX-Injected: 1\"]\n",
+                         NULL, &err),
+                   KCR_ECONFIG);
+  assert_non_null(strstr(err.message, "as-user-extra"));
+  assert_null(strstr(err.message, "Injected"));
+  assert_null(f.client);
+  stop(&f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_impersonate_extra_key_escape),
+      cmocka_unit_test(test_impersonate_extra_headers_sent),
+      cmocka_unit_test(test_impersonate_control_character_refused),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
