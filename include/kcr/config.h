@@ -111,7 +111,8 @@ KCR_EXTERN void kcr_rest_config_unref(kcr_rest_config_t *cfg);
  *   ca                the CA bundle as PEM bytes (*len set), NULL: system roots.
  *   tls_server_name   the name to verify the server's certificate against.
  *   insecure          1 when insecure-skip-tls-verify is set (loading logs a warning).
- *   proxy_url         proxy-url of the cluster.
+ *   proxy_url         proxy-url of the cluster (kcr_rest_config_proxy_for tells
+ *                     which proxy a request really takes).
  *   impersonate_user / impersonate_uid / impersonate_groups (NULL-terminated;
  *                     never NULL, empty when there are none)
  *   impersonate_extra as-user-extra flattened into key, value pairs, NULL-terminated
@@ -188,6 +189,26 @@ KCR_EXTERN void kcr_rest_config_credentials_rejected(kcr_rest_config_t *cfg, uin
 
 /* kcr_credentials_free releases a snapshot's memory (wiping secrets) and zeroes it. */
 KCR_EXTERN void kcr_credentials_free(kcr_credentials *c);
+
+/*
+ * kcr_rest_config_proxy_for tells which proxy a request to url goes through,
+ * as client-go decides it. With the cluster's proxy-url: that, for every URL
+ * (loopback included). Without: Go's http.ProxyFromEnvironment over the
+ * environment the config was loaded with (kcr_config_options.env, else the
+ * process's, read once at load): HTTPS_PROXY (else https_proxy) for https
+ * URLs, HTTP_PROXY (else http_proxy) for http ones, the first that is set and
+ * not empty, "http://" put in front of a value without a scheme; never for the
+ * host "localhost" or a loopback address; not for a host NO_PROXY (else
+ * no_proxy) matches: "*", an IP or CIDR, or a domain ("foo.com": it and its
+ * subdomains; ".foo.com" or "*.foo.com": its subdomains), each with an optional
+ * ":port". docs/client.md has every rule. Writes the proxy URL into buf (size
+ * bytes), "" for a direct connection. Returns 0; KCR_ECONFIG when url has no
+ * scheme and host, or when HTTP_PROXY would serve an http URL while
+ * REQUEST_METHOD is set (Go refuses a proxy a CGI request may have set);
+ * KCR_ETOOBIG; KCR_EINVAL. Messages quote no URL. Any thread.
+ */
+KCR_EXTERN int kcr_rest_config_proxy_for(const kcr_rest_config_t *cfg, const char *url, char *buf,
+                                         size_t size, kcr_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -68,6 +68,7 @@ struct kcr_client {
    * the CONNECT_TO mapping that keeps the real address. */
   char *base_url;
   struct curl_slist *connect_to;
+  char *proxy; /* CURLOPT_PROXY: "" (direct) or a URL; see setup_proxy */
 
   /* Client-side token bucket; qps 0: off. */
   pthread_mutex_t rl_mu;
@@ -210,6 +211,45 @@ static int setup_target(kcr_client_t *c, kcr_error_t *err) {
   return 0;
 }
 
+/*
+ * setup_proxy decides, once, which proxy the client's requests take: the one
+ * client-go would (kcr_rest_config_proxy_for: proxy-url, else Go's
+ * ProxyFromEnvironment over the config's load environment), for the real
+ * server URL (tls-server-name changes only what TLS verifies). Every handle
+ * then gets it as CURLOPT_PROXY, "" meaning direct, and CURLOPT_NOPROXY "":
+ * libcurl reads http_proxy, HTTPS_PROXY and NO_PROXY by itself, with rules of
+ * its own (it would even apply NO_PROXY to a proxy-url), and neither may
+ * override kcr's decision. A socks5 proxy becomes socks5h: Go hands the host
+ * name to the proxy to resolve, libcurl's socks5 resolves it locally.
+ */
+static int setup_proxy(kcr_client_t *c, kcr_error_t *err) {
+  char proxy[2048];
+  const char *scheme_end;
+  int rc = kcr_rest_config_proxy_for(c->config, kcr_rest_config_server(c->config), proxy,
+                                     sizeof(proxy), err);
+  if (rc != 0)
+    return rc;
+  scheme_end = strstr(proxy, "://");
+  if (proxy[0] &&
+      !(scheme_end && ((scheme_end - proxy == 4 && strncasecmp(proxy, "http", 4) == 0) ||
+                       (scheme_end - proxy == 5 && strncasecmp(proxy, "https", 5) == 0) ||
+                       (scheme_end - proxy == 6 && strncasecmp(proxy, "socks5", 6) == 0) ||
+                       (scheme_end - proxy == 7 && strncasecmp(proxy, "socks5h", 7) == 0))))
+    return kcr_error_set(err, KCR_ECONFIG,
+                         "client: the proxy's scheme is not supported (http, https, socks5 and "
+                         "socks5h are)");
+  if (scheme_end && scheme_end - proxy == 6) {
+    char h[sizeof(proxy) + 1];
+    snprintf(h, sizeof(h), "socks5h%s", scheme_end);
+    c->proxy = kcr__strdup(h);
+  } else {
+    c->proxy = kcr__strdup(proxy);
+  }
+  if (!c->proxy)
+    return kcr_error_set(err, KCR_ENOMEM, "client: out of memory");
+  return 0;
+}
+
 /* register_metrics registers the client's two families (shared with any other
  * client on the same registry). */
 static int register_metrics(kcr_client_t *c, kcr_metrics_registry_t *r, kcr_error_t *err) {
@@ -261,7 +301,8 @@ int kcr_client_create(const kcr_client_options *opts, kcr_client_t **out, kcr_er
     rc = kcr_error_set(err, KCR_ENOMEM, "client: out of memory");
     goto fail;
   }
-  if ((rc = setup_target(c, err)) != 0 || (rc = check_impersonation(c->config, err)) != 0)
+  if ((rc = setup_target(c, err)) != 0 || (rc = setup_proxy(c, err)) != 0 ||
+      (rc = check_impersonation(c->config, err)) != 0)
     goto fail;
   if (opts->metrics && (rc = register_metrics(c, opts->metrics, err)) != 0)
     goto fail;
@@ -292,6 +333,7 @@ void kcr_client_destroy(kcr_client_t *c) {
   pthread_mutex_destroy(&c->cred_mu);
   curl_slist_free_all(c->connect_to);
   kcr__free(c->base_url);
+  kcr__free(c->proxy);
   kcr__free(c->host);
   kcr__free(c->user_agent);
   kcr_rest_config_unref(c->config);
@@ -766,7 +808,6 @@ int kcr__client_prepare(kcr_client_t *c, const char *method, const char *path, c
                         kcr_error_t *err) {
   struct curl_slist *headers = NULL;
   const unsigned char *ca;
-  const char *proxy;
   size_t ca_len = 0;
   kcr_buf_t url;
   CURL *easy;
@@ -817,12 +858,9 @@ int kcr__client_prepare(kcr_client_t *c, const char *method, const char *path, c
       goto fail;
     }
   }
-  proxy = kcr_rest_config_proxy_url(c->config);
-  if (proxy)
-    curl_easy_setopt(easy, CURLOPT_PROXY, proxy);
-  else
-    curl_easy_setopt(easy, CURLOPT_PROXY, ""); /* ignore *_proxy variables, as client-go
-                                                  does only for its own config */
+  /* kcr's own choice, never libcurl's reading of the environment (setup_proxy). */
+  curl_easy_setopt(easy, CURLOPT_PROXY, c->proxy);
+  curl_easy_setopt(easy, CURLOPT_NOPROXY, "");
   if ((rc = add_header(&headers, "Accept: ", accept ? accept : "application/json")) != 0)
     goto fail_header;
   if (content_type && (rc = add_header(&headers, "Content-Type: ", content_type)) != 0)

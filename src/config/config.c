@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "config/config_internal.h"
+#include "config/proxy.h"
 #include "kcr/base64.h"
 #include "kcr/log.h"
 #include "util/alloc.h"
@@ -47,6 +48,7 @@ struct kcr_rest_config {
   size_t ca_len;
   int insecure;
   kcr__creds_t creds;
+  kcr__proxy_env_t proxy_env; /* HTTP(S)_PROXY, NO_PROXY of the load environment */
 };
 
 static void config_free(kcr_rest_config_t *cfg) {
@@ -63,6 +65,7 @@ static void config_free(kcr_rest_config_t *cfg) {
   kcr__strv_free(cfg->imp_extra);
   kcr__free(cfg->ca);
   kcr__creds_free(&cfg->creds);
+  kcr__proxy_env_free(&cfg->proxy_env);
   kcr__free(cfg);
 }
 
@@ -142,6 +145,22 @@ const char *const *kcr_rest_config_impersonate_extra(const kcr_rest_config_t *cf
 
 const char *kcr_rest_config_source(const kcr_rest_config_t *cfg) {
   return cfg->source;
+}
+
+int kcr_rest_config_proxy_for(const kcr_rest_config_t *cfg, const char *url, char *buf, size_t size,
+                              kcr_error_t *err) {
+  if (!cfg || !url || !buf || size == 0)
+    return kcr_error_set(err, KCR_EINVAL, "proxy: invalid arguments");
+  buf[0] = '\0';
+  if (cfg->proxy_url) {
+    /* client-go: http.ProxyURL(proxy-url), for every request. */
+    if (strlen(cfg->proxy_url) >= size)
+      return kcr_error_set(err, KCR_ETOOBIG, "proxy: the proxy-url is longer than %zu bytes",
+                           size - 1);
+    memcpy(buf, cfg->proxy_url, strlen(cfg->proxy_url) + 1);
+    return 0;
+  }
+  return kcr__proxy_for_url(&cfg->proxy_env, url, buf, size, err);
 }
 
 /* ---- helpers ---- */
@@ -502,6 +521,8 @@ static int build_from_kubeconfig(const kcr__kubeconfig_t *kc, const char *contex
       dup_opt(u->as_uid && *u->as_uid ? u->as_uid : NULL, &cfg->imp_uid) < 0 ||
       strv_copy(u->as_groups, &cfg->imp_groups) < 0 || strv_copy(u->as_extra, &cfg->imp_extra) < 0)
     goto oom;
+  if (kcr__proxy_env_read(opts ? opts->env : NULL, &cfg->proxy_env) < 0)
+    goto oom;
   cfg->insecure = cl->insecure;
   if (normalize_server(cl->server,
                        cl->ca_file || cl->ca_data || u->client_cert_file || u->client_cert_data ||
@@ -768,7 +789,7 @@ int kcr_rest_config_in_cluster(const kcr_config_options *opts, kcr_rest_config_t
       !(cfg->imp_extra = kcr__calloc(1, sizeof(char *))))
     goto oom;
   if (join_path(sa_dir, "token", &cfg->creds.token_file) < 0 ||
-      join_path(sa_dir, "ca.crt", &ca_path) < 0)
+      join_path(sa_dir, "ca.crt", &ca_path) < 0 || kcr__proxy_env_read(env, &cfg->proxy_env) < 0)
     goto oom;
 
   rc = kcr__creds_prime(&cfg->creds, err);

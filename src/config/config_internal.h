@@ -4,10 +4,11 @@
  * Nothing here is public API.
  *
  * The config layer's files depend one way (scripts/check-includes.sh checks
- * it): config.c -> kubeconfig.h, credentials.h -> exec.h -> cfgutil.h. Each
- * header is its source's: kubeconfig.c parses and merges kubeconfig files,
- * credentials.c owns the refreshable credentials, exec.c runs exec plugins,
- * cfgutil.c holds the layer's limits and helpers, and config.c turns the chosen
+ * it): config.c -> kubeconfig.h, proxy.h, credentials.h -> exec.h -> cfgutil.h.
+ * Each header is its source's: kubeconfig.c parses and merges kubeconfig files,
+ * proxy.c applies Go's proxy-from-environment rules, credentials.c owns the
+ * refreshable credentials, exec.c runs exec plugins, cfgutil.c holds the
+ * layer's limits and helpers, and config.c turns the chosen
  * context into a kcr_rest_config_t (and builds the in-cluster one). Including
  * this header brings in all of them, for the tests.
  */
@@ -21,6 +22,7 @@
 #include "config/credentials.h"
 #include "config/exec.h"
 #include "config/kubeconfig.h"
+#include "config/proxy.h"
 #include "kcr/clock.h"
 #include "kcr/config.h"
 #include "kcr/error.h"

@@ -205,11 +205,173 @@ static void test_impersonate_control_character_refused(void **state) {
   stop(&f);
 }
 
+/* ---- proxy ---- */
+
+/*
+ * The origin is the fixture's echo server; a second echo server stands in for
+ * the proxy (an http:// request through an HTTP proxy is sent to the proxy
+ * with the absolute URL as its target, no CONNECT). The origin is addressed as
+ * 0.0.0.0:PORT where a test needs a host Go would proxy: 0.0.0.0 is not a
+ * loopback address to Go, and Linux delivers a connection to it over lo.
+ */
+typedef struct proxy_case {
+  fixture f;
+  kcr_test_http_t *proxy;
+  char origin[64];    /* http://0.0.0.0:PORT of the origin */
+  char proxy_url[64]; /* http://127.0.0.1:PORT of the proxy */
+} proxy_case;
+
+static void proxy_start(proxy_case *pc) {
+  serve(&pc->f, echo_handler);
+  assert_int_equal(kcr_test_http_start(echo_handler, NULL, &pc->proxy), 0);
+  snprintf(pc->origin, sizeof(pc->origin), "http://0.0.0.0:%d", kcr_test_http_port(pc->f.server));
+  snprintf(pc->proxy_url, sizeof(pc->proxy_url), "http://127.0.0.1:%d",
+           kcr_test_http_port(pc->proxy));
+}
+
+static void proxy_stop(proxy_case *pc) {
+  kcr_test_http_stop(pc->proxy);
+  stop(&pc->f);
+}
+
+/* HTTP_PROXY of the load environment sends an http request through the proxy,
+ * absolute URL and all. */
+static void test_proxy_from_environment_used(void **state) {
+  proxy_case pc;
+  char var[96];
+  const char *env[3];
+  kcr_error_t err;
+  json_t *r;
+  char want[128];
+  (void)state;
+  proxy_start(&pc);
+  snprintf(var, sizeof(var), "HTTP_PROXY=%s", pc.proxy_url);
+  env[0] = var;
+  env[1] = "HTTPS_PROXY=http://127.0.0.1:9"; /* https only: not used for http */
+  env[2] = NULL;
+  kcr_error_clear(&err);
+  assert_int_equal(load(&pc.f, pc.origin, NULL, NULL, (char *const *)env, NULL, &err), 0);
+  r = get_echo(&pc.f);
+  snprintf(want, sizeof(want), "%s/api/v1/namespaces/default/configmaps/echo", pc.origin);
+  assert_string_equal(json_string_value(json_object_get(r, "path")), want);
+  json_decref(r);
+  assert_int_equal(kcr_test_http_requests(pc.proxy), 1);
+  assert_int_equal(kcr_test_http_requests(pc.f.server), 0);
+  proxy_stop(&pc);
+}
+
+/* run_direct loads with env and asserts the request reached the origin
+ * directly, the proxy seeing nothing. */
+static void expect_direct(proxy_case *pc, const char *server, const char *cluster_extra,
+                          const char *const *env) {
+  kcr_error_t err;
+  json_t *r;
+  kcr_error_clear(&err);
+  assert_int_equal(load(&pc->f, server, cluster_extra, NULL, (char *const *)env, NULL, &err), 0);
+  r = get_echo(&pc->f);
+  assert_string_equal(json_string_value(json_object_get(r, "path")),
+                      "/api/v1/namespaces/default/configmaps/echo");
+  json_decref(r);
+  assert_int_equal(kcr_test_http_requests(pc->proxy), 0);
+  assert_int_equal(kcr_test_http_requests(pc->f.server), 1);
+}
+
+/* NO_PROXY naming the host bypasses the proxy. */
+static void test_proxy_no_proxy_bypasses(void **state) {
+  proxy_case pc;
+  char var[96];
+  const char *env[3];
+  (void)state;
+  proxy_start(&pc);
+  snprintf(var, sizeof(var), "http_proxy=%s", pc.proxy_url);
+  env[0] = var;
+  env[1] = "no_proxy=example.com,0.0.0.0/32";
+  env[2] = NULL;
+  expect_direct(&pc, pc.origin, NULL, env);
+  proxy_stop(&pc);
+}
+
+/* Go never proxies a loopback address. */
+static void test_proxy_loopback_direct(void **state) {
+  proxy_case pc;
+  char var[96], origin[64];
+  const char *env[2];
+  (void)state;
+  proxy_start(&pc);
+  snprintf(var, sizeof(var), "HTTP_PROXY=%s", pc.proxy_url);
+  env[0] = var;
+  env[1] = NULL;
+  snprintf(origin, sizeof(origin), "http://127.0.0.1:%d", kcr_test_http_port(pc.f.server));
+  expect_direct(&pc, origin, NULL, env);
+  proxy_stop(&pc);
+}
+
+/* libcurl's own reading of http_proxy / HTTP_PROXY is off: the process's
+ * variables do not count when the config was loaded with another
+ * environment. */
+static void test_proxy_process_environment_not_read_by_libcurl(void **state) {
+  proxy_case pc;
+  const char *env[] = {NULL};
+  (void)state;
+  proxy_start(&pc);
+  assert_int_equal(setenv("http_proxy", pc.proxy_url, 1), 0);
+  assert_int_equal(setenv("HTTP_PROXY", pc.proxy_url, 1), 0);
+  expect_direct(&pc, pc.origin, NULL, env);
+  unsetenv("http_proxy");
+  unsetenv("HTTP_PROXY");
+  proxy_stop(&pc);
+}
+
+/* The kubeconfig's proxy-url carries every request, loopback included, and no
+ * NO_PROXY (libcurl would read the process's by itself) takes it away. */
+static void test_proxy_url_used_despite_no_proxy(void **state) {
+  proxy_case pc;
+  char extra[128], origin[64];
+  const char *env[] = {"NO_PROXY=127.0.0.1", NULL};
+  kcr_error_t err;
+  json_t *r;
+  (void)state;
+  proxy_start(&pc);
+  snprintf(extra, sizeof(extra), "    proxy-url: %s\n", pc.proxy_url);
+  snprintf(origin, sizeof(origin), "http://127.0.0.1:%d", kcr_test_http_port(pc.f.server));
+  assert_int_equal(setenv("NO_PROXY", "127.0.0.1", 1), 0);
+  assert_int_equal(setenv("no_proxy", "127.0.0.1", 1), 0);
+  kcr_error_clear(&err);
+  assert_int_equal(load(&pc.f, origin, extra, NULL, (char *const *)env, NULL, &err), 0);
+  r = get_echo(&pc.f);
+  unsetenv("NO_PROXY");
+  unsetenv("no_proxy");
+  assert_non_null(strstr(json_string_value(json_object_get(r, "path")), "http://127.0.0.1:"));
+  json_decref(r);
+  assert_int_equal(kcr_test_http_requests(pc.proxy), 1);
+  assert_int_equal(kcr_test_http_requests(pc.f.server), 0);
+  proxy_stop(&pc);
+}
+
+/* A proxy scheme Go's transport cannot use is refused at create. */
+static void test_proxy_unsupported_scheme_refused(void **state) {
+  proxy_case pc;
+  const char *env[] = {"HTTP_PROXY=ftp://proxy.corp:21", NULL};
+  kcr_error_t err;
+  (void)state;
+  proxy_start(&pc);
+  kcr_error_clear(&err);
+  assert_int_equal(load(&pc.f, pc.origin, NULL, NULL, (char *const *)env, NULL, &err), KCR_ECONFIG);
+  assert_null(strstr(err.message, "proxy.corp"));
+  proxy_stop(&pc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_impersonate_extra_key_escape),
       cmocka_unit_test(test_impersonate_extra_headers_sent),
       cmocka_unit_test(test_impersonate_control_character_refused),
+      cmocka_unit_test(test_proxy_from_environment_used),
+      cmocka_unit_test(test_proxy_no_proxy_bypasses),
+      cmocka_unit_test(test_proxy_loopback_direct),
+      cmocka_unit_test(test_proxy_process_environment_not_read_by_libcurl),
+      cmocka_unit_test(test_proxy_url_used_despite_no_proxy),
+      cmocka_unit_test(test_proxy_unsupported_scheme_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
