@@ -52,6 +52,51 @@ typedef struct kcr_client kcr_client_t;
 #define KCR_CLIENT_METRIC_DURATION "rest_client_request_duration_seconds"
 
 /*
+ * Warnings. An API server may answer with Warning headers (RFC 7234 section
+ * 5.5, warn-code 299: a deprecated API, an unknown field under
+ * fieldValidation=Warn, a value it will stop accepting). The client parses
+ * them with apimachinery's ParseWarningHeaders rules (docs/client.md,
+ * Warnings) and, as controller-runtime's client does, logs each at INFO under
+ * the logger "KubeAPIWarningLogger"; by default each distinct text once per
+ * client.
+ *
+ * kcr_warning: one warning of an answer.
+ *   code   the warn-code (three digits; 299 from the API server).
+ *   agent  the warn-agent ("-" from the API server).
+ *   text   the warn-text: unquoted, backslash escapes resolved, RFC 2047 words
+ *          decoded; valid UTF-8 without control characters; may be "".
+ */
+typedef struct kcr_warning {
+  int code;
+  char *agent;
+  char *text;
+} kcr_warning;
+
+/*
+ * kcr_warning_handler receives each warning of an answer, in the order they
+ * came, with the request's method ("WATCH" for a watch) and path (with its
+ * query); everything is borrowed for the call. It is called for every code
+ * (the default logger keeps only 299 with a text). It runs on the thread that
+ * made the request, once the final answer is in (the warnings of an attempt
+ * that was retried are dropped, as client-go drops them), before the call
+ * returns; for a watch, on the thread in kcr_watch_run, before the first event
+ * (or before it returns). No lock of the client is held: it may block or use
+ * the client.
+ */
+typedef void (*kcr_warning_handler)(const kcr_warning *w, const char *method, const char *path,
+                                    void *data);
+
+/* kcr_warning_mode: what the client does with warnings. */
+typedef enum kcr_warning_mode {
+  KCR_WARNINGS_DEDUPLICATE = 0, /* log each distinct 299 text once per client (the
+                                   texts remembered are bounded: after 4096 others
+                                   one may be logged again) */
+  KCR_WARNINGS_LOG_ALL = 1,     /* log every 299 warning (controller-runtime's
+                                   default since v0.20) */
+  KCR_WARNINGS_OFF = 2          /* neither log nor call the handler (rest.NoWarnings) */
+} kcr_warning_mode;
+
+/*
  * kcr_client_options: zero-initialise, then set what you need.
  *   config       required; borrowed (the client takes its own reference).
  *   loop         a started loop to share; NULL: the client makes, starts and owns one.
@@ -64,6 +109,8 @@ typedef struct kcr_client kcr_client_t;
  *   user_agent   NULL: "kcr/<version> (linux)".
  *   metrics      borrowed, must outlive the client; NULL: no metrics. The client
  *                registers the series above on it (several clients share them).
+ *   warning_handler, warning_data, warnings  what happens to the API server's
+ *                warnings (Warnings, above); zero: each distinct text logged once.
  */
 typedef struct kcr_client_options {
   kcr_rest_config_t *config;
@@ -75,6 +122,13 @@ typedef struct kcr_client_options {
   int max_retries;
   const char *user_agent;
   kcr_metrics_registry_t *metrics;
+  /* Warnings (above). warning_handler, when set, replaces the logging and gets
+   * warning_data; warnings picks the logging, and KCR_WARNINGS_OFF silences the
+   * handler too. kcr_response.warnings holds an answer's warnings whatever
+   * these say. */
+  kcr_warning_handler warning_handler;
+  void *warning_data;
+  kcr_warning_mode warnings;
 } kcr_client_options;
 
 /*
@@ -138,13 +192,17 @@ typedef struct kcr_request {
 
 /*
  * kcr_response: what came back. body is new (NUL-terminated, body_len bytes) and
- * content_type is new; release both with kcr_response_free.
+ * content_type is new; release both with kcr_response_free. warnings holds the
+ * nwarnings warnings of the answer (new, NULL when there are none; released by
+ * kcr_response_free too), whatever kcr_client_options.warnings says.
  */
 typedef struct kcr_response {
   long status;
   char *body;
   size_t body_len;
   char *content_type;
+  kcr_warning *warnings;
+  size_t nwarnings;
 } kcr_response;
 
 /*

@@ -35,6 +35,7 @@
 
 #include "client/apierror_internal.h"
 #include "client/client_internal.h"
+#include "client/warning_internal.h"
 #include "kcr/clock.h"
 #include "kcr/log.h"
 #include "kcr/trace.h"
@@ -82,6 +83,12 @@ struct kcr_client {
   kcr_credentials creds;   /* protected by cred_mu */
   int have_creds;          /* protected by cred_mu */
   atomic_int plain_warned; /* set once the http:// credentials warning is logged */
+
+  /* The API server's warnings (warning.c). */
+  kcr_warning_handler warn_handler; /* immutable */
+  void *warn_data;                  /* immutable */
+  kcr_warning_mode warn_mode;       /* immutable */
+  kcr__warning_seen_t warn_seen;    /* texts logged, for KCR_WARNINGS_DEDUPLICATE */
 };
 
 /* sync_req: one attempt of a synchronous request. */
@@ -97,6 +104,7 @@ typedef struct sync_req {
   kcr_buf_t body;       /* loop thread until done */
   int too_big;          /* loop thread until done */
   char retry_after[32]; /* loop thread until done: the Retry-After header, "" when none */
+  kcr_buf_t warn_raw;   /* loop thread until done: Warning header values, one a line */
   char errbuf[CURL_ERROR_SIZE];
   int64_t started_ns;
   kcr_cancel_t *cancel;
@@ -295,6 +303,10 @@ int kcr_client_create(const kcr_client_options *opts, kcr_client_t **out, kcr_er
   c->last_refill = kcr_clock_now(kcr_clock_system());
   pthread_mutex_init(&c->rl_mu, NULL);
   pthread_mutex_init(&c->cred_mu, NULL);
+  kcr__warning_seen_init(&c->warn_seen);
+  c->warn_handler = opts->warning_handler;
+  c->warn_data = opts->warning_data;
+  c->warn_mode = opts->warnings;
   snprintf(ua, sizeof(ua), "kcr/%s (linux)", kcr_version_string());
   c->user_agent = kcr__strdup(opts->user_agent ? opts->user_agent : ua);
   if (!c->user_agent) {
@@ -331,6 +343,7 @@ void kcr_client_destroy(kcr_client_t *c) {
   kcr_credentials_free(&c->creds);
   pthread_mutex_destroy(&c->rl_mu);
   pthread_mutex_destroy(&c->cred_mu);
+  kcr__warning_seen_free(&c->warn_seen);
   curl_slist_free_all(c->connect_to);
   kcr__free(c->base_url);
   kcr__free(c->proxy);
@@ -934,6 +947,74 @@ int kcr__client_transport_error(CURLcode rc, const char *method, const char *pat
                        detail && *detail ? ": " : "", detail ? detail : "");
 }
 
+/* ---- the API server's warnings ---- */
+
+bool kcr__client_collect_warning(kcr_buf_t *raw, const char *line, size_t len) {
+  static const char name[] = "warning:";
+  size_t n = sizeof(name) - 1;
+  if (len < n || strncasecmp(line, name, n) != 0)
+    return false;
+  line += n;
+  len -= n;
+  /* The value, without the white space around it (as Go's textproto keeps it). */
+  while (len && (*line == ' ' || *line == '\t'))
+    line++, len--;
+  while (len && (line[len - 1] == '\r' || line[len - 1] == '\n' || line[len - 1] == ' ' ||
+                 line[len - 1] == '\t'))
+    len--;
+  /* Past the bound the rest is dropped: a warning is advice, never worth the memory. */
+  if (kcr_buf_len(raw) + len + 1 <= KCR__CLIENT_WARNINGS_MAX) {
+    (void)kcr_buf_append(raw, line, len);
+    (void)kcr_buf_appendc(raw, '\n');
+  }
+  return true;
+}
+
+/* handle_warning does what the client's options say with one warning. */
+static void handle_warning(kcr_client_t *c, const kcr_warning *w, const char *method,
+                           const char *path) {
+  if (c->warn_mode == KCR_WARNINGS_OFF)
+    return;
+  if (c->warn_handler) {
+    c->warn_handler(w, method, path, c->warn_data);
+    return;
+  }
+  /* controller-runtime's KubeAPIWarningLogger: code 299 with a text, at info. */
+  if (w->code != 299 || !w->text[0])
+    return;
+  if (c->warn_mode == KCR_WARNINGS_DEDUPLICATE && !kcr__warning_seen_first(&c->warn_seen, w->text))
+    return;
+  kcr_log(KCR_LOG_INFO, "KubeAPIWarningLogger", "%s", w->text);
+}
+
+int kcr__client_warnings(kcr_client_t *c, const char *method, const char *path,
+                         const kcr_buf_t *raw, kcr_warning **out, size_t *nout) {
+  kcr__warnings list = {0};
+  const char *p = kcr_buf_cstr(raw);
+  size_t left = kcr_buf_len(raw);
+  int rc = 0;
+  if (out) {
+    *out = NULL;
+    *nout = 0;
+  }
+  while (left > 0 && rc == 0) {
+    const char *nl = memchr(p, '\n', left);
+    size_t len = nl ? (size_t)(nl - p) : left;
+    rc = kcr__warnings_parse(p, len, &list);
+    p += nl ? len + 1 : len;
+    left -= nl ? len + 1 : len;
+  }
+  for (size_t i = 0; i < list.n; i++)
+    handle_warning(c, &list.items[i], method, path);
+  if (rc == 0 && out && list.n > 0) {
+    *out = list.items;
+    *nout = list.n;
+    memset(&list, 0, sizeof(list));
+  }
+  kcr__warnings_free(&list);
+  return rc;
+}
+
 /* ---- running a request on the loop ---- */
 
 static size_t on_body(char *data, size_t size, size_t n, void *userp) {
@@ -950,7 +1031,9 @@ static size_t on_header(char *data, size_t size, size_t n, void *userp) {
   sync_req *r = userp;
   size_t len = size * n;
   static const char name[] = "retry-after:";
-  if (len > sizeof(name) - 1 && strncasecmp(data, name, sizeof(name) - 1) == 0) {
+  if (kcr__client_collect_warning(&r->warn_raw, data, len)) {
+    /* kept for the caller's thread, which parses it */
+  } else if (len > sizeof(name) - 1 && strncasecmp(data, name, sizeof(name) - 1) == 0) {
     const char *v = data + sizeof(name) - 1;
     size_t vl = len - (sizeof(name) - 1);
     while (vl && (*v == ' ' || *v == '\t'))
@@ -963,6 +1046,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *userp) {
     }
   } else if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
     r->retry_after[0] = '\0'; /* a new response (after a redirect or 100) */
+    kcr_buf_reset(&r->warn_raw);
   }
   return len;
 }
@@ -990,7 +1074,7 @@ static void on_loop_start(kcr_loop_t *loop, void *data) {
 /* attempt runs one HTTP exchange. Returns 0 when an answer (any status) came. */
 static int attempt(kcr_client_t *c, const kcr_request *req, long *status, kcr_buf_t *body,
                    char *content_type, size_t ct_size, char *retry_after, size_t ra_size,
-                   kcr_error_t *err) {
+                   kcr_buf_t *warnings, kcr_error_t *err) {
   struct curl_slist *headers = NULL;
   sync_req r;
   int64_t timeout = req->timeout_ns ? req->timeout_ns : c->timeout_ns;
@@ -1003,6 +1087,7 @@ static int attempt(kcr_client_t *c, const kcr_request *req, long *status, kcr_bu
   r.t.done = on_sync_done;
   r.t.nudge_when_quiet = 1; /* a request ends on its own (loop.c: nudging) */
   kcr_buf_init(&r.body, c->max_response);
+  kcr_buf_init(&r.warn_raw, KCR__CLIENT_WARNINGS_MAX);
   if ((rc = rate_wait(c, req->cancel)) != 0)
     return kcr_error_set(err, rc, "%s %s: canceled", req->method, req->path);
   rc = kcr__client_prepare(c, req->method, req->path, req->accept, req->content_type, &r.t.easy,
@@ -1069,8 +1154,11 @@ static int attempt(kcr_client_t *c, const kcr_request *req, long *status, kcr_bu
     snprintf(retry_after, ra_size, "%s", r.retry_after);
     *body = r.body;
     kcr_buf_init(&r.body, c->max_response);
+    *warnings = r.warn_raw;
+    kcr_buf_init(&r.warn_raw, KCR__CLIENT_WARNINGS_MAX);
   }
   kcr_buf_free(&r.body);
+  kcr_buf_free(&r.warn_raw);
   curl_easy_cleanup(r.t.easy);
   curl_slist_free_all(headers);
   pthread_cond_destroy(&r.cond);
@@ -1127,7 +1215,7 @@ static int client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp
   if (req->timeout_ns > 0)
     deadline = kcr_clock_now(kcr_clock_system()) + req->timeout_ns;
   for (;;) {
-    kcr_buf_t body;
+    kcr_buf_t body, warnings;
     char ct[128] = "", ra[32] = "";
     long status = 0;
     int delay;
@@ -1139,8 +1227,9 @@ static int client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp
     }
     kcr_error_clear(&attempt_err);
     kcr_buf_init(&body, c->max_response);
+    kcr_buf_init(&warnings, KCR__CLIENT_WARNINGS_MAX);
     *retries_out = retries;
-    rc = attempt(c, &one, &status, &body, ct, sizeof(ct), ra, sizeof(ra), &attempt_err);
+    rc = attempt(c, &one, &status, &body, ct, sizeof(ct), ra, sizeof(ra), &warnings, &attempt_err);
     *status_out = status;
     if (rc) {
       /* GETs are safe to repeat when the connection broke before an answer. */
@@ -1163,12 +1252,22 @@ static int client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp
       kcr_log(KCR_LOG_DEBUG, "client", "%s %s: HTTP %ld, retrying in %d s (attempt %d)",
               req->method, req->path, status, delay, retries + 1);
       kcr_buf_free(&body);
+      kcr_buf_free(&warnings); /* client-go handles the final answer's only */
       if ((rc = sleep_cancellable(delay * KCR_NSEC_PER_SEC, req->cancel)) != 0)
         return kcr_error_set(err, rc, "%s %s: canceled", req->method, req->path);
       continue;
     }
     if (status == 401)
       kcr__client_credentials_rejected(c);
+    {
+      int wrc = kcr__client_warnings(c, req->method, req->path, &warnings,
+                                     resp ? &resp->warnings : NULL, resp ? &resp->nwarnings : NULL);
+      kcr_buf_free(&warnings);
+      if (wrc != 0 && resp) {
+        kcr_buf_free(&body);
+        return kcr_error_set(err, wrc, "%s %s: out of memory", req->method, req->path);
+      }
+    }
     rc = 0;
     if (status < 200 || status > 299) {
       kcr__error_response_t info = {
@@ -1230,8 +1329,13 @@ int kcr__client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp, 
 }
 
 void kcr_response_free(kcr_response *r) {
+  kcr__warnings list;
   if (!r)
     return;
+  list.items = r->warnings;
+  list.n = r->nwarnings;
+  list.cap = r->nwarnings;
+  kcr__warnings_free(&list);
   kcr__free(r->body);
   kcr__free(r->content_type);
   memset(r, 0, sizeof(*r));

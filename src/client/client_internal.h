@@ -7,6 +7,7 @@
 #define KCR_CLIENT_INTERNAL_H
 
 #include <curl/curl.h>
+#include <stdbool.h>
 
 #include "kcr/buf.h"
 #include "kcr/client.h"
@@ -75,5 +76,27 @@ int kcr__client_add_param(kcr_buf_t *b, int *first, const char *key, const char 
  * kcr_buf error.
  */
 int kcr__client_header_key_escape(const char *key, kcr_buf_t *out);
+
+/* The most bytes of Warning header values kept for one answer; more are
+ * dropped. */
+#define KCR__CLIENT_WARNINGS_MAX ((size_t)64 * 1024)
+
+/*
+ * kcr__client_collect_warning: when the header line (len bytes, as libcurl's
+ * header callback delivers it) is a Warning header, appends its value and a
+ * newline to raw (bounded by KCR__CLIENT_WARNINGS_MAX) and returns true.
+ * Loop thread; raw belongs to the transfer.
+ */
+bool kcr__client_collect_warning(kcr_buf_t *raw, const char *line, size_t len);
+
+/*
+ * kcr__client_warnings parses the values collected in raw, hands each warning
+ * to the client's handler or logger (kcr_client_options.warnings), and, when
+ * out is not NULL, gives them to the caller: *out new (NULL and *nout 0 when
+ * there are none). The caller's thread, never the loop's. Returns 0 or
+ * KCR_ENOMEM (then the warnings parsed so far were handled, none returned).
+ */
+int kcr__client_warnings(kcr_client_t *c, const char *method, const char *path,
+                         const kcr_buf_t *raw, kcr_warning **out, size_t *nout);
 
 #endif /* KCR_CLIENT_INTERNAL_H */

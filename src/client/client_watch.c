@@ -11,6 +11,10 @@
  * (libcurl's result, the HTTP status, an error body) into the end code. A slow
  * consumer therefore delays only its own watch.
  *
+ * Warning headers are kept the same way (the loop only copies them) and handed
+ * to the client's warning handler on the consumer's thread, before the first
+ * event is decoded (client.c, kcr__client_warnings).
+ *
  * Bounds: the inbox holds at most max_buffered bytes. The loop cannot push back
  * without stalling every other stream of a shared HTTP/2 connection (pausing a
  * stream in libcurl 7.88 stops the whole connection's input), so a consumer that
@@ -79,6 +83,8 @@ struct kcr_watch {
   int overflow;        /* protected by mu: the inbox passed max_buffered */
   int nomem;           /* protected by mu: a chunk could not be allocated */
   int ran;             /* protected by mu: kcr_watch_run was called */
+  kcr_buf_t warn_raw;  /* protected by mu: Warning header values, one a line */
+  int warned;          /* consumer thread: the warnings were handed over */
 };
 
 static void free_chunks(kcr__list_t *chunks) {
@@ -100,6 +106,7 @@ static void watch_unref(kcr_watch_t *w) {
   curl_slist_free_all(w->headers);
   kcr_watch_decoder_destroy(w->decoder);
   kcr_buf_free(&w->error_body);
+  kcr_buf_free(&w->warn_raw);
   free_chunks(&w->inbox);
   kcr__free(w->content_type);
   kcr__free(w->path);
@@ -147,6 +154,19 @@ static size_t on_stream(char *bytes, size_t size, size_t n, void *userp) {
   w->buffered += len;
   if (w->waiting)
     pthread_cond_signal(&w->cond);
+  pthread_mutex_unlock(&w->mu);
+  return len;
+}
+
+/* on_watch_header keeps the Warning headers for the consumer. Loop thread. */
+static size_t on_watch_header(char *data, size_t size, size_t n, void *userp) {
+  kcr_watch_t *w = userp;
+  size_t len = size * n;
+  pthread_mutex_lock(&w->mu);
+  if (len >= 5 && strncmp(data, "HTTP/", 5) == 0)
+    kcr_buf_reset(&w->warn_raw); /* a new response */
+  else
+    (void)kcr__client_collect_warning(&w->warn_raw, data, len);
   pthread_mutex_unlock(&w->mu);
   return len;
 }
@@ -266,6 +286,27 @@ static int end_code(kcr_watch_t *w, int overflow, int nomem, kcr_error_t *err) {
   return kcr_watch_decoder_finish(w->decoder, err);
 }
 
+/*
+ * take_warnings hands the answer's warnings to the client's handler or logger,
+ * once, on the consumer's thread: when the first bytes of the stream are in
+ * (headers come before them) or the transfer has ended. Called with w->mu
+ * held; drops it while the handler runs.
+ */
+static void take_warnings(kcr_watch_t *w) {
+  kcr_buf_t raw;
+  if (w->warned)
+    return;
+  w->warned = 1;
+  if (kcr_buf_len(&w->warn_raw) == 0)
+    return;
+  raw = w->warn_raw;
+  kcr_buf_init(&w->warn_raw, KCR__CLIENT_WARNINGS_MAX);
+  pthread_mutex_unlock(&w->mu);
+  (void)kcr__client_warnings(w->client, "WATCH", w->path, &raw, NULL, NULL);
+  kcr_buf_free(&raw);
+  pthread_mutex_lock(&w->mu);
+}
+
 void kcr__watch_set_line_fn(kcr_watch_t *w, kcr__watch_line_fn fn, void *data) {
   kcr__watch_decoder_set_line_fn(w->decoder, fn, data); /* before run: the decoder is idle */
 }
@@ -292,6 +333,11 @@ int kcr_watch_run(kcr_watch_t *w, kcr_watch_cb on_event, void *data, kcr_error_t
       pthread_cond_wait(&w->cond, &w->mu);
       w->waiting = 0;
     }
+    if (w->stopped) {
+      rc = kcr_error_set(err, KCR_ECANCELED, "watch %s: stopped", w->path);
+      break;
+    }
+    take_warnings(w); /* may drop and retake mu */
     if (w->stopped) {
       rc = kcr_error_set(err, KCR_ECANCELED, "watch %s: stopped", w->path);
       break;
@@ -373,6 +419,7 @@ int kcr_client_watch(kcr_client_t *c, const kcr_gvr *r, const char *ns, const kc
   w->max_buffered = o && o->max_buffered ? o->max_buffered : KCR_WATCH_MAX_BUFFERED_DEFAULT;
   w->t.done = on_watch_done;
   kcr_buf_init(&w->error_body, ERROR_BODY_MAX);
+  kcr_buf_init(&w->warn_raw, KCR__CLIENT_WARNINGS_MAX);
   kcr_buf_init(&path, (size_t)64 * 1024);
   rc = build_watch_path(&path, r, ns, o, &idle_ns);
   if (rc) {
@@ -399,6 +446,8 @@ int kcr_client_watch(kcr_client_t *c, const kcr_gvr *r, const char *ns, const kc
   curl_easy_setopt(w->t.easy, CURLOPT_ACCEPT_ENCODING, NULL);
   curl_easy_setopt(w->t.easy, CURLOPT_WRITEFUNCTION, on_stream);
   curl_easy_setopt(w->t.easy, CURLOPT_WRITEDATA, w);
+  curl_easy_setopt(w->t.easy, CURLOPT_HEADERFUNCTION, on_watch_header);
+  curl_easy_setopt(w->t.easy, CURLOPT_HEADERDATA, w);
   curl_easy_setopt(w->t.easy, CURLOPT_ERRORBUFFER, w->errbuf);
   idle_s = (long)((idle_ns + KCR_NSEC_PER_SEC - 1) / KCR_NSEC_PER_SEC);
   curl_easy_setopt(w->t.easy, CURLOPT_LOW_SPEED_LIMIT, 1L);

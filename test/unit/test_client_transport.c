@@ -361,6 +361,262 @@ static void test_proxy_unsupported_scheme_refused(void **state) {
   proxy_stop(&pc);
 }
 
+/* ---- warnings ---- */
+
+static atomic_int warn_calls;
+
+/* warn_handler: answers with Warning headers; /retry says 429 (with a warning
+ * of its own) once first; watches stream two events. */
+static void warn_handler(const kcr_test_http_request *req, kcr_test_http_response *resp,
+                         void *data) {
+  (void)data;
+  if (strstr(req->path, "watch=true")) {
+    snprintf(resp->headers, sizeof(resp->headers),
+             "Warning: 299 - \"watching a deprecated API\"\r\n");
+    resp->body = "{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{"
+                 "\"name\":\"a\",\"resourceVersion\":\"1\"}}}\n"
+                 "{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{"
+                 "\"name\":\"b\",\"resourceVersion\":\"2\"}}}\n";
+    resp->chunk_size = 64;
+    return;
+  }
+  if (strstr(req->path, "/retry") && atomic_fetch_add(&warn_calls, 1) == 0) {
+    resp->status = 429;
+    snprintf(resp->headers, sizeof(resp->headers),
+             "Retry-After: 0\r\nWarning: 299 - \"from the attempt that was retried\"\r\n");
+    resp->body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"code\":429}";
+    return;
+  }
+  snprintf(resp->headers, sizeof(resp->headers),
+           "Warning: 299 - \"v1beta1 is deprecated\", 299 - \"say \\\"hi\\\"\"\r\n"
+           "Warning: 199 kube-apiserver \"not a 299\"\r\n");
+  resp->body = "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"w\"}}";
+}
+
+/* seen: what a warning handler was given. */
+typedef struct seen {
+  pthread_mutex_t mu;
+  int n;
+  int code[16];
+  char text[16][64];
+  char method[16];
+  char path[128];
+  pthread_t thread[16];
+  int events_before[16]; /* events a watch had delivered when the warning came */
+  int events;
+} seen;
+
+static void on_warning(const kcr_warning *w, const char *method, const char *path, void *data) {
+  seen *s = data;
+  pthread_mutex_lock(&s->mu);
+  if (s->n < 16) {
+    s->code[s->n] = w->code;
+    snprintf(s->text[s->n], sizeof(s->text[0]), "%s", w->text);
+    s->thread[s->n] = pthread_self();
+    s->events_before[s->n] = s->events;
+    snprintf(s->method, sizeof(s->method), "%s", method);
+    snprintf(s->path, sizeof(s->path), "%s", path);
+    s->n++;
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* log_text collects the lines of the logger "KubeAPIWarningLogger". */
+static char log_text[4096];
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_log(const kcr_log_record *rec, void *data) {
+  size_t len;
+  (void)data;
+  if (!rec->logger || strcmp(rec->logger, "KubeAPIWarningLogger") != 0)
+    return;
+  pthread_mutex_lock(&log_mu);
+  len = strlen(log_text);
+  snprintf(log_text + len, sizeof(log_text) - len, "%s %s\n", kcr_log_level_name(rec->level),
+           rec->msg);
+  pthread_mutex_unlock(&log_mu);
+}
+
+static int count(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+    n++;
+  return n;
+}
+
+static void do_get(fixture *f, const char *path, kcr_response *resp) {
+  kcr_request req = {0};
+  kcr_error_t err;
+  req.method = "GET";
+  req.path = path;
+  kcr_error_clear(&err);
+  if (kcr_client_do(f->client, &req, resp, &err) != 0)
+    fail_msg("%s: %s", path, err.message);
+}
+
+/* start_seen starts a client whose warnings go to on_warning(s), with mode. */
+static void start_seen(fixture *f, seen *s, kcr_warning_mode mode) {
+  kcr_client_options o = {0};
+  kcr_error_t err;
+  o.warning_handler = on_warning;
+  o.warning_data = s;
+  o.warnings = mode;
+  kcr_error_clear(&err);
+  if (start(f, warn_handler, NULL, &o, &err) != 0)
+    fail_msg("start: %s", err.message);
+}
+
+/* Every warning of the answer, in order, reaches the handler on the caller's
+ * thread with the request's method and path, and the response. */
+static void test_warnings_handler_and_response(void **state) {
+  fixture f;
+  seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  kcr_response resp;
+  kcr_error_t err;
+  (void)state;
+  start_seen(&f, &s, KCR_WARNINGS_DEDUPLICATE);
+  kcr_error_clear(&err);
+  do_get(&f, "/api/v1/namespaces/default/configmaps/w", &resp);
+  assert_int_equal(resp.nwarnings, 3);
+  assert_int_equal(resp.warnings[0].code, 299);
+  assert_string_equal(resp.warnings[0].agent, "-");
+  assert_string_equal(resp.warnings[0].text, "v1beta1 is deprecated");
+  assert_string_equal(resp.warnings[1].text, "say \"hi\"");
+  assert_int_equal(resp.warnings[2].code, 199);
+  assert_string_equal(resp.warnings[2].agent, "kube-apiserver");
+  kcr_response_free(&resp);
+  assert_null(resp.warnings);
+  assert_int_equal(s.n, 3);
+  assert_string_equal(s.text[0], "v1beta1 is deprecated");
+  assert_string_equal(s.text[1], "say \"hi\"");
+  assert_int_equal(s.code[2], 199);
+  assert_string_equal(s.method, "GET");
+  assert_string_equal(s.path, "/api/v1/namespaces/default/configmaps/w");
+  for (int i = 0; i < 3; i++)
+    assert_true(pthread_equal(s.thread[i], pthread_self()));
+  /* a verb's answer goes to the handler too */
+  {
+    static const kcr_gvr cms = {"", "v1", "configmaps"};
+    json_t *obj = NULL;
+    assert_int_equal(kcr_client_get(f.client, &cms, "default", "w", NULL, &obj, &err), 0);
+    json_decref(obj);
+    assert_int_equal(s.n, 6);
+  }
+  stop(&f);
+}
+
+/* run_logged makes three requests with mode and returns what was logged. */
+static void run_logged(kcr_warning_mode mode) {
+  fixture f;
+  kcr_client_options o = {0};
+  kcr_response resp;
+  kcr_error_t err;
+  o.warnings = mode;
+  log_text[0] = '\0';
+  kcr_log_set_handler(on_log, NULL);
+  kcr_error_clear(&err);
+  assert_int_equal(start(&f, warn_handler, NULL, &o, &err), 0);
+  for (int i = 0; i < 3; i++) {
+    do_get(&f, "/api/v1/namespaces/default/configmaps/w", &resp);
+    assert_int_equal(resp.nwarnings, 3); /* the response has them whatever the mode */
+    kcr_response_free(&resp);
+  }
+  stop(&f);
+  kcr_log_set_handler(NULL, NULL);
+}
+
+/* By default each distinct 299 text is logged once per client, at INFO, under
+ * KubeAPIWarningLogger; other codes are not logged. */
+static void test_warnings_logged_once_by_default(void **state) {
+  (void)state;
+  run_logged(KCR_WARNINGS_DEDUPLICATE);
+  assert_int_equal(count(log_text, "info v1beta1 is deprecated\n"), 1);
+  assert_int_equal(count(log_text, "info say \"hi\"\n"), 1);
+  assert_int_equal(count(log_text, "not a 299"), 0);
+  /* a new client remembers nothing of the last one's */
+  run_logged(KCR_WARNINGS_DEDUPLICATE);
+  assert_int_equal(count(log_text, "v1beta1 is deprecated"), 1);
+}
+
+static void test_warnings_log_all_and_off(void **state) {
+  (void)state;
+  run_logged(KCR_WARNINGS_LOG_ALL);
+  assert_int_equal(count(log_text, "info v1beta1 is deprecated\n"), 3);
+  assert_int_equal(count(log_text, "not a 299"), 0);
+  run_logged(KCR_WARNINGS_OFF);
+  assert_string_equal(log_text, "");
+}
+
+/* KCR_WARNINGS_OFF silences a handler too. */
+static void test_warnings_off_silences_handler(void **state) {
+  fixture f;
+  seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  kcr_response resp;
+  kcr_error_t err;
+  (void)state;
+  start_seen(&f, &s, KCR_WARNINGS_OFF);
+  kcr_error_clear(&err);
+  do_get(&f, "/api/v1/namespaces/default/configmaps/w", &resp);
+  assert_int_equal(resp.nwarnings, 3);
+  kcr_response_free(&resp);
+  assert_int_equal(s.n, 0);
+  stop(&f);
+}
+
+/* The warnings of an attempt that was retried are dropped, as client-go only
+ * handles the final answer's. */
+static void test_warnings_of_retried_attempt_dropped(void **state) {
+  fixture f;
+  seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  kcr_response resp;
+  kcr_error_t err;
+  (void)state;
+  atomic_store(&warn_calls, 0);
+  start_seen(&f, &s, KCR_WARNINGS_DEDUPLICATE);
+  kcr_error_clear(&err);
+  do_get(&f, "/api/v1/namespaces/default/configmaps/retry", &resp);
+  assert_int_equal(atomic_load(&warn_calls), 2);
+  assert_int_equal(resp.nwarnings, 3);
+  kcr_response_free(&resp);
+  assert_int_equal(s.n, 3);
+  for (int i = 0; i < s.n; i++)
+    assert_null(strstr(s.text[i], "retried"));
+  stop(&f);
+}
+
+static int count_event(const kcr_watch_event *ev, void *data) {
+  seen *s = data;
+  json_decref(ev->object);
+  pthread_mutex_lock(&s->mu);
+  s->events++;
+  pthread_mutex_unlock(&s->mu);
+  return 0;
+}
+
+/* A watch's warnings reach the handler on the thread in kcr_watch_run, before
+ * its first event. */
+static void test_warnings_of_watch(void **state) {
+  static const kcr_gvr cms = {"", "v1", "configmaps"};
+  fixture f;
+  seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  kcr_watch_t *w = NULL;
+  kcr_error_t err;
+  (void)state;
+  start_seen(&f, &s, KCR_WARNINGS_DEDUPLICATE);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_client_watch(f.client, &cms, "default", NULL, &w, &err), 0);
+  assert_int_equal(kcr_watch_run(w, count_event, &s, &err), 0);
+  kcr_watch_destroy(w);
+  assert_int_equal(s.events, 2);
+  assert_int_equal(s.n, 1);
+  assert_string_equal(s.text[0], "watching a deprecated API");
+  assert_string_equal(s.method, "WATCH");
+  assert_non_null(strstr(s.path, "watch=true"));
+  assert_int_equal(s.events_before[0], 0);
+  assert_true(pthread_equal(s.thread[0], pthread_self()));
+  stop(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_impersonate_extra_key_escape),
@@ -372,6 +628,12 @@ int main(void) {
       cmocka_unit_test(test_proxy_process_environment_not_read_by_libcurl),
       cmocka_unit_test(test_proxy_url_used_despite_no_proxy),
       cmocka_unit_test(test_proxy_unsupported_scheme_refused),
+      cmocka_unit_test(test_warnings_handler_and_response),
+      cmocka_unit_test(test_warnings_logged_once_by_default),
+      cmocka_unit_test(test_warnings_log_all_and_off),
+      cmocka_unit_test(test_warnings_off_silences_handler),
+      cmocka_unit_test(test_warnings_of_retried_attempt_dropped),
+      cmocka_unit_test(test_warnings_of_watch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
