@@ -108,7 +108,9 @@ KCR_EXTERN void kcr_rest_config_unref(kcr_rest_config_t *cfg);
  *   server            "https://host:port" with any path prefix, no trailing slash.
  *   namespace         the context's namespace, the service-account namespace
  *                     in-cluster, else "default".
- *   ca                the CA bundle as PEM bytes (*len set), NULL: system roots.
+ *   ca                the CA bundle as PEM bytes (*len set), NULL: system roots;
+ *                     as read at load (a CA file that changes later reaches
+ *                     requests through kcr_credentials.ca_pem).
  *   tls_server_name   the name to verify the server's certificate against.
  *   insecure          1 when insecure-skip-tls-verify is set (loading logs a warning).
  *   proxy_url         proxy-url of the cluster (kcr_rest_config_proxy_for tells
@@ -140,8 +142,13 @@ KCR_EXTERN const char *kcr_rest_config_source(const kcr_rest_config_t *cfg);
  *   client_cert_pem / client_key_pem  TLS client certificate and key as PEM bytes
  *                      (handed to libcurl as blobs: key material never touches disk).
  *   expiry             when these stop being valid ({0,0}: not known).
- *   generation         changes whenever the credentials change; pass it back to
+ *   generation         changes whenever the credentials change (the CA
+ *                      included); pass it back to
  *                      kcr_rest_config_credentials_rejected after a 401.
+ *   ca_pem / ca_len    the CA bundle to verify the server with, as PEM bytes;
+ *                      NULL: the system roots. Not a credential, but it changes
+ *                      with them: a certificate-authority file is re-read like
+ *                      the client certificate files (docs/config.md).
  */
 typedef struct kcr_credentials {
   char *bearer_token;
@@ -153,12 +160,18 @@ typedef struct kcr_credentials {
   size_t client_key_len;
   kcr_time_t expiry;
   uint64_t generation;
+  unsigned char *ca_pem;
+  size_t ca_len;
 } kcr_credentials;
 
 /*
  * kcr_rest_config_credentials fills *out with a snapshot of the current
  * credentials, refreshing them first when needed: a token file is re-read once a
- * minute and right after a 401 (a failed re-read keeps the previous token); an
+ * minute and right after a 401 (a failed re-read keeps the previous token);
+ * client-certificate and client-key files (both files, no -data) and a
+ * certificate-authority file are re-read once a minute and right after a 401,
+ * the new bytes taken only when the certificate matches the key and the CA
+ * file holds a certificate (else the previous ones stay); an
  * exec plugin runs on first use, shortly before its expirationTimestamp (a
  * quarter of the credential's lifetime, at most 10 s, early) and after a 401.
  * Only one refresh runs at a time; concurrent callers wait for it and share its

@@ -575,6 +575,15 @@ static int apply_credentials(kcr_client_t *c, CURL *easy, struct curl_slist **he
     curl_easy_setopt(easy, CURLOPT_USERNAME, c->creds.username);
     curl_easy_setopt(easy, CURLOPT_PASSWORD, c->creds.password ? c->creds.password : "");
   }
+  /* The CA bundle travels with the credentials: a certificate-authority file is
+   * re-read like the client certificate's, and a change bumps the generation.
+   * libcurl compares the blobs before reusing a connection, so new bytes mean
+   * new connections (docs/client.md, Certificate files). */
+  if (rc == 0 && c->creds.ca_pem) {
+    struct curl_blob ca = {c->creds.ca_pem, c->creds.ca_len, CURL_BLOB_COPY};
+    if (curl_easy_setopt(easy, CURLOPT_CAINFO_BLOB, &ca) != CURLE_OK)
+      rc = KCR_ENOMEM;
+  }
   if (rc == 0 && c->creds.client_cert_pem && c->creds.client_key_pem) {
     struct curl_blob cert = {c->creds.client_cert_pem, c->creds.client_cert_len, CURL_BLOB_COPY};
     struct curl_blob key = {c->creds.client_key_pem, c->creds.client_key_len, CURL_BLOB_COPY};
@@ -820,8 +829,6 @@ int kcr__client_prepare(kcr_client_t *c, const char *method, const char *path, c
                         const char *content_type, CURL **easy_out, struct curl_slist **headers_out,
                         kcr_error_t *err) {
   struct curl_slist *headers = NULL;
-  const unsigned char *ca;
-  size_t ca_len = 0;
   kcr_buf_t url;
   CURL *easy;
   int rc;
@@ -862,14 +869,6 @@ int kcr__client_prepare(kcr_client_t *c, const char *method, const char *path, c
   if (kcr_rest_config_insecure(c->config)) {
     curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
-  }
-  ca = kcr_rest_config_ca(c->config, &ca_len);
-  if (ca) {
-    struct curl_blob blob = {(void *)ca, ca_len, CURL_BLOB_COPY};
-    if (curl_easy_setopt(easy, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK) {
-      rc = kcr_error_set(err, KCR_ENOMEM, "client: cannot set the CA bundle");
-      goto fail;
-    }
   }
   /* kcr's own choice, never libcurl's reading of the environment (setup_proxy). */
   curl_easy_setopt(easy, CURLOPT_PROXY, c->proxy);

@@ -22,6 +22,7 @@
 #define KCR__EXEC_STDERR_KEEP ((size_t)4096)         /* stderr kept for messages */
 #define KCR__EXEC_TIMEOUT_NS (30 * KCR_NSEC_PER_SEC) /* exec plugin run time */
 #define KCR__TOKEN_PERIOD_NS (60 * KCR_NSEC_PER_SEC) /* token file re-read period */
+#define KCR__TLS_PERIOD_NS (60 * KCR_NSEC_PER_SEC)   /* cert, key and CA file re-read period */
 
 /* kcr__strv_free frees a NULL-terminated array of strings. NULL ok. */
 void kcr__strv_free(char **v);

@@ -577,6 +577,16 @@ static int build_from_kubeconfig(const kcr__kubeconfig_t *kc, const char *contex
   }
   if (u->exec && build_exec(u->exec, cl, cfg, opts, &cr->exec) < 0)
     goto oom;
+  /* TLS files to re-read (client-go's ReloadTLSFiles: certificate and key both
+   * files; ReloadCAFiles: a CA file, not data) and the CA in force. */
+  if ((u->client_cert_file && u->client_key_file && !u->client_cert_data && !u->client_key_data &&
+       (dup_opt(u->client_cert_file, &cr->cert_file) < 0 ||
+        dup_opt(u->client_key_file, &cr->key_file) < 0)) ||
+      (cl->ca_file && *cl->ca_file && !cl->ca_data && dup_opt(cl->ca_file, &cr->ca_file) < 0) ||
+      (cfg->ca && dup_bytes(cfg->ca, cfg->ca_len, &cr->ca) < 0))
+    goto oom;
+  cr->ca_len = cfg->ca ? cfg->ca_len : 0;
+  kcr__creds_prime_tls(cr);
   if (cr->token_file) {
     rc = kcr__creds_prime(cr, err);
     if (rc < 0) {
@@ -812,6 +822,13 @@ int kcr_rest_config_in_cluster(const kcr_config_options *opts, kcr_rest_config_t
     }
     cfg->ca = (unsigned char *)ca;
   }
+  /* rest.InClusterConfig names ca.crt as the CAFile when it could read it:
+   * then it is re-read as a kubeconfig's certificate-authority. */
+  if (cfg->ca && (dup_opt(ca_path, &cfg->creds.ca_file) < 0 ||
+                  dup_bytes(cfg->ca, cfg->ca_len, &cfg->creds.ca) < 0))
+    goto oom;
+  cfg->creds.ca_len = cfg->ca ? cfg->ca_len : 0;
+  kcr__creds_prime_tls(&cfg->creds);
   if (pod_ns && *pod_ns) {
     if (dup_opt(pod_ns, &cfg->namespace) < 0)
       goto oom;
@@ -901,6 +918,10 @@ void kcr__rest_config_set_clock(kcr_rest_config_t *cfg, kcr_clock_t *clock) {
 
 void kcr__rest_config_set_token_period(kcr_rest_config_t *cfg, int64_t ns) {
   kcr__creds_set_token_period(&cfg->creds, ns);
+}
+
+void kcr__rest_config_set_tls_period(kcr_rest_config_t *cfg, int64_t ns) {
+  kcr__creds_set_tls_period(&cfg->creds, ns);
 }
 
 void kcr__rest_config_set_exec_limits(kcr_rest_config_t *cfg, int64_t timeout_ns,

@@ -38,10 +38,12 @@ kcr__creds_t *kcr__rest_config_creds(kcr_rest_config_t *cfg);
  *                      period and exec expiry; the pending re-read is rebased.
  *   set_token_period   the token-file re-read period.
  *   set_exec_limits    the exec plugin's timeout and stdout limit (0: keep).
+ *   set_tls_period     the re-read period of the certificate, key and CA files.
  */
 void kcr__rest_config_set_clock(kcr_rest_config_t *cfg, kcr_clock_t *clock);
 void kcr__rest_config_set_token_period(kcr_rest_config_t *cfg, int64_t ns);
 void kcr__rest_config_set_exec_limits(kcr_rest_config_t *cfg, int64_t timeout_ns,
                                       size_t max_stdout);
+void kcr__rest_config_set_tls_period(kcr_rest_config_t *cfg, int64_t ns);
 
 #endif /* KCR_CONFIG_INTERNAL_H */

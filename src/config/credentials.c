@@ -17,7 +17,24 @@
  * rather than starting another. `generation` changes only when the bytes change,
  * so a client can cache a snapshot and ask kcr_rest_config_credentials_fresh
  * (which never blocks) whether it is still good. Secrets are wiped when freed.
+ *
+ * TLS files (client-go's cert_rotation.go and ca_rotation.go): a client
+ * certificate and key that both come from files, and a CA bundle from a file,
+ * are read again every tls period (a minute) and right after a 401, in the same
+ * refresh. New bytes replace the old only when they hold up: the certificate
+ * must match the key (the check Go's tls.X509KeyPair makes), the CA file must
+ * hold a certificate; otherwise the old ones stay. A rotation that writes the
+ * two files one after the other can be caught between them, so a first failure
+ * is retried a second later without a word, and only a second one in a row is
+ * logged. A change bumps the generation, which sends the client for a new
+ * snapshot: its next requests carry the new blobs, and libcurl, which compares
+ * the certificate and CA blobs before reusing a connection, opens new
+ * connections for them.
  */
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "config/credentials.h"
@@ -27,6 +44,8 @@
 
 #define MAX_LEEWAY_NS (10 * KCR_NSEC_PER_SEC)
 #define RETRY_AFTER_FAILED_READ_NS (10 * KCR_NSEC_PER_SEC)
+#define RETRY_TORN_TLS_READ_NS KCR_NSEC_PER_SEC
+#define MIN_TLS_REREAD_NS KCR_NSEC_PER_SEC /* a 401 re-reads the files at most this often */
 
 int kcr__creds_init(kcr__creds_t *c, kcr_error_t *err) {
   memset(c, 0, sizeof(*c));
@@ -38,6 +57,7 @@ int kcr__creds_init(kcr__creds_t *c, kcr_error_t *err) {
   }
   c->clock = kcr_clock_system();
   c->token_period_ns = KCR__TOKEN_PERIOD_NS;
+  c->tls_period_ns = KCR__TLS_PERIOD_NS;
   c->generation = 1;
   return 0;
 }
@@ -53,6 +73,10 @@ void kcr__creds_free(kcr__creds_t *c) {
   kcr__wipe_free_str(c->token);
   kcr__wipe_free(c->cert, c->cert_len);
   kcr__wipe_free(c->key, c->key_len);
+  kcr__free(c->cert_file);
+  kcr__free(c->key_file);
+  kcr__free(c->ca_file);
+  kcr__free(c->ca);
   pthread_cond_destroy(&c->cond);
   pthread_mutex_destroy(&c->mu);
 }
@@ -140,8 +164,18 @@ int kcr__creds_prime(kcr__creds_t *c, kcr_error_t *err) {
   return 0;
 }
 
-/* needs_refresh_locked tells whether the current credentials must be renewed. */
-static int needs_refresh_locked(kcr__creds_t *c) {
+/* tls_files: whether some TLS file is re-read. */
+static bool tls_files(const kcr__creds_t *c) {
+  return c->cert_file || c->ca_file;
+}
+
+/* tls_due_locked tells whether the TLS files are due for a re-read. */
+static bool tls_due_locked(kcr__creds_t *c) {
+  return tls_files(c) && (c->tls_reread || kcr_clock_now(c->clock) >= c->tls_next_read_ns);
+}
+
+/* dynamic_due_locked tells whether the token file or plugin must be renewed. */
+static int dynamic_due_locked(kcr__creds_t *c) {
   if (!dynamic(c))
     return 0;
   if (!c->have || c->rejected)
@@ -152,6 +186,151 @@ static int needs_refresh_locked(kcr__creds_t *c) {
     return kcr_time_cmp(kcr_clock_wall(c->clock), c->refresh_at) >= 0;
   }
   return kcr_clock_now(c->clock) >= c->next_read_ns;
+}
+
+/* needs_refresh_locked tells whether anything must be renewed. */
+static int needs_refresh_locked(kcr__creds_t *c) {
+  return dynamic_due_locked(c) || tls_due_locked(c);
+}
+
+/* ---- TLS files ---- */
+
+/* no_passphrase: an encrypted key is not one kcr can use (and OpenSSL must
+ * never prompt on a terminal for it). */
+static int no_passphrase(char *buf, int size, int rwflag, void *u) {
+  (void)buf;
+  (void)size;
+  (void)rwflag;
+  (void)u;
+  return 0;
+}
+
+/* pem_cert reads the first certificate of a PEM text; NULL when there is none. */
+static X509 *pem_cert(const unsigned char *p, size_t n) {
+  BIO *b = n <= (size_t)KCR__PEM_FILE_MAX_BYTES ? BIO_new_mem_buf(p, (int)n) : NULL;
+  X509 *x = b ? PEM_read_bio_X509(b, NULL, no_passphrase, NULL) : NULL;
+  BIO_free(b);
+  ERR_clear_error();
+  return x;
+}
+
+/* pem_pair_ok: cert's first certificate belongs to key's private key. */
+static bool pem_pair_ok(const unsigned char *cert, size_t cert_len, const unsigned char *key,
+                        size_t key_len) {
+  X509 *x = pem_cert(cert, cert_len);
+  BIO *b =
+      x && key_len <= (size_t)KCR__PEM_FILE_MAX_BYTES ? BIO_new_mem_buf(key, (int)key_len) : NULL;
+  EVP_PKEY *k = b ? PEM_read_bio_PrivateKey(b, NULL, no_passphrase, NULL) : NULL;
+  bool ok = k && X509_check_private_key(x, k) == 1;
+  EVP_PKEY_free(k);
+  BIO_free(b);
+  X509_free(x);
+  ERR_clear_error();
+  return ok;
+}
+
+/* tls_read_t: one re-read of the TLS files, done without the lock. */
+typedef struct tls_read {
+  unsigned char *cert, *key, *ca;
+  size_t cert_len, key_len, ca_len;
+  bool pair_ok, ca_ok;
+  char why[640]; /* the first failure, naming the files (an error message fits) */
+} tls_read_t;
+
+static void tls_read_free(tls_read_t *t) {
+  kcr__wipe_free(t->cert, t->cert_len);
+  kcr__wipe_free(t->key, t->key_len);
+  kcr__free(t->ca);
+  memset(t, 0, sizeof(*t));
+}
+
+/* read_tls reads the files (paths are fixed at load: no lock needed). */
+static void read_tls(const kcr__creds_t *c, tls_read_t *t) {
+  kcr_error_t e = {0};
+  char *buf = NULL;
+  memset(t, 0, sizeof(*t));
+  if (c->cert_file) {
+    if (kcr__read_file(c->cert_file, KCR__PEM_FILE_MAX_BYTES, "client-certificate", &buf,
+                       &t->cert_len, &e) == 0) {
+      t->cert = (unsigned char *)buf;
+      buf = NULL;
+      if (kcr__read_file(c->key_file, KCR__PEM_FILE_MAX_BYTES, "client-key", &buf, &t->key_len,
+                         &e) == 0) {
+        t->key = (unsigned char *)buf;
+        t->pair_ok = pem_pair_ok(t->cert, t->cert_len, t->key, t->key_len);
+        if (!t->pair_ok)
+          snprintf(t->why, sizeof(t->why),
+                   "client-certificate %s and client-key %s do not hold a certificate and its key",
+                   c->cert_file, c->key_file);
+      }
+    }
+    if (!t->why[0] && e.code)
+      snprintf(t->why, sizeof(t->why), "%s", e.message);
+  }
+  if (c->ca_file) {
+    kcr_error_clear(&e);
+    buf = NULL;
+    if (kcr__read_file(c->ca_file, KCR__PEM_FILE_MAX_BYTES, "certificate-authority", &buf,
+                       &t->ca_len, &e) == 0) {
+      X509 *x = pem_cert((unsigned char *)buf, t->ca_len);
+      t->ca = (unsigned char *)buf;
+      t->ca_ok = x != NULL;
+      X509_free(x);
+      if (!t->ca_ok && !t->why[0])
+        snprintf(t->why, sizeof(t->why), "certificate-authority %s holds no PEM certificate",
+                 c->ca_file);
+    } else if (!t->why[0]) {
+      snprintf(t->why, sizeof(t->why), "%s", e.message);
+    }
+  }
+}
+
+/* apply_tls_locked installs what read_tls found good and schedules the next
+ * read. */
+static void apply_tls_locked(kcr__creds_t *c, tls_read_t *t) {
+  int64_t now = kcr_clock_now(c->clock);
+  if (t->pair_ok && (!same_bytes(c->static_cert, c->static_cert_len, t->cert, t->cert_len) ||
+                     !same_bytes(c->static_key, c->static_key_len, t->key, t->key_len))) {
+    kcr__wipe_free(c->static_cert, c->static_cert_len);
+    kcr__wipe_free(c->static_key, c->static_key_len);
+    c->static_cert = t->cert;
+    c->static_cert_len = t->cert_len;
+    c->static_key = t->key;
+    c->static_key_len = t->key_len;
+    t->cert = t->key = NULL;
+    t->cert_len = t->key_len = 0;
+    c->generation++;
+    kcr_log(KCR_LOG_INFO, "config",
+            "client certificate %s changed: new connections present the new certificate",
+            c->cert_file);
+  }
+  if (t->ca_ok && !same_bytes(c->ca, c->ca_len, t->ca, t->ca_len)) {
+    kcr__free(c->ca);
+    c->ca = t->ca;
+    c->ca_len = t->ca_len;
+    t->ca = NULL;
+    t->ca_len = 0;
+    c->generation++;
+    kcr_log(KCR_LOG_INFO, "config",
+            "certificate authority %s changed: new connections verify the server with it",
+            c->ca_file);
+  }
+  c->tls_reread = 0;
+  c->tls_last_read_ns = now;
+  if (!t->why[0]) {
+    c->tls_failures = 0;
+    c->tls_next_read_ns = now + c->tls_period_ns;
+    return;
+  }
+  /* A rotation caught half way (a new certificate, the old key) is tried again
+   * a second later without a word; a failure on files that held still is
+   * logged, and retried as a failed token-file read is. */
+  if (++c->tls_failures == 1) {
+    c->tls_next_read_ns = now + RETRY_TORN_TLS_READ_NS;
+    return;
+  }
+  kcr_log(KCR_LOG_WARN, "config", "%s; keeping the certificates in use", t->why);
+  c->tls_next_read_ns = now + RETRY_AFTER_FAILED_READ_NS;
 }
 
 static int dup_mem(const void *p, size_t n, void *out) {
@@ -180,12 +359,14 @@ static int snapshot_locked(kcr__creds_t *c, kcr_credentials *out, kcr_error_t *e
       (c->username && dup_mem(c->username, strlen(c->username), &out->username) < 0) ||
       (c->password && dup_mem(c->password, strlen(c->password), &out->password) < 0) ||
       dup_mem(cert, cert_len, &out->client_cert_pem) < 0 ||
-      dup_mem(key, key_len, &out->client_key_pem) < 0) {
+      dup_mem(key, key_len, &out->client_key_pem) < 0 ||
+      dup_mem(c->ca, c->ca_len, &out->ca_pem) < 0) {
     kcr_credentials_free(out);
     return kcr_error_set(err, KCR_ENOMEM, "out of memory copying credentials");
   }
   out->client_cert_len = cert ? cert_len : 0;
   out->client_key_len = key ? key_len : 0;
+  out->ca_len = c->ca ? c->ca_len : 0;
   out->expiry = c->expiry;
   out->generation = c->generation;
   return 0;
@@ -246,6 +427,8 @@ int kcr__creds_get(kcr__creds_t *c, kcr_credentials *out, kcr_error_t *err) {
     char *tok = NULL;
     kcr__exec_result_t res = {0};
     kcr_error_t e = {0};
+    tls_read_t tls;
+    int do_dynamic, do_tls;
 
     if (!needs_refresh_locked(c))
       break;
@@ -266,10 +449,20 @@ int kcr__creds_get(kcr__creds_t *c, kcr_credentials *out, kcr_error_t *err) {
       break;
     }
     c->refreshing = 1;
+    do_dynamic = dynamic_due_locked(c);
+    do_tls = tls_due_locked(c);
     pthread_mutex_unlock(&c->mu);
-    rc = refresh(c, &tok, &res, &e);
+    rc = do_dynamic ? refresh(c, &tok, &res, &e) : 0;
+    if (do_tls)
+      read_tls(c, &tls);
     pthread_mutex_lock(&c->mu);
-    if (rc == 0) {
+    if (do_tls) {
+      apply_tls_locked(c, &tls);
+      tls_read_free(&tls);
+    }
+    if (!do_dynamic) {
+      /* the TLS files alone: they never fail a snapshot */
+    } else if (rc == 0) {
       if (c->exec)
         apply_exec_locked(c, &res);
       else
@@ -312,6 +505,10 @@ void kcr__creds_rejected(kcr__creds_t *c, uint64_t generation) {
   pthread_mutex_lock(&c->mu);
   if (generation == c->generation && dynamic(c) && c->have)
     c->rejected = 1;
+  /* A 401 to a file certificate: it may have expired and been rotated. */
+  if (generation == c->generation && tls_files(c) &&
+      kcr_clock_now(c->clock) - c->tls_last_read_ns >= MIN_TLS_REREAD_NS)
+    c->tls_reread = 1;
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -323,6 +520,7 @@ void kcr_credentials_free(kcr_credentials *c) {
   kcr__wipe_free_str(c->password);
   kcr__wipe_free(c->client_cert_pem, c->client_cert_len);
   kcr__wipe_free(c->client_key_pem, c->client_key_len);
+  kcr__free(c->ca_pem);
   memset(c, 0, sizeof(*c));
 }
 
@@ -333,6 +531,22 @@ void kcr__creds_set_clock(kcr__creds_t *c, kcr_clock_t *clock) {
   c->clock = clock ? clock : kcr_clock_system();
   if (c->token_file)
     c->next_read_ns = kcr_clock_now(c->clock) + c->token_period_ns;
+  c->tls_last_read_ns = kcr_clock_now(c->clock);
+  c->tls_next_read_ns = c->tls_last_read_ns + c->tls_period_ns;
+  pthread_mutex_unlock(&c->mu);
+}
+
+void kcr__creds_prime_tls(kcr__creds_t *c) {
+  pthread_mutex_lock(&c->mu);
+  c->tls_last_read_ns = kcr_clock_now(c->clock);
+  c->tls_next_read_ns = c->tls_last_read_ns + c->tls_period_ns;
+  pthread_mutex_unlock(&c->mu);
+}
+
+void kcr__creds_set_tls_period(kcr__creds_t *c, int64_t ns) {
+  pthread_mutex_lock(&c->mu);
+  c->tls_period_ns = ns;
+  c->tls_next_read_ns = kcr_clock_now(c->clock) + ns;
   pthread_mutex_unlock(&c->mu);
 }
 

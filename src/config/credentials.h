@@ -29,7 +29,8 @@ typedef struct kcr__creds {
   pthread_mutex_t mu;
   pthread_cond_t cond;
   kcr_clock_t *clock; /* set before sharing; the tests swap in a fake one */
-  /* fixed at load */
+  /* fixed at load (static_cert and static_key, protected by mu, change when
+   * they come from files that change: see TLS files below) */
   char *static_token;
   char *username;
   char *password;
@@ -56,6 +57,24 @@ typedef struct kcr__creds {
   uint64_t refresh_seq; /* counts finished refreshes */
   int last_rc;          /* outcome of the last refresh */
   kcr_error_t last_err;
+
+  /*
+   * TLS files re-read (client-go's certificate and CA rotation). The paths are
+   * fixed at load: cert_file and key_file only when both came from files (no
+   * -data), ca_file only for a CA read from a file. static_cert/static_key and
+   * ca are then the bytes last read (protected by mu), replaced when the files
+   * change and still hold a matching pair (a certificate bundle).
+   */
+  char *cert_file;
+  char *key_file;
+  char *ca_file;
+  int64_t tls_period_ns; /* set before sharing */
+  unsigned char *ca;     /* protected by mu: the CA bundle in force, NULL: system roots */
+  size_t ca_len;
+  int64_t tls_next_read_ns; /* protected by mu: clock reading when the files are due */
+  int64_t tls_last_read_ns; /* protected by mu */
+  int tls_reread;           /* protected by mu: a 401 asked for a re-read now */
+  int tls_failures;         /* protected by mu: re-reads failed in a row */
 } kcr__creds_t;
 
 /* kcr__creds_init prepares an empty set of credentials. Returns 0 or KCR_ESYS. */
@@ -86,5 +105,14 @@ void kcr__creds_rejected(kcr__creds_t *c, uint64_t generation);
  * config_internal.h, for c (the pending token-file re-read is rebased). */
 void kcr__creds_set_clock(kcr__creds_t *c, kcr_clock_t *clock);
 void kcr__creds_set_token_period(kcr__creds_t *c, int64_t ns);
+
+/*
+ * kcr__creds_prime_tls schedules the first re-read of the TLS files, one
+ * period after load (the load itself read them). Call once the paths are set.
+ */
+void kcr__creds_prime_tls(kcr__creds_t *c);
+
+/* kcr__creds_set_tls_period: the test hook of config_internal.h (rebased). */
+void kcr__creds_set_tls_period(kcr__creds_t *c, int64_t ns);
 
 #endif /* KCR_CONFIG_CREDENTIALS_H */
