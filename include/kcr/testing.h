@@ -220,9 +220,8 @@ KCR_EXTERN kcr_objclient kcr_fake_client_objclient(kcr_fake_client_t *f);
  * or fn), KCR_EEXIST (the kind has an index of that name), KCR_ENOMEM. Any
  * thread.
  */
-KCR_EXTERN int kcr_fake_client_add_index(kcr_fake_client_t *f, const kcr_gvk *gvk,
-                                         const char *name, kcr_index_fn fn, void *data,
-                                         kcr_error_t *err);
+KCR_EXTERN int kcr_fake_client_add_index(kcr_fake_client_t *f, const kcr_gvk *gvk, const char *name,
+                                         kcr_index_fn fn, void *data, kcr_error_t *err);
 
 /*
  * kcr_fake_client_with_status_subresource is WithStatusSubresource on
