@@ -10,7 +10,9 @@
 #include <cmocka.h>
 
 #include "cache/cobj.h"
+#include "cache/store_internal.h"
 #include "kcr/meta.h"
+#include "kcr/store.h"
 #include "testutil.h"
 #include "util/jscan.h"
 
@@ -209,11 +211,53 @@ static void test_cobj_collapse(void **state) {
   json_decref(ev);
 }
 
+/* store_pod is a new Pod ns/name at resourceVersion rv; compact_pod the
+ * same as a compact object. */
+static json_t *store_pod(const char *name, const char *rv) {
+  return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "apiVersion", "v1", "kind", "Pod", "metadata",
+                   "namespace", "ns", "name", name, "resourceVersion", rv);
+}
+
+static kcr__cobj_t *compact_pod(const char *name, const char *rv) {
+  kcr__cobj_t *c = NULL;
+  kcr_buf_t b;
+  json_t *obj = store_pod(name, rv);
+  kcr_buf_init(&b, (size_t)1 << 20);
+  assert_int_equal(kcr__cobj_from_tree(obj, &b, &c), 0);
+  kcr_buf_free(&b);
+  json_decref(obj);
+  return c;
+}
+
+/* The informer's delete: the deletion's last state, compact, moves the
+ * store's resourceVersion forward only (a late one leaves it), and a key
+ * already gone still takes the newer version. */
+static void test_cobj_store_remove_version(void **state) {
+  kcr_store_t *s = NULL;
+  kcr__cobj_t *late = compact_pod("f", "250"), *last = compact_pod("f", "301");
+  json_t *obj = store_pod("f", "300");
+  char rv[32];
+  (void)state;
+  assert_int_equal(kcr_store_create(NULL, NULL, &s, NULL), 0);
+  assert_int_equal(kcr_store_add(s, obj, NULL), 0);
+  json_decref(obj);
+  assert_int_equal(kcr__store_remove(s, "ns/f", late), 0);
+  assert_int_equal(kcr_store_resource_version(s, rv, sizeof(rv)), 0);
+  assert_string_equal(rv, "300");
+  assert_int_equal(kcr__store_remove(s, "ns/f", last), KCR_ENOENT);
+  kcr__cobj_unref(last); /* the store keeps its own reference */
+  assert_int_equal(kcr_store_resource_version(s, rv, sizeof(rv)), 0);
+  assert_string_equal(rv, "301");
+  assert_int_equal(kcr__store_remove(s, "ns/f", NULL), KCR_ENOENT);
+  kcr__cobj_unref(late);
+  kcr_store_destroy(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cobj_accessors), cmocka_unit_test(test_cobj_slots),
       cmocka_unit_test(test_cobj_from_tree), cmocka_unit_test(test_cobj_allocation_failures),
-      cmocka_unit_test(test_cobj_collapse),
+      cmocka_unit_test(test_cobj_collapse),  cmocka_unit_test(test_cobj_store_remove_version),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/cobj.h"
 #include "cache/store_internal.h"
 #include "kcr/store.h"
 #include "testutil.h"
@@ -350,17 +349,6 @@ static void test_store_replace(void **state) {
   kcr_store_destroy(s);
 }
 
-/* compact makes a compact object of obj (stolen). */
-static kcr__cobj_t *compact(json_t *obj) {
-  kcr__cobj_t *c = NULL;
-  kcr_buf_t b;
-  kcr_buf_init(&b, (size_t)1 << 20);
-  assert_int_equal(kcr__cobj_from_tree(obj, &b, &c), 0);
-  kcr_buf_free(&b);
-  json_decref(obj);
-  return c;
-}
-
 /* delete_rv deletes (ns, name) by an object at rv and returns the store's rv. */
 static const char *delete_rv(kcr_store_t *s, const char *name, const char *rv, char *buf,
                              size_t size) {
@@ -409,21 +397,9 @@ static void test_store_delete_advances_resource_version(void **state) {
   assert_int_equal(kcr_store_delete_key(s, "ns/e"), 0);
   assert_int_equal(kcr_store_resource_version(s, rv, sizeof(rv)), 0);
   assert_string_equal(rv, "300");
-  /* the informer's way: the deletion's last state, compact */
-  {
-    kcr__cobj_t *late = compact(mk("ns", "f", "250", NULL)),
-                *last = compact(mk("ns", "f", "301", NULL));
-    add(s, mk("ns", "f", "300", NULL));
-    assert_int_equal(kcr__store_remove(s, "ns/f", late), 0);
-    assert_int_equal(kcr_store_resource_version(s, rv, sizeof(rv)), 0);
-    assert_string_equal(rv, "300");
-    assert_int_equal(kcr__store_remove(s, "ns/f", last), KCR_ENOENT);
-    kcr__cobj_unref(last); /* the store keeps its own reference */
-    assert_int_equal(kcr_store_resource_version(s, rv, sizeof(rv)), 0);
-    assert_string_equal(rv, "301");
-    assert_int_equal(kcr__store_remove(s, "ns/f", NULL), KCR_ENOENT);
-    kcr__cobj_unref(late);
-  }
+  /* the informer's way, with a compact last state: test_cobj.c */
+  add(s, mk("ns", "f", "301", NULL));
+  assert_int_equal(kcr_store_delete_key(s, "ns/f"), 0);
   assert_int_equal(kcr_store_resource_version(s, rv, sizeof(rv)), 0);
   assert_string_equal(rv, "301");
   kcr_store_destroy(s);
