@@ -256,6 +256,16 @@ typedef struct kcr_controller_source {
  *                   and neither its reconciles nor its writes are fenced (see
  *                   kcr_manager_add_controller). Borrowed for the call that
  *                   takes the options; kcr_controller_create ignores it.
+ *   enable_warmup   for controllers the manager runs: whether a replica that
+ *                   does not lead yet warms this controller up
+ *                   (kcr_controller_warmup: informers started, handlers
+ *                   registered, caches synced, the queue filling) so that on
+ *                   election only the workers are left to start
+ *                   (controller-runtime's EnableWarmup). NULL: the manager's
+ *                   kcr_manager_options.enable_warmup. Ignored when
+ *                   need_leader_election is false (such a controller starts
+ *                   before the election anyway). Borrowed for the call;
+ *                   kcr_controller_create ignores it.
  */
 typedef struct kcr_controller_options {
   const char *name;
@@ -270,6 +280,7 @@ typedef struct kcr_controller_options {
   kcr_metrics_registry_t *metrics;
   int64_t reconcile_timeout_ns;
   const bool *need_leader_election;
+  const bool *enable_warmup;
 } kcr_controller_options;
 
 /*
@@ -434,9 +445,22 @@ KCR_EXTERN int kcr_controller_add_event_filter(kcr_controller_t *c, kcr_predicat
                                                kcr_error_t *err);
 
 /*
+ * kcr_controller_warmup does the part of a start that needs no worker: it
+ * registers the event handlers on the informers (starting them) and waits for
+ * them to sync (cache_sync_timeout: KCR_ETIMEDOUT naming the kind). From then
+ * on events fill the queue, but nothing is reconciled until
+ * kcr_controller_start, which then only starts the workers
+ * (controller-runtime's Warmup). Closes the set-up as start does. Once; a
+ * second call returns 0. KCR_EINVAL after start or stop, or for a set-up
+ * start would refuse. Errors leave the controller cold: start may try again.
+ */
+KCR_EXTERN int kcr_controller_warmup(kcr_controller_t *c, kcr_error_t *err);
+
+/*
  * kcr_controller_start registers the event handlers on the informers, waits for
  * them to sync (cache_sync_timeout: KCR_ETIMEDOUT naming the kind), then starts
- * the workers and returns. Once only. Errors leave the controller stopped.
+ * the workers and returns; after kcr_controller_warmup, only the workers. Once
+ * only. Errors leave the controller stopped.
  */
 KCR_EXTERN int kcr_controller_start(kcr_controller_t *c, kcr_error_t *err);
 

@@ -96,6 +96,14 @@ typedef struct kcr_manager kcr_manager_t;
  *                     (kcr_cache_options.default_namespaces). Not with
  *                     default_namespace (KCR_EINVAL from kcr_manager_create);
  *                     a set of one is the same as default_namespace.
+ *   enable_warmup     the default of kcr_controller_options.enable_warmup:
+ *                     controllers that need leader election start their
+ *                     informers and sync their caches on every replica, before
+ *                     the elector campaigns, so that a new leader starts its
+ *                     workers on a synced cache (controller-runtime's
+ *                     Controller.EnableWarmup). The cost: a standby holds the
+ *                     cache a leader would. false: a standby holds only what
+ *                     other code asked for.
  */
 typedef struct kcr_manager_options {
   kcr_rest_config_t *config;
@@ -113,6 +121,7 @@ typedef struct kcr_manager_options {
   int64_t sync_period_ns;
   const char *const *default_namespaces;
   size_t default_namespaces_len;
+  bool enable_warmup;
 } kcr_manager_options;
 
 /*

@@ -120,7 +120,9 @@ struct kcr_controller {
   pthread_t *threads;      /* protected by mu */
   int nthreads;            /* protected by mu */
   int running;             /* workers not yet exited; protected by mu */
-  bool started, stop_done; /* protected by mu */
+  bool started, stop_done; /* protected by mu; started: set-up closed (warm-up or start) */
+  bool workers_started;    /* protected by mu: kcr_controller_start was called */
+  bool warmed;             /* protected by mu: watches registered and synced */
   bool finished_logged;    /* protected by mu */
 
   /* metrics: children of the registry's families (NULL without a registry,
@@ -889,10 +891,9 @@ static int register_watches(kcr_controller_t *c, kcr_error_t *err) {
   return 0;
 }
 
-int kcr_controller_start(kcr_controller_t *c, kcr_error_t *err) {
-  int64_t deadline;
+/* check_startable: what start and warm-up both need of the set-up. */
+static int check_startable(kcr_controller_t *c, kcr_error_t *err) {
   bool has_for = c->primary_kind != NULL, has_owns = false, needs_source = false;
-  int rc;
   KCR__LIST_EACH(&c->watches, watch_t, link, w)
   has_owns |= w->kind == W_OWNS;
   if (kcr__list_empty(&c->watches) && atomic_load(&c->nchannels) == 0)
@@ -903,15 +904,19 @@ int kcr_controller_start(kcr_controller_t *c, kcr_error_t *err) {
   needs_source |= !w->raw;
   if (!c->source.get_informer && needs_source)
     return kcr_error_set(err, KCR_EINVAL, "controller %s: no informer source", c->name);
-  pthread_mutex_lock(&c->mu);
-  if (c->started || c->stop_done) {
-    pthread_mutex_unlock(&c->mu);
-    return kcr_error_set(err, KCR_EINVAL, "controller %s: started twice", c->name);
-  }
-  c->started = true; /* set-up calls are refused from here on */
-  pthread_mutex_unlock(&c->mu);
+  return 0;
+}
 
-  if (has_for && c->source.is_namespaced) {
+/*
+ * start_sources: the part of a start that needs no worker, run once, by
+ * kcr_controller_warmup or else by kcr_controller_start: learn the For kind's
+ * scope, register a handler on every watched informer (its events fill the
+ * queue from here on) and wait for them all to sync.
+ */
+static int start_sources(kcr_controller_t *c, kcr_error_t *err) {
+  int64_t deadline;
+  int rc;
+  if (c->primary_kind && c->source.is_namespaced) {
     kcr_gvk pg = {c->primary_group, KCR__CONTAINER_OF(c->watches.first, watch_t, link)->version,
                   c->primary_kind};
     KCR__LIST_EACH(&c->watches, watch_t, link, w)
@@ -919,12 +924,11 @@ int kcr_controller_start(kcr_controller_t *c, kcr_error_t *err) {
       pg.version = w->version;
     if ((rc = c->source.is_namespaced(c->source.data, &pg, &c->primary_namespaced, err)) != 0) {
       kcr_error_prefix(err, "controller %s: ", c->name);
-      goto fail;
+      return rc;
     }
   }
   if ((rc = register_watches(c, err)) != 0)
     goto fail;
-  ctl_log(c, KCR_LOG_INFO, "Starting Controller");
   deadline = kcr_clock_now(kcr_clock_system()) + c->sync_timeout;
   KCR__LIST_EACH(&c->watches, watch_t, link, w) {
     int64_t left = deadline - kcr_clock_now(kcr_clock_system());
@@ -935,6 +939,54 @@ int kcr_controller_start(kcr_controller_t *c, kcr_error_t *err) {
       goto fail;
     }
   }
+  pthread_mutex_lock(&c->mu);
+  c->warmed = true;
+  pthread_mutex_unlock(&c->mu);
+  return 0;
+fail:
+  unregister(c);
+  return rc;
+}
+
+/*
+ * close_setup checks the set-up and closes it for warm-up (start false) or
+ * start: refused after a start or a stop; *warmed tells whether the sources
+ * have started already.
+ */
+static int close_setup(kcr_controller_t *c, bool start, bool *warmed, kcr_error_t *err) {
+  int rc;
+  if ((rc = check_startable(c, err)) != 0)
+    return rc;
+  pthread_mutex_lock(&c->mu);
+  if (c->workers_started || c->stop_done) {
+    pthread_mutex_unlock(&c->mu);
+    return kcr_error_set(err, KCR_EINVAL, "controller %s: %s", c->name,
+                         start ? "started twice" : "warm-up after start or stop");
+  }
+  c->started = true; /* set-up calls are refused from here on */
+  c->workers_started = start;
+  *warmed = c->warmed;
+  pthread_mutex_unlock(&c->mu);
+  return 0;
+}
+
+int kcr_controller_warmup(kcr_controller_t *c, kcr_error_t *err) {
+  bool warmed = false;
+  int rc;
+  if ((rc = close_setup(c, false, &warmed, err)) != 0 || warmed)
+    return rc;
+  ctl_log(c, KCR_LOG_INFO, "Warming up Controller");
+  return start_sources(c, err);
+}
+
+int kcr_controller_start(kcr_controller_t *c, kcr_error_t *err) {
+  bool warmed = false;
+  int rc;
+  if ((rc = close_setup(c, true, &warmed, err)) != 0)
+    return rc;
+  if (!warmed && (rc = start_sources(c, err)) != 0)
+    return rc;
+  ctl_log(c, KCR_LOG_INFO, "Starting Controller");
   pthread_mutex_lock(&c->mu);
   c->threads = kcr__calloc((size_t)c->workers, sizeof(pthread_t));
   if (!c->threads) {

@@ -85,10 +85,12 @@ struct kcr_manager {
   kcr_objclient unfenced;              /* its ops over cclient_nofence */
   int64_t grace_ns, sync_ns;
   bool handle_signals;
+  bool warmup_default; /* immutable: kcr_manager_options.enable_warmup */
 
   kcr_controller_t **ctls; /* set-up thread, then read-only */
   bool *ctl_started;       /* run thread only */
   bool *ctl_le;            /* set-up thread, then read-only: needs leader election */
+  bool *ctl_warm;          /* set-up thread, then read-only: warmed up before leading */
   size_t nctls;
   runnable_t *runs;
   size_t nruns;
@@ -185,6 +187,7 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
     return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
   m->grace_ns = o->graceful_shutdown_timeout_ns ? o->graceful_shutdown_timeout_ns : DEFAULT_GRACE;
   m->sync_ns = o->cache_sync_timeout_ns > 0 ? o->cache_sync_timeout_ns : DEFAULT_SYNC;
+  m->warmup_default = o->enable_warmup;
   m->handle_signals = !o->no_signal_handlers;
   atomic_init(&m->leading_started, false);
   if (pthread_mutex_init(&m->mu, NULL) != 0) {
@@ -303,7 +306,7 @@ int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o
                                kcr_controller_t **out, kcr_error_t *err) {
   kcr_controller_options co;
   kcr_controller_t **nc;
-  bool *ns, *nl, need_le;
+  bool *ns, *nl, *nw, need_le;
   int rc;
   *out = NULL;
   if (!o || has_run(m)) {
@@ -329,7 +332,10 @@ int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o
   nl = ns ? kcr__realloc(m->ctl_le, (m->nctls + 1) * sizeof(*nl)) : NULL;
   if (nl)
     m->ctl_le = nl;
-  if (!nc || !ns || !nl) {
+  nw = nl ? kcr__realloc(m->ctl_warm, (m->nctls + 1) * sizeof(*nw)) : NULL;
+  if (nw)
+    m->ctl_warm = nw;
+  if (!nc || !ns || !nl || !nw) {
     kcr_ratelimiter_destroy(o->rate_limiter);
     return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
   }
@@ -340,6 +346,7 @@ int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o
   co.source.data = m;
   co.client = need_le ? m->objclient : m->unfenced;
   co.need_leader_election = NULL;
+  co.enable_warmup = NULL;
   if (!co.metrics)
     co.metrics = m->metrics;
   if (co.cache_sync_timeout_ns <= 0)
@@ -351,6 +358,7 @@ int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o
   m->ctls[m->nctls] = *out;
   m->ctl_started[m->nctls] = false;
   m->ctl_le[m->nctls] = need_le;
+  m->ctl_warm[m->nctls] = need_le && (o->enable_warmup ? *o->enable_warmup : m->warmup_default);
   m->nctls++;
   return 0;
 }
@@ -668,6 +676,15 @@ static int start_controllers(kcr_manager_t *m, bool le, kcr_error_t *err) {
   return 0;
 }
 
+/* warm_controllers warms up the controllers that asked for it (run thread). */
+static int warm_controllers(kcr_manager_t *m, kcr_error_t *err) {
+  int rc;
+  for (size_t i = 0; i < m->nctls; i++)
+    if (m->ctl_warm[i] && (rc = kcr_controller_warmup(m->ctls[i], err)) != 0)
+      return rc;
+  return 0;
+}
+
 static int start_leading(kcr_manager_t *m, kcr_error_t *err) {
   int rc;
   if ((rc = start_controllers(m, true, err)) != 0)
@@ -705,7 +722,7 @@ static int stop_all(kcr_manager_t *m, int64_t grace_ns, bool le_started, bool fl
   int rc = 0;
   /* controllers first: all stop taking work at once, then each is waited for */
   for (size_t i = m->nctls; i-- > 0;)
-    if (m->ctl_started[i])
+    if (m->ctl_started[i] || m->ctl_warm[i]) /* a warm one has handlers to remove */
       kcr_controller_stop(m->ctls[i], 1);
   for (size_t i = m->nctls; i-- > 0;) {
     if (m->ctl_started[i] && kcr_controller_stop(m->ctls[i], left(deadline)) != 0)
@@ -745,6 +762,10 @@ int kcr_manager_run(kcr_manager_t *m, kcr_error_t *err) {
   /* controllers that need no leader election: every replica, before the
    * elector campaigns (controller-runtime's "Others" group) */
   if ((rc = start_controllers(m, false, err)) != 0)
+    goto stop;
+  /* warm-up (controller-runtime's Warmup group): before the elector
+   * campaigns, so that a replica that wins leads on synced caches */
+  if ((rc = warm_controllers(m, err)) != 0)
     goto stop;
   if (m->has_le && m->le.start) {
     if ((rc = m->le.start(m->le.data, m, err)) != 0)
@@ -808,6 +829,7 @@ void kcr_manager_destroy(kcr_manager_t *m) {
   kcr__free(m->ctls);
   kcr__free(m->ctl_started);
   kcr__free(m->ctl_le);
+  kcr__free(m->ctl_warm);
   for (size_t i = 0; i < m->nruns; i++)
     kcr__free(m->runs[i].name);
   kcr__free(m->runs);

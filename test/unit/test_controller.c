@@ -690,6 +690,43 @@ static void test_controller_setup_errors(void **state) {
   assert_null(c);
 }
 
+/* Warm-up: the set-up closes and events fill the queue, but nothing is
+ * reconciled until start, which then only starts the workers. A channel
+ * source needs no informer, so this runs without an API server. */
+static void test_controller_warmup(void **state) {
+  fixture_t *fx = *state;
+  const kcr_gvk cm = {"", "v1", "ConfigMap"};
+  kcr_channel_source_t *s;
+  kcr_workqueue_t *q = kcr_controller_queue(fx->c);
+  kcr_error_t err = {0};
+  assert_int_equal(kcr_controller_warmup(fx->c, &err), KCR_EINVAL); /* nothing to watch */
+  assert_non_null(strstr(err.message, "nothing to watch"));
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_channel_source_create(&s, &err), 0);
+  assert_int_equal(kcr_controller_watches_channel(fx->c, s, NULL, NULL, NULL, &err), 0);
+  assert_int_equal(kcr_controller_warmup(fx->c, &err), 0);
+  assert_int_equal(kcr_controller_warmup(fx->c, &err), 0); /* a second call: nothing */
+  assert_int_equal(kcr_controller_for(fx->c, &cm, NULL, &err), KCR_EINVAL); /* set-up closed */
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_channel_source_push(s, "ns", "early", &err), 0);
+  wait_len(fx->c, 1);
+  assert_int_equal(fx->f.calls, 0);
+  assert_int_equal(kcr_controller_start(fx->c, &err), 0);
+  for (int i = 0; i < 2000 && kcr_workqueue_len(q) != 0; i++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  assert_int_equal(kcr_controller_stop(fx->c, 5 * KCR_NSEC_PER_SEC), 0);
+  assert_int_equal(fx->f.calls, 1);
+  assert_string_equal(fx->f.last_name, "early");
+  assert_int_equal(kcr_controller_start(fx->c, &err), KCR_EINVAL); /* once */
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_controller_warmup(fx->c, &err), KCR_EINVAL); /* after stop */
+  kcr_controller_destroy(fx->c);
+  fx->c = NULL;
+  kcr_channel_source_destroy(s);
+}
+
 static void test_controller_create_alloc(void **state) {
   kcr_controller_options o;
   kcr_controller_t *c = NULL;
@@ -835,6 +872,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_controller_channel_source, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_raw_source_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_setup_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_controller_warmup, setup, teardown),
       cmocka_unit_test(test_controller_create_alloc),
       cmocka_unit_test_setup_teardown(test_controller_metrics_exposition, setup, teardown),
       cmocka_unit_test(test_controller_no_metrics),
