@@ -86,6 +86,22 @@ def sync_section(files):
             if len(row) > 2:
                 rows.append(row)
         return rows
+    def over_floor():
+        # each implementation's sync and CPU over the floor's in the same pair
+        # (null_reader.c: the same stream received and thrown away, issue 29)
+        rows = []
+        for shape, n in sorted({(s, n) for s, n, _ in by}):
+            for impl in sorted({i for s, m, i in by if (s, m) == (shape, n) and i != "floor"}):
+                row = {"shape": shape, "n": n, "impl": impl}
+                for k in ("sync_s", "cpu_s"):
+                    rs = [p[impl][k] / p["floor"][k] for (ps, pn, _), p in pairs.items()
+                          if (ps, pn) == (shape, n) and impl in p and "floor" in p
+                          and p["floor"][k]]
+                    if rs:
+                        row[k] = stats(rs)
+                if len(row) > 3:
+                    rows.append(row)
+        return rows
     ratios = ratios_to("client-go")  # kcr / the client-go informer
     ratios_kube_rs = ratios_to("kube-rs")  # kcr / the kube-rs reflector
     # RSS slope per shape and implementation: least squares over the medians
@@ -102,6 +118,7 @@ def sync_section(files):
             w = wire.get(shape)
             over_wire[shape][impl] = slope / w if slope is not None and w else None
     return {"runs": runs, "summary": summary, "ratios": ratios, "ratios_kube_rs": ratios_kube_rs,
+            "over_floor": over_floor(),
             "rss_bytes_per_object": slopes.get("cm1k", {}),
             "rss_bytes_per_object_by_shape": slopes, "wire_bytes": wire,
             "rss_bytes_per_object_over_wire": over_wire}

@@ -81,6 +81,16 @@ def sync():
                           for i in impls if slopes.get(i))))
         else:
             print()
+    floor = [r for r in s.get("over_floor", [])]
+    if floor:
+        print("Against the floor (a null reader of the same stream; issue 29), each pair divided"
+              " on its own, median (min-max):\n")
+        print("| shape | N | impl | start -> synced / floor | CPU / floor |")
+        print("|---|---|---|---|---|")
+        for r in floor:
+            print("| %s | %s | %s | %s | %s |" % (r.get("shape", "cm1k"), format(r["n"], ","),
+                                                 r["impl"], mm(r.get("sync_s")), mm(r.get("cpu_s"))))
+        print()
 
 
 def apps():

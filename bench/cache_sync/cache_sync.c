@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "kcr/kcr.h"
+#include "procstat.h"
 
 static atomic_long adds;
 
@@ -35,36 +36,6 @@ static void on_add(json_t *obj, bool initial, void *data) {
   (void)initial;
   (void)data;
   atomic_fetch_add(&adds, 1);
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double cpu_s(void) {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-/* status_kb reads one "Name:   123 kB" field of /proc/self/status. */
-static long status_kb(const char *field) {
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  long v = -1;
-  size_t n = strlen(field);
-  if (!f)
-    return -1;
-  while (fgets(line, sizeof(line), f))
-    if (strncmp(line, field, n) == 0 && line[n] == ':') {
-      v = strtol(line + n + 1, NULL, 10);
-      break;
-    }
-  fclose(f);
-  return v;
 }
 
 int main(int argc, char **argv) {

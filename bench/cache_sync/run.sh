@@ -27,6 +27,8 @@
 #   PAIRS            A/B pairs per N (default 3)
 #   KCR_ARGS         extra cache_sync flags (default -s: the streaming list,
 #                    as client-go's informer uses by default)
+#   FLOOR=0          without the floor (bench/cache_sync/null_reader.c: the
+#                    same streaming request, its bytes thrown away; issue 29)
 #   PEER=0           kcr only
 #   RUST_PEER=0      without the kube-rs peer (bench/peers/rust-cache-sync)
 #   RELIST=1         force one relist in every run: each process gets a settle
@@ -66,7 +68,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCR_BUILD_TE
   -DKCR_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$build" --target kcr_static >/dev/null
 libs="$(pkg-config --libs jansson libcurl libuv yaml-0.1 openssl) -lm"
-for p in cache_sync create; do
+for p in cache_sync create null_reader; do
   # shellcheck disable=SC2086
   cc -std=c11 -O2 -g -Wall -Wextra -Iinclude "bench/cache_sync/$p.c" \
     "$build/libkcr.a" $libs -lpthread -o "$out/$p"
@@ -149,6 +151,9 @@ for shape in "${shapes[@]}"; do
     for ((i = 1; i <= pairs; i++)); do
       # shellcheck disable=SC2086
       measure "$out/cache_sync" -k "$kc" -n "$ns" -r "$resource" $kcr_args
+      if [ "${FLOOR:-1}" != 0 ] && [ "${RELIST:-0}" = 0 ]; then
+        measure "$out/null_reader" -k "$kc" -n "$ns" -r "$resource"
+      fi
       if [ -n "$peer" ]; then
         measure "$peer" -kubeconfig "$kc" -namespace "$ns" -resource "$resource"
       fi

@@ -79,6 +79,31 @@ for peer in ("client-go", "kube-rs"):
                 cells.append("-")
         print("| %s | %d | | %s |" % (shape, n, " | ".join(cells)))
     print()
+if any("floor" in p for p in pairs.values()):
+    # the floor (null_reader.c) receives the same stream and keeps nothing:
+    # sync and CPU against it split a figure into the server's share (the
+    # floor's) and the client's own (the rest)
+    impls = sorted({i for p in pairs.values() for i in p if i != "floor"})
+    print("| shape | N | impl | sync / floor | CPU / floor | floor sync s | floor CPU s |")
+    print("|---|---|---|---|---|---|---|")
+    for shape, n in shape_ns:
+        fl = runs.get((shape, n, "floor"))
+        for impl in impls:
+            cells = []
+            for k in ("sync_s", "cpu_s"):
+                rs = [float(p[impl][k]) / float(p["floor"][k])
+                      for (ps, pn, _), p in pairs.items()
+                      if (ps, pn) == (shape, n) and impl in p and "floor" in p
+                      and float(p["floor"][k])]
+                cells.append("%.2f (%.2f-%.2f)" % (statistics.median(rs), min(rs), max(rs))
+                             if rs else "-")
+            if fl:
+                cells += ["%.3f" % statistics.median(fl["sync_s"]),
+                          "%.3f" % statistics.median(fl["cpu_s"])]
+            else:
+                cells += ["-", "-"]
+            print("| %s | %d | %s | %s |" % (shape, n, impl, " | ".join(cells)))
+    print()
 print("| shape | wire B | impl | RSS B per object (slope) | / wire |")
 print("|---|---|---|---|---|")
 for shape in sorted({s for s, _, _ in runs}, key=shape_order):
