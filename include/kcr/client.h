@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kcr/clock.h"
 #include "kcr/common.h"
 #include "kcr/config.h"
 #include "kcr/error.h"
@@ -152,23 +153,69 @@ KCR_EXTERN kcr_loop_t *kcr_client_loop(kcr_client_t *c);
 /* kcr_client_config returns the client's config. Borrowed, lives as long as c. */
 KCR_EXTERN kcr_rest_config_t *kcr_client_config(kcr_client_t *c);
 
-/* kcr_cancel_t: a cancellation token shared by any number of requests (Go's
- * context cancellation). Opaque, thread-safe. */
+/*
+ * kcr_cancel_t: a cancellation token shared by any number of requests (Go's
+ * context.Context, for cancellation and deadlines). Opaque, thread-safe. A
+ * token fires once, for one reason: kcr_cancel_fire (its requests end with
+ * KCR_ECANCELED, Go's context.Canceled) or its deadline passing (KCR_ETIMEDOUT,
+ * Go's context.DeadlineExceeded). A request whose token has fired fails at
+ * once, before anything is sent; one in flight when it fires is aborted on the
+ * loop and returns the token's reason; a Retry-After or reconnect retry that
+ * would start after the deadline is not made (the last answer is returned).
+ * A request's own timeout (kcr_request.timeout_ns, the client's timeout_ns)
+ * still applies: whichever comes first ends it. Watches take no token.
+ */
 typedef struct kcr_cancel kcr_cancel_t;
 
-/* kcr_cancel_create makes a token that is not cancelled. Returns 0 or KCR_ENOMEM. */
+/* kcr_cancel_create makes a token that is not cancelled and has no deadline.
+ * Returns 0 or KCR_ENOMEM. Any thread. */
 KCR_EXTERN int kcr_cancel_create(kcr_cancel_t **out, kcr_error_t *err);
 
 /*
- * kcr_cancel_fire cancels every request using the token, now and later: they
- * return KCR_ECANCELED. Any thread. Idempotent.
+ * kcr_cancel_create_child makes a token that fires when parent fires (with the
+ * parent's reason) or when clock's monotonic reading (kcr_clock_now) reaches
+ * deadline_ns, whichever comes first (context.WithDeadline; for WithTimeout
+ * pass kcr_clock_now(clock) + timeout). Firing the child does not fire the
+ * parent. parent NULL: no parent; deadline_ns 0: no deadline of its own
+ * (context.WithCancel); clock NULL: the system clock. A child's deadline is the
+ * earlier of its own and its parent's (kcr_cancel_deadline). parent (borrowed)
+ * must outlive the child; clock (borrowed) must outlive the token. A child of a
+ * token that has already fired is born fired.
+ *
+ * *out: the new token, NULL on failure. Errors: KCR_EINVAL (out NULL, a
+ * negative deadline, or a deadline on another clock than the parent's own
+ * deadline), KCR_ENOMEM. Any thread.
+ */
+KCR_EXTERN int kcr_cancel_create_child(kcr_cancel_t *parent, kcr_clock_t *clock,
+                                       int64_t deadline_ns, kcr_cancel_t **out, kcr_error_t *err);
+
+/*
+ * kcr_cancel_fire cancels every request using the token and every token
+ * derived from it, now and later: they return KCR_ECANCELED. A token that has
+ * already fired (its deadline included) keeps its first reason. Any thread.
+ * Idempotent.
  */
 KCR_EXTERN void kcr_cancel_fire(kcr_cancel_t *t);
 
-/* kcr_cancel_fired tells whether kcr_cancel_fire was called. Any thread. */
+/*
+ * kcr_cancel_err is Go's ctx.Err(): 0 while the token has not fired,
+ * KCR_ECANCELED once it was fired (itself or through its parent), KCR_ETIMEDOUT
+ * once its deadline has passed (the call notices a deadline that passed and
+ * fires the token, so its requests in flight are aborted). Any thread.
+ */
+KCR_EXTERN int kcr_cancel_err(kcr_cancel_t *t);
+
+/* kcr_cancel_fired tells whether the token has fired, for either reason
+ * (kcr_cancel_err != 0). Any thread. */
 KCR_EXTERN int kcr_cancel_fired(kcr_cancel_t *t);
 
-/* kcr_cancel_destroy frees a token no request uses any more. NULL is ignored. */
+/* kcr_cancel_deadline returns the token's deadline in nanoseconds on the clock
+ * it was made with (the parent's when the parent's deadline is earlier), 0
+ * when it has none. Any thread. */
+KCR_EXTERN int64_t kcr_cancel_deadline(kcr_cancel_t *t);
+
+/* kcr_cancel_destroy frees a token no request uses any more and that has no
+ * child left (destroy the children first). NULL is ignored. */
 KCR_EXTERN void kcr_cancel_destroy(kcr_cancel_t *t);
 
 /*

@@ -49,8 +49,13 @@
 
 struct kcr_cancel {
   pthread_mutex_t mu;
-  int fired;           /* protected by mu */
-  kcr__list_t waiters; /* protected by mu: the sync_reqs using the token */
+  int fired;                   /* protected by mu: 0, or why: KCR_ECANCELED or KCR_ETIMEDOUT */
+  kcr__list_t waiters;         /* protected by mu: the sync_reqs using the token */
+  kcr__list_t children;        /* protected by mu: tokens derived from this one */
+  kcr_cancel_t *parent;        /* immutable; NULL: none */
+  kcr__list_node_t child_link; /* in parent->children; protected by parent->mu */
+  kcr_clock_t *clock;          /* immutable, borrowed; NULL when deadline is 0 */
+  int64_t deadline;            /* immutable: the earlier of its own and its parent's; 0: none */
 };
 
 struct kcr_client {
@@ -389,6 +394,16 @@ void kcr__client_credentials_rejected(kcr_client_t *c) {
 
 /* ---- cancellation tokens ---- */
 
+/*
+ * A token fires once, for one reason (kept in fired): kcr_cancel_fire
+ * (KCR_ECANCELED) or its deadline (KCR_ETIMEDOUT, Go's DeadlineExceeded). A
+ * deadline is noticed lazily, by whoever asks (kcr_cancel_err) or by a request
+ * waiting on the token, which waits only until the deadline (attempt). Firing
+ * walks down to the children under each token's mu in turn: parent -> child,
+ * then token -> request. A child's deadline is the earlier of its own and its
+ * parent's, so a child never has to look up at its parent.
+ */
+
 static int make_cancel(kcr_cancel_t **out) {
   kcr_cancel_t *t = kcr__calloc(1, sizeof(*t));
   *out = NULL;
@@ -402,25 +417,106 @@ static int make_cancel(kcr_cancel_t **out) {
 int kcr_cancel_create(kcr_cancel_t **out, kcr_error_t *err) {
   int rc = make_cancel(out);
   if (rc)
-    kcr_error_set(err, rc, "cancel token: %s",
-                  rc == KCR_EINVAL ? "invalid arguments" : kcr_strerror(rc));
+    kcr_error_set(err, rc, "cancel token: %s", kcr_strerror(rc));
   return rc;
 }
 
-int kcr_cancel_fired(kcr_cancel_t *t) {
-  int fired;
+static void post_cancel(struct sync_req *r);
+
+/* fire_locked fires t (t->mu held) and its children for why. */
+static void fire_locked(kcr_cancel_t *t, int why) {
+  if (t->fired)
+    return;
+  t->fired = why;
+  KCR__LIST_FOREACH(&t->waiters, n) {
+    post_cancel(KCR__CONTAINER_OF(n, struct sync_req, cancel_link));
+  }
+  KCR__LIST_FOREACH(&t->children, n) {
+    kcr_cancel_t *child = KCR__CONTAINER_OF(n, kcr_cancel_t, child_link);
+    pthread_mutex_lock(&child->mu);
+    fire_locked(child, why);
+    pthread_mutex_unlock(&child->mu);
+  }
+}
+
+/* check_locked fires t when its deadline has passed (t->mu held) and returns
+ * why it fired, 0 while it has not. */
+static int check_locked(kcr_cancel_t *t) {
+  if (!t->fired && t->deadline && kcr_clock_now(t->clock) >= t->deadline)
+    fire_locked(t, KCR_ETIMEDOUT);
+  return t->fired;
+}
+
+int kcr_cancel_create_child(kcr_cancel_t *parent, kcr_clock_t *clock, int64_t deadline_ns,
+                            kcr_cancel_t **out, kcr_error_t *err) {
+  kcr_cancel_t *t;
+  int rc;
+  if (out)
+    *out = NULL;
+  if (!out || deadline_ns < 0)
+    return kcr_error_set(err, KCR_EINVAL, "cancel token: %s",
+                         !out ? "no out pointer" : "negative deadline");
+  if (deadline_ns && !clock)
+    clock = kcr_clock_system();
+  if (parent && parent->deadline && deadline_ns && parent->clock != clock)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "cancel token: a deadline on another clock than its parent's");
+  if ((rc = kcr_cancel_create(&t, err)) != 0)
+    return rc;
+  t->clock = deadline_ns ? clock : NULL;
+  t->deadline = deadline_ns;
+  if (parent) {
+    t->parent = parent;
+    if (parent->deadline && (!t->deadline || parent->deadline < t->deadline)) {
+      t->clock = parent->clock;
+      t->deadline = parent->deadline;
+    }
+    pthread_mutex_lock(&parent->mu);
+    if (check_locked(parent))
+      t->fired = parent->fired; /* born fired: nothing can wait on t yet */
+    else
+      kcr__list_push_back(&parent->children, &t->child_link);
+    pthread_mutex_unlock(&parent->mu);
+  }
+  *out = t;
+  return 0;
+}
+
+int kcr_cancel_err(kcr_cancel_t *t) {
+  int why;
   pthread_mutex_lock(&t->mu);
-  fired = t->fired;
+  why = check_locked(t);
   pthread_mutex_unlock(&t->mu);
-  return fired;
+  return why;
+}
+
+int kcr_cancel_fired(kcr_cancel_t *t) {
+  return kcr_cancel_err(t) != 0;
+}
+
+int64_t kcr_cancel_deadline(kcr_cancel_t *t) {
+  return t->deadline;
 }
 
 void kcr_cancel_destroy(kcr_cancel_t *t) {
   if (!t)
     return;
   assert(kcr__list_empty(&t->waiters));
+  assert(kcr__list_empty(&t->children));
+  if (t->parent) {
+    pthread_mutex_lock(&t->parent->mu);
+    if (kcr__list_linked(&t->parent->children, &t->child_link))
+      kcr__list_remove(&t->parent->children, &t->child_link);
+    pthread_mutex_unlock(&t->parent->mu);
+  }
   pthread_mutex_destroy(&t->mu);
   kcr__free(t);
+}
+
+/* cancel_message says why a request of a fired token ended (why: what
+ * kcr_cancel_err returned). */
+static const char *cancel_message(int why) {
+  return why == KCR_ETIMEDOUT ? "deadline exceeded" : "canceled";
 }
 
 static void req_unref(sync_req *r) {
@@ -447,24 +543,17 @@ static void post_cancel(sync_req *r) {
 
 void kcr_cancel_fire(kcr_cancel_t *t) {
   pthread_mutex_lock(&t->mu);
-  if (!t->fired) {
-    t->fired = 1;
-    KCR__LIST_FOREACH(&t->waiters, n) {
-      post_cancel(KCR__CONTAINER_OF(n, sync_req, cancel_link));
-    }
-  }
+  fire_locked(t, KCR_ECANCELED);
   pthread_mutex_unlock(&t->mu);
 }
 
-/* cancel_attach registers r with its token; KCR_ECANCELED if it already fired. */
+/* cancel_attach registers r with its token; why it fired if it already has. */
 static int cancel_attach(sync_req *r) {
   int rc = 0;
   if (!r->cancel)
     return 0;
   pthread_mutex_lock(&r->cancel->mu);
-  if (r->cancel->fired) {
-    rc = KCR_ECANCELED;
-  } else {
+  if ((rc = check_locked(r->cancel)) == 0) {
     kcr__list_push_front(&r->cancel->waiters, &r->cancel_link);
   }
   pthread_mutex_unlock(&r->cancel->mu);
@@ -519,8 +608,9 @@ static int rate_wait(kcr_client_t *c, kcr_cancel_t *cancel) {
   while (wait_ns > 0) {
     int64_t step = wait_ns > 50 * KCR_NSEC_PER_MSEC ? 50 * KCR_NSEC_PER_MSEC : wait_ns;
     struct timespec ts = {(time_t)(step / KCR_NSEC_PER_SEC), (long)(step % KCR_NSEC_PER_SEC)};
-    if (cancel && kcr_cancel_fired(cancel))
-      return KCR_ECANCELED;
+    int why = cancel ? kcr_cancel_err(cancel) : 0;
+    if (why)
+      return why;
     nanosleep(&ts, NULL);
     wait_ns -= step;
   }
@@ -1088,7 +1178,7 @@ static int attempt(kcr_client_t *c, const kcr_request *req, long *status, kcr_bu
   kcr_buf_init(&r.body, c->max_response);
   kcr_buf_init(&r.warn_raw, KCR__CLIENT_WARNINGS_MAX);
   if ((rc = rate_wait(c, req->cancel)) != 0)
-    return kcr_error_set(err, rc, "%s %s: canceled", req->method, req->path);
+    return kcr_error_set(err, rc, "%s %s: %s", req->method, req->path, cancel_message(rc));
   rc = kcr__client_prepare(c, req->method, req->path, req->accept, req->content_type, &r.t.easy,
                            &headers, err);
   if (rc)
@@ -1106,7 +1196,13 @@ static int attempt(kcr_client_t *c, const kcr_request *req, long *status, kcr_bu
   if (timeout > 0)
     curl_easy_setopt(r.t.easy, CURLOPT_TIMEOUT_MS, (long)((timeout + 999999) / 1000000));
   pthread_mutex_init(&r.mu, NULL);
-  pthread_cond_init(&r.cond, NULL);
+  if (kcr_clock_cond_init(&r.cond) != 0) {
+    pthread_mutex_destroy(&r.mu);
+    curl_easy_cleanup(r.t.easy);
+    curl_slist_free_all(headers);
+    return kcr_error_set(err, KCR_ESYS, "%s %s: cannot make a condition variable", req->method,
+                         req->path);
+  }
   r.started_ns = kcr_clock_now(kcr_clock_system());
 
   if ((rc = cancel_attach(&r)) == 0) {
@@ -1122,9 +1218,21 @@ static int attempt(kcr_client_t *c, const kcr_request *req, long *status, kcr_bu
     }
   }
   if (rc == 0) {
+    /* With a deadline on the token, wait only until it passes, then fire the
+     * token (kcr_cancel_err notices the deadline), which posts the cancel of
+     * every request using it, this one included. */
+    int64_t dl = r.cancel ? r.cancel->deadline : 0;
     pthread_mutex_lock(&r.mu);
-    while (!r.done || r.refs > 0)
-      pthread_cond_wait(&r.cond, &r.mu);
+    while (!r.done || r.refs > 0) {
+      if (dl && kcr_clock_timedwait(r.cancel->clock, &r.cond, &r.mu, dl) == KCR_ETIMEDOUT) {
+        pthread_mutex_unlock(&r.mu);
+        (void)kcr_cancel_err(r.cancel); /* takes the token's mu, then r.mu */
+        pthread_mutex_lock(&r.mu);
+        dl = 0;
+      } else if (!dl) {
+        pthread_cond_wait(&r.cond, &r.mu);
+      }
+    }
     pthread_mutex_unlock(&r.mu);
   }
   cancel_detach(&r);
@@ -1134,8 +1242,12 @@ static int attempt(kcr_client_t *c, const kcr_request *req, long *status, kcr_bu
     pthread_cond_wait(&r.cond, &r.mu);
   pthread_mutex_unlock(&r.mu);
 
-  if (rc == KCR_ECANCELED) {
-    kcr_error_set(err, rc, "%s %s: canceled", req->method, req->path);
+  /* A transfer the token aborted ends as its token says: KCR_ETIMEDOUT when
+   * its deadline passed (the loop only knows it was aborted). */
+  if (rc == 0 && r.result == CURLE_ABORTED_BY_CALLBACK && r.cancel && kcr_cancel_err(r.cancel))
+    rc = kcr_cancel_err(r.cancel);
+  if (rc == KCR_ECANCELED || rc == KCR_ETIMEDOUT) {
+    kcr_error_set(err, rc, "%s %s: %s", req->method, req->path, cancel_message(rc));
   } else if (rc == KCR_ECLOSED) {
     kcr_error_set(err, rc, "%s %s: the client's loop is stopped", req->method, req->path);
   } else if (rc) {
@@ -1175,8 +1287,9 @@ static int sleep_cancellable(int64_t ns, kcr_cancel_t *cancel) {
   while (ns > 0) {
     int64_t step = ns > 50 * KCR_NSEC_PER_MSEC ? 50 * KCR_NSEC_PER_MSEC : ns;
     struct timespec ts = {(time_t)(step / KCR_NSEC_PER_SEC), (long)(step % KCR_NSEC_PER_SEC)};
-    if (cancel && kcr_cancel_fired(cancel))
-      return KCR_ECANCELED;
+    int why = cancel ? kcr_cancel_err(cancel) : 0;
+    if (why)
+      return why;
     nanosleep(&ts, NULL);
     ns -= step;
   }
@@ -1184,8 +1297,10 @@ static int sleep_cancellable(int64_t ns, kcr_cancel_t *cancel) {
 }
 
 /* before_deadline: whether a retry after sleeping ns would still start before
- * deadline (0: none). */
-static bool before_deadline(int64_t deadline, int64_t ns) {
+ * deadline (0: none) and before the deadline of the token (NULL: none). */
+static bool before_deadline(int64_t deadline, kcr_cancel_t *cancel, int64_t ns) {
+  if (cancel && cancel->deadline && kcr_clock_now(cancel->clock) + ns >= cancel->deadline)
+    return false;
   return deadline == 0 || kcr_clock_now(kcr_clock_system()) + ns < deadline;
 }
 
@@ -1207,6 +1322,10 @@ static int client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp
   if (!req || !req->method || !req->path || req->path[0] != '/')
     return kcr_error_set(err, KCR_EINVAL, "client: a request needs a method and an absolute path");
   assert(!kcr_loop_on_thread(c->loop));
+  /* A fired token (cancelled, or past its deadline) refuses the request before
+   * anything is built or sent. */
+  if (req->cancel && (rc = kcr_cancel_err(req->cancel)) != 0)
+    return kcr_error_set(err, rc, "%s %s: %s", req->method, req->path, cancel_message(rc));
   /* The request's own timeout bounds the whole call, retries and their sleeps
    * included (client-go's Request.Timeout is a context over the retry loop): a
    * leader's write fenced at its renew deadline must not be retried past it. */
@@ -1233,7 +1352,7 @@ static int client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp
     if (rc) {
       /* GETs are safe to repeat when the connection broke before an answer. */
       if ((rc == KCR_ECONN) && strcmp(req->method, "GET") == 0 && retries < c->max_retries &&
-          before_deadline(deadline, KCR_NSEC_PER_SEC)) {
+          before_deadline(deadline, req->cancel, KCR_NSEC_PER_SEC)) {
         retries++;
         kcr_log(KCR_LOG_DEBUG, "client", "retrying %s %s after: %s", req->method, req->path,
                 attempt_err.message);
@@ -1246,14 +1365,14 @@ static int client_do(kcr_client_t *c, const kcr_request *req, kcr_response *resp
     }
     delay = retry_delay(ra);
     if ((status == 429 || status >= 500) && delay >= 0 && retries < c->max_retries &&
-        before_deadline(deadline, (int64_t)delay * KCR_NSEC_PER_SEC)) {
+        before_deadline(deadline, req->cancel, (int64_t)delay * KCR_NSEC_PER_SEC)) {
       retries++;
       kcr_log(KCR_LOG_DEBUG, "client", "%s %s: HTTP %ld, retrying in %d s (attempt %d)",
               req->method, req->path, status, delay, retries + 1);
       kcr_buf_free(&body);
       kcr_buf_free(&warnings); /* client-go handles the final answer's only */
       if ((rc = sleep_cancellable(delay * KCR_NSEC_PER_SEC, req->cancel)) != 0)
-        return kcr_error_set(err, rc, "%s %s: canceled", req->method, req->path);
+        return kcr_error_set(err, rc, "%s %s: %s", req->method, req->path, cancel_message(rc));
       continue;
     }
     if (status == 401)
