@@ -148,23 +148,32 @@ typedef int (*kcr_reconcile_fn)(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_re
 /*
  * kcr_reconcile_client returns the object client for this reconcile (borrowed,
  * valid for the call): reads from the manager's cache, writes to the server,
- * requests carry kcr_reconcile_cancel(ctx). Its ops are NULL when the controller
- * was made without a client.
+ * requests carry kcr_reconcile_cancel(ctx), so they end at the controller's stop
+ * (KCR_ECANCELED) and at the reconcile's deadline (KCR_ETIMEDOUT, see
+ * reconcile_timeout_ns). Its ops are NULL when the controller was made without
+ * a client. A copy of it (kcr_objclient_with_field_owner, ...) carries the
+ * same token.
  */
 KCR_EXTERN const kcr_objclient *kcr_reconcile_client(kcr_reconcile_ctx_t *ctx);
 
 /*
- * kcr_reconcile_cancel returns the cancellation token (borrowed) that fires when
- * the controller stops: long reconciles should check kcr_cancel_fired and return.
+ * kcr_reconcile_cancel returns the reconcile's cancellation token (borrowed,
+ * valid for the call; Go's ctx): it fires when the controller stops
+ * (kcr_cancel_err: KCR_ECANCELED) and, with options.reconcile_timeout_ns, when
+ * the reconcile's deadline passes (KCR_ETIMEDOUT; its own token then, a child
+ * of the controller's made with kcr_cancel_create_child). Put it on the
+ * kcr_request_options of raw client calls so that they end with the
+ * reconcile too; long reconciles should check kcr_cancel_fired and return.
  */
 KCR_EXTERN kcr_cancel_t *kcr_reconcile_cancel(kcr_reconcile_ctx_t *ctx);
 
 /*
  * kcr_reconcile_deadline returns when this reconcile's time is up, in
  * nanoseconds on the controller's clock (kcr_clock_now of options.clock), or 0
- * when options.reconcile_timeout_ns is 0 (no deadline). A reconciler past it
- * should return; if it returns later, the reconcile counts as timed out. The
- * worker thread running the reconcile.
+ * when options.reconcile_timeout_ns is 0 (no deadline). Requests carrying
+ * kcr_reconcile_cancel(ctx) end there; a reconciler past it should return; if
+ * it returns later, the reconcile counts as timed out. The worker thread
+ * running the reconcile.
  */
 KCR_EXTERN int64_t kcr_reconcile_deadline(kcr_reconcile_ctx_t *ctx);
 
@@ -241,8 +250,13 @@ typedef struct kcr_controller_source {
  *   reconcile_timeout_ns       controller-runtime's ReconciliationTimeout: each
  *                   reconcile gets a deadline this far ahead (kcr_reconcile_deadline)
  *                   and one that returns after it counts in
- *                   controller_runtime_reconcile_timeouts_total; 0: none. C cannot
- *                   interrupt a reconciler: it checks the deadline itself.
+ *                   controller_runtime_reconcile_timeouts_total; 0: none. As a
+ *                   Go context's deadline, it bounds the requests of the
+ *                   reconcile's client and token (kcr_reconcile_cancel): one in
+ *                   flight at the deadline is aborted, one made after it fails
+ *                   at once, both with KCR_ETIMEDOUT (cached reads are not
+ *                   requests and still answer). C cannot interrupt the
+ *                   reconciler's own code: it checks kcr_cancel_fired itself.
  *   metrics         borrowed, must outlive the controller; NULL: no metrics. The
  *                   controller registers the controller_runtime_* series below
  *                   on it, and its queue the workqueue_* series (the manager

@@ -140,7 +140,8 @@ struct kcr_reconcile_ctx {
   kcr_error_t err;
   char id[KCR_UUID_BUFSIZE];
   bool terminal;
-  int64_t deadline; /* 0: none */
+  int64_t deadline;     /* 0: none */
+  kcr_cancel_t *cancel; /* c->cancel, or the reconcile's own child of it with the deadline */
 };
 
 /* ---- the reconcile context ---- */
@@ -153,7 +154,7 @@ const kcr_objclient *kcr_reconcile_client(kcr_reconcile_ctx_t *ctx) {
   return &ctx->client;
 }
 kcr_cancel_t *kcr_reconcile_cancel(kcr_reconcile_ctx_t *ctx) {
-  return ctx->c->cancel;
+  return ctx->cancel;
 }
 kcr_error_t *kcr_reconcile_err(kcr_reconcile_ctx_t *ctx) {
   return &ctx->err;
@@ -728,6 +729,7 @@ static void ctx_init(kcr_reconcile_ctx_t *ctx, kcr_controller_t *c, const char *
   ctx->name = name;
   ctx->client = c->client;
   ctx->client.cancel = c->cancel;
+  ctx->cancel = c->cancel;
   if (!ctx->client.field_manager)
     ctx->client.field_manager = c->name; /* as controller-runtime's manager names its applies */
   if (kcr_uuid_v4(ctx->id) != 0)
@@ -763,6 +765,7 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
   const char *name;
   int64_t t0, dt;
   kcr_span_t *span;
+  kcr_cancel_t *deadline_token = NULL;
   int rc;
   if (kcr_meta_split_key(key, &nslen, &name) != 0 || nslen >= sizeof(ns)) {
     ctl_log(c, KCR_LOG_ERROR, "bad key %s, dropped", key);
@@ -780,10 +783,18 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
                                    c->primary_kind, ns, name, ctx.id);
   active(c, 1);
   t0 = kcr_clock_now(c->clock);
-  if (c->reconcile_timeout > 0)
+  if (c->reconcile_timeout > 0) {
+    /* The reconcile's own token (context.WithTimeout of the controller's):
+     * its requests end at the deadline, and at the controller's stop. */
     ctx.deadline = t0 + c->reconcile_timeout;
+    if (kcr_cancel_create_child(c->cancel, c->clock, ctx.deadline, &deadline_token, NULL) == 0)
+      ctx.client.cancel = ctx.cancel = deadline_token;
+    else
+      ctl_log(c, KCR_LOG_ERROR, "out of memory: %s runs without its deadline token", key);
+  }
   rc = c->reconcile(&ctx, &req, &res, c->data);
   dt = kcr_clock_now(c->clock) - t0;
+  kcr_cancel_destroy(deadline_token);
   active(c, -1);
   /* As controller-runtime: only a reconcile still running when its own deadline
    * passed is a timeout, not one that finished in time. */

@@ -118,3 +118,24 @@ json_t *kcr_it_events_about(kcr_testenv_t *env, const char *ns, const char *name
   }
   return items;
 }
+
+static void *runner_main(void *arg) {
+  kcr_it_runner *r = arg;
+  kcr_error_t err;
+  kcr_error_clear(&err);
+  r->rc = kcr_manager_run(r->m, &err);
+  if (r->rc)
+    fprintf(stderr, "manager: %s\n", err.message);
+  return NULL;
+}
+
+int kcr_it_runner_start(kcr_it_runner *r) {
+  r->rc = 0;
+  return pthread_create(&r->t, NULL, runner_main, r) == 0 ? 0 : -1;
+}
+
+int kcr_it_runner_stop(kcr_it_runner *r) {
+  kcr_manager_request_stop(r->m);
+  pthread_join(r->t, NULL);
+  return r->rc;
+}

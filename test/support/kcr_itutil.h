@@ -8,11 +8,13 @@
 #define KCR_ITUTIL_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stddef.h>
 
 #include "kcr/buf.h"
 #include "kcr/client.h"
 #include "kcr/config.h"
+#include "kcr/manager.h"
 #include "kcr_testenv.h"
 
 /*
@@ -51,5 +53,21 @@ void kcr_it_sleep_ms(int ms);
  * failed. The caller has run curl_global_init.
  */
 long kcr_it_http_get(int port, const char *path, kcr_buf_t *body);
+
+/*
+ * kcr_it_runner: a manager run by kcr_manager_run on a thread of its own.
+ * kcr_it_runner_start starts r->m's run (0, or -1 when no thread could be
+ * made); kcr_it_runner_stop requests the stop, joins the thread and returns
+ * what kcr_manager_run returned (its error printed on stderr). Neither
+ * destroys the manager.
+ */
+typedef struct kcr_it_runner {
+  kcr_manager_t *m;
+  pthread_t t;
+  int rc;
+} kcr_it_runner;
+
+int kcr_it_runner_start(kcr_it_runner *r);
+int kcr_it_runner_stop(kcr_it_runner *r);
 
 #endif /* KCR_ITUTIL_H */

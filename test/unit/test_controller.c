@@ -165,6 +165,9 @@ static void test_controller_error_rate_limited(void **state) {
 typedef struct slow {
   kcr_clock_t *clock;
   int64_t took, deadline, started;
+  int64_t token_deadline;    /* kcr_cancel_deadline of the reconcile's token */
+  int err_before, err_after; /* kcr_cancel_err of it at the start and at the end */
+  bool client_has_token;     /* the client's requests carry it */
 } slow_t;
 
 static int reconcile_slow(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
@@ -174,7 +177,11 @@ static int reconcile_slow(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request 
   (void)res;
   s->started = kcr_clock_now(s->clock);
   s->deadline = kcr_reconcile_deadline(ctx);
+  s->token_deadline = kcr_cancel_deadline(kcr_reconcile_cancel(ctx));
+  s->client_has_token = kcr_reconcile_client(ctx)->cancel == kcr_reconcile_cancel(ctx);
+  s->err_before = kcr_cancel_err(kcr_reconcile_cancel(ctx));
   kcr_fake_clock_step(s->clock, s->took);
+  s->err_after = kcr_cancel_err(kcr_reconcile_cancel(ctx));
   return 0;
 }
 
@@ -237,13 +244,26 @@ static void test_controller_reconcile_timeout(void **state) {
   assert_int_equal(kcr__controller_process_next(c), 0);
   assert_true(s.deadline == s.started + KCR_NSEC_PER_SEC);
   assert_int_equal(kcr_metric_value(timeouts), 0);
+  /* The reconcile's token carries the deadline (a Go context's), for the
+   * client's requests too; in time, it has not fired. */
+  assert_true(s.token_deadline == s.deadline);
+  assert_true(s.client_has_token);
+  assert_int_equal(s.err_before, 0);
+  assert_int_equal(s.err_after, 0);
 
   s.took = KCR_NSEC_PER_SEC; /* the deadline passed while it ran */
   assert_int_equal(kcr_workqueue_add(kcr_controller_queue(c), "ns/b"), 0);
   assert_int_equal(kcr__controller_process_next(c), 0);
   assert_true(s.deadline == s.started + KCR_NSEC_PER_SEC);
   assert_int_equal(kcr_metric_value(timeouts), 1);
-  assert_int_equal(kcr_metric_value(success), 2);
+  assert_int_equal(s.err_before, 0);
+  assert_int_equal(s.err_after, KCR_ETIMEDOUT); /* context.DeadlineExceeded */
+  /* The controller's own token lives on: the next reconcile gets a fresh one. */
+  s.took = 0;
+  assert_int_equal(kcr_workqueue_add(kcr_controller_queue(c), "ns/c"), 0);
+  assert_int_equal(kcr__controller_process_next(c), 0);
+  assert_int_equal(s.err_after, 0);
+  assert_int_equal(kcr_metric_value(success), 3);
 
   kcr_controller_destroy(c);
   kcr_metrics_registry_destroy(reg);
