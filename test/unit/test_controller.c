@@ -270,6 +270,51 @@ static void test_controller_reconcile_timeout(void **state) {
   kcr_clock_destroy(clock);
 }
 
+/* stopper: a reconciler that stops its controller and records its token's state. */
+typedef struct stopper {
+  kcr_controller_t *c;
+  int err_before, err_after;
+  int64_t token_deadline;
+} stopper_t;
+
+static int reconcile_stopping(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
+                              kcr_result *res, void *data) {
+  stopper_t *s = data;
+  (void)req;
+  (void)res;
+  s->token_deadline = kcr_cancel_deadline(kcr_reconcile_cancel(ctx));
+  s->err_before = kcr_cancel_err(kcr_reconcile_cancel(ctx));
+  (void)kcr_controller_stop(s->c, 1); /* does not wait for this reconcile */
+  s->err_after = kcr_cancel_err(kcr_reconcile_cancel(ctx));
+  return 0;
+}
+
+/* The controller's stop fires each reconcile's own deadline token too (it is a
+ * child of the controller's): KCR_ECANCELED, long before the deadline. */
+static void test_controller_stop_cancels_reconcile_with_deadline(void **state) {
+  kcr_controller_options o;
+  kcr_controller_t *c;
+  kcr_clock_t *clock;
+  stopper_t s = {0};
+  (void)state;
+  assert_int_equal(kcr_fake_clock_create(0, (kcr_time_t){1700000000, 0}, &clock, NULL), 0);
+  memset(&o, 0, sizeof(o));
+  o.name = "test";
+  o.reconcile = reconcile_stopping;
+  o.data = &s;
+  o.clock = clock;
+  o.reconcile_timeout_ns = 3600 * KCR_NSEC_PER_SEC;
+  assert_int_equal(kcr_controller_create(&o, &c, NULL), 0);
+  s.c = c;
+  assert_int_equal(kcr_workqueue_add(kcr_controller_queue(c), "ns/a"), 0);
+  assert_int_equal(kcr__controller_process_next(c), 0);
+  assert_true(s.token_deadline == 3600 * KCR_NSEC_PER_SEC);
+  assert_int_equal(s.err_before, 0);
+  assert_int_equal(s.err_after, KCR_ECANCELED);
+  kcr_controller_destroy(c);
+  kcr_clock_destroy(clock);
+}
+
 /* captured: the fields of the last line the controller logged, as key=value text. */
 static struct {
   char msg[128];
@@ -878,6 +923,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_controller_success_forgets, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_no_timeout_by_default, setup, teardown),
       cmocka_unit_test(test_controller_reconcile_timeout),
+      cmocka_unit_test(test_controller_stop_cancels_reconcile_with_deadline),
       cmocka_unit_test_setup_teardown(test_controller_error_rate_limited, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_reconcile_log_fields, setup, teardown),
       cmocka_unit_test(test_controller_reconcile_log_kv),
