@@ -86,6 +86,18 @@ KCR_EXTERN bool kcr_error_is_internal_error(const kcr_error_t *err);
  */
 KCR_EXTERN bool kcr_error_is_service_unavailable(const kcr_error_t *err);
 
+/*
+ * kcr_error_set_status records an API error in err, as apimachinery's
+ * NewForbidden, NewInvalid or NewConflict build a StatusError: code KCR_EAPI,
+ * http_status (100..599), reason (copied, cut at KCR_ERROR_REASON_MAX; NULL:
+ * ""), and the message printf-style. The first error wins, as kcr_error_set.
+ * Returns KCR_EAPI, or KCR_EINVAL (recorded instead) for a status outside
+ * 100..599. A typed webhook answers such an error with its status and reason
+ * (kcr_webhook_server_register_typed). Any thread.
+ */
+KCR_EXTERN int kcr_error_set_status(kcr_error_t *err, int http_status, const char *reason,
+                                    const char *fmt, ...) KCR_PRINTF(4, 5);
+
 #ifdef __cplusplus
 }
 #endif

@@ -26,6 +26,7 @@
  */
 #include <ctype.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -542,4 +543,20 @@ bool kcr_error_is_internal_error(const kcr_error_t *err) {
 
 bool kcr_error_is_service_unavailable(const kcr_error_t *err) {
   return is_reason_or_status(err, "ServiceUnavailable", 503);
+}
+
+int kcr_error_set_status(kcr_error_t *err, int http_status, const char *reason, const char *fmt,
+                         ...) {
+  va_list ap;
+  if (http_status < 100 || http_status > 599)
+    return kcr_error_set(err, KCR_EINVAL, "an API error's HTTP status is 100..599, not %d",
+                         http_status);
+  if (!err || err->code != KCR_OK)
+    return KCR_EAPI;
+  va_start(ap, fmt);
+  kcr_error_setv(err, KCR_EAPI, fmt, ap);
+  va_end(ap);
+  err->http_status = http_status;
+  snprintf(err->reason, sizeof(err->reason), "%s", reason ? reason : "");
+  return KCR_EAPI;
 }

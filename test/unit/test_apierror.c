@@ -493,6 +493,26 @@ static void test_apierror_alloc_failure(void **state) {
   assert_string_equal(err.reason, "Expired");
 }
 
+/* kcr_error_set_status builds an API error (apierrors.NewConflict...): the
+ * predicates see it, the first error wins, a status outside 100..599 is refused. */
+static void test_apierror_set_status(void **state) {
+  kcr_error_t err;
+  (void)state;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_error_set_status(&err, 409, "Conflict", "x %d", 1), KCR_EAPI);
+  assert_int_equal(err.code, KCR_EAPI);
+  assert_int_equal(err.http_status, 409);
+  assert_true(kcr_error_is_conflict(&err));
+  assert_string_equal(err.message, "x 1");
+  assert_int_equal(kcr_error_set_status(&err, 422, "Invalid", "y"), KCR_EAPI);
+  assert_int_equal(err.http_status, 409);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_error_set_status(&err, 42, NULL, "z"), KCR_EINVAL);
+  assert_int_equal(err.code, KCR_EINVAL);
+  assert_int_equal(kcr_error_set_status(NULL, 403, NULL, "z"), KCR_EAPI);
+  assert_string_equal(err.reason, "");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_apierror_not_found),
@@ -508,6 +528,7 @@ int main(void) {
       cmocka_unit_test(test_apierror_excerpt_is_escaped_and_bounded),
       cmocka_unit_test(test_apierror_cut_keeps_utf8),
       cmocka_unit_test(test_apierror_first_error_wins),
+      cmocka_unit_test(test_apierror_set_status),
       cmocka_unit_test(test_apierror_from_status_object),
       cmocka_unit_test(test_apierror_predicate_table),
       cmocka_unit_test(test_apierror_retry_after_header),
