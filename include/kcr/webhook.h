@@ -40,6 +40,7 @@
 #include "kcr/error.h"
 #include "kcr/loop.h"
 #include "kcr/metrics.h"
+#include "kcr/scheme.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -151,6 +152,101 @@ KCR_EXTERN int kcr_webhook_server_register_mutating(kcr_webhook_server_t *ws, co
  */
 KCR_EXTERN int kcr_webhook_server_register_conversion(kcr_webhook_server_t *ws, const char *path,
                                                       kcr_conversion_cb cb, void *data);
+
+/* ---- typed webhooks (controller-runtime's CustomDefaulter, CustomValidator) ---- */
+
+/*
+ * kcr_default_cb: a typed defaulter (admission.CustomDefaulter.Default). obj is
+ * the request's object decoded with the kind's codec, the handler's to change in
+ * place (with the kind's _mem_ allocations, as the struct's free expects); req
+ * is the review (borrowed, for the user, the operation, dry run). Returns 0, or
+ * a negative kcr_err that refuses the request as a validator's error does.
+ */
+typedef int (*kcr_default_cb)(void *data, const kcr_admission_request *req, void *obj,
+                              kcr_error_t *err);
+
+/*
+ * kcr_validate_cb: a typed validator's ValidateCreate or ValidateDelete
+ * (admission.CustomValidator). obj is the decoded object (the request's object
+ * for CREATE, its oldObject for DELETE: the object being deleted), borrowed for
+ * the call. Warnings go into warnings with kcr_admission_warn (shown by kubectl
+ * whether or not the request is allowed). Returns 0 to allow, or a negative
+ * kcr_err to refuse: see kcr_webhook_server_register_typed for the answer.
+ */
+typedef int (*kcr_validate_cb)(void *data, const kcr_admission_request *req, const void *obj,
+                               kcr_admission_response *warnings, kcr_error_t *err);
+
+/* kcr_validate_update_cb: ValidateUpdate, with the old and the new object
+ * decoded (both borrowed for the call); otherwise as kcr_validate_cb. */
+typedef int (*kcr_validate_update_cb)(void *data, const kcr_admission_request *req,
+                                      const void *old_obj, const void *new_obj,
+                                      kcr_admission_response *warnings, kcr_error_t *err);
+
+/* kcr_custom_defaulter: zero-initialise; default_object required. */
+typedef struct kcr_custom_defaulter {
+  kcr_default_cb default_object;
+  void *data;
+} kcr_custom_defaulter;
+
+/* kcr_custom_validator: zero-initialise; a NULL function allows its
+ * operation without a call. */
+typedef struct kcr_custom_validator {
+  kcr_validate_cb validate_create;
+  kcr_validate_update_cb validate_update;
+  kcr_validate_cb validate_delete;
+  void *data;
+} kcr_custom_validator;
+
+/*
+ * kcr_webhook_mutate_path and kcr_webhook_validate_path write kubebuilder's
+ * path for gvk (borrowed) into buf (size bytes): "/mutate-" or "/validate-",
+ * the group with each '.' as '-', '-', the version, '-', the kind in lower
+ * case (controller-runtime's generateMutatePath). The core group is empty, so
+ * a core kind's path has two dashes: "/mutate--v1-configmap". Returns 0,
+ * KCR_EINVAL (gvk, its version or its kind missing or empty) or KCR_ETOOBIG
+ * (buf too small; buf then holds ""). Any thread.
+ */
+KCR_EXTERN int kcr_webhook_mutate_path(const kcr_gvk *gvk, char *buf, size_t size);
+KCR_EXTERN int kcr_webhook_validate_path(const kcr_gvk *gvk, char *buf, size_t size);
+
+/*
+ * kcr_webhook_server_register_typed registers typed webhooks for the kind gvk
+ * (borrowed; the scheme s must hold its codec, as kcr-gen's _register puts it,
+ * and outlive ws): with d, a mutating handler at kcr_webhook_mutate_path; with
+ * v, a validating handler at kcr_webhook_validate_path (d and v are copied;
+ * their data must outlive ws). As ctrl.NewWebhookManagedBy(mgr).For(&T{})
+ * .WithDefaulter(d).WithValidator(v). Each review's object (and oldObject) is
+ * decoded with the kind's codec; an object of another apiVersion or kind, or
+ * one that does not decode, is refused with code 400 and the codec's message.
+ *
+ * Defaulting: DELETE is allowed untouched; otherwise the defaulter runs on the
+ * decoded object, which is then encoded, and the answer's JSON Patch is the
+ * difference between the request's object and that encoding, less any removal
+ * the codec alone makes (a member the decode-encode round trip drops, as
+ * controller-runtime drops its scheme's removals): a codec that does not know a
+ * field never deletes it.
+ *
+ * Validating: CREATE calls validate_create(object), UPDATE
+ * validate_update(oldObject, object), DELETE validate_delete(oldObject),
+ * CONNECT nothing (allowed); another operation is a 400. A callback's error
+ * refuses the request, its warnings kept, as controller-runtime does:
+ *   - an API error (err->code KCR_EAPI, from a client call or
+ *     kcr_error_set_status, as an apierrors.StatusError): its HTTP status,
+ *     reason and message;
+ *   - KCR_ENOMEM: code 500, reason InternalError;
+ *   - any other: code 403, reason Forbidden, err's message (or the code's
+ *     description when err is empty).
+ * A defaulter's error is answered the same way.
+ *
+ * Callbacks run on the webhook server's worker, one review at a time. Only
+ * before kcr_webhook_server_start. Errors (nothing registered):
+ * KCR_EINVAL (no d and no v, a defaulter without default_object, gvk without
+ * version or kind, the server started), KCR_ENOENT (gvk not in s), KCR_ENOTSUP
+ * (no codec), KCR_EEXIST (a path taken), KCR_ETOOBIG, KCR_ENOMEM.
+ */
+KCR_EXTERN int kcr_webhook_server_register_typed(kcr_webhook_server_t *ws, const kcr_scheme_t *s,
+                                                 const kcr_gvk *gvk, const kcr_custom_defaulter *d,
+                                                 const kcr_custom_validator *v, kcr_error_t *err);
 
 /* kcr_webhook_server_start binds and serves on loop (borrowed). Errors as
  * kcr_server_create. Not on the loop thread. */

@@ -18,6 +18,17 @@
  * error the API server would turn into its own failurePolicy message. A
  * conversion review is answered the same way: every failure is a
  * result.status "Failure" with a message, in an HTTP 200.
+ *
+ * Typed webhooks (kcr_webhook_server_register_typed) are ordinary mutating and
+ * validating handlers at kubebuilder's paths whose data is a typed_t the
+ * server owns. The defaulter's handler decodes the handler's copy of the
+ * object with the kind's codec, runs the defaulter, encodes the result and
+ * puts it in place of that copy, so the patch is computed by the code above;
+ * before that it puts back what the codec's own round trip dropped
+ * (controller-runtime's dropSchemeRemovals), so a codec that knows fewer
+ * fields than the object has never removes them. A callback's error becomes
+ * the answer's status here, as controller-runtime's CustomValidator handler
+ * does; only a failure of kcr's own (memory, an encoding) reaches the 500 path.
  */
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -43,12 +54,22 @@
 struct kcr_admission_response {
   bool allowed;
   int code;
+  char reason[KCR_ERROR_REASON_MAX]; /* "": the one reason_for(code) gives */
   char message[1024];
   int nwarn;
   char warnings[MAX_WARNINGS][256];
 };
 
 enum { HOOK_VALIDATING, HOOK_MUTATING, HOOK_CONVERSION };
+
+/* typed_t: one kcr_webhook_server_register_typed, the data of its hooks. */
+typedef struct typed {
+  struct typed *next;
+  const kcr_kind_info *k; /* borrowed from the scheme */
+  char api_version[256];  /* "group/version", or "version" for the core group */
+  kcr_custom_defaulter d;
+  kcr_custom_validator v;
+} typed_t;
 
 typedef struct hook {
   char *path;
@@ -64,6 +85,7 @@ struct kcr_webhook_server {
   kcr_webhook_server_options o; /* strings owned */
   hook_t hooks[MAX_HOOKS];      /* written before start, read by the worker */
   int nhooks;
+  typed_t *typed;              /* owned; written before start, read by the worker */
   _Atomic(kcr_server_t *) srv; /* set by start, cleared by stop; read by any thread */
 };
 
@@ -71,6 +93,7 @@ void kcr_admission_deny(kcr_admission_response *r, const char *fmt, ...) {
   va_list ap;
   r->allowed = false;
   r->code = 403;
+  r->reason[0] = '\0';
   va_start(ap, fmt);
   vsnprintf(r->message, sizeof(r->message), fmt, ap);
   va_end(ap);
@@ -273,6 +296,36 @@ static const char *str_of(json_t *o, const char *key) {
   return s ? s : "";
 }
 
+/* reason_for: the metav1.Status reason of an HTTP status, "" when it has none. */
+static const char *reason_for(int code) {
+  switch (code) {
+  case 400:
+    return "BadRequest";
+  case 401:
+    return "Unauthorized";
+  case 403:
+    return "Forbidden";
+  case 404:
+    return "NotFound";
+  case 409:
+    return "Conflict";
+  case 410:
+    return "Gone";
+  case 413:
+    return "RequestEntityTooLarge";
+  case 422:
+    return "Invalid";
+  case 429:
+    return "TooManyRequests";
+  case 503:
+    return "ServiceUnavailable";
+  case 504:
+    return "Timeout";
+  default:
+    return code >= 500 && code <= 599 ? "InternalError" : "";
+  }
+}
+
 /* answer builds the AdmissionReview answer for uid from r (and the patch). */
 static json_t *answer(const char *api_version, const char *uid, const kcr_admission_response *r,
                       const char *patch_b64) {
@@ -280,14 +333,13 @@ static json_t *answer(const char *api_version, const char *uid, const kcr_admiss
   json_t *rev;
   if (!resp)
     return NULL;
-  if (!r->allowed)
-    json_object_set_new(resp, "status",
-                        json_pack("{s:i, s:s, s:s}", "code", r->code, "message", r->message,
-                                  "reason",
-                                  r->code == 403   ? "Forbidden"
-                                  : r->code == 400 ? "BadRequest"
-                                  : r->code == 413 ? "RequestEntityTooLarge"
-                                                   : "InternalError"));
+  if (!r->allowed) {
+    const char *reason = r->reason[0] ? r->reason : reason_for(r->code);
+    json_t *st = json_pack("{s:i, s:s}", "code", r->code, "message", r->message);
+    if (st && *reason)
+      json_object_set_new(st, "reason", json_string(reason));
+    json_object_set_new(resp, "status", st);
+  }
   if (r->nwarn > 0) {
     json_t *w = json_array();
     for (int i = 0; w && i < r->nwarn; i++)
@@ -306,6 +358,7 @@ static json_t *answer(const char *api_version, const char *uid, const kcr_admiss
 static void errored(kcr_admission_response *r, int code, const char *msg) {
   r->allowed = false;
   r->code = code;
+  r->reason[0] = '\0';
   snprintf(r->message, sizeof(r->message), "%s", msg);
 }
 
@@ -578,6 +631,196 @@ static void on_request(void *data, const kcr_server_request *rq, kcr_server_resp
   kcr_metric_inc(kcr_metric_withv(h->m_requests, h->path, rs->status == 200 ? "200" : "500", NULL));
 }
 
+/* ---- typed webhooks ---- */
+
+/* refuse makes r a denial with code, reason ("": reason_for's) and a message. */
+static void refuse(kcr_admission_response *r, int code, const char *reason, const char *fmt, ...)
+    KCR_PRINTF(4, 5);
+static void refuse(kcr_admission_response *r, int code, const char *reason, const char *fmt, ...) {
+  va_list ap;
+  r->allowed = false;
+  r->code = code;
+  snprintf(r->reason, sizeof(r->reason), "%s", reason);
+  va_start(ap, fmt);
+  vsnprintf(r->message, sizeof(r->message), fmt, ap);
+  va_end(ap);
+}
+
+/*
+ * refuse_error answers a typed callback's error rc (details in e) as
+ * controller-runtime answers a CustomValidator's: an API error keeps its status
+ * (an apierrors.StatusError), anything else is a 403 with its message; running
+ * out of memory is the server's fault, a 500.
+ */
+static void refuse_error(kcr_admission_response *r, int rc, const kcr_error_t *e) {
+  const char *msg = e->message[0] ? e->message : kcr_strerror(rc);
+  if (e->code == KCR_EAPI && e->http_status >= 400 && e->http_status <= 599)
+    refuse(r, e->http_status, e->reason, "%s", msg);
+  else if (rc == KCR_ENOMEM)
+    refuse(r, 500, "InternalError", "%s", msg);
+  else
+    refuse(r, 403, "Forbidden", "%s", msg);
+}
+
+static int typed_path(const char *prefix, const kcr_gvk *gvk, char *buf, size_t size) {
+  size_t plen = strlen(prefix), glen;
+  int n;
+  if (size > 0)
+    buf[0] = '\0';
+  if (!gvk || !gvk->version || !*gvk->version || !gvk->kind || !*gvk->kind)
+    return KCR_EINVAL;
+  glen = gvk->group ? strlen(gvk->group) : 0;
+  n = snprintf(buf, size, "%s%s-%s-%s", prefix, gvk->group ? gvk->group : "", gvk->version,
+               gvk->kind);
+  if (n < 0 || (size_t)n >= size) {
+    if (size > 0)
+      buf[0] = '\0';
+    return KCR_ETOOBIG;
+  }
+  for (size_t i = plen; i < plen + glen; i++)
+    if (buf[i] == '.')
+      buf[i] = '-';
+  for (size_t i = (size_t)n - strlen(gvk->kind); i < (size_t)n; i++)
+    if (buf[i] >= 'A' && buf[i] <= 'Z')
+      buf[i] = (char)(buf[i] - 'A' + 'a');
+  return 0;
+}
+
+int kcr_webhook_mutate_path(const kcr_gvk *gvk, char *buf, size_t size) {
+  return typed_path("/mutate-", gvk, buf, size);
+}
+
+int kcr_webhook_validate_path(const kcr_gvk *gvk, char *buf, size_t size) {
+  return typed_path("/validate-", gvk, buf, size);
+}
+
+/*
+ * typed_decode decodes obj (borrowed; what names it for a message) with t's
+ * codec into *out. On bad input r becomes a 400 and *out stays NULL; returns
+ * 0 either way, or KCR_ENOMEM.
+ */
+static int typed_decode(const typed_t *t, json_t *obj, const char *what, void **out,
+                        kcr_admission_response *r) {
+  const char *av = json_string_value(json_object_get(obj, "apiVersion"));
+  const char *kind = json_string_value(json_object_get(obj, "kind"));
+  kcr_error_t e;
+  int rc;
+  *out = NULL;
+  if (!json_is_object(obj)) {
+    refuse(r, 400, "", "the review has no %s to decode", what);
+    return 0;
+  }
+  if (!av || !kind || strcmp(av, t->api_version) != 0 || strcmp(kind, t->k->kind) != 0) {
+    refuse(r, 400, "", "the %s is %.100s %.100s; this webhook takes %s %s", what,
+           av ? av : "(no apiVersion)", kind ? kind : "(no kind)", t->api_version, t->k->kind);
+    return 0;
+  }
+  kcr_error_clear(&e);
+  rc = t->k->decode(obj, out, &e, t->k->codec_data);
+  if (rc == 0)
+    return 0;
+  *out = NULL;
+  if (rc == KCR_ENOMEM)
+    return rc;
+  refuse(r, 400, "", "decoding the %s as %s %s: %s", what, t->api_version, t->k->kind,
+         e.message[0] ? e.message : kcr_strerror(rc));
+  return 0;
+}
+
+/*
+ * keep_dropped puts back into after each member of raw that the codec's round
+ * trip (rt: raw decoded and encoded again) lost and after lacks too, so the
+ * patch from raw to after never removes what the codec does not know
+ * (controller-runtime's dropSchemeRemovals). Recurses where all three hold an
+ * object. 0 or KCR_ENOMEM.
+ */
+static int keep_dropped(json_t *raw, json_t *rt, json_t *after) {
+  const char *key;
+  json_t *v;
+  json_object_foreach(raw, key, v) {
+    json_t *r = json_object_get(rt, key), *a = json_object_get(after, key);
+    int rc;
+    if (!r && !a) {
+      if (json_object_set(after, key, v) != 0)
+        return KCR_ENOMEM;
+    } else if (json_is_object(v) && json_is_object(r) && json_is_object(a)) {
+      if ((rc = keep_dropped(v, r, a)) != 0)
+        return rc;
+    }
+  }
+  return 0;
+}
+
+/* on_typed_default: the mutating handler of a typed registration. */
+static int on_typed_default(void *data, const kcr_admission_request *req,
+                            kcr_admission_response *resp, kcr_error_t *err) {
+  const typed_t *t = data;
+  json_t *rt = NULL, *after = NULL;
+  void *obj = NULL;
+  kcr_error_t e;
+  int rc;
+  if (strcmp(req->operation, "DELETE") == 0)
+    return 0;
+  if ((rc = typed_decode(t, req->object, "object", &obj, resp)) != 0 || !obj)
+    return rc == 0 ? 0 : kcr_error_set(err, rc, "decoding the object: out of memory");
+  if ((rc = kcr_scheme_encode(t->k, obj, &rt, err)) != 0) {
+    kcr_error_prefix(err, "encoding the decoded object: ");
+    goto done;
+  }
+  kcr_error_clear(&e);
+  if ((rc = t->d.default_object(t->d.data, req, obj, &e)) != 0) {
+    refuse_error(resp, rc, &e);
+    rc = 0;
+    goto done;
+  }
+  if ((rc = kcr_scheme_encode(t->k, obj, &after, err)) != 0) {
+    kcr_error_prefix(err, "encoding the defaulted object: ");
+    goto done;
+  }
+  if ((rc = keep_dropped(req->object, rt, after)) != 0 || json_object_clear(req->object) != 0 ||
+      json_object_update(req->object, after) != 0)
+    rc = kcr_error_set(err, KCR_ENOMEM, "building the defaulted object: out of memory");
+done:
+  json_decref(after);
+  json_decref(rt);
+  kcr_scheme_free_typed(t->k, obj);
+  return rc;
+}
+
+/* on_typed_validate: the validating handler of a typed registration. */
+static int on_typed_validate(void *data, const kcr_admission_request *req,
+                             kcr_admission_response *resp, kcr_error_t *err) {
+  const typed_t *t = data;
+  const kcr_custom_validator *v = &t->v;
+  void *obj = NULL, *old = NULL;
+  kcr_error_t e;
+  int rc = 0, cb = 0;
+  const char *op = req->operation;
+  kcr_error_clear(&e);
+  if (strcmp(op, "CONNECT") == 0)
+    return 0;
+  if (strcmp(op, "CREATE") == 0) {
+    if (v->validate_create && (rc = typed_decode(t, req->object, "object", &obj, resp)) == 0 && obj)
+      cb = v->validate_create(v->data, req, obj, resp, &e);
+  } else if (strcmp(op, "UPDATE") == 0) {
+    if (v->validate_update && (rc = typed_decode(t, req->object, "object", &obj, resp)) == 0 &&
+        obj && (rc = typed_decode(t, req->old_object, "oldObject", &old, resp)) == 0 && old)
+      cb = v->validate_update(v->data, req, old, obj, resp, &e);
+  } else if (strcmp(op, "DELETE") == 0) {
+    /* The object being deleted is the review's oldObject. */
+    if (v->validate_delete &&
+        (rc = typed_decode(t, req->old_object, "oldObject", &old, resp)) == 0 && old)
+      cb = v->validate_delete(v->data, req, old, resp, &e);
+  } else {
+    refuse(resp, 400, "", "unknown operation \"%.64s\"", op);
+  }
+  if (cb != 0)
+    refuse_error(resp, cb, &e);
+  kcr_scheme_free_typed(t->k, obj);
+  kcr_scheme_free_typed(t->k, old);
+  return rc == 0 ? 0 : kcr_error_set(err, rc, "decoding the review: out of memory");
+}
+
 /* ---- lifecycle ---- */
 
 static char *dup_or_null(const char *s, int *oom) {
@@ -667,6 +910,63 @@ int kcr_webhook_server_register_conversion(kcr_webhook_server_t *ws, const char 
   return reg(ws, path, NULL, cb, data, HOOK_CONVERSION);
 }
 
+int kcr_webhook_server_register_typed(kcr_webhook_server_t *ws, const kcr_scheme_t *s,
+                                      const kcr_gvk *gvk, const kcr_custom_defaulter *d,
+                                      const kcr_custom_validator *v, kcr_error_t *err) {
+  char mpath[1024], vpath[1024];
+  const kcr_kind_info *k;
+  typed_t *t;
+  int rc, n;
+  if (!ws || !s || (!d && !v) || (d && !d->default_object))
+    return kcr_error_set(err, KCR_EINVAL,
+                         "webhook: a typed webhook needs a server, a scheme and a defaulter "
+                         "(with default_object) or a validator");
+  if (atomic_load(&ws->srv))
+    return kcr_error_set(err, KCR_EINVAL, "webhook: register typed webhooks before starting");
+  if ((rc = kcr_webhook_mutate_path(gvk, mpath, sizeof(mpath))) != 0 ||
+      (rc = kcr_webhook_validate_path(gvk, vpath, sizeof(vpath))) != 0)
+    return kcr_error_set(err, rc, "webhook: %s",
+                         rc == KCR_EINVAL ? "a typed webhook's kind needs a version and a kind"
+                                          : "the kind's webhook path is too long");
+  if (!(k = kcr_scheme_lookup_gvk(s, gvk)))
+    return kcr_error_set(err, KCR_ENOENT, "webhook: kind %s/%s %s is not in the scheme",
+                         gvk->group ? gvk->group : "", gvk->version, gvk->kind);
+  if (!k->decode)
+    return kcr_error_set(err, KCR_ENOTSUP, "webhook: kind %s has no typed codec in the scheme",
+                         k->kind);
+  if ((d && find_hook(ws, mpath)) || (v && find_hook(ws, vpath)))
+    return kcr_error_set(err, KCR_EEXIST, "webhook: %s is registered already",
+                         d && find_hook(ws, mpath) ? mpath : vpath);
+  if (ws->nhooks + !!d + !!v > MAX_HOOKS)
+    return kcr_error_set(err, KCR_ETOOBIG, "webhook: more than %d paths", MAX_HOOKS);
+  if (!(t = kcr__calloc(1, sizeof(*t))))
+    return kcr_error_set(err, KCR_ENOMEM, "webhook: out of memory");
+  t->k = k;
+  n = snprintf(t->api_version, sizeof(t->api_version), "%s%s%s", k->group ? k->group : "",
+               k->group && *k->group ? "/" : "", k->version);
+  if (n < 0 || (size_t)n >= sizeof(t->api_version)) {
+    kcr__free(t);
+    return kcr_error_set(err, KCR_ETOOBIG, "webhook: the kind's apiVersion is too long");
+  }
+  if (d)
+    t->d = *d;
+  if (v)
+    t->v = *v;
+  if (d && (rc = reg(ws, mpath, on_typed_default, NULL, t, HOOK_MUTATING)) != 0) {
+    kcr__free(t);
+    return kcr_error_set(err, rc, "webhook: registering %s: %s", mpath, kcr_strerror(rc));
+  }
+  if (v && (rc = reg(ws, vpath, on_typed_validate, NULL, t, HOOK_VALIDATING)) != 0) {
+    if (d) /* take the defaulter back off: nothing stays registered */
+      kcr__free(ws->hooks[--ws->nhooks].path);
+    kcr__free(t);
+    return kcr_error_set(err, rc, "webhook: registering %s: %s", vpath, kcr_strerror(rc));
+  }
+  t->next = ws->typed;
+  ws->typed = t;
+  return 0;
+}
+
 int kcr_webhook_server_start(kcr_webhook_server_t *ws, kcr_loop_t *loop, kcr_error_t *err) {
   kcr_server_options so;
   kcr_server_t *srv = NULL;
@@ -708,6 +1008,11 @@ void kcr_webhook_server_destroy(kcr_webhook_server_t *ws) {
   kcr_webhook_server_stop(ws);
   for (int i = 0; i < ws->nhooks; i++)
     kcr__free(ws->hooks[i].path);
+  while (ws->typed) {
+    typed_t *t = ws->typed;
+    ws->typed = t->next;
+    kcr__free(t);
+  }
   kcr__free((char *)ws->o.bind_address);
   kcr__free((char *)ws->o.cert_dir);
   kcr__free((char *)ws->o.cert_name);
