@@ -527,6 +527,21 @@ KCR_EXTERN int kcr_manager_probe_port(kcr_manager_t *m);
 KCR_EXTERN kcr_webhook_server_t *kcr_manager_webhook_server(kcr_manager_t *m);
 KCR_EXTERN int kcr_manager_webhook_port(kcr_manager_t *m);
 
+/*
+ * kcr_webhook_for registers typed webhooks for the kind gvk on the manager's
+ * webhook server, as ctrl.NewWebhookManagedBy(mgr).For(&T{}).WithDefaulter(d)
+ * .WithValidator(v).Complete(): a defaulter (d, may be NULL) at
+ * "/mutate-<group>-<version>-<kind>", a validator (v, may be NULL) at
+ * "/validate-...", kubebuilder's paths (kcr_webhook_mutate_path), each review
+ * decoded with gvk's codec in s (borrowed; outlives m). Semantics, threads and
+ * errors as kcr_webhook_server_register_typed (kcr/webhook.h), plus KCR_EINVAL
+ * when m serves no webhooks (kcr_manager_serve without webhook_bind_address).
+ * Before kcr_manager_run, from the thread that sets the manager up.
+ */
+KCR_EXTERN int kcr_webhook_for(kcr_manager_t *m, const kcr_scheme_t *s, const kcr_gvk *gvk,
+                               const kcr_custom_defaulter *d, const kcr_custom_validator *v,
+                               kcr_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -460,6 +460,17 @@ kcr_webhook_server_t *kcr_manager_webhook_server(kcr_manager_t *m) {
   return s ? s->webhooks : NULL;
 }
 
+int kcr_webhook_for(kcr_manager_t *m, const kcr_scheme_t *s, const kcr_gvk *gvk,
+                    const kcr_custom_defaulter *d, const kcr_custom_validator *v,
+                    kcr_error_t *err) {
+  kcr_webhook_server_t *ws = m ? kcr_manager_webhook_server(m) : NULL;
+  if (!ws)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "webhook: the manager serves no webhooks (kcr_manager_serve with a "
+                         "webhook_bind_address first)");
+  return kcr_webhook_server_register_typed(ws, s, gvk, d, v, err);
+}
+
 int kcr_manager_webhook_port(kcr_manager_t *m) {
   serving_t *s = kcr__manager_serving(m);
   return s ? kcr_webhook_server_port(s->webhooks) : 0;
