@@ -248,6 +248,58 @@ KCR_EXTERN int kcr_webhook_server_register_typed(kcr_webhook_server_t *ws, const
                                                  const kcr_gvk *gvk, const kcr_custom_defaulter *d,
                                                  const kcr_custom_validator *v, kcr_error_t *err);
 
+/* ---- typed conversion (controller-runtime's Hub and Convertible) ---- */
+
+/*
+ * kcr_convert_to_hub_cb converts spoke, a typed value of a spoke version
+ * (borrowed), into a new typed value of the hub version in *hub (release with
+ * the hub kind's free; kcr does): conversion.Convertible.ConvertTo.
+ * kcr_convert_from_hub_cb converts hub (borrowed) into a new spoke value in
+ * *spoke: ConvertFrom. Both return 0, or a negative kcr_err with *out NULL
+ * (err may carry the message), answered as a Failure naming the object.
+ * apiVersion and kind are set by kcr when it encodes. Run on the webhook
+ * server's worker, one review at a time.
+ */
+typedef int (*kcr_convert_to_hub_cb)(void *data, const void *spoke, void **hub, kcr_error_t *err);
+typedef int (*kcr_convert_from_hub_cb)(void *data, const void *hub, void **spoke, kcr_error_t *err);
+
+/* kcr_conversion_spoke: one spoke version of the hub's kind and its two
+ * conversions; version is copied (group and kind are the hub's). */
+typedef struct kcr_conversion_spoke {
+  const char *version;
+  kcr_convert_to_hub_cb convert_to;
+  kcr_convert_from_hub_cb convert_from;
+  void *data;
+} kcr_conversion_spoke;
+
+/*
+ * KCR_WEBHOOK_CONVERT_PATH: where typed conversion is served, as
+ * controller-runtime serves it ("/convert", the path a CRD's
+ * spec.conversion.webhook.clientConfig names), one path for every kind.
+ */
+#define KCR_WEBHOOK_CONVERT_PATH "/convert"
+
+/*
+ * kcr_webhook_server_register_hub makes the kind hub (borrowed; its version is
+ * the hub, as a type with a Hub() method) convertible through its spokes
+ * (an array of n, copied) at KCR_WEBHOOK_CONVERT_PATH, every version decoded
+ * and encoded with its codec in s (which outlives ws): an object at a spoke
+ * version is converted to the hub with that spoke's convert_to, then from the
+ * hub to the desired spoke with its convert_from (directly, when either end is
+ * the hub), as controller-runtime's conversion webhook does. An object of a
+ * kind or version not registered, or that does not decode, fails the review
+ * with a message naming it. Several kinds share the path (register each hub
+ * once). Only before kcr_webhook_server_start. Errors (nothing registered):
+ * KCR_EINVAL (no spokes, a spoke without a version or either function, a
+ * spoke at the hub's version or twice, the server started), KCR_ENOENT (a
+ * version not in s), KCR_ENOTSUP (no codec), KCR_EEXIST (the kind registered
+ * already, or the path taken by an untyped handler), KCR_ENOMEM.
+ */
+KCR_EXTERN int kcr_webhook_server_register_hub(kcr_webhook_server_t *ws, const kcr_scheme_t *s,
+                                               const kcr_gvk *hub,
+                                               const kcr_conversion_spoke *spokes, size_t n,
+                                               kcr_error_t *err);
+
 /* kcr_webhook_server_start binds and serves on loop (borrowed). Errors as
  * kcr_server_create. Not on the loop thread. */
 KCR_EXTERN int kcr_webhook_server_start(kcr_webhook_server_t *ws, kcr_loop_t *loop,

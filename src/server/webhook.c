@@ -29,6 +29,11 @@
  * fields than the object has never removes them. A callback's error becomes
  * the answer's status here, as controller-runtime's CustomValidator handler
  * does; only a failure of kcr's own (memory, an encoding) reaches the 500 path.
+ * Typed conversion (kcr_webhook_server_register_hub) is one conversion
+ * handler at "/convert" for every hub, as controller-runtime's; it finds the
+ * hub by the object's kind and version, decodes, converts through the hub
+ * (spoke to hub, hub to spoke) and encodes, and the review code above checks
+ * the answer's apiVersion and kind as for any handler.
  */
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -71,6 +76,17 @@ typedef struct typed {
   kcr_custom_validator v;
 } typed_t;
 
+/* hub_t: one kcr_webhook_server_register_hub: the hub and its spokes. */
+typedef struct hub {
+  struct hub *next;
+  const kcr_kind_info *hub; /* borrowed from the scheme */
+  size_t n;
+  struct {
+    const kcr_kind_info *k;
+    kcr_conversion_spoke sp;
+  } spokes[]; /* n */
+} hub_t;
+
 typedef struct hook {
   char *path;
   int kind; /* HOOK_* */
@@ -85,7 +101,8 @@ struct kcr_webhook_server {
   kcr_webhook_server_options o; /* strings owned */
   hook_t hooks[MAX_HOOKS];      /* written before start, read by the worker */
   int nhooks;
-  typed_t *typed;              /* owned; written before start, read by the worker */
+  typed_t *typed; /* owned; written before start, read by the worker */
+  hub_t *hubs;    /* owned; likewise; non-NULL once KCR_WEBHOOK_CONVERT_PATH is typed */
   _Atomic(kcr_server_t *) srv; /* set by start, cleared by stop; read by any thread */
 };
 
@@ -967,6 +984,153 @@ int kcr_webhook_server_register_typed(kcr_webhook_server_t *ws, const kcr_scheme
   return 0;
 }
 
+/* ---- typed conversion ---- */
+
+/* api_version_of writes k's apiVersion ("group/version"; "version" for the
+ * core group) into buf. */
+static void api_version_of(const kcr_kind_info *k, char *buf, size_t size) {
+  snprintf(buf, size, "%s%s%s", k->group ? k->group : "", k->group && *k->group ? "/" : "",
+           k->version);
+}
+
+/* hub_version finds the version of h whose apiVersion is av: NULL for none;
+ * *spoke the spoke, NULL for the hub itself. */
+static const kcr_kind_info *hub_version(const hub_t *h, const char *av,
+                                        const kcr_conversion_spoke **spoke) {
+  char buf[256];
+  *spoke = NULL;
+  api_version_of(h->hub, buf, sizeof(buf));
+  if (strcmp(buf, av) == 0)
+    return h->hub;
+  for (size_t i = 0; i < h->n; i++) {
+    api_version_of(h->spokes[i].k, buf, sizeof(buf));
+    if (strcmp(buf, av) == 0) {
+      *spoke = &h->spokes[i].sp;
+      return h->spokes[i].k;
+    }
+  }
+  return NULL;
+}
+
+/* on_typed_convert: the conversion handler at KCR_WEBHOOK_CONVERT_PATH (data:
+ * the server); object is never at desired (the review passes those). */
+static int on_typed_convert(void *data, json_t *object, const char *desired, json_t **out,
+                            kcr_error_t *err) {
+  const kcr_webhook_server_t *ws = data;
+  const char *av = json_string_value(json_object_get(object, "apiVersion"));
+  const char *kind = json_string_value(json_object_get(object, "kind"));
+  const kcr_conversion_spoke *from = NULL, *to = NULL;
+  const kcr_kind_info *src = NULL, *dst = NULL;
+  const hub_t *h;
+  void *sv = NULL, *hv = NULL, *dv = NULL;
+  int rc;
+  *out = NULL;
+  for (h = ws->hubs; h; h = h->next)
+    if (strcmp(h->hub->kind, kind) == 0 && (src = hub_version(h, av, &from)) != NULL)
+      break;
+  if (!h || !(dst = hub_version(h, desired, &to)))
+    return kcr_error_set(err, KCR_ENOTSUP, "no conversion of %s from %s to %s is registered", kind,
+                         av, desired);
+  if ((rc = src->decode(object, &sv, err, src->codec_data)) != 0) {
+    sv = NULL;
+    kcr_error_prefix(err, "decoding it as %s: ", av);
+    return rc;
+  }
+  if (!from)
+    hv = sv;
+  else if ((rc = from->convert_to(from->data, sv, &hv, err)) != 0 || !hv)
+    goto fail;
+  if (!to)
+    dv = hv;
+  else if ((rc = to->convert_from(to->data, hv, &dv, err)) != 0 || !dv)
+    goto fail;
+  rc = kcr_scheme_encode(dst, dv, out, err);
+fail:
+  if (rc == 0 && !*out)
+    rc = kcr_error_set(err, KCR_EINVAL, "a conversion function returned no object");
+  if (dv != hv)
+    kcr_scheme_free_typed(dst, dv);
+  if (hv != sv)
+    kcr_scheme_free_typed(h->hub, hv);
+  kcr_scheme_free_typed(src, sv);
+  return rc;
+}
+
+int kcr_webhook_server_register_hub(kcr_webhook_server_t *ws, const kcr_scheme_t *s,
+                                    const kcr_gvk *hub, const kcr_conversion_spoke *spokes,
+                                    size_t n, kcr_error_t *err) {
+  const kcr_kind_info *hk;
+  hub_t *h;
+  int rc;
+  if (!ws || !s || !hub || !spokes || n == 0 || n > 64)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "webhook: a hub needs a server, a scheme, its kind "
+                         "and 1 to 64 spokes");
+  if (atomic_load(&ws->srv))
+    return kcr_error_set(err, KCR_EINVAL, "webhook: register conversions before starting");
+  if (!hub->version || !*hub->version || !hub->kind || !*hub->kind)
+    return kcr_error_set(err, KCR_EINVAL, "webhook: the hub's kind needs a version and a kind");
+  if (!(hk = kcr_scheme_lookup_gvk(s, hub)))
+    return kcr_error_set(err, KCR_ENOENT, "webhook: kind %s/%s %s is not in the scheme",
+                         hub->group ? hub->group : "", hub->version, hub->kind);
+  if (!hk->decode)
+    return kcr_error_set(err, KCR_ENOTSUP, "webhook: kind %s has no typed codec", hk->kind);
+  for (const hub_t *o = ws->hubs; o; o = o->next)
+    if (strcmp(o->hub->kind, hk->kind) == 0 &&
+        strcmp(o->hub->group ? o->hub->group : "", hk->group ? hk->group : "") == 0)
+      return kcr_error_set(err, KCR_EEXIST, "webhook: %s has a hub already", hk->kind);
+  if (!ws->hubs && find_hook(ws, KCR_WEBHOOK_CONVERT_PATH))
+    return kcr_error_set(err, KCR_EEXIST,
+                         "webhook: " KCR_WEBHOOK_CONVERT_PATH " is registered already");
+  if (!(h = kcr__calloc(1, sizeof(*h) + n * sizeof(h->spokes[0]))))
+    return kcr_error_set(err, KCR_ENOMEM, "webhook: out of memory");
+  h->hub = hk;
+  h->n = n;
+  for (size_t i = 0; i < n; i++) {
+    const kcr_conversion_spoke *sp = &spokes[i];
+    kcr_gvk g = {hk->group, sp->version, hk->kind};
+    const kcr_kind_info *k;
+    if (!sp->version || !*sp->version || !sp->convert_to || !sp->convert_from ||
+        strcmp(sp->version, hk->version) == 0) {
+      rc = kcr_error_set(err, KCR_EINVAL,
+                         "webhook: spoke %zu needs a version other than the hub's and both "
+                         "conversion functions",
+                         i);
+      goto fail;
+    }
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(h->spokes[j].k->version, sp->version) == 0) {
+        rc = kcr_error_set(err, KCR_EINVAL, "webhook: spoke version %s given twice", sp->version);
+        goto fail;
+      }
+    if (!(k = kcr_scheme_lookup_gvk(s, &g)) || strcmp(k->version, sp->version) != 0) {
+      rc = kcr_error_set(err, KCR_ENOENT, "webhook: kind %s/%s %s is not in the scheme",
+                         hk->group ? hk->group : "", sp->version, hk->kind);
+      goto fail;
+    }
+    if (!k->decode) {
+      rc = kcr_error_set(err, KCR_ENOTSUP, "webhook: %s %s has no typed codec", sp->version,
+                         k->kind);
+      goto fail;
+    }
+    h->spokes[i].k = k;
+    h->spokes[i].sp = *sp;
+    h->spokes[i].sp.version = k->version; /* the scheme's copy */
+  }
+  if (!ws->hubs &&
+      (rc = reg(ws, KCR_WEBHOOK_CONVERT_PATH, NULL, on_typed_convert, ws, HOOK_CONVERSION)) != 0) {
+    kcr_error_set(err, rc, "webhook: registering " KCR_WEBHOOK_CONVERT_PATH ": %s",
+                  kcr_strerror(rc));
+    goto fail;
+  }
+  h->next = ws->hubs;
+  ws->hubs = h;
+  return 0;
+fail:
+  kcr__free(h);
+  return rc;
+}
+
 int kcr_webhook_server_start(kcr_webhook_server_t *ws, kcr_loop_t *loop, kcr_error_t *err) {
   kcr_server_options so;
   kcr_server_t *srv = NULL;
@@ -1012,6 +1176,11 @@ void kcr_webhook_server_destroy(kcr_webhook_server_t *ws) {
     typed_t *t = ws->typed;
     ws->typed = t->next;
     kcr__free(t);
+  }
+  while (ws->hubs) {
+    hub_t *h = ws->hubs;
+    ws->hubs = h->next;
+    kcr__free(h);
   }
   kcr__free((char *)ws->o.bind_address);
   kcr__free((char *)ws->o.cert_dir);

@@ -582,6 +582,208 @@ static void test_webhook_typed_register_errors(void **state) {
   kcr_scheme_destroy(s);
 }
 
+/* ---- conversion through a hub ---- */
+
+/* A Gadget's versions keep one number under another name each (codec data:
+ * the spec field); v2 is the hub. v1 -> hub multiplies by 10, hub -> v3 adds
+ * 1, so a v1 -> v3 answer shows that both steps ran, in order. */
+typedef struct gadget {
+  char *name;
+  long long n;
+} gadget_t;
+
+static int gadget_decode(const json_t *obj, void **out, kcr_error_t *err, void *data) {
+  json_t *v = json_object_get(json_object_get(obj, "spec"), data);
+  gadget_t *g;
+  if (!json_is_integer(v))
+    return kcr_error_set(err, KCR_EPARSE, "spec.%s: expected an integer", (const char *)data);
+  g = calloc(1, sizeof(*g));
+  g->name = strdup(json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")));
+  g->n = json_integer_value(v);
+  *out = g;
+  return 0;
+}
+
+static int gadget_encode(const void *typed, json_t **out, kcr_error_t *err, void *data) {
+  const gadget_t *g = typed;
+  *out = json_pack("{s:{s:s}, s:{s:I}}", "metadata", "name", g->name, "spec", (const char *)data,
+                   (json_int_t)g->n);
+  return *out ? 0 : kcr_error_set(err, KCR_ENOMEM, "out of memory");
+}
+
+static gadget_t *gadget_new(const gadget_t *from, long long n) {
+  gadget_t *g = calloc(1, sizeof(*g));
+  g->name = strdup(from->name);
+  g->n = n;
+  return g;
+}
+
+static int v1_to_hub(void *data, const void *spoke, void **hub, kcr_error_t *err) {
+  const gadget_t *g = spoke;
+  (void)data;
+  *hub = NULL;
+  if (g->n < 0)
+    return kcr_error_set(err, KCR_EINVAL, "size %lld cannot be negative", g->n);
+  *hub = gadget_new(g, g->n * 10);
+  return 0;
+}
+
+static int v1_from_hub(void *data, const void *hub, void **spoke, kcr_error_t *err) {
+  const gadget_t *g = hub;
+  (void)data;
+  (void)err;
+  *spoke = gadget_new(g, g->n / 10);
+  return 0;
+}
+
+static int v3_to_hub(void *data, const void *spoke, void **hub, kcr_error_t *err) {
+  const gadget_t *g = spoke;
+  (void)data;
+  (void)err;
+  *hub = gadget_new(g, g->n - 1);
+  return 0;
+}
+
+static int v3_from_hub(void *data, const void *hub, void **spoke, kcr_error_t *err) {
+  const gadget_t *g = hub;
+  (void)data;
+  (void)err;
+  *spoke = gadget_new(g, g->n + 1);
+  return 0;
+}
+
+static void register_gadget(kcr_scheme_t *s, const char *version, const char *field) {
+  kcr_kind_info info = {0};
+  info.group = "example.com";
+  info.version = version;
+  info.kind = "Gadget";
+  info.decode = gadget_decode;
+  info.encode = gadget_encode;
+  info.free_typed = widget_free; /* same layout: name first */
+  info.codec_data = (void *)field;
+  assert_int_equal(kcr_scheme_register(s, &info, NULL), 0);
+}
+
+/* convert_one converts one Gadget (its JSON) to desired; returns the
+ * review's response (new). */
+static json_t *convert_one(kcr_webhook_server_t *ws, const char *obj, const char *desired) {
+  char body[1024];
+  json_t *out, *resp;
+  snprintf(body, sizeof(body),
+           "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"ConversionReview\","
+           "\"request\":{\"uid\":\"c\",\"desiredAPIVersion\":\"%s\",\"objects\":[%s]}}",
+           desired, obj);
+  out = kcr__webhook_server_review(ws, KCR_WEBHOOK_CONVERT_PATH, body, strlen(body));
+  assert_non_null(out);
+  resp = json_incref(json_object_get(out, "response"));
+  json_decref(out);
+  return resp;
+}
+
+/* converted returns the one converted object, dumped with sorted keys (new). */
+static char *converted(json_t *resp) {
+  json_t *objs = json_object_get(resp, "convertedObjects");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(resp, "result"), "status")),
+                      "Success");
+  assert_int_equal(json_array_size(objs), 1);
+  return json_dumps(json_array_get(objs, 0), JSON_COMPACT | JSON_SORT_KEYS);
+}
+
+static const char *failure(json_t *resp) {
+  assert_string_equal(json_string_value(json_object_get(json_object_get(resp, "result"), "status")),
+                      "Failure");
+  return json_string_value(json_object_get(json_object_get(resp, "result"), "message"));
+}
+
+#define GADGET(v, field, n)                                                                        \
+  "{\"apiVersion\":\"example.com/" v "\",\"kind\":\"Gadget\",\"metadata\":{\"name\":\"g\"},"       \
+  "\"spec\":{\"" field "\":" n "}}"
+
+static void test_webhook_typed_conversion(void **state) {
+  kcr_gvk hub = {"example.com", "v2", "Gadget"};
+  kcr_conversion_spoke spokes[] = {{"v1", v1_to_hub, v1_from_hub, NULL},
+                                   {"v3", v3_to_hub, v3_from_hub, NULL}};
+  kcr_webhook_server_options o = {0};
+  kcr_webhook_server_t *ws;
+  kcr_scheme_t *s;
+  json_t *r;
+  char *got;
+  (void)state;
+  assert_int_equal(kcr_scheme_create(&s, NULL), 0);
+  register_gadget(s, "v1", "size");
+  register_gadget(s, "v2", "replicas");
+  register_gadget(s, "v3", "count");
+  o.bind_address = "127.0.0.1:0";
+  assert_int_equal(kcr_webhook_server_create(&o, &ws, NULL), 0);
+  assert_int_equal(kcr_webhook_server_register_hub(ws, s, &hub, spokes, 2, NULL), 0);
+
+  /* spoke -> hub -> spoke: both functions, in order. */
+  r = convert_one(ws, GADGET("v1", "size", "2"), "example.com/v3");
+  got = converted(r);
+  assert_string_equal(got, "{\"apiVersion\":\"example.com/v3\",\"kind\":\"Gadget\",\"metadata\":"
+                           "{\"name\":\"g\"},\"spec\":{\"count\":21}}");
+  free(got);
+  json_decref(r);
+  /* hub -> spoke and spoke -> hub: one function each. */
+  r = convert_one(ws, GADGET("v2", "replicas", "30"), "example.com/v1");
+  got = converted(r);
+  assert_non_null(strstr(got, "\"spec\":{\"size\":3}"));
+  free(got);
+  json_decref(r);
+  r = convert_one(ws, GADGET("v3", "count", "21"), "example.com/v2");
+  got = converted(r);
+  assert_non_null(strstr(got, "\"apiVersion\":\"example.com/v2\""));
+  assert_non_null(strstr(got, "\"spec\":{\"replicas\":20}"));
+  free(got);
+  json_decref(r);
+
+  /* Failures name the object: a conversion's error, a bad object, an
+   * unregistered version. */
+  r = convert_one(ws, GADGET("v1", "size", "-1"), "example.com/v2");
+  assert_string_equal(failure(r), "converting Gadget g from example.com/v1 to example.com/v2: "
+                                  "size -1 cannot be negative");
+  json_decref(r);
+  r = convert_one(ws, GADGET("v1", "size", "\"x\""), "example.com/v2");
+  assert_string_equal(failure(r), "converting Gadget g from example.com/v1 to example.com/v2: "
+                                  "decoding it as example.com/v1: spec.size: expected an integer");
+  json_decref(r);
+  r = convert_one(ws, GADGET("v9", "size", "1"), "example.com/v2");
+  assert_string_equal(failure(r), "converting Gadget g from example.com/v9 to example.com/v2: no "
+                                  "conversion of Gadget from example.com/v9 to example.com/v2 is "
+                                  "registered");
+  json_decref(r);
+
+  /* Registration errors leave nothing behind. */
+  {
+    kcr_conversion_spoke at_hub[] = {{"v2", v1_to_hub, v1_from_hub, NULL}};
+    kcr_conversion_spoke twice[] = {{"v1", v1_to_hub, v1_from_hub, NULL},
+                                    {"v1", v1_to_hub, v1_from_hub, NULL}};
+    kcr_conversion_spoke unknown[] = {{"v7", v1_to_hub, v1_from_hub, NULL}};
+    kcr_conversion_spoke half[] = {{"v1", v1_to_hub, NULL, NULL}};
+    kcr_gvk other = {"example.com", "v2", "Other"};
+    kcr_webhook_server_t *ws2;
+    kcr_error_t err;
+    assert_int_equal(kcr_webhook_server_register_hub(ws, s, &hub, spokes, 2, NULL), KCR_EEXIST);
+    assert_int_equal(kcr_webhook_server_register_hub(ws, s, &other, spokes, 2, NULL), KCR_ENOENT);
+    assert_int_equal(kcr_webhook_server_create(&o, &ws2, NULL), 0);
+    assert_int_equal(kcr_webhook_server_register_hub(ws2, s, &hub, at_hub, 1, NULL), KCR_EINVAL);
+    assert_int_equal(kcr_webhook_server_register_hub(ws2, s, &hub, twice, 2, NULL), KCR_EINVAL);
+    assert_int_equal(kcr_webhook_server_register_hub(ws2, s, &hub, half, 1, NULL), KCR_EINVAL);
+    assert_int_equal(kcr_webhook_server_register_hub(ws2, s, &hub, spokes, 0, NULL), KCR_EINVAL);
+    kcr_error_clear(&err);
+    assert_int_equal(kcr_webhook_server_register_hub(ws2, s, &hub, unknown, 1, &err), KCR_ENOENT);
+    assert_string_equal(err.message, "webhook: kind example.com/v7 Gadget is not in the scheme");
+    assert_null(kcr__webhook_server_review(ws2, KCR_WEBHOOK_CONVERT_PATH, "{}", 2));
+    /* An untyped /convert is in the way. */
+    assert_int_equal(
+        kcr_webhook_server_register_validating(ws2, KCR_WEBHOOK_CONVERT_PATH, untyped, NULL), 0);
+    assert_int_equal(kcr_webhook_server_register_hub(ws2, s, &hub, spokes, 2, NULL), KCR_EEXIST);
+    kcr_webhook_server_destroy(ws2);
+  }
+  kcr_webhook_server_destroy(ws);
+  kcr_scheme_destroy(s);
+}
+
 /* ---- out of memory ---- */
 
 static fix_t *oom_fix;
@@ -609,11 +811,52 @@ static int oom_review(void) {
   return rc;
 }
 
+/* oom_convert converts a v1 Gadget to v3 on oom_ws: 0 for the full answer,
+ * KCR_ENOMEM for none or a Failure. */
+static kcr_webhook_server_t *oom_ws;
+
+static int oom_convert(void) {
+  json_t *resp;
+  const char *st;
+  char body[512];
+  snprintf(body, sizeof(body),
+           "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"ConversionReview\","
+           "\"request\":{\"uid\":\"c\",\"desiredAPIVersion\":\"example.com/v3\",\"objects\":"
+           "[%s]}}",
+           GADGET("v1", "size", "2"));
+  oom_out = kcr__webhook_server_review(oom_ws, KCR_WEBHOOK_CONVERT_PATH, body, strlen(body));
+  resp = json_object_get(oom_out, "response");
+  st = json_string_value(json_object_get(json_object_get(resp, "result"), "status"));
+  return st && strcmp(st, "Success") == 0 &&
+                 json_integer_value(json_object_get(
+                     json_object_get(json_array_get(json_object_get(resp, "convertedObjects"), 0),
+                                     "spec"),
+                     "count")) == 21
+             ? 0
+             : KCR_ENOMEM;
+}
+
 static void test_webhook_typed_alloc_failures(void **state) {
+  kcr_gvk hub = {"example.com", "v2", "Gadget"};
+  kcr_conversion_spoke spokes[] = {{"v1", v1_to_hub, v1_from_hub, NULL},
+                                   {"v3", v3_to_hub, v3_from_hub, NULL}};
+  kcr_webhook_server_options o = {0};
+  kcr_scheme_t *s;
   (void)state;
   oom_fix = setup();
   KCR_TEST_ALLOC_LOOP(oom_review(), (json_decref(oom_out), oom_out = NULL));
   teardown(oom_fix);
+
+  assert_int_equal(kcr_scheme_create(&s, NULL), 0);
+  register_gadget(s, "v1", "size");
+  register_gadget(s, "v2", "replicas");
+  register_gadget(s, "v3", "count");
+  o.bind_address = "127.0.0.1:0";
+  assert_int_equal(kcr_webhook_server_create(&o, &oom_ws, NULL), 0);
+  assert_int_equal(kcr_webhook_server_register_hub(oom_ws, s, &hub, spokes, 2, NULL), 0);
+  KCR_TEST_ALLOC_LOOP(oom_convert(), (json_decref(oom_out), oom_out = NULL));
+  kcr_webhook_server_destroy(oom_ws);
+  kcr_scheme_destroy(s);
 }
 
 int main(void) {
@@ -623,6 +866,7 @@ int main(void) {
       cmocka_unit_test(test_webhook_typed_validate),
       cmocka_unit_test(test_webhook_typed_default_keeps_dropped),
       cmocka_unit_test(test_webhook_typed_register_errors),
+      cmocka_unit_test(test_webhook_typed_conversion),
       cmocka_unit_test(test_webhook_typed_alloc_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
