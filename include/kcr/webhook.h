@@ -27,6 +27,12 @@
  * webhook's reason, never a dropped connection.
  *
  * The metrics series are shared by both kinds of path.
+ *
+ * Typed webhooks sit on top of these handlers: kcr_webhook_server_register_typed
+ * (kcr_webhook_for on a manager, kcr/manager.h) decodes each review's objects
+ * with a kind's codec from a scheme and calls a defaulter or validator on the
+ * generated C struct, at kubebuilder's paths; kcr_webhook_server_register_hub
+ * converts between a kind's typed versions through a hub at "/convert".
  */
 #ifndef KCR_WEBHOOK_H
 #define KCR_WEBHOOK_H
