@@ -303,6 +303,10 @@ typedef enum kcr_patch_type {
  *                      (KCR_EAPI) whose message names the field.
  *   accept             the Accept header (get, list); NULL: "application/json".
  *                      KCR_ACCEPT_PARTIAL_METADATA(_LIST) asks for metadata only.
+ *   shard_selector     shardSelector (list): only objects whose hashed field is
+ *                      in the ranges (kcr/sharding.h). A server without the
+ *                      ShardedListAndWatch gate ignores it and sends everything;
+ *                      such a list has no metadata.shardInfo.
  */
 typedef struct kcr_request_options {
   const char *subresource;
@@ -330,6 +334,7 @@ typedef struct kcr_request_options {
   size_t resource_version_out_size;
   const char *field_validation;
   const char *accept;
+  const char *shard_selector;
 } kcr_request_options;
 
 /*
@@ -400,7 +405,7 @@ KCR_EXTERN int kcr_client_path(const kcr_gvr *r, const char *ns, const char *nam
 
 /*
  * kcr_watch_options: the query of a watch; zero-initialise and set what applies.
- *   label_selector, field_selector  as for list.
+ *   label_selector, field_selector, shard_selector  as for list.
  *   resource_version        start after this version ("" or NULL: from now, with
  *                           the current state first as ADDED events).
  *   resource_version_match  "NotOlderThan" with send_initial_events (streaming list).
@@ -432,6 +437,7 @@ typedef struct kcr_watch_options {
   int64_t idle_timeout_ns;
   size_t max_line;
   size_t max_buffered;
+  const char *shard_selector;
 } kcr_watch_options;
 
 /* The default of kcr_watch_options.max_buffered: 256 MiB, a streaming list of

@@ -115,6 +115,8 @@ static int build_query(kcr_buf_t *b, const kcr_request_options *o, int kinds) {
     }
     if (rc == 0)
       rc = kcr__client_add_param(b, &first, "continue", o->continue_token);
+    if (rc == 0)
+      rc = kcr__client_add_param(b, &first, "shardSelector", o->shard_selector);
   }
   if (rc == 0 && (kinds & (Q_LIST | Q_GET))) {
     rc = kcr__client_add_param(b, &first, "resourceVersion", o->resource_version);

@@ -380,6 +380,8 @@ static int build_watch_path(kcr_buf_t *b, const kcr_gvr *r, const char *ns,
     if (rc == 0)
       rc = kcr__client_add_param(b, &first, "fieldSelector", o->field_selector);
     if (rc == 0)
+      rc = kcr__client_add_param(b, &first, "shardSelector", o->shard_selector);
+    if (rc == 0)
       rc = kcr__client_add_param(b, &first, "resourceVersion", o->resource_version);
     if (rc == 0)
       rc = kcr__client_add_param(b, &first, "resourceVersionMatch", o->resource_version_match);
