@@ -41,6 +41,10 @@
 #                         once but waits up to its --request-timeout, 60 s,
 #                         for them to end)
 #   KCR_APISERVER_ARGS    extra kube-apiserver flags (word-split)
+#   KCR_FEATURE_GATES     kube-apiserver's --feature-gates (default
+#                         ShardedListAndWatch=true: sharded list and watch,
+#                         alpha, for sharded controllers); empty: none, the
+#                         server's defaults (the gate off)
 #   KCR_KCM_ARGS          extra kube-controller-manager flags (word-split)
 #   KCR_SERVICE_CIDR      the Service IP range (default 10.0.0.0/16: room for
 #                         the benchmarks' thousands of Services; 10.0.0.1,
@@ -437,6 +441,8 @@ start_apiserver() {
     local extra=()
     # shellcheck disable=SC2206 # word splitting of the extra flags is wanted
     [[ -n "${KCR_APISERVER_ARGS:-}" ]] && extra=($KCR_APISERVER_ARGS)
+    local gates=${KCR_FEATURE_GATES-ShardedListAndWatch=true}
+    [[ -n "$gates" ]] && extra=(--feature-gates="$gates" "${extra[@]}")
     local argv=("$bin_apiserver" \
         --advertise-address=127.0.0.1 \
         --bind-address=127.0.0.1 \

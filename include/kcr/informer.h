@@ -29,6 +29,7 @@
 #include "kcr/discovery.h"
 #include "kcr/error.h"
 #include "kcr/metrics.h"
+#include "kcr/sharding.h"
 #include "kcr/store.h"
 
 #ifdef __cplusplus
@@ -105,6 +106,8 @@ typedef struct kcr_informer_options {
   kcr_metrics_registry_t *metrics;
   const char *const *namespaces;
   size_t namespaces_len;
+  const kcr_shard_set_t *shard;
+  kcr_shard_key shard_key;
 } kcr_informer_options;
 
 /*
@@ -275,6 +278,10 @@ typedef struct kcr_informer_stats {
   uint64_t handlers;
   double seconds_since_last_event;
   double watch_lag_seconds; /* latest bookmark's arrival -> the store past it; -1: none yet */
+  /* sharded informers: objects outside the shard the server sent anyway and the
+   * informer dropped; whether the server was seen to ignore shardSelector */
+  uint64_t shard_filtered;
+  bool shard_ignored;
 } kcr_informer_stats;
 
 /* kcr_informer_get_stats copies the counters. Any thread (takes the FIFO's and
@@ -294,7 +301,9 @@ KCR_EXTERN void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *
  *    "secondsSinceLastEvent":1.5,
  *    "watchLagSeconds":0.002 (once a bookmark was measured: from its arrival
  *    until the store held everything the watch sent before it),
- *    "lastError":"..." (only after a failure)}
+ *    "lastError":"..." (only after a failure),
+ *    "shardSelector":"shardRange(...)", "shardFiltered":n,
+ *    "shardIgnored":false (only when sharded)}
  * Resource versions are strings, as the API writes them. Any thread, as
  * kcr_informer_get_stats. Over several namespaces: {"namespaces":[one object
  * of the shape above per namespace], "synced":all of them}. kcr_informer_get_stats

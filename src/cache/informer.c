@@ -67,6 +67,8 @@ struct kcr_informer {
   kcr__multi_t *multi;  /* non-NULL: a shell over a namespace set; nothing else is set */
   kcr_informer_t *self; /* this informer, as a one-part array (kcr__informer_parts) */
   char *group, *version, *plural, *kind, *ns, *label_selector, *field_selector;
+  kcr_shard_set_t *shard; /* NULL: not sharded */
+  char *shard_selector;   /* shard's selector text */
   int64_t resync_ns;
   kcr_clock_t *clock;
 
@@ -282,7 +284,7 @@ static int register_metrics(kcr_informer_t *inf, kcr_metrics_registry_t *r, kcr_
   static const char *const l_type[] = {"group", "version", "kind", "type", NULL};
   static const char *const l_reason[] = {"group", "version", "kind", "reason", NULL};
   const char *g = inf->group, *v = inf->version, *k = kind_name(inf);
-  kcr_metric_t *events, *deliv, *relists, *seen, *proc, *depth, *since, *backlog, *lag;
+  kcr_metric_t *events, *deliv, *relists, *seen, *proc, *depth, *since, *backlog, *lag, *shard;
   int rc, ok = 1;
 
   if ((rc = kcr_metrics_counter(r, "kcr_informer_events_total",
@@ -312,7 +314,11 @@ static int register_metrics(kcr_informer_t *inf, kcr_metrics_registry_t *r, kcr_
       (rc = kcr_metrics_gauge(r, "kcr_informer_watch_lag_seconds",
                               "Seconds from the latest measured bookmark's arrival until the "
                               "store held everything the watch sent before it.",
-                              l3, &lag, err)) != 0)
+                              l3, &lag, err)) != 0 ||
+      (rc = kcr_metrics_counter(r, "kcr_informer_shard_filtered_total",
+                                "Objects outside a sharded informer's shard that the API server "
+                                "sent anyway (it ignores shardSelector), dropped by the informer.",
+                                l3, &shard, err)) != 0)
     return rc;
   for (int t = KCR_WATCH_ADDED; t <= KCR_WATCH_ERROR; t++)
     ok &= (inf->refl.m_received[t - 1] = kcr_metric_withv(
@@ -327,6 +333,7 @@ static int register_metrics(kcr_informer_t *inf, kcr_metrics_registry_t *r, kcr_
   ok &= (inf->m_since = kcr_metric_withv(since, g, v, k, NULL)) != NULL;
   ok &= (inf->m_backlog = kcr_metric_withv(backlog, g, v, k, NULL)) != NULL;
   ok &= (inf->m_lag = kcr_metric_withv(lag, g, v, k, NULL)) != NULL;
+  ok &= (inf->refl.m_shard_filtered = kcr_metric_withv(shard, g, v, k, NULL)) != NULL;
   if (!ok || kcr_metrics_register_collector(r, on_collect, inf, &inf->collector) != 0)
     return kcr_error_set(err, KCR_ENOMEM, "informer %s: out of memory for its metrics",
                          kind_name(inf));
@@ -392,6 +399,9 @@ static void configure_reflector(kcr_informer_t *inf, const kcr_informer_options 
   r->ns = inf->ns;
   r->label_selector = inf->label_selector;
   r->field_selector = inf->field_selector;
+  r->shard = inf->shard;
+  r->shard_key = o->shard_key;
+  r->shard_selector = inf->shard_selector;
   r->name = kind_name(inf);
   r->page_size = o->page_size > 0 ? o->page_size : DEFAULT_PAGE;
   r->min_timeout_s = o->min_watch_timeout_s > 0 ? o->min_watch_timeout_s : 300;
@@ -499,6 +509,12 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
       ((o->namespaces_len || (o->ns && *o->ns)) && !inf->ns) ||
       (o->label_selector && !inf->label_selector) || (o->field_selector && !inf->field_selector)) {
     rc = kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
+    goto fail;
+  }
+  if (o->shard &&
+      ((rc = kcr_shard_set_copy(o->shard, &inf->shard, err)) != 0 ||
+       (rc = kcr_shard_set_selector(inf->shard, o->shard_key, &inf->shard_selector, err)) != 0)) {
+    kcr_error_prefix(err, "informer %s", kind_name(inf));
     goto fail;
   }
   if ((rc = kcr_store_create(NULL, NULL, &inf->store, NULL)) != 0 || reflector_rc != 0) {
@@ -668,6 +684,8 @@ void kcr_informer_destroy(kcr_informer_t *inf) {
   kcr__free(inf->ns);
   kcr__free(inf->label_selector);
   kcr__free(inf->field_selector);
+  kcr_shard_set_destroy(inf->shard);
+  kcr_free(inf->shard_selector);
   pthread_cond_destroy(&inf->cond);
   pthread_mutex_destroy(&inf->mu);
   pthread_mutex_destroy(&inf->handlers_mu);
@@ -778,6 +796,8 @@ void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *out) {
   out->seconds_since_last_event = since_last_event(inf);
   out->watch_lag_seconds =
       atomic_load(&inf->watch_lag_ns) >= 0 ? (double)atomic_load(&inf->watch_lag_ns) / 1e9 : -1.0;
+  out->shard_filtered = atomic_load(&inf->refl.shard_filtered);
+  out->shard_ignored = atomic_load(&inf->refl.shard_ignored) != 0;
 }
 
 /* set_u64 / set_rv add one member to a diagnostics object; return 0 or -1. */
@@ -822,7 +842,11 @@ static json_t *single_diagnostics(kcr_informer_t *inf) {
           json_object_set_new(o, "secondsSinceLastEvent", json_real(st.seconds_since_last_event)) ||
           (st.watch_lag_seconds >= 0 &&
            json_object_set_new(o, "watchLagSeconds", json_real(st.watch_lag_seconds))) ||
-          (last.code && json_object_set_new(o, "lastError", json_string(last.message)));
+          (last.code && json_object_set_new(o, "lastError", json_string(last.message))) ||
+          (inf->shard_selector &&
+           (json_object_set_new(o, "shardSelector", json_string(inf->shard_selector)) ||
+            set_u64(o, "shardFiltered", st.shard_filtered) ||
+            json_object_set_new(o, "shardIgnored", json_boolean(st.shard_ignored))));
   json_decref(ev);
   json_decref(rl);
   if (bad) {
@@ -1161,6 +1185,8 @@ void kcr__multi_get_stats(kcr__multi_t *m, kcr_informer_stats *out) {
       out->seconds_since_last_event = s.seconds_since_last_event;
     if (s.watch_lag_seconds > out->watch_lag_seconds)
       out->watch_lag_seconds = s.watch_lag_seconds;
+    out->shard_filtered += s.shard_filtered;
+    out->shard_ignored |= s.shard_ignored;
   }
 }
 

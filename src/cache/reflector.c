@@ -153,6 +153,52 @@ static void fill_kind(json_t *list, json_t *item) {
     json_object_set_new(item, "apiVersion", json_string(av));
 }
 
+/*
+ * Sharding. The list and the watch carry shardSelector; a server without the
+ * ShardedListAndWatch gate ignores it and sends everything. That shows in its
+ * answers, whatever its version says: a list answer without metadata.shardInfo,
+ * or an object whose hash is outside the shard. The reflector then says so once
+ * and drops every such object itself (one FNV-1a hash per object), so the
+ * store holds the shard either way.
+ */
+
+/* shard_ignored notes (and logs, the first time) that the server ignores the
+ * shard selector; why says how it showed. */
+static void shard_ignored(kcr__reflector_t *r, const char *why) {
+  if (atomic_exchange(&r->shard_ignored, 1) == 0)
+    kcr_log(KCR_LOG_WARN, "reflector",
+            "%s: the API server ignores shardSelector (%s; is the ShardedListAndWatch feature "
+            "gate on?): filtering the shard on the client",
+            r->name, why);
+}
+
+/* shard_keep says whether c belongs in the store: always without a shard;
+ * with one, when its hash is in it (else it is counted and the server noted as
+ * ignoring the selector). */
+static bool shard_keep(kcr__reflector_t *r, const kcr__cobj_t *c) {
+  uint64_t h;
+  if (!r->shard)
+    return true;
+  if (r->shard_key == KCR_SHARD_KEY_NAMESPACE) {
+    const char *ns = kcr__cobj_ns(c);
+    h = kcr_shard_hash(ns, strlen(ns));
+  } else {
+    json_t *tree = NULL;
+    int rc = kcr__cobj_parse(c, &tree);
+    if (rc == 0)
+      rc = kcr_shard_object_hash(tree, r->shard_key, &h, NULL);
+    json_decref(tree);
+    if (rc) /* an object without a uid: the server could not have sharded it either */
+      return true;
+  }
+  if (kcr_shard_set_contains(r->shard, h))
+    return true;
+  shard_ignored(r, "an object outside the shard arrived");
+  atomic_fetch_add(&r->shard_filtered, 1);
+  kcr_metric_inc(r->m_shard_filtered);
+  return false;
+}
+
 /* do_list lists everything (paged) and replaces the FIFO's contents with it. */
 static int do_list(kcr__reflector_t *r, kcr_error_t *err) {
   json_t *all = json_array(), *page = NULL;
@@ -169,6 +215,7 @@ static int do_list(kcr__reflector_t *r, kcr_error_t *err) {
     memset(&o, 0, sizeof(o));
     o.label_selector = r->label_selector;
     o.field_selector = r->field_selector;
+    o.shard_selector = r->shard_selector;
     o.limit = r->page_size;
     o.continue_token = cont[0] ? cont : NULL;
     o.cancel = r->cancel;
@@ -188,6 +235,8 @@ static int do_list(kcr__reflector_t *r, kcr_error_t *err) {
     prv = json_string_value(json_object_get(json_object_get(page, "metadata"), "resourceVersion"));
     if (!rv[0] && prv)
       snprintf(rv, sizeof(rv), "%s", prv);
+    if (r->shard && !json_object_get(json_object_get(page, "metadata"), "shardInfo"))
+      shard_ignored(r, "its list answer has no metadata.shardInfo");
     json_array_foreach(json_object_get(page, "items"), i, item) {
       kcr__cobj_t *c;
       fill_kind(page, item);
@@ -200,6 +249,10 @@ static int do_list(kcr__reflector_t *r, kcr_error_t *err) {
         kcr_error_set(err, rc, "list %s: cannot store an item: %s", r->resource.resource,
                       kcr_strerror(rc));
         break;
+      }
+      if (!shard_keep(r, c)) {
+        kcr__cobj_unref(c);
+        continue;
       }
       if (kcr__cobj_key(c, key, sizeof(key)) == 0)
         c = reuse_stored(r, key, c);
@@ -344,6 +397,15 @@ static int queue_object(kcr__reflector_t *r, kcr_watch_event_type type, kcr__cob
                         int streaming, const char *rv) {
   kcr_error_t err;
   int rc;
+  if (!shard_keep(r, c)) {
+    kcr__cobj_unref(c);
+    if (streaming || !*rv)
+      return 0;
+    pthread_mutex_lock(&r->mu); /* the watch got this far, though nothing was queued */
+    snprintf(r->last_rv, sizeof(r->last_rv), "%s", rv);
+    pthread_mutex_unlock(&r->mu);
+    return 0;
+  }
   if (streaming)
     return stream_object(r, type, c);
   kcr_error_clear(&err);
@@ -478,6 +540,7 @@ static next_t watch_once(kcr__reflector_t *r, int stream, int *streamed) {
   memset(&o, 0, sizeof(o));
   o.label_selector = r->label_selector;
   o.field_selector = r->field_selector;
+  o.shard_selector = r->shard_selector;
   o.resource_version = rv;
   o.allow_bookmarks = 1;
   o.idle_timeout_ns = r->idle_ns;

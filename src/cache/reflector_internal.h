@@ -19,6 +19,7 @@
 
 #include "kcr/buf.h"
 #include "kcr/informer.h"
+#include "kcr/sharding.h"
 
 #define KCR__REFLECTOR_RV_MAX 64
 
@@ -29,6 +30,11 @@ typedef struct kcr__reflector {
   kcr_gvr resource;
   const char *ns, *label_selector, *field_selector; /* NULL: none */
   const char *name;                                 /* for the log: the kind, or the resource */
+  /* sharded: the owner's set (NULL: not sharded), its key and its selector
+   * text, sent with every list and watch */
+  const kcr_shard_set_t *shard;
+  kcr_shard_key shard_key;
+  const char *shard_selector;
   long page_size;
   long min_timeout_s, max_timeout_s;
   int64_t idle_ns;
@@ -44,6 +50,7 @@ typedef struct kcr__reflector {
   void *data;
   kcr_metric_child_t *m_received[5]; /* by kcr_watch_event_type - 1; NULL: no metrics */
   kcr_metric_child_t *m_relists[KCR_INFORMER_RELIST_REASONS];
+  kcr_metric_child_t *m_shard_filtered;
 
   /* reflector thread */
   kcr_buf_t scratch;    /* the scanner's output, dumped trees */
@@ -71,7 +78,9 @@ typedef struct kcr__reflector {
   atomic_uint_fast64_t received[5]; /* by kcr_watch_event_type - 1 */
   atomic_uint_fast64_t relists[KCR_INFORMER_RELIST_REASONS];
   atomic_uint_fast64_t last_seen_rv;
-  atomic_int_fast64_t last_event_ns; /* the reflector's clock; set at start */
+  atomic_uint_fast64_t shard_filtered; /* objects outside the shard, dropped here */
+  atomic_int shard_ignored;            /* the server ignores shardSelector (logged once) */
+  atomic_int_fast64_t last_event_ns;   /* the reflector's clock; set at start */
 } kcr__reflector_t;
 
 /* kcr__reflector_init readies r (zeroed, as in a calloc'ed owner) for its
