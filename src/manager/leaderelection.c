@@ -46,6 +46,7 @@
 #include "kcr/log.h"
 #include "kcr/rand.h"
 #include "kcr/time.h"
+#include "manager/leaderelection_internal.h"
 #include "util/alloc.h"
 
 #define HOLDER_MAX 256
@@ -113,10 +114,26 @@ static void le_free(kcr_leader_election_t *le) {
   kcr__free(le);
 }
 
+int kcr__leader_identity(const char *given, char *buf, size_t size) {
+  char host[256], uuid[KCR_UUID_BUFSIZE];
+  int n;
+  if (given && *given) {
+    n = snprintf(buf, size, "%s", given);
+  } else {
+    if (gethostname(host, sizeof(host)) != 0)
+      snprintf(host, sizeof(host), "unknown");
+    host[sizeof(host) - 1] = '\0';
+    if (kcr_uuid_v4(uuid) != 0)
+      return KCR_ESYS;
+    n = snprintf(buf, size, "%s_%s", host, uuid);
+  }
+  return n < 0 || (size_t)n >= size ? KCR_ETOOBIG : 0;
+}
+
 int kcr_leader_election_create(const kcr_leader_election_options *o, kcr_leader_election_t **out,
                                kcr_error_t *err) {
   kcr_leader_election_t *le;
-  char nsbuf[256], host[256], uuid[KCR_UUID_BUFSIZE], id[512];
+  char nsbuf[256], id[512];
   const char *ns;
   int64_t lease, renew, retry;
   int rc;
@@ -144,17 +161,10 @@ int kcr_leader_election_create(const kcr_leader_election_options *o, kcr_leader_
                            KCR_SERVICE_ACCOUNT_NAMESPACE_FILE);
     ns = nsbuf;
   }
-  if (o->identity && *o->identity) {
-    snprintf(id, sizeof(id), "%s", o->identity);
-  } else {
-    if (gethostname(host, sizeof(host)) != 0)
-      snprintf(host, sizeof(host), "unknown");
-    host[sizeof(host) - 1] = '\0';
-    if (kcr_uuid_v4(uuid) != 0)
-      return kcr_error_set(err, KCR_ESYS, "leader election: no randomness for an identity");
-    snprintf(id, sizeof(id), "%s_%s", host, uuid);
-  }
-  if (strlen(id) >= HOLDER_MAX)
+  rc = kcr__leader_identity(o->identity, id, sizeof(id));
+  if (rc == KCR_ESYS)
+    return kcr_error_set(err, rc, "leader election: no randomness for an identity");
+  if (rc || strlen(id) >= HOLDER_MAX)
     return kcr_error_set(err, KCR_EINVAL, "leader election: identity too long");
 
   le = kcr__calloc(1, sizeof(*le));
