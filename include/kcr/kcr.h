@@ -38,6 +38,8 @@
 #include "kcr/ratelimiter.h"
 #include "kcr/scheme.h"
 #include "kcr/server.h"
+#include "kcr/shard_member.h"
+#include "kcr/sharding.h"
 #include "kcr/store.h"
 #include "kcr/time.h"
 #include "kcr/trace.h"

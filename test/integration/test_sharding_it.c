@@ -15,12 +15,18 @@
  *    exactly their share, together all, through creates and deletes on the
  *    watch, and the server did the filtering (nothing dropped on the client).
  *
+ *  - membership by Leases: three members of one ring each hold a labelled
+ *    Lease, agree on the ring and split the space; a stopped member's Lease
+ *    goes and the other two take over only its share; a Lease that is not
+ *    renewed counts until renewTime + leaseDurationSeconds and not after.
+ *
  * With the argument "fallback" it starts a cluster of its own with the gate
  * off: the list ignores the selector and says nothing of shardInfo, and the
  * same two informers still hold exactly their shares, filtered on the client,
  * which their stats, /debug/informers' entry and the metric show.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +46,9 @@
 #include "kcr/informer.h"
 #include "kcr/meta.h"
 #include "kcr/metrics.h"
+#include "kcr/shard_member.h"
 #include "kcr/sharding.h"
+#include "kcr/time.h"
 #include "kcr_itutil.h"
 #include "kcr_testenv.h"
 
@@ -336,11 +344,151 @@ static void test_sharding_it_complementary_informers(void **state) {
   kcr_shard_ring_destroy(ring);
 }
 
+static const kcr_gvr leases = {"coordination.k8s.io", "v1", "leases"};
+
+static atomic_int changes;
+
+static void on_change(const kcr_shard_ring_t *ring, void *data) {
+  (void)ring;
+  (void)data;
+  atomic_fetch_add(&changes, 1);
+}
+
+/* wait_members waits until every member of ms (n) sees want members. */
+static int wait_members(kcr_shard_member_t **ms, size_t n, size_t want) {
+  for (int i = 0; i < 200; i++) {
+    size_t ok = 0;
+    for (size_t k = 0; k < n; k++) {
+      kcr_shard_set_t *s = NULL;
+      size_t seen = 0;
+      if (kcr_shard_member_set(ms[k], &s, &seen, NULL) == 0 && seen == want)
+        ok++;
+      kcr_shard_set_destroy(s);
+    }
+    if (ok == n)
+      return 1;
+    kcr_it_sleep_ms(100);
+  }
+  return 0;
+}
+
+/* share_of: member m's set and its share. */
+static double share_of(kcr_shard_member_t *m, kcr_shard_set_t **out) {
+  assert_int_equal(kcr_shard_member_set(m, out, NULL, NULL), 0);
+  return kcr_shard_set_share(*out);
+}
+
+/* put_lease creates a ring Lease by hand for holder, renewed secs_ago seconds
+ * ago with duration dur. */
+static void put_lease(const char *ring, const char *name, const char *holder, int secs_ago,
+                      int dur) {
+  char t[KCR_TIME_BUFSIZE];
+  kcr_error_t err;
+  json_t *o;
+  kcr_time_format(
+      kcr_time_add_ns(kcr_clock_wall(kcr_clock_system()), -(int64_t)secs_ago * KCR_NSEC_PER_SEC),
+      KCR_TIME_MICRO, t, sizeof(t));
+  o = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:s, s:i, s:s}}", "apiVersion",
+                "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name", name, "labels",
+                KCR_SHARD_RING_LABEL, ring, "spec", "holderIdentity", holder,
+                "leaseDurationSeconds", dur, "renewTime", t);
+  kcr_error_clear(&err);
+  if (kcr_client_create_object(client, &leases, ns[0], o, NULL, NULL, &err) != 0)
+    fail_msg("lease %s: %s", name, err.message);
+  json_decref(o);
+}
+
+static void test_sharding_it_lease_membership(void **state) {
+  const char *ids[3] = {"member-a", "member-b", "member-c"};
+  kcr_shard_member_t *ms[3] = {NULL, NULL, NULL};
+  kcr_shard_set_t *before[3] = {NULL, NULL, NULL}, *after[2] = {NULL, NULL};
+  kcr_shard_ring_t *want = NULL;
+  char ring[32];
+  kcr_error_t err = {0};
+  kcr_request_options lo = {0};
+  json_t *list = NULL;
+  double sum = 0;
+  (void)state;
+  snprintf(ring, sizeof(ring), "it-%d", (int)getpid());
+  for (int k = 0; k < 3; k++) {
+    kcr_shard_member_options o = {0};
+    o.client = client;
+    o.ring = ring;
+    o.lease_namespace = ns[0];
+    o.identity = ids[k];
+    o.lease_duration_ns = 3 * KCR_NSEC_PER_SEC;
+    o.renew_deadline_ns = 2 * KCR_NSEC_PER_SEC;
+    o.retry_period_ns = 200 * KCR_NSEC_PER_MSEC;
+    o.on_change = on_change;
+    assert_int_equal(kcr_shard_member_create(&o, &ms[k], &err), 0);
+    assert_int_equal(kcr_shard_member_start(ms[k], &err), 0);
+  }
+  assert_true(wait_members(ms, 3, 3));
+  /* Every member computed the ring of the three names; the sets tile the space. */
+  assert_int_equal(kcr_shard_ring_create(ids, 3, NULL, &want, &err), 0);
+  for (int k = 0; k < 3; k++) {
+    kcr_shard_set_t *w = NULL;
+    const kcr_shard_range *a, *b;
+    size_t na, nb;
+    sum += share_of(ms[k], &before[k]);
+    assert_true(kcr_shard_member_may_own(ms[k]));
+    assert_int_equal(kcr_shard_ring_set(want, ids[k], &w, &err), 0);
+    na = kcr_shard_set_ranges(before[k], &a);
+    nb = kcr_shard_set_ranges(w, &b);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na * sizeof(*a));
+    kcr_shard_set_destroy(w);
+  }
+  assert_true(sum > 0.999999 && sum < 1.000001);
+  lo.label_selector = NULL;
+  {
+    char sel[96];
+    snprintf(sel, sizeof(sel), "%s=%s", KCR_SHARD_RING_LABEL, ring);
+    lo.label_selector = sel;
+    assert_int_equal(kcr_client_list(client, &leases, ns[0], &lo, &list, &err), 0);
+    assert_int_equal(items(list), 3);
+    json_decref(list);
+  }
+  printf("3 members: shares %.3f %.3f %.3f; %d ring changes seen\n", kcr_shard_set_share(before[0]),
+         kcr_shard_set_share(before[1]), kcr_shard_set_share(before[2]), atomic_load(&changes));
+
+  /* member-c stops: its Lease goes, a and b take its share and keep their own. */
+  kcr_shard_member_destroy(ms[2]);
+  ms[2] = NULL;
+  assert_true(wait_members(ms, 2, 2));
+  sum = 0;
+  for (int k = 0; k < 2; k++) {
+    const kcr_shard_range *r;
+    size_t n;
+    sum += share_of(ms[k], &after[k]);
+    n = kcr_shard_set_ranges(before[k], &r);
+    for (size_t i = 0; i < n; i++) /* what it owned, it still owns */
+      assert_true(kcr_shard_set_contains(after[k], r[i].first) &&
+                  kcr_shard_set_contains(after[k], r[i].last));
+  }
+  assert_true(sum > 0.999999 && sum < 1.000001);
+
+  /* Leases by hand: an expired one never counts; a live one counts until it expires. */
+  put_lease(ring, "by-hand-old", "ghost-old", 30, 15);
+  put_lease(ring, "by-hand-live", "ghost-live", 0, 2);
+  assert_true(wait_members(ms, 2, 3));
+  assert_true(wait_members(ms, 2, 2)); /* 2 s later, not renewed: gone */
+
+  for (int k = 0; k < 3; k++)
+    kcr_shard_set_destroy(before[k]);
+  for (int k = 0; k < 2; k++) {
+    kcr_shard_set_destroy(after[k]);
+    kcr_shard_member_destroy(ms[k]);
+  }
+  kcr_shard_ring_destroy(want);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sharding_it_server_hash_matches),
       cmocka_unit_test(test_sharding_it_long_selector),
       cmocka_unit_test(test_sharding_it_complementary_informers),
+      cmocka_unit_test(test_sharding_it_lease_membership),
   };
   gate_off = argc > 1 && strcmp(argv[1], "fallback") == 0;
   return cmocka_run_group_tests_name(gate_off ? "sharding_fallback_it" : "sharding_it", tests,

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcr/shard_member.h: one replica's membership in a shard ring, by Leases.
+ *
+ * Each replica holds a coordination.k8s.io/v1 Lease of its own, named
+ * "<ring>-<16 hex digits of its identity's FNV-1a>" and labelled
+ * KCR_SHARD_RING_LABEL=<ring>, and renews it every retry period. Every retry
+ * period it also lists the ring's Leases; the members are the holders of those
+ * whose renewTime + leaseDurationSeconds is still ahead of this process's wall
+ * clock (so the replicas' clocks must agree to well within a lease duration).
+ * From the members it computes the ring (kcr/sharding.h), the same on every
+ * replica that sees the same Leases, and tells on_change when it changed. A
+ * graceful stop deletes the Lease, so the others drop this replica at their
+ * next list rather than after the lease duration.
+ *
+ * This is membership only: who owns which range. Moving a range without two
+ * replicas reconciling one object at once (drain before release, start after
+ * release or expiry) builds on kcr_shard_member_may_own, the same self-fence
+ * as leader election's: a replica whose renews failed for renew_deadline must
+ * behave as if it owned nothing, because the others will drop it once its
+ * Lease expires. docs/design.md, "Sharding", has the plan.
+ */
+#ifndef KCR_SHARD_MEMBER_H
+#define KCR_SHARD_MEMBER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kcr/client.h"
+#include "kcr/clock.h"
+#include "kcr/common.h"
+#include "kcr/error.h"
+#include "kcr/sharding.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The label that names a shard Lease's ring. */
+#define KCR_SHARD_RING_LABEL "kcr.dev/shard-ring"
+
+/* kcr_shard_member_t: opaque. */
+typedef struct kcr_shard_member kcr_shard_member_t;
+
+/* kcr_shard_member_change_cb: the ring changed (ring borrowed for the call;
+ * kcr_shard_ring_set(ring, kcr_shard_member_identity(m), ...) is this
+ * replica's part). Runs on the member's thread, no lock held; return soon. */
+typedef void (*kcr_shard_member_change_cb)(const kcr_shard_ring_t *ring, void *data);
+
+/*
+ * kcr_shard_member_options: zero-initialise.
+ *   client           required; borrowed, must outlive the member.
+ *   ring             required: the ring's name (a label value, and the prefix of
+ *                    the Lease name: at most 46 characters).
+ *   lease_namespace  required: where the ring's Leases live.
+ *   identity         NULL: "<hostname>_<uuid v4>", as leader election's.
+ *   lease_duration_ns, renew_deadline_ns, retry_period_ns  0: 15 s, 10 s, 2 s;
+ *                    lease_duration > renew_deadline > retry_period > 0.
+ *   ring_options     the ring's layout (NULL fields: the defaults).
+ *   clock            NULL: the system clock; borrowed.
+ *   on_change, data  as above; may be NULL.
+ */
+typedef struct kcr_shard_member_options {
+  kcr_client_t *client;
+  const char *ring;
+  const char *lease_namespace;
+  const char *identity;
+  int64_t lease_duration_ns;
+  int64_t renew_deadline_ns;
+  int64_t retry_period_ns;
+  kcr_shard_ring_options ring_options;
+  kcr_clock_t *clock;
+  kcr_shard_member_change_cb on_change;
+  void *data;
+} kcr_shard_member_options;
+
+/*
+ * kcr_shard_member_create validates o and makes a member (not running). Strings
+ * are copied. *out: new, NULL on failure. Errors: KCR_EINVAL (a missing or bad
+ * option; the message names it), KCR_ESYS (no randomness), KCR_ENOMEM.
+ */
+KCR_EXTERN int kcr_shard_member_create(const kcr_shard_member_options *o, kcr_shard_member_t **out,
+                                       kcr_error_t *err);
+
+/* kcr_shard_member_start starts the member's thread: renew, list, wait, over
+ * again. 0, or KCR_ESYS / KCR_EINVAL (started twice). Any thread. */
+KCR_EXTERN int kcr_shard_member_start(kcr_shard_member_t *m, kcr_error_t *err);
+
+/* kcr_shard_member_stop stops the thread and deletes this replica's Lease
+ * (waiting at most renew_deadline for the API server). Idempotent; not from
+ * on_change. */
+KCR_EXTERN void kcr_shard_member_stop(kcr_shard_member_t *m);
+
+/* kcr_shard_member_destroy stops m (as kcr_shard_member_stop) and frees it;
+ * NULL is a no-op. */
+KCR_EXTERN void kcr_shard_member_destroy(kcr_shard_member_t *m);
+
+/* kcr_shard_member_identity: this replica's identity (borrowed, lives as long as m). */
+KCR_EXTERN const char *kcr_shard_member_identity(const kcr_shard_member_t *m);
+
+/* kcr_shard_member_lease_name: the name of this replica's Lease (borrowed). */
+KCR_EXTERN const char *kcr_shard_member_lease_name(const kcr_shard_member_t *m);
+
+/*
+ * kcr_shard_member_set: a new set in *out of what this replica owns in the
+ * latest ring it computed (the empty set before the first list). n_members
+ * (may be NULL) gets the ring's size. Errors: KCR_ENOMEM. Any thread.
+ */
+KCR_EXTERN int kcr_shard_member_set(kcr_shard_member_t *m, kcr_shard_set_t **out, size_t *n_members,
+                                    kcr_error_t *err);
+
+/* kcr_shard_member_may_own: whether this replica is within its self-fence:
+ * monotonic now < the start of its last successful renew + renew_deadline.
+ * False before the first renew and after a stop. Any thread. */
+KCR_EXTERN bool kcr_shard_member_may_own(kcr_shard_member_t *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KCR_SHARD_MEMBER_H */

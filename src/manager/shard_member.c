@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shard_member.c: a replica's membership in a shard ring by Leases
+ * (kcr/shard_member.h).
+ *
+ * DESIGN. One thread per member runs a loop: renew this replica's Lease, list
+ * the ring's Leases, recompute the ring, wait a retry period. The renew is a
+ * merge patch of the Lease's holder, duration, renewTime and ring label,
+ * without a resourceVersion: nobody else writes this Lease, so there is no race
+ * to guard against, and a patch that finds no Lease (the first renew, or after
+ * someone deleted it) creates it. The fence is the start of the last successful
+ * renew on the monotonic clock, as leader election's, so kcr_shard_member_may_own
+ * turns false at the same moment the others could first drop this replica.
+ *
+ * Membership is decided by the Leases' own timestamps against the local wall
+ * clock (the brief's rule, and what a replica that just started can use). The
+ * handover slice will add leader election's stricter rule (a Lease counts until
+ * the local monotonic clock has seen it unchanged for its duration) where two
+ * replicas owning one range at once would be a bug; for membership alone a
+ * skewed clock only delays or hastens a member's arrival in the ring.
+ */
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kcr/apierror.h"
+#include "kcr/log.h"
+#include "kcr/shard_member.h"
+#include "kcr/time.h"
+#include "manager/leaderelection_internal.h"
+#include "manager/shard_member_internal.h"
+#include "util/alloc.h"
+
+#define RING_NAME_MAX 46 /* + "-" + 16 hex digits: a Lease name well under 253 */
+#define IDENTITY_MAX 256
+
+static const kcr_gvr lease_gvr = {"coordination.k8s.io", "v1", "leases"};
+
+struct kcr_shard_member {
+  kcr_client_t *client;
+  char *ring_name, *ns, *identity, *lease_name, *selector;
+  int64_t lease_ns, renew_ns, retry_ns;
+  kcr_shard_ring_options ring_options;
+  kcr_clock_t *clock;
+  kcr_shard_member_change_cb on_change;
+  void *data;
+  kcr_cancel_t *cancel; /* fired by stop: aborts a request in flight */
+
+  pthread_t thread;
+  int started; /* the owner's thread */
+
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  int stopping;                   /* protected by mu */
+  kcr_shard_ring_t *ring;         /* protected by mu; NULL before the first list */
+  atomic_int_fast64_t renewed_at; /* start of the last successful renew; INT64_MIN: none */
+};
+
+int kcr__shard_live_members(const json_t *items, kcr_time_t now, const char **names, size_t cap,
+                            size_t *n) {
+  size_t i;
+  const json_t *lease;
+  *n = 0;
+  json_array_foreach(items, i, lease) {
+    const json_t *spec = json_object_get(lease, "spec");
+    const char *holder = json_string_value(json_object_get(spec, "holderIdentity"));
+    const json_t *t = json_object_get(spec, "renewTime");
+    json_int_t dur = json_integer_value(json_object_get(spec, "leaseDurationSeconds"));
+    kcr_time_t at;
+    bool dup = false;
+    if (!json_is_string(t))
+      t = json_object_get(spec, "acquireTime");
+    if (!holder || !*holder || dur <= 0 || !json_is_string(t) ||
+        kcr_time_parse(json_string_value(t), json_string_length(t), &at, NULL) != 0)
+      continue;
+    if (kcr_time_cmp(kcr_time_add_ns(at, (int64_t)dur * KCR_NSEC_PER_SEC), now) <= 0)
+      continue;
+    for (size_t k = 0; k < *n && !dup; k++)
+      dup = strcmp(names[k], holder) == 0;
+    if (dup)
+      continue;
+    if (*n == cap)
+      return KCR_ETOOBIG;
+    names[(*n)++] = holder;
+  }
+  return 0;
+}
+
+static void member_free(kcr_shard_member_t *m) {
+  kcr__free(m->ring_name);
+  kcr__free(m->ns);
+  kcr__free(m->identity);
+  kcr__free(m->lease_name);
+  kcr__free(m->selector);
+  kcr_cancel_destroy(m->cancel);
+  kcr_shard_ring_destroy(m->ring);
+  pthread_cond_destroy(&m->cond);
+  pthread_mutex_destroy(&m->mu);
+  kcr__free(m);
+}
+
+/* join: a new string a sep b, or NULL. */
+static char *join(const char *a, char sep, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  char *s = kcr__malloc(la + lb + 2);
+  if (s) {
+    memcpy(s, a, la);
+    s[la] = sep;
+    memcpy(s + la + 1, b, lb + 1);
+  }
+  return s;
+}
+
+int kcr_shard_member_create(const kcr_shard_member_options *o, kcr_shard_member_t **out,
+                            kcr_error_t *err) {
+  kcr_shard_member_t *m;
+  char id[IDENTITY_MAX], hex[24];
+  int64_t lease, renew, retry;
+  int rc;
+
+  *out = NULL;
+  if (!o || !o->client || !o->ring || !*o->ring || !o->lease_namespace || !*o->lease_namespace)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "shard member: client, ring and lease_namespace are required");
+  if (strlen(o->ring) > RING_NAME_MAX)
+    return kcr_error_set(err, KCR_EINVAL, "shard member: ring name longer than %d characters",
+                         RING_NAME_MAX);
+  lease = o->lease_duration_ns ? o->lease_duration_ns : 15 * KCR_NSEC_PER_SEC;
+  renew = o->renew_deadline_ns ? o->renew_deadline_ns : 10 * KCR_NSEC_PER_SEC;
+  retry = o->retry_period_ns ? o->retry_period_ns : 2 * KCR_NSEC_PER_SEC;
+  if (!(lease > renew && renew > retry && retry > 0) || lease < KCR_NSEC_PER_SEC)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "shard member: want lease_duration > renew_deadline > retry_period > 0 "
+                         "and a lease of at least a second");
+  rc = kcr__leader_identity(o->identity, id, sizeof(id));
+  if (rc == KCR_ESYS)
+    return kcr_error_set(err, rc, "shard member: no randomness for an identity");
+  if (rc)
+    return kcr_error_set(err, KCR_EINVAL, "shard member: identity too long");
+  if (!(m = kcr__calloc(1, sizeof(*m))))
+    return kcr_error_set(err, KCR_ENOMEM, "shard member: out of memory");
+  pthread_mutex_init(&m->mu, NULL);
+  if (kcr_clock_cond_init(&m->cond) != 0) {
+    pthread_mutex_destroy(&m->mu);
+    kcr__free(m);
+    return kcr_error_set(err, KCR_ESYS, "shard member: condition variable");
+  }
+  snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)kcr_shard_hash(id, strlen(id)));
+  m->client = o->client;
+  m->ring_name = kcr__strdup(o->ring);
+  m->ns = kcr__strdup(o->lease_namespace);
+  m->identity = kcr__strdup(id);
+  m->lease_name = join(o->ring, '-', hex);
+  m->selector = join(KCR_SHARD_RING_LABEL, '=', o->ring);
+  m->lease_ns = lease;
+  m->renew_ns = renew;
+  m->retry_ns = retry;
+  m->ring_options = o->ring_options;
+  m->clock = o->clock ? o->clock : kcr_clock_system();
+  m->on_change = o->on_change;
+  m->data = o->data;
+  atomic_store(&m->renewed_at, INT64_MIN);
+  if (!m->ring_name || !m->ns || !m->identity || !m->lease_name || !m->selector ||
+      kcr_cancel_create(&m->cancel, NULL) != 0) {
+    member_free(m);
+    return kcr_error_set(err, KCR_ENOMEM, "shard member: out of memory");
+  }
+  *out = m;
+  return 0;
+}
+
+/* renew patches (or creates) this replica's Lease; 0 or the client's error. */
+static int renew(kcr_shard_member_t *m, kcr_error_t *err) {
+  kcr_request_options ro = {0};
+  char now[KCR_TIME_BUFSIZE];
+  json_t *lease;
+  char *text;
+  int rc;
+
+  kcr_time_format(kcr_clock_wall(m->clock), KCR_TIME_MICRO, now, sizeof(now));
+  lease = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:s, s:I, s:s}}", "apiVersion",
+                    "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name", m->lease_name,
+                    "namespace", m->ns, "labels", KCR_SHARD_RING_LABEL, m->ring_name, "spec",
+                    "holderIdentity", m->identity, "leaseDurationSeconds",
+                    (json_int_t)(m->lease_ns / KCR_NSEC_PER_SEC), "renewTime", now);
+  text = lease ? json_dumps(lease, JSON_COMPACT) : NULL;
+  if (!text) {
+    json_decref(lease);
+    return kcr_error_set(err, KCR_ENOMEM, "shard member: out of memory");
+  }
+  ro.timeout_ns = m->renew_ns;
+  ro.cancel = m->cancel;
+  rc = kcr_client_patch(m->client, &lease_gvr, m->ns, m->lease_name, KCR_PATCH_MERGE, text,
+                        strlen(text), &ro, NULL, err);
+  if (rc == KCR_EAPI && kcr_error_is_not_found(err)) {
+    kcr_error_clear(err);
+    json_object_set_new(json_object_get(lease, "spec"), "acquireTime", json_string(now));
+    rc = kcr_client_create_object(m->client, &lease_gvr, m->ns, lease, &ro, NULL, err);
+  }
+  kcr__free(text); /* jansson allocates through kcr's allocator */
+  json_decref(lease);
+  return rc;
+}
+
+/* refresh lists the ring's Leases and replaces the ring when its members
+ * changed; the ring that changed is handed to on_change. */
+static int refresh(kcr_shard_member_t *m, kcr_error_t *err) {
+  kcr_request_options ro = {0};
+  const char *names[KCR_SHARD_RING_MEMBERS_MAX];
+  json_t *list = NULL;
+  kcr_shard_ring_t *ring = NULL, *old;
+  size_t n = 0;
+  bool changed;
+  int rc;
+
+  ro.label_selector = m->selector;
+  ro.timeout_ns = m->renew_ns;
+  ro.cancel = m->cancel;
+  if ((rc = kcr_client_list(m->client, &lease_gvr, m->ns, &ro, &list, err)) != 0)
+    return rc;
+  rc = kcr__shard_live_members(json_object_get(list, "items"), kcr_clock_wall(m->clock), names,
+                               KCR_SHARD_RING_MEMBERS_MAX, &n);
+  if (rc == 0)
+    rc = kcr_shard_ring_create(names, n, &m->ring_options, &ring, err);
+  else
+    kcr_error_set(err, rc, "shard member: more than %d live members", KCR_SHARD_RING_MEMBERS_MAX);
+  json_decref(list); /* names borrowed from it: the ring has copied them */
+  if (rc)
+    return rc;
+  pthread_mutex_lock(&m->mu);
+  old = m->ring;
+  changed = !old || kcr_shard_ring_size(old) != n || kcr_shard_ring_moved(old, ring) > 0.0;
+  if (changed)
+    m->ring = ring;
+  pthread_mutex_unlock(&m->mu);
+  if (!changed) {
+    kcr_shard_ring_destroy(ring);
+    return 0;
+  }
+  kcr_log(KCR_LOG_INFO, "sharding", "ring %s: %zu member(s)", m->ring_name, n);
+  if (m->on_change)
+    m->on_change(ring, m->data); /* only this thread replaces m->ring: ring lives on */
+  kcr_shard_ring_destroy(old);
+  return 0;
+}
+
+static void *member_main(void *arg) {
+  kcr_shard_member_t *m = arg;
+  for (;;) {
+    kcr_error_t err;
+    int64_t start = kcr_clock_now(m->clock), deadline;
+    kcr_error_clear(&err);
+    if (renew(m, &err) == 0)
+      atomic_store(&m->renewed_at, start);
+    else if (!kcr_cancel_fired(m->cancel))
+      kcr_log(KCR_LOG_WARN, "sharding", "ring %s: cannot renew Lease %s/%s: %s", m->ring_name,
+              m->ns, m->lease_name, err.message);
+    kcr_error_clear(&err);
+    if (!kcr_cancel_fired(m->cancel) && refresh(m, &err) != 0 && !kcr_cancel_fired(m->cancel))
+      kcr_log(KCR_LOG_WARN, "sharding", "ring %s: cannot list its Leases: %s", m->ring_name,
+              err.message);
+    deadline = start + m->retry_ns;
+    pthread_mutex_lock(&m->mu);
+    while (!m->stopping && kcr_clock_now(m->clock) < deadline)
+      kcr_clock_timedwait(m->clock, &m->cond, &m->mu, deadline);
+    if (m->stopping) {
+      pthread_mutex_unlock(&m->mu);
+      return NULL;
+    }
+    pthread_mutex_unlock(&m->mu);
+  }
+}
+
+int kcr_shard_member_start(kcr_shard_member_t *m, kcr_error_t *err) {
+  if (m->started)
+    return kcr_error_set(err, KCR_EINVAL, "shard member: already started");
+  if (pthread_create(&m->thread, NULL, member_main, m) != 0)
+    return kcr_error_set(err, KCR_ESYS, "shard member: cannot start its thread");
+  m->started = 1;
+  return 0;
+}
+
+void kcr_shard_member_stop(kcr_shard_member_t *m) {
+  kcr_request_options ro = {0};
+  if (!m || m->started != 1)
+    return;
+  pthread_mutex_lock(&m->mu);
+  m->stopping = 1;
+  pthread_cond_broadcast(&m->cond);
+  pthread_mutex_unlock(&m->mu);
+  kcr_cancel_fire(m->cancel);
+  pthread_join(m->thread, NULL);
+  m->started = 2;
+  atomic_store(&m->renewed_at, INT64_MIN);
+  /* Deleting the Lease tells the others at their next list. */
+  ro.timeout_ns = m->renew_ns;
+  kcr_client_delete(m->client, &lease_gvr, m->ns, m->lease_name, &ro, NULL, NULL);
+}
+
+void kcr_shard_member_destroy(kcr_shard_member_t *m) {
+  if (!m)
+    return;
+  kcr_shard_member_stop(m);
+  member_free(m);
+}
+
+const char *kcr_shard_member_identity(const kcr_shard_member_t *m) {
+  return m->identity;
+}
+
+const char *kcr_shard_member_lease_name(const kcr_shard_member_t *m) {
+  return m->lease_name;
+}
+
+int kcr_shard_member_set(kcr_shard_member_t *m, kcr_shard_set_t **out, size_t *n_members,
+                         kcr_error_t *err) {
+  int rc;
+  pthread_mutex_lock(&m->mu);
+  if (n_members)
+    *n_members = kcr_shard_ring_size(m->ring);
+  if (m->ring)
+    rc = kcr_shard_ring_set(m->ring, m->identity, out, err);
+  else
+    rc = kcr_shard_set_create(NULL, 0, out, err);
+  pthread_mutex_unlock(&m->mu);
+  return rc;
+}
+
+bool kcr_shard_member_may_own(kcr_shard_member_t *m) {
+  int64_t at = atomic_load(&m->renewed_at);
+  return at != INT64_MIN && kcr_clock_now(m->clock) < at + m->renew_ns;
+}
