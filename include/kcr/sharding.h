@@ -98,7 +98,7 @@ KCR_EXTERN double kcr_shard_set_share(const kcr_shard_set_t *s);
  * the server reads an empty selector as "everything"), KCR_ETOOBIG (longer than
  * KCR_SHARD_SELECTOR_MAX), KCR_ENOMEM.
  */
-#define KCR_SHARD_SELECTOR_MAX (1024 * 1024)
+#define KCR_SHARD_SELECTOR_MAX ((size_t)1024 * 1024)
 KCR_EXTERN int kcr_shard_set_selector(const kcr_shard_set_t *s, kcr_shard_key key, char **out,
                                       kcr_error_t *err);
 

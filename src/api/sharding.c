@@ -228,7 +228,7 @@ int kcr_shard_set_selector(const kcr_shard_set_t *s, kcr_shard_key key, char **o
     rc = KCR_ENOMEM;
   kcr_buf_free(&b); /* empty after a take; what an error left behind */
   if (rc == KCR_ETOOBIG)
-    return kcr_error_set(err, rc, "shard selector: %zu ranges make more than %d bytes", s->n,
+    return kcr_error_set(err, rc, "shard selector: %zu ranges make more than %zu bytes", s->n,
                          KCR_SHARD_SELECTOR_MAX);
   if (rc)
     return kcr_error_set(err, rc, "shard selector: out of memory");
@@ -378,7 +378,7 @@ nomem:
 void kcr_shard_ring_destroy(kcr_shard_ring_t *r) {
   if (!r)
     return;
-  for (size_t i = 0; i < r->nmembers; i++)
+  for (size_t i = 0; r->members && i < r->nmembers; i++)
     kcr__free(r->members[i]);
   kcr__free(r->members);
   kcr__free(r->seg_first);

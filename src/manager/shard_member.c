@@ -103,13 +103,10 @@ static void member_free(kcr_shard_member_t *m) {
 
 /* join: a new string a sep b, or NULL. */
 static char *join(const char *a, char sep, const char *b) {
-  size_t la = strlen(a), lb = strlen(b);
-  char *s = kcr__malloc(la + lb + 2);
-  if (s) {
-    memcpy(s, a, la);
-    s[la] = sep;
-    memcpy(s + la + 1, b, lb + 1);
-  }
+  size_t size = strlen(a) + strlen(b) + 2;
+  char *s = kcr__malloc(size);
+  if (s)
+    snprintf(s, size, "%s%c%s", a, sep, b);
   return s;
 }
 

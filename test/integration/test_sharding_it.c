@@ -11,10 +11,10 @@
  *  - a long selector (one member's ~230 ranges of a 10-member ring with 256
  *    points each) is accepted and returns exactly what kcr_shard_set_contains
  *    says;
- *  - two informers on the complementary halves of a 2-member ring each hold
- *    exactly their share, together all, through creates and deletes on the
- *    watch, and the server did the filtering (nothing dropped on the client).
- *
+ *  - two informers (one paged, one streaming its list) on the complementary
+ *    halves of a 2-member ring each hold exactly their share, together all,
+ *    through creates and deletes on the watch, and the server did the
+ *    filtering (nothing dropped on the client);
  *  - membership by Leases: three members of one ring each hold a labelled
  *    Lease, agree on the ring and split the space; a stopped member's Lease
  *    goes and the other two take over only its share; a Lease that is not
@@ -138,7 +138,7 @@ static void one_hash(uint64_t h, const char *field, char *buf, size_t size) {
              (unsigned long long)h);
   else
     snprintf(buf, size, "shardRange(%s, '0x%016llx', '0x%016llx')", field, (unsigned long long)h,
-             (unsigned long long)(h + 1));
+             (unsigned long long)h + 1);
 }
 
 /* The server's FNV-1a is kcr's, on namespaces and on uids, to the single hash. */
@@ -291,7 +291,8 @@ static void test_sharding_it_complementary_informers(void **state) {
     o.shard = set[r];
     o.shard_key = KCR_SHARD_KEY_NAMESPACE;
     o.metrics = reg[r];
-    o.page_size = 5; /* several pages: shardInfo and the filter on each */
+    o.page_size = 5;           /* several pages: shardInfo and the filter on each */
+    o.streaming_list = r == 1; /* and the other fills by a streaming list */
     if (kcr_informer_create(&o, &inf[r], &err) != 0)
       fail_msg("informer: %s", err.message);
     assert_int_equal(kcr_informer_start(inf[r], &err), 0);
