@@ -15,6 +15,7 @@
  *    halves of a 2-member ring each hold exactly their share, together all,
  *    through creates and deletes on the watch, and the server did the
  *    filtering (nothing dropped on the client);
+ *  - an informer on the uid key holds exactly the objects of its half;
  *  - membership by Leases: three members of one ring each hold a labelled
  *    Lease, agree on the ring and split the space; a stopped member's Lease
  *    goes and the other two take over only its share; a Lease that is not
@@ -345,6 +346,49 @@ static void test_sharding_it_complementary_informers(void **state) {
   kcr_shard_ring_destroy(ring);
 }
 
+/* An informer on the uid key holds the objects whose uid hashes into the lower
+ * half of the space: by the server's filter, or (gate off) by the client's. */
+static void test_sharding_it_uid_key_informer(void **state) {
+  const kcr_shard_range lower = {0, 0x7fffffffffffffffULL};
+  kcr_shard_set_t *set = NULL;
+  kcr_informer_options o = {0};
+  kcr_informer_t *inf = NULL;
+  kcr_informer_stats st;
+  kcr_error_t err = {0};
+  json_t *list, *item;
+  size_t i, want = 0;
+  int ok = 0;
+  (void)state;
+  list_sel(NULL, &list);
+  json_array_foreach(json_object_get(list, "items"), i, item) {
+    const char *uid = kcr_meta_uid(item);
+    want += kcr_shard_hash(uid, strlen(uid)) <= lower.last;
+  }
+  json_decref(list);
+  assert_int_equal(kcr_shard_set_create(&lower, 1, &set, &err), 0);
+  o.client = client;
+  o.resource = configmaps;
+  o.kind = "ConfigMap";
+  o.label_selector = label;
+  o.shard = set;
+  o.shard_key = KCR_SHARD_KEY_UID;
+  assert_int_equal(kcr_informer_create(&o, &inf, &err), 0);
+  assert_int_equal(kcr_informer_start(inf, &err), 0);
+  assert_int_equal(kcr_informer_wait_for_sync(inf, 60 * KCR_NSEC_PER_SEC, &err), 0);
+  for (int k = 0; k < 300 && !ok; k++) {
+    ok = kcr_store_len(kcr_informer_store(inf)) == want;
+    if (!ok)
+      kcr_it_sleep_ms(100);
+  }
+  kcr_informer_get_stats(inf, &st);
+  printf("uid key: %zu of %d in the lower half, %llu dropped on the client\n", want, NNS * PER_NS,
+         (unsigned long long)st.shard_filtered);
+  assert_true(ok);
+  assert_int_equal(st.shard_filtered, gate_off ? (size_t)NNS * PER_NS - want : 0);
+  kcr_informer_destroy(inf);
+  kcr_shard_set_destroy(set);
+}
+
 static const kcr_gvr leases = {"coordination.k8s.io", "v1", "leases"};
 
 static atomic_int changes;
@@ -489,6 +533,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_sharding_it_server_hash_matches),
       cmocka_unit_test(test_sharding_it_long_selector),
       cmocka_unit_test(test_sharding_it_complementary_informers),
+      cmocka_unit_test(test_sharding_it_uid_key_informer),
       cmocka_unit_test(test_sharding_it_lease_membership),
   };
   gate_off = argc > 1 && strcmp(argv[1], "fallback") == 0;
