@@ -17,12 +17,23 @@
  * kcr_workqueue_len nor the depth metric until they are ready, and a shut-down
  * queue never releases them.
  *
+ * Priorities (controller-runtime's priority queue, its default since v0.23):
+ * a key added with kcr_workqueue_add_with_opts carries an int priority, 0
+ * unless given (every other add uses 0). get hands out the highest priority
+ * queued first, and keys of one priority in the order they became queued. A
+ * queued key added again with a higher priority moves up to the back of that
+ * priority (it keeps the highest priority it was given until it is handed
+ * out); a lower one changes nothing. A delayed key keeps the priority it was
+ * added with when it becomes ready. A queue that uses no priority behaves,
+ * and costs, as before: priority 0 keys sit in one FIFO list.
+ *
  * Every function may be called from any thread; only kcr_workqueue_get and
  * kcr_workqueue_shutdown_with_drain block.
  */
 #ifndef KCR_WORKQUEUE_H
 #define KCR_WORKQUEUE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,13 +64,30 @@ typedef struct kcr_workqueue kcr_workqueue_t;
  *   metrics       borrowed, must outlive the queue; NULL: no metrics (and none
  *                 of the clock reads they cost). A named queue registers the
  *                 workqueue_* series below on it.
+ *   no_priority   true: a plain client-go queue, as controller-runtime builds
+ *                 when UsePriorityQueue is false: the priority given to
+ *                 kcr_workqueue_add_with_opts is ignored (every key counts as
+ *                 priority 0, handed out in FIFO order), and workqueue_depth
+ *                 carries priority="" as controller-runtime's plain queue
+ *                 labels it. false (the zero value): priorities are honoured.
  */
 typedef struct kcr_workqueue_options {
   const char *name;
   kcr_clock_t *clock;
   kcr_ratelimiter_t *rate_limiter;
   kcr_metrics_registry_t *metrics;
+  bool no_priority;
 } kcr_workqueue_options;
+
+/* KCR_WORKQUEUE_PRIORITY_DEFAULT: the priority of every add that names none. */
+#define KCR_WORKQUEUE_PRIORITY_DEFAULT 0
+
+/*
+ * KCR_WORKQUEUE_PRIORITY_LOW: controller-runtime's handler.LowPriority (-100),
+ * what a controller gives the events of an informer's initial list and of its
+ * resyncs, so that real changes overtake them (kcr/controller.h).
+ */
+#define KCR_WORKQUEUE_PRIORITY_LOW (-100)
 
 /*
  * kcr_workqueue_create makes a queue. opts is borrowed for the call (its
@@ -105,6 +133,37 @@ KCR_EXTERN int kcr_workqueue_add_after(kcr_workqueue_t *q, const char *key, int6
 KCR_EXTERN int kcr_workqueue_add_rate_limited(kcr_workqueue_t *q, const char *key);
 
 /*
+ * kcr_workqueue_add_opts: how kcr_workqueue_add_with_opts adds a key
+ * (controller-runtime's priorityqueue.AddOpts). Zeroed: a plain add.
+ *   after_ns      > 0: add once this much time has passed (as add_after).
+ *   rate_limited  true: add after the rate limiter's delay for the key (as
+ *                 add_rate_limited: one more failure counted); with after_ns
+ *                 > 0 too, the shorter of the two delays, as upstream.
+ *   priority      higher is handed out first; 0 is the default and
+ *                 KCR_WORKQUEUE_PRIORITY_LOW the controllers' low priority.
+ *                 Any int; ignored by a queue made with no_priority.
+ */
+typedef struct kcr_workqueue_add_opts {
+  int64_t after_ns;
+  bool rate_limited;
+  int priority;
+} kcr_workqueue_add_opts;
+
+/*
+ * kcr_workqueue_add_with_opts adds key (borrowed, copied) as opts (borrowed for
+ * the call; NULL: a plain add) says. Without a delay it is kcr_workqueue_add
+ * at opts->priority: a dirty key queued at a lower priority moves up to the
+ * back of opts->priority; one dirty while being processed is queued at the
+ * higher of its priorities at done. With a delay it is
+ * kcr_workqueue_add_after and the key becomes ready at opts->priority (a key
+ * already waiting keeps the earlier ready time and the higher priority).
+ * Returns 0, KCR_ECLOSED (shutting down, dropped) or KCR_ENOMEM (from the
+ * limiter or the queue; nothing changed). Any thread; does not block.
+ */
+KCR_EXTERN int kcr_workqueue_add_with_opts(kcr_workqueue_t *q, const char *key,
+                                           const kcr_workqueue_add_opts *opts);
+
+/*
  * kcr_workqueue_forget tells the rate limiter that key succeeded: its failure
  * count starts over. It does not remove key from the queue. Any thread.
  */
@@ -122,6 +181,14 @@ KCR_EXTERN int kcr_workqueue_num_requeues(kcr_workqueue_t *q, const char *key);
  * could not be made (the key stays queued; retry later).
  */
 KCR_EXTERN int kcr_workqueue_get(kcr_workqueue_t *q, char **key_out);
+
+/*
+ * kcr_workqueue_get_with_priority is kcr_workqueue_get that also tells the
+ * priority the key was queued at (*priority, may be NULL; 0 on a queue made
+ * with no_priority), controller-runtime's GetWithPriority: a controller
+ * requeues a key at the priority it came with.
+ */
+KCR_EXTERN int kcr_workqueue_get_with_priority(kcr_workqueue_t *q, char **key_out, int *priority);
 
 /*
  * kcr_workqueue_done ends the processing of key (borrowed), which the caller got
@@ -166,9 +233,14 @@ KCR_EXTERN const char *kcr_workqueue_name(kcr_workqueue_t *q);
 /*
  * The series a named queue registers on kcr_workqueue_options.metrics, under
  * controller-runtime's names and HELP, all with labels name and controller
- * (both the queue's name); workqueue_depth also has priority, always
- * KCR_WORKQUEUE_DEFAULT_PRIORITY ("0", the priority controller-runtime v0.24's
- * default priority queue gives an ordinary add; this queue has no other). The two
+ * (both the queue's name); workqueue_depth also has priority, the decimal
+ * priority the keys it counts are queued at ("0" for ordinary adds, made at
+ * create; another priority's series appears when first used, as upstream), or
+ * "" on a queue made with no_priority. A queue labels at most
+ * KCR_WORKQUEUE_MAX_PRIORITY_LABELS priorities; keys of any further priority
+ * are counted under KCR_WORKQUEUE_PRIORITY_LABEL_OVERFLOW (controller-runtime
+ * v0.24 caps the label too, but then moves every priority to the overflow
+ * value; here the labels already given keep counting). The two
  * duration histograms have controller-runtime's buckets,
  * ExponentialBuckets(10e-9, 10, 12): 1e-8, 1e-7, ... 1e3 seconds, plus +Inf.
  *   workqueue_depth          keys dirty (queued, or added again while processing).
@@ -193,8 +265,16 @@ KCR_EXTERN const char *kcr_workqueue_name(kcr_workqueue_t *q);
 #define KCR_WORKQUEUE_METRIC_LONGEST_RUNNING "workqueue_longest_running_processor_seconds"
 #define KCR_WORKQUEUE_METRIC_RETRIES "workqueue_retries_total"
 
-/* KCR_WORKQUEUE_DEFAULT_PRIORITY: workqueue_depth's priority label value. */
+/* KCR_WORKQUEUE_DEFAULT_PRIORITY: workqueue_depth's priority label value for
+ * keys at priority 0. */
 #define KCR_WORKQUEUE_DEFAULT_PRIORITY "0"
+
+/* KCR_WORKQUEUE_MAX_PRIORITY_LABELS: distinct priority label values one queue
+ * gives workqueue_depth (controller-runtime's maxRecommendedUniquePriorities). */
+#define KCR_WORKQUEUE_MAX_PRIORITY_LABELS 25
+
+/* KCR_WORKQUEUE_PRIORITY_LABEL_OVERFLOW: the priority label of keys beyond those. */
+#define KCR_WORKQUEUE_PRIORITY_LABEL_OVERFLOW "exceeded_cardinality_limit"
 
 /* The HELP text controller-runtime registers for each of them. */
 #define KCR_WORKQUEUE_HELP_DEPTH "Current depth of workqueue by workqueue and priority"

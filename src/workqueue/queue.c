@@ -34,6 +34,28 @@
  * order: the registry's lock, then the queue's. Only a named queue with a
  * registry keeps metrics; the others skip the clock reads.
  *
+ * Priorities (controller-runtime's priority queue): a queued key at priority
+ * 0, the only one a caller that names none uses, is linked into the FIFO list
+ * exactly as before; a queued key at any other priority is filed in a second
+ * min-heap (util/heap.h) keyed by (-priority, arrival), so get takes the
+ * heap's top when its priority is above 0, else the FIFO's head, else the
+ * heap's top. A queue that never sees a priority never touches the heap: its
+ * add, get and done cost one more branch each. Moving a queued key up is a
+ * remove and a push (or a rekey) with a fresh arrival number, so it goes to
+ * the back of its new priority, as upstream. The heap's room is reserved for
+ * every entry once the first priority arrives (and for each new entry after
+ * that), so a key that becomes ready with its priority (promote, done) never
+ * needs an allocation. An entry remembers the priority it is dirty at and,
+ * separately, the one it will be ready at when its delay ends, since a key
+ * can be dirty and waiting at once (client-go's delaying queue keeps both).
+ *
+ * Depth by priority: workqueue_depth's child for priority 0 is looked up at
+ * create; another priority's the first time it is used, under the queue's
+ * lock (the metric family's lock nests inside it; it is a leaf), then kept in
+ * a small table, so later updates are atomic adds again. The table is bounded
+ * (KCR_WORKQUEUE_MAX_PRIORITY_LABELS); a lookup that fails is kept as NULL, so
+ * a key's increment and decrement always meet the same child.
+ *
  * Contention: keys are hashed before the lock is taken, and a getter that finds
  * the queue empty first polls an atomic copy of the length for a few
  * microseconds with the lock released before it sleeps on the condition
@@ -46,6 +68,7 @@
 #include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -56,14 +79,21 @@
 #include "util/list.h"
 
 typedef struct entry {
-  /* the FIFO while queued, the processing list while processing: never both,
-   * since a key made dirty while processing waits outside the FIFO until done */
-  kcr__list_node_t link;
+  /* The FIFO while queued at priority 0, the processing list while processing,
+   * rheap while queued at another priority: one at a time (a key made dirty
+   * while processing waits outside both queues until done), so they share
+   * the space; which one is in use follows from processing and prio. */
+  union {
+    kcr__list_node_t link;
+    kcr__heap_node_t ready; /* rheap: key = -priority, tie = arrival order */
+  };
   uint64_t hash;
-  size_t keylen;
+  uint32_t keylen;
+  int prio;              /* the priority it is dirty at (meaningful while dirty) */
   int64_t add_ns;        /* metrics: when it last became dirty; -1 when not recorded */
   int64_t start_ns;      /* metrics: when get handed it out */
   kcr__heap_node_t wait; /* waiting: key = when it is due, tie = arrival order */
+  int wait_prio;         /* the priority it becomes ready at (meaningful while waiting) */
   unsigned char dirty;
   unsigned char processing;
   char key[];
@@ -75,12 +105,13 @@ struct kcr_workqueue {
   pthread_cond_t drain_cond; /* shutdown_with_drain waits here */
   kcr_clock_t *clock;        /* borrowed */
   kcr_ratelimiter_t *limiter;
-  char *name;       /* "" when unnamed */
-  int metrics_on;   /* named, with a registry; immutable */
-  kcr__hmap_t set;  /* key -> entry; protected by mu */
-  kcr__list_t fifo; /* queued keys, oldest first; protected by mu */
-  size_t len;
-  kcr__list_t proc; /* keys being processed; protected by mu */
+  char *name;        /* "" when unnamed */
+  int metrics_on;    /* named, with a registry; immutable */
+  kcr__hmap_t set;   /* key -> entry; protected by mu */
+  kcr__list_t fifo;  /* queued keys of priority 0, oldest first; protected by mu */
+  kcr__heap_t rheap; /* queued keys of other priorities; protected by mu */
+  size_t len;        /* queued keys, in fifo and rheap */
+  kcr__list_t proc;  /* keys being processed; protected by mu */
   size_t n_processing;
   kcr__heap_t heap; /* waiting keys by (ready time, arrival); protected by mu */
   uint64_t seq;
@@ -90,7 +121,10 @@ struct kcr_workqueue {
   /* A copy of len (and 1 once shutting down) that an idle getter polls without
    * the lock for a moment before it sleeps; written under mu, read anywhere. */
   atomic_size_t hint;
-  int spin; /* spin iterations before sleeping: 0 on a single CPU; immutable */
+  int spin;        /* spin iterations before sleeping: 0 on a single CPU; immutable */
+  int no_priority; /* every key at priority 0; immutable */
+  int prio_seen;   /* a priority other than 0 was given: rheap has room for
+                      every entry; protected by mu */
   /* metrics (metrics_on): children of the registry's families, immutable
    * pointers to atomics; updated under mu so they move with the queue's state */
   kcr_metrics_registry_t *registry;   /* borrowed */
@@ -98,6 +132,16 @@ struct kcr_workqueue {
   kcr_metric_child_t *m_depth, *m_adds, *m_retries;
   kcr_metric_child_t *m_queue_duration, *m_work_duration;
   kcr_metric_child_t *m_unfinished, *m_longest;
+  /* depth by priority: m_depth is priority 0's; the family and the others
+   * looked up so far (child NULL: the lookup failed, kept so), protected by mu */
+  kcr_metric_t *f_depth;
+  struct {
+    int prio;
+    kcr_metric_child_t *child;
+  } pdepth[KCR_WORKQUEUE_MAX_PRIORITY_LABELS];
+  size_t npdepth;
+  kcr_metric_child_t *m_depth_overflow;
+  int overflow_looked_up;
 };
 
 /* ---- metrics ---- */
@@ -118,6 +162,30 @@ static double seconds(int64_t ns) {
 
 static void observe(kcr_metric_child_t *h, int64_t ns) {
   kcr_metric_observe(h, seconds(ns));
+}
+
+/* depth_child returns workqueue_depth's child for priority prio (NULL: not
+ * counted); mu held, metrics_on. */
+static kcr_metric_child_t *depth_child(kcr_workqueue_t *q, int prio) {
+  char label[16];
+  size_t i;
+  if (prio == 0)
+    return q->m_depth;
+  for (i = 0; i < q->npdepth; i++)
+    if (q->pdepth[i].prio == prio)
+      return q->pdepth[i].child;
+  if (q->npdepth + 1 >= KCR_WORKQUEUE_MAX_PRIORITY_LABELS) { /* 0 has a slot too */
+    if (!q->overflow_looked_up) {
+      q->m_depth_overflow = kcr_metric_withv(q->f_depth, q->name, q->name,
+                                             KCR_WORKQUEUE_PRIORITY_LABEL_OVERFLOW, NULL);
+      q->overflow_looked_up = 1;
+    }
+    return q->m_depth_overflow;
+  }
+  snprintf(label, sizeof(label), "%d", prio);
+  q->pdepth[q->npdepth].prio = prio;
+  q->pdepth[q->npdepth].child = kcr_metric_withv(q->f_depth, q->name, q->name, label, NULL);
+  return q->pdepth[q->npdepth++].child;
 }
 
 /* promote is below; the collector needs it. */
@@ -172,11 +240,11 @@ static int register_metrics(kcr_workqueue_t *q, kcr_metrics_registry_t *r, kcr_e
                               KCR_WORKQUEUE_HELP_LONGEST_RUNNING, l2, &lng, err)) != 0)
     return rc;
   /* priority "0": controller-runtime v0.24's default queue (the priority
-   * queue) counts depth per priority, and every key here has its default
-   * priority, 0 (there is no lower one for unchanged objects of the initial
-   * list, as its WithLowPriorityWhenUnchanged gives). "" is only its legacy
-   * queue's. */
-  q->m_depth = kcr_metric_withv(depth, q->name, q->name, KCR_WORKQUEUE_DEFAULT_PRIORITY, NULL);
+   * queue) counts depth per priority and makes the series of a priority when
+   * it is first used; "" is its plain queue's (UsePriorityQueue false). */
+  q->f_depth = depth;
+  q->m_depth = kcr_metric_withv(depth, q->name, q->name,
+                                q->no_priority ? "" : KCR_WORKQUEUE_DEFAULT_PRIORITY, NULL);
   q->m_adds = kcr_metric_withv(adds, q->name, q->name, NULL);
   q->m_retries = kcr_metric_withv(retries, q->name, q->name, NULL);
   q->m_queue_duration = kcr_metric_withv(qd, q->name, q->name, NULL);
@@ -198,6 +266,10 @@ static entry *waiting_entry(kcr__heap_node_t *n) {
 }
 
 /* ---- entries ---- */
+
+static entry *ready_entry(kcr__heap_node_t *n) {
+  return KCR__CONTAINER_OF(n, entry, ready);
+}
 
 static void maybe_free(kcr_workqueue_t *q, entry *e) {
   if (e->dirty || e->processing || kcr__heap_node_filed(&e->wait))
@@ -233,37 +305,90 @@ static int lookup_or_make(kcr_workqueue_t *q, const keyref *k, entry **out) {
   }
   if (kcr__hmap_reserve(&q->set, 1))
     return KCR_ENOMEM;
-  if (len > SIZE_MAX - sizeof(*e) - 1)
+  /* once priorities are in use, every entry may need a slot in rheap */
+  if (q->prio_seen && kcr__heap_reserve(&q->rheap, q->set.len + 1))
+    return KCR_ENOMEM;
+  if (len > UINT32_MAX || len > SIZE_MAX - sizeof(*e) - 1)
     return KCR_ENOMEM;
   e = kcr__malloc(sizeof(*e) + len + 1);
   if (!e)
     return KCR_ENOMEM;
-  memset(e, 0, sizeof(*e));
+  /* Field by field: the links are set when the entry is filed, and a memset
+   * of this size compiles to `rep stos`, which costs more than the rest. */
   e->hash = h;
-  e->keylen = len;
+  e->keylen = (uint32_t)len;
+  e->prio = 0;
   e->add_ns = -1;
+  e->start_ns = 0;
   kcr__heap_node_init(&e->wait);
+  e->wait_prio = 0;
+  e->dirty = 0;
+  e->processing = 0;
   memcpy(e->key, k->key, len + 1);
   kcr__hmap_insert_hashed(&q->set, e->key, h, e);
   *out = e;
   return 0;
 }
 
+/* prio_reserve prepares for a first priority other than 0: room in rheap for
+ * every entry there is and one more. 0 or KCR_ENOMEM (nothing changed). */
+static int prio_reserve(kcr_workqueue_t *q, int prio) {
+  if (prio == 0 || q->prio_seen)
+    return 0;
+  if (kcr__heap_reserve(&q->rheap, q->set.len + 1))
+    return KCR_ENOMEM;
+  q->prio_seen = 1;
+  return 0;
+}
+
+/* file puts a queued e where its priority belongs; room is reserved. */
+static void file(kcr_workqueue_t *q, entry *e) {
+  if (e->prio == 0) {
+    kcr__list_push_back(&q->fifo, &e->link);
+  } else {
+    kcr__heap_node_init(&e->ready); /* the union held list links */
+    kcr__heap_push(&q->rheap, &e->ready, -(int64_t)e->prio, q->seq++);
+  }
+}
+
 static void push(kcr_workqueue_t *q, entry *e) {
-  kcr__list_push_back(&q->fifo, &e->link);
+  file(q, e);
   q->len++;
   atomic_store_explicit(&q->hint, q->len, memory_order_relaxed);
   if (q->getters)
     pthread_cond_signal(&q->cond);
 }
 
-/* make_dirty is client-go's Add past the shutdown check. now_ns < 0: read the clock. */
-static void make_dirty(kcr_workqueue_t *q, entry *e, int64_t now_ns) {
-  if (e->dirty)
+/* raise_prio moves a dirty e up to prio (> its own): to the back of prio if queued. */
+static void raise_prio(kcr_workqueue_t *q, entry *e, int prio) {
+  if (q->metrics_on) {
+    kcr_metric_add(depth_child(q, e->prio), -1);
+    kcr_metric_add(depth_child(q, prio), 1);
+  }
+  if (!e->processing) { /* queued: refile it */
+    if (e->prio == 0)
+      kcr__list_remove(&q->fifo, &e->link);
+    else
+      kcr__heap_remove(&q->rheap, &e->ready);
+    e->prio = prio;
+    file(q, e);
+  } else {
+    e->prio = prio;
+  }
+}
+
+/* make_dirty is client-go's Add past the shutdown check, at priority prio
+ * (rheap has room when prio is not 0). now_ns < 0: read the clock. */
+static void make_dirty(kcr_workqueue_t *q, entry *e, int64_t now_ns, int prio) {
+  if (e->dirty) {
+    if (prio > e->prio)
+      raise_prio(q, e, prio);
     return;
+  }
+  e->prio = prio;
   if (q->metrics_on) {
     kcr_metric_inc(q->m_adds);
-    kcr_metric_add(q->m_depth, 1);
+    kcr_metric_add(prio == 0 ? q->m_depth : depth_child(q, prio), 1);
     if (e->add_ns < 0)
       e->add_ns = now_ns >= 0 ? now_ns : kcr_clock_now(q->clock);
   }
@@ -280,7 +405,7 @@ static void promote(kcr_workqueue_t *q) {
   now = kcr_clock_now(q->clock);
   while (q->heap.len && kcr__heap_top(&q->heap)->key <= now) {
     entry *e = waiting_entry(kcr__heap_pop(&q->heap));
-    make_dirty(q, e, e->wait.key);
+    make_dirty(q, e, e->wait.key, e->wait_prio);
   }
 }
 
@@ -332,7 +457,7 @@ static int init_mutex(pthread_mutex_t *mu) {
 
 int kcr_workqueue_create(const kcr_workqueue_options *opts, kcr_workqueue_t **out,
                          kcr_error_t *err) {
-  static const kcr_workqueue_options defaults = {NULL, NULL, NULL, NULL};
+  static const kcr_workqueue_options defaults = {NULL, NULL, NULL, NULL, false};
   kcr_workqueue_t *q;
   int rc, have_mu = 0, have_cond = 0;
 
@@ -352,6 +477,7 @@ int kcr_workqueue_create(const kcr_workqueue_options *opts, kcr_workqueue_t **ou
   if (!q->name)
     goto fail;
   q->metrics_on = q->name[0] != '\0' && opts->metrics;
+  q->no_priority = opts->no_priority;
   q->spin = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? SPIN_ITERATIONS : 0;
   atomic_init(&q->hint, 0);
   if (!q->limiter && (rc = kcr_ratelimiter_default_create(q->clock, &q->limiter, NULL)))
@@ -393,6 +519,7 @@ void kcr_workqueue_destroy(kcr_workqueue_t *q) {
   }
   kcr__hmap_free(&q->set);
   kcr__heap_free(&q->heap);
+  kcr__heap_free(&q->rheap);
   kcr_ratelimiter_destroy(q->limiter);
   pthread_cond_destroy(&q->drain_cond);
   pthread_cond_destroy(&q->cond);
@@ -403,8 +530,9 @@ void kcr_workqueue_destroy(kcr_workqueue_t *q) {
 
 /* ---- adding ---- */
 
-/* add_now is client-go's Add (count_retry: AddAfter with no delay). */
-static int add_now(kcr_workqueue_t *q, const char *key, int count_retry) {
+/* add_now is client-go's Add at priority prio (count_retry: AddAfter with no
+ * delay). */
+static int add_now(kcr_workqueue_t *q, const char *key, int count_retry, int prio) {
   keyref k = make_keyref(q, key);
   entry *e;
   int rc;
@@ -413,30 +541,30 @@ static int add_now(kcr_workqueue_t *q, const char *key, int count_retry) {
     pthread_mutex_unlock(&q->mu);
     return KCR_ECLOSED;
   }
-  if (count_retry && q->metrics_on)
-    kcr_metric_inc(q->m_retries);
   promote(q);
-  rc = lookup_or_make(q, &k, &e);
-  if (!rc)
-    make_dirty(q, e, -1);
+  if ((rc = prio_reserve(q, prio)) == 0 && (rc = lookup_or_make(q, &k, &e)) == 0) {
+    if (count_retry && q->metrics_on)
+      kcr_metric_inc(q->m_retries);
+    make_dirty(q, e, -1, prio);
+  }
   pthread_mutex_unlock(&q->mu);
   return rc;
 }
 
 int kcr_workqueue_add(kcr_workqueue_t *q, const char *key) {
   assert(q && key);
-  return add_now(q, key, 0);
+  return add_now(q, key, 0, 0);
 }
 
-int kcr_workqueue_add_after(kcr_workqueue_t *q, const char *key, int64_t delay_ns) {
+/* add_after is client-go's AddAfter, the key becoming ready at priority prio. */
+static int add_after(kcr_workqueue_t *q, const char *key, int64_t delay_ns, int prio) {
   keyref k;
   entry *e;
   int64_t now, ready;
   int rc;
 
-  assert(q && key);
   if (delay_ns <= 0)
-    return add_now(q, key, 1);
+    return add_now(q, key, 1, prio);
   k = make_keyref(q, key);
   pthread_mutex_lock(&q->mu);
   if (q->shutting_down) {
@@ -445,7 +573,8 @@ int kcr_workqueue_add_after(kcr_workqueue_t *q, const char *key, int64_t delay_n
   }
   promote(q);
   now = kcr_clock_now(q->clock);
-  if ((rc = kcr__heap_reserve(&q->heap, q->heap.len + 1)) || (rc = lookup_or_make(q, &k, &e))) {
+  if ((rc = kcr__heap_reserve(&q->heap, q->heap.len + 1)) || (rc = prio_reserve(q, prio)) ||
+      (rc = lookup_or_make(q, &k, &e))) {
     pthread_mutex_unlock(&q->mu);
     return rc;
   }
@@ -453,10 +582,13 @@ int kcr_workqueue_add_after(kcr_workqueue_t *q, const char *key, int64_t delay_n
     kcr_metric_inc(q->m_retries);
   ready = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;
   if (kcr__heap_node_filed(&e->wait)) {
-    /* Already waiting: keep the earlier ready time. */
+    /* Already waiting: keep the earlier ready time and the higher priority. */
     if (ready < e->wait.key)
       kcr__heap_rekey(&q->heap, &e->wait, ready, e->wait.tie);
+    if (prio > e->wait_prio)
+      e->wait_prio = prio;
   } else {
+    e->wait_prio = prio;
     kcr__heap_push(&q->heap, &e->wait, ready, q->seq++);
   }
   /* A new earliest ready time: one getter must shorten its sleep. */
@@ -466,6 +598,11 @@ int kcr_workqueue_add_after(kcr_workqueue_t *q, const char *key, int64_t delay_n
   return 0;
 }
 
+int kcr_workqueue_add_after(kcr_workqueue_t *q, const char *key, int64_t delay_ns) {
+  assert(q && key);
+  return add_after(q, key, delay_ns, 0);
+}
+
 int kcr_workqueue_add_rate_limited(kcr_workqueue_t *q, const char *key) {
   int64_t delay;
   int rc;
@@ -473,7 +610,25 @@ int kcr_workqueue_add_rate_limited(kcr_workqueue_t *q, const char *key) {
   rc = kcr_ratelimiter_when(q->limiter, key, &delay);
   if (rc)
     return rc;
-  return kcr_workqueue_add_after(q, key, delay);
+  return add_after(q, key, delay, 0);
+}
+
+int kcr_workqueue_add_with_opts(kcr_workqueue_t *q, const char *key,
+                                const kcr_workqueue_add_opts *opts) {
+  int64_t delay;
+  int prio, rc;
+  assert(q && key);
+  if (!opts)
+    return add_now(q, key, 0, 0);
+  prio = q->no_priority ? 0 : opts->priority;
+  if (!opts->rate_limited)
+    return opts->after_ns > 0 ? add_after(q, key, opts->after_ns, prio) : add_now(q, key, 0, prio);
+  if ((rc = kcr_ratelimiter_when(q->limiter, key, &delay)) != 0)
+    return rc;
+  /* as upstream's AddWithOpts: the shorter of the two delays */
+  if (opts->after_ns > 0 && opts->after_ns < delay)
+    delay = opts->after_ns;
+  return add_after(q, key, delay, prio);
 }
 
 void kcr_workqueue_forget(kcr_workqueue_t *q, const char *key) {
@@ -488,16 +643,26 @@ int kcr_workqueue_num_requeues(kcr_workqueue_t *q, const char *key) {
 
 /* ---- processing ---- */
 
-int kcr_workqueue_get(kcr_workqueue_t *q, char **key_out) {
+/* next returns the queued entry get hands out next (q->len > 0). */
+static entry *next(kcr_workqueue_t *q) {
+  kcr__heap_node_t *top = kcr__heap_top(&q->rheap);
+  if (top && (top->key < 0 || kcr__list_empty(&q->fifo)))
+    return ready_entry(top);
+  return KCR__CONTAINER_OF(q->fifo.first, entry, link);
+}
+
+int kcr_workqueue_get_with_priority(kcr_workqueue_t *q, char **key_out, int *priority) {
   entry *e;
   char *copy;
 
   assert(q && key_out);
   *key_out = NULL;
+  if (priority)
+    *priority = 0;
   pthread_mutex_lock(&q->mu);
   for (int spun = 0;;) {
     promote(q);
-    if (!kcr__list_empty(&q->fifo))
+    if (q->len)
       break;
     if (q->shutting_down) {
       pthread_mutex_unlock(&q->mu);
@@ -517,7 +682,7 @@ int kcr_workqueue_get(kcr_workqueue_t *q, char **key_out) {
       pthread_cond_wait(&q->cond, &q->mu);
     q->getters--;
   }
-  e = KCR__CONTAINER_OF(q->fifo.first, entry, link);
+  e = next(q);
   copy = kcr__malloc(e->keylen + 1);
   if (!copy) {
     pthread_mutex_unlock(&q->mu);
@@ -525,7 +690,10 @@ int kcr_workqueue_get(kcr_workqueue_t *q, char **key_out) {
   }
   memcpy(copy, e->key, e->keylen + 1);
 
-  kcr__list_remove(&q->fifo, &e->link);
+  if (e->prio == 0)
+    kcr__list_remove(&q->fifo, &e->link);
+  else
+    kcr__heap_remove(&q->rheap, &e->ready);
   q->len--;
   atomic_store_explicit(&q->hint, q->len, memory_order_relaxed);
   e->dirty = 0;
@@ -534,15 +702,21 @@ int kcr_workqueue_get(kcr_workqueue_t *q, char **key_out) {
   q->n_processing++;
   if (q->metrics_on) {
     int64_t now = kcr_clock_now(q->clock);
-    kcr_metric_add(q->m_depth, -1);
+    kcr_metric_add(e->prio == 0 ? q->m_depth : depth_child(q, e->prio), -1);
     if (e->add_ns >= 0)
       observe(q->m_queue_duration, now - e->add_ns);
     e->add_ns = -1;
     e->start_ns = now;
   }
+  if (priority)
+    *priority = e->prio;
   pthread_mutex_unlock(&q->mu);
   *key_out = copy;
   return 0;
+}
+
+int kcr_workqueue_get(kcr_workqueue_t *q, char **key_out) {
+  return kcr_workqueue_get_with_priority(q, key_out, NULL);
 }
 
 void kcr_workqueue_done(kcr_workqueue_t *q, const char *key) {

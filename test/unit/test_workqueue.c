@@ -15,15 +15,6 @@
 #include "kcr/workqueue.h"
 #include "testutil.h"
 
-/* Failures seen on worker threads, where cmocka's assertions must not run (they
- * longjmp to the main thread's frame); the main thread checks it is zero. */
-static atomic_int thread_failures;
-#define THREAD_CHECK(cond)                                                                         \
-  do {                                                                                             \
-    if (!(cond))                                                                                   \
-      atomic_fetch_add(&thread_failures, 1);                                                       \
-  } while (0)
-
 static void sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
@@ -59,7 +50,7 @@ static void *basic_producer(void *arg) {
   int j;
   snprintf(key, sizeof(key), "%d", b->id);
   for (j = 0; j < 20; j++) {
-    THREAD_CHECK(kcr_workqueue_add(b->q, key) == 0);
+    KCR_TEST_THREAD_CHECK(kcr_workqueue_add(b->q, key) == 0);
     sleep_ms(1);
   }
   return NULL;
@@ -130,7 +121,7 @@ static void *awp_producer(void *arg) {
   struct basic *b = arg;
   char key[16];
   snprintf(key, sizeof(key), "%d", b->id);
-  THREAD_CHECK(kcr_workqueue_add(b->q, key) == 0);
+  KCR_TEST_THREAD_CHECK(kcr_workqueue_add(b->q, key) == 0);
   return NULL;
 }
 
@@ -145,7 +136,7 @@ static void *awp_consumer(void *arg) {
      * dirty-while-processing path. */
     if (++counters[k] < 2) {
       int rc = kcr_workqueue_add(a->q, key);
-      THREAD_CHECK(rc == 0 || rc == KCR_ECLOSED); /* a re-add may race the shutdown */
+      KCR_TEST_THREAD_CHECK(rc == 0 || rc == KCR_ECLOSED); /* a re-add may race the shutdown */
     }
     kcr_workqueue_done(a->q, key);
     kcr_free(key);
@@ -457,7 +448,7 @@ static void *exclusive_producer(void *arg) {
     snprintf(key, sizeof(key), "ns/obj-%d", k);
     /* Marked before the add: some get must come after this point. */
     atomic_store(&x->pending[k], 1);
-    THREAD_CHECK(kcr_workqueue_add(x->q, key) == 0);
+    KCR_TEST_THREAD_CHECK(kcr_workqueue_add(x->q, key) == 0);
   }
   return NULL;
 }
@@ -555,7 +546,7 @@ static void test_workqueue_destroy_with_keys_in_every_state(void **state) {
 
 static void test_workqueue_alloc_failure_create(void **state) {
   kcr_workqueue_t *q = NULL;
-  kcr_workqueue_options opts = {"ctrl", NULL, NULL, NULL};
+  kcr_workqueue_options opts = {"ctrl", NULL, NULL, NULL, false};
   (void)state;
   KCR_TEST_ALLOC_LOOP(kcr_workqueue_create(&opts, &q, NULL), (kcr_workqueue_destroy(q), q = NULL));
 }
@@ -566,7 +557,7 @@ static void test_workqueue_alloc_failure_create(void **state) {
 static void test_workqueue_alloc_failure_create_with_metrics(void **state) {
   kcr_workqueue_t *q = NULL;
   kcr_metrics_registry_t *r;
-  kcr_workqueue_options opts = {"ctrl", NULL, NULL, NULL};
+  kcr_workqueue_options opts = {"ctrl", NULL, NULL, NULL, false};
   (void)state;
   assert_int_equal(kcr_metrics_registry_create(&r, NULL), 0);
   opts.metrics = r;
@@ -576,7 +567,7 @@ static void test_workqueue_alloc_failure_create_with_metrics(void **state) {
 
 static void test_workqueue_alloc_failure_create_steals_limiter(void **state) {
   kcr_workqueue_t *q = NULL;
-  kcr_workqueue_options opts = {"ctrl", NULL, NULL, NULL};
+  kcr_workqueue_options opts = {"ctrl", NULL, NULL, NULL, false};
   kcr_error_t err = {0};
   (void)state;
   /* The limiter is made outside the failing allocator; create must free it on
@@ -642,36 +633,37 @@ static void test_workqueue_alloc_failure_add_and_get(void **state) {
   kcr_workqueue_destroy(q);
 }
 
-static int check_threads(void **state) {
-  (void)state;
-  return atomic_exchange(&thread_failures, 0) ? -1 : 0;
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_teardown(test_workqueue_basic_producers_consumers, check_threads),
-      cmocka_unit_test_teardown(test_workqueue_add_while_processing, check_threads),
-      cmocka_unit_test_teardown(test_workqueue_len_counts_distinct_keys, check_threads),
-      cmocka_unit_test_teardown(test_workqueue_reinsert_while_processing, check_threads),
-      cmocka_unit_test_teardown(test_workqueue_done_of_unknown_key_is_ignored, check_threads),
-      cmocka_unit_test_teardown(test_workqueue_get_blocks_until_add, check_threads),
+      cmocka_unit_test_teardown(test_workqueue_basic_producers_consumers, kcr_test_check_threads),
+      cmocka_unit_test_teardown(test_workqueue_add_while_processing, kcr_test_check_threads),
+      cmocka_unit_test_teardown(test_workqueue_len_counts_distinct_keys, kcr_test_check_threads),
+      cmocka_unit_test_teardown(test_workqueue_reinsert_while_processing, kcr_test_check_threads),
+      cmocka_unit_test_teardown(test_workqueue_done_of_unknown_key_is_ignored,
+                                kcr_test_check_threads),
+      cmocka_unit_test_teardown(test_workqueue_get_blocks_until_add, kcr_test_check_threads),
       cmocka_unit_test_teardown(test_workqueue_shutdown_wakes_getters_and_hands_out_the_rest,
-                                check_threads),
-      cmocka_unit_test_teardown(test_workqueue_shutdown_with_drain_waits_for_done, check_threads),
-      cmocka_unit_test_teardown(test_workqueue_shutdown_does_not_wait, check_threads),
+                                kcr_test_check_threads),
+      cmocka_unit_test_teardown(test_workqueue_shutdown_with_drain_waits_for_done,
+                                kcr_test_check_threads),
+      cmocka_unit_test_teardown(test_workqueue_shutdown_does_not_wait, kcr_test_check_threads),
       cmocka_unit_test_teardown(test_workqueue_shutdown_releases_a_draining_shutdown,
-                                check_threads),
+                                kcr_test_check_threads),
       cmocka_unit_test_teardown(test_workqueue_shutdown_with_drain_hands_out_dirty_key,
-                                check_threads),
+                                kcr_test_check_threads),
       cmocka_unit_test_teardown(test_workqueue_shutdown_with_drain_on_idle_queue_returns,
-                                check_threads),
-      cmocka_unit_test_teardown(test_workqueue_never_hands_a_key_to_two_workers, check_threads),
-      cmocka_unit_test_teardown(test_workqueue_many_distinct_keys, check_threads),
-      cmocka_unit_test_teardown(test_workqueue_destroy_with_keys_in_every_state, check_threads),
-      cmocka_unit_test_teardown(test_workqueue_alloc_failure_create, check_threads),
-      cmocka_unit_test_teardown(test_workqueue_alloc_failure_create_with_metrics, check_threads),
-      cmocka_unit_test_teardown(test_workqueue_alloc_failure_create_steals_limiter, check_threads),
-      cmocka_unit_test_teardown(test_workqueue_alloc_failure_add_and_get, check_threads),
+                                kcr_test_check_threads),
+      cmocka_unit_test_teardown(test_workqueue_never_hands_a_key_to_two_workers,
+                                kcr_test_check_threads),
+      cmocka_unit_test_teardown(test_workqueue_many_distinct_keys, kcr_test_check_threads),
+      cmocka_unit_test_teardown(test_workqueue_destroy_with_keys_in_every_state,
+                                kcr_test_check_threads),
+      cmocka_unit_test_teardown(test_workqueue_alloc_failure_create, kcr_test_check_threads),
+      cmocka_unit_test_teardown(test_workqueue_alloc_failure_create_with_metrics,
+                                kcr_test_check_threads),
+      cmocka_unit_test_teardown(test_workqueue_alloc_failure_create_steals_limiter,
+                                kcr_test_check_threads),
+      cmocka_unit_test_teardown(test_workqueue_alloc_failure_add_and_get, kcr_test_check_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

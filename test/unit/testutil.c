@@ -7,6 +7,17 @@
 #include "kcr/manager.h"
 #include "testutil.h"
 
+static atomic_int thread_failures; /* KCR_TEST_THREAD_CHECK */
+
+void kcr_test_thread_failed(void) {
+  atomic_fetch_add(&thread_failures, 1);
+}
+
+int kcr_test_check_threads(void **state) {
+  (void)state;
+  return atomic_exchange(&thread_failures, 0) ? -1 : 0;
+}
+
 static atomic_long countdown; /* allocations left before failing; 0: never fail */
 static atomic_int failed;
 

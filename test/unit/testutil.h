@@ -60,6 +60,20 @@ int kcr_test_alloc_failed(void);
   } while (0)
 
 /*
+ * KCR_TEST_THREAD_CHECK(cond) counts a failed check on a thread other than
+ * the test's, where cmocka's assertions must not run (they longjmp to the
+ * main thread's frame); kcr_test_check_threads, a teardown, fails the test
+ * when any was counted, and starts the count over.
+ */
+#define KCR_TEST_THREAD_CHECK(cond)                                                                \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      kcr_test_thread_failed();                                                                    \
+  } while (0)
+void kcr_test_thread_failed(void);
+int kcr_test_check_threads(void **state);
+
+/*
  * kcr_test_manager_run: a manager's kcr_manager_run on a thread of its own.
  * kcr_test_manager_start starts it (m borrowed); kcr_test_manager_stop asks
  * it to stop, joins it and returns what kcr_manager_run returned.
