@@ -14,6 +14,15 @@
  * An error with a requeue is a mistake (logged; the error wins), as upstream.
  * The workqueue never hands one key to two workers at once.
  *
+ * Priorities (controller-runtime's priority queue, on by default since its
+ * v0.23; options.use_priority_queue turns it off): the events of an
+ * informer's initial list (an add with is_initial_list) and of its resyncs
+ * (an update whose old and new resourceVersion are equal) enqueue at
+ * KCR_WORKQUEUE_PRIORITY_LOW (-100), every other event at 0, so that after a
+ * restart real changes are reconciled before the thousands of unchanged
+ * objects the first list brings. A requeue keeps the priority the key was
+ * handed out with unless the reconciler sets res->priority.
+ *
  * Most programs make controllers through the manager (kcr/manager.h:
  * kcr_manager_add_controller), which fills in the informer source and the client;
  * then: kcr_controller_for, kcr_controller_owns / kcr_controller_watches, and the
@@ -127,10 +136,21 @@ typedef struct kcr_reconcile_request {
   const char *name;
 } kcr_reconcile_request;
 
-/* kcr_result: what the reconciler asks for besides success (zeroed on entry). */
+/*
+ * kcr_result: what the reconciler asks for besides success. On entry requeue
+ * and requeue_after_ns are zero and priority holds the priority the key was
+ * queued at (0, or KCR_WORKQUEUE_PRIORITY_LOW for an initial-list or resync
+ * event; always 0 without the priority queue).
+ *   priority  the priority of the requeue this reconcile causes (an error's
+ *             rate-limited one, requeue's or requeue_after_ns's):
+ *             controller-runtime's Result.Priority. Left as it came, the key
+ *             is requeued at the priority it had; set it to requeue higher or
+ *             lower (KCR_WORKQUEUE_PRIORITY_DEFAULT, _LOW, any int).
+ */
 typedef struct kcr_result {
   bool requeue;
   int64_t requeue_after_ns;
+  int priority;
 } kcr_result;
 
 /* kcr_reconcile_ctx_t: one reconcile's context; opaque, valid for the call only. */
@@ -242,7 +262,10 @@ typedef struct kcr_controller_source {
  *   name            required; names the queue, the metrics and log lines.
  *   reconcile, data required reconciler and its argument (borrowed).
  *   max_concurrent_reconciles  worker threads; 0: 1.
- *   rate_limiter    stolen on every path; NULL: kcr_ratelimiter_default_create.
+ *   rate_limiter    stolen on every path; NULL: the per-key exponential
+ *                   limiter (5 ms .. 1000 s) with the priority queue,
+ *                   kcr_ratelimiter_default_create without (see
+ *                   use_priority_queue).
  *   cache_sync_timeout_ns      how long start waits for informers; 0: 2 min.
  *   clock           borrowed; NULL: the system clock (queue delays, metrics).
  *   source          required to start (the manager sets it).
@@ -280,6 +303,17 @@ typedef struct kcr_controller_source {
  *                   need_leader_election is false (such a controller starts
  *                   before the election anyway). Borrowed for the call;
  *                   kcr_controller_create ignores it.
+ *   use_priority_queue  controller-runtime's UsePriorityQueue (a *bool there
+ *                   too): NULL: true, upstream's default since v0.23, unless
+ *                   the manager says otherwise (kcr_manager_options.
+ *                   disable_priority_queue). True: the queue honours
+ *                   priorities, initial-list and resync events go in at
+ *                   KCR_WORKQUEUE_PRIORITY_LOW (see above), and without a
+ *                   rate_limiter the per-key limiter is
+ *                   kcr_ratelimiter_exponential_create(5 ms, 1000 s) alone,
+ *                   as upstream's with its priority queue. False: the plain
+ *                   client-go queue (every key at priority 0, FIFO) and
+ *                   kcr_ratelimiter_default_create. Borrowed for the call.
  */
 typedef struct kcr_controller_options {
   const char *name;
@@ -295,6 +329,7 @@ typedef struct kcr_controller_options {
   int64_t reconcile_timeout_ns;
   const bool *need_leader_election;
   const bool *enable_warmup;
+  const bool *use_priority_queue;
 } kcr_controller_options;
 
 /*

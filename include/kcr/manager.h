@@ -104,6 +104,12 @@ typedef struct kcr_manager kcr_manager_t;
  *                     Controller.EnableWarmup). The cost: a standby holds the
  *                     cache a leader would. false: a standby holds only what
  *                     other code asked for.
+ *   disable_priority_queue  the controllers added to this manager use the
+ *                     plain client-go queue unless their own
+ *                     use_priority_queue says otherwise (controller-runtime's
+ *                     config.Controller.UsePriorityQueue set to false; see
+ *                     kcr_controller_options). false, the zero value: the
+ *                     priority queue, upstream's default since v0.23.
  */
 typedef struct kcr_manager_options {
   kcr_rest_config_t *config;
@@ -122,6 +128,7 @@ typedef struct kcr_manager_options {
   const char *const *default_namespaces;
   size_t default_namespaces_len;
   bool enable_warmup;
+  bool disable_priority_queue;
 } kcr_manager_options;
 
 /*

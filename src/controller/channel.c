@@ -170,7 +170,7 @@ int kcr_channel_source_push_object(kcr_channel_source_t *s, const json_t *obj, k
     if (!kcr_predicate_eval(w->pred, KCR_EVENT_GENERIC, NULL, obj))
       continue;
     if (w->fn) {
-      kcr_requests_t r = {w->ctl, w->q};
+      kcr_requests_t r = {w->ctl, w->q, KCR_WORKQUEUE_PRIORITY_DEFAULT};
       w->fn(obj, &r, w->fn_data);
       continue;
     }

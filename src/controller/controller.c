@@ -12,6 +12,13 @@
  * kcr_workqueue_get; the queue guarantees a key is never on two workers at once, so the reconciler
  * needs no per-object locking.
  *
+ * Priorities: with the priority queue (the default) a handler enqueues an
+ * initial-list add and a resync update (equal resourceVersions) at
+ * KCR_WORKQUEUE_PRIORITY_LOW, as controller-runtime's handlers do, and
+ * everything else at 0; the worker takes the key's priority with it and a
+ * requeue uses it (or the reconciler's res->priority). Without it the queue is
+ * made with no_priority and ignores them all.
+ *
  * Stop (graceful): the handlers are removed first (no new work), the
  * cancellation token fires (requests of reconciles in flight end with
  * KCR_ECANCELED, as Go's context does), the queue shuts down, and workers drop
@@ -50,6 +57,10 @@
 #define DEFAULT_SYNC_TIMEOUT (120 * KCR_NSEC_PER_SEC)
 #define NS_MAX 256
 #define GATE_RETRY KCR_NSEC_PER_SEC
+/* controller-runtime's default limiter with the priority queue:
+ * ItemExponentialFailureRateLimiter(5 ms, 1000 s) */
+#define PQ_BACKOFF_BASE (5 * KCR_NSEC_PER_MSEC)
+#define PQ_BACKOFF_MAX (1000 * KCR_NSEC_PER_SEC)
 
 /* controller-runtime's reconcile time buckets. */
 static const double time_bounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3,  0.35,
@@ -97,6 +108,7 @@ struct kcr_controller {
   kcr_objclient client;
   kcr_workqueue_t *q;
   kcr_cancel_t *cancel;
+  bool pq; /* the priority queue is on; immutable */
 
   /* set-up, then read-only once started */
   kcr__list_t watches; /* watch_t, in the order they were set */
@@ -323,6 +335,7 @@ int kcr_controller_create(const kcr_controller_options *o, kcr_controller_t **ou
   c->source = o->source;
   c->client = o->client;
   c->primary_namespaced = true;
+  c->pq = !o->use_priority_queue || *o->use_priority_queue;
   atomic_init(&c->stopping, false);
   if (pthread_mutex_init(&c->mu, NULL) != 0) {
     kcr__free(c);
@@ -335,12 +348,19 @@ int kcr_controller_create(const kcr_controller_options *o, kcr_controller_t **ou
     kcr_ratelimiter_destroy(rl);
     return kcr_error_set(err, KCR_ESYS, "controller: condition variable");
   }
+  /* controller-runtime with its priority queue: per-key backoff alone, no
+   * overall bucket */
+  rc = 0;
+  if (!rl && c->pq &&
+      kcr_ratelimiter_exponential_create(PQ_BACKOFF_BASE, PQ_BACKOFF_MAX, &rl, NULL) != 0)
+    rc = KCR_ENOMEM; /* rl is still NULL */
   memset(&qo, 0, sizeof(qo));
   qo.name = o->name;
   qo.clock = o->clock;
   qo.rate_limiter = rl; /* stolen by the queue on every path */
   qo.metrics = o->metrics;
-  c->name = kcr__strdup(o->name);
+  qo.no_priority = !c->pq;
+  c->name = rc == 0 ? kcr__strdup(o->name) : NULL;
   rc = c->name ? kcr_workqueue_create(&qo, &c->q, err) : (kcr_ratelimiter_destroy(rl), KCR_ENOMEM);
   if (rc == 0)
     rc = kcr_cancel_create(&c->cancel, NULL);
@@ -582,7 +602,8 @@ void kcr__controller_set_gate(kcr_controller_t *c, kcr__controller_gate_fn gate,
 
 /* ---- event handlers (informer threads) ---- */
 
-static void enqueue(kcr_controller_t *c, const char *ns, const char *name) {
+static void enqueue(kcr_controller_t *c, const char *ns, const char *name, int prio) {
+  kcr_workqueue_add_opts ao = {0, false, prio};
   char key[KCR_META_KEY_MAX];
   int n = (ns && *ns) ? snprintf(key, sizeof(key), "%s/%s", ns, name)
                       : snprintf(key, sizeof(key), "%s", name);
@@ -590,11 +611,12 @@ static void enqueue(kcr_controller_t *c, const char *ns, const char *name) {
     ctl_log(c, KCR_LOG_ERROR, "cannot enqueue %s/%s", ns ? ns : "", name);
     return;
   }
-  if (kcr_workqueue_add(c->q, key) == KCR_ENOMEM)
+  if (kcr_workqueue_add_with_opts(c->q, key, &ao) == KCR_ENOMEM)
     ctl_log(c, KCR_LOG_ERROR, "out of memory enqueueing %s", key);
 }
 
 int kcr_requests_add(kcr_requests_t *r, const char *ns, const char *name) {
+  kcr_workqueue_add_opts ao = {0, false, r->priority};
   char key[KCR_META_KEY_MAX];
   int n;
   if (!name || !*name)
@@ -603,12 +625,12 @@ int kcr_requests_add(kcr_requests_t *r, const char *ns, const char *name) {
                   : snprintf(key, sizeof(key), "%s", name);
   if (n < 0 || (size_t)n >= sizeof(key))
     return KCR_ETOOBIG;
-  n = kcr_workqueue_add(r->q, key);
+  n = kcr_workqueue_add_with_opts(r->q, key, &ao);
   return n == KCR_ECLOSED ? 0 : n;
 }
 
 /* enqueue_owners: the child's controller owner, if it is of the primary kind. */
-static void enqueue_owners(kcr_controller_t *c, const json_t *obj) {
+static void enqueue_owners(kcr_controller_t *c, const json_t *obj, int prio) {
   json_t *ref = kcr_meta_controller_ref(obj);
   const char *av, *kind, *name;
   size_t glen;
@@ -624,10 +646,11 @@ static void enqueue_owners(kcr_controller_t *c, const json_t *obj) {
   if (strlen(c->primary_group) != glen || memcmp(g, c->primary_group, glen) != 0 ||
       strcmp(kind, c->primary_kind) != 0)
     return;
-  enqueue(c, c->primary_namespaced ? kcr_meta_namespace(obj) : "", name);
+  enqueue(c, c->primary_namespaced ? kcr_meta_namespace(obj) : "", name, prio);
 }
 
-static void enqueue_for(watch_t *w, const json_t *obj) {
+/* enqueue_for enqueues what obj's event means for w's controller, at prio. */
+static void enqueue_for(watch_t *w, const json_t *obj, int prio) {
   kcr_controller_t *c = w->ctl;
   if (!obj)
     return;
@@ -638,13 +661,13 @@ static void enqueue_for(watch_t *w, const json_t *obj) {
       if (kcr_meta_key(obj, key, sizeof(key)) == 0)
         kcr__trace_parents_note(c->trace_parents, key, obj);
     }
-    enqueue(c, kcr_meta_namespace(obj), kcr_meta_name(obj));
+    enqueue(c, kcr_meta_namespace(obj), kcr_meta_name(obj), prio);
     break;
   case W_OWNS:
-    enqueue_owners(c, obj);
+    enqueue_owners(c, obj, prio);
     break;
   case W_MAP: {
-    kcr_requests_t r = {c, c->q};
+    kcr_requests_t r = {c, c->q, prio};
     w->fn(obj, &r, w->fn_data);
     break;
   }
@@ -659,23 +682,37 @@ static bool pass(watch_t *w, kcr_event_type t, const json_t *old_obj, const json
   return kcr_predicate_eval(w->pred, t, old_obj, obj);
 }
 
+/* on_add: an object of the initial list goes in low (controller-runtime's
+ * handlers, for events with IsInInitialList). */
 static void on_add(json_t *obj, bool initial, void *data) {
   watch_t *w = data;
-  (void)initial;
   if (pass(w, KCR_EVENT_CREATE, NULL, obj))
-    enqueue_for(w, obj);
+    enqueue_for(w, obj, initial ? KCR_WORKQUEUE_PRIORITY_LOW : KCR_WORKQUEUE_PRIORITY_DEFAULT);
+}
+
+/* unchanged tells a resync (or a relist that found nothing new) from a change:
+ * both sides carry the same resourceVersion, controller-runtime's test. */
+static bool unchanged(const json_t *old_obj, const json_t *new_obj) {
+  const char *a, *b;
+  if (!old_obj || !new_obj)
+    return false;
+  a = kcr_meta_resource_version(old_obj);
+  b = kcr_meta_resource_version(new_obj);
+  return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
 static void on_update(json_t *old_obj, json_t *new_obj, void *data) {
   watch_t *w = data;
+  int prio;
   if (!pass(w, KCR_EVENT_UPDATE, old_obj, new_obj))
     return;
+  prio = unchanged(old_obj, new_obj) ? KCR_WORKQUEUE_PRIORITY_LOW : KCR_WORKQUEUE_PRIORITY_DEFAULT;
   if (w->kind == W_FOR) {
-    enqueue_for(w, new_obj ? new_obj : old_obj);
+    enqueue_for(w, new_obj ? new_obj : old_obj, prio);
     return;
   }
-  enqueue_for(w, old_obj);
-  enqueue_for(w, new_obj);
+  enqueue_for(w, old_obj, prio);
+  enqueue_for(w, new_obj, prio);
 }
 
 static void on_delete(json_t *obj, const char *tombstone_key, void *data) {
@@ -686,7 +723,7 @@ static void on_delete(json_t *obj, const char *tombstone_key, void *data) {
     return;
   }
   if (pass(w, KCR_EVENT_DELETE, NULL, obj))
-    enqueue_for(w, obj);
+    enqueue_for(w, obj, KCR_WORKQUEUE_PRIORITY_DEFAULT);
 }
 
 bool kcr__controller_handler(kcr_controller_t *c, size_t i, kcr_event_handler *out) {
@@ -756,10 +793,12 @@ void kcr__reconcile_ctx_destroy(kcr_reconcile_ctx_t *ctx) {
   kcr__free(ctx);
 }
 
-static void reconcile_key(kcr_controller_t *c, const char *key) {
+/* reconcile_key reconciles key, handed out at priority prio, and acts on the result. */
+static void reconcile_key(kcr_controller_t *c, const char *key, int prio) {
   kcr_reconcile_ctx_t ctx;
   kcr_reconcile_request req;
   kcr_result res;
+  kcr_workqueue_add_opts ao;
   char ns[NS_MAX];
   size_t nslen;
   const char *name;
@@ -778,6 +817,7 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
   req.ns = ns;
   req.name = name;
   memset(&res, 0, sizeof(res));
+  res.priority = prio;
 
   span = kcr__reconcile_span_start(c->trace_parents, key, c->name, c->primary_group,
                                    c->primary_kind, ns, name, ctx.id);
@@ -801,11 +841,15 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
   if (c->reconcile_timeout > 0 && dt >= c->reconcile_timeout)
     kcr_metric_inc(c->m_timeouts);
 
+  /* every requeue goes in at the result's priority, as upstream's */
+  memset(&ao, 0, sizeof(ao));
+  ao.priority = res.priority;
   if (rc != 0) {
+    ao.rate_limited = true;
     if (ctx.terminal)
       kcr_workqueue_forget(c->q, key);
     else
-      kcr_workqueue_add_rate_limited(c->q, key);
+      kcr_workqueue_add_with_opts(c->q, key, &ao);
     observe(c, dt, KCR_RECONCILE_ERROR, true, ctx.terminal);
     char error[KCR_ERROR_MESSAGE_MAX + 64];
     if (res.requeue || res.requeue_after_ns > 0)
@@ -819,10 +863,12 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
     ctx_log(&ctx, KCR_LOG_ERROR, "Reconciler error", error);
   } else if (res.requeue_after_ns > 0) {
     kcr_workqueue_forget(c->q, key);
-    kcr_workqueue_add_after(c->q, key, res.requeue_after_ns);
+    ao.after_ns = res.requeue_after_ns;
+    kcr_workqueue_add_with_opts(c->q, key, &ao);
     observe(c, dt, KCR_RECONCILE_REQUEUE_AFTER, false, false);
   } else if (res.requeue) {
-    kcr_workqueue_add_rate_limited(c->q, key);
+    ao.rate_limited = true;
+    kcr_workqueue_add_with_opts(c->q, key, &ao);
     observe(c, dt, KCR_RECONCILE_REQUEUE, false, false);
   } else {
     kcr_workqueue_forget(c->q, key);
@@ -836,9 +882,9 @@ static void reconcile_key(kcr_controller_t *c, const char *key) {
 
 int kcr__controller_process_next(kcr_controller_t *c) {
   char *key = NULL;
-  int rc;
+  int rc, prio = 0;
   for (;;) {
-    rc = kcr_workqueue_get(c->q, &key);
+    rc = kcr_workqueue_get_with_priority(c->q, &key, &prio);
     if (rc == KCR_ENOMEM) {
       struct timespec ts = {0, 10L * 1000 * 1000};
       nanosleep(&ts, NULL);
@@ -853,9 +899,10 @@ int kcr__controller_process_next(kcr_controller_t *c) {
   } else if (c->gate && !c->gate(c->gate_data)) {
     kcr_log(KCR_LOG_DEBUG, "controller", "controller=%s: not leading, %s not reconciled", c->name,
             key);
-    kcr_workqueue_add_after(c->q, key, GATE_RETRY);
+    kcr_workqueue_add_opts ao = {GATE_RETRY, false, prio};
+    kcr_workqueue_add_with_opts(c->q, key, &ao);
   } else {
-    reconcile_key(c, key);
+    reconcile_key(c, key, prio);
   }
   kcr_workqueue_done(c->q, key);
   kcr_free(key);

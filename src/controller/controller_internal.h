@@ -38,10 +38,11 @@ void kcr__controller_set_primary_namespaced(kcr_controller_t *c, bool namespaced
 
 /* struct kcr_requests: what a map function adds to (kcr_requests_add): the
  * controller, and its queue (so that channel.c, which calls nothing in
- * controller.c, can make one). */
+ * controller.c, can make one), and the priority the event's requests get. */
 struct kcr_requests {
   kcr_controller_t *c;
   kcr_workqueue_t *q;
+  int priority;
 };
 
 /* kcr__channel_watch adds c's watch of s (kcr_controller_watches_channel):

@@ -84,6 +84,7 @@ struct kcr_manager {
   kcr__cache_client_t cclient_nofence; /* as cclient without the fence; read-only after create */
   kcr_objclient unfenced;              /* its ops over cclient_nofence */
   int64_t grace_ns, sync_ns;
+  bool no_pq; /* options.disable_priority_queue; immutable */
   bool handle_signals;
   bool warmup_default; /* immutable: kcr_manager_options.enable_warmup */
 
@@ -188,6 +189,7 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
   m->grace_ns = o->graceful_shutdown_timeout_ns ? o->graceful_shutdown_timeout_ns : DEFAULT_GRACE;
   m->sync_ns = o->cache_sync_timeout_ns > 0 ? o->cache_sync_timeout_ns : DEFAULT_SYNC;
   m->warmup_default = o->enable_warmup;
+  m->no_pq = o->disable_priority_queue;
   m->handle_signals = !o->no_signal_handlers;
   atomic_init(&m->leading_started, false);
   if (pthread_mutex_init(&m->mu, NULL) != 0) {
@@ -351,6 +353,10 @@ int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o
     co.metrics = m->metrics;
   if (co.cache_sync_timeout_ns <= 0)
     co.cache_sync_timeout_ns = m->sync_ns;
+  if (!co.use_priority_queue && m->no_pq) {
+    static const bool off = false;
+    co.use_priority_queue = &off; /* the manager's default for its controllers */
+  }
   if ((rc = kcr_controller_create(&co, out, err)) != 0)
     return rc;
   if (need_le) /* the others reconcile on every replica: never gated */

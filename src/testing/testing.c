@@ -202,7 +202,7 @@ int kcr_testing_reconcile(kcr_reconcile_fn fn, void *data, const kcr_objclient *
                           bool *terminal) {
   kcr_testing_ctx_options o;
   kcr_testing_ctx_t *t = NULL;
-  kcr_result r = {false, 0};
+  kcr_result r = {false, 0, 0};
   int rc;
   memset(&o, 0, sizeof(o));
   if (client)

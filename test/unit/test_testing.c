@@ -909,7 +909,7 @@ static void test_testing_reconcile_ctx(void **state) {
   kcr_testing_log_t *logs = NULL;
   kcr_testing_ctx_options o;
   kcr_testing_ctx_t *t = NULL;
-  kcr_result res = {false, 0};
+  kcr_result res = {false, 0, 0};
   kcr_error_t err;
   json_t *in = cm("default", "a", NULL), *lines;
   bool terminal = true;
