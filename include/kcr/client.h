@@ -425,6 +425,9 @@ KCR_EXTERN int kcr_client_path(const kcr_gvr *r, const char *ns, const char *nam
  *                           for a consumer: one that falls this far behind loses its
  *                           watch (a reflector then re-watches from its last version)
  *                           instead of growing the process without bound.
+ *   accept                  the Accept header; NULL: "application/json".
+ *                           KCR_ACCEPT_PARTIAL_METADATA makes each event's object
+ *                           a PartialObjectMetadata (the metadata client's watch).
  */
 typedef struct kcr_watch_options {
   const char *label_selector;
@@ -438,6 +441,7 @@ typedef struct kcr_watch_options {
   size_t max_line;
   size_t max_buffered;
   const char *shard_selector;
+  const char *accept;
 } kcr_watch_options;
 
 /* The default of kcr_watch_options.max_buffered: 256 MiB, a streaming list of

@@ -437,7 +437,8 @@ int kcr_client_watch(kcr_client_t *c, const kcr_gvr *r, const char *ns, const kc
   rc = kcr_watch_decoder_create(o ? o->max_line : 0, on_decoded, w, &w->decoder, err);
   if (rc)
     goto fail;
-  rc = kcr__client_prepare(c, "GET", w->path, NULL, NULL, &w->t.easy, &w->headers, err);
+  rc = kcr__client_prepare(c, "GET", w->path, o ? o->accept : NULL, NULL, &w->t.easy, &w->headers,
+                           err);
   if (rc)
     goto fail;
   /* No compression on watch streams. The apiserver gzips them when asked, and
