@@ -53,13 +53,14 @@ extern "C" {
  *   label_selector, field_selector  restrict what is cached.
  *   metadata_only   cache PartialObjectMetadata (apiVersion, kind, metadata
  *                   without managedFields) instead of whole objects, for kinds a
- *                   controller only needs to map to owners. The reduction happens
- *                   as each object arrives, so the store holds only metadata; the
- *                   list and watch still transfer whole objects.
+ *                   controller only needs to map to owners. The informer lists
+ *                   and watches as PartialObjectMetadata
+ *                   (kcr_informer_options.metadata_only): only metadata crosses
+ *                   the network, and the objects read keep the kind's own
+ *                   apiVersion and kind.
  *   transform       runs on each object before it is stored (after the
  *                   metadata-only reduction); NULL: drop managedFields. Called on
- *                   the client's loop thread and the informer's reflector thread
- *                   with the informer's queue locked: quick, and no cache calls.
+ *                   the informer's reflector thread: quick, and no cache calls.
  *   namespaces, namespaces_len  only this set of namespaces (controller-runtime's
  *                   ByObject[obj].Namespaces): one list-watch per namespace
  *                   behind the kind's one informer (see kcr_cache_options'

@@ -84,6 +84,18 @@ typedef struct kcr_informer kcr_informer_t;
  *                   kcr_cache_get / kcr_cache_list). Errors (KCR_EINVAL): both
  *                   ns and namespaces, an empty or a repeated name, a
  *                   cluster-scoped kind.
+ *   metadata_only   list and watch as PartialObjectMetadata (client-go's
+ *                   metadata informer): the Accept header asks the server for
+ *                   each object's metadata only, so neither spec, data nor
+ *                   status crosses the network. Stored objects are {"apiVersion",
+ *                   "kind", "metadata"} with the watched kind's apiVersion and
+ *                   kind (as controller-runtime restores them; the server sends
+ *                   meta.k8s.io/v1 PartialObjectMetadata) and no managedFields.
+ *                   The transform (NULL: none beyond that reduction) sees them
+ *                   in that form. A server that answers with whole objects has
+ *                   them reduced on arrival; one that refuses the header (406)
+ *                   is listed and watched for whole objects from then on,
+ *                   reduced on arrival, with one log line saying so.
  */
 typedef struct kcr_informer_options {
   kcr_client_t *client;
@@ -108,6 +120,7 @@ typedef struct kcr_informer_options {
   size_t namespaces_len;
   const kcr_shard_set_t *shard;
   kcr_shard_key shard_key;
+  bool metadata_only;
 } kcr_informer_options;
 
 /*

@@ -236,26 +236,11 @@ static entry_t *ensure_entry(kcr_cache_t *c, const kcr_gvk *gvk) {
   return e;
 }
 
-int kcr__cache_metadata_transform(json_t *obj, void *data) {
-  const char *k;
-  json_t *v, *tmp;
-  (void)data;
-  json_object_foreach_safe(obj, tmp, k, v) {
-    if (strcmp(k, "apiVersion") != 0 && strcmp(k, "kind") != 0 && strcmp(k, "metadata") != 0)
-      json_object_del(obj, k);
-  }
-  return kcr_meta_strip_managed_fields(obj);
-}
-
-/* entry_transform is every cached kind's informer transform: metadata-only
- * reduction, then the user's transform, or by default dropping managedFields. */
+/* entry_transform is a cached kind's informer transform when the user gave
+ * one (after the informer's metadata-only reduction, if any). */
 static int entry_transform(json_t *obj, void *data) {
   entry_t *e = data;
-  if (e->metadata_only)
-    kcr__cache_metadata_transform(obj, NULL);
-  if (e->transform)
-    return e->transform(obj, e->transform_data);
-  return kcr_meta_strip_managed_fields(obj);
+  return e->transform(obj, e->transform_data);
 }
 
 /* kind_label names a kind in messages: "ConfigMap" or "App.kcr.dev". */
@@ -302,14 +287,15 @@ static int create_informer(kcr_cache_t *c, entry_t *e, const kcr_rest_mapping *m
     uint64_t rng = kcr_rand_seed();
     o.resync_period_ns = kcr__cache_jittered_period(c->resync_ns, kcr_rand_double(&rng));
   }
-  /* Whole objects without a transform of the user's: the informer's own default
-   * (managedFields dropped) is what entry_transform would do, and the informer
-   * does it while scanning each watch line into the stored form, with no tree;
-   * a transform of any kind makes every line a tree first. */
-  if (e->metadata_only || e->transform) {
+  /* Without a transform of the user's, the informer's own default (managedFields
+   * dropped) runs while it scans each watch line into the stored form, with no
+   * tree; a transform makes every line a tree first. Metadata-only lists and
+   * watches PartialObjectMetadata: only metadata crosses the network. */
+  if (e->transform) {
     o.transform = entry_transform;
     o.transform_data = e;
   }
+  o.metadata_only = e->metadata_only;
   o.metrics = c->metrics;
   o.streaming_list = c->streaming_list;
   rc = kcr_informer_create(&o, &e->inf, err);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cache_internal.h: what test/unit/test_cache.c reaches inside cache.c — the
- * metadata-only transform and the read-your-own-writes bookkeeping.
+ * read-your-own-writes bookkeeping.
  */
 #ifndef KCR_CACHE_CACHE_INTERNAL_H
 #define KCR_CACHE_CACHE_INTERNAL_H
@@ -12,13 +12,6 @@
 #include <stdint.h>
 
 #include "kcr/cache.h"
-
-/*
- * kcr__cache_metadata_transform reduces obj in place to apiVersion, kind and
- * metadata without managedFields (PartialObjectMetadata). Returns 0; never
- * fails. data is unused.
- */
-int kcr__cache_metadata_transform(json_t *obj, void *data);
 
 /* kcr__cache_pending_writes returns how many noted writes reads still wait for. */
 size_t kcr__cache_pending_writes(kcr_cache_t *c);

@@ -101,6 +101,9 @@ struct kcr_informer {
   kcr_metric_child_t *m_deliveries;
   kcr_metric_child_t *m_seen_rv, *m_processed_rv, *m_depth, *m_since, *m_backlog;
   kcr_metric_child_t *m_lag;
+  /* metadata_only: the user's transform, after the reduction (immutable) */
+  kcr_transform_fn user_transform;
+  void *user_transform_data;
 };
 
 /* ---- helpers ---- */
@@ -138,6 +141,16 @@ static void raise_processed(kcr_informer_t *inf, uint64_t rv) {
 static int default_transform(json_t *obj, void *data) {
   (void)data;
   return kcr_meta_strip_managed_fields(obj);
+}
+
+/* metadata_transform reduces obj to apiVersion, kind and metadata without
+ * managedFields, then runs the user's transform (the informer, data) if any:
+ * what a metadata-only informer stores, whether the server sent
+ * PartialObjectMetadata or, falling back, whole objects. */
+static int metadata_transform(json_t *obj, void *data) {
+  kcr_informer_t *inf = data;
+  kcr__reflector_metadata_reduce(obj);
+  return inf->user_transform ? inf->user_transform(obj, inf->user_transform_data) : 0;
 }
 
 /* ---- processing ---- */
@@ -414,6 +427,16 @@ static void configure_reflector(kcr_informer_t *inf, const kcr_informer_options 
   r->transform = o->transform ? o->transform : default_transform;
   r->transform_data = o->transform ? o->transform_data : NULL;
   r->scan_watch = !o->transform;
+  if (o->metadata_only) {
+    /* Every object becomes a tree: the reflector restores its kind first. */
+    inf->user_transform = o->transform;
+    inf->user_transform_data = o->transform_data;
+    r->transform = metadata_transform;
+    r->transform_data = inf;
+    r->scan_watch = 0;
+    r->metadata_only = 1;
+    r->kind = inf->kind;
+  }
   r->fifo = inf->fifo;
   r->store = inf->store;
   r->on_bookmark = on_bookmark;

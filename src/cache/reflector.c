@@ -139,6 +139,57 @@ static void set_last_error(kcr__reflector_t *r, const kcr_error_t *err) {
   pthread_mutex_unlock(&r->mu);
 }
 
+/* ---- metadata only ---- */
+
+void kcr__reflector_metadata_reduce(json_t *obj) {
+  const char *k;
+  json_t *v, *tmp;
+  json_object_foreach_safe(obj, tmp, k, v) {
+    if (strcmp(k, "apiVersion") != 0 && strcmp(k, "kind") != 0 && strcmp(k, "metadata") != 0)
+      json_object_del(obj, k);
+  }
+  kcr_meta_strip_managed_fields(obj);
+}
+
+/*
+ * restore_kind gives a metadata-only reflector's object (borrowed) the watched
+ * kind and apiVersion in place of meta.k8s.io/v1 PartialObjectMetadata, as
+ * controller-runtime's metadata informer does, so that readers see what a
+ * whole object reduced on arrival would show. Says once when the server sent
+ * whole objects despite the Accept header (an API that cannot convert). 0 or
+ * KCR_ENOMEM.
+ */
+static int restore_kind(kcr__reflector_t *r, json_t *obj) {
+  const char *k = json_string_value(json_object_get(obj, "kind"));
+  if (!r->metadata_only || !json_is_object(obj))
+    return 0;
+  if (r->meta_wire && !r->meta_whole_logged && (!k || strcmp(k, "PartialObjectMetadata") != 0)) {
+    r->meta_whole_logged = 1;
+    kcr_log(KCR_LOG_INFO, "reflector",
+            "%s: the server sent whole objects for a metadata-only informer (%s, not "
+            "PartialObjectMetadata); reducing them on arrival",
+            r->name, k ? k : "no kind");
+  }
+  if (json_object_set_new(obj, "apiVersion", json_string(r->api_version)) != 0 ||
+      (r->kind && json_object_set_new(obj, "kind", json_string(r->kind)) != 0))
+    return KCR_ENOMEM;
+  return 0;
+}
+
+/* refused_metadata: err is the server refusing a metadata-only request's
+ * Accept header (406 Not Acceptable); it then gets plain JSON from now on,
+ * reduced on arrival, and the log says so once. Reflector thread. */
+static int refused_metadata(kcr__reflector_t *r, const kcr_error_t *err, const char *what) {
+  if (!r->meta_wire || err->code != KCR_EAPI || err->http_status != 406)
+    return 0;
+  r->meta_wire = 0;
+  kcr_log(KCR_LOG_WARN, "reflector",
+          "%s: the server refused to %s as PartialObjectMetadata (406: %s); listing and "
+          "watching whole objects from now on, reduced to their metadata on arrival",
+          r->name, what, err->message);
+  return 1;
+}
+
 /* ---- list ---- */
 
 /* fill_kind gives list items the kind and apiVersion the list implies (a list's
@@ -219,7 +270,15 @@ static int do_list(kcr__reflector_t *r, kcr_error_t *err) {
     o.limit = r->page_size;
     o.continue_token = cont[0] ? cont : NULL;
     o.cancel = r->cancel;
+    o.accept = r->meta_wire ? KCR_ACCEPT_PARTIAL_METADATA_LIST : NULL;
     rc = kcr_client_list(r->client, &r->resource, r->ns, &o, &page, err);
+    if (rc && refused_metadata(r, err, "list")) {
+      kcr_error_clear(err);
+      json_array_clear(all);
+      cont[0] = '\0';
+      rv[0] = '\0';
+      continue;
+    }
     if (rc == KCR_EAPI && cont[0] && kcr_error_is_gone(err)) {
       /* The continue token expired (compaction): start over with a full list. */
       kcr_log(KCR_LOG_INFO, "reflector", "%s: list continue token expired, listing again", r->name);
@@ -240,6 +299,10 @@ static int do_list(kcr__reflector_t *r, kcr_error_t *err) {
     json_array_foreach(json_object_get(page, "items"), i, item) {
       kcr__cobj_t *c;
       fill_kind(page, item);
+      if ((rc = restore_kind(r, item)) != 0) {
+        kcr_error_set(err, rc, "list %s: out of memory", r->resource.resource);
+        break;
+      }
       if ((rc = r->transform(item, r->transform_data)) != 0) {
         kcr_error_set(err, rc, "list %s: the transform refused an item: %s", r->resource.resource,
                       kcr_strerror(rc));
@@ -477,7 +540,8 @@ static int on_watch_event(const kcr_watch_event *ev, void *data) {
   case KCR_WATCH_ADDED:
   case KCR_WATCH_MODIFIED:
   case KCR_WATCH_DELETED:
-    if ((rc = r->transform(ev->object, r->transform_data)) != 0) {
+    if ((rc = restore_kind(r, ev->object)) != 0 ||
+        (rc = r->transform(ev->object, r->transform_data)) != 0) {
       kcr_log(KCR_LOG_ERROR, "reflector", "%s: the transform refused a watch event: %s", r->name,
               kcr_strerror(rc));
       json_decref(ev->object);
@@ -544,12 +608,14 @@ static next_t watch_once(kcr__reflector_t *r, int stream, int *streamed) {
   o.resource_version = rv;
   o.allow_bookmarks = 1;
   o.idle_timeout_ns = r->idle_ns;
+  o.accept = r->meta_wire ? KCR_ACCEPT_PARTIAL_METADATA : NULL;
   if (stream) {
     o.send_initial_events = 1;
     o.resource_version_match = "NotOlderThan";
   }
   o.timeout_seconds = r->min_timeout_s + (span > 0 ? (long)(seed % (uint64_t)(span + 1)) : 0);
   kcr_error_clear(&err);
+  r->meta_refused = 0;
   rc = kcr_client_watch(r->client, &r->resource, r->ns, &o, &w, &err);
   if (rc) {
     set_last_error(r, &err);
@@ -589,6 +655,10 @@ static next_t watch_once(kcr__reflector_t *r, int stream, int *streamed) {
   atomic_fetch_add(&r->watch_errors, 1);
   if (code == KCR_ECANCELED)
     return NEXT_WATCH; /* stopping: the caller sees it */
+  if (refused_metadata(r, &err, "watch")) {
+    r->meta_refused = 1;
+    return NEXT_WATCH; /* at once, from the same version, for whole objects */
+  }
   if (gone) {
     kcr_log(KCR_LOG_INFO, "reflector", "%s: watch from resourceVersion %s expired: %s", r->name, rv,
             err.message);
@@ -620,6 +690,8 @@ static void *reflector_main(void *arg) {
         break;
       if (streamed) {
         need_list = 0;
+      } else if (r->meta_refused) {
+        continue; /* refused for the Accept header, not the streaming list */
       } else {
         kcr_error_t last;
         pthread_mutex_lock(&r->mu);
@@ -687,6 +759,12 @@ int kcr__reflector_init(kcr__reflector_t *r) {
 
 int kcr__reflector_start(kcr__reflector_t *r) {
   atomic_store(&r->last_event_ns, kcr_clock_now(r->clock));
+  r->meta_wire = r->metadata_only;
+  if (r->resource.group && *r->resource.group)
+    snprintf(r->api_version, sizeof(r->api_version), "%s/%s", r->resource.group,
+             r->resource.version);
+  else
+    snprintf(r->api_version, sizeof(r->api_version), "%s", r->resource.version);
   if (pthread_create(&r->thread, NULL, reflector_main, r) != 0)
     return KCR_ESYS;
   r->started = 1;

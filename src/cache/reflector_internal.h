@@ -41,7 +41,11 @@ typedef struct kcr__reflector {
   kcr_clock_t *clock;
   kcr_transform_fn transform; /* reflector thread: runs before the FIFO sees an object */
   void *transform_data;
-  bool scan_watch;        /* the default transform, done by the scanner */
+  bool scan_watch; /* the default transform, done by the scanner */
+  /* metadata_only: list and watch as PartialObjectMetadata and give each
+   * object kind (NULL: keep the server's) and the resource's apiVersion. */
+  bool metadata_only;
+  const char *kind;
   kcr_delta_fifo_t *fifo; /* the owner's: where everything listed and watched goes */
   kcr_store_t *store;     /* the owner's: listed objects at a stored version are reused */
   /* on_bookmark is called on the reflector thread once a bookmark's version is
@@ -53,9 +57,13 @@ typedef struct kcr__reflector {
   kcr_metric_child_t *m_shard_filtered;
 
   /* reflector thread */
-  kcr_buf_t scratch;    /* the scanner's output, dumped trees */
-  int stream_enabled;   /* use the streaming list (set by the owner before start) */
-  json_t *stream_items; /* while streaming: its events' slots (kcr__cobj_collapse) */
+  kcr_buf_t scratch;     /* the scanner's output, dumped trees */
+  int stream_enabled;    /* use the streaming list (set by the owner before start) */
+  json_t *stream_items;  /* while streaming: its events' slots (kcr__cobj_collapse) */
+  int meta_wire;         /* metadata_only and the server has not refused it (406) */
+  int meta_refused;      /* the last watch was refused for its Accept header */
+  int meta_whole_logged; /* logged once that the server sent whole objects */
+  char api_version[256]; /* the resource's group/version, for metadata_only */
   pthread_t thread;
   int started; /* owner thread */
 
@@ -105,6 +113,10 @@ uint64_t kcr__reflector_last_rv(kcr__reflector_t *r);
 /* kcr__reflector_last_error copies the reflector's latest failure (code
  * KCR_OK: none). Any thread; takes mu. */
 void kcr__reflector_last_error(kcr__reflector_t *r, kcr_error_t *out);
+
+/* kcr__reflector_metadata_reduce reduces obj in place to apiVersion, kind and
+ * metadata without managedFields (a PartialObjectMetadata's fields). Never fails. */
+void kcr__reflector_metadata_reduce(json_t *obj);
 
 /* kcr__reflector_parse_rv reads a resourceVersion as a number: 0 when it is
  * empty or not one. */

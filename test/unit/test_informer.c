@@ -27,6 +27,8 @@ static const kcr_gvk configmap_kind = {"", "v1", "ConfigMap"};
 
 typedef struct script {
   atomic_int lists, watches, continues, discoveries;
+  atomic_int meta_lists, meta_watches; /* requests that asked for PartialObjectMetadata */
+  atomic_int last_watch_meta;          /* the latest watch asked for it */
   int scenario;
   pthread_mutex_t mu;
   char watch_rvs[8][32]; /* protected by mu: resourceVersion of each watch request */
@@ -50,7 +52,10 @@ enum {
   SC_STREAM_REFUSED,
   SC_EVERY_TYPE,
   SC_LIST_FORBIDDEN,
-  SC_GONE_UNCHANGED
+  SC_GONE_UNCHANGED,
+  SC_META,              /* the server speaks PartialObjectMetadata */
+  SC_META_LIST_REFUSED, /* it answers 406 to every metadata Accept header */
+  SC_META_WATCH_REFUSED /* lists as metadata, 406 to a metadata watch */
 };
 
 static const char list_two[] =
@@ -92,6 +97,63 @@ static const char every_type[] =
     "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{"
     "\"resourceVersion\":\"104\"}}}\n";
 
+/* The metadata-only scenarios: what a server sends as PartialObjectMetadata
+ * (a list's items carry their kind) and as whole objects. */
+static const char meta_list[] =
+    "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{"
+    "\"resourceVersion\":\"100\"},\"items\":[{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":"
+    "\"meta.k8s.io/v1\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":"
+    "\"90\",\"managedFields\":[{\"manager\":\"m\"}]}}]}";
+static const char whole_list[] =
+    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"100\"},"
+    "\"items\":[{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"90\"},"
+    "\"data\":{\"big\":\"xxxxxxxx\"}}]}";
+static const char meta_event[] =
+    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":"
+    "\"meta.k8s.io/v1\",\"metadata\":{\"name\":\"m\",\"namespace\":\"ns\",\"resourceVersion\":"
+    "\"101\"}}}\n";
+static const char whole_event[] =
+    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{"
+    "\"name\":\"m\",\"namespace\":\"ns\",\"resourceVersion\":\"101\"},\"data\":{\"big\":\"x\"}}}\n";
+static const char not_acceptable[] =
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"only the "
+    "following media types are accepted: application/json\",\"reason\":\"NotAcceptable\","
+    "\"code\":406}";
+
+static bool meta_scenario(const script_t *s) {
+  return s->scenario == SC_META || s->scenario == SC_META_LIST_REFUSED ||
+         s->scenario == SC_META_WATCH_REFUSED;
+}
+
+/* meta_handler answers the metadata-only scenarios. */
+static void meta_handler(script_t *s, const kcr_test_http_request *req,
+                         kcr_test_http_response *resp) {
+  bool watch = strstr(req->path, "watch=true") != NULL;
+  bool meta = strstr(req->headers,
+                     watch ? "as=PartialObjectMetadata;" : "as=PartialObjectMetadataList;") != NULL;
+  if (watch) {
+    atomic_fetch_add(&s->watches, 1);
+    atomic_fetch_add(&s->meta_watches, meta);
+    atomic_store(&s->last_watch_meta, meta);
+  } else {
+    atomic_fetch_add(&s->lists, 1);
+    atomic_fetch_add(&s->meta_lists, meta);
+  }
+  if (meta &&
+      (s->scenario == SC_META_LIST_REFUSED || (watch && s->scenario == SC_META_WATCH_REFUSED))) {
+    resp->status = 406;
+    resp->body = not_acceptable;
+    return;
+  }
+  if (!watch) {
+    resp->body = meta ? meta_list : whole_list;
+    return;
+  }
+  resp->body = meta ? meta_event : whole_event;
+  resp->chunk_size = 1000;
+  resp->hold_ms = 20000;
+}
+
 /* discovery answers the legacy discovery documents: core v1 only. */
 static bool discovery(const char *path, kcr_test_http_response *resp) {
   if (strcmp(path, "/api") == 0)
@@ -111,6 +173,10 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
   script_t *s = data;
   if (discovery(req->path, resp)) {
     atomic_fetch_add(&s->discoveries, 1);
+    return;
+  }
+  if (meta_scenario(s)) {
+    meta_handler(s, req, resp);
     return;
   }
   if (!strstr(req->path, "watch=true")) {
@@ -231,13 +297,17 @@ typedef struct fixture {
   char dir[64], kubeconfig[128];
 } fixture;
 
-static fixture *start_with(int scenario, bool streaming);
+static fixture *start_opts(int scenario, bool streaming, bool metadata_only);
 
 static fixture *start(int scenario) {
-  return start_with(scenario, false);
+  return start_opts(scenario, false, false);
 }
 
 static fixture *start_with(int scenario, bool streaming) {
+  return start_opts(scenario, streaming, false);
+}
+
+static fixture *start_opts(int scenario, bool streaming, bool metadata_only) {
   fixture *f = calloc(1, sizeof(*f));
   kcr_client_options co;
   kcr_informer_options io;
@@ -262,6 +332,7 @@ static fixture *start_with(int scenario, bool streaming) {
   io.client = f->client;
   io.gvk = configmap_kind;
   io.streaming_list = streaming;
+  io.metadata_only = metadata_only;
   assert_int_equal(kcr_informer_create(&io, &f->inf, NULL), 0);
   h = (kcr_event_handler){on_add, on_update, on_delete, &f->seen};
   assert_int_equal(kcr_informer_add_handler(f->inf, &h, NULL, NULL), 0);
@@ -426,6 +497,58 @@ static void test_informer_refused_streaming_list_falls_back_to_paged_list(void *
   assert_int_equal(st.lists, 1);
   WAIT_FOR(atomic_load(&f->script.watches) >= 1);
   assert_string_equal(watch_rv(&f->script, 0), "100"); /* a plain watch after the list */
+  stop(f);
+}
+
+/* assert_stored_metadata: key is stored as a ConfigMap (kind and apiVersion
+ * restored) with nothing but metadata, and no managedFields. */
+static void assert_stored_metadata(fixture *f, const char *key) {
+  json_t *o = NULL;
+  assert_int_equal(kcr_store_get_by_key(kcr_informer_store(f->inf), key, &o), 0);
+  assert_string_equal(json_string_value(json_object_get(o, "kind")), "ConfigMap");
+  assert_string_equal(json_string_value(json_object_get(o, "apiVersion")), "v1");
+  assert_int_equal(json_object_size(o), 3);
+  assert_null(json_object_get(json_object_get(o, "metadata"), "managedFields"));
+  json_decref(o);
+}
+
+static void test_informer_metadata_only_lists_and_watches_partial_metadata(void **state) {
+  fixture *f = start_opts(SC_META, false, true);
+  (void)state;
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  assert_stored_metadata(f, "ns/a");
+  WAIT_FOR(store_has(f, "ns/m"));
+  assert_stored_metadata(f, "ns/m");
+  assert_int_equal(atomic_load(&f->script.meta_lists), 1);
+  assert_int_equal(atomic_load(&f->script.meta_watches), atomic_load(&f->script.watches));
+  stop(f);
+}
+
+static void test_informer_metadata_only_refused_list_falls_back(void **state) {
+  fixture *f = start_opts(SC_META_LIST_REFUSED, false, true);
+  (void)state;
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  assert_stored_metadata(f, "ns/a"); /* a whole object, reduced on arrival */
+  WAIT_FOR(store_has(f, "ns/m"));
+  assert_stored_metadata(f, "ns/m");
+  /* One refused list, then plain JSON only, without a wait. */
+  assert_int_equal(atomic_load(&f->script.meta_lists), 1);
+  assert_int_equal(atomic_load(&f->script.lists), 2);
+  assert_int_equal(atomic_load(&f->script.meta_watches), 0);
+  stop(f);
+}
+
+static void test_informer_metadata_only_refused_watch_falls_back(void **state) {
+  fixture *f = start_opts(SC_META_WATCH_REFUSED, false, true);
+  kcr_informer_stats st;
+  (void)state;
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  WAIT_FOR(store_has(f, "ns/m"));
+  assert_stored_metadata(f, "ns/m");
+  assert_int_equal(atomic_load(&f->script.meta_watches), 1);
+  assert_int_equal(atomic_load(&f->script.last_watch_meta), 0);
+  kcr_informer_get_stats(f->inf, &st);
+  assert_int_equal(st.lists, 1); /* re-watched from the list's version, no relist */
   stop(f);
 }
 
@@ -657,6 +780,9 @@ int main(void) {
       cmocka_unit_test(test_informer_diagnostics_json),
       cmocka_unit_test(test_informer_relist_keeps_unchanged_objects),
       cmocka_unit_test(test_informer_options_name_the_kind),
+      cmocka_unit_test(test_informer_metadata_only_lists_and_watches_partial_metadata),
+      cmocka_unit_test(test_informer_metadata_only_refused_list_falls_back),
+      cmocka_unit_test(test_informer_metadata_only_refused_watch_falls_back),
   };
   return cmocka_run_group_tests_name("informer", tests, NULL, NULL);
 }
