@@ -33,12 +33,13 @@
 #include "kcr/informer.h"
 #include "kcr/meta.h"
 #include "kcr_faultproxy.h"
+#include "kcr_itutil.h"
 #include "kcr_testenv.h"
 
 static const kcr_gvr configmaps = {"", "v1", "configmaps"};
 
+static kcr_it_proxied it; /* a cluster of the test's own behind a fault proxy */
 static kcr_testenv_t *env;
-static kcr_rest_config_t *direct_cfg, *proxied_cfg;
 static kcr_client_t *direct, *proxied;
 static kcr_faultproxy_t *proxy;
 
@@ -48,44 +49,19 @@ static void sleep_ms(int ms) {
 }
 
 static int group_setup(void **state) {
-  kcr_client_options o;
-  kcr_error_t err;
-  char path[512];
   (void)state;
-  /* A cluster of our own: faults here must not disturb the shared one. */
-  unsetenv("KCR_TEST_KUBECONFIG");
-  setenv("KCR_APISERVER_ARGS", "--watch-cache=false", 1);
-  if (kcr_testenv_start(&env) != 0)
+  if (kcr_it_proxied_start(&it) != 0)
     return -1;
-  if (kcr_faultproxy_start("127.0.0.1", kcr_testenv_apiserver_port(env), &proxy) != 0 ||
-      kcr_testenv_write_kubeconfig_for_port(env, kcr_faultproxy_port(proxy), path, sizeof(path)) !=
-          0)
-    return -1;
-  kcr_error_clear(&err);
-  if (kcr_rest_config_from_kubeconfig(kcr_testenv_kubeconfig(env), NULL, NULL, &direct_cfg, &err) !=
-          0 ||
-      kcr_rest_config_from_kubeconfig(path, NULL, NULL, &proxied_cfg, &err) != 0) {
-    fprintf(stderr, "config: %s\n", err.message);
-    return -1;
-  }
-  memset(&o, 0, sizeof(o));
-  o.config = direct_cfg;
-  if (kcr_client_create(&o, &direct, &err) != 0)
-    return -1;
-  o.config = proxied_cfg;
-  if (kcr_client_create(&o, &proxied, &err) != 0)
-    return -1;
+  env = it.env;
+  proxy = it.proxy;
+  direct = it.direct;
+  proxied = it.proxied;
   return 0;
 }
 
 static int group_teardown(void **state) {
   (void)state;
-  kcr_client_destroy(proxied);
-  kcr_client_destroy(direct);
-  kcr_rest_config_unref(proxied_cfg);
-  kcr_rest_config_unref(direct_cfg);
-  kcr_faultproxy_stop(proxy);
-  kcr_testenv_stop(env);
+  kcr_it_proxied_stop(&it);
   return 0;
 }
 
@@ -105,36 +81,14 @@ static void put_cm(const char *name, const char *value) {
 }
 
 static void del_cm(const char *name) {
-  kcr_error_t err;
-  kcr_error_clear(&err);
-  if (kcr_client_delete(direct, &configmaps, "default", name, NULL, NULL, &err) != 0 &&
-      !kcr_error_is_not_found(&err))
-    fail_msg("delete %s: %s", name, err.message);
+  if (kcr_it_delete(direct, &configmaps, "default", name) != 0)
+    fail_msg("delete %s", name);
 }
 
 /* converged: the cache equals a fresh LIST of the labelled ConfigMaps. */
 static int converged(kcr_informer_t *inf) {
-  kcr_request_options o;
-  json_t *list = NULL, *item;
-  size_t i;
-  int ok = 1;
-  memset(&o, 0, sizeof(o));
-  o.label_selector = "faults=yes";
-  if (kcr_client_list(direct, &configmaps, "default", &o, &list, NULL) != 0)
-    return 0;
-  if (json_array_size(json_object_get(list, "items")) != kcr_store_len(kcr_informer_store(inf)))
-    ok = 0;
-  json_array_foreach(json_object_get(list, "items"), i, item) {
-    char key[300];
-    json_t *cached = NULL;
-    snprintf(key, sizeof(key), "default/%s", kcr_meta_name(item));
-    if (!ok || kcr_store_get_by_key(kcr_informer_store(inf), key, &cached) != 0 ||
-        strcmp(kcr_meta_resource_version(cached), kcr_meta_resource_version(item)) != 0)
-      ok = 0;
-    json_decref(cached);
-  }
-  json_decref(list);
-  return ok;
+  return kcr_it_store_equals_list(direct, kcr_informer_store(inf), &configmaps, "default",
+                                  "faults=yes");
 }
 
 #define WAIT_FOR(cond, seconds, what)                                                              \

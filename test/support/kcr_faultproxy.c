@@ -37,6 +37,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,10 +55,11 @@
 /* dir: one direction of a connection. */
 struct dir {
   char buf[BUF_SIZE];
-  size_t off; /* first unsent byte */
-  size_t len; /* bytes in buf from off */
-  bool eof;   /* the source ended its stream */
-  bool shut;  /* the destination got shutdown(SHUT_WR) */
+  size_t off;           /* first unsent byte */
+  size_t len;           /* bytes in buf from off */
+  bool eof;             /* the source ended its stream */
+  bool shut;            /* the destination got shutdown(SHUT_WR) */
+  atomic_ullong *count; /* NULL, or where the bytes read from the source add up */
 };
 
 /* conn: a proxied connection; proxy thread only. */
@@ -80,15 +82,16 @@ struct kcr_faultproxy {
 
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  bool stall;             /* protected by mu */
-  bool refuse;            /* protected by mu */
-  bool stopping;          /* protected by mu */
-  bool cut_pending;       /* protected by mu */
-  int cut_closed;         /* protected by mu: connections closed by the last cut */
-  unsigned long req;      /* protected by mu: last request number */
-  unsigned long ack;      /* protected by mu: last request the thread applied */
-  unsigned long accepted; /* protected by mu */
-  int active;             /* protected by mu */
+  bool stall;               /* protected by mu */
+  bool refuse;              /* protected by mu */
+  bool stopping;            /* protected by mu */
+  bool cut_pending;         /* protected by mu */
+  int cut_closed;           /* protected by mu: connections closed by the last cut */
+  unsigned long req;        /* protected by mu: last request number */
+  unsigned long ack;        /* protected by mu: last request the thread applied */
+  unsigned long accepted;   /* protected by mu */
+  int active;               /* protected by mu */
+  atomic_ullong down_bytes; /* bytes read from the target, over every connection */
 
   struct conn *conns[KCR_FAULTPROXY_MAX_CONNS]; /* proxy thread */
   int nconns;                                   /* proxy thread */
@@ -123,6 +126,7 @@ static struct conn *conn_open(kcr_faultproxy_t *p, int cfd) {
   if (c == NULL)
     return NULL;
   c->cfd = cfd;
+  c->down.count = &p->down_bytes;
   c->tfd = socket(p->target.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (c->tfd < 0) {
     free(c);
@@ -165,6 +169,8 @@ static bool dir_pump(struct dir *d, int src, int dst, short src_rev) {
     if (n > 0) {
       d->off = 0;
       d->len = (size_t)n;
+      if (d->count)
+        atomic_fetch_add(d->count, (unsigned long long)n);
     } else if (n == 0) {
       d->eof = true;
     } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
@@ -470,6 +476,10 @@ unsigned long kcr_faultproxy_connections(kcr_faultproxy_t *p) {
   unsigned long n = p->accepted;
   pthread_mutex_unlock(&p->mu);
   return n;
+}
+
+unsigned long long kcr_faultproxy_bytes_down(kcr_faultproxy_t *p) {
+  return atomic_load(&p->down_bytes);
 }
 
 int kcr_faultproxy_active(kcr_faultproxy_t *p) {

@@ -89,6 +89,13 @@ void kcr_faultproxy_refuse(kcr_faultproxy_t *p, bool on);
 unsigned long kcr_faultproxy_connections(kcr_faultproxy_t *p);
 
 /*
+ * kcr_faultproxy_bytes_down is how many bytes the proxy has read from the
+ * target (the server's side: TLS records as they cross the network) since it
+ * started, over every connection.
+ */
+unsigned long long kcr_faultproxy_bytes_down(kcr_faultproxy_t *p);
+
+/*
  * kcr_faultproxy_active is how many proxied connections are open now: a
  * connection counts from its accept until both of its sockets are closed
  * (both peers done, an error, cut() or stop()).

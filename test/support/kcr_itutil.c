@@ -11,6 +11,9 @@
 
 #include "kcr_itutil.h"
 
+#include "kcr/apierror.h"
+#include "kcr/meta.h"
+
 static const kcr_gvr namespaces = {"", "v1", "namespaces"};
 
 int kcr_it_connect(kcr_testenv_t **env, kcr_rest_config_t **config, kcr_client_t **client) {
@@ -35,6 +38,93 @@ int kcr_it_connect(kcr_testenv_t **env, kcr_rest_config_t **config, kcr_client_t
     fprintf(stderr, "itutil: client: %s\n", err.message);
     kcr_rest_config_unref(*config);
     kcr_testenv_stop(*env);
+    return -1;
+  }
+  return 0;
+}
+
+int kcr_it_proxied_start(kcr_it_proxied *p) {
+  kcr_client_options o;
+  kcr_error_t err;
+  char path[512];
+
+  memset(p, 0, sizeof(*p));
+  unsetenv("KCR_TEST_KUBECONFIG"); /* a cluster of our own, never the shared one */
+  setenv("KCR_APISERVER_ARGS", "--watch-cache=false", 1);
+  if (kcr_testenv_start(&p->env) != 0) {
+    fprintf(stderr, "itutil: cannot start a cluster\n");
+    return -1;
+  }
+  if (kcr_faultproxy_start("127.0.0.1", kcr_testenv_apiserver_port(p->env), &p->proxy) != 0 ||
+      kcr_testenv_write_kubeconfig_for_port(p->env, kcr_faultproxy_port(p->proxy), path,
+                                            sizeof(path)) != 0) {
+    fprintf(stderr, "itutil: cannot start the fault proxy\n");
+    return -1;
+  }
+  kcr_error_clear(&err);
+  if (kcr_rest_config_from_kubeconfig(kcr_testenv_kubeconfig(p->env), NULL, NULL, &p->direct_cfg,
+                                      &err) != 0 ||
+      kcr_rest_config_from_kubeconfig(path, NULL, NULL, &p->proxied_cfg, &err) != 0) {
+    fprintf(stderr, "itutil: config: %s\n", err.message);
+    return -1;
+  }
+  memset(&o, 0, sizeof(o));
+  o.config = p->direct_cfg;
+  if (kcr_client_create(&o, &p->direct, &err) != 0) {
+    fprintf(stderr, "itutil: client: %s\n", err.message);
+    return -1;
+  }
+  o.config = p->proxied_cfg;
+  if (kcr_client_create(&o, &p->proxied, &err) != 0) {
+    fprintf(stderr, "itutil: client: %s\n", err.message);
+    return -1;
+  }
+  return 0;
+}
+
+void kcr_it_proxied_stop(kcr_it_proxied *p) {
+  kcr_client_destroy(p->proxied);
+  kcr_client_destroy(p->direct);
+  kcr_rest_config_unref(p->proxied_cfg);
+  kcr_rest_config_unref(p->direct_cfg);
+  kcr_faultproxy_stop(p->proxy);
+  if (p->env)
+    kcr_testenv_stop(p->env);
+  memset(p, 0, sizeof(*p));
+}
+
+int kcr_it_store_equals_list(kcr_client_t *client, kcr_store_t *store, const kcr_gvr *r,
+                             const char *ns, const char *label_selector) {
+  kcr_request_options o;
+  json_t *list = NULL, *item;
+  size_t i;
+  int ok;
+  memset(&o, 0, sizeof(o));
+  o.label_selector = label_selector;
+  if (kcr_client_list(client, r, ns, &o, &list, NULL) != 0)
+    return 0;
+  ok = json_array_size(json_object_get(list, "items")) == kcr_store_len(store);
+  json_array_foreach(json_object_get(list, "items"), i, item) {
+    char key[600];
+    json_t *cached = NULL;
+    const char *ins = kcr_meta_namespace(item);
+    snprintf(key, sizeof(key), "%s%s%s", ins ? ins : "", ins && *ins ? "/" : "",
+             kcr_meta_name(item));
+    if (!ok || kcr_store_get_by_key(store, key, &cached) != 0 ||
+        strcmp(kcr_meta_resource_version(cached), kcr_meta_resource_version(item)) != 0)
+      ok = 0;
+    json_decref(cached);
+  }
+  json_decref(list);
+  return ok;
+}
+
+int kcr_it_delete(kcr_client_t *client, const kcr_gvr *r, const char *ns, const char *name) {
+  kcr_error_t err;
+  kcr_error_clear(&err);
+  if (kcr_client_delete(client, r, ns, name, NULL, NULL, &err) != 0 &&
+      !kcr_error_is_not_found(&err)) {
+    fprintf(stderr, "itutil: delete %s: %s\n", name, err.message);
     return -1;
   }
   return 0;

@@ -15,6 +15,8 @@
 #include "kcr/client.h"
 #include "kcr/config.h"
 #include "kcr/manager.h"
+#include "kcr/store.h"
+#include "kcr_faultproxy.h"
 #include "kcr_testenv.h"
 
 /*
@@ -23,6 +25,41 @@
  * stderr (then nothing needs releasing).
  */
 int kcr_it_connect(kcr_testenv_t **env, kcr_rest_config_t **config, kcr_client_t **client);
+
+/*
+ * kcr_it_proxied: a cluster of the test's own, for faults that must not
+ * disturb the shared one: kube-apiserver with --watch-cache=false (a watch from
+ * a compacted version then reaches etcd and gets its 410), a kcr_faultproxy in
+ * front of it, and a client each way: direct, and proxied through the proxy.
+ */
+typedef struct kcr_it_proxied {
+  kcr_testenv_t *env;
+  kcr_faultproxy_t *proxy;
+  kcr_rest_config_t *direct_cfg, *proxied_cfg;
+  kcr_client_t *direct, *proxied;
+} kcr_it_proxied;
+
+/*
+ * kcr_it_proxied_start starts p's cluster, proxy and clients (p is zeroed
+ * first). Returns 0, or -1 after printing why on stderr; kcr_it_proxied_stop
+ * releases what was made either way.
+ */
+int kcr_it_proxied_start(kcr_it_proxied *p);
+
+/* kcr_it_proxied_stop releases what kcr_it_proxied_start made (NULLs ignored). */
+void kcr_it_proxied_stop(kcr_it_proxied *p);
+
+/*
+ * kcr_it_store_equals_list: store (an informer's) holds exactly what a fresh
+ * LIST of r in ns with label_selector (NULL: all) returns, key for key and
+ * version for version. 1 or 0 (also when the LIST fails).
+ */
+int kcr_it_store_equals_list(kcr_client_t *client, kcr_store_t *store, const kcr_gvr *r,
+                             const char *ns, const char *label_selector);
+
+/* kcr_it_delete deletes ns/name of r; gone already is fine. 0, or -1 after
+ * printing why on stderr. */
+int kcr_it_delete(kcr_client_t *client, const kcr_gvr *r, const char *ns, const char *name);
 
 /*
  * kcr_it_create_namespace creates namespace "<prefix>-<pid>", written into ns
