@@ -9,12 +9,21 @@
  * bench/peers/go-cache-sync prints the same line for client-go.
  *
  * Usage: cache_sync -k KUBECONFIG -n NAMESPACE [-r configmaps|pods] [-s] [-H] [-T]
- *                   [-t SETTLE_S]
+ *                   [-t SETTLE_S] [-m trim|wire]
  *   -r  the resource to cache (default configmaps)
  *   -s  streaming list (sendInitialEvents) instead of paged lists
  *   -H  register a handler that counts adds (as a controller's For would)
  *   -T  call malloc_trim(0) once synced and print the RSS after it too (how much
  *       of the RSS is heap glibc keeps but the cache does not use)
+ *   -m  cache metadata only: trim, whole objects reduced to their metadata on
+ *       arrival (a transform: the cache's metadata_only before issue 25); wire,
+ *       listed and watched as PartialObjectMetadata (metadata_only). The line
+ *       then says meta=.
+ *   -P  go through a byte-counting TCP proxy in this process
+ *       (test/support/kcr_faultproxy.c, on the kubeconfig's loopback port) and
+ *       print rx_bytes=, what the server sent until synced (TLS records, as
+ *       they cross the network). The proxy's thread adds to cpu_s and sync_s:
+ *       measure bytes and time in separate runs.
  */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -27,6 +36,7 @@
 #include <unistd.h>
 
 #include "kcr/kcr.h"
+#include "kcr_faultproxy.h"
 #include "procstat.h"
 
 static atomic_long adds;
@@ -38,10 +48,55 @@ static void on_add(json_t *obj, bool initial, void *data) {
   atomic_fetch_add(&adds, 1);
 }
 
+/* trim_transform reduces an object to apiVersion, kind and metadata without
+ * managedFields, as the cache's metadata_only did on arrival before it asked
+ * the server for PartialObjectMetadata. */
+static int trim_transform(json_t *obj, void *data) {
+  const char *k;
+  json_t *v, *tmp;
+  (void)data;
+  json_object_foreach_safe(obj, tmp, k, v) {
+    if (strcmp(k, "apiVersion") != 0 && strcmp(k, "kind") != 0 && strcmp(k, "metadata") != 0)
+      json_object_del(obj, k);
+  }
+  return kcr_meta_strip_managed_fields(obj);
+}
+
+/* proxied_kubeconfig starts *proxy towards the port of kubeconfig's
+ * "server: https://127.0.0.1:PORT" and writes a copy of kubeconfig that points
+ * at the proxy into path (a template, mkstemp). 0 or -1. */
+static int proxied_kubeconfig(const char *kubeconfig, char *path, kcr_faultproxy_t **proxy) {
+  static const char key[] = "server: https://127.0.0.1:";
+  char buf[65536], *at;
+  size_t n;
+  FILE *f = fopen(kubeconfig, "r");
+  int fd, port;
+  if (!f)
+    return -1;
+  n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  if (!(at = strstr(buf, key)) || (port = atoi(at + strlen(key))) <= 0 ||
+      kcr_faultproxy_start("127.0.0.1", port, proxy) != 0 || (fd = mkstemp(path)) < 0)
+    return -1;
+  f = fdopen(fd, "w");
+  if (!f)
+    return -1;
+  at += strlen(key);
+  fprintf(f, "%.*s%d%s", (int)(at - buf), buf, kcr_faultproxy_port(*proxy),
+          at + strspn(at, "0123456789"));
+  return fclose(f) == 0 ? 0 : -1;
+}
+
 int main(int argc, char **argv) {
   const char *kubeconfig = getenv("KUBECONFIG"), *ns = "default";
   double settle = 2, t0, t_sync, cpu;
   int stream = 0, handler = 0, trim = 0, pods = 0, c;
+  const char *meta = NULL;
+  kcr_faultproxy_t *proxy = NULL;
+  char proxied[] = "/tmp/kcr-cache-sync-XXXXXX";
+  int use_proxy = 0;
+  unsigned long long rx = 0;
   long rss_trimmed = -1;
   long rss_synced, hwm_synced;
   kcr_informer_stats st;
@@ -52,7 +107,7 @@ int main(int argc, char **argv) {
   kcr_informer_options io;
   kcr_error_t err;
 
-  while ((c = getopt(argc, argv, "k:n:r:sHTt:")) != -1) {
+  while ((c = getopt(argc, argv, "k:n:r:sHTt:m:P")) != -1) {
     switch (c) {
     case 'k':
       kubeconfig = optarg;
@@ -80,15 +135,33 @@ int main(int argc, char **argv) {
     case 't':
       settle = atof(optarg);
       break;
+    case 'P':
+      use_proxy = 1;
+      break;
+    case 'm':
+      if (strcmp(optarg, "trim") != 0 && strcmp(optarg, "wire") != 0) {
+        fprintf(stderr, "-m is trim or wire\n");
+        return 2;
+      }
+      meta = optarg;
+      break;
     default:
       fprintf(stderr,
-              "usage: %s -k KUBECONFIG -n NS [-r configmaps|pods] [-s] [-H] [-T] [-t SETTLE_S]\n",
+              "usage: %s -k KUBECONFIG -n NS [-r configmaps|pods] [-s] [-H] [-T] [-t SETTLE_S] "
+              "[-m trim|wire] [-P]\n",
               argv[0]);
       return 2;
     }
   }
   kcr_log_set_level(KCR_LOG_WARN);
   kcr_error_clear(&err);
+  if (use_proxy) {
+    if (!kubeconfig || proxied_kubeconfig(kubeconfig, proxied, &proxy) != 0) {
+      fprintf(stderr, "proxy: cannot proxy the kubeconfig's server\n");
+      return 1;
+    }
+    kubeconfig = proxied;
+  }
   t0 = now_s();
   if (kcr_rest_config_from_kubeconfig(kubeconfig, NULL, NULL, &cfg, &err)) {
     fprintf(stderr, "config: %s\n", err.message);
@@ -106,6 +179,10 @@ int main(int argc, char **argv) {
   io.kind = pods ? "Pod" : "ConfigMap";
   io.ns = ns;
   io.streaming_list = stream;
+  if (meta && strcmp(meta, "trim") == 0)
+    io.transform = trim_transform;
+  else if (meta)
+    io.metadata_only = true;
   if (kcr_informer_create(&io, &inf, &err)) {
     fprintf(stderr, "informer: %s\n", err.message);
     return 1;
@@ -124,6 +201,8 @@ int main(int argc, char **argv) {
   }
   t_sync = now_s() - t0;
   cpu = cpu_s();
+  if (proxy)
+    rx = kcr_faultproxy_bytes_down(proxy);
   rss_synced = status_kb("VmRSS");
   hwm_synced = status_kb("VmHWM");
   usleep((useconds_t)(settle * 1e6));
@@ -132,6 +211,10 @@ int main(int argc, char **argv) {
          " rss_kb=%ld hwm_kb=%ld lists=%llu handler_adds=%ld",
          kcr_store_len(kcr_informer_store(inf)), t_sync, cpu, rss_synced, hwm_synced,
          status_kb("VmRSS"), status_kb("VmHWM"), (unsigned long long)st.lists, atomic_load(&adds));
+  if (meta)
+    printf(" meta=%s", meta);
+  if (proxy)
+    printf(" rx_bytes=%llu", rx);
   if (trim) {
     malloc_trim(0);
     rss_trimmed = status_kb("VmRSS");
@@ -142,5 +225,9 @@ int main(int argc, char **argv) {
   kcr_informer_destroy(inf);
   kcr_client_destroy(client);
   kcr_rest_config_unref(cfg);
+  if (proxy) {
+    kcr_faultproxy_stop(proxy);
+    unlink(proxied);
+  }
   return 0;
 }

@@ -70,8 +70,8 @@ cmake --build "$build" --target kcr_static >/dev/null
 libs="$(pkg-config --libs jansson libcurl libuv yaml-0.1 openssl) -lm"
 for p in cache_sync create null_reader; do
   # shellcheck disable=SC2086
-  cc -std=c11 -O2 -g -Wall -Wextra -Iinclude "bench/cache_sync/$p.c" \
-    "$build/libkcr.a" $libs -lpthread -o "$out/$p"
+  cc -std=c11 -O2 -g -Wall -Wextra -Iinclude -Itest/support "bench/cache_sync/$p.c" \
+    test/support/kcr_faultproxy.c "$build/libkcr.a" $libs -lpthread -o "$out/$p"
 done
 peer=
 if [ "${PEER:-1}" != 0 ]; then
