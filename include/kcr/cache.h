@@ -171,6 +171,19 @@ KCR_EXTERN int kcr_cache_get_informer(kcr_cache_t *c, const kcr_gvk *gvk, kcr_in
                                       kcr_error_t *err);
 
 /*
+ * kcr_cache_get_metadata_informer is kcr_cache_get_informer for a kind cached
+ * metadata-only (kcr_cache_by_object.metadata_only; controller-runtime's
+ * informer of metav1.PartialObjectMetadata): it makes the kind metadata-only
+ * first when its informer does not exist yet, keeping its other by-object
+ * options. The cache keeps one informer per kind, so every read of the kind
+ * then sees metadata only. Errors: KCR_EEXIST when the kind's informer exists
+ * already with whole objects (a read or a watch made it first), and
+ * kcr_cache_get_informer's.
+ */
+KCR_EXTERN int kcr_cache_get_metadata_informer(kcr_cache_t *c, const kcr_gvk *gvk,
+                                               kcr_informer_t **out, kcr_error_t *err);
+
+/*
  * kcr_cache_add_index registers a field index on the kind's store (controller-
  * runtime's IndexField): fn (called with the store's write lock held, on the
  * informer's thread; data is passed back) adds the values an object is indexed

@@ -250,11 +250,17 @@ typedef struct kcr_controller kcr_controller_t;
  * kcr_controller_source: where a controller gets informers (the manager's cache).
  *   get_informer   the kind's informer (borrowed; must outlive the controller).
  *   is_namespaced  whether the kind is namespaced (for owner requests).
+ *   get_metadata_informer  the kind's metadata-only informer, for the watches
+ *                  added with the _metadata calls below (the manager's:
+ *                  kcr_cache_get_metadata_informer); NULL: such a watch fails
+ *                  start with KCR_ENOTSUP.
  */
 typedef struct kcr_controller_source {
   int (*get_informer)(void *data, const kcr_gvk *gvk, kcr_informer_t **out, kcr_error_t *err);
   int (*is_namespaced)(void *data, const kcr_gvk *gvk, bool *out, kcr_error_t *err);
   void *data;
+  int (*get_metadata_informer)(void *data, const kcr_gvk *gvk, kcr_informer_t **out,
+                               kcr_error_t *err);
 } kcr_controller_source;
 
 /*
@@ -388,6 +394,24 @@ typedef void (*kcr_map_fn)(const json_t *obj, kcr_requests_t *reqs, void *data);
  */
 KCR_EXTERN int kcr_controller_watches(kcr_controller_t *c, const kcr_gvk *gvk, kcr_map_fn fn,
                                       void *data, kcr_predicate_t *pred, kcr_error_t *err);
+
+/*
+ * kcr_controller_for_metadata, kcr_controller_owns_metadata and
+ * kcr_controller_watches_metadata are kcr_controller_for, _owns and _watches
+ * for a kind watched metadata-only (controller-runtime's builder.OnlyMetadata):
+ * its informer lists and watches PartialObjectMetadata, so only metadata
+ * crosses the network and is cached, and handlers, predicates, map functions
+ * and cached reads of the kind see {"apiVersion", "kind", "metadata"}
+ * (docs/cache.md). The manager's cache keeps one informer per kind: start
+ * fails with KCR_EEXIST when the kind is cached whole already.
+ */
+KCR_EXTERN int kcr_controller_for_metadata(kcr_controller_t *c, const kcr_gvk *gvk,
+                                           kcr_predicate_t *pred, kcr_error_t *err);
+KCR_EXTERN int kcr_controller_owns_metadata(kcr_controller_t *c, const kcr_gvk *gvk,
+                                            kcr_predicate_t *pred, kcr_error_t *err);
+KCR_EXTERN int kcr_controller_watches_metadata(kcr_controller_t *c, const kcr_gvk *gvk,
+                                               kcr_map_fn fn, void *data, kcr_predicate_t *pred,
+                                               kcr_error_t *err);
 
 /*
  * ---- sources from outside the cluster ----

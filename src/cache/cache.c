@@ -863,6 +863,28 @@ int kcr_cache_get_informer(kcr_cache_t *c, const kcr_gvk *gvk, kcr_informer_t **
   return rc;
 }
 
+int kcr_cache_get_metadata_informer(kcr_cache_t *c, const kcr_gvk *gvk, kcr_informer_t **out,
+                                    kcr_error_t *err) {
+  entry_t *e;
+  int rc = 0;
+  *out = NULL;
+  if (!gvk_valid(gvk))
+    return kcr_error_set(err, KCR_EINVAL, "cache: a kind needs a version and a kind");
+  pthread_mutex_lock(&c->mu);
+  e = ensure_entry(c, gvk);
+  if (!e)
+    rc = kcr_error_set(err, KCR_ENOMEM, "cache: out of memory");
+  else if (!e->inf)
+    e->metadata_only = true; /* whoever makes the informer now makes it so */
+  else if (!e->metadata_only)
+    rc = kcr_error_set(err, KCR_EEXIST,
+                       "cache: %s is cached with whole objects already (a read or a watch made "
+                       "its informer first); a kind is cached one way",
+                       gvk->kind);
+  pthread_mutex_unlock(&c->mu);
+  return rc ? rc : kcr_cache_get_informer(c, gvk, out, err);
+}
+
 int kcr_cache_add_index(kcr_cache_t *c, const kcr_gvk *gvk, const char *name, kcr_index_fn fn,
                         void *data, kcr_error_t *err) {
   char idx[KCR_MAPPING_NAME_MAX + sizeof(FIELD_PREFIX)];

@@ -94,7 +94,8 @@ typedef struct watch {
   kcr_informer_t *inf; /* set by start */
   uint64_t handler_id;
   bool registered;
-  bool raw; /* inf given by the caller (kcr_controller_watches_informer) */
+  bool raw;           /* inf given by the caller (kcr_controller_watches_informer) */
+  bool metadata_only; /* the kind's metadata-only informer (the _metadata calls) */
 } watch_t;
 
 struct kcr_controller {
@@ -468,6 +469,28 @@ int kcr_controller_watches(kcr_controller_t *c, const kcr_gvk *gvk, kcr_map_fn f
     return kcr_error_set(err, KCR_EINVAL, "controller %s: watches needs a map function", c->name);
   }
   return add_watch(c, W_MAP, gvk, fn, data, pred, err);
+}
+
+/* last_metadata_only marks the watch just added (rc 0) metadata-only. */
+static int last_metadata_only(kcr_controller_t *c, int rc) {
+  if (rc == 0)
+    KCR__CONTAINER_OF(c->watches.last, watch_t, link)->metadata_only = true;
+  return rc;
+}
+
+int kcr_controller_for_metadata(kcr_controller_t *c, const kcr_gvk *gvk, kcr_predicate_t *pred,
+                                kcr_error_t *err) {
+  return last_metadata_only(c, kcr_controller_for(c, gvk, pred, err));
+}
+
+int kcr_controller_owns_metadata(kcr_controller_t *c, const kcr_gvk *gvk, kcr_predicate_t *pred,
+                                 kcr_error_t *err) {
+  return last_metadata_only(c, kcr_controller_owns(c, gvk, pred, err));
+}
+
+int kcr_controller_watches_metadata(kcr_controller_t *c, const kcr_gvk *gvk, kcr_map_fn fn,
+                                    void *data, kcr_predicate_t *pred, kcr_error_t *err) {
+  return last_metadata_only(c, kcr_controller_watches(c, gvk, fn, data, pred, err));
 }
 
 int kcr_controller_watches_informer(kcr_controller_t *c, kcr_informer_t *inf, kcr_map_fn fn,
@@ -936,7 +959,13 @@ static int register_watches(kcr_controller_t *c, kcr_error_t *err) {
   KCR__LIST_EACH(&c->watches, watch_t, link, w) {
     kcr_gvk gvk = {w->group, w->version, w->kind_name};
     kcr_event_handler h = {on_add, on_update, on_delete, w};
-    if (!w->raw && (rc = c->source.get_informer(c->source.data, &gvk, &w->inf, err)) != 0) {
+    if (w->metadata_only && !c->source.get_metadata_informer)
+      rc = kcr_error_set(err, KCR_ENOTSUP, "no metadata-only informers from this source");
+    else if (w->metadata_only)
+      rc = c->source.get_metadata_informer(c->source.data, &gvk, &w->inf, err);
+    else
+      rc = w->raw ? 0 : c->source.get_informer(c->source.data, &gvk, &w->inf, err);
+    if (rc != 0) {
       kcr_error_prefix(err, "controller %s: kind %s: ", c->name, w->kind_name);
       return rc;
     }

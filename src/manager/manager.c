@@ -149,6 +149,12 @@ static int src_get_informer(void *data, const kcr_gvk *gvk, kcr_informer_t **out
   return kcr_cache_get_informer(m->cache, gvk, out, err);
 }
 
+static int src_get_metadata_informer(void *data, const kcr_gvk *gvk, kcr_informer_t **out,
+                                     kcr_error_t *err) {
+  kcr_manager_t *m = data;
+  return kcr_cache_get_metadata_informer(m->cache, gvk, out, err);
+}
+
 static int src_is_namespaced(void *data, const kcr_gvk *gvk, bool *out, kcr_error_t *err) {
   kcr_manager_t *m = data;
   kcr_rest_mapping mp = {0};
@@ -345,6 +351,7 @@ int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o
   co = *o;
   co.source.get_informer = src_get_informer;
   co.source.is_namespaced = src_is_namespaced;
+  co.source.get_metadata_informer = src_get_metadata_informer;
   co.source.data = m;
   co.client = need_le ? m->objclient : m->unfenced;
   co.need_leader_election = NULL;

@@ -589,13 +589,15 @@ static int wait_calls(atomic_int *v, int want, int ms) {
   return atomic_load(v);
 }
 
-static void test_controller_it_owner_mapping(void **state) {
+/* owner_mapping: a child Secret's add, update and delete wake its owner; with
+ * metadata_only the Secrets are owned metadata-only (builder.OnlyMetadata) and
+ * the manager caches them without their data. */
+static void owner_mapping(bool metadata_only) {
   owners_t s;
   runner_t r = {0};
   kcr_controller_t *c;
   json_t *owner = NULL, *child;
   kcr_error_t err = {0};
-  (void)state;
   memset(&s, 0, sizeof(s));
   create(&configmaps, cm("owner", "owners"), &owner);
   child = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:s}}", "apiVersion", "v1", "kind",
@@ -607,11 +609,25 @@ static void test_controller_it_owner_mapping(void **state) {
   r.m = new_manager();
   c = new_controller(r.m, "owners", reconcile_owner, &s, 1);
   assert_int_equal(kcr_controller_for(c, &cm_gvk, selector("it=owners"), NULL), 0);
-  assert_int_equal(kcr_controller_owns(c, &secret_gvk, NULL, NULL), 0);
+  if (metadata_only)
+    assert_int_equal(kcr_controller_owns_metadata(c, &secret_gvk, NULL, NULL), 0);
+  else
+    assert_int_equal(kcr_controller_owns(c, &secret_gvk, NULL, NULL), 0);
   start(&r);
   assert_int_equal(wait_calls(&s.calls, 1, 5000), 1); /* the owner's own add */
   create(&secrets, child, NULL);
   assert_true(wait_calls(&s.calls, 2, 5000) >= 2); /* the child's add wakes it */
+  {
+    kcr_informer_t *inf = NULL;
+    json_t *cached = NULL;
+    char key[128];
+    snprintf(key, sizeof(key), "%s/child", ns);
+    assert_int_equal(kcr_manager_get_informer(r.m, &secret_gvk, &inf, &err), 0);
+    assert_int_equal(kcr_store_get_by_key(kcr_informer_store(inf), key, &cached), 0);
+    assert_string_equal(kcr_meta_kind(cached), "Secret");
+    assert_true((json_object_get(cached, "data") == NULL) == metadata_only);
+    json_decref(cached);
+  }
   sleep_ms(300);
   int before = atomic_load(&s.calls);
   patch(&secrets, "child", "{\"stringData\":{\"k\":\"edited\"}}");
@@ -622,6 +638,18 @@ static void test_controller_it_owner_mapping(void **state) {
   assert_true(wait_calls(&s.calls, before + 1, 5000) >= before + 1);
   stop(&r);
   json_decref(owner);
+  /* the next variant makes them again */
+  assert_int_equal(kcr_client_delete(client, &configmaps, ns, "owner", NULL, NULL, &err), 0);
+}
+
+static void test_controller_it_owner_mapping(void **state) {
+  (void)state;
+  owner_mapping(false);
+}
+
+static void test_controller_it_owns_metadata_only(void **state) {
+  (void)state;
+  owner_mapping(true);
 }
 
 /* ---- sources from outside the cluster: a channel, a raw informer, reconcile_all ---- */
@@ -928,6 +956,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_controller_it_ryow_unparsed_answers),
       cmocka_unit_test(test_controller_it_status_no_loop),
       cmocka_unit_test(test_controller_it_owner_mapping),
+      cmocka_unit_test(test_controller_it_owns_metadata_only),
       cmocka_unit_test(test_controller_it_server_side_apply),
       cmocka_unit_test(test_controller_it_outside_sources),
       cmocka_unit_test(test_controller_it_sigterm_graceful),

@@ -560,6 +560,33 @@ static void test_cache_metadata_only(void **state) {
   assert_int_equal(kcr_cache_set_by_object(f->cache, &ns_gvk, &bo, &err), KCR_EPARSE);
 }
 
+/* kcr_cache_get_metadata_informer: the kind's informer, made metadata-only
+ * (what a controller's _metadata watch gets); a kind cached whole already is
+ * refused, since the cache keeps one informer per kind. */
+static void test_cache_get_metadata_informer(void **state) {
+  fixture *f = *state;
+  kcr_informer_t *inf = NULL, *again = NULL;
+  kcr_error_t err;
+  json_t *obj = NULL;
+
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get_metadata_informer(f->cache, &cm_gvk, &inf, &err), 0);
+  assert_non_null(inf);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "two", &obj, &err), 0);
+  assert_null(json_object_get(obj, "data"));
+  assert_string_equal(kcr_meta_kind(obj), "ConfigMap");
+  assert_string_equal(kcr_meta_label(obj, "app"), "db");
+  json_decref(obj);
+  assert_int_equal(kcr_cache_get_metadata_informer(f->cache, &cm_gvk, &again, &err), 0);
+  assert_ptr_equal(again, inf);
+  /* Namespaces are cached whole first: one informer per kind. */
+  assert_int_equal(kcr_cache_get_informer(f->cache, &ns_gvk, &inf, &err), 0);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get_metadata_informer(f->cache, &ns_gvk, &again, &err), KCR_EEXIST);
+  assert_null(again);
+  assert_non_null(strstr(err.message, "whole objects"));
+}
+
 /* controller-runtime's resync jitter: [0.9, 1.1) of the period */
 static void test_cache_jittered_period(void **state) {
   const int64_t p = INT64_C(36000) * KCR_NSEC_PER_SEC;
@@ -1074,6 +1101,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_cache_list, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_list_shape_fields_and_pages, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_metadata_only, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_get_metadata_informer, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_default_namespace, setup_ns_a, teardown),
       cmocka_unit_test_setup_teardown(test_cache_namespace_set, setup_ns_set, teardown),
       cmocka_unit_test_setup_teardown(test_cache_namespace_set_by_object, setup_ns_set, teardown),

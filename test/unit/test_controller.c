@@ -918,6 +918,58 @@ static void test_controller_outcome_names(void **state) {
   assert_string_equal(kcr_reconcile_outcome_name(KCR_RECONCILE_OUTCOMES), "success");
 }
 
+/* A source that records which informers a controller asks it for. */
+typedef struct meta_source {
+  int whole, metadata;
+  char kind[32];
+} meta_source_t;
+
+static int src_whole(void *data, const kcr_gvk *gvk, kcr_informer_t **out, kcr_error_t *err) {
+  meta_source_t *m = data;
+  (void)gvk;
+  *out = NULL;
+  m->whole++;
+  return kcr_error_set(err, KCR_ENOENT, "not served");
+}
+
+static int src_metadata(void *data, const kcr_gvk *gvk, kcr_informer_t **out, kcr_error_t *err) {
+  meta_source_t *m = data;
+  *out = NULL;
+  m->metadata++;
+  snprintf(m->kind, sizeof(m->kind), "%s", gvk->kind);
+  return kcr_error_set(err, KCR_EEXIST, "cached whole already");
+}
+
+/* A _metadata watch asks the source for the kind's metadata-only informer,
+ * and a source without them refuses it at start. */
+static void test_controller_metadata_watch_asks_for_metadata_informer(void **state) {
+  static const kcr_gvk cm = {"", "v1", "ConfigMap"};
+  meta_source_t m;
+  kcr_controller_options o;
+  kcr_controller_t *c = NULL;
+  kcr_error_t err;
+  (void)state;
+  for (int with = 0; with < 2; with++) {
+    memset(&m, 0, sizeof(m));
+    memset(&o, 0, sizeof(o));
+    o.name = "meta";
+    o.reconcile = reconcile;
+    o.source.get_informer = src_whole;
+    o.source.get_metadata_informer = with ? src_metadata : NULL;
+    o.source.data = &m;
+    assert_int_equal(kcr_controller_create(&o, &c, NULL), 0);
+    assert_int_equal(kcr_controller_for_metadata(c, &cm, NULL, NULL), 0);
+    kcr_error_clear(&err);
+    assert_int_equal(kcr_controller_start(c, &err), with ? KCR_EEXIST : KCR_ENOTSUP);
+    assert_non_null(strstr(err.message, "kind ConfigMap"));
+    assert_int_equal(m.whole, 0);
+    assert_int_equal(m.metadata, with);
+    if (with)
+      assert_string_equal(m.kind, "ConfigMap");
+    kcr_controller_destroy(c);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_controller_success_forgets, setup, teardown),
@@ -946,6 +998,7 @@ int main(void) {
       cmocka_unit_test(test_controller_create_alloc_metrics),
 
       cmocka_unit_test(test_controller_outcome_names),
+      cmocka_unit_test(test_controller_metadata_watch_asks_for_metadata_informer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
