@@ -90,7 +90,8 @@ typedef struct kcr_informer kcr_informer_t;
  *                   status crosses the network. Stored objects are {"apiVersion",
  *                   "kind", "metadata"} with the watched kind's apiVersion and
  *                   kind (as controller-runtime restores them; the server sends
- *                   meta.k8s.io/v1 PartialObjectMetadata) and no managedFields.
+ *                   meta.k8s.io/v1 PartialObjectMetadata; an informer given a
+ *                   resource without a kind keeps those) and no managedFields.
  *                   The transform (NULL: none beyond that reduction) sees them
  *                   in that form. A server that answers with whole objects has
  *                   them reduced on arrival; one that refuses the header (406)

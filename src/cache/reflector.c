@@ -161,8 +161,8 @@ void kcr__reflector_metadata_reduce(json_t *obj) {
  */
 static int restore_kind(kcr__reflector_t *r, json_t *obj) {
   const char *k = json_string_value(json_object_get(obj, "kind"));
-  if (!r->metadata_only || !json_is_object(obj))
-    return 0;
+  if (!r->metadata_only || !r->kind || !json_is_object(obj))
+    return 0; /* without a kind, the server's PartialObjectMetadata stays as sent */
   if (r->meta_wire && !r->meta_whole_logged && (!k || strcmp(k, "PartialObjectMetadata") != 0)) {
     r->meta_whole_logged = 1;
     kcr_log(KCR_LOG_INFO, "reflector",
@@ -171,7 +171,7 @@ static int restore_kind(kcr__reflector_t *r, json_t *obj) {
             r->name, k ? k : "no kind");
   }
   if (json_object_set_new(obj, "apiVersion", json_string(r->api_version)) != 0 ||
-      (r->kind && json_object_set_new(obj, "kind", json_string(r->kind)) != 0))
+      json_object_set_new(obj, "kind", json_string(r->kind)) != 0)
     return KCR_ENOMEM;
   return 0;
 }

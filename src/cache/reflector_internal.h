@@ -43,7 +43,7 @@ typedef struct kcr__reflector {
   void *transform_data;
   bool scan_watch; /* the default transform, done by the scanner */
   /* metadata_only: list and watch as PartialObjectMetadata and give each
-   * object kind (NULL: keep the server's) and the resource's apiVersion. */
+   * object kind and the resource's apiVersion (kind NULL: both as sent). */
   bool metadata_only;
   const char *kind;
   kcr_delta_fifo_t *fifo; /* the owner's: where everything listed and watched goes */
