@@ -35,6 +35,7 @@
 #include "kcr/rand.h"
 #include "kcr/testing.h"
 #include "kcr/time.h"
+#include "testing/fake_smp_internal.h"
 #include "util/alloc.h"
 
 typedef struct item {
@@ -1536,6 +1537,25 @@ static int f_update(const kcr_objclient *c, const json_t *obj, const char *subre
   return f_update_with(c, obj, subresource, NULL, &no_write, out, err);
 }
 
+/* smp_apply applies a strategic merge patch to *next (fake_smp.c); on failure
+ * *next is released and set to NULL. */
+static int smp_apply(json_t **next, const json_t *p, const who_t *w, kcr_error_t *err) {
+  char why[600];
+  int rc = kcr__smp_patch(w->group, w->kind, next, p, why, sizeof(why));
+  if (rc == KCR__SMP_OK)
+    return 0;
+  json_decref(*next);
+  *next = NULL;
+  if (rc == KCR__SMP_UNKNOWN_KIND)
+    return api_error(err, 415, "UnsupportedMediaType", NULL,
+                     "the body of the request was in an unknown format - accepted media types "
+                     "include: application/json-patch+json, application/merge-patch+json, "
+                     "application/apply-patch+yaml");
+  if (rc == KCR__SMP_BAD_PATCH)
+    return bad_request(err, why);
+  return oom(err);
+}
+
 static int f_patch_with(const kcr_objclient *c, const json_t *obj, kcr_patch_type type,
                         const char *patch, size_t patch_len, const char *subresource,
                         const kcr_write_options *o, json_t **out, kcr_error_t *err) {
@@ -1580,8 +1600,10 @@ static int f_patch_with(const kcr_objclient *c, const json_t *obj, kcr_patch_typ
       next = NULL;
       rc = invalid(err, &w, why);
     }
+  } else if (type == KCR_PATCH_STRATEGIC) {
+    rc = smp_apply(&next, p, &w, err);
   } else {
-    next = merge_patch(next, p); /* strategic merge: as a merge patch (see testing.h) */
+    next = merge_patch(next, p);
     if (!next)
       rc = oom(err);
   }
