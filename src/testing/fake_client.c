@@ -1626,23 +1626,56 @@ static int f_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type typ
   return f_patch_with(c, obj, type, patch, patch_len, subresource, &no_write, out, err);
 }
 
+/* f_apply: the fake's subset of server-side apply (fake_apply.c): create when
+ * absent, else the applied configuration merged into the stored object. */
 static int f_apply(const kcr_objclient *c, const json_t *obj, const kcr_apply_options *o,
                    const char *subresource, json_t **out, kcr_error_t *err) {
   kcr_fake_client_t *f = c->data;
   kcr_gvk gvk;
-  char group[KCR_GVK_GROUP_MAX];
-  kcr_fake_call call = {KCR_FAKE_APPLY,     &gvk, kcr_meta_namespace(obj),
-                        kcr_meta_name(obj), obj,  subresource};
+  char group[KCR_GVK_GROUP_MAX], why[600];
+  const char *manager = o->field_manager ? o->field_manager : c->field_manager;
+  json_t *next = NULL;
+  item_t *it;
+  obj_id id;
+  who_t w;
   int rc;
-  (void)o;
-  (void)out;
-  if (kcr_meta_gvk(obj, &gvk, group, sizeof(group)) != 0)
-    return kcr_error_set(err, KCR_EINVAL, "fake client: the object needs apiVersion and kind");
-  if ((rc = intercept(f, &call, err)) != 0)
+  if ((rc = begin_write(f, KCR_FAKE_APPLY, obj, obj, subresource, &gvk, group, sizeof(group), &id,
+                        err)) != 0 ||
+      (rc = check_subresource(subresource, false, err)) != 0)
     return rc;
-  return kcr_error_set(err, KCR_ENOTSUP,
-                       "fake client: server-side apply is not supported (use create, update or "
-                       "a merge/JSON patch in code tested with it)");
+  if (!manager || !*manager)
+    return api_error(err, 422, "Invalid", NULL,
+                     "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is "
+                     "required for apply patch");
+  pthread_mutex_lock(&f->mu);
+  rc = locate(f, &id, &w, &it, err);
+  if (rc == KCR_EAPI && !it && !subresource) { /* NotFound: create it */
+    pthread_mutex_unlock(&f->mu);
+    if (err)
+      kcr_error_clear(err);
+    return do_create(f, obj, false, o->dry_run, out, err);
+  }
+  if (rc == 0 && is_status(subresource) && !has_status(f, id.group, id.kind))
+    rc = no_subresource(err, &w, subresource);
+  if (rc == 0 && !(next = json_deep_copy(it->obj)))
+    rc = oom(err);
+  if (rc == 0) {
+    int mr = kcr__apply_merge(id.group, id.kind, &next, obj, why, sizeof(why));
+    if (mr == KCR__SMP_BAD_PATCH)
+      rc = bad_request(err, why);
+    else if (mr != KCR__SMP_OK)
+      rc = oom(err);
+  }
+  if (rc == 0) {
+    if (!str_at(obj, "metadata", "resourceVersion"))
+      json_object_set(md_of(next), "resourceVersion",
+                      json_object_get(json_object_get(it->obj, "metadata"), "resourceVersion"));
+    rc = commit(f, it, next, subresource, o->dry_run, &w, out, err);
+    next = NULL; /* commit stole it */
+  }
+  pthread_mutex_unlock(&f->mu);
+  json_decref(next);
+  return rc;
 }
 
 /* ---- delete ---- */

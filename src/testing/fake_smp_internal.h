@@ -67,4 +67,16 @@ enum {
 int kcr__smp_patch(const char *group, const char *kind, json_t **doc, const json_t *patch,
                    char *why, size_t size);
 
+/*
+ * kcr__apply_merge merges the applied configuration applied (borrowed) into
+ * *live (an object of kind group/kind; on KCR__SMP_OK *live is the merged
+ * tree, a new reference, the old one released), the fake client's subset of
+ * server-side apply (fake_apply.c): maps merged, nulls ignored, lists of type
+ * map (or with a patch-merge key) merged by their keys, lists of type set
+ * unioned, other lists replaced. A kind without a schema (a CRD) has maps
+ * merged and every list replaced. No field ownership: never a conflict.
+ */
+int kcr__apply_merge(const char *group, const char *kind, json_t **live, const json_t *applied,
+                     char *why, size_t size);
+
 #endif

@@ -6,8 +6,11 @@
  * (finalizers), other lists replaced (tolerations), the directives $patch
  * (delete, replace), $deleteFromPrimitiveList, $setElementOrder and
  * $retainKeys, bad patches refused with 400, and a kind without a schema (a
- * CRD) refused with 415 as the API server does. The patch table's agreement
- * with the OpenAPI document is test unit_fake_smp_table.
+ * CRD) refused with 415 as the API server does. Then the subset of
+ * server-side apply: create when absent, merge by list-map keys, atomic lists
+ * replaced, sets unioned, dry run, the status subresource, a CRD's lists
+ * replaced. The patch table's agreement with the OpenAPI document is test
+ * unit_fake_smp_table.
  */
 #include <stdio.h>
 #include <string.h>
@@ -216,6 +219,116 @@ static void test_fake_smp_crd_refused(void **state) {
   assert_string_equal(fx->err.reason, "UnsupportedMediaType");
 }
 
+/* ---- server-side apply ---- */
+
+/* apply_to seeds obj (JSON text, or NULL for none), applies applied with
+ * manager "test" (and o's dry_run, subresource) and returns the code; *out is
+ * the answer and *stored what the fake then holds. */
+static int apply_to(fixture *fx, const char *obj, const char *applied, bool dry_run,
+                    const char *subresource, json_t **out, json_t **stored) {
+  json_t *a = parse(applied);
+  kcr_fake_client_t *f = NULL;
+  kcr_objclient c;
+  kcr_apply_options o = {"test", true, dry_run, NULL};
+  kcr_gvk gvk;
+  char group[KCR_GVK_GROUP_MAX];
+  int rc;
+  kcr_error_clear(&fx->err);
+  assert_int_equal(kcr_fake_client_create(NULL, &f, &fx->err), 0);
+  c = kcr_fake_client_objclient(f);
+  if (obj)
+    assert_int_equal(kcr_fake_client_add_json(f, obj, &fx->err), 0);
+  rc = kcr_objclient_apply(&c, a, &o, subresource, out, &fx->err);
+  assert_int_equal(kcr_meta_gvk(a, &gvk, group, sizeof(group)), 0);
+  {
+    kcr_error_t e;
+    kcr_error_clear(&e);
+    if (kcr_objclient_get(&c, &gvk, kcr_meta_namespace(a), kcr_meta_name(a), stored, &e) != 0)
+      *stored = NULL;
+  }
+  kcr_fake_client_destroy(f);
+  json_decref(a);
+  return rc;
+}
+
+#define LIVE                                                                                       \
+  DEPLOY("{\"containers\":[{\"name\":\"a\",\"image\":\"a:1\",\"args\":[\"x\",\"y\"],\"env\":[{"    \
+         "\"name\":\"X\",\"value\":\"1\"}]}]}")
+
+static void test_fake_apply_creates(void **state) {
+  fixture *fx = *state;
+  json_t *out = NULL, *stored = NULL;
+  assert_int_equal(apply_to(fx, NULL, LIVE, false, NULL, &out, &stored), 0);
+  assert_non_null(stored);
+  expect_at(stored, PODSPEC ".containers",
+            "[{\"name\":\"a\",\"image\":\"a:1\",\"args\":[\"x\",\"y\"],\"env\":[{\"name\":"
+            "\"X\",\"value\":\"1\"}]}]");
+  assert_non_null(kcr_meta_resource_version(out));
+  json_decref(out);
+  json_decref(stored);
+  /* a dry run creates nothing */
+  assert_int_equal(apply_to(fx, NULL, LIVE, true, NULL, &out, &stored), 0);
+  assert_null(stored);
+  json_decref(out);
+}
+
+static void test_fake_apply_merges_by_keys(void **state) {
+  fixture *fx = *state;
+  json_t *out = NULL, *stored = NULL;
+  assert_int_equal(
+      apply_to(fx, LIVE,
+               DEPLOY("{\"containers\":[{\"name\":\"a\",\"image\":\"a:2\",\"args\":[\"z\"],"
+                      "\"env\":[{\"name\":\"Y\",\"value\":\"2\"}]},{\"name\":\"b\"}]}"),
+               false, NULL, &out, &stored),
+      0);
+  /* containers and env are list-type map: merged by name; args atomic: replaced;
+   * finalizers a set: unioned */
+  expect_at(stored, PODSPEC ".containers",
+            "[{\"name\":\"a\",\"image\":\"a:2\",\"args\":[\"z\"],\"env\":[{\"name\":\"X\","
+            "\"value\":\"1\"},{\"name\":\"Y\",\"value\":\"2\"}]},{\"name\":\"b\"}]");
+  expect_at(stored, "metadata.finalizers", "[\"a\",\"b\"]");
+  json_decref(out);
+  json_decref(stored);
+}
+
+static void test_fake_apply_dry_run_and_status(void **state) {
+  fixture *fx = *state;
+  json_t *out = NULL, *stored = NULL;
+  static const char applied[] =
+      "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"namespace\":"
+      "\"default\",\"name\":\"web\"},\"spec\":{\"replicas\":5},\"status\":{\"readyReplicas\":"
+      "3}}";
+  assert_int_equal(apply_to(fx, LIVE, applied, true, NULL, &out, &stored), 0);
+  expect_at(out, "spec.replicas", "5");
+  assert_null(kcr_meta_path(stored, "spec.replicas"));
+  json_decref(out);
+  json_decref(stored);
+  /* through "status" only .status changes */
+  assert_int_equal(apply_to(fx, LIVE, applied, false, "status", &out, &stored), 0);
+  expect_at(stored, "status.readyReplicas", "3");
+  assert_null(kcr_meta_path(stored, "spec.replicas"));
+  json_decref(out);
+  json_decref(stored);
+}
+
+/* A CRD's schema is unknown here: maps merge, every list is replaced. */
+static void test_fake_apply_crd(void **state) {
+  fixture *fx = *state;
+  json_t *out = NULL, *stored = NULL;
+  assert_int_equal(
+      apply_to(fx,
+               "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{"
+               "\"namespace\":\"default\",\"name\":\"w\"},\"spec\":{\"size\":1,\"tags\":"
+               "[\"a\"]}}",
+               "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{"
+               "\"namespace\":\"default\",\"name\":\"w\"},\"spec\":{\"tags\":[\"b\"]}}",
+               false, NULL, &out, &stored),
+      0);
+  expect_at(stored, "spec", "{\"size\":1,\"tags\":[\"b\"]}");
+  json_decref(out);
+  json_decref(stored);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_fake_smp_containers_by_name, setup, teardown),
@@ -227,6 +340,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fake_smp_core_kinds, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fake_smp_bad_patch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fake_smp_crd_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fake_apply_creates, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fake_apply_merges_by_keys, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fake_apply_dry_run_and_status, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fake_apply_crd, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

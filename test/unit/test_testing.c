@@ -5,8 +5,9 @@
  * metadata it assigns, generateName, optimistic concurrency, NotFound and
  * AlreadyExists worded as the API server words them, label and field
  * selectors, the status subresource, finalizers and deletionTimestamp, patches,
- * server-side apply refused, interceptors; then the recording event recorder,
- * the reconcile context a test builds, log capture, and several threads at once.
+ * server-side apply without a field manager refused, interceptors; then the
+ * recording event recorder, the reconcile context a test builds, log capture,
+ * and several threads at once.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -761,11 +762,13 @@ static void test_testing_json_patch_test_numbers(void **state) {
       0);
 }
 
-static void test_testing_apply_not_supported(void **state) {
+/* server-side apply (test_fake_smp.c) needs a field manager, as the server */
+static void test_testing_apply_needs_field_manager(void **state) {
   fixture *fx = *state;
   json_t *in = cm("default", "a", NULL);
-  assert_int_equal(kcr_objclient_apply(&fx->c, in, NULL, NULL, NULL, &fx->err), KCR_ENOTSUP);
-  assert_non_null(strstr(fx->err.message, "server-side apply is not supported"));
+  assert_int_equal(kcr_objclient_apply(&fx->c, in, NULL, NULL, NULL, &fx->err), KCR_EAPI);
+  assert_int_equal(fx->err.http_status, 422);
+  assert_non_null(strstr(fx->err.message, "fieldManager: Required value"));
   assert_int_equal(kcr_fake_client_count(fx->f, &cm_gvk, NULL), 0);
   json_decref(in);
 }
@@ -1572,7 +1575,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_testing_patch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_json_pointer_index, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_json_patch_test_numbers, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_testing_apply_not_supported, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_testing_apply_needs_field_manager, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_interceptors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_testing_create_or_update, setup, teardown),
       cmocka_unit_test(test_testing_fake_recorder),
