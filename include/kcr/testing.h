@@ -73,9 +73,14 @@ extern "C" {
  *    v4) does not: test compares numbers by value (1 equals 1.0; the server
  *    compares their text), and an array index in a path is "0" or digits
  *    without a leading zero (RFC 6901) anywhere in it ("01", "+1", "-1" are
- *    Invalid; the server takes them). A strategic merge patch is applied as a
- *    merge patch (lists are replaced, not merged by key: a documented
- *    difference).
+ *    Invalid; the server takes them). Strategic merge patch as the server
+ *    applies it (k8s.io/apimachinery strategicpatch) to the 24 built-in kinds
+ *    whose OpenAPI schemas libkcr ships: lists merged by their patch-merge
+ *    keys (containers and env by name, ports by containerPort...), merge
+ *    lists of scalars (finalizers) unioned, other lists replaced, $patch
+ *    (delete, replace), $deleteFromPrimitiveList, $retainKeys and
+ *    $setElementOrder honoured; a bad patch is BadRequest (400); any other
+ *    kind (a CRD) is UnsupportedMediaType (415), as the server refuses it.
  *  - only delete sets deletionTimestamp: an update or patch that sets one on a
  *    live object is Invalid (422, "metadata.deletionTimestamp: Invalid value:
  *    ...: field is immutable", as the API server answers), and one of a
@@ -121,8 +126,16 @@ extern "C" {
  *    with status.token "fake-token" and status.expirationTimestamp
  *    6041-01-01T00:00:00Z, as controller-runtime's fake. A body of the wrong
  *    kind is BadRequest; another subresource is KCR_ENOTSUP.
- *  - server-side apply is not supported: apply fails with KCR_ENOTSUP and a
- *    message saying so (use create, update or patch in code under test).
+ *  - server-side apply, a subset: a field manager is required (the option or
+ *    the client's field_manager; without one Invalid, 422, as the server);
+ *    absent, the object is created; present, the applied configuration is
+ *    merged into it: maps member by member (null is no value), lists of
+ *    x-kubernetes-list-type map (or with a patch-merge key) by their keys,
+ *    set lists unioned, other lists (and every list of a CRD) replaced. Dry
+ *    run and the "status" subresource are honoured, force is accepted. No
+ *    managedFields are kept, so there are no conflicts, and a field an
+ *    earlier apply set and this one leaves out stays (a documented
+ *    difference: the server removes it).
  *  - errors are returned as the client returns the server's: KCR_EAPI with
  *    http_status, reason and message filled the way a metav1.Status fills them
  *    (kcr_error_is_not_found and friends work).
