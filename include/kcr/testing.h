@@ -127,7 +127,8 @@ extern "C" {
  *    6041-01-01T00:00:00Z, as controller-runtime's fake. A body of the wrong
  *    kind is BadRequest; another subresource is KCR_ENOTSUP.
  *  - server-side apply, a subset: a field manager is required (the option or
- *    the client's field_manager; without one Invalid, 422, as the server);
+ *    the client's field_manager; without one KCR_EINVAL, as kcr's client
+ *    refuses it unsent: the server would answer 422);
  *    absent, the object is created; present, the applied configuration is
  *    merged into it: maps member by member (null is no value), lists of
  *    x-kubernetes-list-type map (or with a patch-merge key) by their keys,

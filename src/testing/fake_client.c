@@ -1643,10 +1643,8 @@ static int f_apply(const kcr_objclient *c, const json_t *obj, const kcr_apply_op
                         err)) != 0 ||
       (rc = check_subresource(subresource, false, err)) != 0)
     return rc;
-  if (!manager || !*manager)
-    return api_error(err, 422, "Invalid", NULL,
-                     "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is "
-                     "required for apply patch");
+  if (!manager || !*manager) /* as the client refuses it (the server would answer 422) */
+    return kcr_error_set(err, KCR_EINVAL, "apply: a field manager is required");
   pthread_mutex_lock(&f->mu);
   rc = locate(f, &id, &w, &it, err);
   if (rc == KCR_EAPI && !it && !subresource) { /* NotFound: create it */
