@@ -6,7 +6,11 @@
  * strategic merge patch to both and compares the results: the fake's
  * metadata.finalizers and spec must be the server's, lists element for
  * element in the same order, minus only the defaults the server fills in on
- * what the patch added (a new container's terminationMessagePath...).
+ * what the patch added (a new container's terminationMessagePath...). Then
+ * the fake's subset of server-side apply the same way, on the ground it
+ * claims: a forced apply by a new manager onto an object another manager
+ * created (maps and keyed lists merged, atomic lists replaced), and the
+ * refusal without a field manager (the client's: it never sends one).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -89,8 +93,9 @@ static bool covered(const json_t *fake, const json_t *server, char *where, size_
   "\"value\":\"2\"}],\"ports\":[{\"containerPort\":80,\"name\":\"http\"}]},{\"name\":\"b\","       \
   "\"image\":\"b:1\"}]"
 
-/* same_as_server runs patch on a fresh Deployment name on both sides. */
-static void same_as_server(const char *name, const char *patch) {
+/* same_as_server runs patch (apply: the applied configuration, with manager
+ * "kcr-it-apply") on a fresh Deployment name on both sides. */
+static void same_as_server_how(const char *name, const char *patch, bool apply) {
   char obj[2000], where[400] = "";
   json_error_t je;
   json_t *in, *created = NULL, *on_server = NULL, *on_fake = NULL;
@@ -111,15 +116,39 @@ static void same_as_server(const char *name, const char *patch) {
   kcr_error_clear(&err);
   if (kcr_client_create_object(client, &deploy_gvr, ns, in, NULL, &created, &err) != 0)
     fail_msg("create %s: %s", name, err.message);
-  if (kcr_client_patch(client, &deploy_gvr, ns, name, KCR_PATCH_STRATEGIC, patch, strlen(patch),
-                       NULL, &on_server, &err) != 0)
+  if (apply) {
+    kcr_request_options ro;
+    json_t *a;
+    memset(&ro, 0, sizeof(ro));
+    ro.field_manager = "kcr-it-apply";
+    ro.force = 1;
+    a = json_loads(patch, 0, &je);
+    assert_non_null(a);
+    json_object_set_new(json_object_get(a, "metadata"), "name", json_string(name));
+    json_object_set_new(json_object_get(a, "metadata"), "namespace", json_string(ns));
+    if (kcr_client_apply(client, &deploy_gvr, ns, a, &ro, &on_server, &err) != 0)
+      fail_msg("server apply %s: %s", name, err.message);
+    assert_int_equal(kcr_fake_client_create(NULL, &f, &err), 0);
+    c = kcr_fake_client_objclient(f);
+    assert_int_equal(kcr_fake_client_add(f, created, &err), 0);
+    {
+      kcr_apply_options ao = {"kcr-it-apply", true, false, NULL};
+      if (kcr_objclient_apply(&c, a, &ao, NULL, &on_fake, &err) != 0)
+        fail_msg("fake apply %s: %s", name, err.message);
+    }
+    json_decref(a);
+  } else if (kcr_client_patch(client, &deploy_gvr, ns, name, KCR_PATCH_STRATEGIC, patch,
+                              strlen(patch), NULL, &on_server, &err) != 0) {
     fail_msg("server patch %s: %s", name, err.message);
-  assert_int_equal(kcr_fake_client_create(NULL, &f, &err), 0);
-  c = kcr_fake_client_objclient(f);
-  assert_int_equal(kcr_fake_client_add(f, created, &err), 0);
-  if (kcr_objclient_patch(&c, created, KCR_PATCH_STRATEGIC, patch, strlen(patch), NULL, &on_fake,
-                          &err) != 0)
-    fail_msg("fake patch %s: %s", name, err.message);
+  }
+  if (!apply) {
+    assert_int_equal(kcr_fake_client_create(NULL, &f, &err), 0);
+    c = kcr_fake_client_objclient(f);
+    assert_int_equal(kcr_fake_client_add(f, created, &err), 0);
+    if (kcr_objclient_patch(&c, created, KCR_PATCH_STRATEGIC, patch, strlen(patch), NULL, &on_fake,
+                            &err) != 0)
+      fail_msg("fake patch %s: %s", name, err.message);
+  }
   for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
     const json_t *a = kcr_meta_path(on_fake, paths[i]), *b = kcr_meta_path(on_server, paths[i]);
     if (!(a == NULL && b == NULL) && !covered(a, b, where, sizeof(where))) {
@@ -142,6 +171,10 @@ static void same_as_server(const char *name, const char *patch) {
   json_decref(created);
   json_decref(on_server);
   json_decref(on_fake);
+}
+
+static void same_as_server(const char *name, const char *patch) {
+  same_as_server_how(name, patch, false);
 }
 
 #define POD(x) "{\"spec\":{\"template\":{\"spec\":" x "}}}"
@@ -177,10 +210,60 @@ static void test_fake_smp_it_directives(void **state) {
                            "\"Recreate\"}}}");
 }
 
+/* An applied configuration (its name and namespace set by the caller). */
+#define APPLIED(spec)                                                                              \
+  "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{"                             \
+  "\"labels\":{\"tier\":\"web\"}},\"spec\":{\"template\":{\"spec\":" spec "}}}"
+
+static void test_fake_apply_it_merge(void **state) {
+  (void)state;
+  /* containers and env by name, tolerations (atomic) replaced, a label added */
+  same_as_server_how("apply-merge",
+                     APPLIED("{\"containers\":[{\"name\":\"a\",\"image\":\"a:2\",\"env\":[{"
+                             "\"name\":\"Z\",\"value\":\"9\"}]},{\"name\":\"c\",\"image\":\"c:1\"}"
+                             "],\"tolerations\":[{\"key\":\"t9\",\"operator\":\"Exists\"}]}"),
+                     true);
+}
+
+/* Without a field manager the client refuses an apply before sending it (the
+ * server would answer 422), and the fake refuses it the same way. */
+static void test_fake_apply_it_needs_manager(void **state) {
+  static const kcr_gvk deploy = {"apps", "v1", "Deployment"};
+  char *text, want[KCR_ERROR_MESSAGE_MAX];
+  json_error_t je;
+  json_t *a;
+  kcr_fake_client_t *f = NULL;
+  kcr_objclient c;
+  kcr_error_t err;
+  (void)state;
+  a = json_loads(APPLIED("{}"), 0, &je);
+  assert_non_null(a);
+  json_object_set_new(json_object_get(a, "metadata"), "name", json_string("no-manager"));
+  json_object_set_new(json_object_get(a, "metadata"), "namespace", json_string(ns));
+  text = json_dumps(a, JSON_COMPACT);
+  assert_non_null(text);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_client_patch(client, &deploy_gvr, ns, "no-manager", KCR_PATCH_APPLY, text,
+                                    strlen(text), NULL, NULL, &err),
+                   KCR_EINVAL);
+  snprintf(want, sizeof(want), "%s", err.message);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_fake_client_create(NULL, &f, &err), 0);
+  c = kcr_fake_client_objclient(f);
+  assert_int_equal(kcr_objclient_apply(&c, a, NULL, NULL, NULL, &err), KCR_EINVAL);
+  assert_string_equal(err.message, want);
+  assert_int_equal(kcr_fake_client_count(f, &deploy, NULL), 0);
+  kcr_fake_client_destroy(f);
+  json_decref(a);
+  free(text);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fake_smp_it_lists_by_key),
       cmocka_unit_test(test_fake_smp_it_directives),
+      cmocka_unit_test(test_fake_apply_it_merge),
+      cmocka_unit_test(test_fake_apply_it_needs_manager),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
