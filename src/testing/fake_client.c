@@ -1575,8 +1575,8 @@ static int f_patch_with(const kcr_objclient *c, const json_t *obj, kcr_patch_typ
     return rc;
   if (type == KCR_PATCH_APPLY)
     return kcr_error_set(err, KCR_ENOTSUP,
-                         "fake client: server-side apply is not supported (use create, update "
-                         "or a merge/JSON patch)");
+                         "fake client: an apply patch is not supported here (use "
+                         "kcr_objclient_apply)");
   p = json_loadb(patch ? patch : "", patch_len, JSON_DECODE_ANY, &jerr);
   if (!p) {
     snprintf(why, sizeof(why), "the patch is not JSON: %s", jerr.text);
