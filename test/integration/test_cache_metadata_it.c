@@ -38,7 +38,7 @@
 #include "kcr_testenv.h"
 
 #define OBJECTS 40
-#define DATA_BYTES (10 * 1024)
+#define DATA_BYTES ((size_t)10 * 1024)
 
 static const kcr_gvr configmaps = {"", "v1", "configmaps"};
 static const kcr_gvk cm_gvk = {"", "v1", "ConfigMap"};
@@ -121,7 +121,7 @@ static kcr_cache_t *new_cache(bool metadata_only, kcr_informer_t **inf) {
 /* synced_bytes: what the server sent for one cache to sync, alone on the proxy. */
 static unsigned long long synced_bytes(bool metadata_only) {
   unsigned long long before = kcr_faultproxy_bytes_down(it.proxy);
-  kcr_informer_t *inf;
+  kcr_informer_t *inf = NULL;
   kcr_cache_t *c = new_cache(metadata_only, &inf);
   unsigned long long got = kcr_faultproxy_bytes_down(it.proxy) - before;
   assert_int_equal(kcr_store_len(kcr_informer_store(inf)), OBJECTS);
@@ -146,7 +146,7 @@ static void assert_metadata_form(const json_t *obj) {
 static void test_cache_metadata_only_receives_a_fraction_of_the_bytes(void **state) {
   unsigned long long full, meta;
   char name[32];
-  kcr_informer_t *inf;
+  kcr_informer_t *inf = NULL;
   kcr_cache_t *c;
   kcr_error_t err;
   json_t *obj = NULL, *list = NULL, *item;
@@ -226,7 +226,7 @@ static int has_key(kcr_informer_t *inf, const char *key) {
 static void test_cache_metadata_only_sees_add_update_delete(void **state) {
   seen_t seen;
   kcr_event_handler h = {on_add, on_update, on_delete, &seen};
-  kcr_informer_t *inf;
+  kcr_informer_t *inf = NULL;
   kcr_cache_t *c;
   kcr_error_t err;
   static const char patch[] = "{\"metadata\":{\"labels\":{\"step\":\"2\"}}}";
@@ -271,7 +271,7 @@ static uint64_t lists(kcr_informer_t *inf) {
  * streamed) and converges, still in metadata form. */
 static void relist_after_gone(bool streaming) {
   kcr_informer_stats st;
-  kcr_informer_t *inf;
+  kcr_informer_t *inf = NULL;
   kcr_cache_t *c;
   uint64_t before;
   char rev[64];
