@@ -159,7 +159,7 @@ static void test_cache_metadata_only_receives_a_fraction_of_the_bytes(void **sta
   /* The same objects, whole and then metadata-only, one cache at a time. */
   full = synced_bytes(false);
   meta = synced_bytes(true);
-  print_message("bytes from the server to sync %d ConfigMaps of %d B: whole %llu, "
+  print_message("bytes from the server to sync %d ConfigMaps of %zu B: whole %llu, "
                 "metadata-only %llu (%.3f)\n",
                 OBJECTS, DATA_BYTES, full, meta, (double)meta / (double)full);
   /* Each object is ~10.5 KiB whole and ~0.3 KiB as metadata; trimmed on
