@@ -131,6 +131,9 @@ typedef struct kcr_delete_options {
 
 typedef struct kcr_objclient kcr_objclient;
 
+/* kcr_objwatch_t: one open watch through an object client (below). Opaque. */
+typedef struct kcr_objwatch kcr_objwatch_t;
+
 /*
  * kcr_objclient_ops: an object client's verbs, named as the kcr_objclient_*
  * calls that reach them. c is the client the call came through (read c->data,
@@ -163,6 +166,9 @@ typedef struct kcr_objclient kcr_objclient;
  *   create_subresource  POST body to sub of the object obj names.
  *   get_metadata, list_metadata  get and list as PartialObjectMetadata and
  *           PartialObjectMetadataList (the metadata client).
+ *   watch   open a watch of gvk in ns (NULL or "": every namespace) with o
+ *           (never NULL): *out a new kcr_objwatch_t the implementation feeds
+ *           (kcr_objwatch_create, below).
  */
 typedef struct kcr_objclient_ops {
   int (*get)(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns, const char *name,
@@ -207,6 +213,8 @@ typedef struct kcr_objclient_ops {
                       json_t **out, kcr_error_t *err);
   int (*list_metadata)(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_options *o,
                        json_t **out, kcr_error_t *err);
+  int (*watch)(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns,
+               const kcr_watch_options *o, kcr_objwatch_t **out, kcr_error_t *err);
 } kcr_objclient_ops;
 
 /*
@@ -364,6 +372,102 @@ KCR_EXTERN int kcr_objclient_get_metadata(const kcr_objclient *c, const kcr_gvk 
 KCR_EXTERN int kcr_objclient_list_metadata(const kcr_objclient *c, const kcr_gvk *gvk,
                                            const kcr_list_options *o, json_t **out,
                                            kcr_error_t *err);
+
+/*
+ * Watches (client.WithWatch's Watch): a stream of the changes to the objects of
+ * gvk in ns (NULL or "": every namespace) that o selects (kcr/client.h's
+ * kcr_watch_options: label and field selectors, resource_version,
+ * allow_bookmarks, send_initial_events, timeout_seconds, accept; o NULL: all
+ * of them, from now). A watch always goes to whoever answers the client's
+ * writes (the manager's client and its API reader: the API server; a fake
+ * client: its tracker), never to an informer cache. resource_version NULL or
+ * "" starts with the current state, as ADDED events, then the changes;
+ * a version starts after it, and one the server no longer has ends the watch
+ * with an ERROR event holding a 410 Expired Status (kcr_error_is_gone), as it
+ * ends a reflector's.
+ *
+ * kcr_objclient_watch opens it: *out a new watch (kcr_objwatch_destroy), NULL
+ * on failure. What is wrong before anything is sent (arguments, a kind the
+ * mapper does not know, credentials) is returned here; a client without the
+ * verb: KCR_ENOTSUP. A refusal by whoever answers (KCR_EAPI, e.g. 400 for a
+ * selector it cannot parse) comes here from the fake client, and from the
+ * first kcr_objwatch_next from the API server, whose answer comes after the
+ * call returns. Blocking; any thread but a client's loop thread.
+ *
+ * kcr_objwatch_next hands over the next event, in the order the changes
+ * happened: ev->type, ev->object a new reference the caller owns (decode it
+ * with kcr_scheme_decode, or take the typed object at once with
+ * kcr_typed_watch_next, kcr/scheme.h), ev->error for an ERROR event
+ * (borrowed, valid until the next call on w). It waits at most timeout_ns (<
+ * 0: as long as it takes; 0: only looks). Returns 0 with an event; KCR_EAGAIN
+ * when none came in time (the watch goes on); otherwise the watch is over, and
+ * every later call says the same: KCR_ECLOSED when the stream ended as streams
+ * do (the server's timeoutSeconds, a fake destroyed), KCR_ECANCELED after
+ * kcr_objwatch_stop, KCR_ETOOBIG when the caller fell more than
+ * KCR_OBJWATCH_MAX_QUEUED events behind, or the transport's error (err
+ * filled). Events already queued when a stream ends are handed over first. One
+ * thread at a time calls next.
+ *
+ *   kcr_objwatch_t *w;
+ *   kcr_watch_event ev;
+ *   rc = kcr_objclient_watch(c, &gvk, "default", NULL, &w, err);
+ *   while (rc == 0 && (rc = kcr_objwatch_next(w, -1, &ev, err)) == 0) {
+ *     ... ev.type, ev.object ...
+ *     json_decref(ev.object);
+ *   }
+ *   kcr_objwatch_destroy(w);
+ *
+ * kcr_objwatch_stop ends the watch (Stop()): next returns KCR_ECANCELED (at
+ * once, if it waits), undelivered events are dropped. Idempotent; any thread.
+ * kcr_objwatch_destroy stops the watch, waits for whatever feeds it to let go
+ * and frees it; not while another thread is in next. NULL is ignored.
+ */
+KCR_EXTERN int kcr_objclient_watch(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns,
+                                   const kcr_watch_options *o, kcr_objwatch_t **out,
+                                   kcr_error_t *err);
+KCR_EXTERN int kcr_objwatch_next(kcr_objwatch_t *w, int64_t timeout_ns, kcr_watch_event *ev,
+                                 kcr_error_t *err);
+KCR_EXTERN void kcr_objwatch_stop(kcr_objwatch_t *w);
+KCR_EXTERN void kcr_objwatch_destroy(kcr_objwatch_t *w);
+
+/* KCR_OBJWATCH_MAX_QUEUED: the most events a watch holds for a caller that
+ * does not take them; one more ends the watch with KCR_ETOOBIG (a reflector
+ * would list again) instead of growing without bound. */
+#define KCR_OBJWATCH_MAX_QUEUED 65536
+
+/*
+ * The feeding side, for an implementation of kcr_objclient_ops.watch.
+ * kcr_objwatch_hooks: what the watch calls on its producer (data), each at
+ * most once, never with the watch's lock held:
+ *   stop     (may be NULL) the consumer stopped or destroyed the watch: stop
+ *            feeding it. After stop returns, calls to kcr_objwatch_send_new and
+ *            _close are still safe (they are dropped) until release.
+ *   release  (may be NULL) kcr_objwatch_destroy, after stop: let go of the
+ *            watch for good (join a thread that feeds it, free data). w is
+ *            freed when release returns.
+ * kcr_objwatch_create makes an open watch with hooks (borrowed; static
+ * storage) and data; *out new. KCR_ENOMEM, KCR_ESYS.
+ * kcr_objwatch_send_new queues one event: obj stolen on every path (it goes
+ * to the consumer as it is: do not keep a reference to it, as jansson's
+ * reference counts are not safe to drop on two threads), error the Status
+ * of an ERROR event (copied; NULL otherwise). Returns 0, KCR_ECANCELED when
+ * the watch is stopped or closed (the event is dropped; stop feeding),
+ * KCR_ETOOBIG when the queue was full (the watch is now over), KCR_ENOMEM,
+ * KCR_EINVAL. Never blocks on the consumer; any thread.
+ * kcr_objwatch_close ends the stream with why (0: KCR_ECLOSED, a normal end;
+ * else a negative kcr_err, err its details, copied, may be NULL). The consumer
+ * gets what was queued first. Only the first close counts; any thread.
+ */
+typedef struct kcr_objwatch_hooks {
+  void (*stop)(void *data);
+  void (*release)(void *data);
+} kcr_objwatch_hooks;
+
+KCR_EXTERN int kcr_objwatch_create(const kcr_objwatch_hooks *hooks, void *data,
+                                   kcr_objwatch_t **out, kcr_error_t *err);
+KCR_EXTERN int kcr_objwatch_send_new(kcr_objwatch_t *w, kcr_watch_event_type type, json_t *obj,
+                                     const kcr_error_t *error);
+KCR_EXTERN void kcr_objwatch_close(kcr_objwatch_t *w, int why, const kcr_error_t *err);
 
 /*
  * kcr_field_owner_client: the storage of a client made by

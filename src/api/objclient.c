@@ -357,6 +357,23 @@ int kcr_objclient_list_metadata(const kcr_objclient *c, const kcr_gvk *gvk,
   return rc;
 }
 
+int kcr_objclient_watch(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns,
+                        const kcr_watch_options *o, kcr_objwatch_t **out, kcr_error_t *err) {
+  kcr_watch_options none;
+  if (!out)
+    return kcr_error_set(err, KCR_EINVAL, "object client: watch needs somewhere to put it");
+  *out = NULL;
+  if (!gvk || !gvk->version || !gvk->kind)
+    return kcr_error_set(err, KCR_EINVAL, "object client: watch needs a kind");
+  if (!c->ops->watch)
+    return kcr_error_set(err, KCR_ENOTSUP, "this object client cannot watch");
+  if (!o) {
+    memset(&none, 0, sizeof(none));
+    o = &none;
+  }
+  return c->ops->watch(c, gvk, ns, o, out, err);
+}
+
 /* ---- kcr_objclient_with_field_owner: every write names the owner ---- */
 
 /* fo_inner is the client the wrapper passes a call to: its inner client,
@@ -478,6 +495,12 @@ static int fo_list_metadata(const kcr_objclient *c, const kcr_gvk *gvk, const kc
   return kcr_objclient_list_metadata(&in, gvk, o, out, err);
 }
 
+static int fo_watch(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns,
+                    const kcr_watch_options *o, kcr_objwatch_t **out, kcr_error_t *err) {
+  kcr_objclient in = fo_inner(c);
+  return kcr_objclient_watch(&in, gvk, ns, o, out, err);
+}
+
 /* Every call goes through the inner client's wrappers, which check what it
  * supports: so this client claims every flag. */
 static const kcr_objclient_ops field_owner_ops = {
@@ -497,6 +520,7 @@ static const kcr_objclient_ops field_owner_ops = {
     .create_subresource = fo_create_subresource,
     .get_metadata = fo_get_metadata,
     .list_metadata = fo_list_metadata,
+    .watch = fo_watch,
 };
 
 const kcr_objclient *kcr_objclient_with_field_owner(kcr_field_owner_client *fo,

@@ -31,6 +31,7 @@
  * Write options (dry run, field manager, field validation) go on the request
  * as they are; a dry run's answer is never noted, since nothing changed.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -499,6 +500,78 @@ static int oc_list(const kcr_objclient *c, const kcr_gvk *gvk, const kcr_list_op
   return cached_list(c, gvk, o, out, err);
 }
 
+/* ---- watches: always from the API server ---- */
+
+/* server_watch: a kcr_watch_t read by a thread of its own into an objwatch. */
+typedef struct server_watch {
+  kcr_watch_t *kw;
+  kcr_objwatch_t *ow;
+  pthread_t thread;
+  bool started; /* the thread runs (set before the watch is handed out) */
+} server_watch_t;
+
+static int server_watch_event(const kcr_watch_event *ev, void *data) {
+  server_watch_t *sw = data;
+  /* the event's object is ours: it moves to the consumer */
+  return kcr_objwatch_send_new(
+      sw->ow, ev->type, ev->object,
+      ev->error); /* stopped, or a consumer too far behind: the stream ends */
+}
+
+static void *server_watch_main(void *data) {
+  server_watch_t *sw = data;
+  kcr_error_t err;
+  int rc;
+  kcr_error_clear(&err);
+  rc = kcr_watch_run(sw->kw, server_watch_event, sw, &err);
+  kcr_objwatch_close(sw->ow, rc == 0 ? KCR_ECLOSED : rc, &err);
+  return NULL;
+}
+
+static void server_watch_stop(void *data) {
+  kcr_watch_stop(((server_watch_t *)data)->kw);
+}
+
+static void server_watch_release(void *data) {
+  server_watch_t *sw = data;
+  if (sw->started)
+    pthread_join(sw->thread, NULL);
+  kcr_watch_destroy(sw->kw);
+  kcr__free(sw);
+}
+
+static const kcr_objwatch_hooks server_watch_hooks = {server_watch_stop, server_watch_release};
+
+static int oc_watch(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns,
+                    const kcr_watch_options *o, kcr_objwatch_t **out, kcr_error_t *err) {
+  kcr__cache_client_t *cc = c->data;
+  server_watch_t *sw;
+  direct_t d;
+  int rc;
+  *out = NULL;
+  if ((rc = direct_start(c, gvk, ns, false, &d, err)) != 0)
+    return rc;
+  if (!(sw = kcr__calloc(1, sizeof(*sw))))
+    return kcr_error_set(err, KCR_ENOMEM, "object client: out of memory");
+  if ((rc = kcr_client_watch(cc->client, &d.r, d.mp.namespaced ? ns : NULL, o, &sw->kw, err)) !=
+      0) {
+    kcr__free(sw);
+    return rc;
+  }
+  if ((rc = kcr_objwatch_create(&server_watch_hooks, sw, &sw->ow, err)) != 0) {
+    kcr_watch_destroy(sw->kw);
+    kcr__free(sw);
+    return rc;
+  }
+  if (pthread_create(&sw->thread, NULL, server_watch_main, sw) != 0) {
+    kcr_objwatch_destroy(sw->ow); /* not started: release joins nothing */
+    return kcr_error_set(err, KCR_ESYS, "object client: watch thread");
+  }
+  sw->started = true;
+  *out = sw->ow;
+  return 0;
+}
+
 static const kcr_objclient_ops cache_client_ops = {.get = oc_get,
                                                    .list = oc_list,
                                                    .create = oc_create,
@@ -516,7 +589,8 @@ static const kcr_objclient_ops cache_client_ops = {.get = oc_get,
                                                    .get_subresource = oc_get_subresource,
                                                    .create_subresource = oc_create_subresource,
                                                    .get_metadata = oc_get_metadata,
-                                                   .list_metadata = oc_list_metadata};
+                                                   .list_metadata = oc_list_metadata,
+                                                   .watch = oc_watch};
 
 /* ---- the API reader (mgr.GetAPIReader()): a client.Reader ---- */
 
@@ -602,7 +676,8 @@ static const kcr_objclient_ops api_reader_ops = {.get = ar_get,
                                                  .flags = KCR_OBJCLIENT_WRITE_OPTIONS,
                                                  .delete_all_of = ar_delete_all_of,
                                                  .get_metadata = oc_get_metadata,
-                                                 .list_metadata = oc_list_metadata};
+                                                 .list_metadata = oc_list_metadata,
+                                                 .watch = oc_watch};
 
 void kcr__cache_client_init(kcr__cache_client_t *cc, kcr_client_t *client,
                             kcr_rest_mapper_t *mapper, kcr_cache_t *cache,

@@ -6,9 +6,11 @@
  * DeleteAllOf by label and field, the scale, status, eviction and token
  * subresources, PartialObjectMetadata get and list, the API reader, a kind the
  * cache is disabled for (no Secret informer after a Secret get), and
- * reader_fail_on_missing_informer.
+ * reader_fail_on_missing_informer, and watches (the server's stream through
+ * kcr_objclient_watch).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -543,6 +545,122 @@ static void test_objclient_it_fail_on_missing_informer(void **state) {
   kcr_manager_destroy(m);
 }
 
+/* next_of waits up to 30 s for the watch's next event and checks its type and name. */
+static json_t *next_of(kcr_objwatch_t *w, kcr_watch_event_type type, const char *name) {
+  kcr_watch_event ev;
+  kcr_error_t err;
+  int rc;
+  kcr_error_clear(&err);
+  rc = kcr_objwatch_next(w, 30 * KCR_NSEC_PER_SEC, &ev, &err);
+  if (rc != 0)
+    fail_msg("next: %s (%s), want %s %s", kcr_err_name(rc), err.message,
+             kcr_watch_event_type_name(type), name);
+  if (ev.type != type || strcmp(kcr_meta_name(ev.object), name) != 0)
+    fail_msg("got %s %s, want %s %s", kcr_watch_event_type_name(ev.type), kcr_meta_name(ev.object),
+             kcr_watch_event_type_name(type), name);
+  return ev.object;
+}
+
+typedef struct waiter {
+  kcr_objwatch_t *w;
+  int rc;
+} waiter_t;
+
+static void *wait_forever(void *d) {
+  waiter_t *wt = d;
+  kcr_watch_event ev;
+  wt->rc = kcr_objwatch_next(wt->w, -1, &ev, NULL);
+  if (wt->rc == 0)
+    json_decref(ev.object);
+  return NULL;
+}
+
+/* Watch through the manager's client: the server's stream, selectors, replay
+ * from a version, PartialObjectMetadata, a stop from another thread while
+ * next waits (the reading thread is joined by destroy), the end of a stream
+ * and a refused selector. */
+static void test_objclient_it_watch(void **state) {
+  kcr_manager_t *m = manager(NULL);
+  const kcr_objclient *c = kcr_manager_client(m);
+  kcr_watch_options o = {.label_selector = "app=watched"};
+  kcr_objwatch_t *w = NULL;
+  json_t *obj = cm("watched", "watched"), *out = NULL, *ev;
+  kcr_watch_event e;
+  kcr_error_t err;
+  waiter_t wt = {0};
+  pthread_t t;
+  char kinds[256], rv[32];
+  int rc;
+  (void)state;
+  CHECK(kcr_objclient_watch(c, &cm_gvk, ns, &o, &w, E));
+  CHECK(kcr_objclient_create(c, obj, &out, E));
+  snprintf(rv, sizeof(rv), "%s", kcr_meta_resource_version(out));
+  json_decref(next_of(w, KCR_WATCH_ADDED, "watched"));
+  CHECK(kcr_objclient_patch(c, out, KCR_PATCH_MERGE, PATCH_K, strlen(PATCH_K), NULL, NULL, E));
+  ev = next_of(w, KCR_WATCH_MODIFIED, "watched");
+  assert_string_equal(kcr_meta_path_string(ev, "data.k"), "patched");
+  json_decref(ev);
+  /* leaving the selection ends the object for this watch */
+  CHECK(kcr_objclient_patch(c, out, KCR_PATCH_MERGE, "{\"metadata\":{\"labels\":{\"app\":\"x\"}}}",
+                            strlen("{\"metadata\":{\"labels\":{\"app\":\"x\"}}}"), NULL, NULL, E));
+  json_decref(next_of(w, KCR_WATCH_DELETED, "watched"));
+  /* plain ConfigMap in the namespace did not come: only the selection */
+  assert_int_equal(kcr_objwatch_next(w, 0, &e, NULL), KCR_EAGAIN);
+  kcr_objwatch_destroy(w);
+  informer_kinds(m, kinds, sizeof(kinds));
+  assert_string_equal(kinds, ""); /* a watch is no informer */
+
+  /* from the create's version, metadata only: the changes after it replayed */
+  o.label_selector = NULL;
+  o.field_selector = "metadata.name=watched";
+  o.resource_version = rv;
+  o.accept = KCR_ACCEPT_PARTIAL_METADATA;
+  CHECK(kcr_objclient_watch(kcr_manager_api_reader(m), &cm_gvk, ns, &o, &w, E));
+  ev = next_of(w, KCR_WATCH_MODIFIED, "watched");
+  assert_string_equal(kcr_meta_kind(ev), "PartialObjectMetadata");
+  assert_null(json_object_get(ev, "data"));
+  json_decref(ev);
+  json_decref(next_of(w, KCR_WATCH_MODIFIED, "watched"));
+  /* stop from another thread while next waits */
+  wt.w = w;
+  assert_int_equal(pthread_create(&t, NULL, wait_forever, &wt), 0);
+  kcr_objwatch_stop(w);
+  pthread_join(t, NULL);
+  assert_int_equal(wt.rc, KCR_ECANCELED);
+  kcr_objwatch_destroy(w);
+
+  /* the server's timeoutSeconds ends the stream as streams end: KCR_ECLOSED
+   * (410 Expired needs an etcd compaction: the fake's test and the reflector's
+   * fault tests cover it) */
+  o.accept = NULL;
+  o.field_selector = "metadata.name=none";
+  o.resource_version = NULL;
+  o.timeout_seconds = 1;
+  CHECK(kcr_objclient_watch(c, &cm_gvk, ns, &o, &w, E));
+  kcr_error_clear(&err);
+  rc = kcr_objwatch_next(w, 30 * KCR_NSEC_PER_SEC, &e, &err);
+  assert_int_equal(rc, KCR_ECLOSED);
+  assert_int_equal(kcr_objwatch_next(w, 0, &e, NULL), KCR_ECLOSED);
+  kcr_objwatch_destroy(w);
+  o.timeout_seconds = 0;
+  o.field_selector = NULL;
+
+  /* a selector the server cannot parse ends the watch with its 400 */
+  o.resource_version = NULL;
+  o.label_selector = "app in (";
+  rc = kcr_objclient_watch(c, &cm_gvk, ns, &o, &w, &err);
+  if (rc == 0) {
+    kcr_error_clear(&err);
+    rc = kcr_objwatch_next(w, 30 * KCR_NSEC_PER_SEC, &e, &err);
+    kcr_objwatch_destroy(w);
+  }
+  assert_int_equal(rc, KCR_EAPI);
+  assert_true(kcr_error_is_bad_request(&err));
+  json_decref(obj);
+  json_decref(out);
+  kcr_manager_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_objclient_it_dry_run),
@@ -555,6 +673,7 @@ int main(void) {
       cmocka_unit_test(test_objclient_it_api_reader),
       cmocka_unit_test(test_objclient_it_disable_cache_for),
       cmocka_unit_test(test_objclient_it_fail_on_missing_informer),
+      cmocka_unit_test(test_objclient_it_watch),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
