@@ -137,6 +137,22 @@ extern "C" {
  *    managedFields are kept, so there are no conflicts, and a field an
  *    earlier apply set and this one leaves out stays (a documented
  *    difference: the server removes it).
+ *  - watches (kcr_objclient_watch) see every change a write or a seed makes,
+ *    in order, as the server's watch does (controller-runtime's fake only
+ *    watches a namespace from now): the namespace, label and field selectors
+ *    hold, an object that comes into or leaves the selection is ADDED or
+ *    DELETED; no resource_version (or "0") starts with the current state,
+ *    sorted by namespace and name; a version replays the changes after it
+ *    from a history of the last 1,024 changes
+ *    (kcr_fake_client_set_watch_history), and one older than that gets an
+ *    ERROR event with 410 Expired and the end of the watch;
+ *    send_initial_events (with allow_bookmarks, else Invalid) ends the
+ *    current state with a BOOKMARK annotated k8s.io/initial-events-end;
+ *    accept KCR_ACCEPT_PARTIAL_METADATA sends PartialObjectMetadata. A delete
+ *    takes a resourceVersion of its own, as on the server. timeout_seconds
+ *    is not honoured: the watch lasts until it is stopped or the fake is
+ *    destroyed (then KCR_ECLOSED). Destroy the fake after the threads that
+ *    use its watches are done with them.
  *  - errors are returned as the client returns the server's: KCR_EAPI with
  *    http_status, reason and message filled the way a metav1.Status fills them
  *    (kcr_error_is_not_found and friends work).
@@ -155,6 +171,7 @@ typedef enum kcr_fake_verb {
   KCR_FAKE_APPLY,
   KCR_FAKE_DELETE,
   KCR_FAKE_DELETE_ALL_OF, /* kcr_objclient_delete_all_of */
+  KCR_FAKE_WATCH,         /* kcr_objclient_watch */
   KCR_FAKE_VERBS          /* how many */
 } kcr_fake_verb;
 
@@ -269,6 +286,15 @@ KCR_EXTERN void kcr_fake_client_intercept(kcr_fake_client_t *f, kcr_fake_verb ve
  * intercepted or not (for asserting "wrote nothing"). Any thread.
  */
 KCR_EXTERN uint64_t kcr_fake_client_calls(kcr_fake_client_t *f, kcr_fake_verb verb);
+
+/*
+ * kcr_fake_client_set_watch_history keeps the last n changes (default 1,024)
+ * for watches that start at a resourceVersion; a watch from before the oldest
+ * one kept is told 410 Expired. 0 keeps none, so that any watch from an
+ * earlier version expires (to test a reflector's relist). Errors: KCR_EINVAL,
+ * KCR_ENOMEM. Any thread.
+ */
+KCR_EXTERN int kcr_fake_client_set_watch_history(kcr_fake_client_t *f, size_t n, kcr_error_t *err);
 
 /* kcr_fake_client_reset_calls sets every call count back to 0. */
 KCR_EXTERN void kcr_fake_client_reset_calls(kcr_fake_client_t *f);

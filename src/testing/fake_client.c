@@ -56,21 +56,44 @@ typedef struct interceptor {
   void *data;
 } interceptor_t;
 
+/* fake_event: one change, as the watch history keeps it. */
+typedef struct fake_event {
+  unsigned long long rv;     /* the version the change made */
+  char *key;                 /* the item's key */
+  kcr_watch_event_type type; /* ADDED, MODIFIED or DELETED */
+  json_t *before;            /* MODIFIED: the state it replaced (selection changes); else NULL */
+  json_t *after;             /* the state it made (DELETED: the last, at the deletion's version) */
+} fake_event_t;
+
+typedef struct fake_watch fake_watch_t;
+
 struct kcr_fake_client {
   pthread_mutex_t mu;
-  kcr_clock_t *clock;                 /* immutable */
-  item_t *items;                      /* protected by mu */
-  size_t n, cap;                      /* protected by mu */
-  unsigned long long rv;              /* protected by mu: the last resourceVersion given */
-  uint64_t rand;                      /* protected by mu */
-  interceptor_t icpt[KCR_FAKE_VERBS]; /* protected by mu */
-  uint64_t calls[KCR_FAKE_VERBS];     /* protected by mu */
-  fake_index_t *idx;                  /* protected by mu */
-  size_t nidx;                        /* protected by mu */
-  bool status_per_kind;               /* protected by mu: WithStatusSubresource was called */
-  char **status_kinds;                /* protected by mu: "group \x1f kind" registered */
-  size_t nstatus;                     /* protected by mu */
+  kcr_clock_t *clock;                  /* immutable */
+  item_t *items;                       /* protected by mu */
+  size_t n, cap;                       /* protected by mu */
+  unsigned long long rv;               /* protected by mu: the last resourceVersion given */
+  uint64_t rand;                       /* protected by mu */
+  interceptor_t icpt[KCR_FAKE_VERBS];  /* protected by mu */
+  uint64_t calls[KCR_FAKE_VERBS];      /* protected by mu */
+  fake_index_t *idx;                   /* protected by mu */
+  size_t nidx;                         /* protected by mu */
+  bool status_per_kind;                /* protected by mu: WithStatusSubresource was called */
+  char **status_kinds;                 /* protected by mu: "group \x1f kind" registered */
+  size_t nstatus;                      /* protected by mu */
+  fake_event_t *hist;                  /* protected by mu: a ring of the last changes */
+  size_t hist_max, hist_start, hist_n; /* protected by mu */
+  unsigned long long hist_floor;       /* protected by mu: versions up to it are not kept */
+  fake_watch_t **watches;              /* protected by mu: the open watches */
+  size_t nwatches, capwatches;         /* protected by mu */
 };
+
+/* KCR__FAKE_WATCH_HISTORY: the changes a fake keeps for watches that start
+ * at a version (kcr_fake_client_set_watch_history). */
+#define KCR__FAKE_WATCH_HISTORY 1024
+
+static void emit(kcr_fake_client_t *f, kcr_watch_event_type type, const char *key, json_t *before,
+                 const json_t *after);
 
 /* ---- errors as the API server words them ---- */
 
@@ -483,7 +506,7 @@ static int commit(kcr_fake_client_t *f, item_t *it, json_t *next, const char *su
   static const char *const immutable[] = {
       "uid",  "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
       "name", "namespace",         "generation"};
-  json_t *fins;
+  json_t *fins, *before;
   bool deleting, status_kept = has_status(f, w->group, w->kind);
   int rc = 0;
 
@@ -561,16 +584,19 @@ static int commit(kcr_fake_client_t *f, item_t *it, json_t *next, const char *su
     return oom(err);
   }
   if (deleting && json_array_size(fins) == 0) {
+    emit(f, KCR_WATCH_DELETED, it->key, NULL, result);
     remove_item(f, it); /* released: the object is gone */
     *out = result;
     return 0;
   }
-  json_decref(it->obj);
+  before = it->obj; /* the stored tree is replaced, never changed: the event keeps it */
   it->obj = json_deep_copy(result);
   if (!it->obj) {
-    it->obj = result; /* keep a tree stored; the caller gets nothing */
+    it->obj = before;
+    json_decref(result); /* keep the tree stored; the caller gets nothing */
     return oom(err);
   }
+  emit(f, KCR_WATCH_MODIFIED, it->key, before, it->obj);
   *out = result;
   return 0;
 }
@@ -992,12 +1018,11 @@ static int index_holds(const fake_index_t *ix, const json_t *obj, const char *va
 
 /* selection_matches: 1 when s selects the stored item it, 0 when not, < 0 on
  * an index function's error (mu held). */
-static int selection_matches(const kcr_fake_client_t *f, const selection_t *s, const item_t *it,
-                             kcr_error_t *err) {
-  const json_t *obj = it->obj;
+static int selection_matches_obj(const kcr_fake_client_t *f, const selection_t *s, const char *key,
+                                 const json_t *obj, kcr_error_t *err) {
   const char *ons = kcr_meta_namespace(obj), *oname = kcr_meta_name(obj);
   int m;
-  if (strncmp(it->key, s->prefix, strlen(s->prefix)) != 0)
+  if (strncmp(key, s->prefix, strlen(s->prefix)) != 0)
     return 0;
   if (s->ns && strcmp(s->ns, ons ? ons : "") != 0)
     return 0;
@@ -1017,6 +1042,11 @@ static int selection_matches(const kcr_fake_client_t *f, const selection_t *s, c
   if (s->index)
     return index_holds(s->index, obj, s->index_value, err);
   return 1;
+}
+
+static int selection_matches(const kcr_fake_client_t *f, const selection_t *s, const item_t *it,
+                             kcr_error_t *err) {
+  return selection_matches_obj(f, s, it->key, it->obj, err);
 }
 
 static int cmp_items(const void *a, const void *b) {
@@ -1238,6 +1268,8 @@ static int do_create(kcr_fake_client_t *f, const json_t *obj, bool seed, bool dr
   if (out && !(*out = json_deep_copy(copy)))
     goto nomem_locked;
   rc = insert(f, key, copy);
+  if (rc == 0)
+    emit(f, KCR_WATCH_ADDED, f->items[f->n - 1].key, NULL, f->items[f->n - 1].obj);
   pthread_mutex_unlock(&f->mu);
   if (rc) {
     if (out) {
@@ -1708,14 +1740,25 @@ static int delete_locked(kcr_fake_client_t *f, item_t *it, const kcr_delete_opti
   if (json_array_size(json_object_get(md, "finalizers")) > 0) {
     /* finalizers hold it: mark it (once) and keep it */
     if (!json_object_get(md, "deletionTimestamp")) {
+      /* a new tree: the stored one may be held by the watch history */
+      json_t *before, *next = json_deep_copy(it->obj), *nmd = json_object_get(next, "metadata");
       now_text(f, t, sizeof(t));
-      if (json_object_set_new(md, "deletionTimestamp", json_string(t)) != 0 ||
-          json_object_set_new(md, "deletionGracePeriodSeconds", json_integer(0)) != 0 ||
-          next_rv(f, md) != 0)
+      if (!nmd || json_object_set_new(nmd, "deletionTimestamp", json_string(t)) != 0 ||
+          json_object_set_new(nmd, "deletionGracePeriodSeconds", json_integer(0)) != 0 ||
+          next_rv(f, nmd) != 0) {
+        json_decref(next);
         return oom(err);
+      }
+      before = it->obj;
+      it->obj = next;
+      emit(f, KCR_WATCH_MODIFIED, it->key, before, it->obj);
     }
     return 0;
   }
+  /* the server's delete is a change too: it has a version of its own */
+  if (next_rv(f, md) != 0)
+    return oom(err);
+  emit(f, KCR_WATCH_DELETED, it->key, NULL, it->obj);
   remove_item(f, it);
   return 0;
 }
@@ -1914,6 +1957,303 @@ static int f_get_metadata(const kcr_objclient *c, const kcr_gvk *gvk, const char
   return *out ? 0 : oom(err);
 }
 
+/* ---- watches ---- */
+
+/* fake_watch: one open watch; registered in the fake's list until stopped. */
+struct fake_watch {
+  kcr_fake_client_t *f; /* NULL once the fake is destroyed (written under f->mu) */
+  kcr_objwatch_t *w;
+  selection_t sel; /* ns points at ns below; parsed in place (the field terms point into it) */
+  char ns[256];
+  bool metadata; /* PartialObjectMetadata events */
+};
+
+/* watch_send hands fw's consumer its own copy of obj as an event of type. */
+static void watch_send(fake_watch_t *fw, kcr_watch_event_type type, const json_t *obj) {
+  json_t *copy = fw->metadata ? metadata_only(obj) : json_deep_copy(obj);
+  if (!copy) {
+    kcr_error_t e;
+    kcr_error_clear(&e);
+    kcr_error_set(&e, KCR_ENOMEM, "fake client: watch: out of memory");
+    kcr_objwatch_close(fw->w, KCR_ENOMEM, &e);
+    return;
+  }
+  (void)kcr_objwatch_send_new(fw->w, type, copy, NULL); /* a watch that is over drops it */
+}
+
+/* watch_matches: whether fw selects obj (an index function's error: no). */
+static bool watch_matches(const kcr_fake_client_t *f, const fake_watch_t *fw, const char *key,
+                          const json_t *obj) {
+  kcr_error_t e;
+  kcr_error_clear(&e);
+  return selection_matches_obj(f, &fw->sel, key, obj, &e) > 0;
+}
+
+/*
+ * deliver tells fw of e as a server's watch with a selector does: an object
+ * that comes into the selection is ADDED, one that leaves it DELETED (in the
+ * state that made it leave), a change inside it MODIFIED. mu held.
+ */
+static void deliver(const kcr_fake_client_t *f, fake_watch_t *fw, const fake_event_t *e) {
+  bool now = watch_matches(f, fw, e->key, e->after);
+  bool was = e->type == KCR_WATCH_MODIFIED && e->before && watch_matches(f, fw, e->key, e->before);
+  if (e->type == KCR_WATCH_MODIFIED && (now || was))
+    watch_send(fw,
+               was && now ? KCR_WATCH_MODIFIED
+               : now      ? KCR_WATCH_ADDED
+                          : KCR_WATCH_DELETED,
+               e->after);
+  else if (e->type != KCR_WATCH_MODIFIED && now)
+    watch_send(fw, e->type, e->after);
+}
+
+static void event_free(fake_event_t *e) {
+  kcr__free(e->key);
+  json_decref(e->before);
+  json_decref(e->after);
+  memset(e, 0, sizeof(*e));
+}
+
+/* hist_drop_oldest forgets the oldest change kept (mu held). */
+static void hist_drop_oldest(kcr_fake_client_t *f) {
+  fake_event_t *e = &f->hist[f->hist_start];
+  f->hist_floor = e->rv;
+  event_free(e);
+  f->hist_start = (f->hist_start + 1) % f->hist_max;
+  f->hist_n--;
+}
+
+/*
+ * emit records a change in the watch history and tells every open watch of
+ * it. before is stolen (NULL: none); after is copied. A change the history has
+ * no memory for only moves the floor: a watch from an earlier version is then
+ * told 410 Expired, as the server's watch cache does. mu held.
+ */
+static void emit(kcr_fake_client_t *f, kcr_watch_event_type type, const char *key, json_t *before,
+                 const json_t *after) {
+  fake_event_t e = {0};
+  const char *rv = kcr_meta_resource_version(after);
+  e.rv = rv ? strtoull(rv, NULL, 10) : f->rv;
+  e.type = type;
+  e.before = before;
+  e.key = kcr__strdup(key);
+  e.after = json_deep_copy(after);
+  if (!e.key || !e.after) {
+    /* no memory to tell anyone: every watch ends, as a broken stream does */
+    kcr_error_t err;
+    kcr_error_clear(&err);
+    kcr_error_set(&err, KCR_ENOMEM, "fake client: watch: out of memory");
+    for (size_t i = 0; i < f->nwatches; i++)
+      kcr_objwatch_close(f->watches[i]->w, KCR_ENOMEM, &err);
+    event_free(&e);
+    f->hist_floor = f->rv;
+    return;
+  }
+  for (size_t i = 0; i < f->nwatches; i++)
+    deliver(f, f->watches[i], &e);
+  if (f->hist_max == 0) {
+    f->hist_floor = e.rv;
+    event_free(&e);
+    return;
+  }
+  if (!f->hist) {
+    if (!(f->hist = kcr__calloc(f->hist_max, sizeof(*f->hist)))) {
+      f->hist_floor = e.rv;
+      event_free(&e);
+      return;
+    }
+  }
+  if (f->hist_n == f->hist_max)
+    hist_drop_oldest(f);
+  f->hist[(f->hist_start + f->hist_n) % f->hist_max] = e;
+  f->hist_n++;
+}
+
+static void watch_stop(void *data) {
+  fake_watch_t *fw = data;
+  kcr_fake_client_t *f = fw->f;
+  if (!f)
+    return; /* the fake is gone and took its list with it */
+  pthread_mutex_lock(&f->mu);
+  for (size_t i = 0; i < f->nwatches; i++) {
+    if (f->watches[i] == fw) {
+      f->watches[i] = f->watches[--f->nwatches];
+      break;
+    }
+  }
+  fw->f = NULL;
+  pthread_mutex_unlock(&f->mu);
+}
+
+static void watch_release(void *data) {
+  fake_watch_t *fw = data;
+  selection_free(&fw->sel);
+  kcr__free(fw);
+}
+
+static const kcr_objwatch_hooks fake_watch_hooks = {watch_stop, watch_release};
+
+/* watch_version reads where a watch starts: *initial when it starts with the
+ * current state (no version, or "0"), else *from. */
+static int watch_version(const kcr_watch_options *o, bool *initial, unsigned long long *from,
+                         kcr_error_t *err) {
+  const char *rv = o->resource_version;
+  char *end = NULL, msg[300];
+  *initial = !rv || !*rv || strcmp(rv, "0") == 0;
+  *from = 0;
+  if (*initial)
+    return 0;
+  *from = strtoull(rv, &end, 10);
+  if (!isdigit((unsigned char)*rv) || *end) {
+    snprintf(msg, sizeof(msg), "invalid resource version \"%.200s\"", rv);
+    return bad_request(err, msg);
+  }
+  return 0;
+}
+
+/* watch_start sends a new watch what comes before the live changes: the
+ * current state (initial), or the history after from, or 410 Expired when
+ * the history no longer goes back to from. Returns false when the watch is
+ * over already (expired). mu held. */
+static bool watch_start(kcr_fake_client_t *f, fake_watch_t *fw, const kcr_gvk *gvk,
+                        const kcr_watch_options *o, bool initial, unsigned long long from) {
+  if (initial) {
+    size_t nsel = 0;
+    json_t **sel = kcr__calloc(f->n ? f->n : 1, sizeof(json_t *));
+    if (!sel) {
+      kcr_objwatch_close(fw->w, KCR_ENOMEM, NULL);
+      return false;
+    }
+    for (size_t i = 0; i < f->n; i++)
+      if (watch_matches(f, fw, f->items[i].key, f->items[i].obj))
+        sel[nsel++] = f->items[i].obj;
+    qsort(sel, nsel, sizeof(json_t *), cmp_items);
+    for (size_t i = 0; i < nsel; i++)
+      watch_send(fw, KCR_WATCH_ADDED, sel[i]);
+    kcr__free(sel);
+    if (o->send_initial_events) {
+      char av[KCR_GVK_GROUP_MAX + 64], rv[32];
+      json_t *bm;
+      kcr_gvk_api_version(gvk, av, sizeof(av));
+      snprintf(rv, sizeof(rv), "%llu", f->rv);
+      bm =
+          json_pack("{s:s, s:s, s:{s:s, s:{s:s}}}", "apiVersion", av, "kind", gvk->kind, "metadata",
+                    "resourceVersion", rv, "annotations", "k8s.io/initial-events-end", "true");
+      if (bm)
+        (void)kcr_objwatch_send_new(fw->w, KCR_WATCH_BOOKMARK, bm, NULL);
+    }
+    return true;
+  }
+  if (from < f->hist_floor) {
+    kcr_error_t gone;
+    char msg[200];
+    json_t *status;
+    snprintf(msg, sizeof(msg), "too old resource version: %llu (%llu)", from, f->hist_floor + 1);
+    status = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
+                       "metadata", "status", "Failure", "message", msg, "reason", "Expired", "code",
+                       410);
+    kcr_error_clear(&gone);
+    kcr_fake_error(&gone, 410, "Expired", "%s", msg);
+    if (status)
+      (void)kcr_objwatch_send_new(fw->w, KCR_WATCH_ERROR, status, &gone);
+    kcr_objwatch_close(fw->w, KCR_ECLOSED, NULL);
+    return false;
+  }
+  for (size_t i = 0; i < f->hist_n; i++) {
+    const fake_event_t *e = &f->hist[(f->hist_start + i) % f->hist_max];
+    if (e->rv > from)
+      deliver(f, fw, e);
+  }
+  return true;
+}
+
+static int f_watch(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns,
+                   const kcr_watch_options *o, kcr_objwatch_t **out, kcr_error_t *err) {
+  kcr_fake_client_t *f = c->data;
+  kcr_fake_call call = {KCR_FAKE_WATCH, gvk, ns ? ns : "", NULL, NULL, NULL};
+  kcr_list_options lo;
+  fake_watch_t *fw;
+  unsigned long long from;
+  bool initial;
+  int rc;
+  who_t w;
+
+  if ((rc = intercept(f, &call, err)) != 0)
+    return rc;
+  if ((rc = watch_version(o, &initial, &from, err)) != 0)
+    return rc;
+  if (o->send_initial_events && !o->allow_bookmarks) {
+    who_init(&w, gvk->group, gvk->kind, "");
+    return invalid(err, &w,
+                   "sendInitialEvents: Forbidden: sendInitialEvents requires setting "
+                   "allowWatchBookmarks to true");
+  }
+  if (ns && strlen(ns) >= sizeof(fw->ns))
+    return bad_request(err, "namespace too long");
+  if (!(fw = kcr__calloc(1, sizeof(*fw))))
+    return oom(err);
+  snprintf(fw->ns, sizeof(fw->ns), "%s", ns ? ns : "");
+  fw->metadata = o->accept && strstr(o->accept, "as=PartialObjectMetadata") != NULL;
+  memset(&lo, 0, sizeof(lo));
+  lo.ns = fw->ns;
+  lo.label_selector = o->label_selector;
+  lo.field_selector = o->field_selector;
+  if ((rc = kcr_objwatch_create(&fake_watch_hooks, fw, &fw->w, err)) != 0) {
+    kcr__free(fw);
+    return rc;
+  }
+  pthread_mutex_lock(&f->mu);
+  rc = selection_parse(f, gvk, &lo, &fw->sel, err);
+  if (rc == 0 && f->nwatches == f->capwatches) {
+    size_t cap = f->capwatches ? f->capwatches * 2 : 4;
+    fake_watch_t **v = kcr__realloc(f->watches, cap * sizeof(fake_watch_t *));
+    if (!v)
+      rc = oom(err);
+    else {
+      f->watches = v;
+      f->capwatches = cap;
+    }
+  }
+  if (rc == 0 && watch_start(f, fw, gvk, o, initial, from)) {
+    fw->f = f;
+    f->watches[f->nwatches++] = fw;
+  }
+  pthread_mutex_unlock(&f->mu);
+  if (rc != 0) {
+    kcr_objwatch_destroy(fw->w); /* fw->f is NULL: stop does nothing; release frees fw */
+    return rc;
+  }
+  *out = fw->w;
+  return 0;
+}
+
+int kcr_fake_client_set_watch_history(kcr_fake_client_t *f, size_t n, kcr_error_t *err) {
+  if (!f)
+    return kcr_error_set(err, KCR_EINVAL, "fake client: set_watch_history needs a client");
+  pthread_mutex_lock(&f->mu);
+  while (f->hist_n > n)
+    hist_drop_oldest(f);
+  if (f->hist_n > 0) {
+    fake_event_t *v = kcr__calloc(n, sizeof(*v));
+    if (!v) {
+      pthread_mutex_unlock(&f->mu);
+      return oom(err);
+    }
+    for (size_t i = 0; i < f->hist_n; i++)
+      v[i] = f->hist[(f->hist_start + i) % f->hist_max];
+    kcr__free(f->hist);
+    f->hist = v;
+    f->hist_start = 0;
+  } else {
+    kcr__free(f->hist);
+    f->hist = NULL;
+    f->hist_start = 0;
+  }
+  f->hist_max = n;
+  pthread_mutex_unlock(&f->mu);
+  return 0;
+}
+
 static const kcr_objclient_ops fake_ops = {.get = f_get,
                                            .list = f_list,
                                            .create = f_create,
@@ -1929,7 +2269,8 @@ static const kcr_objclient_ops fake_ops = {.get = f_get,
                                            .get_subresource = f_get_subresource,
                                            .create_subresource = f_create_subresource,
                                            .get_metadata = f_get_metadata,
-                                           .list_metadata = f_list_metadata};
+                                           .list_metadata = f_list_metadata,
+                                           .watch = f_watch};
 
 /* ---- life ---- */
 
@@ -1945,6 +2286,7 @@ int kcr_fake_client_create(kcr_clock_t *clock, kcr_fake_client_t **out, kcr_erro
   }
   f->clock = clock ? clock : kcr_clock_system();
   f->rand = kcr_rand_seed();
+  f->hist_max = KCR__FAKE_WATCH_HISTORY;
   *out = f;
   return 0;
 }
@@ -1965,6 +2307,15 @@ void kcr_fake_client_destroy(kcr_fake_client_t *f) {
   for (size_t i = 0; i < f->nstatus; i++)
     kcr__free(f->status_kinds[i]);
   kcr__free(f->status_kinds);
+  for (size_t i = 0; i < f->hist_n; i++)
+    event_free(&f->hist[(f->hist_start + i) % f->hist_max]);
+  kcr__free(f->hist);
+  /* open watches end; their owners still destroy them */
+  for (size_t i = 0; i < f->nwatches; i++) {
+    f->watches[i]->f = NULL;
+    kcr_objwatch_close(f->watches[i]->w, KCR_ECLOSED, NULL);
+  }
+  kcr__free(f->watches);
   pthread_mutex_destroy(&f->mu);
   kcr__free(f);
 }
