@@ -174,6 +174,24 @@ KCR_EXTERN int kcr_typed_patch(const kcr_objclient *c, const kcr_scheme_t *s, co
                                size_t patch_len, const char *subresource, void **out,
                                kcr_error_t *err);
 
+/*
+ * kcr_typed_watch_next is kcr_objwatch_next (kcr/objclient.h) for a watch of
+ * gvk opened with kcr_objclient_watch: *type the event's type and, for ADDED,
+ * MODIFIED and DELETED, *out a new typed value (kcr_scheme_free_typed); for a
+ * BOOKMARK *out is NULL. An ERROR event is returned as its error (KCR_EAPI,
+ * err holding the Status: kcr_error_is_gone for 410 Expired), *type
+ * KCR_WATCH_ERROR; the next call then tells how the watch ended. Other
+ * returns as kcr_objwatch_next (KCR_EAGAIN: nothing in time), and
+ * KCR_ENOENT/KCR_ENOTSUP for a kind s has no codec for.
+ *
+ *   while ((rc = kcr_typed_watch_next(w, s, &gvk, -1, &type, (void **)&app, err)) == 0) {
+ *     if (app) { ... app->spec ...; kcr_scheme_free_typed(k, app); }
+ *   }
+ */
+KCR_EXTERN int kcr_typed_watch_next(kcr_objwatch_t *w, const kcr_scheme_t *s, const kcr_gvk *gvk,
+                                    int64_t timeout_ns, kcr_watch_event_type *type, void **out,
+                                    kcr_error_t *err);
+
 /* kcr_typed_list_free releases what kcr_typed_list returned (kind gvk). NULL ignored. */
 KCR_EXTERN void kcr_typed_list_free(const kcr_scheme_t *s, const kcr_gvk *gvk, void **items,
                                     size_t n);

@@ -313,6 +313,32 @@ int kcr_typed_get(const kcr_objclient *c, const kcr_scheme_t *s, const kcr_gvk *
   return decoded(k, obj, out, err);
 }
 
+int kcr_typed_watch_next(kcr_objwatch_t *w, const kcr_scheme_t *s, const kcr_gvk *gvk,
+                         int64_t timeout_ns, kcr_watch_event_type *type, void **out,
+                         kcr_error_t *err) {
+  const kcr_kind_info *k;
+  kcr_watch_event ev;
+  int rc;
+  *out = NULL;
+  *type = 0;
+  if ((rc = kcr__scheme_codec_of(s, gvk, &k, err)) != 0)
+    return rc;
+  if ((rc = kcr_objwatch_next(w, timeout_ns, &ev, err)) != 0)
+    return rc;
+  *type = ev.type;
+  if (ev.type == KCR_WATCH_ERROR) {
+    if (err && err->code == KCR_OK && ev.error)
+      *err = *ev.error;
+    json_decref(ev.object);
+    return ev.error ? ev.error->code : KCR_EAPI;
+  }
+  if (ev.type == KCR_WATCH_BOOKMARK) {
+    json_decref(ev.object);
+    return 0;
+  }
+  return decoded(k, ev.object, out, err);
+}
+
 void kcr_typed_list_free(const kcr_scheme_t *s, const kcr_gvk *gvk, void **items, size_t n) {
   const kcr_kind_info *k;
   if (!items)

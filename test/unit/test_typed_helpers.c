@@ -4,9 +4,9 @@
  * kcr_gen_app_types): finalizers, owner references and conditions on meta_v1
  * structs (checked against what the JSON helpers write), merge patches from
  * typed values, typed create-or-update/create-or-patch over the fake client,
- * kcr_event_record_meta, and the error-record traps: after kcr_ignore_* the
- * record is empty, and a helper that tolerates NotFound leaves it empty, so a
- * later failure reports itself.
+ * typed watches (kcr_typed_watch_next), kcr_event_record_meta, and the
+ * error-record traps: after kcr_ignore_* the record is empty, and a helper
+ * that tolerates NotFound leaves it empty, so a later failure reports itself.
  */
 #include <string.h>
 
@@ -810,6 +810,61 @@ static void test_typed_helpers_labels(void **state) {
   kcr_meta_v1_object_meta_free(m);
 }
 
+/* ---- typed watches ---- */
+
+static void test_typed_helpers_watch(void **state) {
+  fx_t *fx = *state;
+  kcr_watch_options o = {.send_initial_events = 1, .allow_bookmarks = 1};
+  kcr_watch_event_type type;
+  kcr_objwatch_t *w = NULL;
+  kcr_error_t err;
+  void *out = NULL;
+  const kcr_gvk unknown = {"kcr.dev", "v1alpha1", "Nope"};
+  assert_int_equal(kcr_fake_client_add_json(fx->f, APP_JSON, NULL), 0);
+  assert_int_equal(kcr_objclient_watch(&fx->c, &APP, "ns", &o, &w, NULL), 0);
+  /* the current state, typed */
+  assert_int_equal(kcr_typed_watch_next(w, fx->s, &APP, 0, &type, &out, NULL), 0);
+  assert_int_equal(type, KCR_WATCH_ADDED);
+  assert_string_equal(((app_v1alpha1_t *)out)->spec->image, "nginx:1");
+  app_v1alpha1_free(out);
+  /* the bookmark: no object */
+  out = (void *)1;
+  assert_int_equal(kcr_typed_watch_next(w, fx->s, &APP, 0, &type, &out, NULL), 0);
+  assert_int_equal(type, KCR_WATCH_BOOKMARK);
+  assert_null(out);
+  /* nothing more yet */
+  assert_int_equal(kcr_typed_watch_next(w, fx->s, &APP, 0, &type, &out, NULL), KCR_EAGAIN);
+  /* a change */
+  {
+    app_v1alpha1_t *a = get(fx), *b = NULL;
+    assert_int_equal(app_v1alpha1_copy(a, &b, NULL), 0);
+    b->spec->replicas = 4;
+    assert_int_equal(kcr_typed_patch_merge_from(&fx->c, fx->s, &APP, a, b, 0, NULL, &out, NULL), 0);
+    app_v1alpha1_free(out);
+    app_v1alpha1_free(a);
+    app_v1alpha1_free(b);
+  }
+  assert_int_equal(kcr_typed_watch_next(w, fx->s, &APP, 1000000000LL, &type, &out, NULL), 0);
+  assert_int_equal(type, KCR_WATCH_MODIFIED);
+  assert_int_equal(((app_v1alpha1_t *)out)->spec->replicas, 4);
+  app_v1alpha1_free(out);
+  /* a kind the scheme has no codec for */
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_typed_watch_next(w, fx->s, &unknown, 0, &type, &out, &err), KCR_ENOENT);
+  kcr_objwatch_destroy(w);
+  /* an ERROR event is returned as its error, then the end */
+  assert_int_equal(kcr_fake_client_set_watch_history(fx->f, 0, NULL), 0);
+  o = (kcr_watch_options){.resource_version = "1"};
+  assert_int_equal(kcr_objclient_watch(&fx->c, &APP, "ns", &o, &w, NULL), 0);
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_typed_watch_next(w, fx->s, &APP, 0, &type, &out, &err), KCR_EAPI);
+  assert_int_equal(type, KCR_WATCH_ERROR);
+  assert_null(out);
+  assert_true(kcr_error_is_gone(&err));
+  assert_int_equal(kcr_typed_watch_next(w, fx->s, &APP, 0, &type, &out, NULL), KCR_ECLOSED);
+  kcr_objwatch_destroy(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_typed_helpers_finalizers),
@@ -824,6 +879,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_typed_helpers_merge_from_alloc, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_typed_helpers_create_or_update, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_typed_helpers_create_or_patch, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_typed_helpers_watch, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_typed_helpers_ignore_clears, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_typed_helpers_not_found_tolerated, fx_setup,
                                       fx_teardown),
