@@ -138,9 +138,8 @@ extern "C" {
  *    earlier apply set and this one leaves out stays (a documented
  *    difference: the server removes it).
  *  - watches (kcr_objclient_watch) see every change a write or a seed makes,
- *    in order, as the server's watch does (controller-runtime's fake only
- *    watches a namespace from now): the namespace, label and field selectors
- *    hold, an object that comes into or leaves the selection is ADDED or
+ *    in order, as the server's watch does: the namespace, label and field
+ *    selectors hold, an object that comes into or leaves the selection is ADDED or
  *    DELETED; no resource_version (or "0") starts with the current state,
  *    sorted by namespace and name; a version replays the changes after it
  *    from a history of the last 1,024 changes

@@ -38,8 +38,7 @@ struct kcr_objwatch {
   node_t *head, *tail;             /* protected by mu */
   size_t n;                        /* protected by mu */
   int end;                         /* protected by mu: 0 open, else why it is over */
-  bool stopped;                    /* protected by mu: the consumer stopped it */
-  bool stop_called;                /* protected by mu: hooks->stop ran or runs */
+  bool stopped;                    /* protected by mu: the consumer stopped it (stop hook ran) */
   kcr_error_t end_err;             /* protected by mu: the end's details */
   kcr_error_t last;                /* consumer's: the error of the last ERROR event */
 };
@@ -216,11 +215,10 @@ int kcr_objwatch_next(kcr_objwatch_t *w, int64_t timeout_ns, kcr_watch_event *ev
 static void stop_once(kcr_objwatch_t *w) {
   bool call;
   pthread_mutex_lock(&w->mu);
+  call = !w->stopped;
   w->stopped = true;
   end_locked(w, KCR_ECANCELED, NULL);
   drop_all(w);
-  call = !w->stop_called;
-  w->stop_called = true;
   pthread_mutex_unlock(&w->mu);
   if (call && w->hooks->stop)
     w->hooks->stop(w->data);

@@ -34,14 +34,14 @@ static json_t *cm(const char *ns, const char *name, const char *labels) {
   return o;
 }
 
-/* next_event takes the next event (waiting up to a second) and checks its type
- * and name; returns the object (the caller's). */
+/* next_event takes the next event (waiting up to 30 s, for a writer thread on a busy machine) and
+ * checks its type and name; returns the object (the caller's). */
 static json_t *next_event(kcr_objwatch_t *w, kcr_watch_event_type type, const char *name) {
   kcr_watch_event ev;
   kcr_error_t err;
   int rc;
   kcr_error_clear(&err);
-  rc = kcr_objwatch_next(w, 1000000000LL, &ev, &err);
+  rc = kcr_objwatch_next(w, 30000000000LL, &ev, &err);
   if (rc != 0)
     fail_msg("next: %s (%s), want %s %s", kcr_err_name(rc), err.message,
              kcr_watch_event_type_name(type), name ? name : "");

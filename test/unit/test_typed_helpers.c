@@ -844,7 +844,7 @@ static void test_typed_helpers_watch(void **state) {
     app_v1alpha1_free(a);
     app_v1alpha1_free(b);
   }
-  assert_int_equal(kcr_typed_watch_next(w, fx->s, &APP, 1000000000LL, &type, &out, NULL), 0);
+  assert_int_equal(kcr_typed_watch_next(w, fx->s, &APP, 0, &type, &out, NULL), 0);
   assert_int_equal(type, KCR_WATCH_MODIFIED);
   assert_int_equal(((app_v1alpha1_t *)out)->spec->replicas, 4);
   app_v1alpha1_free(out);
