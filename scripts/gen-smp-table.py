@@ -5,8 +5,10 @@
 Reads cmd/kcr-gen/openapi/k8s.json and writes src/testing/fake_smp_table.c: for
 each built-in kind its root schema, and for each schema the fields on a path to
 patch metadata (x-kubernetes-patch-strategy, x-kubernetes-patch-merge-key,
-x-kubernetes-list-type, x-kubernetes-list-map-keys). The fake client's
-strategic merge patch and server-side apply walk these tables.
+x-kubernetes-list-type, x-kubernetes-list-map-keys) or to a value the
+server-side apply schema calls atomic (x-kubernetes-map-type: atomic, on the
+property or the schema it names). The fake client's strategic merge patch,
+server-side apply and field ownership walk these tables.
 
   gen-smp-table.py            rewrite the table
   gen-smp-table.py --check    exit 1 if the checked-in table differs (a test)
@@ -34,6 +36,16 @@ def ref_of(prop):
     return None
 
 
+def map_type(schemas, prop):
+    """x-kubernetes-map-type of a property's value (of its items for an array):
+    its own, else that of the schema it names."""
+    own = prop.get("x-kubernetes-map-type") or (prop.get("items") or {}).get("x-kubernetes-map-type")
+    if own:
+        return own
+    r = ref_of(prop)
+    return (schemas.get(r) or {}).get("x-kubernetes-map-type") if r else None
+
+
 def cstr(s):
     return "NULL" if s is None else '"%s"' % s
 
@@ -53,7 +65,8 @@ def render(doc):
             if name in live:
                 continue
             for prop in (s.get("properties") or {}).values():
-                if any(m in prop for m in META) or ref_of(prop) in live:
+                if any(m in prop for m in META) or ref_of(prop) in live or \
+                        map_type(schemas, prop) == "atomic":
                     live.add(name)
                     changed = True
                     break
@@ -96,13 +109,15 @@ def render(doc):
             r = ref_of(prop)
             r = index[r] if r in keep and r in live else -1
             meta = [prop.get(m) for m in META]
-            if r < 0 and not any(meta):
+            mt = map_type(schemas, prop)
+            mt = mt if mt == "atomic" else None
+            if r < 0 and not any(meta) and not mt:
                 continue
             keys = ",".join(meta[3]) if meta[3] else None
             array = prop.get("type") == "array"
-            w("    {%d, \"%s\", %d, %s, %s, %s, %s, %s}," % (
+            w("    {%d, \"%s\", %d, %s, %s, %s, %s, %s, %s}," % (
                 index[n], f, r, "true" if array else "false", cstr(meta[0]),
-                cstr(meta[1]), cstr(meta[2]), cstr(keys)))
+                cstr(meta[1]), cstr(meta[2]), cstr(keys), cstr(mt)))
             nf += 1
     w("};")
     w("const size_t kcr__smp_nfields = %d;" % nf)

@@ -102,9 +102,8 @@ extern "C" {
  *    dry_run runs every check of the write (Conflict, NotFound, AlreadyExists,
  *    Invalid, preconditions) and answers what would be stored, storing
  *    nothing: a dry-run create answers without a resourceVersion, a dry-run
- *    update or patch under the stored one. field_manager is accepted and not
- *    recorded: the fake keeps no metadata.managedFields (controller-runtime's
- *    fake strips them too, unless WithReturnManagedFields). field_validation
+ *    update or patch under the stored one. field_manager names the write's
+ *    manager in metadata.managedFields (below). field_validation
  *    "Strict", "Warn" or "Ignore" is accepted (another value is BadRequest) and
  *    changes nothing: the fake has no schema, so Strict cannot refuse an
  *    unknown field (neither can controller-runtime's fake).
@@ -126,17 +125,37 @@ extern "C" {
  *    with status.token "fake-token" and status.expirationTimestamp
  *    6041-01-01T00:00:00Z, as controller-runtime's fake. A body of the wrong
  *    kind is BadRequest; another subresource is KCR_ENOTSUP.
- *  - server-side apply, a subset: a field manager is required (the option or
+ *  - server-side apply: a field manager is required (the option or
  *    the client's field_manager; without one KCR_EINVAL, as kcr's client
- *    refuses it unsent: the server would answer 422);
+ *    refuses it unsent: the server would answer 422), and the applied
+ *    configuration may not carry metadata.managedFields (BadRequest);
  *    absent, the object is created; present, the applied configuration is
  *    merged into it: maps member by member (null is no value), lists of
  *    x-kubernetes-list-type map (or with a patch-merge key) by their keys,
  *    set lists unioned, other lists (and every list of a CRD) replaced. Dry
- *    run and the "status" subresource are honoured, force is accepted. No
- *    managedFields are kept, so there are no conflicts, and a field an
- *    earlier apply set and this one leaves out stays (a documented
- *    difference: the server removes it).
+ *    run and the "status" subresource are honoured.
+ *  - field ownership (metadata.managedFields) as the API server's field
+ *    manager keeps it: a create, update or patch gives the fields it adds or
+ *    changes to its manager (operation Update, per apiVersion; without a
+ *    field_manager, "kcr", the name the server derives from kcr's
+ *    User-Agent) and takes them from every other manager; a field removed
+ *    leaves everyone. An apply makes its manager own exactly what it applies
+ *    (operation Apply): changing a field another manager owns is a 409
+ *    Conflict worded as the server words it ("Apply failed with 1 conflict:
+ *    conflict with \"editor\" using apps/v1: .spec.replicas") unless force
+ *    takes it over; applying the value it already has shares it; a field the
+ *    manager applied before and no longer applies is removed from the object
+ *    unless another manager owns it. A write through "status" owns only
+ *    status, one through the object (of a kind with the status subresource)
+ *    everything but status. An update that carries managedFields replaces
+ *    them ([] clears them); an object seeded without managedFields is not
+ *    tracked by updates, and the first apply to it gives what it has to
+ *    "before-first-apply", as on the server. Sets follow the built-in kinds'
+ *    list keys; every list of a CRD is atomic (owned whole), and where a
+ *    schema would declare a map of structs the fake owns the map's keys one
+ *    by one. The server's cap of 10 update managers is not applied. Answers
+ *    leave metadata.managedFields out, as controller-runtime's fake does,
+ *    unless kcr_fake_client_return_managed_fields says otherwise.
  *  - watches (kcr_objclient_watch) see every change a write or a seed makes,
  *    in order, as the server's watch does: the namespace, label and field
  *    selectors hold, an object that comes into or leaves the selection is ADDED or
@@ -294,6 +313,14 @@ KCR_EXTERN uint64_t kcr_fake_client_calls(kcr_fake_client_t *f, kcr_fake_verb ve
  * KCR_ENOMEM. Any thread.
  */
 KCR_EXTERN int kcr_fake_client_set_watch_history(kcr_fake_client_t *f, size_t n, kcr_error_t *err);
+
+/*
+ * kcr_fake_client_return_managed_fields: whether answers (reads, writes,
+ * watch events) carry metadata.managedFields, as the API server's do
+ * (controller-runtime's WithReturnManagedFields). Off by default; the fake
+ * keeps them either way. Any thread.
+ */
+KCR_EXTERN void kcr_fake_client_return_managed_fields(kcr_fake_client_t *f, bool on);
 
 /* kcr_fake_client_reset_calls sets every call count back to 0. */
 KCR_EXTERN void kcr_fake_client_reset_calls(kcr_fake_client_t *f);

@@ -10,8 +10,10 @@
  * map key by key, a list the schema calls a map (x-kubernetes-list-type: map
  * with its list-map-keys, or a patch-merge key) element by element on those
  * keys, a set as a union, anything else (atomic, or unknown: every list of a
- * CRD) replaced. A null in the applied configuration is no value. No
- * conflicts, so force changes nothing.
+ * CRD) replaced, and so is a map the schema calls atomic (a LabelSelector)
+ * and an element of such a list. A null in the applied configuration is no
+ * value. Field ownership (what a manager stops applying, conflicts) is
+ * fake_fields.c's.
  */
 #include <stdio.h>
 #include <string.h>
@@ -39,8 +41,7 @@ static bool same_keys(const json_t *a, const json_t *b, const char *keys) {
   return true;
 }
 
-/* list_keys: the keys a list field merges on, or NULL (a set or atomic). */
-static const char *list_keys(const kcr__smp_field *f) {
+const char *kcr__smp_list_keys(const kcr__smp_field *f) {
   if (!f)
     return NULL;
   if (f->list_type && strcmp(f->list_type, "map") == 0 && f->map_keys)
@@ -52,7 +53,7 @@ static const char *list_keys(const kcr__smp_field *f) {
 
 /* merge_list merges the applied list into live (stolen) as field f says. */
 static json_t *merge_list(json_t *live, const json_t *applied, const kcr__smp_field *f, bool *oom) {
-  const char *keys = list_keys(f);
+  const char *keys = kcr__smp_list_keys(f);
   bool set = f && f->list_type && strcmp(f->list_type, "set") == 0;
   json_t *out, *e;
   size_t i;
@@ -76,7 +77,10 @@ static json_t *merge_list(json_t *live, const json_t *applied, const kcr__smp_fi
     }
     if (set && at < n)
       continue;
-    m = merge_value(at < n ? json_incref(json_array_get(out, at)) : NULL, e, f->ref, oom);
+    if (f->map_type && strcmp(f->map_type, "atomic") == 0)
+      m = json_deep_copy(e); /* an atomic element is replaced whole */
+    else
+      m = merge_value(at < n ? json_incref(json_array_get(out, at)) : NULL, e, f->ref, oom);
     if (!m || (at < n ? json_array_set_new(out, at, m) : json_array_append_new(out, m)) != 0) {
       *oom = true;
       json_decref(out);
@@ -130,6 +134,8 @@ static json_t *merge_value(json_t *live, const json_t *applied, int def, bool *o
       continue;
     if (json_is_array(v))
       m = merge_list(cur ? json_incref(cur) : NULL, v, f, oom);
+    else if (json_is_object(v) && f && f->map_type && strcmp(f->map_type, "atomic") == 0)
+      m = merge_value(NULL, v, f->ref, oom); /* an atomic map is replaced whole */
     else
       m = merge_value(cur ? json_incref(cur) : NULL, v, f ? f->ref : -1, oom);
     if (!m || json_object_set_new(out, k, m) != 0) {

@@ -86,7 +86,25 @@ struct kcr_fake_client {
   unsigned long long hist_floor;       /* protected by mu: versions up to it are not kept */
   fake_watch_t **watches;              /* protected by mu: the open watches */
   size_t nwatches, capwatches;         /* protected by mu */
+  bool return_managed_fields;          /* protected by mu: answers keep managedFields */
 };
+
+/*
+ * by_t: who writes, for metadata.managedFields (fake_fields.c): the field
+ * manager (never NULL), an apply or an update, force, and for an apply the
+ * managers prepared by kcr__mf_apply_prepare (borrowed; NULL for an update,
+ * whose managers commit reads as the server does).
+ */
+typedef struct by {
+  const char *manager;
+  bool apply, force;
+  json_t *managers;
+  const char *subresource; /* the entry's, when commit is not told it ("scale") */
+} by_t;
+
+/* KCR__FAKE_DEFAULT_MANAGER: the manager of a write that names none, as the
+ * API server derives it from kcr's User-Agent ("kcr/<version> (linux)"). */
+#define KCR__FAKE_DEFAULT_MANAGER "kcr"
 
 /* KCR__FAKE_WATCH_HISTORY: the changes a fake keeps for watches that start
  * at a version (kcr_fake_client_set_watch_history). */
@@ -101,6 +119,8 @@ int kcr_fake_error(kcr_error_t *err, int http_status, const char *reason, const 
   char msg[KCR_ERROR_MESSAGE_MAX];
   va_list ap;
   va_start(ap, fmt);
+  /* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is the line
+   * above; clang-tidy 14's analyzer loses it on some paths into this function */
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   if (!err || err->code != KCR_OK)
@@ -164,6 +184,8 @@ static int api_error(kcr_error_t *err, int code, const char *reason, const who_t
   va_list ap;
   int rc;
   va_start(ap, fmt);
+  /* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is the line
+   * above; clang-tidy 14's analyzer loses it on some paths into this function */
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   if (!err || err->code != KCR_OK)
@@ -310,6 +332,14 @@ static int keep_field(json_t *to, const json_t *from, const char *field) {
 static void now_text(kcr_fake_client_t *f, char *buf, size_t size) {
   if (kcr_time_format(kcr_clock_wall(f->clock), KCR_TIME_SECONDS, buf, size) < 0)
     snprintf(buf, size, "%s", "1970-01-01T00:00:00Z");
+}
+
+/* shown drops metadata.managedFields from obj (a copy being handed out) unless
+ * the fake returns them; returns obj. mu held. */
+static json_t *shown(const kcr_fake_client_t *f, json_t *obj) {
+  if (obj && !f->return_managed_fields)
+    json_object_del(json_object_get(obj, "metadata"), "managedFields");
+  return obj;
 }
 
 static int next_rv(kcr_fake_client_t *f, json_t *md) {
@@ -485,6 +515,94 @@ static void deletion_shown(const json_t *v, char *buf, size_t size) {
   buf[n > 0 && n < size ? n : 0] = '\0';
 }
 
+/* ---- field ownership (fake_fields.c) ---- */
+
+/* fields_scope: which fields of group/kind a write through subresource can
+ * own. mu held. */
+static int fields_scope(const kcr_fake_client_t *f, const char *group, const char *kind,
+                        const char *subresource) {
+  if (subresource && strcmp(subresource, "status") == 0)
+    return KCR__FIELDS_STATUS;
+  return has_status(f, group, kind) ? KCR__FIELDS_MAIN : KCR__FIELDS_ALL;
+}
+
+/* managers_of: the managers of obj's metadata.managedFields (new); none when
+ * it has none or they do not decode. NULL: out of memory. */
+static json_t *managers_of(const json_t *obj) {
+  json_t *m = NULL;
+  int rc = kcr__mf_decode(json_object_get(json_object_get(obj, "metadata"), "managedFields"), &m);
+  if (rc == KCR__SMP_BAD_PATCH)
+    return json_array();
+  return m;
+}
+
+/* is_reset: a request's managedFields that clear them: [] or [{}]. */
+static bool is_reset(const json_t *mf) {
+  const json_t *e = json_array_get(mf, 0);
+  return json_is_array(mf) &&
+         (json_array_size(mf) == 0 ||
+          (json_array_size(mf) == 1 && json_is_object(e) && json_object_size(e) == 0));
+}
+
+/*
+ * track records in result's metadata.managedFields the write by of result
+ * over cur (NULL: a create) through subresource, as the API server's field
+ * manager does. An update or patch takes the managers the request carries
+ * when they decode and are not empty ([] or [{}] clear them; through a
+ * subresource they are ignored), else the stored ones, and tracks nothing
+ * when that leaves none for an object that exists. An apply with conflicts
+ * is a 409 Conflict unless forced. 0 or an error. mu held.
+ */
+static int track(kcr_fake_client_t *f, const json_t *cur, json_t *result, const char *subresource,
+                 const by_t *by, const who_t *w, kcr_error_t *err) {
+  json_t *md = json_object_get(result, "metadata"), *managers = NULL, *conflicts = NULL, *enc;
+  const json_t *req = json_object_get(md, "managedFields");
+  char now[KCR_TIME_BUFSIZE];
+  kcr__mf_who who = {by->manager, by->subresource ? by->subresource : subresource,
+                     json_string_value(json_object_get(result, "apiVersion")), by->apply};
+  int rc;
+  if (by->managers) {
+    managers = json_incref(by->managers);
+  } else if (!who.subresource && req && is_reset(req)) {
+    managers = json_array();
+  } else if (!who.subresource && req && kcr__mf_decode(req, &managers) == KCR__SMP_OK &&
+             json_array_size(managers) > 0) {
+    /* the request's own */
+  } else {
+    json_decref(managers);
+    managers = cur ? managers_of(cur) : json_array();
+  }
+  if (!managers)
+    return oom(err);
+  json_object_del(md, "managedFields");
+  if (cur && !by->apply && json_array_size(managers) == 0) {
+    json_decref(managers); /* an untracked object stays untracked */
+    return 0;
+  }
+  now_text(f, now, sizeof(now));
+  rc = kcr__mf_update(managers, w->group, w->kind, cur, result, &who, by->force, now, &conflicts);
+  if (rc == KCR__SMP_BAD_PATCH) {
+    char *msg = kcr__mf_conflict_message(conflicts);
+    json_decref(conflicts);
+    json_decref(managers);
+    if (!msg)
+      return oom(err);
+    rc = api_error(err, 409, "Conflict", w, "%s", msg);
+    kcr_free(msg);
+    return rc;
+  }
+  if (rc != KCR__SMP_OK || !(enc = kcr__mf_encode(managers))) {
+    json_decref(managers);
+    return oom(err);
+  }
+  json_decref(managers);
+  if (json_array_size(enc) == 0) {
+    json_decref(enc);
+    return 0;
+  }
+  return json_object_set_new(md, "managedFields", enc) == 0 ? 0 : oom(err);
+}
+
 /*
  * commit makes next (stolen) the stored state of it, the way the API server
  * would turn a PUT or PATCH into one: subresource "status" takes only next's
@@ -494,12 +612,13 @@ static void deletion_shown(const json_t *v, char *buf, size_t size) {
  * delete sets one); no new finalizers on a deleting object; generation grows when
  * the spec changed; a write that changes nothing keeps the resourceVersion; a
  * deleting object whose last finalizer went away is deleted. A kind without a
- * status subresource (has_status) takes next's status with the rest. dry_run:
+ * status subresource (has_status) takes next's status with the rest. by: the
+ * write's field manager, recorded in metadata.managedFields (track). dry_run:
  * every check, nothing stored, the resourceVersion not moved. *out: new copy
  * of the result. mu held.
  */
 static int commit(kcr_fake_client_t *f, item_t *it, json_t *next, const char *subresource,
-                  bool dry_run, const who_t *w, json_t **out, kcr_error_t *err) {
+                  bool dry_run, const who_t *w, const by_t *by, json_t **out, kcr_error_t *err) {
   json_t *cur = it->obj, *result = NULL, *md, *cmd = json_object_get(cur, "metadata");
   const char *rv = str_at(next, "metadata", "resourceVersion");
   const char *cur_rv = str_at(cur, "metadata", "resourceVersion");
@@ -566,17 +685,21 @@ static int commit(kcr_fake_client_t *f, item_t *it, json_t *next, const char *su
       }
     }
   }
+  if ((rc = track(f, cur, result, subresource, by, w, err)) != 0) {
+    json_decref(result);
+    return rc;
+  }
   /* a write that changes nothing is not a write: same resourceVersion */
   json_object_set(md, "resourceVersion", json_object_get(cmd, "resourceVersion"));
   if (json_equal(result, cur)) {
-    *out = result;
+    *out = shown(f, result);
     return 0;
   }
   if (!spec_equal(result, cur))
     json_object_set_new(md, "generation",
                         json_integer(json_integer_value(json_object_get(cmd, "generation")) + 1));
   if (dry_run) {
-    *out = result; /* as it would be, under the stored resourceVersion */
+    *out = shown(f, result); /* as it would be, under the stored resourceVersion */
     return 0;
   }
   if (next_rv(f, md) != 0) {
@@ -586,7 +709,7 @@ static int commit(kcr_fake_client_t *f, item_t *it, json_t *next, const char *su
   if (deleting && json_array_size(fins) == 0) {
     emit(f, KCR_WATCH_DELETED, it->key, NULL, result);
     remove_item(f, it); /* released: the object is gone */
-    *out = result;
+    *out = shown(f, result);
     return 0;
   }
   before = it->obj; /* the stored tree is replaced, never changed: the event keeps it */
@@ -597,7 +720,7 @@ static int commit(kcr_fake_client_t *f, item_t *it, json_t *next, const char *su
     return oom(err);
   }
   emit(f, KCR_WATCH_MODIFIED, it->key, before, it->obj);
-  *out = result;
+  *out = shown(f, result);
   return 0;
 }
 
@@ -909,7 +1032,7 @@ static int do_get(kcr_fake_client_t *f, const kcr_gvk *gvk, const char *ns, cons
   pthread_mutex_lock(&f->mu);
   it = find(f, key);
   if (it)
-    *out = json_deep_copy(it->obj);
+    *out = shown(f, json_deep_copy(it->obj));
   pthread_mutex_unlock(&f->mu);
   kcr__free(key);
   if (!it) {
@@ -1101,7 +1224,7 @@ static int do_list(kcr_fake_client_t *f, const kcr_gvk *gvk, const kcr_list_opti
   for (size_t i = 0; selected && i < f->n && m >= 0; i++) {
     if ((m = selection_matches(f, &s, &f->items[i], err)) <= 0)
       continue;
-    selected[nsel++] = json_deep_copy(f->items[i].obj);
+    selected[nsel++] = shown(f, json_deep_copy(f->items[i].obj));
     if (!selected[nsel - 1])
       nsel--, rc = KCR_ENOMEM;
   }
@@ -1189,10 +1312,37 @@ static void generate_name(kcr_fake_client_t *f, const char *base, char *out, siz
 }
 
 /* do_create stores a copy of obj. seed: kcr_fake_client_add (status kept,
- * metadata kept where given). dry_run: everything but storing it (and giving
- * it a resourceVersion). mu not held. */
-static int do_create(kcr_fake_client_t *f, const json_t *obj, bool seed, bool dry_run, json_t **out,
-                     kcr_error_t *err) {
+ * metadata kept where given, managedFields as given). by: the field manager
+ * of any other create (an apply's or an update's). dry_run: everything but
+ * storing it (and giving it a resourceVersion). mu not held. */
+/* create_fields records in copy (the object a create stores, made from obj)
+ * the managedFields of its creation by by: an apply's applied fields, or an
+ * update's fields with the managers the request carries. mu held. */
+static int create_fields(kcr_fake_client_t *f, const obj_id *id, const json_t *obj, json_t *copy,
+                         const by_t *by, kcr_error_t *err) {
+  who_t w;
+  int rc;
+  who_init(&w, id->group, id->kind, id->name);
+  if (by->apply) {
+    kcr__mf_who who = {by->manager, NULL, json_string_value(json_object_get(copy, "apiVersion")),
+                       true};
+    json_t *managers = json_array();
+    by_t prepared = *by;
+    if (!managers || kcr__mf_apply_prepare(managers, id->group, id->kind, copy, obj, &who,
+                                           fields_scope(f, id->group, id->kind, NULL)) != 0) {
+      json_decref(managers);
+      return oom(err);
+    }
+    prepared.managers = managers;
+    rc = track(f, NULL, copy, NULL, &prepared, &w, err);
+    json_decref(managers);
+    return rc;
+  }
+  return track(f, NULL, copy, NULL, by, &w, err);
+}
+
+static int do_create(kcr_fake_client_t *f, const json_t *obj, bool seed, const by_t *by,
+                     bool dry_run, json_t **out, kcr_error_t *err) {
   json_t *copy = NULL, *md;
   obj_id id;
   who_t w;
@@ -1252,10 +1402,16 @@ static int do_create(kcr_fake_client_t *f, const json_t *obj, bool seed, bool dr
   }
   if (fill_new(f, copy, !seed) != 0)
     goto nomem_locked;
-  if (dry_run) {
+  if (!seed && (rc = create_fields(f, &id, obj, copy, by, err)) != 0) {
     pthread_mutex_unlock(&f->mu);
     kcr__free(key);
-    *out = copy; /* as it would be stored, without a resourceVersion: nothing was */
+    json_decref(copy);
+    return rc;
+  }
+  if (dry_run) {
+    *out = shown(f, copy); /* as it would be stored, without a resourceVersion: nothing was */
+    pthread_mutex_unlock(&f->mu);
+    kcr__free(key);
     return 0;
   }
   if (seed && rv && *rv) {
@@ -1265,7 +1421,7 @@ static int do_create(kcr_fake_client_t *f, const json_t *obj, bool seed, bool dr
   } else if (next_rv(f, md) != 0) {
     goto nomem_locked;
   }
-  if (out && !(*out = json_deep_copy(copy)))
+  if (out && !(*out = shown(f, json_deep_copy(copy))))
     goto nomem_locked;
   rc = insert(f, key, copy);
   if (rc == 0)
@@ -1320,9 +1476,11 @@ static int f_create_with(const kcr_objclient *c, const json_t *obj, const kcr_wr
     call.ns = "";
   if (!call.name)
     call.name = "";
+  by_t by = {o->field_manager ? o->field_manager : KCR__FAKE_DEFAULT_MANAGER, false, true, NULL,
+             NULL};
   if ((rc = intercept(f, &call, err)) != 0 || (rc = check_write_options(o, err)) != 0)
     return rc;
-  return do_create(f, obj, false, o->dry_run, out, err);
+  return do_create(f, obj, false, &by, o->dry_run, out, err);
 }
 
 static int f_create(const kcr_objclient *c, const json_t *obj, json_t **out, kcr_error_t *err) {
@@ -1549,8 +1707,10 @@ static int f_update_with(const kcr_objclient *c, const json_t *obj, const char *
   else if (rc == 0 && is_scale(subresource))
     rc = scale_next(it, body ? body : obj, &w, &next, err);
   if (rc == 0) {
-    rc = commit(f, it, next, is_scale(subresource) ? NULL : subresource, o->dry_run, &w, &result,
-                err);
+    by_t by = {o->field_manager ? o->field_manager : KCR__FAKE_DEFAULT_MANAGER, false, true, NULL,
+               is_scale(subresource) ? subresource : NULL};
+    rc = commit(f, it, next, is_scale(subresource) ? NULL : subresource, o->dry_run, &w, &by,
+                &result, err);
     next = NULL; /* commit stole it */
   }
   pthread_mutex_unlock(&f->mu);
@@ -1642,10 +1802,12 @@ static int f_patch_with(const kcr_objclient *c, const json_t *obj, kcr_patch_typ
   if (next && rc == 0) {
     /* a patch names no resourceVersion unless it sets one: the stored one holds */
     const char *prv = json_is_object(p) ? str_at(p, "metadata", "resourceVersion") : NULL;
+    by_t by = {o->field_manager ? o->field_manager : KCR__FAKE_DEFAULT_MANAGER, false, true, NULL,
+               NULL};
     if (!prv)
       json_object_set(md_of(next), "resourceVersion",
                       json_object_get(json_object_get(it->obj, "metadata"), "resourceVersion"));
-    rc = commit(f, it, next, subresource, o->dry_run, &w, out, err);
+    rc = commit(f, it, next, subresource, o->dry_run, &w, &by, out, err);
   }
   pthread_mutex_unlock(&f->mu);
   json_decref(p);
@@ -1658,15 +1820,20 @@ static int f_patch(const kcr_objclient *c, const json_t *obj, kcr_patch_type typ
   return f_patch_with(c, obj, type, patch, patch_len, subresource, &no_write, out, err);
 }
 
-/* f_apply: the fake's subset of server-side apply (fake_apply.c): create when
- * absent, else the applied configuration merged into the stored object. */
+/*
+ * f_apply: server-side apply (fake_apply.c, fake_fields.c): create when
+ * absent, else the applied configuration merged into the stored object, what
+ * this manager applied before and no longer applies (and nobody else owns)
+ * removed, and the managedFields moved: a conflict (409) unless forced.
+ */
 static int f_apply(const kcr_objclient *c, const json_t *obj, const kcr_apply_options *o,
                    const char *subresource, json_t **out, kcr_error_t *err) {
   kcr_fake_client_t *f = c->data;
   kcr_gvk gvk;
   char group[KCR_GVK_GROUP_MAX], why[600];
   const char *manager = o->field_manager ? o->field_manager : c->field_manager;
-  json_t *next = NULL;
+  json_t *next = NULL, *mf;
+  by_t by = {NULL, true, false, NULL, NULL};
   item_t *it;
   obj_id id;
   who_t w;
@@ -1677,13 +1844,18 @@ static int f_apply(const kcr_objclient *c, const json_t *obj, const kcr_apply_op
     return rc;
   if (!manager || !*manager) /* as the client refuses it (the server would answer 422) */
     return kcr_error_set(err, KCR_EINVAL, "apply: a field manager is required");
+  by.manager = manager;
+  by.force = o->force;
+  mf = json_object_get(json_object_get(obj, "metadata"), "managedFields");
+  if (mf && !json_is_null(mf))
+    return bad_request(err, "metadata.managedFields must be nil");
   pthread_mutex_lock(&f->mu);
   rc = locate(f, &id, &w, &it, err);
   if (rc == KCR_EAPI && !it && !subresource) { /* NotFound: create it */
     pthread_mutex_unlock(&f->mu);
     if (err)
       kcr_error_clear(err);
-    return do_create(f, obj, false, o->dry_run, out, err);
+    return do_create(f, obj, false, &by, o->dry_run, out, err);
   }
   if (rc == 0 && is_status(subresource) && !has_status(f, id.group, id.kind))
     rc = no_subresource(err, &w, subresource);
@@ -1697,14 +1869,30 @@ static int f_apply(const kcr_objclient *c, const json_t *obj, const kcr_apply_op
       rc = oom(err);
   }
   if (rc == 0) {
+    /* the managers before: the first apply to an untracked object gives what
+     * it has to before-first-apply; then this manager's set is what it applies
+     * now, and what it applied before that nobody owns now goes */
+    int scope = fields_scope(f, id.group, id.kind, subresource);
+    kcr__mf_who who = {manager, subresource, json_string_value(json_object_get(obj, "apiVersion")),
+                       true};
+    char now[KCR_TIME_BUFSIZE];
+    now_text(f, now, sizeof(now));
+    if (!(by.managers = managers_of(it->obj)) ||
+        kcr__mf_before_first_apply(by.managers, id.group, id.kind, it->obj,
+                                   fields_scope(f, id.group, id.kind, NULL), now) != 0 ||
+        kcr__mf_apply_prepare(by.managers, id.group, id.kind, next, obj, &who, scope) != 0)
+      rc = oom(err);
+  }
+  if (rc == 0) {
     if (!str_at(obj, "metadata", "resourceVersion"))
       json_object_set(md_of(next), "resourceVersion",
                       json_object_get(json_object_get(it->obj, "metadata"), "resourceVersion"));
-    rc = commit(f, it, next, subresource, o->dry_run, &w, out, err);
+    rc = commit(f, it, next, subresource, o->dry_run, &w, &by, out, err);
     next = NULL; /* commit stole it */
   }
   pthread_mutex_unlock(&f->mu);
   json_decref(next);
+  json_decref(by.managers);
   return rc;
 }
 
@@ -1968,9 +2156,11 @@ struct fake_watch {
   bool metadata; /* PartialObjectMetadata events */
 };
 
-/* watch_send hands fw's consumer its own copy of obj as an event of type. */
-static void watch_send(fake_watch_t *fw, kcr_watch_event_type type, const json_t *obj) {
-  json_t *copy = fw->metadata ? metadata_only(obj) : json_deep_copy(obj);
+/* watch_send hands fw's consumer its own copy of obj as an event of type
+ * (f: fw's fake, mu held). */
+static void watch_send(const kcr_fake_client_t *f, fake_watch_t *fw, kcr_watch_event_type type,
+                       const json_t *obj) {
+  json_t *copy = shown(f, fw->metadata ? metadata_only(obj) : json_deep_copy(obj));
   if (!copy) {
     kcr_error_t e;
     kcr_error_clear(&e);
@@ -1998,13 +2188,13 @@ static void deliver(const kcr_fake_client_t *f, fake_watch_t *fw, const fake_eve
   bool now = watch_matches(f, fw, e->key, e->after);
   bool was = e->type == KCR_WATCH_MODIFIED && e->before && watch_matches(f, fw, e->key, e->before);
   if (e->type == KCR_WATCH_MODIFIED && (now || was))
-    watch_send(fw,
+    watch_send(f, fw,
                was && now ? KCR_WATCH_MODIFIED
                : now      ? KCR_WATCH_ADDED
                           : KCR_WATCH_DELETED,
                e->after);
   else if (e->type != KCR_WATCH_MODIFIED && now)
-    watch_send(fw, e->type, e->after);
+    watch_send(f, fw, e->type, e->after);
 }
 
 static void event_free(fake_event_t *e) {
@@ -2129,7 +2319,7 @@ static bool watch_start(kcr_fake_client_t *f, fake_watch_t *fw, const kcr_gvk *g
         sel[nsel++] = f->items[i].obj;
     qsort(sel, nsel, sizeof(json_t *), cmp_items);
     for (size_t i = 0; i < nsel; i++)
-      watch_send(fw, KCR_WATCH_ADDED, sel[i]);
+      watch_send(f, fw, KCR_WATCH_ADDED, sel[i]);
     kcr__free(sel);
     if (o->send_initial_events) {
       char av[KCR_GVK_GROUP_MAX + 64], rv[32];
@@ -2227,6 +2417,12 @@ static int f_watch(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns,
   return 0;
 }
 
+void kcr_fake_client_return_managed_fields(kcr_fake_client_t *f, bool on) {
+  pthread_mutex_lock(&f->mu);
+  f->return_managed_fields = on;
+  pthread_mutex_unlock(&f->mu);
+}
+
 int kcr_fake_client_set_watch_history(kcr_fake_client_t *f, size_t n, kcr_error_t *err) {
   if (!f)
     return kcr_error_set(err, KCR_EINVAL, "fake client: set_watch_history needs a client");
@@ -2321,7 +2517,7 @@ void kcr_fake_client_destroy(kcr_fake_client_t *f) {
 }
 
 int kcr_fake_client_add(kcr_fake_client_t *f, const json_t *obj, kcr_error_t *err) {
-  return do_create(f, obj, true, false, NULL, err);
+  return do_create(f, obj, true, NULL, false, NULL, err);
 }
 
 int kcr_fake_client_add_index(kcr_fake_client_t *f, const kcr_gvk *gvk, const char *name,

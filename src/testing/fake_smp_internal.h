@@ -34,6 +34,7 @@ typedef struct kcr__smp_field {
   const char *merge_key; /* x-kubernetes-patch-merge-key */
   const char *list_type; /* x-kubernetes-list-type: "atomic", "set", "map" */
   const char *map_keys;  /* x-kubernetes-list-map-keys, comma-separated */
+  const char *map_type;  /* "atomic": the value (an array's items) is one whole */
 } kcr__smp_field;
 
 extern const char *const kcr__smp_defs[];
@@ -48,6 +49,11 @@ int kcr__smp_root_of(const char *group, const char *kind);
 
 /* kcr__smp_field_of: the metadata of field name of schema def, or NULL. */
 const kcr__smp_field *kcr__smp_field_of(int def, const char *name);
+
+/* kcr__smp_list_keys: the keys a list field f is keyed on (x-kubernetes-list-
+ * type map with its list-map keys, else its patch-merge key unless atomic),
+ * comma-separated, or NULL (a set, atomic, or f NULL). */
+const char *kcr__smp_list_keys(const kcr__smp_field *f);
 
 /* The outcome of kcr__smp_patch. */
 enum {
@@ -78,5 +84,96 @@ int kcr__smp_patch(const char *group, const char *kind, json_t **doc, const json
  */
 int kcr__apply_merge(const char *group, const char *kind, json_t **live, const json_t *applied,
                      char *why, size_t size);
+
+/* ---- field ownership (fake_fields.c) ---- */
+
+/* Which fields of an object a write can own: all of them, all but status (the
+ * main resource of a kind with a status subresource), or status only (its
+ * status subresource). */
+enum { KCR__FIELDS_ALL = 0, KCR__FIELDS_MAIN = 1, KCR__FIELDS_STATUS = 2 };
+
+/*
+ * Field sets: trees of JSON objects keyed as FieldsV1 keys them ("f:name",
+ * "k:{...}", "v:<value>"), "." marking a member. All return a new reference,
+ * NULL when out of memory; arguments borrowed.
+ *  kcr__fields_of      the fields of obj (group/kind's schema; NULL obj: none)
+ *                      within scope, less those nobody owns (apiVersion, kind,
+ *                      metadata's name, uid, resourceVersion...).
+ *  kcr__fields_union, _minus, _and   a | b, a - b, a & b (a NULL is empty).
+ *  kcr__fields_to_v1   the set as FieldsV1 (leaves as {}).
+ *  kcr__fields_paths   a JSON array of the members' paths as the server writes
+ *                      them in conflicts (".spec.containers[name=\"c\"].image").
+ */
+json_t *kcr__fields_of(const char *group, const char *kind, const json_t *obj, int scope);
+json_t *kcr__fields_union(const json_t *a, const json_t *b);
+json_t *kcr__fields_minus(const json_t *a, const json_t *b);
+json_t *kcr__fields_and(const json_t *a, const json_t *b);
+json_t *kcr__fields_to_v1(const json_t *set);
+json_t *kcr__fields_paths(const json_t *set);
+
+/* kcr__fields_remove removes set's members from the object v (changed in place);
+ * a field emptied by the removal goes too. */
+void kcr__fields_remove(json_t *v, const json_t *set);
+
+/*
+ * kcr__mf_who: one writer as managedFields name it; strings borrowed. An
+ * applier is one entry whatever its apiVersion; an updater one per apiVersion.
+ */
+typedef struct kcr__mf_who {
+  const char *manager;
+  const char *subresource; /* NULL, "status" or "scale" */
+  const char *api_version;
+  bool apply;
+} kcr__mf_who;
+
+/*
+ * Managers: a JSON array of {"manager", "operation", "apiVersion",
+ * "subresource"?, "time"?, "set"} (set a field set).
+ *  kcr__mf_decode   *out (new) the managers of a metadata.managedFields value
+ *                   (NULL: none). KCR__SMP_BAD_PATCH when it is not valid
+ *                   managedFields (the server then keeps the stored ones).
+ *  kcr__mf_encode   the managers as metadata.managedFields, sorted as the
+ *                   server sorts them, managers that own nothing left out (new).
+ */
+int kcr__mf_decode(const json_t *managed_fields, json_t **out);
+json_t *kcr__mf_encode(const json_t *managers);
+
+/* kcr__mf_before_first_apply gives every field of live (within scope) to
+ * "before-first-apply" (an update at now) when managers is empty, as the
+ * server does before the first apply to an object nobody tracked. 0, or -1
+ * when out of memory. */
+int kcr__mf_before_first_apply(json_t *managers, const char *group, const char *kind,
+                               const json_t *live, int scope, const char *now);
+
+/*
+ * kcr__mf_apply_prepare makes who's applied set the fields of applied (within
+ * scope) and removes from merged (the live object with applied merged in,
+ * changed in place) what who applied last time and nobody owns now. 0, or -1
+ * when out of memory.
+ */
+int kcr__mf_apply_prepare(json_t *managers, const char *group, const char *kind, json_t *merged,
+                          const json_t *applied, const kcr__mf_who *who, int scope);
+
+/*
+ * kcr__mf_update moves ownership for the write of live (NULL: a create) into
+ * next by who: what it adds or changes leaves every other manager (an
+ * updater's entry takes it, timed now), what it removes leaves everyone. For
+ * an apply (who->apply) that is not forced, a change to a field another
+ * manager owns is a conflict: KCR__SMP_BAD_PATCH with *conflicts (new) an array
+ * of {"manager": entry, "set": fields}, managers untouched. KCR__SMP_OK, or
+ * KCR__SMP_NOMEM.
+ */
+int kcr__mf_update(json_t *managers, const char *group, const char *kind, const json_t *live,
+                   const json_t *next, const kcr__mf_who *who, bool force, const char *now,
+                   json_t **conflicts);
+
+/*
+ * kcr__mf_conflict_message: the API server's message for conflicts (as
+ * kcr__mf_update gives them): "Apply failed with 1 conflict: conflict with
+ * \"m\" using apps/v1: .spec.replicas", or for more, "Apply failed with N
+ * conflicts: conflicts with ...:\n- path..." by manager. New (kcr_free), NULL
+ * when out of memory.
+ */
+char *kcr__mf_conflict_message(const json_t *conflicts);
 
 #endif
