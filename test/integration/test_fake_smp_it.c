@@ -11,6 +11,11 @@
  * claims: a forced apply by a new manager onto an object another manager
  * created (maps and keyed lists merged, atomic lists replaced), and the
  * refusal without a field manager (the client's: it never sends one).
+ * Then field ownership: the same sequence of applies and updates by several
+ * managers on both sides, compared step by step: each step's outcome (the
+ * conflict message word for word), the object's data or containers, and
+ * metadata.managedFields entry for entry (manager, operation, apiVersion,
+ * subresource, fieldsV1; not the time).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -258,12 +263,193 @@ static void test_fake_apply_it_needs_manager(void **state) {
   free(text);
 }
 
+/* ---- field ownership, step by step against the server ---- */
+
+static const kcr_gvr cm_gvr = {"", "v1", "configmaps"};
+
+/* step: one write of a sequence, on a ConfigMap or a Deployment named by the
+ * test: an apply of text (its metadata given the name and namespace) by
+ * manager, or (text NULL) an update by manager that sets data key to value. */
+typedef struct step {
+  const char *manager;
+  const char *text;
+  bool force;
+  const char *key, *value;
+} step;
+
+/* entries: obj's managedFields as {"manager|operation|apiVersion|subresource":
+ * fieldsV1} (new). */
+static json_t *entries(const json_t *obj) {
+  json_t *out = json_object(), *e;
+  size_t i;
+  json_array_foreach(kcr_meta_path(obj, "metadata.managedFields"), i, e) {
+    char k[400];
+    const char *sub = json_string_value(json_object_get(e, "subresource"));
+    snprintf(k, sizeof(k), "%s|%s|%s|%s", json_string_value(json_object_get(e, "manager")),
+             json_string_value(json_object_get(e, "operation")),
+             json_string_value(json_object_get(e, "apiVersion")), sub ? sub : "");
+    json_object_set(out, k, json_object_get(e, "fieldsV1"));
+  }
+  return out;
+}
+
+/* run_step runs s on the server (srv) or the fake (c): 0 or the error. */
+static int run_step(const step *s, const kcr_gvr *gvr, const char *name, kcr_objclient *c, bool srv,
+                    kcr_error_t *err) {
+  json_t *obj = NULL;
+  json_error_t je;
+  int rc;
+  kcr_error_clear(err);
+  if (s->text) {
+    obj = json_loads(s->text, 0, &je);
+    assert_non_null(obj);
+    json_object_set_new(json_object_get(obj, "metadata"), "name", json_string(name));
+    json_object_set_new(json_object_get(obj, "metadata"), "namespace", json_string(ns));
+    if (srv) {
+      kcr_request_options ro;
+      memset(&ro, 0, sizeof(ro));
+      ro.field_manager = s->manager;
+      ro.force = s->force;
+      rc = kcr_client_apply(client, gvr, ns, obj, &ro, NULL, err);
+    } else {
+      kcr_apply_options ao = {s->manager, s->force, false, NULL};
+      rc = kcr_objclient_apply(c, obj, &ao, NULL, NULL, err);
+    }
+  } else {
+    kcr_gvk gvk = {"", "v1", "ConfigMap"};
+    kcr_request_options ro;
+    memset(&ro, 0, sizeof(ro));
+    ro.field_manager = s->manager;
+    rc = srv ? kcr_client_get(client, gvr, ns, name, NULL, &obj, err)
+             : kcr_objclient_get(c, &gvk, ns, name, &obj, err);
+    assert_int_equal(rc, 0);
+    json_object_set_new(json_object_get(obj, "data"), s->key, json_string(s->value));
+    if (srv) {
+      rc = kcr_client_update(client, gvr, ns, obj, &ro, NULL, err);
+    } else {
+      kcr_write_options wo = {false, s->manager, NULL};
+      rc = kcr_objclient_update_with(c, obj, NULL, &wo, NULL, err);
+    }
+  }
+  json_decref(obj);
+  return rc;
+}
+
+/* same_steps runs steps on both sides and compares after each: the outcome,
+ * the value at path (what the writes change) and the managedFields. */
+static void same_steps(const kcr_gvr *gvr, const char *name, const step *steps, size_t n,
+                       const char *path) {
+  kcr_fake_client_t *f = NULL;
+  kcr_objclient c;
+  kcr_error_t es, ef;
+  kcr_gvk gvk = {gvr->group, gvr->version, *gvr->group ? "Deployment" : "ConfigMap"};
+  kcr_error_clear(&ef);
+  assert_int_equal(kcr_fake_client_create(NULL, &f, &ef), 0);
+  kcr_fake_client_return_managed_fields(f, true);
+  c = kcr_fake_client_objclient(f);
+  for (size_t i = 0; i < n; i++) {
+    int rs = run_step(&steps[i], gvr, name, &c, true, &es);
+    int rf = run_step(&steps[i], gvr, name, &c, false, &ef);
+    json_t *os = NULL, *of = NULL, *ms, *mf;
+    char where[400] = "";
+    if (rs != rf ||
+        (rs && (es.http_status != ef.http_status || strcmp(es.message, ef.message) != 0)))
+      fail_msg("%s step %zu (%s): server %d %d \"%s\", fake %d %d \"%s\"", name, i,
+               steps[i].manager, rs, es.http_status, es.message, rf, ef.http_status, ef.message);
+    kcr_error_clear(&es);
+    assert_int_equal(kcr_client_get(client, gvr, ns, name, NULL, &os, &es), 0);
+    assert_int_equal(kcr_objclient_get(&c, &gvk, ns, name, &of, &ef), 0);
+    ms = entries(os);
+    mf = entries(of);
+    if (!json_equal(ms, mf) ||
+        !covered(kcr_meta_path(of, path), kcr_meta_path(os, path), where, sizeof(where))) {
+      char *a = json_dumps(mf, JSON_COMPACT | JSON_SORT_KEYS);
+      char *b = json_dumps(ms, JSON_COMPACT | JSON_SORT_KEYS);
+      char *c1 = json_dumps(kcr_meta_path(of, path), JSON_COMPACT | JSON_ENCODE_ANY);
+      char *c2 = json_dumps(kcr_meta_path(os, path), JSON_COMPACT | JSON_ENCODE_ANY);
+      print_error("%s step %zu (%s) %s\n fake:   %s\n        %s\n server: %s\n        %s\n", name,
+                  i, steps[i].manager, where, a, c1, b, c2);
+      free(a);
+      free(b);
+      free(c1);
+      free(c2);
+      fail();
+    }
+    json_decref(ms);
+    json_decref(mf);
+    json_decref(os);
+    json_decref(of);
+  }
+  kcr_fake_client_destroy(f);
+}
+
+#define CM(data) "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{},\"data\":" data "}"
+
+/* Shared values, conflicts (one and several managers), force, a field the
+ * applier drops that another still owns, an update taking a field over and
+ * the applier then in conflict with the updater. */
+static void test_fake_fields_it_configmap(void **state) {
+  static const step steps[] = {
+      {"a", CM("{\"x\":\"1\",\"y\":\"2\"}"), false, NULL, NULL},
+      {"b", CM("{\"x\":\"1\"}"), false, NULL, NULL},
+      {"b", CM("{\"x\":\"2\"}"), false, NULL, NULL},
+      {"c", CM("{\"z\":\"3\"}"), false, NULL, NULL},
+      {"b", CM("{\"x\":\"2\",\"z\":\"4\",\"y\":\"5\"}"), false, NULL, NULL},
+      {"b", CM("{\"x\":\"2\"}"), true, NULL, NULL},
+      {"a", CM("{\"y\":\"2\"}"), false, NULL, NULL},
+      {"editor", NULL, false, "x", "7"},
+      {"editor", NULL, false, "w", "8"},
+      {"a", CM("{\"x\":\"9\",\"y\":\"2\"}"), false, NULL, NULL},
+      {"b", CM("{}"), false, NULL, NULL},
+      {"a", CM("{\"x\":\"9\"}"), true, NULL, NULL},
+  };
+  (void)state;
+  same_steps(&cm_gvr, "fields-cm", steps, sizeof(steps) / sizeof(steps[0]), "data");
+}
+
+#define DEPLOY_APPLY(containers)                                                                   \
+  "{\"apiVersion\":\"apps/"                                                                        \
+  "v1\",\"kind\":\"Deployment\",\"metadata\":{},\"spec\":{\"selector\":{\"matchLabels\":{\"app\":" \
+  "\"f\"}},"                                                                                       \
+  "\"template\":{\"metadata\":{\"labels\":{\"app\":\"f\"}},\"spec\":{\"containers\":" containers   \
+  "}}}}"
+#define DEPLOY_PART(containers)                                                                    \
+  "{\"apiVersion\":\"apps/"                                                                        \
+  "v1\",\"kind\":\"Deployment\",\"metadata\":{},\"spec\":{\"template\":{\"spec\":{"                \
+  "\"containers\":" containers "}}}}"
+#define DEPLOY_BARE                                                                                \
+  "{\"apiVersion\":\"apps/"                                                                        \
+  "v1\",\"kind\":\"Deployment\",\"metadata\":{},\"spec\":{\"selector\":{\"matchLabels\":{\"app\":" \
+  "\"f\"}},"                                                                                       \
+  "\"template\":{\"metadata\":{\"labels\":{\"app\":\"f\"}}}}}"
+
+/* Keyed lists: a conflict inside an element (its path as the server writes
+ * it), a forced takeover of one field of another manager's element, and the
+ * element a manager drops staying with what another owns in it. */
+static void test_fake_fields_it_containers(void **state) {
+  static const step steps[] = {
+      {"a",
+       DEPLOY_APPLY("[{\"name\":\"c\",\"image\":\"c:1\",\"args\":[\"x\"]},{\"name\":\"d\","
+                    "\"image\":\"d:1\"}]"),
+       false, NULL, NULL},
+      {"b", DEPLOY_PART("[{\"name\":\"c\",\"image\":\"c:2\"}]"), false, NULL, NULL},
+      {"b", DEPLOY_PART("[{\"name\":\"c\",\"image\":\"c:2\"}]"), true, NULL, NULL},
+      {"a", DEPLOY_APPLY("[{\"name\":\"d\",\"image\":\"d:1\"}]"), false, NULL, NULL},
+      {"a", DEPLOY_BARE, false, NULL, NULL},
+  };
+  (void)state;
+  same_steps(&deploy_gvr, "fields-deploy", steps, sizeof(steps) / sizeof(steps[0]),
+             "spec.template.spec.containers");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fake_smp_it_lists_by_key),
       cmocka_unit_test(test_fake_smp_it_directives),
       cmocka_unit_test(test_fake_apply_it_merge),
       cmocka_unit_test(test_fake_apply_it_needs_manager),
+      cmocka_unit_test(test_fake_fields_it_configmap),
+      cmocka_unit_test(test_fake_fields_it_containers),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
