@@ -177,6 +177,18 @@ typedef int (*kcr_reconcile_fn)(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_re
 KCR_EXTERN const kcr_objclient *kcr_reconcile_client(kcr_reconcile_ctx_t *ctx);
 
 /*
+ * kcr_reconcile_api_reader returns the API reader for this reconcile
+ * (borrowed, valid for the call): the controller's api_reader (for a
+ * controller the manager runs, kcr_manager_api_reader: reads straight from the
+ * API server) carrying kcr_reconcile_cancel(ctx), so its reads end at the
+ * controller's stop (KCR_ECANCELED) and at the reconcile's deadline
+ * (KCR_ETIMEDOUT), as controller-runtime's apiReader.Get(ctx, ...) does with
+ * the reconcile's context. Its ops are NULL when the controller has no
+ * api_reader.
+ */
+KCR_EXTERN const kcr_objclient *kcr_reconcile_api_reader(kcr_reconcile_ctx_t *ctx);
+
+/*
  * kcr_reconcile_cancel returns the reconcile's cancellation token (borrowed,
  * valid for the call; Go's ctx): it fires when the controller stops
  * (kcr_cancel_err: KCR_ECANCELED) and, with options.reconcile_timeout_ns, when
@@ -286,6 +298,9 @@ typedef struct kcr_controller_source {
  *                   at once, both with KCR_ETIMEDOUT (cached reads are not
  *                   requests and still answer). C cannot interrupt the
  *                   reconciler's own code: it checks kcr_cancel_fired itself.
+ *   api_reader      what kcr_reconcile_api_reader hands out (with the
+ *                   reconcile's token); zero: none. The manager sets it to its
+ *                   API reader.
  *   metrics         borrowed, must outlive the controller; NULL: no metrics. The
  *                   controller registers the controller_runtime_* series below
  *                   on it, and its queue the workqueue_* series (the manager
@@ -333,6 +348,7 @@ typedef struct kcr_controller_options {
   kcr_objclient client;
   kcr_metrics_registry_t *metrics;
   int64_t reconcile_timeout_ns;
+  kcr_objclient api_reader;
   const bool *need_leader_election;
   const bool *enable_warmup;
   const bool *use_priority_queue;

@@ -189,7 +189,8 @@ KCR_EXTERN const kcr_objclient *kcr_manager_unfenced_client(kcr_manager_t *m);
 /*
  * kcr_manager_api_reader returns the manager's API reader (mgr.GetAPIReader();
  * borrowed, lives as long as m; no cancellation token: copy it and set .cancel
- * for one): get and list (and the metadata reads) go straight to the API
+ * for one; a reconciler gets it with its token from kcr_reconcile_api_reader):
+ * get and list (and the metadata reads) go straight to the API
  * server, never to an informer, and make none. A read sees the server's latest
  * state (not what the cache has caught up to); items of a list get apiVersion
  * and kind. It is a reader only, as controller-runtime's client.Reader: every

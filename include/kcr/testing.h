@@ -376,10 +376,13 @@ KCR_EXTERN size_t kcr_fake_recorder_count(kcr_event_recorder_t *r, const char *t
  *   client           the object client kcr_reconcile_client hands out (usually
  *                    kcr_fake_client_objclient); copied by value. Its cancel is
  *                    replaced by the context's own token (kcr_testing_ctx_cancel).
+ *   api_reader       what kcr_reconcile_api_reader hands out (a fake client's
+ *                    objclient too, or zero: none); the same token.
  */
 typedef struct kcr_testing_ctx_options {
   const char *controller_name;
   kcr_objclient client;
+  kcr_objclient api_reader;
 } kcr_testing_ctx_options;
 
 /*

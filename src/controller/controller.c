@@ -107,6 +107,7 @@ struct kcr_controller {
   kcr_clock_t *clock;
   kcr_controller_source source;
   kcr_objclient client;
+  kcr_objclient api_reader; /* ops NULL: none */
   kcr_workqueue_t *q;
   kcr_cancel_t *cancel;
   bool pq; /* the priority queue is on; immutable */
@@ -150,6 +151,7 @@ struct kcr_reconcile_ctx {
   kcr_controller_t *c;
   const char *ns, *name;
   kcr_objclient client;
+  kcr_objclient api_reader;
   kcr_error_t err;
   char id[KCR_UUID_BUFSIZE];
   bool terminal;
@@ -165,6 +167,9 @@ const kcr_objclient *kcr_requests_client(kcr_requests_t *r) {
 
 const kcr_objclient *kcr_reconcile_client(kcr_reconcile_ctx_t *ctx) {
   return &ctx->client;
+}
+const kcr_objclient *kcr_reconcile_api_reader(kcr_reconcile_ctx_t *ctx) {
+  return &ctx->api_reader;
 }
 kcr_cancel_t *kcr_reconcile_cancel(kcr_reconcile_ctx_t *ctx) {
   return ctx->cancel;
@@ -335,6 +340,7 @@ int kcr_controller_create(const kcr_controller_options *o, kcr_controller_t **ou
   c->clock = o->clock ? o->clock : kcr_clock_system();
   c->source = o->source;
   c->client = o->client;
+  c->api_reader = o->api_reader;
   c->primary_namespaced = true;
   c->pq = !o->use_priority_queue || *o->use_priority_queue;
   atomic_init(&c->stopping, false);
@@ -789,6 +795,8 @@ static void ctx_init(kcr_reconcile_ctx_t *ctx, kcr_controller_t *c, const char *
   ctx->name = name;
   ctx->client = c->client;
   ctx->client.cancel = c->cancel;
+  ctx->api_reader = c->api_reader;
+  ctx->api_reader.cancel = c->cancel;
   ctx->cancel = c->cancel;
   if (!ctx->client.field_manager)
     ctx->client.field_manager = c->name; /* as controller-runtime's manager names its applies */
@@ -851,7 +859,7 @@ static void reconcile_key(kcr_controller_t *c, const char *key, int prio) {
      * its requests end at the deadline, and at the controller's stop. */
     ctx.deadline = t0 + c->reconcile_timeout;
     if (kcr_cancel_create_child(c->cancel, c->clock, ctx.deadline, &deadline_token, NULL) == 0)
-      ctx.client.cancel = ctx.cancel = deadline_token;
+      ctx.client.cancel = ctx.api_reader.cancel = ctx.cancel = deadline_token;
     else
       ctl_log(c, KCR_LOG_ERROR, "out of memory: %s runs without its deadline token", key);
   }

@@ -354,6 +354,7 @@ int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o
   co.source.get_metadata_informer = src_get_metadata_informer;
   co.source.data = m;
   co.client = need_le ? m->objclient : m->unfenced;
+  co.api_reader = m->apireader;
   co.need_leader_election = NULL;
   co.enable_warmup = NULL;
   if (!co.metrics)

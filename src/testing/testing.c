@@ -142,8 +142,10 @@ int kcr_testing_ctx_create(const kcr_testing_ctx_options *o, const kcr_reconcile
   memset(&co, 0, sizeof(co));
   co.name = o && o->controller_name ? o->controller_name : "test";
   co.reconcile = never_called;
-  if (o)
+  if (o) {
     co.client = o->client;
+    co.api_reader = o->api_reader;
+  }
   t->ns = kcr__strdup(req->ns ? req->ns : "");
   t->name = kcr__strdup(req->name);
   if (!t->ns || !t->name) {

@@ -8,7 +8,10 @@
  * stalls the proxy and writes again: that request cannot finish, so it must
  * end when the reconcile's deadline passes, with KCR_ETIMEDOUT; a third write,
  * after the deadline, must fail at once and never reach the server (checked
- * with a direct client once the proxy flows again). Without the deadline on
+ * with a direct client once the proxy flows again). The reconcile's API
+ * reader (kcr_reconcile_api_reader) reads from the server before the stall
+ * and is refused at once after the deadline, as apiReader.Get(ctx) with the
+ * reconcile's context. Without the deadline on
  * the reconcile's token the stalled write hangs until the proxy is opened (the
  * test opens it after 60 s and fails).
  */
@@ -55,7 +58,7 @@ static char ns[64];
 /* What the reconciler saw (written by the worker, read after done). */
 static struct {
   atomic_bool done; /* the first reconcile of "trigger" has returned */
-  int rc_before, rc_stalled, rc_after;
+  int rc_before, rc_stalled, rc_after, rc_read_before, rc_read_after;
   char msg_stalled[KCR_ERROR_MESSAGE_MAX], msg_after[KCR_ERROR_MESSAGE_MAX];
   int64_t deadline, stalled_end; /* on the system clock */
   int64_t after_took;            /* ns the refused write took */
@@ -87,6 +90,12 @@ static int reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
   seen.token_deadline = kcr_cancel_deadline(kcr_reconcile_cancel(ctx));
   /* With the proxy open: the connection is up and the kind is mapped. */
   seen.rc_before = create_via(c, "before", NULL);
+  {
+    json_t *got = NULL;
+    seen.rc_read_before =
+        kcr_objclient_get(kcr_reconcile_api_reader(ctx), &cm_gvk, ns, "before", &got, NULL);
+    json_decref(got);
+  }
   /* Stalled: nothing moves either way until the deadline. */
   kcr_faultproxy_stall(proxy, true);
   kcr_error_clear(&err);
@@ -99,6 +108,8 @@ static int reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
   seen.rc_after = create_via(c, "after", &err);
   seen.after_took = kcr_clock_now(kcr_clock_system()) - t0;
   snprintf(seen.msg_after, sizeof(seen.msg_after), "%s", err.message);
+  seen.rc_read_after =
+      kcr_objclient_get(kcr_reconcile_api_reader(ctx), &cm_gvk, ns, "before", NULL, NULL);
   atomic_store(&seen.done, true);
   return 0;
 }
@@ -171,6 +182,7 @@ static void test_reconcile_deadline_bounds_requests(void **state) {
     fail_msg("the stalled write did not end at the reconcile's deadline");
 
   assert_int_equal(seen.rc_before, 0);
+  assert_int_equal(seen.rc_read_before, 0);
   assert_true(seen.deadline > 0);
   assert_true(seen.token_deadline == seen.deadline); /* the same clock: the system's */
   /* In flight at the deadline: aborted there (not before), Go's
@@ -181,6 +193,7 @@ static void test_reconcile_deadline_bounds_requests(void **state) {
   /* After the deadline: refused at once. */
   assert_int_equal(seen.rc_after, KCR_ETIMEDOUT);
   assert_non_null(strstr(seen.msg_after, "deadline exceeded"));
+  assert_int_equal(seen.rc_read_after, KCR_ETIMEDOUT); /* the API reader carries it too */
 
   /* The proxy flows again: "before" is there, "after" never reached the
    * server. Whatever "stalled" did, nothing can still be on its way for

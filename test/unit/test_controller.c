@@ -15,6 +15,7 @@
 #include "kcr/controller.h"
 #include "kcr/meta.h"
 #include "kcr/rand.h"
+#include "kcr/testing.h"
 #include "testutil.h"
 
 typedef struct fake {
@@ -168,6 +169,8 @@ typedef struct slow {
   int64_t token_deadline;    /* kcr_cancel_deadline of the reconcile's token */
   int err_before, err_after; /* kcr_cancel_err of it at the start and at the end */
   bool client_has_token;     /* the client's requests carry it */
+  bool reader_has_token;     /* and the API reader's, a copy of the option's */
+  const kcr_objclient *reader;
 } slow_t;
 
 static int reconcile_slow(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req,
@@ -179,6 +182,9 @@ static int reconcile_slow(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request 
   s->deadline = kcr_reconcile_deadline(ctx);
   s->token_deadline = kcr_cancel_deadline(kcr_reconcile_cancel(ctx));
   s->client_has_token = kcr_reconcile_client(ctx)->cancel == kcr_reconcile_cancel(ctx);
+  s->reader_has_token = kcr_reconcile_api_reader(ctx)->cancel == kcr_reconcile_cancel(ctx) &&
+                        kcr_reconcile_api_reader(ctx)->ops == s->reader->ops &&
+                        kcr_reconcile_api_reader(ctx)->data == s->reader->data;
   s->err_before = kcr_cancel_err(kcr_reconcile_cancel(ctx));
   kcr_fake_clock_step(s->clock, s->took);
   s->err_after = kcr_cancel_err(kcr_reconcile_cancel(ctx));
@@ -216,6 +222,7 @@ static void test_controller_no_timeout_by_default(void **state) {
  * one that returns before it is not a timeout, one still running when it passes
  * is, and the result is handled as usual (success here). */
 static void test_controller_reconcile_timeout(void **state) {
+  kcr_fake_client_t *fake = NULL;
   kcr_controller_options o;
   kcr_metrics_registry_t *reg;
   kcr_controller_t *c;
@@ -231,6 +238,9 @@ static void test_controller_reconcile_timeout(void **state) {
   o.clock = clock;
   o.metrics = reg;
   o.reconcile_timeout_ns = KCR_NSEC_PER_SEC;
+  assert_int_equal(kcr_fake_client_create(NULL, &fake, NULL), 0);
+  o.api_reader = kcr_fake_client_objclient(fake);
+  s.reader = &o.api_reader;
   assert_int_equal(kcr_controller_create(&o, &c, NULL), 0);
   s.clock = clock;
   kcr_metric_child_t *timeouts = kcr_metric_withv(
@@ -248,6 +258,7 @@ static void test_controller_reconcile_timeout(void **state) {
    * client's requests too; in time, it has not fired. */
   assert_true(s.token_deadline == s.deadline);
   assert_true(s.client_has_token);
+  assert_true(s.reader_has_token);
   assert_int_equal(s.err_before, 0);
   assert_int_equal(s.err_after, 0);
 
@@ -266,6 +277,7 @@ static void test_controller_reconcile_timeout(void **state) {
   assert_int_equal(kcr_metric_value(success), 3);
 
   kcr_controller_destroy(c);
+  kcr_fake_client_destroy(fake);
   kcr_metrics_registry_destroy(reg);
   kcr_clock_destroy(clock);
 }
