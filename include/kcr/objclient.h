@@ -457,6 +457,10 @@ KCR_EXTERN void kcr_objwatch_destroy(kcr_objwatch_t *w);
  * kcr_objwatch_close ends the stream with why (0: KCR_ECLOSED, a normal end;
  * else a negative kcr_err, err its details, copied, may be NULL). The consumer
  * gets what was queued first. Only the first close counts; any thread.
+ * kcr_objwatch_expire_after ends the watch normally (KCR_ECLOSED, as a close
+ * with 0) ns from now on the monotonic clock, as the API server ends a watch
+ * after its timeoutSeconds: events queued before then are still handed over,
+ * later ones dropped. ns <= 0 does nothing. Any thread.
  */
 typedef struct kcr_objwatch_hooks {
   void (*stop)(void *data);
@@ -468,6 +472,7 @@ KCR_EXTERN int kcr_objwatch_create(const kcr_objwatch_hooks *hooks, void *data,
 KCR_EXTERN int kcr_objwatch_send_new(kcr_objwatch_t *w, kcr_watch_event_type type, json_t *obj,
                                      const kcr_error_t *error);
 KCR_EXTERN void kcr_objwatch_close(kcr_objwatch_t *w, int why, const kcr_error_t *err);
+KCR_EXTERN void kcr_objwatch_expire_after(kcr_objwatch_t *w, int64_t ns);
 
 /*
  * kcr_field_owner_client: the storage of a client made by

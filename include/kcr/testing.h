@@ -168,9 +168,11 @@ extern "C" {
  *    current state with a BOOKMARK annotated k8s.io/initial-events-end;
  *    accept KCR_ACCEPT_PARTIAL_METADATA sends PartialObjectMetadata. A delete
  *    takes a resourceVersion of its own, as on the server. timeout_seconds
- *    is not honoured: the watch lasts until it is stopped or the fake is
- *    destroyed (then KCR_ECLOSED). Destroy the fake after the threads that
- *    use its watches are done with them.
+ *    ends the watch that long after it opened, as the server does (next then
+ *    answers KCR_ECLOSED once what came before is handed over); without it
+ *    the watch lasts until it is stopped or the fake is destroyed (then
+ *    KCR_ECLOSED). Destroy the fake after the threads that use its watches
+ *    are done with them.
  *  - errors are returned as the client returns the server's: KCR_EAPI with
  *    http_status, reason and message filled the way a metav1.Status fills them
  *    (kcr_error_is_not_found and friends work).

@@ -40,6 +40,7 @@ struct kcr_objwatch {
   int end;                         /* protected by mu: 0 open, else why it is over */
   bool stopped;                    /* protected by mu: the consumer stopped it (stop hook ran) */
   kcr_error_t end_err;             /* protected by mu: the end's details */
+  struct timespec expires;         /* protected by mu: a normal end then; tv_sec 0: never */
   kcr_error_t last;                /* consumer's: the error of the last ERROR event */
 };
 
@@ -80,6 +81,15 @@ int kcr_objwatch_create(const kcr_objwatch_hooks *hooks, void *data, kcr_objwatc
   return 0;
 }
 
+/* before: whether a is earlier than b. */
+static bool before(const struct timespec *a, const struct timespec *b) {
+  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* expired_locked ends the watch normally (KCR_ECLOSED) once its expiry has
+ * passed, as a server ends a watch after timeoutSeconds. mu held. */
+static void expired_locked(kcr_objwatch_t *w);
+
 /* end_locked ends the watch with why (first end wins). mu held. */
 static void end_locked(kcr_objwatch_t *w, int why, const kcr_error_t *err) {
   if (w->end)
@@ -112,6 +122,7 @@ int kcr_objwatch_send_new(kcr_objwatch_t *w, kcr_watch_event_type type, json_t *
     n->error = *error;
   }
   pthread_mutex_lock(&w->mu);
+  expired_locked(w);
   if (w->end) {
     rc = KCR_ECANCELED;
   } else if (w->n >= KCR_OBJWATCH_MAX_QUEUED) {
@@ -141,12 +152,32 @@ int kcr_objwatch_send_new(kcr_objwatch_t *w, kcr_watch_event_type type, json_t *
   return rc;
 }
 
+static struct timespec deadline_of(int64_t ns);
+
+void kcr_objwatch_expire_after(kcr_objwatch_t *w, int64_t ns) {
+  if (!w || ns <= 0)
+    return;
+  pthread_mutex_lock(&w->mu);
+  w->expires = deadline_of(ns);
+  pthread_cond_broadcast(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+}
+
 void kcr_objwatch_close(kcr_objwatch_t *w, int why, const kcr_error_t *err) {
   if (!w)
     return;
   pthread_mutex_lock(&w->mu);
   end_locked(w, why ? why : KCR_ECLOSED, err);
   pthread_mutex_unlock(&w->mu);
+}
+
+static void expired_locked(kcr_objwatch_t *w) {
+  struct timespec now;
+  if (w->end || w->expires.tv_sec == 0)
+    return;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if (!before(&now, &w->expires))
+    end_locked(w, KCR_ECLOSED, NULL);
 }
 
 /* deadline_of: now + ns on the monotonic clock. */
@@ -174,11 +205,17 @@ int kcr_objwatch_next(kcr_objwatch_t *w, int64_t timeout_ns, kcr_watch_event *ev
   if (timeout_ns > 0)
     until = deadline_of(timeout_ns);
   pthread_mutex_lock(&w->mu);
+  if (!w->head)
+    expired_locked(w);
   while (!w->head && !w->end && timeout_ns != 0) {
-    if (timeout_ns < 0) {
+    bool expiring = w->expires.tv_sec != 0 && (timeout_ns < 0 || before(&w->expires, &until));
+    if (!expiring && timeout_ns < 0) {
       pthread_cond_wait(&w->cv, &w->mu);
-    } else if (pthread_cond_timedwait(&w->cv, &w->mu, &until) == ETIMEDOUT) {
-      break;
+    } else if (pthread_cond_timedwait(&w->cv, &w->mu, expiring ? &w->expires : &until) ==
+               ETIMEDOUT) {
+      expired_locked(w);
+      if (!expiring)
+        break;
     }
   }
   if (w->stopped || (!w->head && w->end)) {

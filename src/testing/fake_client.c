@@ -119,8 +119,9 @@ int kcr_fake_error(kcr_error_t *err, int http_status, const char *reason, const 
   char msg[KCR_ERROR_MESSAGE_MAX];
   va_list ap;
   va_start(ap, fmt);
-  /* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is the line
-   * above; clang-tidy 14's analyzer loses it on some paths into this function */
+  /* va_start is the line above; clang-tidy 14's analyzer loses it on some
+   * paths into this function */
+  /* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized) */
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   if (!err || err->code != KCR_OK)
@@ -184,8 +185,9 @@ static int api_error(kcr_error_t *err, int code, const char *reason, const who_t
   va_list ap;
   int rc;
   va_start(ap, fmt);
-  /* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is the line
-   * above; clang-tidy 14's analyzer loses it on some paths into this function */
+  /* va_start is the line above; clang-tidy 14's analyzer loses it on some
+   * paths into this function */
+  /* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized) */
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   if (!err || err->code != KCR_OK)
@@ -2392,6 +2394,8 @@ static int f_watch(const kcr_objclient *c, const kcr_gvk *gvk, const char *ns,
     kcr__free(fw);
     return rc;
   }
+  if (o->timeout_seconds > 0) /* the server ends it then, as a normal end */
+    kcr_objwatch_expire_after(fw->w, (int64_t)o->timeout_seconds * KCR_NSEC_PER_SEC);
   pthread_mutex_lock(&f->mu);
   rc = selection_parse(f, gvk, &lo, &fw->sel, err);
   if (rc == 0 && f->nwatches == f->capwatches) {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kcr/apierror.h"
 #include "kcr/meta.h"
@@ -214,6 +215,12 @@ static void test_objwatch_stop_wakes(void **state) {
 
 /* ---- the fake client's watch ---- */
 
+static int64_t mono_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 typedef struct fx {
   kcr_fake_client_t *f;
   kcr_objclient c;
@@ -249,6 +256,40 @@ static json_t *create(fx_t *fx, const char *ns, const char *name, const char *la
   assert_int_equal(kcr_objclient_create(&fx->c, o, &out, NULL), 0);
   json_decref(o);
   return out;
+}
+
+/* timeout_seconds ends the watch then, normally, as the server's: what came
+ * before is handed over, then KCR_ECLOSED, whether next waits forever or a
+ * bounded time; a change after the end is not sent */
+static void test_fake_watch_timeout(void **state) {
+  fx_t *fx = *state;
+  kcr_watch_options o = {0};
+  kcr_objwatch_t *w;
+  kcr_watch_event e;
+  kcr_error_t err;
+  json_t *ev;
+  int64_t t0 = mono_ms(), took;
+  o.timeout_seconds = 1;
+  w = watch(fx, "ns", &o);
+  json_decref(create(fx, "ns", "a", NULL));
+  ev = next_event(w, KCR_WATCH_ADDED, "a");
+  json_decref(ev);
+  assert_int_equal(kcr_objwatch_next(w, 10 * (int64_t)1000000, &e, NULL), KCR_EAGAIN); /* not yet */
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_objwatch_next(w, -1, &e, &err), KCR_ECLOSED);
+  took = mono_ms() - t0;
+  assert_int_equal(err.code, KCR_ECLOSED);
+  assert_true(took >= 1000);
+  assert_true(took < 30000); /* it ended on its own: without the timeout, never */
+  json_decref(create(fx, "ns", "b", NULL));
+  assert_int_equal(kcr_objwatch_next(w, 0, &e, NULL), KCR_ECLOSED);
+  kcr_objwatch_destroy(w);
+  /* a bounded wait that outlasts the expiry ends with it too */
+  w = watch(fx, "ns", &o);
+  expect(w, KCR_WATCH_ADDED, "a");
+  expect(w, KCR_WATCH_ADDED, "b");
+  assert_int_equal(kcr_objwatch_next(w, 20 * KCR_NSEC_PER_SEC, &e, NULL), KCR_ECLOSED);
+  kcr_objwatch_destroy(w);
 }
 
 /* every write is an event, in order, with the version it made; a delete too */
@@ -544,6 +585,7 @@ int main(void) {
       cmocka_unit_test(test_objwatch_bound),
       cmocka_unit_test(test_objwatch_stop_wakes),
       cmocka_unit_test_setup_teardown(test_fake_watch_writes, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_fake_watch_timeout, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_fake_watch_finalizer, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_fake_watch_selector, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_fake_watch_versions, fx_setup, fx_teardown),
