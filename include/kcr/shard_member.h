@@ -13,12 +13,22 @@
  * graceful stop deletes the Lease, so the others drop this replica at their
  * next list rather than after the lease duration.
  *
- * This is membership only: who owns which range. Moving a range without two
- * replicas reconciling one object at once (drain before release, start after
- * release or expiry) builds on kcr_shard_member_may_own, the same self-fence
- * as leader election's: a replica whose renews failed for renew_deadline must
- * behave as if it owned nothing, because the others will drop it once its
- * Lease expires. docs/design.md, "Sharding", has the plan.
+ * Handover. What the ring gives a replica (its target) is not what it may
+ * reconcile (its effective set): a range moves without two replicas holding
+ * it at once. On a ring change a replica first shrinks its effective set to
+ * what it keeps, has on_drain wait for the reconciles in flight outside it,
+ * and then writes KCR_SHARD_RELEASED_ANNOTATION=<the ring's generation> on
+ * its Lease: a promise that its effective set lies within its target in that
+ * ring. It grows to its target only once every other Lease of the ring
+ * carries that promise for the same generation, or has been seen unchanged
+ * on the local monotonic clock for its lease duration (leader election's
+ * expiry rule: such a holder fenced itself at its renew deadline), or is
+ * gone (a graceful stop drains, then deletes its Lease). Targets in one ring
+ * are disjoint, so effective sets never overlap. A replica past its renew
+ * deadline (kcr_shard_member_may_own false) owns nothing at once and starts
+ * again from an empty effective set. The generation is the FNV-1a of the
+ * sorted member names and the ring's layout, so replicas that see the same
+ * members name the ring alike without a coordinator.
  */
 #ifndef KCR_SHARD_MEMBER_H
 #define KCR_SHARD_MEMBER_H
@@ -42,6 +52,20 @@ extern "C" {
 /* kcr_shard_member_t: opaque. */
 typedef struct kcr_shard_member kcr_shard_member_t;
 
+/* The annotation of a shard Lease that says its holder has released every
+ * range outside its part of the ring of that generation (16 hex digits). */
+#define KCR_SHARD_RELEASED_ANNOTATION "kcr.dev/shard-released"
+
+/* kcr_shard_member_drain_cb: from now on this replica reconciles only keys in
+ * keep (borrowed for the call): return once the reconciles in flight of keys
+ * outside it have ended. Runs on the member's thread (on the stopping thread
+ * for kcr_shard_member_stop), no lock held; the handover waits for it. */
+typedef void (*kcr_shard_member_drain_cb)(const kcr_shard_set_t *keep, void *data);
+
+/* kcr_shard_member_effective_cb: the effective set changed to effective
+ * (borrowed for the call): after a drain, and when it grows. Same thread. */
+typedef void (*kcr_shard_member_effective_cb)(const kcr_shard_set_t *effective, void *data);
+
 /* kcr_shard_member_change_cb: the ring changed (ring borrowed for the call;
  * kcr_shard_ring_set(ring, kcr_shard_member_identity(m), ...) is this
  * replica's part). Runs on the member's thread, no lock held; return soon. */
@@ -59,6 +83,9 @@ typedef void (*kcr_shard_member_change_cb)(const kcr_shard_ring_t *ring, void *d
  *   ring_options     the ring's layout (NULL fields: the defaults).
  *   clock            NULL: the system clock; borrowed.
  *   on_change, data  as above; may be NULL.
+ *   on_drain, on_effective  the handover's (above); may be NULL (then a
+ *                    shrink waits for nothing: the caller checks
+ *                    kcr_shard_member_owns before each reconcile itself).
  */
 typedef struct kcr_shard_member_options {
   kcr_client_t *client;
@@ -72,6 +99,8 @@ typedef struct kcr_shard_member_options {
   kcr_clock_t *clock;
   kcr_shard_member_change_cb on_change;
   void *data;
+  kcr_shard_member_drain_cb on_drain;
+  kcr_shard_member_effective_cb on_effective;
 } kcr_shard_member_options;
 
 /*
@@ -86,9 +115,10 @@ KCR_EXTERN int kcr_shard_member_create(const kcr_shard_member_options *o, kcr_sh
  * again. 0, or KCR_ESYS / KCR_EINVAL (started twice). Any thread. */
 KCR_EXTERN int kcr_shard_member_start(kcr_shard_member_t *m, kcr_error_t *err);
 
-/* kcr_shard_member_stop stops the thread and deletes this replica's Lease
- * (waiting at most renew_deadline for the API server). Idempotent; not from
- * on_change. */
+/* kcr_shard_member_stop stops the thread, drains everything (on_drain with
+ * the empty set: a SIGTERM hands the ranges over without waiting for the
+ * Lease to expire) and deletes this replica's Lease (waiting at most
+ * renew_deadline for the API server). Idempotent; not from a callback. */
 KCR_EXTERN void kcr_shard_member_stop(kcr_shard_member_t *m);
 
 /* kcr_shard_member_destroy stops m (as kcr_shard_member_stop) and frees it;
@@ -113,6 +143,23 @@ KCR_EXTERN int kcr_shard_member_set(kcr_shard_member_t *m, kcr_shard_set_t **out
  * monotonic now < the start of its last successful renew + renew_deadline.
  * False before the first renew and after a stop. Any thread. */
 KCR_EXTERN bool kcr_shard_member_may_own(kcr_shard_member_t *m);
+
+/*
+ * kcr_shard_member_effective: a new set in *out of what this replica may
+ * reconcile now (the handover above): empty before its first grow, and while
+ * kcr_shard_member_may_own is false. Errors: KCR_ENOMEM. Any thread.
+ */
+KCR_EXTERN int kcr_shard_member_effective(kcr_shard_member_t *m, kcr_shard_set_t **out,
+                                          kcr_error_t *err);
+
+/* kcr_shard_member_owns: whether hash h (kcr_shard_object_hash) is in the
+ * effective set and the fence holds: the check right before a reconcile. Any
+ * thread. */
+KCR_EXTERN bool kcr_shard_member_owns(kcr_shard_member_t *m, uint64_t h);
+
+/* kcr_shard_member_generation: the generation of the ring the member last
+ * released into (16 hex digits, "" before the first), in buf of size >= 17. */
+KCR_EXTERN void kcr_shard_member_generation(kcr_shard_member_t *m, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

@@ -13,11 +13,18 @@
  * turns false at the same moment the others could first drop this replica.
  *
  * Membership is decided by the Leases' own timestamps against the local wall
- * clock (the brief's rule, and what a replica that just started can use). The
- * handover slice will add leader election's stricter rule (a Lease counts until
- * the local monotonic clock has seen it unchanged for its duration) where two
- * replicas owning one range at once would be a bug; for membership alone a
- * skewed clock only delays or hastens a member's arrival in the ring.
+ * clock (the brief's rule, and what a replica that just started can use): a
+ * skewed clock only delays or hastens a member's arrival in the ring. Where
+ * two replicas owning one range at once would be a bug, the handover uses
+ * leader election's stricter rule instead: a Lease that has not released the
+ * current generation holds its ranges until the local monotonic clock has
+ * seen it unchanged (its resourceVersion) for its lease duration.
+ *
+ * The handover runs on the member's thread after each list (handover()):
+ * shrink to effective & target and drain, announce the generation on the
+ * Lease (the next renew carries it; a change renews at once), grow to the
+ * target once every other Lease allows it. effective is read by any thread
+ * under mu; only the member's thread (and stop, after joining it) writes it.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -27,6 +34,7 @@
 
 #include "kcr/apierror.h"
 #include "kcr/log.h"
+#include "kcr/meta.h"
 #include "kcr/shard_member.h"
 #include "kcr/time.h"
 #include "manager/leaderelection_internal.h"
@@ -38,6 +46,14 @@
 
 static const kcr_gvr lease_gvr = {"coordination.k8s.io", "v1", "leases"};
 
+/* obs_t: when this process last saw a ring Lease change (member thread). */
+typedef struct obs {
+  char *lease;   /* its name */
+  char *version; /* its resourceVersion then */
+  int64_t since; /* monotonic ns at which it was first seen with that version */
+  bool seen;     /* in the latest list */
+} obs_t;
+
 struct kcr_shard_member {
   kcr_client_t *client;
   char *ring_name, *ns, *identity, *lease_name, *selector;
@@ -46,7 +62,13 @@ struct kcr_shard_member {
   kcr_clock_t *clock;
   kcr_shard_member_change_cb on_change;
   void *data;
+  kcr_shard_member_drain_cb on_drain;
+  kcr_shard_member_effective_cb on_effective;
   kcr_cancel_t *cancel; /* fired by stop: aborts a request in flight */
+  json_t *leases;       /* member thread: the ring's Leases at the last list */
+  obs_t *obs;           /* member thread: one per Lease of the last list */
+  size_t nobs;
+  bool abandon; /* stop without draining or deleting the Lease (tests) */
 
   pthread_t thread;
   int started; /* the owner's thread */
@@ -55,6 +77,8 @@ struct kcr_shard_member {
   pthread_cond_t cond;
   int stopping;                   /* protected by mu */
   kcr_shard_ring_t *ring;         /* protected by mu; NULL before the first list */
+  kcr_shard_set_t *effective;     /* protected by mu; written by the member's thread */
+  char released[17];              /* protected by mu: the generation announced, "" none */
   atomic_int_fast64_t renewed_at; /* start of the last successful renew; INT64_MIN: none */
 };
 
@@ -88,7 +112,20 @@ int kcr__shard_live_members(const json_t *items, kcr_time_t now, const char **na
   return 0;
 }
 
+static void obs_clear(kcr_shard_member_t *m) {
+  for (size_t i = 0; i < m->nobs; i++) {
+    kcr__free(m->obs[i].lease);
+    kcr__free(m->obs[i].version);
+  }
+  kcr__free(m->obs);
+  m->obs = NULL;
+  m->nobs = 0;
+}
+
 static void member_free(kcr_shard_member_t *m) {
+  obs_clear(m);
+  json_decref(m->leases);
+  kcr_shard_set_destroy(m->effective);
   kcr__free(m->ring_name);
   kcr__free(m->ns);
   kcr__free(m->identity);
@@ -158,8 +195,11 @@ int kcr_shard_member_create(const kcr_shard_member_options *o, kcr_shard_member_
   m->clock = o->clock ? o->clock : kcr_clock_system();
   m->on_change = o->on_change;
   m->data = o->data;
+  m->on_drain = o->on_drain;
+  m->on_effective = o->on_effective;
   atomic_store(&m->renewed_at, INT64_MIN);
   if (!m->ring_name || !m->ns || !m->identity || !m->lease_name || !m->selector ||
+      kcr_shard_set_create(NULL, 0, &m->effective, NULL) != 0 ||
       kcr_cancel_create(&m->cancel, NULL) != 0) {
     member_free(m);
     return kcr_error_set(err, KCR_ENOMEM, "shard member: out of memory");
@@ -176,12 +216,22 @@ static int renew(kcr_shard_member_t *m, kcr_error_t *err) {
   char *text;
   int rc;
 
+  char released[sizeof(m->released)];
   kcr_time_format(kcr_clock_wall(m->clock), KCR_TIME_MICRO, now, sizeof(now));
+  pthread_mutex_lock(&m->mu);
+  memcpy(released, m->released, sizeof(released));
+  pthread_mutex_unlock(&m->mu);
   lease = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:s, s:I, s:s}}", "apiVersion",
                     "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name", m->lease_name,
                     "namespace", m->ns, "labels", KCR_SHARD_RING_LABEL, m->ring_name, "spec",
                     "holderIdentity", m->identity, "leaseDurationSeconds",
                     (json_int_t)(m->lease_ns / KCR_NSEC_PER_SEC), "renewTime", now);
+  if (lease && *released &&
+      json_object_set_new(json_object_get(lease, "metadata"), "annotations",
+                          json_pack("{s:s}", KCR_SHARD_RELEASED_ANNOTATION, released)) != 0) {
+    json_decref(lease);
+    lease = NULL;
+  }
   text = lease ? json_dumps(lease, JSON_COMPACT) : NULL;
   if (!text) {
     json_decref(lease);
@@ -223,6 +273,10 @@ static int refresh(kcr_shard_member_t *m, kcr_error_t *err) {
     rc = kcr_shard_ring_create(names, n, &m->ring_options, &ring, err);
   else
     kcr_error_set(err, rc, "shard member: more than %d live members", KCR_SHARD_RING_MEMBERS_MAX);
+  if (rc == 0) {
+    json_decref(m->leases);
+    m->leases = json_incref(json_object_get(list, "items"));
+  }
   json_decref(list); /* names borrowed from it: the ring has copied them */
   if (rc)
     return rc;
@@ -243,6 +297,203 @@ static int refresh(kcr_shard_member_t *m, kcr_error_t *err) {
   return 0;
 }
 
+/* ---- the handover ---- */
+
+/* set_and: a new set of what both a and b hold, or NULL (out of memory). */
+static kcr_shard_set_t *set_and(const kcr_shard_set_t *a, const kcr_shard_set_t *b) {
+  const kcr_shard_range *ra, *rb;
+  size_t na = kcr_shard_set_ranges(a, &ra), nb = kcr_shard_set_ranges(b, &rb), n = 0;
+  kcr_shard_range *out = kcr__calloc(na + nb + 1, sizeof(*out));
+  kcr_shard_set_t *set = NULL;
+  if (!out)
+    return NULL;
+  for (size_t i = 0, j = 0; i < na && j < nb;) {
+    uint64_t lo = ra[i].first > rb[j].first ? ra[i].first : rb[j].first;
+    uint64_t hi = ra[i].last < rb[j].last ? ra[i].last : rb[j].last;
+    if (lo <= hi)
+      out[n++] = (kcr_shard_range){lo, hi};
+    if (ra[i].last < rb[j].last)
+      i++;
+    else
+      j++;
+  }
+  (void)kcr_shard_set_create(out, n, &set, NULL);
+  kcr__free(out);
+  return set;
+}
+
+/* set_equal: whether a and b hold the same hashes (both merged and sorted). */
+static bool set_equal(const kcr_shard_set_t *a, const kcr_shard_set_t *b) {
+  const kcr_shard_range *ra, *rb;
+  size_t na = kcr_shard_set_ranges(a, &ra), nb = kcr_shard_set_ranges(b, &rb);
+  if (na != nb)
+    return false;
+  for (size_t i = 0; i < na; i++)
+    if (ra[i].first != rb[i].first || ra[i].last != rb[i].last)
+      return false;
+  return true;
+}
+
+void kcr__shard_generation(const kcr_shard_ring_t *ring, const kcr_shard_ring_options *o, char *buf,
+                           size_t size) {
+  uint64_t h = kcr_shard_hash(NULL, 0);
+  const char *name;
+  unsigned char tail[2] = {(unsigned char)o->layout, (unsigned char)(o->vnodes & 0xff)};
+  for (size_t i = 0; (name = kcr_shard_ring_member(ring, i)) != NULL; i++) {
+    for (const char *c = name; *c; c++)
+      h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    h = (h ^ (unsigned char)'\n') * 1099511628211ULL;
+  }
+  for (size_t i = 0; i < sizeof(tail); i++)
+    h = (h ^ tail[i]) * 1099511628211ULL;
+  h = (h ^ (unsigned char)((o->vnodes >> 8) & 0xff)) * 1099511628211ULL;
+  snprintf(buf, size, "%016llx", (unsigned long long)h);
+}
+
+/* observe notes when each Lease of the last list changed (its
+ * resourceVersion), on the monotonic clock; a Lease no longer listed is
+ * forgotten. Member thread. */
+static void observe(kcr_shard_member_t *m) {
+  int64_t now = kcr_clock_now(m->clock);
+  size_t i;
+  json_t *lease;
+  for (size_t k = 0; k < m->nobs; k++)
+    m->obs[k].seen = false;
+  json_array_foreach(m->leases, i, lease) {
+    const char *name =
+        json_string_value(json_object_get(json_object_get(lease, "metadata"), "name"));
+    const char *rv = kcr_meta_resource_version(lease);
+    obs_t *o = NULL;
+    if (!name || !rv)
+      continue;
+    for (size_t k = 0; k < m->nobs && !o; k++)
+      if (strcmp(m->obs[k].lease, name) == 0)
+        o = &m->obs[k];
+    if (!o) {
+      obs_t *v = kcr__realloc(m->obs, (m->nobs + 1) * sizeof(*v));
+      if (!v)
+        continue; /* unobserved: it never counts as expired, the safe side */
+      m->obs = v;
+      o = &m->obs[m->nobs];
+      memset(o, 0, sizeof(*o));
+      if (!(o->lease = kcr__strdup(name))) {
+        continue;
+      }
+      m->nobs++;
+    }
+    if (!o->version || strcmp(o->version, rv) != 0) {
+      char *v = kcr__strdup(rv);
+      if (!v)
+        continue;
+      kcr__free(o->version);
+      o->version = v;
+      o->since = now;
+    }
+    o->seen = true;
+  }
+  for (size_t k = m->nobs; k-- > 0;) {
+    if (m->obs[k].seen)
+      continue;
+    kcr__free(m->obs[k].lease);
+    kcr__free(m->obs[k].version);
+    m->obs[k] = m->obs[--m->nobs];
+  }
+}
+
+int kcr__shard_others_released(const json_t *leases, const char *identity, const char *gen,
+                               kcr__shard_unchanged_fn unchanged, void *data) {
+  size_t i;
+  json_t *lease;
+  json_array_foreach(leases, i, lease) {
+    const json_t *spec = json_object_get(lease, "spec");
+    const char *holder = json_string_value(json_object_get(spec, "holderIdentity"));
+    const char *name =
+        json_string_value(json_object_get(json_object_get(lease, "metadata"), "name"));
+    const char *said = json_string_value(
+        json_object_get(json_object_get(json_object_get(lease, "metadata"), "annotations"),
+                        KCR_SHARD_RELEASED_ANNOTATION));
+    json_int_t dur = json_integer_value(json_object_get(spec, "leaseDurationSeconds"));
+    if (holder && strcmp(holder, identity) == 0)
+      continue;
+    if (said && strcmp(said, gen) == 0)
+      continue;
+    if (name && dur > 0 && unchanged(name, (int64_t)dur * KCR_NSEC_PER_SEC, data))
+      continue; /* fenced: unchanged for its lease duration */
+    return 0;
+  }
+  return 1;
+}
+
+/* unchanged_for: whether this process has seen Lease name unchanged for at
+ * least ns (kcr__shard_unchanged_fn over the member's observations). */
+static bool unchanged_for(const char *name, int64_t ns, void *data) {
+  kcr_shard_member_t *m = data;
+  int64_t now = kcr_clock_now(m->clock);
+  for (size_t k = 0; k < m->nobs; k++)
+    if (strcmp(m->obs[k].lease, name) == 0)
+      return now - m->obs[k].since >= ns;
+  return false;
+}
+
+/* set_effective makes next (stolen) the effective set and tells on_effective;
+ * a shrink then waits for on_drain. */
+static void set_effective(kcr_shard_member_t *m, kcr_shard_set_t *next, bool shrink) {
+  kcr_shard_set_t *old;
+  pthread_mutex_lock(&m->mu);
+  old = m->effective;
+  m->effective = next;
+  pthread_mutex_unlock(&m->mu);
+  kcr_log(KCR_LOG_INFO, "sharding", "ring %s: %s to %.4f of the space", m->ring_name,
+          shrink ? "shrinks" : "grows", kcr_shard_set_share(next));
+  if (m->on_effective)
+    m->on_effective(next, m->data); /* only this thread replaces it: next lives on */
+  if (shrink && m->on_drain)
+    m->on_drain(next, m->data);
+  kcr_shard_set_destroy(old);
+}
+
+/* handover moves the effective set towards the target of the latest ring
+ * (file comment). Member thread. */
+static void handover(kcr_shard_member_t *m) {
+  kcr_shard_set_t *target = NULL, *keep;
+  char gen[sizeof(m->released)];
+  bool announce;
+  observe(m);
+  if (!kcr_shard_member_may_own(m)) {
+    /* past the renew deadline: the others may take everything soon */
+    if (kcr_shard_set_share(m->effective) > 0.0 && kcr_shard_set_create(NULL, 0, &keep, NULL) == 0)
+      set_effective(m, keep, true);
+    return;
+  }
+  if (!m->ring || kcr_shard_ring_set(m->ring, m->identity, &target, NULL) != 0)
+    return;
+  kcr__shard_generation(m->ring, &m->ring_options, gen, sizeof(gen));
+  keep = set_and(m->effective, target);
+  if (keep && !set_equal(keep, m->effective))
+    set_effective(m, keep, true);
+  else
+    kcr_shard_set_destroy(keep);
+  pthread_mutex_lock(&m->mu);
+  announce = strcmp(m->released, gen) != 0;
+  if (announce)
+    memcpy(m->released, gen, sizeof(gen)); /* true now: effective lies within target */
+  pthread_mutex_unlock(&m->mu);
+  if (announce) {
+    kcr_error_t err;
+    int64_t start = kcr_clock_now(m->clock);
+    kcr_error_clear(&err);
+    if (renew(m, &err) == 0)
+      atomic_store(&m->renewed_at, start);
+    kcr_log(KCR_LOG_INFO, "sharding", "ring %s: released into generation %s", m->ring_name, gen);
+  }
+  if (!set_equal(target, m->effective) &&
+      kcr__shard_others_released(m->leases, m->identity, gen, unchanged_for, m)) {
+    set_effective(m, target, false);
+    target = NULL;
+  }
+  kcr_shard_set_destroy(target);
+}
+
 static void *member_main(void *arg) {
   kcr_shard_member_t *m = arg;
   for (;;) {
@@ -258,6 +509,8 @@ static void *member_main(void *arg) {
     if (!kcr_cancel_fired(m->cancel) && refresh(m, &err) != 0 && !kcr_cancel_fired(m->cancel))
       kcr_log(KCR_LOG_WARN, "sharding", "ring %s: cannot list its Leases: %s", m->ring_name,
               err.message);
+    if (!kcr_cancel_fired(m->cancel))
+      handover(m);
     deadline = start + m->retry_ns;
     pthread_mutex_lock(&m->mu);
     while (!m->stopping && kcr_clock_now(m->clock) < deadline)
@@ -291,6 +544,14 @@ void kcr_shard_member_stop(kcr_shard_member_t *m) {
   pthread_join(m->thread, NULL);
   m->started = 2;
   atomic_store(&m->renewed_at, INT64_MIN);
+  if (m->abandon)
+    return; /* a crash, for tests: the Lease stays until it expires */
+  {
+    /* hand everything over: drained here, the Lease deleted below */
+    kcr_shard_set_t *none = NULL;
+    if (kcr_shard_set_create(NULL, 0, &none, NULL) == 0)
+      set_effective(m, none, true);
+  }
   /* Deleting the Lease tells the others at their next list. */
   ro.timeout_ns = m->renew_ns;
   kcr_client_delete(m->client, &lease_gvr, m->ns, m->lease_name, &ro, NULL, NULL);
@@ -323,6 +584,37 @@ int kcr_shard_member_set(kcr_shard_member_t *m, kcr_shard_set_t **out, size_t *n
     rc = kcr_shard_set_create(NULL, 0, out, err);
   pthread_mutex_unlock(&m->mu);
   return rc;
+}
+
+void kcr__shard_member_abandon(kcr_shard_member_t *m) {
+  m->abandon = true;
+  kcr_shard_member_stop(m);
+}
+
+int kcr_shard_member_effective(kcr_shard_member_t *m, kcr_shard_set_t **out, kcr_error_t *err) {
+  int rc;
+  if (!kcr_shard_member_may_own(m))
+    return kcr_shard_set_create(NULL, 0, out, err);
+  pthread_mutex_lock(&m->mu);
+  rc = kcr_shard_set_copy(m->effective, out, err);
+  pthread_mutex_unlock(&m->mu);
+  return rc;
+}
+
+bool kcr_shard_member_owns(kcr_shard_member_t *m, uint64_t h) {
+  bool in;
+  if (!kcr_shard_member_may_own(m))
+    return false;
+  pthread_mutex_lock(&m->mu);
+  in = kcr_shard_set_contains(m->effective, h);
+  pthread_mutex_unlock(&m->mu);
+  return in;
+}
+
+void kcr_shard_member_generation(kcr_shard_member_t *m, char *buf, size_t size) {
+  pthread_mutex_lock(&m->mu);
+  snprintf(buf, size, "%s", m->released);
+  pthread_mutex_unlock(&m->mu);
 }
 
 bool kcr_shard_member_may_own(kcr_shard_member_t *m) {

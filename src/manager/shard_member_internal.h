@@ -7,7 +7,12 @@
 #define KCR_MANAGER_SHARD_MEMBER_INTERNAL_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "kcr/shard_member.h"
+#include "kcr/sharding.h"
 
 #include "kcr/time.h"
 
@@ -21,5 +26,28 @@
  */
 int kcr__shard_live_members(const json_t *items, kcr_time_t now, const char **names, size_t cap,
                             size_t *n);
+
+/*
+ * kcr__shard_generation writes the generation of ring (16 hex digits, the
+ * FNV-1a of the sorted member names and o's layout and vnodes) into buf.
+ */
+void kcr__shard_generation(const kcr_shard_ring_t *ring, const kcr_shard_ring_options *o, char *buf,
+                           size_t size);
+
+/* kcr__shard_unchanged_fn: whether Lease name has been seen unchanged for ns. */
+typedef bool (*kcr__shard_unchanged_fn)(const char *name, int64_t ns, void *data);
+
+/*
+ * kcr__shard_others_released: 1 when every Lease of leases (a list's items)
+ * held by another identity than identity has released generation gen
+ * (KCR_SHARD_RELEASED_ANNOTATION) or has been unchanged for its
+ * leaseDurationSeconds by unchanged; else 0. The handover's rule for growing.
+ */
+int kcr__shard_others_released(const json_t *leases, const char *identity, const char *gen,
+                               kcr__shard_unchanged_fn unchanged, void *data);
+
+/* kcr__shard_member_abandon stops m as a crash would (tests): no drain, and
+ * its Lease is left to expire. */
+void kcr__shard_member_abandon(kcr_shard_member_t *m);
 
 #endif /* KCR_MANAGER_SHARD_MEMBER_INTERNAL_H */

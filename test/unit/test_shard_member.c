@@ -2,8 +2,10 @@
 /*
  * test_shard_member.c: shard membership by Leases (kcr/shard_member.h) without
  * a server: which Leases count as live members at a given wall time, and what
- * kcr_shard_member_create refuses. The renew-and-list loop runs against the
- * real API server in test_sharding_it.
+ * kcr_shard_member_create refuses, the ring's generation, and the handover's
+ * rule for growing (which other Leases allow it). The renew-and-list loop runs
+ * against the real API server in test_sharding_it, the handover in
+ * test_shard_handover_it.
  */
 #include <string.h>
 
@@ -59,6 +61,75 @@ static void test_shard_member_live_members(void **state) {
   assert_int_equal(kcr__shard_live_members(NULL, at("2026-12-04T10:00:00Z"), names, 8, &n), 0);
   assert_int_equal(n, 0);
   json_decref(items);
+}
+
+/* a ring Lease of holder with name, duration and the released annotation */
+static json_t *ring_lease(const char *name, const char *holder, int dur, const char *released) {
+  json_t *l = lease(holder, "2026-12-04T10:00:00.000000Z", dur);
+  json_t *md = json_pack("{s:s}", "name", name);
+  if (released)
+    json_object_set_new(md, "annotations",
+                        json_pack("{s:s}", KCR_SHARD_RELEASED_ANNOTATION, released));
+  json_object_set_new(l, "metadata", md);
+  return l;
+}
+
+/* unchanged_since: the test's observations: only "lease-c" has been seen
+ * unchanged for 5 s. */
+static bool unchanged_since(const char *name, int64_t ns, void *data) {
+  (void)data;
+  return strcmp(name, "lease-c") == 0 && ns <= 5 * KCR_NSEC_PER_SEC;
+}
+
+static void test_shard_member_grow_rule(void **state) {
+  json_t *leases = json_array();
+  (void)state;
+  json_array_append_new(leases, ring_lease("lease-me", "me", 4, NULL)); /* our own: never waits */
+  json_array_append_new(leases, ring_lease("lease-b", "b", 4, "00000000000000aa"));
+  /* b released this generation, nobody else is there */
+  assert_int_equal(
+      kcr__shard_others_released(leases, "me", "00000000000000aa", unchanged_since, NULL), 1);
+  /* another generation: b may still hold what it held */
+  assert_int_equal(
+      kcr__shard_others_released(leases, "me", "00000000000000bb", unchanged_since, NULL), 0);
+  /* c has not released, but was seen unchanged for its 4 s: fenced */
+  json_array_append_new(leases, ring_lease("lease-c", "c", 4, NULL));
+  assert_int_equal(
+      kcr__shard_others_released(leases, "me", "00000000000000aa", unchanged_since, NULL), 1);
+  /* d has neither: wait; with a 10 s lease c waits too */
+  json_array_append_new(leases, ring_lease("lease-d", "d", 4, "00000000000000bb"));
+  assert_int_equal(
+      kcr__shard_others_released(leases, "me", "00000000000000aa", unchanged_since, NULL), 0);
+  json_array_remove(leases, 3);
+  json_array_append_new(leases, ring_lease("lease-c", "c", 10, NULL));
+  json_array_remove(leases, 2);
+  assert_int_equal(
+      kcr__shard_others_released(leases, "me", "00000000000000aa", unchanged_since, NULL), 0);
+  /* nobody else: nothing to wait for */
+  assert_int_equal(kcr__shard_others_released(NULL, "me", "x", unchanged_since, NULL), 1);
+  json_decref(leases);
+}
+
+static void test_shard_member_generation(void **state) {
+  const char *ab[] = {"a", "b"}, *ba[] = {"b", "a"}, *abc[] = {"a", "b", "c"};
+  kcr_shard_ring_t *r1 = NULL, *r2 = NULL, *r3 = NULL;
+  kcr_shard_ring_options o = {0}, contiguous = {KCR_SHARD_RING_CONTIGUOUS, 0};
+  char g1[17], g2[17], g3[17], g4[17];
+  (void)state;
+  assert_int_equal(kcr_shard_ring_create(ab, 2, NULL, &r1, NULL), 0);
+  assert_int_equal(kcr_shard_ring_create(ba, 2, NULL, &r2, NULL), 0);
+  assert_int_equal(kcr_shard_ring_create(abc, 3, NULL, &r3, NULL), 0);
+  kcr__shard_generation(r1, &o, g1, sizeof(g1));
+  kcr__shard_generation(r2, &o, g2, sizeof(g2));
+  kcr__shard_generation(r3, &o, g3, sizeof(g3));
+  kcr__shard_generation(r1, &contiguous, g4, sizeof(g4));
+  assert_int_equal(strlen(g1), 16);
+  assert_string_equal(g1, g2); /* the same members in any order: one name */
+  assert_string_not_equal(g1, g3);
+  assert_string_not_equal(g1, g4); /* another layout splits differently */
+  kcr_shard_ring_destroy(r1);
+  kcr_shard_ring_destroy(r2);
+  kcr_shard_ring_destroy(r3);
 }
 
 static void test_shard_member_create_refuses(void **state) {
@@ -127,6 +198,8 @@ static void test_shard_member_alloc_failures(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shard_member_live_members),
+      cmocka_unit_test(test_shard_member_grow_rule),
+      cmocka_unit_test(test_shard_member_generation),
       cmocka_unit_test(test_shard_member_create_refuses),
       cmocka_unit_test(test_shard_member_alloc_failures),
   };

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_shard_handover_it.c: moving hash ranges between shard members without
+ * overlap (issue 27, "handover with no overlap"), against the real apiserver.
+ * Members of one ring (each its own identity and Lease) record every change
+ * of their effective set on the monotonic clock, and their drain callback
+ * takes DRAIN_MS (reconciles in flight). A checker replays the records in
+ * time order and fails if two members' effective sets ever overlap. Scenes:
+ *  - a alone takes the whole space;
+ *  - b joins: a shrinks and drains before b grows (b's grow comes after a's
+ *    drain returned), and the two tile the space;
+ *  - a stops gracefully (a SIGTERM): it drains everything and deletes its
+ *    Lease, and b takes the whole space well before a lease duration;
+ *  - c joins, then b crashes (no drain, its Lease left behind): c takes b's
+ *    part only after seeing b's Lease unchanged for a lease duration.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include "kcr/client.h"
+#include "kcr/shard_member.h"
+#include "kcr/sharding.h"
+#include "kcr_itutil.h"
+#include "kcr_testenv.h"
+#include "manager/shard_member_internal.h"
+
+#define LEASE_S 4
+#define DRAIN_MS 300
+#define MAX_EVENTS 256
+
+static kcr_testenv_t *env;
+static kcr_rest_config_t *config;
+static kcr_client_t *client;
+static char ns[64];
+
+/* event: a member's effective set changed at t (monotonic ns), or its drain
+ * returned (drained). */
+typedef struct event {
+  int64_t t;
+  int who;
+  bool drained;
+  kcr_shard_set_t *set; /* the new effective set (NULL for drained) */
+} event_t;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static event_t events[MAX_EVENTS];
+static int nevents;
+
+static int64_t mono(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * KCR_NSEC_PER_SEC + t.tv_nsec;
+}
+
+static void record(int who, const kcr_shard_set_t *set, bool drained) {
+  pthread_mutex_lock(&mu);
+  if (nevents < MAX_EVENTS) {
+    event_t *e = &events[nevents++];
+    e->t = mono();
+    e->who = who;
+    e->drained = drained;
+    e->set = NULL;
+    if (set)
+      kcr_shard_set_copy(set, &e->set, NULL);
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+static void on_effective(const kcr_shard_set_t *effective, void *data) {
+  record(*(const int *)data, effective, false);
+}
+
+static void on_drain(const kcr_shard_set_t *keep, void *data) {
+  (void)keep;
+  kcr_it_sleep_ms(DRAIN_MS); /* the reconciles in flight */
+  record(*(const int *)data, NULL, true);
+}
+
+/* overlap: whether a and b share a hash. */
+static bool overlap(const kcr_shard_set_t *a, const kcr_shard_set_t *b) {
+  const kcr_shard_range *ra, *rb;
+  size_t na = kcr_shard_set_ranges(a, &ra), nb = kcr_shard_set_ranges(b, &rb);
+  for (size_t i = 0; i < na; i++)
+    for (size_t j = 0; j < nb; j++)
+      if (ra[i].first <= rb[j].last && rb[j].first <= ra[i].last)
+        return true;
+  return false;
+}
+
+/*
+ * check_no_overlap replays the events: a member's set counts from the
+ * event that shrinks it only once its drain has returned (until then its
+ * reconciles in flight still run on the old set), and from the event that
+ * grows it at once.
+ */
+static void check_no_overlap(int members) {
+  const kcr_shard_set_t *held[8] = {0};
+  const kcr_shard_set_t *pending[8] = {0};
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < nevents; i++) {
+    event_t *e = &events[i];
+    if (e->drained) {
+      if (pending[e->who]) {
+        held[e->who] = pending[e->who];
+        pending[e->who] = NULL;
+      }
+    } else if (held[e->who] && kcr_shard_set_share(e->set) < kcr_shard_set_share(held[e->who])) {
+      pending[e->who] = e->set; /* a shrink: the old set holds until drained */
+    } else {
+      held[e->who] = e->set;
+    }
+    for (int a = 0; a < members; a++)
+      for (int b = a + 1; b < members; b++)
+        if (held[a] && held[b] && overlap(held[a], held[b])) {
+          pthread_mutex_unlock(&mu);
+          fail_msg("members %d and %d overlap after event %d (t=%.3f s)", a, b, i,
+                   (double)(e->t - events[0].t) / 1e9);
+        }
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+static int whos[3] = {0, 1, 2}; /* each member's callback data */
+
+static kcr_shard_member_t *member(const char *ring, int who, const char *id) {
+  kcr_shard_member_options o = {0};
+  kcr_shard_member_t *m = NULL;
+  kcr_error_t err = {0};
+  o.client = client;
+  o.ring = ring;
+  o.lease_namespace = ns;
+  o.identity = id;
+  o.lease_duration_ns = LEASE_S * KCR_NSEC_PER_SEC;
+  o.renew_deadline_ns = 3 * KCR_NSEC_PER_SEC;
+  o.retry_period_ns = 250 * KCR_NSEC_PER_MSEC;
+  o.on_drain = on_drain;
+  o.on_effective = on_effective;
+  o.data = &whos[who];
+  if (kcr_shard_member_create(&o, &m, &err) != 0 || kcr_shard_member_start(m, &err) != 0)
+    fail_msg("member %s: %s", id, err.message);
+  return m;
+}
+
+static double share(kcr_shard_member_t *m) {
+  kcr_shard_set_t *s = NULL;
+  double v;
+  assert_int_equal(kcr_shard_member_effective(m, &s, NULL), 0);
+  v = kcr_shard_set_share(s);
+  kcr_shard_set_destroy(s);
+  return v;
+}
+
+/* wait_shares waits up to ms for the members' effective shares to add up to
+ * the whole space with each of them holding some; the time it took in s, or
+ * -1. */
+static double wait_tiled(kcr_shard_member_t **ms, int n, int ms_max) {
+  int64_t t0 = mono();
+  for (int i = 0; i < ms_max / 20; i++) {
+    double sum = 0;
+    bool each = true;
+    for (int k = 0; k < n; k++) {
+      double s = share(ms[k]);
+      sum += s;
+      each = each && s > 0;
+    }
+    if (each && sum > 0.999999 && sum < 1.000001)
+      return (double)(mono() - t0) / 1e9;
+    kcr_it_sleep_ms(20);
+  }
+  return -1;
+}
+
+/* last_event: the time of who's last event of the kind (drained or not). */
+static int64_t last_event(int who, bool drained) {
+  int64_t t = 0;
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < nevents; i++)
+    if (events[i].who == who && events[i].drained == drained)
+      t = events[i].t;
+  pthread_mutex_unlock(&mu);
+  return t;
+}
+
+static int group_setup(void **state) {
+  (void)state;
+  if (kcr_it_connect(&env, &config, &client) != 0)
+    return -1;
+  return kcr_it_create_namespace(client, "kcr-handover", ns, sizeof(ns));
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < nevents; i++)
+    kcr_shard_set_destroy(events[i].set);
+  pthread_mutex_unlock(&mu);
+  kcr_it_disconnect(env, config, client, ns);
+  return 0;
+}
+
+static void test_shard_handover_it(void **state) {
+  kcr_shard_member_t *ms[3] = {NULL, NULL, NULL};
+  char ring[32];
+  double took;
+  int64_t drained_a, grew_b;
+  (void)state;
+  snprintf(ring, sizeof(ring), "ho-%d", (int)getpid());
+
+  /* a alone: the whole space */
+  ms[0] = member(ring, 0, "handover-a");
+  took = wait_tiled(ms, 1, 10000);
+  assert_true(took >= 0);
+
+  /* b joins: a drains half before b takes it */
+  ms[1] = member(ring, 1, "handover-b");
+  took = wait_tiled(ms, 2, 20000);
+  print_message("b joined: tiled after %.3f s\n", took);
+  assert_true(took >= 0);
+  drained_a = last_event(0, true);
+  grew_b = last_event(1, false);
+  assert_true(drained_a > 0);
+  assert_true(grew_b > drained_a); /* b grew only after a's drain returned */
+  check_no_overlap(2);
+
+  /* a stops gracefully: drains, deletes its Lease; b takes all, no lease wait */
+  {
+    int64_t t0 = mono();
+    kcr_shard_member_destroy(ms[0]);
+    ms[0] = ms[1];
+    ms[1] = NULL;
+    took = wait_tiled(ms, 1, 20000);
+    took = took < 0 ? -1 : (double)(mono() - t0) / 1e9;
+    print_message("a stopped: b holds everything %.3f s after the stop began\n", took);
+    assert_true(took >= 0);
+    assert_true(took < LEASE_S); /* handed over, not expired */
+  }
+  check_no_overlap(2);
+
+  /* c joins; then b crashes: c waits b's Lease out before taking its part */
+  ms[1] = member(ring, 2, "handover-c");
+  took = wait_tiled(ms, 2, 20000);
+  assert_true(took >= 0);
+  {
+    int64_t t0 = mono();
+    kcr__shard_member_abandon(ms[0]); /* no drain, the Lease stays */
+    {
+      /* a crash ends b's reconciles with it: it holds nothing from now on */
+      kcr_shard_set_t *none = NULL;
+      assert_int_equal(kcr_shard_set_create(NULL, 0, &none, NULL), 0);
+      record(1, none, false);
+      record(1, NULL, true);
+      kcr_shard_set_destroy(none);
+    }
+    took = wait_tiled(&ms[1], 1, 30000);
+    took = took < 0 ? -1 : (double)(mono() - t0) / 1e9;
+    print_message("b crashed: c holds everything %.3f s later (lease %d s)\n", took, LEASE_S);
+    assert_true(took >= 0);
+    assert_true(took >= LEASE_S - 1); /* at least the lease's worth of unchanged Lease */
+    kcr_shard_member_destroy(ms[0]);
+  }
+  check_no_overlap(3);
+  kcr_shard_member_destroy(ms[1]);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_shard_handover_it),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
