@@ -175,6 +175,20 @@ KCR_EXTERN int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_han
  */
 KCR_EXTERN void kcr_informer_remove_handler(kcr_informer_t *inf, uint64_t id);
 
+/*
+ * kcr_informer_set_shard moves a sharded informer (made with
+ * kcr_informer_options.shard) to set (borrowed, copied), as a shard member's
+ * effective set changes (kcr/shard_member.h): the running watch stops and the
+ * informer lists again with the new shardSelector, so its store drops what
+ * left the shard (handlers see deletes) and gains what came in (adds); the
+ * relist counts under reason KCR_INFORMER_RELIST_SHARD. Before or after start;
+ * a later call overrides one not yet taken. Errors: KCR_EINVAL (set NULL, an
+ * informer that is not sharded, an empty set: the server reads an empty
+ * selector as everything), KCR_ENOMEM. Any thread.
+ */
+KCR_EXTERN int kcr_informer_set_shard(kcr_informer_t *inf, const kcr_shard_set_t *set,
+                                      kcr_error_t *err);
+
 /* kcr_informer_start starts the reflector and processing threads. Once only. */
 KCR_EXTERN int kcr_informer_start(kcr_informer_t *inf, kcr_error_t *err);
 
@@ -237,10 +251,11 @@ typedef enum kcr_informer_relist_reason {
   KCR_INFORMER_RELIST_GONE = 0,    /* 410: the watch's or the list's version was compacted */
   KCR_INFORMER_RELIST_ERROR = 1,   /* any other failure of a watch or a list */
   KCR_INFORMER_RELIST_TIMEOUT = 2, /* a list that timed out, tried again */
-  KCR_INFORMER_RELIST_REASONS = 3
+  KCR_INFORMER_RELIST_SHARD = 3,   /* kcr_informer_set_shard moved the shard */
+  KCR_INFORMER_RELIST_REASONS = 4
 } kcr_informer_relist_reason;
 
-/* kcr_informer_relist_reason_name: "gone", "error" or "timeout". */
+/* kcr_informer_relist_reason_name: "gone", "error", "timeout" or "shard". */
 KCR_EXTERN const char *kcr_informer_relist_reason_name(kcr_informer_relist_reason r);
 
 /*

@@ -67,8 +67,10 @@ struct kcr_informer {
   kcr__multi_t *multi;  /* non-NULL: a shell over a namespace set; nothing else is set */
   kcr_informer_t *self; /* this informer, as a one-part array (kcr__informer_parts) */
   char *group, *version, *plural, *kind, *ns, *label_selector, *field_selector;
-  kcr_shard_set_t *shard; /* NULL: not sharded */
+  kcr_shard_set_t *shard; /* NULL: not sharded (the reflector's first set) */
   char *shard_selector;   /* shard's selector text */
+  pthread_mutex_t shard_mu;
+  char *shown_selector; /* protected by shard_mu: the latest set_shard's selector */
   int64_t resync_ns;
   kcr_clock_t *clock;
 
@@ -116,7 +118,8 @@ static const char *kind_name(kcr_informer_t *inf) {
   return inf->kind ? inf->kind : inf->plural;
 }
 
-static const char *const relist_names[KCR_INFORMER_RELIST_REASONS] = {"gone", "error", "timeout"};
+static const char *const relist_names[KCR_INFORMER_RELIST_REASONS] = {"gone", "error", "timeout",
+                                                                      "shard"};
 
 const char *kcr_informer_relist_reason_name(kcr_informer_relist_reason r) {
   return (unsigned)r < KCR_INFORMER_RELIST_REASONS ? relist_names[r] : "unknown";
@@ -516,6 +519,7 @@ int kcr_informer_create(const kcr_informer_options *o, kcr_informer_t **out, kcr
   pthread_mutex_init(&inf->mu, NULL);
   kcr_clock_cond_init(&inf->cond);
   pthread_mutex_init(&inf->handlers_mu, NULL);
+  pthread_mutex_init(&inf->shard_mu, NULL);
   reflector_rc = kcr__reflector_init(&inf->refl);
   inf->group = kcr__strdup(resource.group ? resource.group : "");
   inf->version = kcr__strdup(resource.version);
@@ -712,6 +716,8 @@ void kcr_informer_destroy(kcr_informer_t *inf) {
   pthread_cond_destroy(&inf->cond);
   pthread_mutex_destroy(&inf->mu);
   pthread_mutex_destroy(&inf->handlers_mu);
+  pthread_mutex_destroy(&inf->shard_mu);
+  kcr__free(inf->shown_selector);
   kcr__free(inf);
 }
 
@@ -837,9 +843,16 @@ static int set_rv(json_t *o, const char *name, uint64_t v) {
 static json_t *single_diagnostics(kcr_informer_t *inf) {
   kcr_informer_stats st;
   kcr_error_t last;
-  json_t *o = json_object(), *ev = json_object(), *rl = json_object();
+  json_t *o = json_object(), *ev = json_object(), *rl = json_object(), *shard = NULL;
   int bad = !o || !ev || !rl;
   bool synced = kcr_informer_has_synced(inf);
+
+  if (inf->shard_selector) { /* the latest set_shard's, else the first */
+    pthread_mutex_lock(&inf->shard_mu);
+    shard = json_string(inf->shown_selector ? inf->shown_selector : inf->shard_selector);
+    pthread_mutex_unlock(&inf->shard_mu);
+    bad |= !shard;
+  }
 
   kcr_informer_get_stats(inf, &st);
   kcr__reflector_last_error(&inf->refl, &last);
@@ -867,9 +880,10 @@ static json_t *single_diagnostics(kcr_informer_t *inf) {
            json_object_set_new(o, "watchLagSeconds", json_real(st.watch_lag_seconds))) ||
           (last.code && json_object_set_new(o, "lastError", json_string(last.message))) ||
           (inf->shard_selector &&
-           (json_object_set_new(o, "shardSelector", json_string(inf->shard_selector)) ||
+           (json_object_set(o, "shardSelector", shard) ||
             set_u64(o, "shardFiltered", st.shard_filtered) ||
             json_object_set_new(o, "shardIgnored", json_boolean(st.shard_ignored))));
+  json_decref(shard);
   json_decref(ev);
   json_decref(rl);
   if (bad) {
@@ -1227,6 +1241,37 @@ json_t *kcr__multi_diagnostics(kcr__multi_t *m) {
 }
 
 /* ---- parts ---- */
+
+int kcr_informer_set_shard(kcr_informer_t *inf, const kcr_shard_set_t *set, kcr_error_t *err) {
+  kcr_informer_t *const *parts;
+  size_t n = kcr__informer_parts(inf, &parts);
+  if (!set)
+    return kcr_error_set(err, KCR_EINVAL, "informer: set_shard needs a set");
+  for (size_t i = 0; i < n; i++) {
+    kcr_informer_t *p = parts[i];
+    kcr_shard_set_t *copy = NULL;
+    char *sel = NULL, *shown = NULL;
+    int rc;
+    if (!p->shard)
+      return kcr_error_set(err, KCR_EINVAL,
+                           "informer %s: not sharded (kcr_informer_options.shard): it lists "
+                           "everything",
+                           kind_name(p));
+    if ((rc = kcr_shard_set_copy(set, &copy, err)) != 0 ||
+        (rc = kcr_shard_set_selector(copy, p->refl.shard_key, &sel, err)) != 0 ||
+        !(shown = kcr__strdup(sel))) {
+      kcr_shard_set_destroy(copy);
+      kcr_free(sel);
+      return rc ? rc : kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
+    }
+    pthread_mutex_lock(&p->shard_mu);
+    kcr__free(p->shown_selector);
+    p->shown_selector = shown;
+    pthread_mutex_unlock(&p->shard_mu);
+    kcr__reflector_set_shard(&p->refl, copy, sel);
+  }
+  return 0;
+}
 
 size_t kcr__informer_parts(kcr_informer_t *inf, kcr_informer_t *const **out) {
   kcr__multi_t *m = kcr__informer_multi_of(inf);

@@ -113,12 +113,14 @@ static kcr__cobj_t *reuse_stored(kcr__reflector_t *r, const char *key, kcr__cobj
   return cobj;
 }
 
-/* sleep_or_stop waits ns on the reflector's clock; returns 1 when stopping. */
+/* sleep_or_stop waits ns on the reflector's clock (less when the shard moves);
+ * returns 1 when stopping. */
 static int sleep_or_stop(kcr__reflector_t *r, int64_t ns) {
   int64_t deadline = kcr_clock_now(r->clock) + ns;
   int stopping;
   pthread_mutex_lock(&r->mu);
-  while (!r->stopping && kcr_clock_timedwait(r->clock, &r->cond, &r->mu, deadline) != KCR_ETIMEDOUT)
+  while (!r->stopping && !r->shard_change &&
+         kcr_clock_timedwait(r->clock, &r->cond, &r->mu, deadline) != KCR_ETIMEDOUT)
     ;
   stopping = r->stopping;
   pthread_mutex_unlock(&r->mu);
@@ -673,6 +675,51 @@ static next_t watch_once(kcr__reflector_t *r, int stream, int *streamed) {
   return NEXT_RELIST;
 }
 
+/* take_shard_change makes a shard set by kcr__reflector_set_shard the one
+ * lists and watches send; 1 when there was one (the caller relists).
+ * Reflector thread. */
+static int take_shard_change(kcr__reflector_t *r) {
+  kcr_shard_set_t *set;
+  char *sel;
+  pthread_mutex_lock(&r->mu);
+  if (!r->shard_change) {
+    pthread_mutex_unlock(&r->mu);
+    return 0;
+  }
+  set = r->next_shard;
+  sel = r->next_selector;
+  r->next_shard = NULL;
+  r->next_selector = NULL;
+  r->shard_change = 0;
+  pthread_mutex_unlock(&r->mu);
+  kcr_shard_set_destroy(r->own_shard);
+  kcr_free(r->own_selector);
+  r->own_shard = set;
+  r->own_selector = sel;
+  r->shard = set;
+  r->shard_selector = sel;
+  kcr_log(KCR_LOG_INFO, "reflector", "%s: shard moved to %.4f of the space: listing again", r->name,
+          kcr_shard_set_share(set));
+  count_relist(r, KCR_INFORMER_RELIST_SHARD);
+  return 1;
+}
+
+void kcr__reflector_set_shard(kcr__reflector_t *r, kcr_shard_set_t *set, char *selector) {
+  kcr_shard_set_t *old_set;
+  char *old_sel;
+  pthread_mutex_lock(&r->mu);
+  old_set = r->next_shard;
+  old_sel = r->next_selector;
+  r->next_shard = set;
+  r->next_selector = selector;
+  r->shard_change = 1;
+  pthread_cond_broadcast(&r->cond);
+  kcr_watch_stop(r->watch); /* under mu, as stop does: the reflector relists at once */
+  pthread_mutex_unlock(&r->mu);
+  kcr_shard_set_destroy(old_set);
+  kcr_free(old_sel);
+}
+
 /* reflector_main is the reflector thread: list (or stream), then watch, until stopped. */
 static void *reflector_main(void *arg) {
   kcr__reflector_t *r = arg;
@@ -683,6 +730,8 @@ static void *reflector_main(void *arg) {
   while (!is_stopping(r)) {
     next_t next;
     int streamed = 0;
+    if (take_shard_change(r))
+      need_list = 1;
     if (need_list && r->stream_enabled) {
       /* The streaming list: one watch streams the state, then goes on watching. */
       next = watch_once(r, 1, &streamed);
@@ -786,6 +835,10 @@ void kcr__reflector_stop(kcr__reflector_t *r) {
 
 void kcr__reflector_destroy(kcr__reflector_t *r) {
   json_decref(r->stream_items);
+  kcr_shard_set_destroy(r->own_shard);
+  kcr_free(r->own_selector);
+  kcr_shard_set_destroy(r->next_shard);
+  kcr_free(r->next_selector);
   kcr_buf_free(&r->scratch);
   kcr_cancel_destroy(r->cancel);
   pthread_cond_destroy(&r->cond);

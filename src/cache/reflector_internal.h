@@ -70,13 +70,18 @@ typedef struct kcr__reflector {
   pthread_mutex_t mu; /* held only to take a watch's own mutex (kcr_watch_stop) */
   pthread_cond_t cond;
   int stopping;                        /* protected by mu */
+  int shard_change;                    /* protected by mu: next_* are waiting to be taken */
   char last_rv[KCR__REFLECTOR_RV_MAX]; /* protected by mu: the last known version */
   kcr_watch_t *watch;                  /* protected by mu: the running watch */
   kcr_error_t watch_err;               /* protected by mu */
   int watch_gone;                      /* protected by mu: a 410 ERROR event arrived */
   kcr_error_t last_error;              /* protected by mu: the latest failure */
-  int streaming;        /* protected by mu: the watch is delivering its initial events */
-  kcr_cancel_t *cancel; /* fired on stop: aborts a list in flight */
+  int streaming;               /* protected by mu: the watch is delivering its initial events */
+  kcr_shard_set_t *next_shard; /* protected by mu: a shard to move to (set_shard) */
+  char *next_selector;         /* protected by mu: its selector */
+  kcr_shard_set_t *own_shard;  /* reflector thread: what shard points at after a move */
+  char *own_selector;          /* reflector thread: what shard_selector points at then */
+  kcr_cancel_t *cancel;        /* fired on stop: aborts a list in flight */
 
   /* Counters: atomics, bumped by the reflector thread, read by any. */
   atomic_uint_fast64_t lists, watches, watch_errors, events;
@@ -95,6 +100,14 @@ typedef struct kcr__reflector {
  * configuration. Returns 0 or KCR_ENOMEM; either way kcr__reflector_destroy
  * frees it. */
 int kcr__reflector_init(kcr__reflector_t *r);
+
+/*
+ * kcr__reflector_set_shard moves a sharded reflector to set (stolen) with its
+ * selector text (stolen): the running watch is stopped and the reflector
+ * lists again with them (a relist of reason KCR_INFORMER_RELIST_SHARD), so
+ * Replace drops what left the shard and adds what came in. Any thread.
+ */
+void kcr__reflector_set_shard(kcr__reflector_t *r, kcr_shard_set_t *set, char *selector);
 
 /* kcr__reflector_start starts the reflector's thread; 0 or KCR_ESYS. */
 int kcr__reflector_start(kcr__reflector_t *r);

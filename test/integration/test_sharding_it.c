@@ -346,6 +346,101 @@ static void test_sharding_it_complementary_informers(void **state) {
   kcr_shard_ring_destroy(ring);
 }
 
+/* counting handler: adds and deletes seen (handler threads) */
+static atomic_int moved_adds, moved_deletes;
+static void on_moved_add(json_t *obj, bool initial, void *data) {
+  (void)obj;
+  (void)initial;
+  (void)data;
+  atomic_fetch_add(&moved_adds, 1);
+}
+static void on_moved_delete(json_t *obj, const char *tombstone_key, void *data) {
+  (void)obj;
+  (void)tombstone_key;
+  (void)data;
+  atomic_fetch_add(&moved_deletes, 1);
+}
+
+/* A sharded informer moved to the other half of the ring (a handover):
+ * it lists again with the new selector, its store ends with exactly the new
+ * share, its handlers see the old share deleted and the new one added, and
+ * the relist counts under "shard"; then back again. */
+static void test_sharding_it_move_shard(void **state) {
+  const char *m[2] = {"replica-a", "replica-b"};
+  kcr_shard_ring_t *ring = NULL;
+  kcr_shard_set_t *set[2] = {NULL, NULL};
+  kcr_informer_t *inf = NULL;
+  kcr_informer_options o = {0};
+  kcr_event_handler h = {on_moved_add, NULL, on_moved_delete, NULL};
+  kcr_informer_stats st;
+  kcr_error_t err = {0};
+  uint64_t id;
+  size_t want[2];
+  json_t *d;
+  (void)state;
+  assert_int_equal(kcr_shard_ring_create(m, 2, NULL, &ring, &err), 0);
+  for (int r = 0; r < 2; r++) {
+    assert_int_equal(kcr_shard_ring_set(ring, m[r], &set[r], &err), 0);
+    want[r] = count_in(set[r]);
+  }
+  o.client = client;
+  o.resource = configmaps;
+  o.kind = "ConfigMap";
+  o.label_selector = label;
+  o.shard = set[0];
+  o.shard_key = KCR_SHARD_KEY_NAMESPACE;
+  o.streaming_list = true;
+  assert_int_equal(kcr_informer_create(&o, &inf, &err), 0);
+  assert_int_equal(kcr_informer_add_handler(inf, &h, &id, &err), 0);
+  assert_int_equal(kcr_informer_start(inf, &err), 0);
+  assert_int_equal(kcr_informer_wait_for_sync(inf, 60 * KCR_NSEC_PER_SEC, &err), 0);
+  assert_true(wait_matches(inf, set[0], want[0]));
+  for (int i = 0; i < 100 && atomic_load(&moved_adds) < (int)want[0]; i++)
+    kcr_it_sleep_ms(50); /* handlers run on their own thread, after the store */
+  assert_int_equal(atomic_load(&moved_adds), (int)want[0]);
+
+  assert_int_equal(kcr_informer_set_shard(inf, set[1], &err), 0);
+  assert_true(wait_matches(inf, set[1], want[1]));
+  for (int i = 0; i < 100 && atomic_load(&moved_deletes) < (int)want[0]; i++)
+    kcr_it_sleep_ms(50);
+  assert_int_equal(atomic_load(&moved_deletes), (int)want[0]);
+  for (int i = 0; i < 100 && atomic_load(&moved_adds) < (int)(want[0] + want[1]); i++)
+    kcr_it_sleep_ms(50);
+  assert_int_equal(atomic_load(&moved_adds), (int)(want[0] + want[1]));
+  kcr_informer_get_stats(inf, &st);
+  assert_true(st.relists[KCR_INFORMER_RELIST_SHARD] >= 1);
+  d = kcr_informer_diagnostics(inf);
+  {
+    char *sel = NULL;
+    assert_int_equal(kcr_shard_set_selector(set[1], KCR_SHARD_KEY_NAMESPACE, &sel, &err), 0);
+    assert_string_equal(json_string_value(json_object_get(d, "shardSelector")), sel);
+    kcr_free(sel);
+  }
+  json_decref(d);
+  printf("moved: %zu -> %zu ConfigMaps, %d deletes, %d adds, %llu shard relist(s)\n", want[0],
+         want[1], atomic_load(&moved_deletes), atomic_load(&moved_adds),
+         (unsigned long long)st.relists[KCR_INFORMER_RELIST_SHARD]);
+
+  /* and back: the watch still follows changes in the new share */
+  assert_int_equal(kcr_informer_set_shard(inf, set[0], &err), 0);
+  assert_true(wait_matches(inf, set[0], want[0]));
+  for (int k = 0; k < NNS; k++)
+    assert_int_equal(create_cm(ns[k], "moved-late"), 0);
+  assert_true(wait_matches(inf, set[0], want[0] + want[0] / PER_NS));
+  for (int k = 0; k < NNS; k++) {
+    kcr_error_clear(&err);
+    assert_int_equal(kcr_client_delete(client, &configmaps, ns[k], "moved-late", NULL, NULL, &err),
+                     0);
+  }
+  assert_true(wait_matches(inf, set[0], want[0]));
+  /* not sharded, or no set: refused */
+  assert_int_equal(kcr_informer_set_shard(inf, NULL, &err), KCR_EINVAL);
+  kcr_informer_destroy(inf);
+  for (int r = 0; r < 2; r++)
+    kcr_shard_set_destroy(set[r]);
+  kcr_shard_ring_destroy(ring);
+}
+
 /* An informer on the uid key holds the objects whose uid hashes into the lower
  * half of the space: by the server's filter, or (gate off) by the client's. */
 static void test_sharding_it_uid_key_informer(void **state) {
@@ -533,6 +628,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_sharding_it_server_hash_matches),
       cmocka_unit_test(test_sharding_it_long_selector),
       cmocka_unit_test(test_sharding_it_complementary_informers),
+      cmocka_unit_test(test_sharding_it_move_shard),
       cmocka_unit_test(test_sharding_it_uid_key_informer),
       cmocka_unit_test(test_sharding_it_lease_membership),
   };

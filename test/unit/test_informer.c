@@ -680,8 +680,10 @@ static void test_informer_diagnostics_json(void **state) {
   assert_int_equal(json_integer_value(json_object_get(ev, "ERROR")), 0);
   rl = json_object_get(d, "relists");
   assert_true(json_is_object(rl));
-  assert_int_equal(json_object_size(rl), 3);
+  assert_int_equal(json_object_size(rl), 4);
   assert_int_equal(json_integer_value(json_object_get(rl, "gone")), 0);
+  assert_non_null(json_object_get(rl, "shard"));
+  assert_int_equal(json_integer_value(json_object_get(rl, "shard")), 0);
   assert_int_equal(json_integer_value(json_object_get(d, "deliveries")), 5);
   assert_int_equal(json_integer_value(json_object_get(d, "lists")), 1);
   assert_int_equal(json_integer_value(json_object_get(d, "watches")), 1);
