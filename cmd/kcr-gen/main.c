@@ -32,6 +32,10 @@ static void usage(FILE *f) {
       "  With --split INCDIR instead of -n: one package per group-version, DIR/GROUP_VERSION.h\n"
       "  and .c (NAME_GROUP_VERSION_*), each made once and included by the others as\n"
       "  INCDIR/GROUP_VERSION.h. See docs/kcr-gen.md.\n"
+      "       kcr-gen crd [-o DIR] HEADER...\n"
+      "  Writes DIR/GROUP_PLURAL.yaml, a CustomResourceDefinition for each kind the C type\n"
+      "  headers declare with kubebuilder's markers (+kubebuilder:object:root=true), all\n"
+      "  versions of a kind in one CRD. -o - writes to stdout. See docs/kcr-gen.md.\n"
       "       kcr-gen init [--domain DOMAIN] [--project-name NAME] [DIR]\n"
       "  A new operator project in DIR (default .): CMake, Makefile, config/, main.c.\n"
       "       kcr-gen create api --group GROUP --version VERSION --kind KIND\n"
@@ -215,6 +219,8 @@ int main(int argc, char **argv) {
     return gen_scaffold_create(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "rbac") == 0)
     return gen_rbac(argc - 2, argv + 2);
+  if (argc >= 2 && strcmp(argv[1], "crd") == 0)
+    return gen_crd_cmd(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "openapi") == 0)
     return openapi(argc - 2, argv + 2);
   usage(stderr);
