@@ -36,9 +36,6 @@
 #include "kcr_gen_crd_known.h"
 #include "util/alloc.h"
 
-/* CRD_YAML_MAX bounds one CRD's YAML text. */
-#define CRD_YAML_MAX ((size_t)64 << 20)
-
 /* vkind: one version of one kind, from one header. All members new. */
 typedef struct vkind {
   char *group, *kind, *version, *where;
@@ -390,8 +387,9 @@ static int named(hctx *c, const marker *m, const char *allowed, const char *key,
     kn = (size_t)(eq - s);
     snprintf(tok, sizeof(tok), " %.*s ", (int)(kn > 40 ? 40 : kn), s);
     if (!strstr(allowed, tok))
-      return cfail(c, m->line, m->col, "+%s: unknown argument \"%.*s\" (it takes%s)",
-                   m->def->name, (int)(kn > 40 ? 40 : kn), s, allowed);
+      return cfail(c, m->line, m->col, "+%s: unknown argument \"%.*s\" (it takes %.*s)",
+                   m->def->name, (int)(kn > 40 ? 40 : kn), s, (int)strlen(allowed) - 2,
+                   allowed + 1);
     if (kn == strlen(key) && memcmp(s, key, kn) == 0) {
       *v = eq + 1;
       *vn = k - kn - 1;
@@ -469,7 +467,7 @@ static int collect(hctx *c, const hdr_comments *cm, int scope, bool pkg_ok, mlis
     d = find_def(t);
     if (!d) {
       if (strncmp(t, KB, strlen(KB)) == 0)
-        return cfail(c, ln->line, col, "unknown marker +%.*s", (int)strcspn(t, "=: \t"), t);
+        return cfail(c, ln->line, col, "unknown marker +%.*s", (int)strcspn(t, "= \t"), t);
       continue; /* another tool's marker */
     }
     if (d->id == M_IGNORE)
@@ -477,6 +475,11 @@ static int collect(hctx *c, const hdr_comments *cm, int scope, bool pkg_ok, mlis
     if (!(d->scope & scope)) {
       if (pkg_ok && (d->scope & S_PKG))
         continue;
+      if (scope == S_PKG)
+        return cfail(c, ln->line, col,
+                     "+%s is attached to no declaration: put it right above one (at most one "
+                     "blank line between)",
+                     d->name);
       return cfail(c, ln->line, col, "+%s belongs on %s", d->name, scope_name(d->scope));
     }
     if (l->n == l->cap) {
@@ -581,8 +584,8 @@ static int need_type(hctx *c, const marker *m, const json_t *s, const char *type
   snprintf(tok, sizeof(tok), " %s ", t);
   if (strstr(types, tok))
     return 0;
-  return cfail(c, m->line, m->col, "+%s applies to%sschemas, not to type %s", m->def->name, types,
-               t);
+  return cfail(c, m->line, m->col, "+%s applies to %.*s schemas, not to type %s", m->def->name,
+               (int)strlen(types) - 2, types + 1, t);
 }
 
 /* set_num sets key to a number marker value; count: a non-negative integer. */
@@ -637,10 +640,12 @@ static int one_of(hctx *c, json_t *s, const marker *m, const char *key, const ch
   const char *v = single(m, &bad);
   char tok[64];
   if (bad || !v || strlen(v) > 40)
-    return cfail(c, m->line, m->col, "+%s takes one of%s", m->def->name, words);
+    return cfail(c, m->line, m->col, "+%s takes one of %.*s", m->def->name,
+                 (int)strlen(words) - 2, words + 1);
   snprintf(tok, sizeof(tok), " %s ", v);
   if (!strstr(words, tok))
-    return cfail(c, m->line, m->col, "+%s: \"%s\" is not one of%s", m->def->name, v, words);
+    return cfail(c, m->line, m->col, "+%s: \"%s\" is not one of %.*s", m->def->name, v,
+                 (int)strlen(words) - 2, words + 1);
   return json_object_set_new(s, key, json_string(v)) ? cfail(c, m->line, m->col, "out of memory")
                                                       : 0;
 }
@@ -726,7 +731,7 @@ static json_t *typed_value(hctx *c, const marker *m, const json_t *s, const char
     }
   }
   if (!out)
-    cfail(c, m->line, m->col, "+%s: \"%s\" is malformed (or memory ran out)", m->def->name, v);
+    cfail(c, m->line, m->col, "+%s: \"%s\" is malformed (or out of memory)", m->def->name, v);
   return out;
 }
 
@@ -1628,10 +1633,10 @@ static json_t *one_crd(vkind *const *v, size_t n, char *msg, size_t size) {
                   "kcr.dev/kcr-gen-version", KCR_GEN_VERSION, "name", name, "spec", "group",
                   v[0]->group, "names", names, "scope", scope ? scope : "Namespaced", "versions",
                   versions);
-  kcr__free(name);
-  kcr__free(list_kind);
   if (!crd)
     goto oom;
+  kcr__free(name);
+  kcr__free(list_kind);
   json_decref(names);
   json_decref(versions);
   kcr__free(singular);
@@ -1680,123 +1685,4 @@ fail:
   kcr__free(v);
   json_decref(arr);
   return -1;
-}
-
-/* ---- the command ---- */
-
-/* write_crd writes one CRD to DIR/<group>_<plural>.yaml (temporary name, then renamed), or stdout. */
-static int write_crd(const char *dir, const json_t *crd) {
-  const json_t *spec = json_object_get(crd, "spec");
-  const char *group = json_string_value(json_object_get(spec, "group"));
-  const char *pl = json_string_value(json_object_get(json_object_get(spec, "names"), "plural"));
-  kcr_buf_t b, path;
-  FILE *f = NULL;
-  int rc = -1;
-  kcr_buf_init(&b, CRD_YAML_MAX);
-  kcr_buf_init(&path, 4096 + 256);
-  if (gen_yaml_write(&b, crd)) {
-    fprintf(stderr, "kcr-gen: %s: the CRD is larger than %zu bytes, or memory ran out\n", pl,
-            CRD_YAML_MAX);
-    goto done;
-  }
-  if (strcmp(dir, "-") == 0) {
-    rc = fwrite(kcr_buf_cstr(&b), 1, kcr_buf_len(&b), stdout) == kcr_buf_len(&b) ? 0 : -1;
-    goto done;
-  }
-  if (kcr_buf_appendf(&path, "%s/%s_%s.yaml.tmp", dir, group, pl)) {
-    fprintf(stderr, "kcr-gen: %s: the output path is too long\n", dir);
-    goto done;
-  }
-  if (gen_mkdirs(kcr_buf_cstr(&path)) || !(f = fopen(kcr_buf_cstr(&path), "wb"))) {
-    fprintf(stderr, "kcr-gen: %s: %s\n", kcr_buf_cstr(&path), strerror(errno));
-    goto done;
-  }
-  if (fwrite(kcr_buf_cstr(&b), 1, kcr_buf_len(&b), f) != kcr_buf_len(&b) || fclose(f)) {
-    f = NULL;
-    fprintf(stderr, "kcr-gen: %s: write failed\n", kcr_buf_cstr(&path));
-    remove(kcr_buf_cstr(&path));
-    goto done;
-  }
-  f = NULL;
-  {
-    char *final = kcr__strndup(kcr_buf_cstr(&path), kcr_buf_len(&path) - 4);
-    if (!final || rename(kcr_buf_cstr(&path), final)) {
-      fprintf(stderr, "kcr-gen: %s: cannot rename\n", kcr_buf_cstr(&path));
-      remove(kcr_buf_cstr(&path));
-      kcr__free(final);
-      goto done;
-    }
-    printf("%s\n", final);
-    kcr__free(final);
-  }
-  rc = 0;
-done:
-  if (f)
-    fclose(f);
-  kcr_buf_free(&b);
-  kcr_buf_free(&path);
-  return rc;
-}
-
-int gen_crd_cmd(int argc, char **argv) {
-  const char *dir = ".";
-  char msg[1024] = "";
-  crd_set *set = NULL;
-  json_t *crds = NULL;
-  size_t nfiles = 0;
-  int rc = 1;
-  if (crd_set_create(&set)) {
-    fputs("kcr-gen: out of memory\n", stderr);
-    return 1;
-  }
-  for (int i = 0; i < argc; i++) {
-    if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output-dir") == 0) && i + 1 < argc) {
-      dir = argv[++i];
-    } else if (argv[i][0] == '-') {
-      fputs("usage: kcr-gen crd [-o DIR] HEADER...\n", stderr);
-      rc = 2;
-      goto done;
-    }
-  }
-  for (int i = 0; i < argc; i++) {
-    size_t len;
-    char *text;
-    if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output-dir") == 0) {
-      i++;
-      continue;
-    }
-    if (!(text = gen_read_file(argv[i], HDR_TEXT_MAX, &len, msg, sizeof(msg)))) {
-      fprintf(stderr, "kcr-gen: %s: %s\n", argv[i], msg);
-      goto done;
-    }
-    nfiles++;
-    if (crd_set_add(set, argv[i], text, len, msg, sizeof(msg))) {
-      fprintf(stderr, "kcr-gen: %s\n", msg);
-      free(text);
-      goto done;
-    }
-    free(text);
-  }
-  if (nfiles == 0) {
-    fputs("usage: kcr-gen crd [-o DIR] HEADER...\n", stderr);
-    rc = 2;
-    goto done;
-  }
-  if (crd_set_build(set, &crds, msg, sizeof(msg))) {
-    fprintf(stderr, "kcr-gen: %s\n", msg);
-    goto done;
-  }
-  if (json_array_size(crds) == 0) {
-    fputs("kcr-gen: no kind in the headers (a kind's struct has +kubebuilder:object:root=true)\n",
-          stderr);
-    goto done;
-  }
-  for (size_t k = 0; k < json_array_size(crds); k++)
-    if (write_crd(dir, json_array_get(crds, k)))
-      goto done;
-  rc = 0;
-done:
-  json_decref(crds);
-  crd_set_destroy(set);
-  return rc;
 }

@@ -237,10 +237,4 @@ int gen_mkdirs(const char *path);
  */
 int gen_rbac(int argc, char **argv);
 
-/*
- * gen_crd_cmd is `kcr-gen crd ARGS...` (crd.c): CRDs from annotated C
- * headers. Returns the exit status.
- */
-int gen_crd_cmd(int argc, char **argv);
-
 #endif /* KCR_GEN_H */

@@ -290,12 +290,15 @@ static int write_quoted(kcr_buf_t *b, const char *s, size_t len) {
   return rc ? rc : kcr_buf_appendc(b, '"');
 }
 
-/* write_string writes a string scalar whose lines continue at indent. */
-static int write_string(kcr_buf_t *b, const char *s, size_t len, int indent) {
+/*
+ * write_string writes a string scalar whose lines continue at indent; a key
+ * (literal false) is never a literal block.
+ */
+static int write_string(kcr_buf_t *b, const char *s, size_t len, int indent, bool literal) {
   int rc;
   if (plain_ok(s, len) && !memchr(s, '\n', len))
     return kcr_buf_append(b, s, len);
-  if (!literal_ok(s, len))
+  if (!literal || !literal_ok(s, len))
     return write_quoted(b, s, len);
   rc = kcr_buf_appends(b, "|-");
   for (size_t i = 0; i < len && !rc;) {
@@ -333,7 +336,7 @@ static int write_node(kcr_buf_t *b, const json_t *v, int indent, bool inline_fir
 static int write_scalar(kcr_buf_t *b, const json_t *v, int indent) {
   switch (json_typeof(v)) {
   case JSON_STRING:
-    return write_string(b, json_string_value(v), json_string_length(v), indent);
+    return write_string(b, json_string_value(v), json_string_length(v), indent, true);
   case JSON_INTEGER:
     return kcr_buf_appendf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
   case JSON_REAL:
@@ -378,7 +381,7 @@ static int write_object(kcr_buf_t *b, const json_t *v, int indent, bool inline_f
     if (k > 0 || !inline_first)
       rc = kcr_buf_appendf(b, "%*s", indent, "");
     if (!rc)
-      rc = write_string(b, keys[k], strlen(keys[k]), indent + 2);
+      rc = write_string(b, keys[k], strlen(keys[k]), indent + 2, false);
     if (!rc)
       rc = kcr_buf_appendc(b, ':');
     if (!rc && is_block(val)) {
