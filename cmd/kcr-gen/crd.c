@@ -452,7 +452,7 @@ static const char *scope_name(int scope) {
 
 /*
  * collect appends the markers of comments c that may sit at scope to l; on a
- * typedef's pre run (pkg_ok), package markers are skipped (read_package took
+ * typedef's comments (pkg_ok), package markers are skipped (read_package took
  * them). An unknown +kubebuilder: marker, or one in the wrong place, fails.
  */
 static int collect(hctx *c, const hdr_comments *cm, int scope, bool pkg_ok, mlist *l) {
@@ -1047,7 +1047,7 @@ static int build_struct(hctx *c, size_t i) {
     cfail(c, st->line, st->col, "out of memory");
     goto done;
   }
-  if (collect(c, &st->pre, S_TYPE, true, &l) || collect(c, &st->doc, S_TYPE, false, &l))
+  if (collect(c, &st->pre, S_TYPE, true, &l) || collect(c, &st->doc, S_TYPE, true, &l))
     goto done;
   for (size_t k = 0; k < st->nfields; k++)
     if (member(c, i, &st->fields[k], props, req))
@@ -1376,8 +1376,9 @@ static int pkg_value(hctx *c, const marker *m, char **out) {
 
 /*
  * read_package takes the package markers: from comments attached to nothing,
- * and those typedefs' pre runs hold (a file-top comment one blank line above
- * the first typedef's doc). Other markers attached to nothing are refused:
+ * and those in a typedef's comments (a file-top +groupName right above, or
+ * one blank line above, the first typedef: C has no package clause to hold
+ * them). Other markers attached to nothing are refused:
  * they would otherwise be lost without a word.
  */
 static int read_package(hctx *c) {
@@ -1385,12 +1386,13 @@ static int read_package(hctx *c) {
   int rc = -1;
   if (collect(c, &c->f->free_comments, S_PKG, false, &l))
     goto done;
-  for (size_t k = 0; k < c->f->nstructs; k++) {
-    const hdr_comments *pre = &c->f->structs[k].pre;
-    for (size_t j = 0; j < pre->n; j++) {
-      const char *t = marker_text(&pre->v[j]);
+  for (size_t k = 0; k < 2 * c->f->nstructs; k++) {
+    const hdr_struct *st = &c->f->structs[k / 2];
+    const hdr_comments *cm = k % 2 ? &st->doc : &st->pre;
+    for (size_t j = 0; j < cm->n; j++) {
+      const char *t = marker_text(&cm->v[j]);
       const mdef *d = t ? find_def(t) : NULL;
-      hdr_comments one = {&pre->v[j], 1};
+      hdr_comments one = {&cm->v[j], 1};
       if (d && d->scope & S_PKG && !(d->scope & S_TYPE) && d->id != M_IGNORE &&
           collect(c, &one, S_PKG, false, &l))
         goto done;
@@ -1445,7 +1447,7 @@ static int add_header(hctx *c) {
     const marker *root;
     bool on = false;
     int rc = 0;
-    if (collect(c, &st->pre, S_TYPE, true, &l) || collect(c, &st->doc, S_TYPE, false, &l)) {
+    if (collect(c, &st->pre, S_TYPE, true, &l) || collect(c, &st->doc, S_TYPE, true, &l)) {
       kcr__free(l.v);
       return -1;
     }
@@ -1524,13 +1526,16 @@ int crd_set_add(crd_set *s, const char *name, const char *text, size_t len, char
     s->cap = ncap;
   }
   for (size_t k = 0; k < c.nadded; k++) {
-    for (size_t j = 0; j < s->n; j++)
-      if (!strcmp(s->v[j].group, c.added[k].group) && !strcmp(s->v[j].kind, c.added[k].kind) &&
-          !strcmp(s->v[j].version, c.added[k].version)) {
-        gen_msgf(msg, size, "%s: %s/%s %s is also declared at %s", c.added[k].where,
-                 c.added[k].group, c.added[k].version, c.added[k].kind, s->v[j].where);
+    const vkind *a = &c.added[k];
+    for (size_t j = 0; j < s->n + k; j++) {
+      const vkind *b = j < s->n ? &s->v[j] : &c.added[j - s->n];
+      if (!strcmp(b->group, a->group) && !strcmp(b->kind, a->kind) &&
+          !strcmp(b->version, a->version)) {
+        gen_msgf(msg, size, "%s: %s/%s %s is also declared at %s", a->where, a->group,
+                 a->version, a->kind, b->where);
         goto done;
       }
+    }
   }
   for (size_t k = 0; k < c.nadded; k++)
     s->v[s->n++] = c.added[k];
