@@ -12,6 +12,7 @@
  * package's (+groupName). Anything else is refused at its FILE:LINE:COL (byte
  * columns, from 1) with the reason, rather than guessed at: the grammar is
  * small on purpose, and the reasons to keep it ours are in docs/design.md.
+ * The text must be UTF-8 without NUL bytes (descriptions become JSON).
  *
  * Every allocation goes through libkcr's allocator (util/alloc.h), so a test
  * can fail each in turn; every array grows from input but input is bounded
@@ -167,8 +168,6 @@ static int skip_space(parser *p) {
       while (p->i < p->len && p->s[p->i] != '\n')
         advance(p);
       end = p->i;
-      if (memchr(p->s + start, '\0', end - start))
-        return fail(p, line, col, "a NUL byte in a comment");
       if (own && add_comment(p, p->s + start, end - start, line, col))
         return -1;
     } else if (c == '/' && peekc(p, 1) == '*') {
@@ -434,6 +433,63 @@ static int parse_typedef(parser *p) {
   return next(p);
 }
 
+/*
+ * utf8_len is the length of the well-formed UTF-8 sequence at s (n bytes
+ * left), or 0: overlong forms, surrogates and code points past U+10FFFF are
+ * refused, as jansson refuses them in a string.
+ */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+  unsigned char c = s[0];
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xbf;
+  if (c < 0x80)
+    return 1;
+  if (c >= 0xc2 && c <= 0xdf)
+    len = 2;
+  else if (c >= 0xe0 && c <= 0xef)
+    len = 3;
+  else if (c >= 0xf0 && c <= 0xf4)
+    len = 4;
+  else
+    return 0;
+  if (c == 0xe0)
+    lo = 0xa0;
+  else if (c == 0xed)
+    hi = 0x9f;
+  else if (c == 0xf0)
+    lo = 0x90;
+  else if (c == 0xf4)
+    hi = 0x8f;
+  if (len > n || s[1] < lo || s[1] > hi)
+    return 0;
+  for (size_t k = 2; k < len; k++)
+    if (s[k] < 0x80 || s[k] > 0xbf)
+      return 0;
+  return len;
+}
+
+/*
+ * check_text refuses text that is not UTF-8 (descriptions and marker values
+ * become JSON strings) or holds a NUL, at the offending byte.
+ */
+static int check_text(parser *p) {
+  int line = 1, col = 1;
+  for (size_t i = 0; i < p->len;) {
+    size_t n = utf8_len((const unsigned char *)p->s + i, p->len - i);
+    if (n == 0 || p->s[i] == '\0')
+      return fail(p, line, col, "%s (byte 0x%02x)", n ? "a NUL byte" : "not UTF-8",
+                  (unsigned char)p->s[i]);
+    if (p->s[i] == '\n') {
+      line++;
+      col = 1;
+    } else {
+      col += (int)n; /* columns count bytes, as the lexer's do */
+    }
+    i += n;
+  }
+  return 0;
+}
+
 /* parse_file reads declarations to the end, then keeps the unattached runs. */
 static int parse_file(parser *p) {
   hdr_comments *fc = &p->file->free_comments;
@@ -524,7 +580,7 @@ int hdr_parse(const char *name, const char *text, size_t len, hdr_file **out, ch
     hdr_file_free(p.file);
     return -1;
   }
-  rc = parse_file(&p);
+  rc = check_text(&p) || parse_file(&p) ? -1 : 0;
   for (size_t k = 0; k < p.nlines; k++)
     kcr__free(p.lines[k].text);
   kcr__free(p.lines);

@@ -170,8 +170,10 @@ static void test_kcr_gen_crd_parse_errors(void **state) {
       {"typedef struct {\n  int32_t x\n} a_t;\n", "t.h:3:1: expected ';' after member x, got '}'"},
       {"typedef enum { A } e_t;\n", "t.h:1:9: only typedef struct is supported (an enumeration "
                                     "is char * with +kubebuilder:validation:Enum)"},
-      {"typedef struct {\n\tint32_t \xff;\n} a_t;\n",
-       "t.h:2:10: expected the member's name, got byte 0xff"},
+      {"typedef struct {\n\tint32_t \xff;\n} a_t;\n", "t.h:2:10: not UTF-8 (byte 0xff)"},
+      {"// caf\xc3\xa9\n// \xed\xa0\x80 (a surrogate)\n", "t.h:2:4: not UTF-8 (byte 0xed)"},
+      {"typedef struct {\n  int32_t \xc3\xa9;\n} a_t;\n",
+       "t.h:2:11: expected the member's name, got byte 0xc3"},
       {"typedef struct {\n  int32_t x;\n} a_t;\ntypedef struct {\n  bool y;\n} a_t;\n",
        "t.h:4:1: type a_t is already declared at 1:1"},
       {"typedef struct {\n  int32_t x : 3;\n} a_t;\n", "t.h:2:13: bit-fields are not supported"},
