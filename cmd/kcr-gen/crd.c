@@ -10,8 +10,9 @@
  * group and kind from every header that gives a version of it.
  *
  * The schemas of Kubernetes' own types (metav1.Condition, ObjectMeta,
- * TypeMeta, IntOrString, Quantity) come from crd_known.json, embedded at build
- * time: they are what controller-gen writes, which the API server's OpenAPI
+ * TypeMeta, IntOrString, Quantity, Time; JobTemplateSpec and ObjectReference
+ * in crd_known_large.json, read only when used) come from crd_known.json,
+ * embedded at build time: they are what controller-gen writes, which the API server's OpenAPI
  * (k8s.json) is not (its descriptions are joined into one line and it lacks
  * the validation markers).
  *
@@ -34,6 +35,7 @@
 #include "header.h"
 #include "kcr/buf.h"
 #include "kcr_gen_crd_known.h"
+#include "kcr_gen_crd_known_large.h"
 #include "util/alloc.h"
 
 /* vkind: one version of one kind, from one header. All members new. */
@@ -48,7 +50,9 @@ typedef struct vkind {
 struct crd_set {
   vkind *v;
   size_t n, cap;
-  json_t *known; /* crd_known.json */
+  json_t *known;   /* crd_known.json */
+  json_t *large;   /* crd_known_large.json, once a header needs it */
+  long max_desc;   /* crd_set_max_desc_len; -1: descriptions kept whole */
 };
 
 /* scope bits: where a marker may sit. */
@@ -352,10 +356,14 @@ static json_t *list_value(const char *s, size_t n, const char *want) {
 }
 
 /*
- * single is the value of a one-argument marker: the text after '=', or NULL
- * when the marker has none (a flag). *bad is set for `name:...`.
+ * single is the value of a one-argument marker: the text after '=' (or ':='),
+ * or NULL when the marker has none (a flag). *bad is set for `name:...`.
  */
 static const char *single(const marker *m, bool *bad) {
+  if (m->args[0] == ':' && m->args[1] == '=') {
+    *bad = false;
+    return m->args + 2; /* +kubebuilder:default:=V, the form kubebuilder scaffolds */
+  }
   *bad = m->args[0] == ':';
   return m->args[0] == '=' ? m->args + 1 : NULL;
 }
@@ -865,6 +873,20 @@ static json_t *elem_schema(hctx *c, size_t self, const hdr_field *fd) {
                           : json_pack("{ss}", "type", scalars[k].type);
     goto done;
   }
+  if (known && json_is_true(json_object_get(known, "nodescs")) && c->set->max_desc != 0) {
+    cfail(c, fd->type_line, fd->type_col,
+          "%s: kcr-gen has this type's schema only without descriptions, as controller-gen "
+          "writes it with crd:maxDescLen=0: use --max-desc-len 0",
+          fd->type);
+    return NULL;
+  }
+  if (known && json_is_true(json_object_get(known, "large"))) {
+    if (!c->set->large && !(c->set->large = json_loads(kcr_gen_crd_known_large, 0, NULL))) {
+      cfail(c, fd->line, fd->col, "out of memory");
+      return NULL;
+    }
+    known = json_object_get(c->set->large, fd->type);
+  }
   if (known && json_object_get(known, "schema")) {
     s = json_deep_copy(json_object_get(known, "schema"));
     goto done;
@@ -931,13 +953,37 @@ done:
 }
 
 /*
+ * shaped_schema is the new schema of fd's type as written: the element's, or
+ * a list or map of it. NULL with the error recorded.
+ */
+static json_t *shaped_schema(hctx *c, size_t self, const hdr_field *fd) {
+  json_t *e, *s;
+  if (json_object_get(json_object_get(c->set->known, fd->type), "inline")) {
+    cfail(c, fd->type_line, fd->type_col, "%s is inlined into a struct: not in a list, a map or "
+          "a typedef", fd->type);
+    return NULL;
+  }
+  if (!(e = elem_schema(c, self, fd)))
+    return NULL;
+  if (fd->container == HDR_LIST)
+    s = json_pack("{ssso}", "type", "array", "items", e);
+  else if (fd->container == HDR_MAP)
+    s = json_pack("{ssso}", "type", "object", "additionalProperties", e);
+  else
+    s = e;
+  if (!s)
+    cfail(c, fd->line, fd->col, "out of memory");
+  return s;
+}
+
+/*
  * member adds field fd of struct number self to props (and its JSON name to
  * req when required).
  */
 static int member(hctx *c, size_t self, const hdr_field *fd, json_t *props, json_t *req) {
   const json_t *known = json_object_get(c->set->known, fd->type);
   mlist l = {NULL, 0, 0};
-  json_t *s = NULL, *e;
+  json_t *s = NULL;
   char *name = NULL;
   bool required = !c->default_optional;
   int rc = -1;
@@ -964,18 +1010,8 @@ static int member(hctx *c, size_t self, const hdr_field *fd, json_t *props, json
     rc = 0;
     goto done;
   }
-  if (!(name = json_name(c, fd, &l)) || !(e = elem_schema(c, self, fd)))
+  if (!(name = json_name(c, fd, &l)) || !(s = shaped_schema(c, self, fd)))
     goto done;
-  if (fd->container == HDR_LIST)
-    s = json_pack("{ssso}", "type", "array", "items", e);
-  else if (fd->container == HDR_MAP)
-    s = json_pack("{ssso}", "type", "object", "additionalProperties", e);
-  else
-    s = e;
-  if (!s) {
-    cfail(c, fd->line, fd->col, "out of memory");
-    goto done;
-  }
   if (known && json_object_get(known, "nodesc"))
     json_object_del(s, "description");
   else if (set_desc(c, s, &fd->doc, fd->line, fd->col))
@@ -1037,7 +1073,7 @@ static int sort_strings(json_t *arr) {
   return 0;
 }
 
-/* build_struct makes c->schemas[i], the schema of struct number i. */
+/* build_struct makes c->schemas[i], the schema of struct (or named type) number i. */
 static int build_struct(hctx *c, size_t i) {
   const hdr_struct *st = &c->f->structs[i];
   mlist l = {NULL, 0, 0};
@@ -1049,6 +1085,11 @@ static int build_struct(hctx *c, size_t i) {
   }
   if (collect(c, &st->pre, S_TYPE, true, &l) || collect(c, &st->doc, S_TYPE, true, &l))
     goto done;
+  if (st->alias) {
+    json_decref(s);
+    if (!(s = shaped_schema(c, i, st->alias)))
+      goto done;
+  }
   for (size_t k = 0; k < st->nfields; k++)
     if (member(c, i, &st->fields[k], props, req))
       goto done;
@@ -1481,12 +1522,17 @@ int crd_set_create(crd_set **out) {
   *out = NULL;
   if (!s)
     return -1;
+  s->max_desc = -1;
   if (!(s->known = known_load())) {
     kcr__free(s);
     return -1;
   }
   *out = s;
   return 0;
+}
+
+void crd_set_max_desc_len(crd_set *s, long n) {
+  s->max_desc = n < 0 ? -1 : n;
 }
 
 void crd_set_destroy(crd_set *s) {
@@ -1496,6 +1542,7 @@ void crd_set_destroy(crd_set *s) {
     vkind_free(&s->v[k]);
   kcr__free(s->v);
   json_decref(s->known);
+  json_decref(s->large);
   kcr__free(s);
 }
 
@@ -1554,6 +1601,66 @@ done:
   return rc;
 }
 
+/*
+ * cut_desc is controller-gen's truncateString: d cut to max bytes, then back to
+ * the last sentence end ('.', '!', '?': the ASCII part of Unicode's STerm), or
+ * else the last white space and "...". A cut never splits a UTF-8 sequence
+ * (jansson keeps strings valid). New string, or NULL when out of memory.
+ */
+static char *cut_desc(const char *d, size_t max) {
+  kcr_buf_t b;
+  size_t n = max;
+  while (n > 0 && ((unsigned char)d[n] & 0xc0) == 0x80)
+    n--;
+  kcr_buf_init(&b, max + 4);
+  for (size_t k = n; k-- > 1;)
+    if (strchr(".!?", d[k]) && d[k]) {
+      if (kcr_buf_append(&b, d, k + 1))
+        return NULL;
+      return kcr_buf_take(&b, NULL);
+    }
+  for (size_t k = n; k-- > 1;)
+    if (strchr(" \t\n\r\v\f", d[k]) && d[k]) {
+      n = k;
+      break;
+    }
+  if (kcr_buf_append(&b, d, n) || kcr_buf_appends(&b, "..."))
+    return NULL;
+  return kcr_buf_take(&b, NULL);
+}
+
+/* trim_descs applies max to every description in schema s and its subschemas. */
+static int trim_descs(json_t *s, long max) {
+  static const char *const one[] = {"items", "additionalProperties", "not", NULL};
+  static const char *const many[] = {"anyOf", "allOf", "oneOf", NULL};
+  const char *d = json_string_value(json_object_get(s, "description")), *k;
+  json_t *v;
+  size_t i;
+  if (!json_is_object(s))
+    return 0;
+  if (d && max == 0) {
+    json_object_del(s, "description");
+  } else if (d && strlen(d) > (size_t)max) {
+    char *t = cut_desc(d, (size_t)max);
+    if (!t || json_object_set_new(s, "description", json_string(t))) {
+      kcr__free(t);
+      return -1;
+    }
+    kcr__free(t);
+  }
+  json_object_foreach(json_object_get(s, "properties"), k, v)
+    if (trim_descs(v, max))
+      return -1;
+  for (const char *const *o = one; *o; o++)
+    if (trim_descs(json_object_get(s, *o), max))
+      return -1;
+  for (const char *const *o = many; *o; o++)
+    json_array_foreach(json_object_get(s, *o), i, v)
+      if (trim_descs(v, max))
+        return -1;
+  return 0;
+}
+
 /* cmp_vkind orders versions by group, kind, then version name. */
 static int cmp_vkind(const void *a, const void *b) {
   const vkind *x = *(const vkind *const *)a, *y = *(const vkind *const *)b;
@@ -1585,12 +1692,15 @@ static int merge_names(json_t *names, const vkind *v, char *msg, size_t size) {
   return 0;
 }
 
-/* one_crd makes the CRD of the n versions v[0..n) of one group and kind. */
-static json_t *one_crd(vkind *const *v, size_t n, char *msg, size_t size) {
+/*
+ * one_crd makes the CRD of the n versions v[0..n) of one group and kind,
+ * descriptions cut to max_desc bytes (-1: whole).
+ */
+static json_t *one_crd(vkind *const *v, size_t n, long max_desc, char *msg, size_t size) {
   json_t *crd = NULL, *names = json_object(), *versions = json_array();
   const char *scope = NULL, *plural_s;
   char *singular = lower(v[0]->kind), *pl = NULL, *list_kind = NULL, *name = NULL;
-  size_t nstorage = 0;
+  size_t nstorage = 0, nserved = 0;
   for (size_t k = 0; k < n; k++) {
     if (v[k]->scope && scope && strcmp(scope, v[k]->scope) != 0) {
       gen_msgf(msg, size, "%s: scope %s differs from another version's %s", v[k]->where,
@@ -1612,12 +1722,21 @@ static json_t *one_crd(vkind *const *v, size_t n, char *msg, size_t size) {
     if (!e || json_object_set_new(e, "storage", json_boolean(n == 1 || v[k]->storage)) ||
         json_array_append_new(versions, e))
       goto oom;
+    if (max_desc >= 0 &&
+        trim_descs(json_object_get(json_object_get(e, "schema"), "openAPIV3Schema"), max_desc))
+      goto oom;
+    nserved += json_is_true(json_object_get(e, "served"));
     if (merge_names(names, v[k], msg, size))
       goto fail;
   }
   if (!json_object_get(names, "singular") &&
       json_object_set_new(names, "singular", json_string(singular)))
     goto oom;
+  if (nserved == 0) {
+    gen_msgf(msg, size, "%s: %s serves no version (every one is +kubebuilder:unservedversion)",
+             v[0]->where, v[0]->kind);
+    goto fail;
+  }
   if (!(plural_s = json_string_value(json_object_get(names, "plural")))) {
     if (!(pl = plural(json_string_value(json_object_get(names, "singular")))) ||
         json_object_set_new(names, "plural", json_string(pl)))
@@ -1675,7 +1794,7 @@ int crd_set_build(const crd_set *s, json_t **out, char *msg, size_t size) {
     json_t *crd;
     while (e < s->n && !strcmp(v[e]->group, v[k]->group) && !strcmp(v[e]->kind, v[k]->kind))
       e++;
-    if (!(crd = one_crd(v + k, e - k, msg, size)))
+    if (!(crd = one_crd(v + k, e - k, s->max_desc, msg, size)))
       goto fail;
     if (json_array_append_new(arr, crd)) {
       gen_msgf(msg, size, "out of memory");

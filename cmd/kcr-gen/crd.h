@@ -21,6 +21,14 @@ typedef struct crd_set crd_set;
 /* crd_set_create makes an empty set in *out. Returns 0 or -1 (out of memory). */
 int crd_set_create(crd_set **out);
 
+/*
+ * crd_set_max_desc_len cuts every description in the schemas to n bytes as
+ * controller-gen's crd:maxDescLen=N does (0 drops them; n < 0, the default,
+ * keeps them whole). Set it before adding headers: a Kubernetes type whose
+ * schema kcr-gen has only without descriptions needs 0.
+ */
+void crd_set_max_desc_len(crd_set *s, long n);
+
 /* crd_set_destroy releases the set. NULL is ignored. */
 void crd_set_destroy(crd_set *s);
 

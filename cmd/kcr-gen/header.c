@@ -3,7 +3,7 @@
  * header.c: the reader of API type headers for `kcr-gen crd`: a hand-written
  * lexer and a recursive-descent parser over the small subset of C that the
  * header convention allows (docs/kcr-gen.md): `typedef struct [tag] { ... }
- * name;` at file level, each member `[const] TYPE [*...] name;` or
+ * name;` and named types (`typedef char *name;`) at file level, each member `[const] TYPE [*...] name;` or
  * `KCR_LIST(TYPE) name;` / `KCR_MAP(TYPE) name;`. Preprocessor lines and block
  * comments are skipped; `//` comment lines on their own line are kept, grouped
  * into runs of consecutive lines, and each declaration takes the run right
@@ -344,6 +344,17 @@ static int parse_type(parser *p, hdr_field *f) {
   return 0;
 }
 
+/* parse_member_type reads TYPE, KCR_LIST(TYPE) or KCR_MAP(TYPE) into f. */
+static int parse_member_type(parser *p, hdr_field *f) {
+  if (!is(p, "KCR_LIST") && !is(p, "KCR_MAP"))
+    return parse_type(p, f);
+  f->container = is(p, "KCR_LIST") ? HDR_LIST : HDR_MAP;
+  if (next(p) || expect(p, "(", "'(' after the list or map macro") || parse_type(p, f) ||
+      expect(p, ")", "')' closing the list or map macro"))
+    return -1;
+  return 0;
+}
+
 /* parse_field reads one member declaration into st, which has room for it. */
 static int parse_field(parser *p, hdr_struct *st) {
   hdr_field *f;
@@ -352,16 +363,8 @@ static int parse_field(parser *p, hdr_struct *st) {
   memset(f, 0, sizeof(*f));
   f->line = p->cur.line;
   f->col = p->cur.col;
-  if (attach(p, p->cur.line, &f->doc, &f->pre))
+  if (attach(p, p->cur.line, &f->doc, &f->pre) || parse_member_type(p, f))
     return -1;
-  if (is(p, "KCR_LIST") || is(p, "KCR_MAP")) {
-    f->container = is(p, "KCR_LIST") ? HDR_LIST : HDR_MAP;
-    if (next(p) || expect(p, "(", "'(' after the list or map macro") || parse_type(p, f) ||
-        expect(p, ")", "')' closing the list or map macro"))
-      return -1;
-  } else if (parse_type(p, f)) {
-    return -1;
-  }
   if (take_ident(p, &f->name, "the member's name"))
     return -1;
   if (is(p, "["))
@@ -383,9 +386,39 @@ static int parse_field(parser *p, hdr_struct *st) {
   return next(p);
 }
 
+/* check_unique fails when st's name is already a type of the file. */
+static int check_unique(parser *p, const hdr_struct *st) {
+  const hdr_file *file = p->file;
+  for (size_t k = 0; file->structs + k != st; k++)
+    if (strcmp(file->structs[k].name, st->name) == 0)
+      return fail(p, st->line, st->col, "type %s is already declared at %d:%d", st->name,
+                  file->structs[k].line, file->structs[k].col);
+  return 0;
+}
+
 /*
- * parse_typedef reads `typedef struct [tag] { member... } name;`. The members'
- * capacity is kept in cap here: hdr_struct has no field for it.
+ * parse_alias reads the rest of `typedef TYPE name;` (or a list or map): a
+ * named type (Go's `type ConcurrencyPolicy string`), whose doc and markers
+ * go wherever it is used.
+ */
+static int parse_alias(parser *p, hdr_struct *st) {
+  char d[64];
+  if (!(st->alias = kcr__calloc(1, sizeof(*st->alias))))
+    return oom(p);
+  st->alias->line = p->cur.line;
+  st->alias->col = p->cur.col;
+  if (parse_member_type(p, st->alias) || take_ident(p, &st->name, "the typedef's name"))
+    return -1;
+  if (!is(p, ";"))
+    return fail(p, p->cur.line, p->cur.col, "expected ';' after typedef %s, got %s", st->name,
+                describe(p, d, sizeof(d)));
+  return check_unique(p, st) ? -1 : next(p);
+}
+
+/*
+ * parse_typedef reads `typedef struct [tag] { member... } name;`, or a named
+ * type (parse_alias). The members' capacity is kept in cap here: hdr_struct
+ * has no field for it.
  */
 static int parse_typedef(parser *p) {
   hdr_file *file = p->file;
@@ -402,9 +435,12 @@ static int parse_typedef(parser *p) {
     return -1;
   if (is(p, "enum") || is(p, "union"))
     return fail(p, p->cur.line, p->cur.col,
-                "only typedef struct is supported (an enumeration is char * with "
-                "+kubebuilder:validation:Enum)");
-  if (expect(p, "struct", "'struct' after typedef"))
+                "typedef %.*s is not supported (an enumeration is a char * typedef with "
+                "+kubebuilder:validation:Enum)",
+                (int)p->cur.n, p->cur.p);
+  if (!is(p, "struct"))
+    return parse_alias(p, st);
+  if (next(p))
     return -1;
   if (p->cur.kind == T_IDENT && next(p)) /* the tag, if any, is not used */
     return -1;
@@ -426,11 +462,7 @@ static int parse_typedef(parser *p) {
   if (!is(p, ";"))
     return fail(p, p->cur.line, p->cur.col, "expected ';' after typedef %s, got %s", st->name,
                 describe(p, d, sizeof(d)));
-  for (size_t k = 0; k + 1 < file->nstructs; k++)
-    if (strcmp(file->structs[k].name, st->name) == 0)
-      return fail(p, st->line, st->col, "type %s is already declared at %d:%d", st->name,
-                  file->structs[k].line, file->structs[k].col);
-  return next(p);
+  return check_unique(p, st) ? -1 : next(p);
 }
 
 /*
@@ -547,6 +579,10 @@ void hdr_file_free(hdr_file *f) {
       comments_free(&st->fields[j].pre);
     }
     kcr__free(st->fields);
+    if (st->alias) {
+      kcr__free(st->alias->type);
+      kcr__free(st->alias);
+    }
     kcr__free(st->name);
     comments_free(&st->doc);
     comments_free(&st->pre);

@@ -51,12 +51,17 @@ typedef struct hdr_field {
   hdr_comments doc, pre;
 } hdr_field;
 
-/* hdr_struct: one `typedef struct [tag] { ... } name;`. */
+/*
+ * hdr_struct: one `typedef struct [tag] { ... } name;`, or, when alias is not
+ * NULL, a named type `typedef TYPE name;` (alias's type, ptr and container
+ * say what it names; its name and comments are unused).
+ */
 typedef struct hdr_struct {
   char *name;
   int line, col;
   hdr_field *fields;
   size_t nfields;
+  hdr_field *alias;
   hdr_comments doc, pre;
 } hdr_struct;
 

@@ -38,10 +38,11 @@ static void usage(FILE *f) {
       "  With --split INCDIR instead of -n: one package per group-version, DIR/GROUP_VERSION.h\n"
       "  and .c (NAME_GROUP_VERSION_*), each made once and included by the others as\n"
       "  INCDIR/GROUP_VERSION.h. See docs/kcr-gen.md.\n"
-      "       kcr-gen crd [-o DIR] HEADER...\n"
+      "       kcr-gen crd [-o DIR] [--max-desc-len N] HEADER...\n"
       "  Writes DIR/GROUP_PLURAL.yaml, a CustomResourceDefinition for each kind the C type\n"
       "  headers declare with kubebuilder's markers (+kubebuilder:object:root=true), all\n"
-      "  versions of a kind in one CRD. -o - writes to stdout. See docs/kcr-gen.md.\n"
+      "  versions of a kind in one CRD. -o - writes to stdout; --max-desc-len cuts descriptions\n"
+      "  (controller-gen's crd:maxDescLen; 0 drops them). See docs/kcr-gen.md.\n"
       "       kcr-gen init [--domain DOMAIN] [--project-name NAME] [DIR]\n"
       "  A new operator project in DIR (default .): CMake, Makefile, config/, main.c.\n"
       "       kcr-gen create api --group GROUP --version VERSION --kind KIND\n"
@@ -208,6 +209,17 @@ done:
   return rc;
 }
 
+/* count_arg reads a non-negative decimal count, the whole of s. */
+static bool count_arg(const char *s, long *out) {
+  char *end;
+  errno = 0;
+  *out = strtol(s, &end, 10);
+  return s[0] >= '0' && s[0] <= '9' && *end == '\0' && errno == 0;
+}
+
+/* CRD_USAGE is `kcr-gen crd`'s usage line. */
+#define CRD_USAGE "usage: kcr-gen crd [-o DIR] [--max-desc-len N] HEADER...\n"
+
 /* CRD_YAML_MAX bounds one CRD's YAML text. */
 #define CRD_YAML_MAX ((size_t)64 << 20)
 
@@ -277,10 +289,15 @@ static int crd(int argc, char **argv) {
     return 1;
   }
   for (int i = 0; i < argc; i++) {
+    long n;
     if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output-dir") == 0) && i + 1 < argc) {
       dir = argv[++i];
-    } else if (argv[i][0] == '-') {
-      fputs("usage: kcr-gen crd [-o DIR] HEADER...\n", stderr);
+    } else if (strcmp(argv[i], "--max-desc-len") == 0 && i + 1 < argc &&
+               count_arg(argv[i + 1], &n)) {
+      crd_set_max_desc_len(set, n);
+      i++;
+    } else if (argv[i][0] == '-' && strcmp(argv[i], "-") != 0) {
+      fputs(CRD_USAGE, stderr);
       rc = 2;
       goto done;
     }
@@ -288,7 +305,8 @@ static int crd(int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     size_t len;
     char *text;
-    if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output-dir") == 0) {
+    if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output-dir") == 0 ||
+        strcmp(argv[i], "--max-desc-len") == 0) {
       i++;
       continue;
     }
@@ -305,7 +323,7 @@ static int crd(int argc, char **argv) {
     free(text);
   }
   if (nfiles == 0) {
-    fputs("usage: kcr-gen crd [-o DIR] HEADER...\n", stderr);
+    fputs(CRD_USAGE, stderr);
     rc = 2;
     goto done;
   }

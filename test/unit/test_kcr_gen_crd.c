@@ -35,8 +35,12 @@ static char *slurp(const char *path, size_t *len) {
   return z;
 }
 
-/* build runs one set over the headers (name, text pairs) into *out, or the error in msg. */
-static int build(const char *const *hdrs, size_t n, json_t **out, char *msg, size_t size) {
+/*
+ * build_desc runs one set over the headers (name, text pairs) into *out, or
+ * the error in msg, descriptions cut to max_desc bytes (-1: whole).
+ */
+static int build_desc(const char *const *hdrs, size_t n, long max_desc, json_t **out, char *msg,
+                      size_t size) {
   crd_set *s;
   int rc = 0;
   *out = NULL;
@@ -45,6 +49,7 @@ static int build(const char *const *hdrs, size_t n, json_t **out, char *msg, siz
     snprintf(msg, size, "out of memory");
     return KCR_ENOMEM;
   }
+  crd_set_max_desc_len(s, max_desc);
   for (size_t k = 0; k < n && rc == 0; k++)
     rc = crd_set_add(s, hdrs[2 * k], hdrs[2 * k + 1], strlen(hdrs[2 * k + 1]), msg, size);
   if (rc == 0)
@@ -53,6 +58,11 @@ static int build(const char *const *hdrs, size_t n, json_t **out, char *msg, siz
   if (rc == 0)
     return 0;
   return strstr(msg, "out of memory") || strstr(msg, "memory ran out") ? KCR_ENOMEM : KCR_EINVAL;
+}
+
+/* build is build_desc with descriptions whole. */
+static int build(const char *const *hdrs, size_t n, json_t **out, char *msg, size_t size) {
+  return build_desc(hdrs, n, -1, out, msg, size);
 }
 
 /* build1 builds one header named name and returns its only CRD (new), failing the test on error. */
@@ -109,23 +119,38 @@ static void assert_json_equal(const json_t *want, const json_t *got) {
   }
 }
 
+/* versions returns crd.spec.versions (borrowed). */
+static json_t *versions(const json_t *crd) {
+  return json_object_get(json_object_get(crd, "spec"), "versions");
+}
+
+/* schema_of returns version i's openAPIV3Schema (borrowed). */
+static json_t *schema_of(const json_t *crd, size_t i) {
+  return json_object_get(json_object_get(json_array_get(versions(crd), i), "schema"),
+                         "openAPIV3Schema");
+}
+
 /*
- * The acceptance test. Normalisation, and all of it: both CRDs are read as
- * YAML into JSON values (so key order and YAML style, such as go-yaml folding
- * a long description, do not count), and metadata.annotations is dropped from
- * both after checking that it holds only the generator's version
- * (controller-gen.kubebuilder.io/version there, kcr.dev/kcr-gen-version here).
+ * compare builds the header at path (with descriptions cut to max_desc) and
+ * compares its CRD with controller-gen's at want_path. Normalisation, and all
+ * of it: both CRDs are read as YAML into JSON values (so key order and YAML
+ * style, such as go-yaml folding a long description, do not count), and
+ * metadata.annotations is dropped from both after checking that it holds
+ * only the generator's version (controller-gen.kubebuilder.io/version there,
+ * kcr.dev/kcr-gen-version here).
  */
-static void test_kcr_gen_crd_memcached(void **state) {
+static void compare(const char *path, long max_desc, const char *want_path) {
   size_t len;
-  char *text = slurp(KB_DIR "/api/v1alpha1/memcached_types.h", &len);
-  char msg[512];
-  json_t *want_docs, *want, *crd, *got, *ann;
-  (void)state;
-  crd = build1(KB_DIR "/api/v1alpha1/memcached_types.h", text);
-  got = yaml_round_trip(crd);
-  assert_json_equal(crd, got); /* the writer loses nothing */
-  if (gen_yaml_load(KB_DIR "/cache.example.com_memcacheds.yaml", &want_docs, msg, sizeof(msg)))
+  char *text = slurp(path, &len);
+  const char *h[] = {path, text};
+  char msg[1024];
+  json_t *want_docs, *want, *crds, *got, *ann;
+  if (build_desc(h, 1, max_desc, &crds, msg, sizeof(msg)))
+    fail_msg("%s", msg);
+  assert_int_equal(json_array_size(crds), 1);
+  got = yaml_round_trip(json_array_get(crds, 0));
+  assert_json_equal(json_array_get(crds, 0), got); /* the writer loses nothing */
+  if (gen_yaml_load(want_path, &want_docs, msg, sizeof(msg)))
     fail_msg("%s", msg);
   want = json_array_get(want_docs, 0);
   ann = json_object_get(json_object_get(want, "metadata"), "annotations");
@@ -140,8 +165,84 @@ static void test_kcr_gen_crd_memcached(void **state) {
   assert_json_equal(want, got);
   json_decref(want_docs);
   json_decref(got);
-  json_decref(crd);
+  json_decref(crds);
   free(text);
+}
+
+/* The acceptance test: kubebuilder's getting-started Memcached. */
+static void test_kcr_gen_crd_memcached(void **state) {
+  (void)state;
+  compare(KB_DIR "/api/v1alpha1/memcached_types.h", -1, KB_DIR "/cache.example.com_memcacheds.yaml");
+}
+
+/*
+ * kubebuilder's CronJob tutorial, made as the tutorial makes it (maxDescLen=0):
+ * a named string type with its enum, `:=` defaults, metav1.Time, and the
+ * built-in JobTemplateSpec and ObjectReference.
+ */
+static void test_kcr_gen_crd_cronjob(void **state) {
+  size_t len;
+  char *text;
+  const char *h[2];
+  char msg[1024];
+  json_t *arr;
+  (void)state;
+  compare(KB_DIR "/api/v1/cronjob_types.h", 0,
+          KB_DIR "/batch.tutorial.kubebuilder.io_cronjobs.yaml");
+  /* with descriptions, kcr-gen cannot give JobTemplateSpec's: refused, not guessed */
+  text = slurp(KB_DIR "/api/v1/cronjob_types.h", &len);
+  h[0] = "api/v1/cronjob_types.h";
+  h[1] = text;
+  assert_int_equal(build(h, 1, &arr, msg, sizeof(msg)), KCR_EINVAL);
+  assert_string_equal(msg, "api/v1/cronjob_types.h:94:3: kcr_batch_v1_job_template_spec_t: "
+                           "kcr-gen has this type's schema only without descriptions, as "
+                           "controller-gen writes it with crd:maxDescLen=0: use --max-desc-len 0");
+  free(text);
+}
+
+/* Named types, and descriptions cut as controller-gen's crd:maxDescLen=N cuts them. */
+static void test_kcr_gen_crd_named_types_and_desc_len(void **state) {
+  static const char hdr[] =
+      "// +groupName=n.example.com\n\n"
+      "// Mode is how. It has two sentences.\n"
+      "// +kubebuilder:validation:Enum=Fast;Slow\n"
+      "typedef const char *mode_t_;\n"
+      "// Names are names\n"
+      "// +kubebuilder:validation:MaxItems=3\n"
+      "typedef KCR_LIST(char *) names_t;\n\n"
+      "// +kubebuilder:object:root=true\n"
+      "// Thing has a description longer than twenty bytes\n"
+      "typedef struct {\n"
+      "  // +kubebuilder:default:=Slow\n"
+      "  mode_t_ mode;\n"
+      "  // Wordswithoutanyspaceatalltocut\n"
+      "  names_t names;\n"
+      "} thing_t;\n";
+  const char *h[] = {"api/v1/t.h", hdr};
+  char msg[512];
+  json_t *arr, *props, *want;
+  (void)state;
+  assert_int_equal(build_desc(h, 1, 20, &arr, msg, sizeof(msg)), 0);
+  props = json_object_get(schema_of(json_array_get(arr, 0), 0), "properties");
+  want = json_pack("{s{sssss[ss]ss}s{sssss{ss}si}}", "mode", "type", "string", "description",
+                   "Mode is how.", "enum", "Fast", "Slow", "default", "Slow", "names", "type",
+                   "array", "description", "Wordswithoutanyspace...", "items", "type", "string",
+                   "maxItems", 3);
+  assert_json_equal(want, props);
+  assert_string_equal(
+      json_string_value(json_object_get(schema_of(json_array_get(arr, 0), 0), "description")),
+      "Thing has a...");
+  json_decref(want);
+  json_decref(arr);
+  /* 0 drops them all */
+  assert_int_equal(build_desc(h, 1, 0, &arr, msg, sizeof(msg)), 0);
+  {
+    char *t = json_dumps(json_array_get(arr, 0), 0);
+    assert_non_null(t);
+    assert_null(strstr(t, "\"description\""));
+    free(t);
+  }
+  json_decref(arr);
 }
 
 /* The parser's refusals: each names the file, line and byte column. */
@@ -168,8 +269,11 @@ static void test_kcr_gen_crd_parse_errors(void **state) {
       {"typedef struct {\n  int32_t x;\n  int64_t x;\n} a_t;\n",
        "t.h:3:3: member x is already declared at 2:3"},
       {"typedef struct {\n  int32_t x\n} a_t;\n", "t.h:3:1: expected ';' after member x, got '}'"},
-      {"typedef enum { A } e_t;\n", "t.h:1:9: only typedef struct is supported (an enumeration "
-                                    "is char * with +kubebuilder:validation:Enum)"},
+      {"typedef enum { A } e_t;\n", "t.h:1:9: typedef enum is not supported (an enumeration "
+                                    "is a char * typedef with +kubebuilder:validation:Enum)"},
+      {"typedef kcr_type_meta_t tm_t;\n",
+       "t.h:1:9: kcr_type_meta_t is inlined into a struct: not in a list, a map or a typedef"},
+      {"typedef struct foo foo_t;\n", "t.h:1:20: expected '{' opening the struct, got 'foo_t'"},
       {"typedef struct {\n\tint32_t \xff;\n} a_t;\n", "t.h:2:10: not UTF-8 (byte 0xff)"},
       {"// caf\xc3\xa9\n// \xed\xa0\x80 (a surrogate)\n", "t.h:2:4: not UTF-8 (byte 0xed)"},
       {"typedef struct {\n  int32_t \xc3\xa9;\n} a_t;\n",
@@ -274,17 +378,6 @@ static void test_kcr_gen_crd_other_markers(void **state) {
   assert_string_equal(json_string_value(json_object_get(json_object_get(crd, "metadata"), "name")),
                       "widgets.example.com");
   json_decref(crd);
-}
-
-/* versions returns crd.spec.versions (borrowed). */
-static json_t *versions(const json_t *crd) {
-  return json_object_get(json_object_get(crd, "spec"), "versions");
-}
-
-/* schema_of returns version i's openAPIV3Schema (borrowed). */
-static json_t *schema_of(const json_t *crd, size_t i) {
-  return json_object_get(json_object_get(json_array_get(versions(crd), i), "schema"),
-                         "openAPIV3Schema");
 }
 
 /* The member shapes, validation markers and kind-level markers, in one kind. */
@@ -534,6 +627,8 @@ static void test_kcr_gen_crd_alloc_failure(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kcr_gen_crd_memcached),
+      cmocka_unit_test(test_kcr_gen_crd_cronjob),
+      cmocka_unit_test(test_kcr_gen_crd_named_types_and_desc_len),
       cmocka_unit_test(test_kcr_gen_crd_parse_errors),
       cmocka_unit_test(test_kcr_gen_crd_marker_errors),
       cmocka_unit_test(test_kcr_gen_crd_other_markers),
