@@ -315,6 +315,19 @@ static json_t *guess(const char *s, size_t n, const char *want) {
   return v;
 }
 
+/*
+ * word_in tells whether the n bytes at w are one of the words of list, a
+ * space-separated list with a space at each end (" atomic set map ").
+ */
+static bool word_in(const char *list, const char *w, size_t n) {
+  for (const char *p = strchr(list, ' '); p && p[1]; p = strchr(p + 1, ' ')) {
+    size_t len = strcspn(p + 1, " ");
+    if (len == n && n > 0 && memcmp(p + 1, w, n) == 0)
+      return true;
+  }
+  return false;
+}
+
 /* trim_space narrows s/n to its text without leading or trailing blanks. */
 static void trim_space(const char **s, size_t *n) {
   while (*n > 0 && (**s == ' ' || **s == '\t')) {
@@ -388,16 +401,13 @@ static int named(hctx *c, const marker *m, const char *allowed, const char *key,
   while (n > 0) {
     size_t k = seg_end(s, n, ','), kn;
     const char *eq = memchr(s, '=', k);
-    char tok[64];
     if (!eq)
       return cfail(c, m->line, m->col, "+%s: argument \"%.*s\" has no '='", m->def->name,
-                   (int)(k > 40 ? 40 : k), s);
+                   (int)k, s);
     kn = (size_t)(eq - s);
-    snprintf(tok, sizeof(tok), " %.*s ", (int)(kn > 40 ? 40 : kn), s);
-    if (!strstr(allowed, tok))
+    if (!word_in(allowed, s, kn))
       return cfail(c, m->line, m->col, "+%s: unknown argument \"%.*s\" (it takes %.*s)",
-                   m->def->name, (int)(kn > 40 ? 40 : kn), s, (int)strlen(allowed) - 2,
-                   allowed + 1);
+                   m->def->name, (int)kn, s, (int)strlen(allowed) - 2, allowed + 1);
     if (kn == strlen(key) && memcmp(s, key, kn) == 0) {
       *v = eq + 1;
       *vn = k - kn - 1;
@@ -586,11 +596,7 @@ static const char *stype(const json_t *s) {
 /* need_type fails unless s's type is one of types (space-separated), or s has none. */
 static int need_type(hctx *c, const marker *m, const json_t *s, const char *types) {
   const char *t = stype(s);
-  char tok[32];
-  if (!t)
-    return 0;
-  snprintf(tok, sizeof(tok), " %s ", t);
-  if (strstr(types, tok))
+  if (!t || word_in(types, t, strlen(t)))
     return 0;
   return cfail(c, m->line, m->col, "+%s applies to %.*s schemas, not to type %s", m->def->name,
                (int)strlen(types) - 2, types + 1, t);
@@ -646,12 +652,10 @@ static int set_true(hctx *c, json_t *s, const marker *m, const char *key) {
 static int one_of(hctx *c, json_t *s, const marker *m, const char *key, const char *words) {
   bool bad;
   const char *v = single(m, &bad);
-  char tok[64];
-  if (bad || !v || strlen(v) > 40)
+  if (bad || !v)
     return cfail(c, m->line, m->col, "+%s takes one of %.*s", m->def->name,
                  (int)strlen(words) - 2, words + 1);
-  snprintf(tok, sizeof(tok), " %s ", v);
-  if (!strstr(words, tok))
+  if (!word_in(words, v, strlen(v)))
     return cfail(c, m->line, m->col, "+%s: \"%s\" is not one of %.*s", m->def->name, v,
                  (int)strlen(words) - 2, words + 1);
   return json_object_set_new(s, key, json_string(v)) ? cfail(c, m->line, m->col, "out of memory")

@@ -147,10 +147,12 @@ static int add_comment(parser *p, const char *text, size_t n, int line, int col)
   return 0;
 }
 
+/* is_ident_start tells whether c may start a C identifier. */
 static bool is_ident_start(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 
+/* is_ident_char tells whether c may continue a C identifier. */
 static bool is_ident_char(char c) {
   return is_ident_start(c) || (c >= '0' && c <= '9');
 }
@@ -224,16 +226,20 @@ static bool is(const parser *p, const char *s) {
   return p->cur.kind != T_EOF && p->cur.n == strlen(s) && memcmp(p->cur.p, s, p->cur.n) == 0;
 }
 
-/* describe quotes the current token for a message ("end of file" at the end). */
+/*
+ * describe quotes the current token for a message ("end of file" at the end);
+ * a token longer than 40 bytes is quoted in part, marked "(cut)".
+ */
 static const char *describe(const parser *p, char *out, size_t size) {
   if (p->cur.kind == T_EOF)
     return "end of file";
   if (p->cur.kind == T_OTHER && (unsigned char)p->cur.p[0] < 0x20)
     snprintf(out, size, "byte 0x%02x", (unsigned char)p->cur.p[0]);
   else if (p->cur.kind == T_OTHER && (unsigned char)p->cur.p[0] >= 0x7f)
-    snprintf(out, size, "byte 0x%02x", (unsigned char)p->cur.p[0]);
+    snprintf(out, size, "byte 0x%02x", (unsigned char)p->cur.p[0]); /* UTF-8: its first byte */
   else
-    snprintf(out, size, "'%.*s'", p->cur.n > 40 ? 40 : (int)p->cur.n, p->cur.p);
+    snprintf(out, size, "'%.*s'%s", p->cur.n > 40 ? 40 : (int)p->cur.n, p->cur.p,
+             p->cur.n > 40 ? " (cut)" : "");
   return out;
 }
 
@@ -559,6 +565,7 @@ static int parse_file(parser *p) {
   return 0;
 }
 
+/* comments_free releases the lines of c and empties it. */
 static void comments_free(hdr_comments *c) {
   for (size_t k = 0; k < c->n; k++)
     kcr__free(c->v[k].text);

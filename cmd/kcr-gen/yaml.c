@@ -330,6 +330,7 @@ static int cmp_keys(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* write_node: below; write_object and it call each other. */
 static int write_node(kcr_buf_t *b, const json_t *v, int indent, bool inline_first);
 
 /* write_scalar writes a non-container value (an empty container as {} or []). */

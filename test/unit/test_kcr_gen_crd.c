@@ -274,6 +274,9 @@ static void test_kcr_gen_crd_parse_errors(void **state) {
       {"typedef kcr_type_meta_t tm_t;\n",
        "t.h:1:9: kcr_type_meta_t is inlined into a struct: not in a list, a map or a typedef"},
       {"typedef struct foo foo_t;\n", "t.h:1:20: expected '{' opening the struct, got 'foo_t'"},
+      {"typedef struct {\n  int32_t x a0123456789012345678901234567890123456789xyz;\n} a_t;\n",
+       "t.h:2:13: expected ';' after member x, got 'a012345678901234567890123456789012345678' "
+       "(cut)"},
       {"typedef struct {\n\tint32_t \xff;\n} a_t;\n", "t.h:2:10: not UTF-8 (byte 0xff)"},
       {"// caf\xc3\xa9\n// \xed\xa0\x80 (a surrogate)\n", "t.h:2:4: not UTF-8 (byte 0xed)"},
       {"typedef struct {\n  int32_t \xc3\xa9;\n} a_t;\n",
@@ -345,6 +348,12 @@ static void test_kcr_gen_crd_marker_errors(void **state) {
       {PKG "// +kubebuilder:object:root=true\n// +kubebuilder:printcolumn:name=A,type=string\n"
            "typedef struct {\n  int32_t x;\n} a_t;\n",
        "t.h:5:4: +kubebuilder:printcolumn needs name, type and JSONPath"},
+      {PKG "// +kubebuilder:object:root=true\n// +kubebuilder:printcolumn:name=A,"
+           "a_very_long_argument_name_that_is_not_cut_in_the_message_at_all=1\n"
+           "typedef struct {\n  int32_t x;\n} a_t;\n",
+       "t.h:5:4: +kubebuilder:printcolumn: unknown argument "
+       "\"a_very_long_argument_name_that_is_not_cut_in_the_message_at_all\" (it takes name type "
+       "JSONPath description format priority)"},
       {PKG "// +kubebuilder:object:root=true\n// +kubebuilder:resource:scope=Global\n"
            "typedef struct {\n  int32_t x;\n} a_t;\n",
        "t.h:5:4: +kubebuilder:resource: scope is Namespaced or Cluster"},
