@@ -545,6 +545,7 @@ static char *doc_text(const hdr_comments *cm, bool *oom) {
   kcr_buf_t b;
   size_t pending = 0;
   bool any = false;
+  char *out;
   *oom = false;
   kcr_buf_init(&b, HDR_TEXT_MAX);
   for (size_t k = 0; k < cm->n; k++) {
@@ -570,7 +571,9 @@ static char *doc_text(const hdr_comments *cm, bool *oom) {
   }
   if (!any)
     return NULL;
-  return kcr_buf_take(&b, NULL);
+  out = kcr_buf_take(&b, NULL);
+  *oom = out == NULL;
+  return out;
 }
 
 /* set_desc sets s's description from comments cm, when they have one. */
@@ -1220,9 +1223,16 @@ static int printcolumn(hctx *c, const marker *m, json_t *entry) {
   }
   if ((rc = named(c, m, allowed, "priority", &v, &vn)) == 1) {
     json_t *p = NULL;
-    if (num(v, vn, &p) || !json_is_integer(p) || json_object_set_new(col, "priority", p)) {
+    int nrc = num(v, vn, &p);
+    if (nrc || !json_is_integer(p)) {
+      json_decref(p);
       json_decref(col);
-      return cfail(c, m->line, m->col, "+%s: priority is an integer", m->def->name);
+      return cfail(c, m->line, m->col, "+%s: %s", m->def->name,
+                   nrc == -2 ? "out of memory" : "priority is an integer");
+    }
+    if (json_object_set_new(col, "priority", p)) {
+      json_decref(col);
+      return cfail(c, m->line, m->col, "out of memory");
     }
   }
   if (rc < 0 || !json_object_get(col, "name") || !json_object_get(col, "type") ||
@@ -1324,8 +1334,9 @@ static int type_markers(hctx *c, const mlist *l, vkind *v, bool *skip) {
         return -1;
       break;
     case M_DEPRECATED:
-      if (json_object_set_new(entry, "deprecated", json_true()) ||
-          set_str_arg(c, m, " warning ", "warning", entry, "deprecationWarning"))
+      if (json_object_set_new(entry, "deprecated", json_true()))
+        return cfail(c, m->line, m->col, "out of memory");
+      if (set_str_arg(c, m, " warning ", "warning", entry, "deprecationWarning"))
         return -1;
       break;
     default:

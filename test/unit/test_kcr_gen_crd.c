@@ -200,9 +200,8 @@ static void test_kcr_gen_crd_cronjob(void **state) {
   free(text);
 }
 
-/* Named types, and descriptions cut as controller-gen's crd:maxDescLen=N cuts them. */
-static void test_kcr_gen_crd_named_types_and_desc_len(void **state) {
-  static const char hdr[] =
+/* named_hdr: named types (a string with an enum, a list) and descriptions to cut. */
+static const char named_hdr[] =
       "// +groupName=n.example.com\n\n"
       "// Mode is how. It has two sentences.\n"
       "// +kubebuilder:validation:Enum=Fast;Slow\n"
@@ -218,7 +217,10 @@ static void test_kcr_gen_crd_named_types_and_desc_len(void **state) {
       "  // Wordswithoutanyspaceatalltocut\n"
       "  names_t names;\n"
       "} thing_t;\n";
-  const char *h[] = {"api/v1/t.h", hdr};
+
+/* Named types, and descriptions cut as controller-gen's crd:maxDescLen=N cuts them. */
+static void test_kcr_gen_crd_named_types_and_desc_len(void **state) {
+  const char *h[] = {"api/v1/t.h", named_hdr};
   char msg[512];
   json_t *arr, *props, *want;
   (void)state;
@@ -389,9 +391,8 @@ static void test_kcr_gen_crd_other_markers(void **state) {
   json_decref(crd);
 }
 
-/* The member shapes, validation markers and kind-level markers, in one kind. */
-static void test_kcr_gen_crd_shapes(void **state) {
-  static const char hdr[] =
+/* shapes_hdr: every member shape, most validation markers and the kind-level ones. */
+static const char shapes_hdr[] =
       "// +groupName=shapes.example.com\n"
       "// +kubebuilder:validation:Optional\n"
       "\n"
@@ -459,7 +460,10 @@ static void test_kcr_gen_crd_shapes(void **state) {
       "  // +required\n"
       "  shape_spec_t spec;\n"
       "} shape_t;\n";
-  json_t *crd = build1("api/v1beta1/shape_types.h", hdr), *want, *spec, *entry;
+
+/* The member shapes, validation markers and kind-level markers, in one kind. */
+static void test_kcr_gen_crd_shapes(void **state) {
+  json_t *crd = build1("api/v1beta1/shape_types.h", shapes_hdr), *want, *spec, *entry;
   json_error_t je;
   (void)state;
   spec = json_object_get(json_object_get(schema_of(crd, 0), "properties"), "spec");
@@ -608,13 +612,16 @@ static void test_kcr_gen_crd_yaml_strings(void **state) {
   json_decref(obj);
 }
 
-/* run_memcached is one whole run for the allocation-failure loop. */
-static int run_memcached(const char *text) {
-  const char *h[] = {"api/v1alpha1/memcached_types.h", text};
+/*
+ * run_header is one whole run of the header (descriptions cut to max_desc)
+ * for the allocation-failure loop.
+ */
+static int run_header(const char *name, const char *text, long max_desc) {
+  const char *h[] = {name, text};
   char msg[512];
   json_t *arr = NULL;
   kcr_buf_t b;
-  int rc = build(h, 1, &arr, msg, sizeof(msg));
+  int rc = build_desc(h, 1, max_desc, &arr, msg, sizeof(msg));
   if (rc == 0) {
     kcr_buf_init(&b, (size_t)1 << 20);
     rc = gen_yaml_write(&b, json_array_get(arr, 0));
@@ -624,12 +631,18 @@ static int run_memcached(const char *text) {
   return rc;
 }
 
-/* Every allocation failing in turn: "out of memory", nothing leaked or broken. */
+/*
+ * Every allocation failing in turn, over three headers (the Memcached port,
+ * the shapes, the named types with cut descriptions): each failed run says
+ * "out of memory" (never another error), and nothing leaks.
+ */
 static void test_kcr_gen_crd_alloc_failure(void **state) {
   size_t len;
   char *text = slurp(KB_DIR "/api/v1alpha1/memcached_types.h", &len);
   (void)state;
-  KCR_TEST_ALLOC_LOOP(run_memcached(text), (void)0);
+  KCR_TEST_ALLOC_LOOP(run_header("api/v1alpha1/memcached_types.h", text, -1), (void)0);
+  KCR_TEST_ALLOC_LOOP(run_header("api/v1beta1/shape_types.h", shapes_hdr, -1), (void)0);
+  KCR_TEST_ALLOC_LOOP(run_header("api/v1/t.h", named_hdr, 20), (void)0);
   free(text);
 }
 
