@@ -131,21 +131,27 @@ static json_t *schema_of(const json_t *crd, size_t i) {
 }
 
 /*
- * compare builds the header at path (with descriptions cut to max_desc) and
- * compares its CRD with controller-gen's at want_path. Normalisation, and all
+ * compare_n builds the headers at paths (at most two, descriptions cut to
+ * max_desc) and compares their one CRD with controller-gen's at want_path. Normalisation, and all
  * of it: both CRDs are read as YAML into JSON values (so key order and YAML
  * style, such as go-yaml folding a long description, do not count), and
  * metadata.annotations is dropped from both after checking that it holds
  * only the generator's version (controller-gen.kubebuilder.io/version there,
  * kcr.dev/kcr-gen-version here).
  */
-static void compare(const char *path, long max_desc, const char *want_path) {
+static void compare_n(const char *const *paths, size_t n, long max_desc, const char *want_path) {
   size_t len;
-  char *text = slurp(path, &len);
-  const char *h[] = {path, text};
+  const char *h[4];
+  char *texts[2] = {NULL, NULL};
   char msg[1024];
   json_t *want_docs, *want, *crds, *got, *ann;
-  if (build_desc(h, 1, max_desc, &crds, msg, sizeof(msg)))
+  assert_true(n <= 2);
+  for (size_t k = 0; k < n; k++) {
+    texts[k] = slurp(paths[k], &len);
+    h[2 * k] = paths[k];
+    h[2 * k + 1] = texts[k];
+  }
+  if (build_desc(h, n, max_desc, &crds, msg, sizeof(msg)))
     fail_msg("%s", msg);
   assert_int_equal(json_array_size(crds), 1);
   got = yaml_round_trip(json_array_get(crds, 0));
@@ -166,7 +172,13 @@ static void compare(const char *path, long max_desc, const char *want_path) {
   json_decref(want_docs);
   json_decref(got);
   json_decref(crds);
-  free(text);
+  free(texts[0]);
+  free(texts[1]);
+}
+
+/* compare is compare_n for one header. */
+static void compare(const char *path, long max_desc, const char *want_path) {
+  compare_n(&path, 1, max_desc, want_path);
 }
 
 /* The acceptance test: kubebuilder's getting-started Memcached. */
@@ -217,6 +229,17 @@ static const char named_hdr[] =
       "  // Wordswithoutanyspaceatalltocut\n"
       "  names_t names;\n"
       "} thing_t;\n";
+
+/*
+ * kubebuilder's multiversion tutorial: the CronJob at v1 (the storage
+ * version) and at v2 (a struct schedule of named types), one CRD.
+ */
+static void test_kcr_gen_crd_multiversion(void **state) {
+  const char *const paths[] = {KB_DIR "/multiversion/api/v2/cronjob_types.h",
+                               KB_DIR "/multiversion/api/v1/cronjob_types.h"};
+  (void)state;
+  compare_n(paths, 2, 0, KB_DIR "/multiversion/batch.tutorial.kubebuilder.io_cronjobs.yaml");
+}
 
 /* Named types, and descriptions cut as controller-gen's crd:maxDescLen=N cuts them. */
 static void test_kcr_gen_crd_named_types_and_desc_len(void **state) {
@@ -650,6 +673,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kcr_gen_crd_memcached),
       cmocka_unit_test(test_kcr_gen_crd_cronjob),
+      cmocka_unit_test(test_kcr_gen_crd_multiversion),
       cmocka_unit_test(test_kcr_gen_crd_named_types_and_desc_len),
       cmocka_unit_test(test_kcr_gen_crd_parse_errors),
       cmocka_unit_test(test_kcr_gen_crd_marker_errors),
