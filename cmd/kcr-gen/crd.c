@@ -180,6 +180,7 @@ typedef struct hctx {
   crd_set *set;
   const hdr_file *f;
   json_t **schemas;
+  const hdr_struct **by_name; /* the structs sorted by name, for struct_index */
   char *group, *version;
   bool default_optional;
   vkind *added;
@@ -816,34 +817,46 @@ static int apply(hctx *c, json_t *s, const mlist *l) {
   return 0;
 }
 
-/* count_nodes counts s's values, stopping past max. */
-static size_t count_nodes(const json_t *s, size_t max) {
-  size_t n = 1;
+/*
+ * measure counts s's values into *nodes and its nesting depth into *depth,
+ * stopping once past CRD_SCHEMA_NODES_MAX or CRD_SCHEMA_DEPTH_MAX (so the
+ * recursion itself stays shallow).
+ */
+static void measure(const json_t *s, int level, size_t *nodes, int *depth) {
   const char *k;
   json_t *v;
   size_t i;
+  ++*nodes;
+  if (level > *depth)
+    *depth = level;
+  if (*nodes > CRD_SCHEMA_NODES_MAX || *depth > CRD_SCHEMA_DEPTH_MAX)
+    return;
   if (json_is_object(s)) {
     json_object_foreach((json_t *)s, k, v) {
-      n += count_nodes(v, max);
-      if (n > max)
-        return n;
+      measure(v, level + 1, nodes, depth);
+      if (*nodes > CRD_SCHEMA_NODES_MAX || *depth > CRD_SCHEMA_DEPTH_MAX)
+        return;
     }
   } else if (json_is_array(s)) {
     json_array_foreach(s, i, v) {
-      n += count_nodes(v, max);
-      if (n > max)
-        return n;
+      measure(v, level + 1, nodes, depth);
+      if (*nodes > CRD_SCHEMA_NODES_MAX || *depth > CRD_SCHEMA_DEPTH_MAX)
+        return;
     }
   }
-  return n;
+}
+
+/* cmp_struct_name orders struct pointers by name (the parser refused duplicates). */
+static int cmp_struct_name(const void *a, const void *b) {
+  return strcmp((*(const hdr_struct *const *)a)->name, (*(const hdr_struct *const *)b)->name);
 }
 
 /* struct_index is the index of the struct named name in the header, or -1. */
-static long struct_index(const hdr_file *f, const char *name) {
-  for (size_t k = 0; k < f->nstructs; k++)
-    if (strcmp(f->structs[k].name, name) == 0)
-      return (long)k;
-  return -1;
+static long struct_index(const hctx *c, const char *name) {
+  hdr_struct key, *pk = &key, **hit;
+  key.name = (char *)name;
+  hit = bsearch(&pk, c->by_name, c->f->nstructs, sizeof(*c->by_name), cmp_struct_name);
+  return hit ? (long)(*hit - c->f->structs) : -1;
 }
 
 /*
@@ -898,7 +911,7 @@ static json_t *elem_schema(hctx *c, size_t self, const hdr_field *fd) {
     s = json_deep_copy(json_object_get(known, "schema"));
     goto done;
   }
-  idx = struct_index(c->f, fd->type);
+  idx = struct_index(c, fd->type);
   if (idx >= 0 && (size_t)idx < self) {
     s = json_deep_copy(c->schemas[idx]);
     goto done;
@@ -1110,11 +1123,22 @@ static int build_struct(hctx *c, size_t i) {
   }
   if (set_desc(c, s, &st->doc, st->line, st->col) || apply(c, s, &l))
     goto done;
-  if (count_nodes(s, CRD_SCHEMA_NODES_MAX) > CRD_SCHEMA_NODES_MAX) {
-    cfail(c, st->line, st->col,
-          "the schema of %s has more than %d values (structs nest by value too often)", st->name,
-          CRD_SCHEMA_NODES_MAX);
-    goto done;
+  {
+    size_t nodes = 0;
+    int depth = 0;
+    measure(s, 1, &nodes, &depth);
+    if (nodes > CRD_SCHEMA_NODES_MAX) {
+      cfail(c, st->line, st->col,
+            "the schema of %s has more than %d values (structs nest by value too often)",
+            st->name, CRD_SCHEMA_NODES_MAX);
+      goto done;
+    }
+    if (depth > CRD_SCHEMA_DEPTH_MAX) {
+      cfail(c, st->line, st->col,
+            "the schema of %s nests more than %d levels deep (structs within structs)", st->name,
+            CRD_SCHEMA_DEPTH_MAX);
+      goto done;
+    }
   }
   c->schemas[i] = s;
   s = NULL;
@@ -1492,8 +1516,12 @@ static int add_header(hctx *c) {
   if (!c->version && dir_version(f->name, &c->version))
     return cfail(c, 1, 1, "out of memory");
   c->schemas = kcr__calloc(f->nstructs ? f->nstructs : 1, sizeof(*c->schemas));
-  if (!c->schemas)
+  c->by_name = kcr__calloc(f->nstructs ? f->nstructs : 1, sizeof(*c->by_name));
+  if (!c->schemas || !c->by_name)
     return cfail(c, 1, 1, "out of memory");
+  for (size_t i = 0; i < f->nstructs; i++)
+    c->by_name[i] = &f->structs[i];
+  qsort(c->by_name, f->nstructs, sizeof(*c->by_name), cmp_struct_name);
   for (size_t i = 0; i < f->nstructs; i++)
     if (build_struct(c, i))
       return -1;
@@ -1610,6 +1638,7 @@ done:
   for (size_t i = 0; c.schemas && i < f->nstructs; i++)
     json_decref(c.schemas[i]);
   kcr__free(c.schemas);
+  kcr__free((void *)c.by_name);
   kcr__free(c.group);
   kcr__free(c.version);
   hdr_file_free(f);

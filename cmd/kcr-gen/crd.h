@@ -15,6 +15,11 @@
  * copied into every place they appear, so nesting could otherwise blow up. */
 #define CRD_SCHEMA_NODES_MAX 200000
 
+/* CRD_SCHEMA_DEPTH_MAX bounds how deep a kind's schema nests (JSON levels),
+ * so that the CRD, inside its envelope, stays within what kcr-gen's own YAML
+ * reader takes (128 levels) and no step recurses deeply. */
+#define CRD_SCHEMA_DEPTH_MAX 100
+
 /* crd_set: the versions read so far (opaque). */
 typedef struct crd_set crd_set;
 

@@ -385,21 +385,74 @@ static int parse_field(parser *p, hdr_struct *st) {
   if (!is(p, ";"))
     return fail(p, p->cur.line, p->cur.col, "expected ';' after member %s, got %s", f->name,
                 describe(p, d, sizeof(d)));
-  for (size_t k = 0; k + 1 < st->nfields; k++)
-    if (strcmp(st->fields[k].name, f->name) == 0)
-      return fail(p, f->line, f->col, "member %s is already declared at %d:%d", f->name,
-                  st->fields[k].line, st->fields[k].col);
   return next(p);
 }
 
-/* check_unique fails when st's name is already a type of the file. */
-static int check_unique(parser *p, const hdr_struct *st) {
-  const hdr_file *file = p->file;
-  for (size_t k = 0; file->structs + k != st; k++)
-    if (strcmp(file->structs[k].name, st->name) == 0)
-      return fail(p, st->line, st->col, "type %s is already declared at %d:%d", st->name,
-                  file->structs[k].line, file->structs[k].col);
-  return 0;
+/* named_pos: a declared name, where, and its place in declaration order. */
+typedef struct named_pos {
+  const char *name;
+  int line, col;
+  size_t order;
+} named_pos;
+
+/* cmp_named orders by name, then declaration order. */
+static int cmp_named(const void *a, const void *b) {
+  const named_pos *x = a, *y = b;
+  int r = strcmp(x->name, y->name);
+  return r ? r : (x->order > y->order) - (x->order < y->order);
+}
+
+/*
+ * check_dups fails on the first name (in declaration order) of v[0..n) that
+ * repeats an earlier one: "WHAT NAME is already declared at L:C". Sorting
+ * keeps it O(n log n) where comparing each pair would be quadratic in the
+ * header's size. v is reordered.
+ */
+static int check_dups(parser *p, named_pos *v, size_t n, const char *what) {
+  const named_pos *dup = NULL, *first = NULL;
+  qsort(v, n, sizeof(*v), cmp_named);
+  for (size_t k = 1; k < n; k++) {
+    size_t j = k;
+    if (strcmp(v[k].name, v[k - 1].name) != 0)
+      continue;
+    while (j > 0 && strcmp(v[j - 1].name, v[k].name) == 0)
+      j--; /* v[j] is the name's first declaration, v[k] a later one */
+    if (!dup || v[k].order < dup->order) {
+      dup = &v[k];
+      first = &v[j];
+    }
+  }
+  if (!dup)
+    return 0;
+  return fail(p, dup->line, dup->col, "%s %s is already declared at %d:%d", what, dup->name,
+              first->line, first->col);
+}
+
+/* check_members refuses two members of st with one name. */
+static int check_members(parser *p, const hdr_struct *st) {
+  named_pos *v = kcr__calloc(st->nfields ? st->nfields : 1, sizeof(*v));
+  int rc;
+  if (!v)
+    return oom(p);
+  for (size_t k = 0; k < st->nfields; k++)
+    v[k] = (named_pos){st->fields[k].name, st->fields[k].line, st->fields[k].col, k};
+  rc = check_dups(p, v, st->nfields, "member");
+  kcr__free(v);
+  return rc;
+}
+
+/* check_types refuses two types of the file with one name. */
+static int check_types(parser *p) {
+  const hdr_file *f = p->file;
+  named_pos *v = kcr__calloc(f->nstructs ? f->nstructs : 1, sizeof(*v));
+  int rc;
+  if (!v)
+    return oom(p);
+  for (size_t k = 0; k < f->nstructs; k++)
+    v[k] = (named_pos){f->structs[k].name, f->structs[k].line, f->structs[k].col, k};
+  rc = check_dups(p, v, f->nstructs, "type");
+  kcr__free(v);
+  return rc;
 }
 
 /*
@@ -418,7 +471,7 @@ static int parse_alias(parser *p, hdr_struct *st) {
   if (!is(p, ";"))
     return fail(p, p->cur.line, p->cur.col, "expected ';' after typedef %s, got %s", st->name,
                 describe(p, d, sizeof(d)));
-  return check_unique(p, st) ? -1 : next(p);
+  return next(p);
 }
 
 /*
@@ -463,12 +516,13 @@ static int parse_typedef(parser *p) {
     if (parse_field(p, st))
       return -1;
   }
-  if (next(p) || take_ident(p, &st->name, "the typedef's name after '}'"))
+  if (check_members(p, st) || next(p) ||
+      take_ident(p, &st->name, "the typedef's name after '}'"))
     return -1;
   if (!is(p, ";"))
     return fail(p, p->cur.line, p->cur.col, "expected ';' after typedef %s, got %s", st->name,
                 describe(p, d, sizeof(d)));
-  return check_unique(p, st) ? -1 : next(p);
+  return next(p);
 }
 
 /*
@@ -544,6 +598,8 @@ static int parse_file(parser *p) {
     if (parse_typedef(p))
       return -1;
   }
+  if (check_types(p))
+    return -1;
   for (size_t k = 0; k < p->ngroups; k++)
     if (!p->groups[k].used && p->groups[k].depth == 0)
       n += p->groups[k].n;

@@ -613,6 +613,23 @@ static void test_kcr_gen_crd_schema_bound(void **state) {
   kcr_buf_free(&b);
 }
 
+/* A chain of structs each holding the one before is refused at the depth bound. */
+static void test_kcr_gen_crd_depth_bound(void **state) {
+  kcr_buf_t b;
+  (void)state;
+  kcr_buf_init(&b, (size_t)1 << 20);
+  assert_int_equal(kcr_buf_appends(&b, "typedef struct {\n  int32_t x;\n} t0_t;\n"), 0);
+  for (int k = 1; k <= 1000; k++)
+    assert_int_equal(
+        kcr_buf_appendf(&b, "typedef struct {\n  // +optional\n  t%d_t a;\n} t%d_t;\n", k - 1, k),
+        0);
+  /* t0 is 4 levels deep and each struct adds 2 (properties, the member): t49 is 102 */
+  expect_error("t.h", kcr_buf_cstr(&b),
+               "t.h:196:1: the schema of t49_t nests more than 100 levels deep (structs within "
+               "structs)");
+  kcr_buf_free(&b);
+}
+
 /* The YAML writer: strings that a plain scalar would change read back the same. */
 static void test_kcr_gen_crd_yaml_strings(void **state) {
   static const char *const strs[] = {
@@ -681,6 +698,7 @@ int main(void) {
       cmocka_unit_test(test_kcr_gen_crd_shapes),
       cmocka_unit_test(test_kcr_gen_crd_versions),
       cmocka_unit_test(test_kcr_gen_crd_schema_bound),
+      cmocka_unit_test(test_kcr_gen_crd_depth_bound),
       cmocka_unit_test(test_kcr_gen_crd_yaml_strings),
       cmocka_unit_test(test_kcr_gen_crd_alloc_failure),
   };
