@@ -1763,9 +1763,9 @@ static json_t *one_crd(vkind *const *v, size_t n, long max_desc, char *msg, size
     goto oom;
   for (size_t k = 0; k < n; k++) {
     json_t *e = json_deep_copy(v[k]->entry);
-    if (!e || json_object_set_new(e, "storage", json_boolean(n == 1 || v[k]->storage)) ||
-        json_array_append_new(versions, e))
-      goto oom;
+    if (!e || json_array_append_new(versions, e) ||
+        json_object_set_new(e, "storage", json_boolean(n == 1 || v[k]->storage)))
+      goto oom; /* e, once appended, is the array's */
     if (max_desc >= 0 &&
         trim_descs(json_object_get(json_object_get(e, "schema"), "openAPIV3Schema"), max_desc))
       goto oom;
