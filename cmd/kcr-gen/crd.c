@@ -41,18 +41,18 @@
 /* vkind: one version of one kind, from one header. All members new. */
 typedef struct vkind {
   char *group, *kind, *version, *where;
-  char *scope;     /* from +kubebuilder:resource:scope, or NULL */
-  json_t *names;   /* plural, singular, shortNames, categories from markers */
-  json_t *entry;   /* the CRD's spec.versions[] element */
-  bool storage;    /* +kubebuilder:storageversion */
+  char *scope;   /* from +kubebuilder:resource:scope, or NULL */
+  json_t *names; /* plural, singular, shortNames, categories from markers */
+  json_t *entry; /* the CRD's spec.versions[] element */
+  bool storage;  /* +kubebuilder:storageversion */
 } vkind;
 
 struct crd_set {
   vkind *v;
   size_t n, cap;
-  json_t *known;   /* crd_known.json */
-  json_t *large;   /* crd_known_large.json, once a header needs it */
-  long max_desc;   /* crd_set_max_desc_len; -1: descriptions kept whole */
+  json_t *known; /* crd_known.json */
+  json_t *large; /* crd_known_large.json, once a header needs it */
+  long max_desc; /* crd_set_max_desc_len; -1: descriptions kept whole */
 };
 
 /* scope bits: where a marker may sit. */
@@ -248,7 +248,6 @@ static char *unquote(const char *s, size_t n, bool *bad) {
   kcr_buf_init(&b, n + 1);
   for (size_t i = 1; i + 1 < n; i++) {
     char ch = s[i];
-    int rc;
     if (ch == '\\') {
       static const char from[] = "\\\"ntr'", to[] = "\\\"\n\t\r'";
       const char *k = i + 2 < n ? strchr(from, s[i + 1]) : NULL;
@@ -260,8 +259,8 @@ static char *unquote(const char *s, size_t n, bool *bad) {
       ch = to[k - from];
       i++;
     }
-    if ((rc = kcr_buf_appendc(&b, ch)) != 0)
-      return NULL;
+    if (kcr_buf_appendc(&b, ch))
+      return NULL; /* the buffer freed itself */
   }
   out = kcr_buf_take(&b, NULL);
   return out;
@@ -395,16 +394,16 @@ static int named(hctx *c, const marker *m, const char *allowed, const char *key,
   if (n == 0)
     return 0;
   if (s[0] != ':')
-    return cfail(c, m->line, m->col, "+%s takes named arguments: +%s:KEY=VALUE,...",
-                 m->def->name, m->def->name);
+    return cfail(c, m->line, m->col, "+%s takes named arguments: +%s:KEY=VALUE,...", m->def->name,
+                 m->def->name);
   s++;
   n--;
   while (n > 0) {
     size_t k = seg_end(s, n, ','), kn;
     const char *eq = memchr(s, '=', k);
     if (!eq)
-      return cfail(c, m->line, m->col, "+%s: argument \"%.*s\" has no '='", m->def->name,
-                   (int)k, s);
+      return cfail(c, m->line, m->col, "+%s: argument \"%.*s\" has no '='", m->def->name, (int)k,
+                   s);
     kn = (size_t)(eq - s);
     if (!word_in(allowed, s, kn))
       return cfail(c, m->line, m->col, "+%s: unknown argument \"%.*s\" (it takes %.*s)",
@@ -422,8 +421,8 @@ static int named(hctx *c, const marker *m, const char *allowed, const char *key,
 
 /* named_str is named for a string argument: a new string in *out, or NULL. */
 static int named_str(hctx *c, const marker *m, const char *allowed, const char *key, char **out) {
-  const char *v;
-  size_t vn;
+  const char *v = NULL;
+  size_t vn = 0;
   bool bad;
   int rc = named(c, m, allowed, key, &v, &vn);
   *out = NULL;
@@ -644,7 +643,7 @@ static int set_str(hctx *c, json_t *s, const marker *m, const char *key) {
 
 /* set_true sets key to true when the flag marker says so. */
 static int set_true(hctx *c, json_t *s, const marker *m, const char *key) {
-  bool on;
+  bool on = false;
   if (flag(c, m, &on))
     return -1;
   if (on && json_object_set_new(s, key, json_true()))
@@ -657,13 +656,13 @@ static int one_of(hctx *c, json_t *s, const marker *m, const char *key, const ch
   bool bad;
   const char *v = single(m, &bad);
   if (bad || !v)
-    return cfail(c, m->line, m->col, "+%s takes one of %.*s", m->def->name,
-                 (int)strlen(words) - 2, words + 1);
+    return cfail(c, m->line, m->col, "+%s takes one of %.*s", m->def->name, (int)strlen(words) - 2,
+                 words + 1);
   if (!word_in(words, v, strlen(v)))
     return cfail(c, m->line, m->col, "+%s: \"%s\" is not one of %.*s", m->def->name, v,
                  (int)strlen(words) - 2, words + 1);
   return json_object_set_new(s, key, json_string(v)) ? cfail(c, m->line, m->col, "out of memory")
-                                                      : 0;
+                                                     : 0;
 }
 
 /* append_to appends v (stolen) to the array s[key], making it. */
@@ -684,8 +683,8 @@ static int append_to(hctx *c, json_t *s, const char *key, json_t *v, const marke
 /* xvalidation adds one x-kubernetes-validations rule. */
 static int xvalidation(hctx *c, json_t *s, const marker *m) {
   static const char allowed[] = " rule message messageExpression reason fieldPath optionalOldSelf ";
-  static const char *const keys[] = {"rule", "message", "messageExpression", "reason",
-                                     "fieldPath", NULL};
+  static const char *const keys[] = {"rule",   "message",   "messageExpression",
+                                     "reason", "fieldPath", NULL};
   json_t *r = json_object();
   const char *v;
   size_t vn;
@@ -706,9 +705,8 @@ static int xvalidation(hctx *c, json_t *s, const marker *m) {
     kcr__free(t);
   }
   if ((rc = named(c, m, allowed, "optionalOldSelf", &v, &vn)) == 1) {
-    if (json_object_set_new(r, "optionalOldSelf", vn == 5 && !memcmp(v, "false", 5)
-                                                      ? json_false()
-                                                      : json_true())) {
+    if (json_object_set_new(r, "optionalOldSelf",
+                            vn == 5 && !memcmp(v, "false", 5) ? json_false() : json_true())) {
       json_decref(r);
       return cfail(c, m->line, m->col, "out of memory");
     }
@@ -731,16 +729,16 @@ static json_t *typed_value(hctx *c, const marker *m, const json_t *s, const char
     out = list_value(v, n, stype(json_object_get(s, "items")));
   } else if (t && strcmp(t, "object") == 0) {
     if (strcmp(v, "{}") != 0) {
-      cfail(c, m->line, m->col, "+%s: an object's default can only be {} for now",
-            m->def->name);
+      cfail(c, m->line, m->col, "+%s: an object's default can only be {} for now", m->def->name);
       return NULL;
     }
     out = json_object();
   } else {
     out = guess(v, n, t);
-    if (out && t && (((!strcmp(t, "integer") && !json_is_integer(out)) ||
-                      (!strcmp(t, "number") && !json_is_number(out)) ||
-                      (!strcmp(t, "boolean") && !json_is_boolean(out))))) {
+    if (out && t &&
+        (((!strcmp(t, "integer") && !json_is_integer(out)) ||
+          (!strcmp(t, "number") && !json_is_number(out)) ||
+          (!strcmp(t, "boolean") && !json_is_boolean(out))))) {
       json_decref(out);
       cfail(c, m->line, m->col, "+%s: \"%s\" is not a valid %s", m->def->name, v, t);
       return NULL;
@@ -783,8 +781,7 @@ static int apply(hctx *c, json_t *s, const mlist *l) {
       break;
     case M_ENUM:
       if (bad || !v || !*v)
-        rc = cfail(c, m->line, m->col, "+%s takes values: +%s=A;B;C", m->def->name,
-                   m->def->name);
+        rc = cfail(c, m->line, m->col, "+%s takes values: +%s=A;B;C", m->def->name, m->def->name);
       else if (!(j = list_value(v, strlen(v), stype(s))) || json_object_set_new(s, "enum", j))
         rc = cfail(c, m->line, m->col, "+%s: malformed values (or out of memory)", m->def->name);
       break;
@@ -793,8 +790,7 @@ static int apply(hctx *c, json_t *s, const mlist *l) {
       break;
     case M_DEFAULT:
       if (bad || !v)
-        rc = cfail(c, m->line, m->col, "+%s takes a value: +%s=VALUE", m->def->name,
-                   m->def->name);
+        rc = cfail(c, m->line, m->col, "+%s takes a value: +%s=VALUE", m->def->name, m->def->name);
       else if (!(j = typed_value(c, m, s, v)))
         rc = -1;
       else if (json_object_set_new(s, "default", j))
@@ -854,8 +850,9 @@ static int cmp_struct_name(const void *a, const void *b) {
 /* struct_index is the index of the struct named name in the header, or -1. */
 static long struct_index(const hctx *c, const char *name) {
   hdr_struct key, *pk = &key, **hit;
+  size_t w = sizeof(*c->by_name); // NOLINT(bugprone-sizeof-expression)
   key.name = (char *)name;
-  hit = bsearch(&pk, c->by_name, c->f->nstructs, sizeof(*c->by_name), cmp_struct_name);
+  hit = bsearch(&pk, c->by_name, c->f->nstructs, w, cmp_struct_name);
   return hit ? (long)(*hit - c->f->structs) : -1;
 }
 
@@ -889,8 +886,9 @@ static json_t *elem_schema(hctx *c, size_t self, const hdr_field *fd) {
   for (size_t k = 0; k < sizeof(scalars) / sizeof(scalars[0]); k++) {
     if (strcmp(fd->type, scalars[k].name) != 0)
       continue;
-    s = scalars[k].format ? json_pack("{ssss}", "type", scalars[k].type, "format", scalars[k].format)
-                          : json_pack("{ss}", "type", scalars[k].type);
+    s = scalars[k].format
+            ? json_pack("{ssss}", "type", scalars[k].type, "format", scalars[k].format)
+            : json_pack("{ss}", "type", scalars[k].type);
     goto done;
   }
   if (known && json_is_true(json_object_get(known, "nodescs")) && c->set->max_desc != 0) {
@@ -924,8 +922,7 @@ static json_t *elem_schema(hctx *c, size_t self, const hdr_field *fd) {
   if (strncmp(fd->type, "uint", 4) == 0 || strncmp(fd->type, "int8", 4) == 0 ||
       strncmp(fd->type, "int16", 5) == 0) {
     cfail(c, fd->type_line, fd->type_col,
-          "%s: Kubernetes APIs use int32_t and int64_t (no unsigned or narrow integers)",
-          fd->type);
+          "%s: Kubernetes APIs use int32_t and int64_t (no unsigned or narrow integers)", fd->type);
     return NULL;
   }
   cfail(c, fd->type_line, fd->type_col,
@@ -979,8 +976,10 @@ done:
 static json_t *shaped_schema(hctx *c, size_t self, const hdr_field *fd) {
   json_t *e, *s;
   if (json_object_get(json_object_get(c->set->known, fd->type), "inline")) {
-    cfail(c, fd->type_line, fd->type_col, "%s is inlined into a struct: not in a list, a map or "
-          "a typedef", fd->type);
+    cfail(c, fd->type_line, fd->type_col,
+          "%s is inlined into a struct: not in a list, a map or "
+          "a typedef",
+          fd->type);
     return NULL;
   }
   if (!(e = elem_schema(c, self, fd)))
@@ -1013,8 +1012,7 @@ static int member(hctx *c, size_t self, const hdr_field *fd, json_t *props, json
     const char *k;
     json_t *v;
     if (fd->container != HDR_ONE) {
-      cfail(c, fd->line, fd->col, "%s is inlined into its struct: not in a list or map",
-            fd->type);
+      cfail(c, fd->line, fd->col, "%s is inlined into its struct: not in a list or map", fd->type);
       goto done;
     }
     json_object_foreach(json_object_get(known, "inline"), k, v) {
@@ -1075,12 +1073,12 @@ static int cmp_json_str(const void *a, const void *b) {
 /* sort_strings sorts a JSON array of strings in place. */
 static int sort_strings(json_t *arr) {
   size_t n = json_array_size(arr);
-  json_t **v = kcr__calloc(n ? n : 1, sizeof(*v));
+  json_t **v = kcr__calloc(n ? n : 1, sizeof(*v)); // NOLINT(bugprone-sizeof-expression)
   if (!v)
     return -1;
   for (size_t k = 0; k < n; k++)
     v[k] = json_incref(json_array_get(arr, k));
-  qsort(v, n, sizeof(*v), cmp_json_str);
+  qsort(v, n, sizeof(*v), cmp_json_str); // NOLINT(bugprone-sizeof-expression)
   json_array_clear(arr);
   for (size_t k = 0; k < n; k++)
     if (json_array_append_new(arr, v[k])) {
@@ -1129,8 +1127,8 @@ static int build_struct(hctx *c, size_t i) {
     measure(s, 1, &nodes, &depth);
     if (nodes > CRD_SCHEMA_NODES_MAX) {
       cfail(c, st->line, st->col,
-            "the schema of %s has more than %d values (structs nest by value too often)",
-            st->name, CRD_SCHEMA_NODES_MAX);
+            "the schema of %s has more than %d values (structs nest by value too often)", st->name,
+            CRD_SCHEMA_NODES_MAX);
       goto done;
     }
     if (depth > CRD_SCHEMA_DEPTH_MAX) {
@@ -1202,10 +1200,10 @@ static char *plural(const char *singular) {
 }
 
 /* set_list_arg sets obj[key] to the list value of the named argument arg, if given. */
-static int set_list_arg(hctx *c, const marker *m, const char *allowed, const char *arg,
-                        json_t *obj, const char *key) {
-  const char *v;
-  size_t vn;
+static int set_list_arg(hctx *c, const marker *m, const char *allowed, const char *arg, json_t *obj,
+                        const char *key) {
+  const char *v = NULL;
+  size_t vn = 0;
   int rc = named(c, m, allowed, arg, &v, &vn);
   json_t *l;
   if (rc <= 0)
@@ -1216,8 +1214,8 @@ static int set_list_arg(hctx *c, const marker *m, const char *allowed, const cha
 }
 
 /* set_str_arg sets obj[key] to the string argument arg, if given. */
-static int set_str_arg(hctx *c, const marker *m, const char *allowed, const char *arg,
-                       json_t *obj, const char *key) {
+static int set_str_arg(hctx *c, const marker *m, const char *allowed, const char *arg, json_t *obj,
+                       const char *key) {
   char *t;
   int rc = named_str(c, m, allowed, arg, &t);
   if (rc <= 0)
@@ -1399,8 +1397,8 @@ static int add_kind(hctx *c, size_t i, const mlist *l) {
     vkind_free(&v);
     return cfail(c, st->line, st->col, "out of memory");
   }
-  strcpy(v.where, c->f->name);
-  strcat(v.where, where);
+  memcpy(v.where, c->f->name, strlen(c->f->name));
+  memcpy(v.where + strlen(c->f->name), where, strlen(where) + 1);
   if (type_markers(c, l, &v, &skip) || skip) {
     vkind_free(&v);
     return skip && !c->failed ? 0 : -1;
@@ -1446,8 +1444,8 @@ static int pkg_value(hctx *c, const marker *m, char **out) {
   if (bad || !v || !*v)
     return cfail(c, m->line, m->col, "+%s takes a value: +%s=VALUE", m->def->name, m->def->name);
   if (*out && strcmp(*out, v) != 0)
-    return cfail(c, m->line, m->col, "+%s: \"%s\" differs from \"%s\" given before",
-                 m->def->name, v, *out);
+    return cfail(c, m->line, m->col, "+%s: \"%s\" differs from \"%s\" given before", m->def->name,
+                 v, *out);
   kcr__free(*out);
   if (!(*out = kcr__strdup(v)))
     return cfail(c, m->line, m->col, "out of memory");
@@ -1515,13 +1513,16 @@ static int add_header(hctx *c) {
     return -1;
   if (!c->version && dir_version(f->name, &c->version))
     return cfail(c, 1, 1, "out of memory");
-  c->schemas = kcr__calloc(f->nstructs ? f->nstructs : 1, sizeof(*c->schemas));
-  c->by_name = kcr__calloc(f->nstructs ? f->nstructs : 1, sizeof(*c->by_name));
+  c->schemas = kcr__calloc(f->nstructs ? f->nstructs : 1,
+                           sizeof(*c->schemas)); // NOLINT(bugprone-sizeof-expression)
+  c->by_name = kcr__calloc(f->nstructs ? f->nstructs : 1,
+                           sizeof(*c->by_name)); // NOLINT(bugprone-sizeof-expression)
   if (!c->schemas || !c->by_name)
     return cfail(c, 1, 1, "out of memory");
   for (size_t i = 0; i < f->nstructs; i++)
     c->by_name[i] = &f->structs[i];
-  qsort(c->by_name, f->nstructs, sizeof(*c->by_name), cmp_struct_name);
+  qsort(c->by_name, f->nstructs, sizeof(c->by_name[0]), // NOLINT(bugprone-sizeof-expression)
+        cmp_struct_name);
   for (size_t i = 0; i < f->nstructs; i++)
     if (build_struct(c, i))
       return -1;
@@ -1621,8 +1622,8 @@ int crd_set_add(crd_set *s, const char *name, const char *text, size_t len, char
       const vkind *b = j < s->n ? &s->v[j] : &c.added[j - s->n];
       if (!strcmp(b->group, a->group) && !strcmp(b->kind, a->kind) &&
           !strcmp(b->version, a->version)) {
-        gen_msgf(msg, size, "%s: %s/%s %s is also declared at %s", a->where, a->group,
-                 a->version, a->kind, b->where);
+        gen_msgf(msg, size, "%s: %s/%s %s is also declared at %s", a->where, a->group, a->version,
+                 a->kind, b->where);
         goto done;
       }
     }
@@ -1692,16 +1693,18 @@ static int trim_descs(json_t *s, long max) {
     }
     kcr__free(t);
   }
-  json_object_foreach(json_object_get(s, "properties"), k, v)
+  json_object_foreach(json_object_get(s, "properties"), k, v) {
     if (trim_descs(v, max))
       return -1;
+  }
   for (const char *const *o = one; *o; o++)
     if (trim_descs(json_object_get(s, *o), max))
       return -1;
   for (const char *const *o = many; *o; o++)
-    json_array_foreach(json_object_get(s, *o), i, v)
+    json_array_foreach(json_object_get(s, *o), i, v) {
       if (trim_descs(v, max))
         return -1;
+    }
   return 0;
 }
 
@@ -1797,10 +1800,9 @@ static json_t *one_crd(vkind *const *v, size_t n, long max_desc, char *msg, size
       json_object_set_new(names, "listKind", json_string(list_kind)))
     goto oom;
   crd = json_pack("{sssss{s{ss}ss}s{sssOsssO}}", "apiVersion", "apiextensions.k8s.io/v1", "kind",
-                  "CustomResourceDefinition", "metadata", "annotations",
-                  "kcr.dev/kcr-gen-version", KCR_GEN_VERSION, "name", name, "spec", "group",
-                  v[0]->group, "names", names, "scope", scope ? scope : "Namespaced", "versions",
-                  versions);
+                  "CustomResourceDefinition", "metadata", "annotations", "kcr.dev/kcr-gen-version",
+                  KCR_GEN_VERSION, "name", name, "spec", "group", v[0]->group, "names", names,
+                  "scope", scope ? scope : "Namespaced", "versions", versions);
   if (!crd)
     goto oom;
   kcr__free(name);
@@ -1823,7 +1825,7 @@ fail:
 }
 
 int crd_set_build(const crd_set *s, json_t **out, char *msg, size_t size) {
-  vkind **v = kcr__calloc(s->n ? s->n : 1, sizeof(*v));
+  vkind **v = kcr__calloc(s->n ? s->n : 1, sizeof(*v)); // NOLINT(bugprone-sizeof-expression)
   json_t *arr = json_array();
   *out = NULL;
   if (!v || !arr) {
@@ -1832,7 +1834,7 @@ int crd_set_build(const crd_set *s, json_t **out, char *msg, size_t size) {
   }
   for (size_t k = 0; k < s->n; k++)
     v[k] = &s->v[k];
-  qsort(v, s->n, sizeof(*v), cmp_vkind);
+  qsort(v, s->n, sizeof(*v), cmp_vkind); // NOLINT(bugprone-sizeof-expression)
   for (size_t k = 0; k < s->n;) {
     size_t e = k + 1;
     json_t *crd;

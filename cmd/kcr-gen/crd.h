@@ -43,8 +43,7 @@ void crd_set_destroy(crd_set *s);
  * adds the kinds it declares (+kubebuilder:object:root=true). Returns 0, or -1
  * with "NAME:LINE:COL: reason" in msg; the set is then as it was.
  */
-int crd_set_add(crd_set *s, const char *name, const char *text, size_t len, char *msg,
-                size_t size);
+int crd_set_add(crd_set *s, const char *name, const char *text, size_t len, char *msg, size_t size);
 
 /*
  * crd_set_build writes into *out a new JSON array of the CRDs, one per group

@@ -3,16 +3,15 @@
  * header.c: the reader of API type headers for `kcr-gen crd`: a hand-written
  * lexer and a recursive-descent parser over the small subset of C that the
  * header convention allows (docs/kcr-gen.md): `typedef struct [tag] { ... }
- * name;` and named types (`typedef char *name;`) at file level, each member `[const] TYPE [*...] name;` or
- * `KCR_LIST(TYPE) name;` / `KCR_MAP(TYPE) name;`. Preprocessor lines and block
- * comments are skipped; `//` comment lines on their own line are kept, grouped
- * into runs of consecutive lines, and each declaration takes the run right
- * above it (its doc) and the run one blank line above that (more markers), as
- * controller-gen reads Go. Runs attached to nothing at file level are the
- * package's (+groupName). Anything else is refused at its FILE:LINE:COL (byte
- * columns, from 1) with the reason, rather than guessed at: the grammar is
- * small on purpose, and the reasons to keep it ours are in docs/design.md.
- * The text must be UTF-8 without NUL bytes (descriptions become JSON).
+ * name;` and named types (`typedef char *name;`) at file level, each member `[const] TYPE [*...]
+ * name;` or `KCR_LIST(TYPE) name;` / `KCR_MAP(TYPE) name;`. Preprocessor lines and block comments
+ * are skipped; `//` comment lines on their own line are kept, grouped into runs of consecutive
+ * lines, and each declaration takes the run right above it (its doc) and the run one blank line
+ * above that (more markers), as controller-gen reads Go. Runs attached to nothing at file level are
+ * the package's (+groupName). Anything else is refused at its FILE:LINE:COL (byte columns, from 1)
+ * with the reason, rather than guessed at: the grammar is small on purpose, and the reasons to keep
+ * it ours are in docs/design.md. The text must be UTF-8 without NUL bytes (descriptions become
+ * JSON).
  *
  * Every allocation goes through libkcr's allocator (util/alloc.h), so a test
  * can fail each in turn; every array grows from input but input is bounded
@@ -233,9 +232,8 @@ static bool is(const parser *p, const char *s) {
 static const char *describe(const parser *p, char *out, size_t size) {
   if (p->cur.kind == T_EOF)
     return "end of file";
-  if (p->cur.kind == T_OTHER && (unsigned char)p->cur.p[0] < 0x20)
-    snprintf(out, size, "byte 0x%02x", (unsigned char)p->cur.p[0]);
-  else if (p->cur.kind == T_OTHER && (unsigned char)p->cur.p[0] >= 0x7f)
+  if (p->cur.kind == T_OTHER &&
+      ((unsigned char)p->cur.p[0] < 0x20 || (unsigned char)p->cur.p[0] >= 0x7f))
     snprintf(out, size, "byte 0x%02x", (unsigned char)p->cur.p[0]); /* UTF-8: its first byte */
   else
     snprintf(out, size, "'%.*s'%s", p->cur.n > 40 ? 40 : (int)p->cur.n, p->cur.p,
@@ -255,8 +253,7 @@ static int expect(parser *p, const char *s, const char *what) {
 static int take_ident(parser *p, char **out, const char *what) {
   char d[64];
   if (p->cur.kind != T_IDENT)
-    return fail(p, p->cur.line, p->cur.col, "expected %s, got %s", what,
-                describe(p, d, sizeof(d)));
+    return fail(p, p->cur.line, p->cur.col, "expected %s, got %s", what, describe(p, d, sizeof(d)));
   *out = kcr__strndup(p->cur.p, p->cur.n);
   if (!*out)
     return oom(p);
@@ -374,9 +371,8 @@ static int parse_field(parser *p, hdr_struct *st) {
   if (take_ident(p, &f->name, "the member's name"))
     return -1;
   if (is(p, "["))
-    return fail(p, p->cur.line, p->cur.col,
-                "arrays are not supported: use KCR_LIST(%s%s) %s", f->type,
-                f->ptr ? " *" : "", f->name);
+    return fail(p, p->cur.line, p->cur.col, "arrays are not supported: use KCR_LIST(%s%s) %s",
+                f->type, f->ptr ? " *" : "", f->name);
   if (is(p, ","))
     return fail(p, p->cur.line, p->cur.col,
                 "declare one member per declaration (each has its own doc and markers)");
@@ -516,8 +512,7 @@ static int parse_typedef(parser *p) {
     if (parse_field(p, st))
       return -1;
   }
-  if (check_members(p, st) || next(p) ||
-      take_ident(p, &st->name, "the typedef's name after '}'"))
+  if (check_members(p, st) || next(p) || take_ident(p, &st->name, "the typedef's name after '}'"))
     return -1;
   if (!is(p, ";"))
     return fail(p, p->cur.line, p->cur.col, "expected ';' after typedef %s, got %s", st->name,

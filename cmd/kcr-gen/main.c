@@ -223,7 +223,8 @@ static bool count_arg(const char *s, long *out) {
 /* CRD_YAML_MAX bounds one CRD's YAML text. */
 #define CRD_YAML_MAX ((size_t)64 << 20)
 
-/* write_crd writes one CRD to DIR/<group>_<plural>.yaml (temporary name, then renamed), or stdout. */
+/* write_crd writes one CRD to DIR/<group>_<plural>.yaml (temporary name, then renamed), or stdout.
+ */
 static int write_crd(const char *dir, const json_t *crd) {
   const json_t *spec = json_object_get(crd, "spec");
   const char *group = json_string_value(json_object_get(spec, "group"));

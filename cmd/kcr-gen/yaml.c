@@ -237,8 +237,8 @@ done:
  * number, no ": " or " #", no control bytes, no edge spaces.
  */
 static bool plain_ok(const char *s, size_t len) {
-  static const char *const words[] = {"null", "true", "false", "yes", "no", "on", "off",
-                                      "y",    "n",    "~",     NULL};
+  static const char *const words[] = {"null", "true", "false", "yes", "no", "on",
+                                      "off",  "y",    "n",     "~",   NULL};
   if (len == 0 || strchr("-?:,[]{}#&*!|>'\"%@` .+0123456789", s[0]) || s[len - 1] == ' ' ||
       s[len - 1] == ':')
     return false;
@@ -374,8 +374,9 @@ static int write_object(kcr_buf_t *b, const json_t *v, int indent, bool inline_f
   int rc = 0;
   if (!keys)
     return -1;
-  json_object_foreach((json_t *)v, key, val)
+  json_object_foreach((json_t *)v, key, val) {
     keys[k++] = key;
+  }
   qsort(keys, n, sizeof(*keys), cmp_keys);
   for (k = 0; k < n && !rc; k++) {
     val = json_object_get(v, keys[k]);

@@ -31,7 +31,7 @@
     struct {                                                                                       \
       char *key;                                                                                   \
       T value;                                                                                     \
-    } *items;                                                                                      \
+    } * items;                                                                                     \
     size_t len;                                                                                    \
   }
 

@@ -53,8 +53,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     kcr_buf_t b;
     char msg[256];
     json_t *docs = NULL;
-    FUZZ_CHECK(strcmp(json_string_value(json_object_get(crd, "kind")),
-                      "CustomResourceDefinition") == 0);
+    FUZZ_CHECK(
+        strcmp(json_string_value(json_object_get(crd, "kind")), "CustomResourceDefinition") == 0);
     kcr_buf_init(&b, (size_t)64 << 20);
     FUZZ_CHECK(gen_yaml_write(&b, crd) == 0);
     FUZZ_CHECK(gen_yaml_parse(kcr_buf_cstr(&b), kcr_buf_len(&b), &docs, msg, sizeof(msg)) == 0);

@@ -161,8 +161,8 @@ static void compare_n(const char *const *paths, size_t n, long max_desc, const c
   want = json_array_get(want_docs, 0);
   ann = json_object_get(json_object_get(want, "metadata"), "annotations");
   assert_int_equal(json_object_size(ann), 1);
-  assert_string_equal(json_string_value(json_object_get(ann, "controller-gen.kubebuilder.io/version")),
-                      "v0.21.0");
+  assert_string_equal(
+      json_string_value(json_object_get(ann, "controller-gen.kubebuilder.io/version")), "v0.21.0");
   ann = json_object_get(json_object_get(got, "metadata"), "annotations");
   assert_int_equal(json_object_size(ann), 1);
   assert_non_null(json_object_get(ann, "kcr.dev/kcr-gen-version"));
@@ -184,7 +184,8 @@ static void compare(const char *path, long max_desc, const char *want_path) {
 /* The acceptance test: kubebuilder's getting-started Memcached. */
 static void test_kcr_gen_crd_memcached(void **state) {
   (void)state;
-  compare(KB_DIR "/api/v1alpha1/memcached_types.h", -1, KB_DIR "/cache.example.com_memcacheds.yaml");
+  compare(KB_DIR "/api/v1alpha1/memcached_types.h", -1,
+          KB_DIR "/cache.example.com_memcacheds.yaml");
 }
 
 /*
@@ -206,29 +207,28 @@ static void test_kcr_gen_crd_cronjob(void **state) {
   h[0] = "api/v1/cronjob_types.h";
   h[1] = text;
   assert_int_equal(build(h, 1, &arr, msg, sizeof(msg)), KCR_EINVAL);
-  assert_string_equal(msg, "api/v1/cronjob_types.h:94:3: kcr_batch_v1_job_template_spec_t: "
+  assert_string_equal(msg, "api/v1/cronjob_types.h:97:3: kcr_batch_v1_job_template_spec_t: "
                            "kcr-gen has this type's schema only without descriptions, as "
                            "controller-gen writes it with crd:maxDescLen=0: use --max-desc-len 0");
   free(text);
 }
 
 /* named_hdr: named types (a string with an enum, a list) and descriptions to cut. */
-static const char named_hdr[] =
-      "// +groupName=n.example.com\n\n"
-      "// Mode is how. It has two sentences.\n"
-      "// +kubebuilder:validation:Enum=Fast;Slow\n"
-      "typedef const char *mode_t_;\n"
-      "// Names are names\n"
-      "// +kubebuilder:validation:MaxItems=3\n"
-      "typedef KCR_LIST(char *) names_t;\n\n"
-      "// +kubebuilder:object:root=true\n"
-      "// Thing has a description longer than twenty bytes\n"
-      "typedef struct {\n"
-      "  // +kubebuilder:default:=Slow\n"
-      "  mode_t_ mode;\n"
-      "  // Wordswithoutanyspaceatalltocut\n"
-      "  names_t names;\n"
-      "} thing_t;\n";
+static const char named_hdr[] = "// +groupName=n.example.com\n\n"
+                                "// Mode is how. It has two sentences.\n"
+                                "// +kubebuilder:validation:Enum=Fast;Slow\n"
+                                "typedef const char *mode_t_;\n"
+                                "// Names are names\n"
+                                "// +kubebuilder:validation:MaxItems=3\n"
+                                "typedef KCR_LIST(char *) names_t;\n\n"
+                                "// +kubebuilder:object:root=true\n"
+                                "// Thing has a description longer than twenty bytes\n"
+                                "typedef struct {\n"
+                                "  // +kubebuilder:default:=Slow\n"
+                                "  mode_t_ mode;\n"
+                                "  // Wordswithoutanyspaceatalltocut\n"
+                                "  names_t names;\n"
+                                "} thing_t;\n";
 
 /*
  * kubebuilder's multiversion tutorial: the CronJob at v1 (the storage
@@ -249,10 +249,10 @@ static void test_kcr_gen_crd_named_types_and_desc_len(void **state) {
   (void)state;
   assert_int_equal(build_desc(h, 1, 20, &arr, msg, sizeof(msg)), 0);
   props = json_object_get(schema_of(json_array_get(arr, 0), 0), "properties");
-  want = json_pack("{s{sssss[ss]ss}s{sssss{ss}si}}", "mode", "type", "string", "description",
-                   "Mode is how.", "enum", "Fast", "Slow", "default", "Slow", "names", "type",
-                   "array", "description", "Wordswithoutanyspace...", "items", "type", "string",
-                   "maxItems", 3);
+  want =
+      json_pack("{s{sssss[ss]ss}s{sssss{ss}si}}", "mode", "type", "string", "description",
+                "Mode is how.", "enum", "Fast", "Slow", "default", "Slow", "names", "type", "array",
+                "description", "Wordswithoutanyspace...", "items", "type", "string", "maxItems", 3);
   assert_json_equal(want, props);
   assert_string_equal(
       json_string_value(json_object_get(schema_of(json_array_get(arr, 0), 0), "description")),
@@ -416,73 +416,73 @@ static void test_kcr_gen_crd_other_markers(void **state) {
 
 /* shapes_hdr: every member shape, most validation markers and the kind-level ones. */
 static const char shapes_hdr[] =
-      "// +groupName=shapes.example.com\n"
-      "// +kubebuilder:validation:Optional\n"
-      "\n"
-      "// Port is one port.\n"
-      "// +kubebuilder:validation:XValidation:rule=\"self.port > 0\",message=\"port, positive\"\n"
-      "typedef struct {\n"
-      "  // +kubebuilder:validation:Minimum=1\n"
-      "  // +kubebuilder:validation:Maximum=65535\n"
-      "  // +required\n"
-      "  int32_t port;\n"
-      "  // +kubebuilder:validation:Enum=TCP;UDP\n"
-      "  // +kubebuilder:default=TCP\n"
-      "  char *protocol;\n"
-      "} port_t;\n"
-      "\n"
-      "typedef struct shape_spec {\n"
-      "  // The image.\n"
-      "  //\n"
-      "  //\n"
-      "  // Second paragraph.   \n"
-      "  // +kubebuilder:validation:MinLength=1\n"
-      "  // +kubebuilder:validation:MaxLength=253\n"
-      "  // +kubebuilder:validation:Pattern=`^[a-z]+(:[0-9]+)?$`\n"
-      "  char *image;\n"
-      "  // +kubebuilder:validation:MinItems=1\n"
-      "  // +listType=map\n"
-      "  // +listMapKey=port\n"
-      "  // +listMapKey=protocol\n"
-      "  KCR_LIST(port_t) ports;\n"
-      "  // +kubebuilder:default={a,b}\n"
-      "  // +listType=set\n"
-      "  KCR_LIST(char *) tags;\n"
-      "  // +mapType=atomic\n"
-      "  KCR_MAP(int64_t) limits;\n"
-      "  // +kubebuilder:validation:ExclusiveMinimum=true\n"
-      "  // +kubebuilder:default=0.5\n"
-      "  double ratio;\n"
-      "  // +kubebuilder:default=true\n"
-      "  bool *enabled;\n"
-      "  // +kcr:json=URL\n"
-      "  // +kubebuilder:validation:Format=uri\n"
-      "  const char *url;\n"
-      "  // +nullable\n"
-      "  port_t *main_port;\n"
-      "  kcr_int_or_string_t max_surge;\n"
-      "  // +kubebuilder:pruning:PreserveUnknownFields\n"
-      "  // +kubebuilder:default={}\n"
-      "  KCR_MAP(char *) extra;\n"
-      "} shape_spec_t;\n"
-      "\n"
-      "// +kubebuilder:object:root=true\n"
-      "// +kubebuilder:subresource:status\n"
-      "// +kubebuilder:subresource:scale:specpath=.spec.replicas,statusreplicaspath=.status."
-      "replicas,selectorpath=.status.selector\n"
-      "// +kubebuilder:resource:scope=Cluster,shortName=sh;shp,categories={all,kcr},"
-      "singular=shape\n"
-      "// +kubebuilder:printcolumn:name=\"Image\",type=string,JSONPath=`.spec.image`,"
-      "description=\"the image, quoted\",priority=1\n"
-      "// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=.metadata.creationTimestamp\n"
-      "// +kubebuilder:deprecatedversion:warning=\"use v2\"\n"
-      "// A shape.\n"
-      "typedef struct {\n"
-      "  kcr_type_meta_t tm;\n"
-      "  kcr_meta_v1_object_meta_t metadata;\n"
-      "  // +required\n"
-      "  shape_spec_t spec;\n"
-      "} shape_t;\n";
+    "// +groupName=shapes.example.com\n"
+    "// +kubebuilder:validation:Optional\n"
+    "\n"
+    "// Port is one port.\n"
+    "// +kubebuilder:validation:XValidation:rule=\"self.port > 0\",message=\"port, positive\"\n"
+    "typedef struct {\n"
+    "  // +kubebuilder:validation:Minimum=1\n"
+    "  // +kubebuilder:validation:Maximum=65535\n"
+    "  // +required\n"
+    "  int32_t port;\n"
+    "  // +kubebuilder:validation:Enum=TCP;UDP\n"
+    "  // +kubebuilder:default=TCP\n"
+    "  char *protocol;\n"
+    "} port_t;\n"
+    "\n"
+    "typedef struct shape_spec {\n"
+    "  // The image.\n"
+    "  //\n"
+    "  //\n"
+    "  // Second paragraph.   \n"
+    "  // +kubebuilder:validation:MinLength=1\n"
+    "  // +kubebuilder:validation:MaxLength=253\n"
+    "  // +kubebuilder:validation:Pattern=`^[a-z]+(:[0-9]+)?$`\n"
+    "  char *image;\n"
+    "  // +kubebuilder:validation:MinItems=1\n"
+    "  // +listType=map\n"
+    "  // +listMapKey=port\n"
+    "  // +listMapKey=protocol\n"
+    "  KCR_LIST(port_t) ports;\n"
+    "  // +kubebuilder:default={a,b}\n"
+    "  // +listType=set\n"
+    "  KCR_LIST(char *) tags;\n"
+    "  // +mapType=atomic\n"
+    "  KCR_MAP(int64_t) limits;\n"
+    "  // +kubebuilder:validation:ExclusiveMinimum=true\n"
+    "  // +kubebuilder:default=0.5\n"
+    "  double ratio;\n"
+    "  // +kubebuilder:default=true\n"
+    "  bool *enabled;\n"
+    "  // +kcr:json=URL\n"
+    "  // +kubebuilder:validation:Format=uri\n"
+    "  const char *url;\n"
+    "  // +nullable\n"
+    "  port_t *main_port;\n"
+    "  kcr_int_or_string_t max_surge;\n"
+    "  // +kubebuilder:pruning:PreserveUnknownFields\n"
+    "  // +kubebuilder:default={}\n"
+    "  KCR_MAP(char *) extra;\n"
+    "} shape_spec_t;\n"
+    "\n"
+    "// +kubebuilder:object:root=true\n"
+    "// +kubebuilder:subresource:status\n"
+    "// +kubebuilder:subresource:scale:specpath=.spec.replicas,statusreplicaspath=.status."
+    "replicas,selectorpath=.status.selector\n"
+    "// +kubebuilder:resource:scope=Cluster,shortName=sh;shp,categories={all,kcr},"
+    "singular=shape\n"
+    "// +kubebuilder:printcolumn:name=\"Image\",type=string,JSONPath=`.spec.image`,"
+    "description=\"the image, quoted\",priority=1\n"
+    "// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=.metadata.creationTimestamp\n"
+    "// +kubebuilder:deprecatedversion:warning=\"use v2\"\n"
+    "// A shape.\n"
+    "typedef struct {\n"
+    "  kcr_type_meta_t tm;\n"
+    "  kcr_meta_v1_object_meta_t metadata;\n"
+    "  // +required\n"
+    "  shape_spec_t spec;\n"
+    "} shape_t;\n";
 
 /* The member shapes, validation markers and kind-level markers, in one kind. */
 static void test_kcr_gen_crd_shapes(void **state) {
@@ -633,10 +633,14 @@ static void test_kcr_gen_crd_depth_bound(void **state) {
 /* The YAML writer: strings that a plain scalar would change read back the same. */
 static void test_kcr_gen_crd_yaml_strings(void **state) {
   static const char *const strs[] = {
-      "True", "false", "null", "~", "1", "1.5", "0x1F", "-1", "+1", ".inf", "", " lead",
-      "trail ", "a: b", "a #b", "#x", "- x", "[x]", "{x}", "*x", "&x", "!x", "|x", ">x", "%x",
-      "@x", "`x", "'x", "\"x", "yes", "On", "a\nb", "a\n\nb", "a \nb", "\na", "a\n", "tab\there",
-      "\x01", "caf\xc3\xa9", "x:", "::", "?x", ",x", "line\r\nnext", "  \n  ", "a\\b"};
+      "True",      "false",        "null",        "~",     "1",   "1.5",
+      "0x1F",      "-1",           "+1",          ".inf",  "",    " lead",
+      "trail ",    "a: b",         "a #b",        "#x",    "- x", "[x]",
+      "{x}",       "*x",           "&x",          "!x",    "|x",  ">x",
+      "%x",        "@x",           "`x",          "'x",    "\"x", "yes",
+      "On",        "a\nb",         "a\n\nb",      "a \nb", "\na", "a\n",
+      "tab\there", "\x01",         "caf\xc3\xa9", "x:",    "::",  "?x",
+      ",x",        "line\r\nnext", "  \n  ",      "a\\b"};
   json_t *obj = json_object(), *arr = json_array(), *back;
   (void)state;
   for (size_t k = 0; k < sizeof(strs) / sizeof(strs[0]); k++) {
@@ -644,8 +648,9 @@ static void test_kcr_gen_crd_yaml_strings(void **state) {
     json_array_append_new(arr, json_string(strs[k]));
   }
   json_object_set_new(obj, "list", arr);
-  json_object_set_new(obj, "nested", json_pack("{s[{si}[]{}]sfsfsnsb}", "l", "a", 1, "r", 0.1,
-                                               "whole", 3.0, "n", "t", 1));
+  json_object_set_new(
+      obj, "nested",
+      json_pack("{s[{si}[]{}]sfsfsnsb}", "l", "a", 1, "r", 0.1, "whole", 3.0, "n", "t", 1));
   back = yaml_round_trip(obj);
   assert_json_equal(obj, back);
   json_decref(back);

@@ -1,3 +1,6 @@
+/* clang-format off */
+/* (a port keeps its upstream comment lines as they are: reflowing a long one
+   would join it with the marker below it) */
 /*
 Copyright 2026 The Kubernetes authors.
 
