@@ -19,7 +19,8 @@
  * Unknown `+kubebuilder:` markers are errors (a misspelt Minimun would
  * otherwise vanish); markers of other tools (+genclient, +k8s:, +kcr:rbac) and
  * kubebuilder's non-CRD ones (+kubebuilder:rbac, :webhook, :docs-gen,
- * :object:generate) are ignored. Every error is FILE:LINE:COL and a reason.
+ * :object:generate) are ignored; +kubebuilder:skip skips the header. Every error is FILE:LINE:COL
+ * and a reason.
  */
 #include <errno.h>
 #include <math.h>
@@ -83,6 +84,7 @@ typedef enum mid {
   M_DEPRECATED,
   M_UNSERVED,
   M_SKIP_VERSION,
+  M_SKIP_PACKAGE,
   M_GROUP,
   M_VERSION
 } mid;
@@ -148,6 +150,7 @@ static const mdef defs[] = {
     {KB "deprecatedversion", M_DEPRECATED, S_TYPE, NULL, 0, NULL, NULL},
     {KB "unservedversion", M_UNSERVED, S_TYPE, NULL, 0, NULL, NULL},
     {KB "skipversion", M_SKIP_VERSION, S_TYPE, NULL, 0, NULL, NULL},
+    {KB "skip", M_SKIP_PACKAGE, S_PKG, NULL, 0, NULL, NULL},
     {"groupName", M_GROUP, S_PKG, NULL, 0, NULL, NULL},
     {"versionName", M_VERSION, S_PKG, NULL, 0, NULL, NULL},
     /* kubebuilder's markers for other generators: known, and not the CRD's */
@@ -155,7 +158,7 @@ static const mdef defs[] = {
     {KB "docs-gen", M_IGNORE, FT | S_PKG, NULL, 0, NULL, NULL},
     {KB "rbac", M_IGNORE, FT | S_PKG, NULL, 0, NULL, NULL},
     {KB "webhook", M_IGNORE, FT | S_PKG, NULL, 0, NULL, NULL},
-    {KB "skip", M_IGNORE, FT | S_PKG, NULL, 0, NULL, NULL},
+
 };
 
 /* marker: one marker found in a comment; args is what follows its name. */
@@ -183,6 +186,7 @@ typedef struct hctx {
   const hdr_struct **by_name; /* the structs sorted by name, for struct_index */
   char *group, *version;
   bool default_optional;
+  bool skip; /* +kubebuilder:skip: the header's kinds make no CRD */
   vkind *added;
   size_t nadded, capadded;
   char *msg;
@@ -1484,6 +1488,8 @@ static int read_package(hctx *c) {
       goto done;
     if (m->def->id == M_VOPTIONAL || m->def->id == M_VREQUIRED)
       c->default_optional = m->def->id == M_VOPTIONAL;
+    if (m->def->id == M_SKIP_PACKAGE)
+      c->skip = true;
   }
   rc = 0;
 done:
@@ -1511,6 +1517,8 @@ static int add_header(hctx *c) {
   const hdr_file *f = c->f;
   if (read_package(c))
     return -1;
+  if (c->skip)
+    return 0; /* as controller-gen skips a package marked so */
   if (!c->version && dir_version(f->name, &c->version))
     return cfail(c, 1, 1, "out of memory");
   c->schemas = kcr__calloc(f->nstructs ? f->nstructs : 1,

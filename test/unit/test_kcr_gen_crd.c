@@ -119,6 +119,19 @@ static void assert_json_equal(const json_t *want, const json_t *got) {
   }
 }
 
+/* A header marked +kubebuilder:skip makes no CRD, as controller-gen skips the package. */
+static void test_kcr_gen_crd_skip(void **state) {
+  const char *h[] = {"api/v1/s.h", "// +groupName=s.io\n// +kubebuilder:skip\n\n"
+                                   "// +kubebuilder:object:root=true\n"
+                                   "typedef struct {\n  int32_t x;\n} skipped_t;\n"};
+  char msg[256];
+  json_t *arr;
+  (void)state;
+  assert_int_equal(build(h, 1, &arr, msg, sizeof(msg)), 0);
+  assert_int_equal(json_array_size(arr), 0);
+  json_decref(arr);
+}
+
 /* versions returns crd.spec.versions (borrowed). */
 static json_t *versions(const json_t *crd) {
   return json_object_get(json_object_get(crd, "spec"), "versions");
@@ -700,6 +713,7 @@ int main(void) {
       cmocka_unit_test(test_kcr_gen_crd_parse_errors),
       cmocka_unit_test(test_kcr_gen_crd_marker_errors),
       cmocka_unit_test(test_kcr_gen_crd_other_markers),
+      cmocka_unit_test(test_kcr_gen_crd_skip),
       cmocka_unit_test(test_kcr_gen_crd_shapes),
       cmocka_unit_test(test_kcr_gen_crd_versions),
       cmocka_unit_test(test_kcr_gen_crd_schema_bound),
