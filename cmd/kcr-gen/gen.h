@@ -10,6 +10,7 @@
 #define KCR_GEN_H
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -26,6 +27,13 @@
  * start (the path or file) and its end (the reason): never cut silently.
  */
 void gen_msgf(char *msg, size_t size, const char *fmt, ...) KCR_GEN_PRINTF(3, 4);
+
+/*
+ * gen_vmsg_at is gen_msgf for a message about a place in a source file:
+ * "FILE:LINE:COL: " and the formatted reason.
+ */
+void gen_vmsg_at(char *msg, size_t size, const char *file, int line, int col, const char *fmt,
+                 va_list ap) KCR_GEN_PRINTF(6, 0);
 
 /*
  * GEN_LITERAL_MAX is the longest string literal a C compiler must take (C11
@@ -133,6 +141,25 @@ typedef struct gen_crd {
  * (one element per document) in *out. Returns 0, or -1 with a message in msg.
  */
 int gen_yaml_load(const char *path, json_t **out, char *msg, size_t size);
+
+/* gen_yaml_parse is gen_yaml_load for len bytes of YAML text in memory. */
+int gen_yaml_parse(const char *buf, size_t len, json_t **out, char *msg, size_t size);
+
+/*
+ * gen_read_file reads the file at path, at most max bytes, into a new buffer
+ * (free with free; not NUL-terminated) and its length into *len. Returns NULL
+ * with a message in msg on failure.
+ */
+char *gen_read_file(const char *path, size_t max, size_t *len, char *msg, size_t size);
+
+struct kcr_buf;
+
+/*
+ * gen_yaml_write appends doc (borrowed) to b as one YAML document ("---"
+ * first), block style, object keys sorted. Returns 0 or the kcr_buf error
+ * (the buffer then freed, as kcr_buf does).
+ */
+int gen_yaml_write(struct kcr_buf *b, const json_t *doc);
 
 /*
  * gen_crd_build finds the CustomResourceDefinition among docs (borrowed) and

@@ -7,13 +7,19 @@
  * kinds from OpenAPI v3 documents, all kinds in one package, or one package per
  * group-version (--split). It prints what it wrote, one a line, and exits 0; on
  * any error it prints one line to stderr and exits 1 (2 for a bad command line).
+ * `kcr-gen crd` writes CRDs from C type headers with kubebuilder's markers
+ * (crd.c), one YAML file per group and kind.
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "crd.h"
 #include "gen.h"
+#include "header.h"
+#include "kcr/buf.h"
 #include "scaffold.h"
 
 static void usage(FILE *f) {
@@ -32,6 +38,11 @@ static void usage(FILE *f) {
       "  With --split INCDIR instead of -n: one package per group-version, DIR/GROUP_VERSION.h\n"
       "  and .c (NAME_GROUP_VERSION_*), each made once and included by the others as\n"
       "  INCDIR/GROUP_VERSION.h. See docs/kcr-gen.md.\n"
+      "       kcr-gen crd [-o DIR] [--max-desc-len N] HEADER...\n"
+      "  Writes DIR/GROUP_PLURAL.yaml, a CustomResourceDefinition for each kind the C type\n"
+      "  headers declare with kubebuilder's markers (+kubebuilder:object:root=true), all\n"
+      "  versions of a kind in one CRD. -o - writes to stdout; --max-desc-len cuts descriptions\n"
+      "  (controller-gen's crd:maxDescLen; 0 drops them). See docs/kcr-gen.md.\n"
       "       kcr-gen init [--domain DOMAIN] [--project-name NAME] [DIR]\n"
       "  A new operator project in DIR (default .): CMake, Makefile, config/, main.c.\n"
       "       kcr-gen create api --group GROUP --version VERSION --kind KIND\n"
@@ -198,6 +209,144 @@ done:
   return rc;
 }
 
+/* count_arg reads a non-negative decimal count, the whole of s. */
+static bool count_arg(const char *s, long *out) {
+  char *end;
+  errno = 0;
+  *out = strtol(s, &end, 10);
+  return s[0] >= '0' && s[0] <= '9' && *end == '\0' && errno == 0;
+}
+
+/* CRD_USAGE is `kcr-gen crd`'s usage line. */
+#define CRD_USAGE "usage: kcr-gen crd [-o DIR] [--max-desc-len N] HEADER...\n"
+
+/* CRD_YAML_MAX bounds one CRD's YAML text. */
+#define CRD_YAML_MAX ((size_t)64 << 20)
+
+/* write_crd writes one CRD to DIR/<group>_<plural>.yaml (temporary name, then renamed), or stdout.
+ */
+static int write_crd(const char *dir, const json_t *crd) {
+  const json_t *spec = json_object_get(crd, "spec");
+  const char *group = json_string_value(json_object_get(spec, "group"));
+  const char *pl = json_string_value(json_object_get(json_object_get(spec, "names"), "plural"));
+  kcr_buf_t b, path;
+  FILE *f = NULL;
+  int rc = -1;
+  kcr_buf_init(&b, CRD_YAML_MAX);
+  kcr_buf_init(&path, 4096 + 256);
+  if (gen_yaml_write(&b, crd)) {
+    fprintf(stderr, "kcr-gen: %s: the CRD is larger than %zu bytes, or memory ran out\n", pl,
+            CRD_YAML_MAX);
+    goto done;
+  }
+  if (strcmp(dir, "-") == 0) {
+    rc = fwrite(kcr_buf_cstr(&b), 1, kcr_buf_len(&b), stdout) == kcr_buf_len(&b) ? 0 : -1;
+    goto done;
+  }
+  if (kcr_buf_appendf(&path, "%s/%s_%s.yaml.tmp", dir, group, pl)) {
+    fprintf(stderr, "kcr-gen: %s: the output path is too long\n", dir);
+    goto done;
+  }
+  if (gen_mkdirs(kcr_buf_cstr(&path)) || !(f = fopen(kcr_buf_cstr(&path), "wb"))) {
+    fprintf(stderr, "kcr-gen: %s: %s\n", kcr_buf_cstr(&path), strerror(errno));
+    goto done;
+  }
+  if (fwrite(kcr_buf_cstr(&b), 1, kcr_buf_len(&b), f) != kcr_buf_len(&b) || fclose(f)) {
+    f = NULL;
+    fprintf(stderr, "kcr-gen: %s: write failed\n", kcr_buf_cstr(&path));
+    remove(kcr_buf_cstr(&path));
+    goto done;
+  }
+  f = NULL;
+  {
+    char *final = strndup(kcr_buf_cstr(&path), kcr_buf_len(&path) - 4);
+    if (!final || rename(kcr_buf_cstr(&path), final)) {
+      fprintf(stderr, "kcr-gen: %s: cannot rename\n", kcr_buf_cstr(&path));
+      remove(kcr_buf_cstr(&path));
+      free(final);
+      goto done;
+    }
+    printf("%s\n", final);
+    free(final);
+  }
+  rc = 0;
+done:
+  if (f)
+    fclose(f);
+  kcr_buf_free(&b);
+  kcr_buf_free(&path);
+  return rc;
+}
+
+static int crd(int argc, char **argv) {
+  const char *dir = ".";
+  char msg[1024] = "";
+  crd_set *set = NULL;
+  json_t *crds = NULL;
+  size_t nfiles = 0;
+  int rc = 1;
+  if (crd_set_create(&set)) {
+    fputs("kcr-gen: out of memory\n", stderr);
+    return 1;
+  }
+  for (int i = 0; i < argc; i++) {
+    long n;
+    if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output-dir") == 0) && i + 1 < argc) {
+      dir = argv[++i];
+    } else if (strcmp(argv[i], "--max-desc-len") == 0 && i + 1 < argc &&
+               count_arg(argv[i + 1], &n)) {
+      crd_set_max_desc_len(set, n);
+      i++;
+    } else if (argv[i][0] == '-' && strcmp(argv[i], "-") != 0) {
+      fputs(CRD_USAGE, stderr);
+      rc = 2;
+      goto done;
+    }
+  }
+  for (int i = 0; i < argc; i++) {
+    size_t len;
+    char *text;
+    if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output-dir") == 0 ||
+        strcmp(argv[i], "--max-desc-len") == 0) {
+      i++;
+      continue;
+    }
+    if (!(text = gen_read_file(argv[i], HDR_TEXT_MAX, &len, msg, sizeof(msg)))) {
+      fprintf(stderr, "kcr-gen: %s: %s\n", argv[i], msg);
+      goto done;
+    }
+    nfiles++;
+    if (crd_set_add(set, argv[i], text, len, msg, sizeof(msg))) {
+      fprintf(stderr, "kcr-gen: %s\n", msg);
+      free(text);
+      goto done;
+    }
+    free(text);
+  }
+  if (nfiles == 0) {
+    fputs(CRD_USAGE, stderr);
+    rc = 2;
+    goto done;
+  }
+  if (crd_set_build(set, &crds, msg, sizeof(msg))) {
+    fprintf(stderr, "kcr-gen: %s\n", msg);
+    goto done;
+  }
+  if (json_array_size(crds) == 0) {
+    fputs("kcr-gen: no kind in the headers (a kind's struct has +kubebuilder:object:root=true)\n",
+          stderr);
+    goto done;
+  }
+  for (size_t k = 0; k < json_array_size(crds); k++)
+    if (write_crd(dir, json_array_get(crds, k)))
+      goto done;
+  rc = 0;
+done:
+  json_decref(crds);
+  crd_set_destroy(set);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
     usage(stdout);
@@ -215,6 +364,8 @@ int main(int argc, char **argv) {
     return gen_scaffold_create(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "rbac") == 0)
     return gen_rbac(argc - 2, argv + 2);
+  if (argc >= 2 && strcmp(argv[1], "crd") == 0)
+    return crd(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "openapi") == 0)
     return openapi(argc - 2, argv + 2);
   usage(stderr);

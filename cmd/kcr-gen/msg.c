@@ -48,3 +48,14 @@ void gen_msgf(char *msg, size_t size, const char *fmt, ...) {
   }
   kcr_buf_free(&b);
 }
+
+void gen_vmsg_at(char *msg, size_t size, const char *file, int line, int col, const char *fmt,
+                 va_list ap) {
+  kcr_buf_t b;
+  kcr_buf_init(&b, MSG_MAX);
+  if (kcr_buf_vappendf(&b, fmt, ap))
+    gen_msgf(msg, size, "%s:%d:%d: out of memory", file, line, col);
+  else
+    gen_msgf(msg, size, "%s:%d:%d: %s", file, line, col, kcr_buf_cstr(&b));
+  kcr_buf_free(&b);
+}

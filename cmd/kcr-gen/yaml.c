@@ -8,17 +8,25 @@
  * GEN_YAML_DEPTH deep, and at most GEN_YAML_NODES values are built in all (an
  * alias expands each time it is used, so this is what stops a "billion laughs"
  * file).
+ *
+ * It also writes JSON values as block YAML (gen_yaml_write, for `kcr-gen
+ * crd`), keys sorted as controller-gen's output is: a string is plain when
+ * every reader reads it back as that string, a `|-` literal block when it has
+ * several lines of printable text, else double-quoted.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <yaml.h>
 
 #include "gen.h"
+#include "kcr/buf.h"
+#include "util/alloc.h"
 
-#define GEN_YAML_MAX (16L * 1024 * 1024)
+#define GEN_YAML_MAX ((size_t)16 << 20)
 #define GEN_YAML_DEPTH 128
 #define GEN_YAML_NODES 1000000L
 
@@ -122,7 +130,7 @@ static json_t *convert(conv *c, const yaml_node_t *n, int depth) {
   }
 }
 
-static char *read_file(const char *path, size_t *len, char *msg, size_t size) {
+char *gen_read_file(const char *path, size_t max, size_t *len, char *msg, size_t size) {
   FILE *f = fopen(path, "rb");
   char *buf = NULL;
   size_t n = 0, cap = 0;
@@ -134,11 +142,12 @@ static char *read_file(const char *path, size_t *len, char *msg, size_t size) {
     size_t got;
     if (n == cap) {
       char *nb;
-      if ((long)cap >= GEN_YAML_MAX) {
-        gen_msgf(msg, size, "larger than %ld bytes", GEN_YAML_MAX);
+      if (cap > max) {
+        gen_msgf(msg, size, "larger than %zu bytes", max);
         goto fail;
       }
       cap = cap ? cap * 2 : 65536;
+      cap = cap > max + 1 ? max + 1 : cap;
       if (!(nb = realloc(buf, cap))) {
         gen_msgf(msg, size, "out of memory");
         goto fail;
@@ -164,18 +173,25 @@ fail:
 }
 
 int gen_yaml_load(const char *path, json_t **out, char *msg, size_t size) {
-  yaml_parser_t parser;
   size_t len = 0;
-  char *buf = read_file(path, &len, msg, size);
+  char *buf = gen_read_file(path, GEN_YAML_MAX, &len, msg, size);
+  int rc;
+  *out = NULL;
+  if (!buf)
+    return -1;
+  rc = gen_yaml_parse(buf, len, out, msg, size);
+  free(buf);
+  return rc;
+}
+
+int gen_yaml_parse(const char *buf, size_t len, json_t **out, char *msg, size_t size) {
+  yaml_parser_t parser;
   json_t *docs;
   conv c = {NULL, GEN_YAML_NODES, msg, size};
   int rc = -1;
   *out = NULL;
-  if (!buf)
-    return -1;
   if (!(docs = json_array()) || !yaml_parser_initialize(&parser)) {
     json_decref(docs);
-    free(buf);
     gen_msgf(msg, size, "out of memory");
     return -1;
   }
@@ -209,6 +225,210 @@ int gen_yaml_load(const char *path, json_t **out, char *msg, size_t size) {
 done:
   json_decref(docs);
   yaml_parser_delete(&parser);
-  free(buf);
   return rc;
+}
+
+/* ---- writing ---- */
+
+/*
+ * plain_ok tells whether s can be written as a plain scalar that every YAML
+ * reader (this file's, go-yaml's YAML 1.1 rules) reads back as the same
+ * string: no indicator first, nothing that reads as null, a boolean or a
+ * number, no ": " or " #", no control bytes, no edge spaces.
+ */
+static bool plain_ok(const char *s, size_t len) {
+  static const char *const words[] = {"null", "true", "false", "yes", "no", "on",
+                                      "off",  "y",    "n",     "~",   NULL};
+  if (len == 0 || strchr("-?:,[]{}#&*!|>'\"%@` .+0123456789", s[0]) || s[len - 1] == ' ' ||
+      s[len - 1] == ':')
+    return false;
+  for (const char *const *w = words; *w; w++)
+    if (strcasecmp(s, *w) == 0)
+      return false;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c < 0x20 || c == 0x7f || (i + 1 < len && c == ':' && s[i + 1] == ' ') ||
+        (i + 1 < len && c == ' ' && s[i + 1] == '#'))
+      return false;
+  }
+  return true;
+}
+
+/*
+ * literal_ok tells whether a multi-line s can be a `|-` literal block: lines
+ * of printable text (tabs allowed) without trailing spaces, no leading space
+ * on the first line, no final newline.
+ */
+static bool literal_ok(const char *s, size_t len) {
+  if (len == 0 || !memchr(s, '\n', len) || s[0] == ' ' || s[0] == '\n' || s[len - 1] == '\n')
+    return false;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f ||
+        (c == ' ' && (i + 1 == len || s[i + 1] == '\n')))
+      return false; /* a line's trailing spaces would not survive */
+  }
+  return true;
+}
+
+/* write_quoted writes s as a double-quoted scalar (JSON's escapes are YAML's). */
+static int write_quoted(kcr_buf_t *b, const char *s, size_t len) {
+  int rc = kcr_buf_appendc(b, '"');
+  for (size_t i = 0; i < len && !rc; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\')
+      rc = kcr_buf_appendf(b, "\\%c", c);
+    else if (c == '\n')
+      rc = kcr_buf_appends(b, "\\n");
+    else if (c == '\t')
+      rc = kcr_buf_appends(b, "\\t");
+    else if (c < 0x20 || c == 0x7f)
+      rc = kcr_buf_appendf(b, "\\u%04x", c);
+    else
+      rc = kcr_buf_appendc(b, (char)c);
+  }
+  return rc ? rc : kcr_buf_appendc(b, '"');
+}
+
+/*
+ * write_string writes a string scalar whose lines continue at indent; a key
+ * (literal false) is never a literal block.
+ */
+static int write_string(kcr_buf_t *b, const char *s, size_t len, int indent, bool literal) {
+  int rc;
+  if (plain_ok(s, len) && !memchr(s, '\n', len))
+    return kcr_buf_append(b, s, len);
+  if (!literal || !literal_ok(s, len))
+    return write_quoted(b, s, len);
+  rc = kcr_buf_appends(b, "|-");
+  for (size_t i = 0; i < len && !rc;) {
+    const char *nl = memchr(s + i, '\n', len - i);
+    size_t n = nl ? (size_t)(nl - (s + i)) : len - i;
+    rc = kcr_buf_appendc(b, '\n');
+    if (!rc && n > 0)
+      rc = kcr_buf_appendf(b, "%*s%.*s", indent, "", (int)n, s + i);
+    i += n + 1;
+  }
+  return rc;
+}
+
+/* write_real writes the shortest decimal that reads back as d, with a '.' or 'e'. */
+static int write_real(kcr_buf_t *b, double d) {
+  char t[64];
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(t, sizeof(t), "%.*g", prec, d);
+    if (strtod(t, NULL) == d)
+      break;
+  }
+  if (!strpbrk(t, ".eEn")) /* a whole value: keep it a real for the reader */
+    return kcr_buf_appendf(b, "%s.0", t);
+  return kcr_buf_appends(b, t);
+}
+
+/* cmp_keys orders object keys as strcmp does (controller-gen's order). */
+static int cmp_keys(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* write_node: below; write_object and it call each other. */
+static int write_node(kcr_buf_t *b, const json_t *v, int indent, bool inline_first);
+
+/* write_scalar writes a non-container value (an empty container as {} or []). */
+static int write_scalar(kcr_buf_t *b, const json_t *v, int indent) {
+  switch (json_typeof(v)) {
+  case JSON_STRING:
+    return write_string(b, json_string_value(v), json_string_length(v), indent, true);
+  case JSON_INTEGER:
+    return kcr_buf_appendf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+  case JSON_REAL:
+    return write_real(b, json_real_value(v));
+  case JSON_TRUE:
+    return kcr_buf_appends(b, "true");
+  case JSON_FALSE:
+    return kcr_buf_appends(b, "false");
+  case JSON_NULL:
+    return kcr_buf_appends(b, "null");
+  case JSON_OBJECT:
+    return kcr_buf_appends(b, "{}");
+  case JSON_ARRAY:
+    return kcr_buf_appends(b, "[]");
+  }
+  return -1;
+}
+
+/* is_block tells whether v is written as an indented block (a non-empty container). */
+static bool is_block(const json_t *v) {
+  return (json_is_object(v) && json_object_size(v) > 0) ||
+         (json_is_array(v) && json_array_size(v) > 0);
+}
+
+/*
+ * write_object writes the members in key order at indent; inline_first says
+ * the first line is already placed (after a list's "- ").
+ */
+static int write_object(kcr_buf_t *b, const json_t *v, int indent, bool inline_first) {
+  size_t n = json_object_size(v), k = 0;
+  const char **keys = kcr__calloc(n ? n : 1, sizeof(*keys));
+  const char *key;
+  json_t *val;
+  int rc = 0;
+  if (!keys)
+    return -1;
+  json_object_foreach((json_t *)v, key, val) {
+    keys[k++] = key;
+  }
+  qsort(keys, n, sizeof(*keys), cmp_keys);
+  for (k = 0; k < n && !rc; k++) {
+    val = json_object_get(v, keys[k]);
+    if (k > 0 || !inline_first)
+      rc = kcr_buf_appendf(b, "%*s", indent, "");
+    if (!rc)
+      rc = write_string(b, keys[k], strlen(keys[k]), indent + 2, false);
+    if (!rc)
+      rc = kcr_buf_appendc(b, ':');
+    if (!rc && is_block(val)) {
+      rc = kcr_buf_appendc(b, '\n');
+      if (!rc)
+        rc = write_node(b, val, json_is_array(val) ? indent : indent + 2, false);
+    } else if (!rc) {
+      rc = kcr_buf_appendc(b, ' ');
+      if (!rc)
+        rc = write_scalar(b, val, indent + 2);
+      if (!rc)
+        rc = kcr_buf_appendc(b, '\n');
+    }
+  }
+  kcr__free(keys);
+  return rc;
+}
+
+/* write_node writes a value whose lines start at indent. */
+static int write_node(kcr_buf_t *b, const json_t *v, int indent, bool inline_first) {
+  int rc = 0;
+  if (json_is_object(v) && json_object_size(v) > 0)
+    return write_object(b, v, indent, inline_first);
+  if (json_is_array(v) && json_array_size(v) > 0) {
+    for (size_t i = 0; i < json_array_size(v) && !rc; i++) {
+      const json_t *e = json_array_get(v, i);
+      if (i > 0 || !inline_first)
+        rc = kcr_buf_appendf(b, "%*s", indent, "");
+      if (!rc)
+        rc = kcr_buf_appends(b, "- ");
+      if (!rc && is_block(e)) {
+        rc = write_node(b, e, indent + 2, true);
+      } else if (!rc) {
+        rc = write_scalar(b, e, indent + 2);
+        if (!rc)
+          rc = kcr_buf_appendc(b, '\n');
+      }
+    }
+    return rc;
+  }
+  rc = write_scalar(b, v, indent);
+  return rc ? rc : kcr_buf_appendc(b, '\n');
+}
+
+int gen_yaml_write(kcr_buf_t *b, const json_t *doc) {
+  int rc = kcr_buf_appends(b, "---\n");
+  return rc ? rc : write_node(b, doc, 0, false);
 }

@@ -20,6 +20,7 @@
 #include "kcr/config.h"
 #include "kcr/controller.h"
 #include "kcr/controllerutil.h"
+#include "kcr/crd.h"
 #include "kcr/delta_fifo.h"
 #include "kcr/discovery.h"
 #include "kcr/error.h"
