@@ -56,11 +56,12 @@ typedef struct kcr_shard_member kcr_shard_member_t;
  * range outside its part of the ring of that generation (16 hex digits). */
 #define KCR_SHARD_RELEASED_ANNOTATION "kcr.dev/shard-released"
 
-/* kcr_shard_member_drain_cb: from now on this replica reconciles only keys in
- * keep (borrowed for the call): return once the reconciles in flight of keys
- * outside it have ended. Runs on the member's thread (on the stopping thread
- * for kcr_shard_member_stop), no lock held; the handover waits for it. */
-typedef void (*kcr_shard_member_drain_cb)(const kcr_shard_set_t *keep, void *data);
+/* kcr_shard_member_drain_cb: this replica now reconciles only keys in keep
+ * (borrowed for the call): return whether the reconciles in flight of keys
+ * outside it have all ended. Asked after a shrink, again every 50 ms until
+ * it says so; nothing is announced or gained before. Must not block: the
+ * member's thread keeps renewing the Lease meanwhile. No lock held. */
+typedef bool (*kcr_shard_member_drain_cb)(const kcr_shard_set_t *keep, void *data);
 
 /* kcr_shard_member_effective_cb: the effective set changed to effective
  * (borrowed for the call): after a drain, and when it grows. Same thread. */
@@ -115,10 +116,11 @@ KCR_EXTERN int kcr_shard_member_create(const kcr_shard_member_options *o, kcr_sh
  * again. 0, or KCR_ESYS / KCR_EINVAL (started twice). Any thread. */
 KCR_EXTERN int kcr_shard_member_start(kcr_shard_member_t *m, kcr_error_t *err);
 
-/* kcr_shard_member_stop stops the thread, drains everything (on_drain with
- * the empty set: a SIGTERM hands the ranges over without waiting for the
- * Lease to expire) and deletes this replica's Lease (waiting at most
- * renew_deadline for the API server). Idempotent; not from a callback. */
+/* kcr_shard_member_stop hands everything over (a SIGTERM, without waiting
+ * for the Lease to expire): the member's thread shrinks to the empty set and
+ * waits for on_drain, still renewing, then ends; the Lease is then deleted
+ * (waiting at most renew_deadline for the API server). It waits as long as a
+ * reconcile does. Idempotent; not from a callback. */
 KCR_EXTERN void kcr_shard_member_stop(kcr_shard_member_t *m);
 
 /* kcr_shard_member_destroy stops m (as kcr_shard_member_stop) and frees it;

@@ -68,14 +68,17 @@ struct kcr_shard_member {
   json_t *leases;       /* member thread: the ring's Leases at the last list */
   obs_t *obs;           /* member thread: one per Lease of the last list */
   size_t nobs;
-  bool abandon; /* stop without draining or deleting the Lease (tests) */
+  bool abandon;  /* stop without draining or deleting the Lease (tests) */
+  bool draining; /* member thread: a shrink waits for on_drain to say it is done */
+  bool left;     /* member thread: leaving, and drained: the thread ends */
 
   pthread_t thread;
   int started; /* the owner's thread */
 
   pthread_mutex_t mu;
   pthread_cond_t cond;
-  int stopping;                   /* protected by mu */
+  int stopping;                   /* protected by mu: end the thread now */
+  int leaving;                    /* protected by mu: drain everything, then end */
   kcr_shard_ring_t *ring;         /* protected by mu; NULL before the first list */
   kcr_shard_set_t *effective;     /* protected by mu; written by the member's thread */
   char released[17];              /* protected by mu: the generation announced, "" none */
@@ -436,7 +439,8 @@ static bool unchanged_for(const char *name, int64_t ns, void *data) {
 }
 
 /* set_effective makes next (stolen) the effective set and tells on_effective;
- * a shrink then waits for on_drain. */
+ * after a shrink nothing is announced or gained until on_drain says the
+ * reconciles outside it have ended (drain_done). */
 static void set_effective(kcr_shard_member_t *m, kcr_shard_set_t *next, bool shrink) {
   kcr_shard_set_t *old;
   pthread_mutex_lock(&m->mu);
@@ -445,11 +449,21 @@ static void set_effective(kcr_shard_member_t *m, kcr_shard_set_t *next, bool shr
   pthread_mutex_unlock(&m->mu);
   kcr_log(KCR_LOG_INFO, "sharding", "ring %s: %s to %.4f of the space", m->ring_name,
           shrink ? "shrinks" : "grows", kcr_shard_set_share(next));
+  if (shrink)
+    m->draining = true;
   if (m->on_effective)
     m->on_effective(next, m->data); /* only this thread replaces it: next lives on */
-  if (shrink && m->on_drain)
-    m->on_drain(next, m->data);
   kcr_shard_set_destroy(old);
+}
+
+/* drain_done: whether no shrink waits for its reconciles any more (asks
+ * on_drain while one does). */
+static bool drain_done(kcr_shard_member_t *m) {
+  if (m->draining && (!m->on_drain || m->on_drain(m->effective, m->data))) {
+    m->draining = false;
+    kcr_log(KCR_LOG_INFO, "sharding", "ring %s: drained", m->ring_name);
+  }
+  return !m->draining;
 }
 
 /* handover moves the effective set towards the target of the latest ring
@@ -457,12 +471,18 @@ static void set_effective(kcr_shard_member_t *m, kcr_shard_set_t *next, bool shr
 static void handover(kcr_shard_member_t *m) {
   kcr_shard_set_t *target = NULL, *keep;
   char gen[sizeof(m->released)];
-  bool announce;
+  bool announce, leaving;
+  pthread_mutex_lock(&m->mu);
+  leaving = m->leaving;
+  pthread_mutex_unlock(&m->mu);
   observe(m);
-  if (!kcr_shard_member_may_own(m)) {
-    /* past the renew deadline: the others may take everything soon */
+  if (leaving || !kcr_shard_member_may_own(m)) {
+    /* leaving, or past the renew deadline (the others may take everything
+     * soon): nothing, at once */
     if (kcr_shard_set_share(m->effective) > 0.0 && kcr_shard_set_create(NULL, 0, &keep, NULL) == 0)
       set_effective(m, keep, true);
+    if (drain_done(m) && leaving)
+      m->left = true;
     return;
   }
   if (!m->ring || kcr_shard_ring_set(m->ring, m->identity, &target, NULL) != 0)
@@ -473,6 +493,10 @@ static void handover(kcr_shard_member_t *m) {
     set_effective(m, keep, true);
   else
     kcr_shard_set_destroy(keep);
+  if (!drain_done(m)) { /* announced once the reconciles outside have ended */
+    kcr_shard_set_destroy(target);
+    return;
+  }
   pthread_mutex_lock(&m->mu);
   announce = strcmp(m->released, gen) != 0;
   if (announce)
@@ -494,26 +518,39 @@ static void handover(kcr_shard_member_t *m) {
   kcr_shard_set_destroy(target);
 }
 
+/* DRAIN_POLL_NS: how often a drain in progress is asked again. */
+#define DRAIN_POLL_NS (50 * KCR_NSEC_PER_MSEC)
+
 static void *member_main(void *arg) {
   kcr_shard_member_t *m = arg;
+  int64_t next_renew = kcr_clock_now(m->clock);
   for (;;) {
     kcr_error_t err;
-    int64_t start = kcr_clock_now(m->clock), deadline;
-    kcr_error_clear(&err);
-    if (renew(m, &err) == 0)
-      atomic_store(&m->renewed_at, start);
-    else if (!kcr_cancel_fired(m->cancel))
-      kcr_log(KCR_LOG_WARN, "sharding", "ring %s: cannot renew Lease %s/%s: %s", m->ring_name,
-              m->ns, m->lease_name, err.message);
-    kcr_error_clear(&err);
-    if (!kcr_cancel_fired(m->cancel) && refresh(m, &err) != 0 && !kcr_cancel_fired(m->cancel))
-      kcr_log(KCR_LOG_WARN, "sharding", "ring %s: cannot list its Leases: %s", m->ring_name,
-              err.message);
+    int64_t now = kcr_clock_now(m->clock), deadline;
+    int leaving;
+    if (now >= next_renew) { /* every retry period: renew, list */
+      kcr_error_clear(&err);
+      if (renew(m, &err) == 0)
+        atomic_store(&m->renewed_at, now);
+      else if (!kcr_cancel_fired(m->cancel))
+        kcr_log(KCR_LOG_WARN, "sharding", "ring %s: cannot renew Lease %s/%s: %s", m->ring_name,
+                m->ns, m->lease_name, err.message);
+      kcr_error_clear(&err);
+      if (!kcr_cancel_fired(m->cancel) && refresh(m, &err) != 0 && !kcr_cancel_fired(m->cancel))
+        kcr_log(KCR_LOG_WARN, "sharding", "ring %s: cannot list its Leases: %s", m->ring_name,
+                err.message);
+      next_renew = now + m->retry_ns;
+    }
     if (!kcr_cancel_fired(m->cancel))
       handover(m);
-    deadline = start + m->retry_ns;
+    if (m->left)
+      return NULL; /* drained on the way out: stop deletes the Lease */
+    deadline = next_renew;
+    if (m->draining && kcr_clock_now(m->clock) + DRAIN_POLL_NS < deadline)
+      deadline = kcr_clock_now(m->clock) + DRAIN_POLL_NS;
     pthread_mutex_lock(&m->mu);
-    while (!m->stopping && kcr_clock_now(m->clock) < deadline)
+    leaving = m->leaving;
+    while (!m->stopping && m->leaving == leaving && kcr_clock_now(m->clock) < deadline)
       kcr_clock_timedwait(m->clock, &m->cond, &m->mu, deadline);
     if (m->stopping) {
       pthread_mutex_unlock(&m->mu);
@@ -537,21 +574,19 @@ void kcr_shard_member_stop(kcr_shard_member_t *m) {
   if (!m || m->started != 1)
     return;
   pthread_mutex_lock(&m->mu);
-  m->stopping = 1;
+  if (m->abandon)
+    m->stopping = 1; /* a crash, for tests: no drain, the Lease stays until it expires */
+  else
+    m->leaving = 1; /* the thread drains everything, still renewing, then ends */
   pthread_cond_broadcast(&m->cond);
   pthread_mutex_unlock(&m->mu);
-  kcr_cancel_fire(m->cancel);
+  if (m->abandon)
+    kcr_cancel_fire(m->cancel);
   pthread_join(m->thread, NULL);
   m->started = 2;
   atomic_store(&m->renewed_at, INT64_MIN);
   if (m->abandon)
-    return; /* a crash, for tests: the Lease stays until it expires */
-  {
-    /* hand everything over: drained here, the Lease deleted below */
-    kcr_shard_set_t *none = NULL;
-    if (kcr_shard_set_create(NULL, 0, &none, NULL) == 0)
-      set_effective(m, none, true);
-  }
+    return;
   /* Deleting the Lease tells the others at their next list. */
   ro.timeout_ns = m->renew_ns;
   kcr_client_delete(m->client, &lease_gvr, m->ns, m->lease_name, &ro, NULL, NULL);

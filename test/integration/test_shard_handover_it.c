@@ -80,14 +80,21 @@ static void record(int who, const kcr_shard_set_t *set, bool drained) {
   pthread_mutex_unlock(&mu);
 }
 
+static int64_t shrunk_at[3]; /* when each member last changed its set */
+
 static void on_effective(const kcr_shard_set_t *effective, void *data) {
+  shrunk_at[*(const int *)data] = mono(); /* the start of a drain, when it shrinks */
   record(*(const int *)data, effective, false);
 }
 
-static void on_drain(const kcr_shard_set_t *keep, void *data) {
+/* on_drain: the reconciles in flight take DRAIN_MS after the shrink */
+static bool on_drain(const kcr_shard_set_t *keep, void *data) {
+  int who = *(const int *)data;
   (void)keep;
-  kcr_it_sleep_ms(DRAIN_MS); /* the reconciles in flight */
-  record(*(const int *)data, NULL, true);
+  if (mono() - shrunk_at[who] < DRAIN_MS * KCR_NSEC_PER_MSEC)
+    return false;
+  record(who, NULL, true);
+  return true;
 }
 
 /* overlap: whether a and b share a hash. */
