@@ -43,6 +43,7 @@
 #include "kcr/events.h"
 #include "kcr/metrics.h"
 #include "kcr/server.h"
+#include "kcr/shard_member.h"
 #include "kcr/webhook.h"
 
 #ifdef __cplusplus
@@ -111,6 +112,37 @@ typedef struct kcr_manager kcr_manager_t;
  *                     kcr_controller_options). false, the zero value: the
  *                     priority queue, upstream's default since v0.23.
  */
+/*
+ * kcr_manager_sharding: run this manager's controllers as one replica of a
+ * shard ring (kcr/shard_member.h); zero-initialise (ring NULL: not sharded).
+ *   ring             the ring's name: every replica of the operator gives the
+ *                    same one; each holds a Lease labelled with it.
+ *   lease_namespace  where the ring's Leases live; NULL: default_namespace,
+ *                    else "default".
+ *   identity         NULL: "<hostname>_<uuid v4>".
+ *   lease_duration_ns, renew_deadline_ns, retry_period_ns  0: 15 s, 10 s, 2 s.
+ * Sharded, the manager joins the ring before its caches sync and waits until
+ * it owns a part of the hash space; every informer of its cache lists and
+ * watches only the namespaces whose FNV-1a falls in the replica's effective
+ * set (kcr_informer_set_shard follows each handover), and every key is
+ * checked against that set right before its reconcile (a key of another
+ * replica is dropped). A handover drains the reconciles in flight of keys
+ * that move before the replica releases them; kcr_manager_run's graceful
+ * stop hands everything over and deletes the Lease, so the others take over
+ * at once. Keys are hashed on their namespace (KCR_SHARD_KEY_NAMESPACE): an
+ * owner and its children in one namespace stay on one replica, and every
+ * cluster-scoped object goes to the replica that owns the hash of "".
+ * Usually with leader election off: every replica runs its controllers.
+ */
+typedef struct kcr_manager_sharding {
+  const char *ring;
+  const char *lease_namespace;
+  const char *identity;
+  int64_t lease_duration_ns;
+  int64_t renew_deadline_ns;
+  int64_t retry_period_ns;
+} kcr_manager_sharding;
+
 typedef struct kcr_manager_options {
   kcr_rest_config_t *config;
   const char *default_namespace;
@@ -129,7 +161,12 @@ typedef struct kcr_manager_options {
   size_t default_namespaces_len;
   bool enable_warmup;
   bool disable_priority_queue;
+  kcr_manager_sharding sharding;
 } kcr_manager_options;
+
+/* kcr_manager_shard_member: the manager's shard member (borrowed, lives as
+ * long as m), NULL when not sharded: its identity, effective set and Lease. */
+KCR_EXTERN kcr_shard_member_t *kcr_manager_shard_member(kcr_manager_t *m);
 
 /*
  * kcr_manager_create makes a manager with its client and mapper (nothing is

@@ -112,6 +112,8 @@ struct kcr_cache {
   bool streaming_list;             /* immutable: informers use the streaming list */
   bool fail_on_missing;            /* immutable: reads make no informer */
   bool resync_jitter;              /* immutable: each informer's period is jittered */
+  kcr_shard_set_t *shard;          /* protected by mu: new informers' shard; NULL: none */
+  kcr_shard_key shard_key;         /* protected by mu */
 
   pthread_mutex_t mu;
   kcr__list_t entries; /* entry_t, newest first; protected by mu */
@@ -298,6 +300,8 @@ static int create_informer(kcr_cache_t *c, entry_t *e, const kcr_rest_mapping *m
   o.metadata_only = e->metadata_only;
   o.metrics = c->metrics;
   o.streaming_list = c->streaming_list;
+  o.shard = c->shard; /* mu held */
+  o.shard_key = c->shard_key;
   rc = kcr_informer_create(&o, &e->inf, err);
   if (rc == 0)
     kcr_log(KCR_LOG_DEBUG, "cache", "informer for %s (%s/%s %s)%s%s%s", e->kind,
@@ -789,6 +793,7 @@ void kcr_cache_destroy(kcr_cache_t *c) {
   if (c->own_mapper)
     kcr_rest_mapper_destroy(c->mapper);
   strv_free(c->default_nss, c->default_nss_len);
+  kcr_shard_set_destroy(c->shard);
   pthread_mutex_destroy(&c->mu);
   pthread_mutex_destroy(&c->ryow_mu);
   kcr__free(c);
@@ -852,6 +857,24 @@ out:
   kcr__free(ls);
   kcr__free(fs);
   strv_free(nss, o->namespaces_len);
+  return rc;
+}
+
+int kcr__cache_set_shard(kcr_cache_t *c, const kcr_shard_set_t *set, kcr_shard_key key,
+                         kcr_error_t *err) {
+  kcr_shard_set_t *copy = NULL;
+  int rc;
+  if ((rc = kcr_shard_set_copy(set, &copy, err)) != 0)
+    return rc;
+  pthread_mutex_lock(&c->mu);
+  kcr_shard_set_destroy(c->shard);
+  c->shard = copy;
+  c->shard_key = key;
+  KCR__LIST_EACH(&c->entries, entry_t, link, e) {
+    if (e->inf && rc == 0)
+      rc = kcr_informer_set_shard(e->inf, set, err);
+  }
+  pthread_mutex_unlock(&c->mu);
   return rc;
 }
 

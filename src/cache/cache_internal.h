@@ -12,6 +12,16 @@
 #include <stdint.h>
 
 #include "kcr/cache.h"
+#include "kcr/sharding.h"
+
+/*
+ * kcr__cache_set_shard shards the cache (the manager's sharding): informers
+ * made from now on list and watch set (borrowed, copied) on key, and those
+ * made already move to it (kcr_informer_set_shard). 0, KCR_ENOMEM, or the
+ * first informer's error. Any thread.
+ */
+int kcr__cache_set_shard(kcr_cache_t *c, const kcr_shard_set_t *set, kcr_shard_key key,
+                         kcr_error_t *err);
 
 /* kcr__cache_pending_writes returns how many noted writes reads still wait for. */
 size_t kcr__cache_pending_writes(kcr_cache_t *c);

@@ -128,16 +128,20 @@ struct kcr_controller {
 
   kcr__controller_gate_fn gate; /* set before start, then read-only; NULL: open */
   void *gate_data;
+  kcr__controller_key_fn key_filter; /* set before start, then read-only; NULL: every key */
+  void *key_data;
 
   pthread_mutex_t mu;
-  pthread_cond_t cond;     /* running changed */
-  pthread_t *threads;      /* protected by mu */
-  int nthreads;            /* protected by mu */
-  int running;             /* workers not yet exited; protected by mu */
-  bool started, stop_done; /* protected by mu; started: set-up closed (warm-up or start) */
-  bool workers_started;    /* protected by mu: kcr_controller_start was called */
-  bool warmed;             /* protected by mu: watches registered and synced */
-  bool finished_logged;    /* protected by mu */
+  pthread_cond_t cond;           /* running changed */
+  pthread_t *threads;            /* protected by mu */
+  int nthreads;                  /* protected by mu */
+  int running;                   /* workers not yet exited; protected by mu */
+  const char **inflight;         /* protected by mu: the keys workers hold (key filter only) */
+  size_t ninflight, capinflight; /* protected by mu */
+  bool started, stop_done;       /* protected by mu; started: set-up closed (warm-up or start) */
+  bool workers_started;          /* protected by mu: kcr_controller_start was called */
+  bool warmed;                   /* protected by mu: watches registered and synced */
+  bool finished_logged;          /* protected by mu */
 
   /* metrics: children of the registry's families (NULL without a registry,
    * which the kcr_metric_* calls ignore); immutable pointers to atomics */
@@ -624,6 +628,67 @@ void kcr__controller_set_primary_namespaced(kcr_controller_t *c, bool namespaced
   c->primary_namespaced = namespaced;
 }
 
+void kcr__controller_set_key_filter(kcr_controller_t *c, kcr__controller_key_fn fn, void *data) {
+  c->key_filter = fn;
+  c->key_data = data;
+}
+
+/* key_allowed asks the key filter about key ("ns/name" or "name"). */
+static bool key_allowed(kcr_controller_t *c, const char *key) {
+  char ns[256];
+  const char *slash = strchr(key, '/');
+  size_t len = slash ? (size_t)(slash - key) : 0;
+  if (len >= sizeof(ns))
+    len = sizeof(ns) - 1; /* namespaces are at most 63 characters: never cut */
+  memcpy(ns, key, len);
+  ns[len] = '\0';
+  return c->key_filter(ns, slash ? slash + 1 : key, c->key_data);
+}
+
+/* hold notes key as in flight (before the filter is asked, so that a drain
+ * that runs after a shrink sees it); false when out of memory. */
+static bool hold(kcr_controller_t *c, const char *key) {
+  bool ok = true;
+  pthread_mutex_lock(&c->mu);
+  if (c->ninflight == c->capinflight) {
+    size_t cap = c->capinflight ? c->capinflight * 2 : 8;
+    const char **v = kcr__realloc(c->inflight, cap * sizeof(*v));
+    if (v) {
+      c->inflight = v;
+      c->capinflight = cap;
+    } else {
+      ok = false;
+    }
+  }
+  if (ok)
+    c->inflight[c->ninflight++] = key;
+  pthread_mutex_unlock(&c->mu);
+  return ok;
+}
+
+static void unhold(kcr_controller_t *c, const char *key) {
+  pthread_mutex_lock(&c->mu);
+  for (size_t i = 0; i < c->ninflight; i++) {
+    if (c->inflight[i] == key) {
+      c->inflight[i] = c->inflight[--c->ninflight];
+      break;
+    }
+  }
+  pthread_cond_broadcast(&c->cond);
+  pthread_mutex_unlock(&c->mu);
+}
+
+bool kcr__controller_drained(kcr_controller_t *c) {
+  bool drained = true;
+  if (!c->key_filter)
+    return true;
+  pthread_mutex_lock(&c->mu);
+  for (size_t i = 0; i < c->ninflight && drained; i++)
+    drained = key_allowed(c, c->inflight[i]);
+  pthread_mutex_unlock(&c->mu);
+  return drained;
+}
+
 void kcr__controller_set_gate(kcr_controller_t *c, kcr__controller_gate_fn gate, void *data) {
   c->gate = gate;
   c->gate_data = data;
@@ -932,6 +997,18 @@ int kcr__controller_process_next(kcr_controller_t *c) {
             key);
     kcr_workqueue_add_opts ao = {GATE_RETRY, false, prio};
     kcr_workqueue_add_with_opts(c->q, key, &ao);
+  } else if (c->key_filter) {
+    /* sharded: held first, then asked, so that a drain cannot miss it */
+    if (!hold(c, key)) {
+      kcr_workqueue_add_opts ao = {GATE_RETRY, false, prio};
+      kcr_workqueue_add_with_opts(c->q, key, &ao); /* out of memory: later */
+    } else {
+      if (key_allowed(c, key))
+        reconcile_key(c, key, prio);
+      else
+        kcr_workqueue_forget(c->q, key); /* another replica's now */
+      unhold(c, key);
+    }
   } else {
     reconcile_key(c, key, prio);
   }
@@ -1161,6 +1238,7 @@ void kcr_controller_destroy(kcr_controller_t *c) {
       pthread_join(c->threads[i], NULL);
   }
   kcr__free(c->threads);
+  kcr__free(c->inflight);
   KCR__LIST_FOREACH_SAFE(&c->watches, n, next) {
     watch_t *w = KCR__CONTAINER_OF(n, watch_t, link);
     kcr_predicate_destroy(w->pred);

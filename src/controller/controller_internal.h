@@ -65,6 +65,22 @@ typedef bool (*kcr__controller_gate_fn)(void *data);
  */
 void kcr__controller_set_gate(kcr_controller_t *c, kcr__controller_gate_fn gate, void *data);
 
+/* kcr__controller_key_fn: whether this replica may reconcile ns/name now
+ * (ns "" for a cluster-scoped key). Any thread; must not block. */
+typedef bool (*kcr__controller_key_fn)(const char *ns, const char *name, void *data);
+
+/*
+ * kcr__controller_set_key_filter installs the manager's shard check: a worker
+ * notes the key it took as in flight, then asks fn right before the
+ * reconcile; a key fn refuses is dropped (forgotten: another replica owns it
+ * now). Before start.
+ */
+void kcr__controller_set_key_filter(kcr_controller_t *c, kcr__controller_key_fn fn, void *data);
+
+/* kcr__controller_drained: whether every reconcile in flight has a key the
+ * filter still allows (true without a filter). Any thread; does not block. */
+bool kcr__controller_drained(kcr_controller_t *c);
+
 /*
  * kcr__reconcile_ctx_create makes a reconcile context of c for ns/name (both
  * borrowed: they must outlive the context), as a worker makes one for a key:

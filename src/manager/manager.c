@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "cache/cache_client_internal.h"
+#include "cache/cache_internal.h"
 #include "controller/controller_internal.h"
 #include "kcr/events.h"
 #include "kcr/log.h"
@@ -115,6 +116,8 @@ struct kcr_manager {
   bool ran;              /* protected by mu */
   recorder_t *recorders; /* protected by mu (the head; the entries are immutable) */
   atomic_bool leading_started;
+  kcr_shard_member_t *shard; /* owned; NULL: not sharded */
+  bool shard_owns_some;      /* protected by mu: the member has grown once */
 };
 
 /* ---- the leader fence ---- */
@@ -139,6 +142,97 @@ static bool on_gate(void *data) {
  * before each write (the writing thread, a recorder's sender thread). */
 static int64_t on_write_fence(void *data) {
   return fence_left(data);
+}
+
+/* ---- sharding ---- */
+
+/* on_shard_key: the controllers' key filter: the key's namespace hashes into
+ * the member's effective set (worker threads). */
+static bool on_shard_key(const char *ns, const char *name, void *data) {
+  kcr_manager_t *m = data;
+  (void)name;
+  return kcr_shard_member_owns(m->shard, kcr_shard_hash(ns, strlen(ns)));
+}
+
+/* on_shard_drain: every controller's reconciles in flight are of keys still
+ * owned (the member's thread). */
+static bool on_shard_drain(const kcr_shard_set_t *keep, void *data) {
+  kcr_manager_t *m = data;
+  (void)keep;
+  for (size_t i = 0; i < m->nctls; i++)
+    if (!kcr__controller_drained(m->ctls[i]))
+      return false;
+  return true;
+}
+
+/* on_shard_effective: the informers follow the effective set (an empty one
+ * keeps the last: the key filter refuses everything meanwhile, and a
+ * selector cannot say "nothing"); the first grow lets run go on. */
+static void on_shard_effective(const kcr_shard_set_t *set, void *data) {
+  kcr_manager_t *m = data;
+  kcr_error_t err;
+  if (kcr_shard_set_share(set) <= 0.0)
+    return;
+  kcr_error_clear(&err);
+  if (kcr__cache_set_shard(m->cache, set, KCR_SHARD_KEY_NAMESPACE, &err) != 0)
+    kcr_log(KCR_LOG_ERROR, "manager", "sharding: the informers cannot follow the shard: %s",
+            err.message);
+  pthread_mutex_lock(&m->mu);
+  m->shard_owns_some = true;
+  pthread_cond_broadcast(&m->cond);
+  pthread_mutex_unlock(&m->mu);
+}
+
+/* shard_create makes the manager's shard member and shards its cache on the
+ * whole space until the first grow narrows it. */
+static int shard_create(kcr_manager_t *m, const kcr_manager_options *o, kcr_error_t *err) {
+  const kcr_manager_sharding *sh = &o->sharding;
+  kcr_shard_member_options so = {0};
+  kcr_shard_range all = {0, UINT64_MAX};
+  kcr_shard_set_t *whole = NULL;
+  int rc;
+  so.client = m->client;
+  so.ring = sh->ring;
+  so.lease_namespace = sh->lease_namespace    ? sh->lease_namespace
+                       : o->default_namespace ? o->default_namespace
+                                              : "default";
+  so.identity = sh->identity;
+  so.lease_duration_ns = sh->lease_duration_ns;
+  so.renew_deadline_ns = sh->renew_deadline_ns;
+  so.retry_period_ns = sh->retry_period_ns;
+  so.on_drain = on_shard_drain;
+  so.on_effective = on_shard_effective;
+  so.data = m;
+  if ((rc = kcr_shard_member_create(&so, &m->shard, err)) != 0 ||
+      (rc = kcr_shard_set_create(&all, 1, &whole, err)) != 0)
+    return rc;
+  rc = kcr__cache_set_shard(m->cache, whole, KCR_SHARD_KEY_NAMESPACE, err);
+  kcr_shard_set_destroy(whole);
+  return rc;
+}
+
+/* shard_join starts the member and waits until it owns a part of the space,
+ * or a stop is asked (KCR_ECANCELED). Run thread. */
+static int shard_join(kcr_manager_t *m, kcr_error_t *err) {
+  bool owns, stop;
+  int rc;
+  if ((rc = kcr_shard_member_start(m->shard, err)) != 0)
+    return rc;
+  kcr_log(KCR_LOG_INFO, "manager", "sharding: joined ring as %s; waiting for a part of it",
+          kcr_shard_member_identity(m->shard));
+  pthread_mutex_lock(&m->mu);
+  while (!m->shard_owns_some && !m->stop_requested)
+    pthread_cond_wait(&m->cond, &m->mu);
+  owns = m->shard_owns_some;
+  stop = m->stop_requested;
+  pthread_mutex_unlock(&m->mu);
+  if (stop && !owns)
+    return kcr_error_set(err, KCR_ECANCELED, "manager: stopped before owning a shard");
+  return 0;
+}
+
+kcr_shard_member_t *kcr_manager_shard_member(kcr_manager_t *m) {
+  return m->shard;
 }
 
 /* ---- controller source ---- */
@@ -266,6 +360,10 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
   m->objclient = kcr__cache_client_objclient(&m->cclient);
   m->apireader = kcr__cache_client_api_reader(&m->cclient);
   m->unfenced = kcr__cache_client_objclient(&m->cclient_nofence);
+  if (o->sharding.ring && (rc = shard_create(m, o, err)) != 0) {
+    kcr_manager_destroy(m);
+    return rc;
+  }
   start_exporter(m);
   *out = m;
   return 0;
@@ -369,6 +467,8 @@ int kcr_manager_add_controller(kcr_manager_t *m, const kcr_controller_options *o
     return rc;
   if (need_le) /* the others reconcile on every replica: never gated */
     kcr__controller_set_gate(*out, on_gate, m);
+  if (m->shard)
+    kcr__controller_set_key_filter(*out, on_shard_key, m);
   m->ctls[m->nctls] = *out;
   m->ctl_started[m->nctls] = false;
   m->ctl_le[m->nctls] = need_le;
@@ -734,6 +834,9 @@ static void flush_recorders(kcr_manager_t *m, int64_t deadline) {
 static int stop_all(kcr_manager_t *m, int64_t grace_ns, bool le_started, bool flush) {
   int64_t deadline = kcr_clock_now(kcr_clock_system()) + (grace_ns > 0 ? grace_ns : 1);
   int rc = 0;
+  /* sharded: hand every range over first (drained, Lease deleted), so the
+   * other replicas take over now rather than after the lease */
+  kcr_shard_member_stop(m->shard);
   /* controllers first: all stop taking work at once, then each is waited for */
   for (size_t i = m->nctls; i-- > 0;)
     if (m->ctl_started[i] || m->ctl_warm[i]) /* a warm one has handlers to remove */
@@ -768,6 +871,8 @@ int kcr_manager_run(kcr_manager_t *m, kcr_error_t *err) {
     return rc;
   kcr_log(KCR_LOG_INFO, "manager", "Starting manager");
   if ((rc = start_group(m, KCR_RUNNABLE_SERVER, err)) != 0)
+    goto stop;
+  if (m->shard && (rc = shard_join(m, err)) != 0)
     goto stop;
   if ((rc = kcr_cache_wait_for_sync(m->cache, m->sync_ns, err)) != 0)
     goto stop;
@@ -831,6 +936,7 @@ stop:
 void kcr_manager_destroy(kcr_manager_t *m) {
   if (!m)
     return;
+  kcr_shard_member_destroy(m->shard); /* before the controllers its drain asks */
   for (size_t i = 0; i < m->nctls; i++)
     kcr_controller_destroy(m->ctls[i]);
   /* the recorders send through the client and ask the elector's fence (serving) */

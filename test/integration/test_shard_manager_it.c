@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_shard_manager_it.c: two managers as replicas of one shard ring
+ * (kcr_manager_options.sharding, issue 27) against the real apiserver. Each
+ * runs one controller on the ConfigMaps of NNS namespaces; every reconcile
+ * records its replica, key and start and end on the monotonic clock and
+ * takes 20 ms. Scenes:
+ *  - a alone reconciles every ConfigMap;
+ *  - b joins: once the ring has settled, each replica's cache holds only the
+ *    ConfigMaps of its own namespaces (disjoint caches, together all), and a
+ *    change to every ConfigMap is reconciled by its owner;
+ *  - a stops gracefully: b takes everything without waiting for a's Lease,
+ *    and a change to every ConfigMap is reconciled by b.
+ * A checker over all the records finds no key reconciled by the two
+ * replicas in overlapping intervals.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include "kcr/cache.h"
+#include "kcr/client.h"
+#include "kcr/manager.h"
+#include "kcr/shard_member.h"
+#include "kcr/sharding.h"
+#include "kcr_itutil.h"
+#include "kcr_testenv.h"
+
+#define NNS 6
+#define PER_NS 5
+#define NKEYS ((size_t)NNS * PER_NS)
+#define MAX_RECORDS 4096
+
+static const kcr_gvr configmaps = {"", "v1", "configmaps"};
+static const kcr_gvr namespaces = {"", "v1", "namespaces"};
+static const kcr_gvk cm_gvk = {"", "v1", "ConfigMap"};
+
+static kcr_testenv_t *env;
+static kcr_rest_config_t *config;
+static kcr_client_t *client;
+static char ns[NNS][64];
+static const char *nsv[NNS];
+
+typedef struct record {
+  int who;
+  char key[96];
+  int64_t start, end;
+} record_t;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static record_t records[MAX_RECORDS];
+static int nrecords;
+
+static int64_t mono(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * KCR_NSEC_PER_SEC + t.tv_nsec;
+}
+
+static int whos[2] = {0, 1};
+
+static int reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
+                     void *data) {
+  int64_t start = mono();
+  (void)ctx;
+  (void)res;
+  kcr_it_sleep_ms(20); /* long enough for an overlap to show */
+  pthread_mutex_lock(&mu);
+  if (nrecords < MAX_RECORDS) {
+    record_t *r = &records[nrecords++];
+    r->who = *(const int *)data;
+    snprintf(r->key, sizeof(r->key), "%s/%s", req->ns, req->name);
+    r->start = start;
+    r->end = mono();
+  }
+  pthread_mutex_unlock(&mu);
+  return 0;
+}
+
+/* reconciled_since: how many distinct keys were reconciled (by anyone) with
+ * a start after t. */
+static int reconciled_since(int64_t t) {
+  int n = 0;
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < nrecords; i++) {
+    bool first = records[i].start >= t;
+    for (int j = 0; j < i && first; j++)
+      first = !(records[j].start >= t && strcmp(records[j].key, records[i].key) == 0);
+    n += first;
+  }
+  pthread_mutex_unlock(&mu);
+  return n;
+}
+
+static bool wait_reconciled_since(int64_t t, int want) {
+  for (int i = 0; i < 600; i++) {
+    if (reconciled_since(t) >= want)
+      return true;
+    kcr_it_sleep_ms(50);
+  }
+  return false;
+}
+
+/* check_no_overlap: no key's reconciles by the two replicas overlap. */
+static void check_no_overlap(void) {
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < nrecords; i++)
+    for (int j = i + 1; j < nrecords; j++) {
+      const record_t *a = &records[i], *b = &records[j];
+      if (a->who != b->who && strcmp(a->key, b->key) == 0 && a->start < b->end &&
+          b->start < a->end) {
+        pthread_mutex_unlock(&mu);
+        fail_msg("%s reconciled by both replicas at once", a->key);
+      }
+    }
+  pthread_mutex_unlock(&mu);
+}
+
+static kcr_manager_t *replica(const char *ring, int who, const char *id) {
+  kcr_manager_options mo = {0};
+  kcr_controller_options co = {0};
+  kcr_controller_t *c = NULL;
+  kcr_manager_t *m = NULL;
+  kcr_error_t err = {0};
+  mo.config = config;
+  mo.default_namespaces = nsv;
+  mo.default_namespaces_len = NNS;
+  mo.no_signal_handlers = true;
+  mo.sharding.ring = ring;
+  mo.sharding.lease_namespace = ns[0];
+  mo.sharding.identity = id;
+  mo.sharding.lease_duration_ns = 4 * KCR_NSEC_PER_SEC;
+  mo.sharding.renew_deadline_ns = 3 * KCR_NSEC_PER_SEC;
+  mo.sharding.retry_period_ns = 250 * KCR_NSEC_PER_MSEC;
+  if (kcr_manager_create(&mo, &m, &err) != 0)
+    fail_msg("manager %s: %s", id, err.message);
+  co.name = who ? "shard-b" : "shard-a";
+  co.reconcile = reconcile;
+  co.data = &whos[who];
+  co.max_concurrent_reconciles = 2;
+  if (kcr_manager_add_controller(m, &co, &c, &err) != 0 ||
+      kcr_controller_for(c, &cm_gvk, NULL, &err) != 0)
+    fail_msg("controller %s: %s", id, err.message);
+  return m;
+}
+
+static double share(kcr_manager_t *m) {
+  kcr_shard_set_t *s = NULL;
+  double v;
+  if (kcr_shard_member_effective(kcr_manager_shard_member(m), &s, NULL) != 0)
+    return 0;
+  v = kcr_shard_set_share(s);
+  kcr_shard_set_destroy(s);
+  return v;
+}
+
+/* cached_in_share: whether m's ConfigMap cache holds exactly the ConfigMaps
+ * of the namespaces in its effective set; *held gets how many it holds. */
+static bool cached_in_share(kcr_manager_t *m, size_t *held) {
+  kcr_shard_set_t *s = NULL;
+  size_t want = 0, have = 0;
+  bool ok = true;
+  if (kcr_shard_member_effective(kcr_manager_shard_member(m), &s, NULL) != 0)
+    return false;
+  for (int k = 0; k < NNS && ok; k++) {
+    kcr_list_options lo = {0};
+    json_t *list = NULL;
+    size_t n;
+    bool mine = kcr_shard_set_contains(s, kcr_shard_hash(ns[k], strlen(ns[k])));
+    lo.ns = ns[k];
+    if (kcr_cache_list(kcr_manager_cache(m), &cm_gvk, &lo, &list, NULL) != 0) {
+      ok = false;
+      break;
+    }
+    n = json_array_size(json_object_get(list, "items"));
+    json_decref(list);
+    want += mine ? PER_NS : 0;
+    if (!mine && n > 0)
+      ok = false;
+    have += n;
+  }
+  kcr_shard_set_destroy(s);
+  *held = have;
+  return ok && have == want;
+}
+
+static void touch_all(const char *value) {
+  for (int k = 0; k < NNS; k++)
+    for (int i = 0; i < PER_NS; i++) {
+      char name[32], patch[96];
+      kcr_error_t err = {0};
+      snprintf(name, sizeof(name), "cm-%d", i);
+      snprintf(patch, sizeof(patch), "{\"data\":{\"v\":\"%s\"}}", value);
+      if (kcr_client_patch(client, &configmaps, ns[k], name, KCR_PATCH_MERGE, patch, strlen(patch),
+                           NULL, NULL, &err) != 0)
+        fail_msg("patch %s/%s: %s", ns[k], name, err.message);
+    }
+}
+
+static int group_setup(void **state) {
+  (void)state;
+  if (kcr_it_connect(&env, &config, &client) != 0)
+    return -1;
+  for (int k = 0; k < NNS; k++) {
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), "kcr-shmgr%d", k);
+    if (kcr_it_create_namespace(client, prefix, ns[k], sizeof(ns[k])) != 0)
+      return -1;
+    nsv[k] = ns[k];
+    for (int i = 0; i < PER_NS; i++) {
+      kcr_error_t err = {0};
+      json_t *o =
+          json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+                    "metadata", "name", "", "namespace", ns[k], "data", "v", "0");
+      char name[32];
+      snprintf(name, sizeof(name), "cm-%d", i);
+      json_object_set_new(json_object_get(o, "metadata"), "name", json_string(name));
+      if (kcr_client_create_object(client, &configmaps, ns[k], o, NULL, NULL, &err) != 0) {
+        fprintf(stderr, "create: %s\n", err.message);
+        json_decref(o);
+        return -1;
+      }
+      json_decref(o);
+    }
+  }
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  for (int k = 1; k < NNS; k++)
+    if (ns[k][0])
+      kcr_client_delete(client, &namespaces, NULL, ns[k], NULL, NULL, NULL);
+  kcr_it_disconnect(env, config, client, ns[0][0] ? ns[0] : NULL);
+  return 0;
+}
+
+static void test_shard_manager_it(void **state) {
+  kcr_it_runner ra = {0}, rb = {0};
+  char ring[32];
+  size_t held_a = 0, held_b = 0;
+  int64_t t;
+  bool settled = false;
+  (void)state;
+  snprintf(ring, sizeof(ring), "mgr-%d", (int)getpid());
+
+  /* a alone: every ConfigMap */
+  t = mono();
+  ra.m = replica(ring, 0, "shard-mgr-a");
+  assert_int_equal(kcr_it_runner_start(&ra), 0);
+  assert_true(wait_reconciled_since(t, (int)NKEYS));
+
+  /* b joins: the ring settles with disjoint caches that cover everything */
+  rb.m = replica(ring, 1, "shard-mgr-b");
+  assert_int_equal(kcr_it_runner_start(&rb), 0);
+  for (int i = 0; i < 600 && !settled; i++) {
+    double sa = share(ra.m), sb = share(rb.m);
+    settled = sa > 0 && sb > 0 && sa + sb > 0.999999 && cached_in_share(ra.m, &held_a) &&
+              cached_in_share(rb.m, &held_b) && held_a + held_b == NKEYS;
+    if (!settled)
+      kcr_it_sleep_ms(50);
+  }
+  print_message("two replicas: shares %.3f and %.3f, caches %zu and %zu of %zu ConfigMaps\n",
+                share(ra.m), share(rb.m), held_a, held_b, NKEYS);
+  assert_true(settled);
+  t = mono();
+  touch_all("1");
+  assert_true(wait_reconciled_since(t, (int)NKEYS));
+
+  /* a stops gracefully: b takes everything, without a lease's wait */
+  {
+    int64_t t0 = mono();
+    double took;
+    assert_int_equal(kcr_it_runner_stop(&ra), 0);
+    for (int i = 0; i < 600 && share(rb.m) < 0.999999; i++)
+      kcr_it_sleep_ms(20);
+    took = (double)(mono() - t0) / 1e9;
+    print_message("a stopped: b owns everything %.3f s after the stop began\n", took);
+    assert_true(share(rb.m) > 0.999999);
+    assert_true(took < 4.0);
+  }
+  t = mono();
+  touch_all("2");
+  assert_true(wait_reconciled_since(t, (int)NKEYS));
+  assert_true(cached_in_share(rb.m, &held_b));
+  assert_int_equal(held_b, NKEYS);
+  check_no_overlap();
+  assert_int_equal(kcr_it_runner_stop(&rb), 0);
+  kcr_manager_destroy(rb.m);
+  kcr_manager_destroy(ra.m);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_shard_manager_it),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
