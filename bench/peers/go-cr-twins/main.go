@@ -13,7 +13,9 @@
 //	cache-sync bench/cache_sync/cache_sync.c -m trim|wire (metadata.sh): one
 //	           informer on the ConfigMaps, as PartialObjectMetadata (wire,
 //	           builder.OnlyMetadata's cache) or as whole ConfigMaps reduced
-//	           to their metadata by a transform (trim)
+//	           to their metadata by a transform (trim); rx_bytes= is what
+//	           the server sent until synced, counted as TLS records read
+//	           from the connections (cache_sync -P counts them in a proxy)
 //
 // All of them: JSON on the wire (the metadata client of client-go asks for
 // protobuf and cannot be told otherwise: wire is protobuf), managedFields
@@ -31,6 +33,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -247,19 +250,39 @@ func failover(args []string) {
 	}
 }
 
-// listCounter counts the requests that fetch an initial list: paged lists,
-// and watches that stream one (sendInitialEvents=true).
+// listCounter counts the requests for the ConfigMaps that fetch an initial
+// list (watches that stream one, sendInitialEvents=true, and pages of paged
+// lists) and the bytes of all response bodies as the client reads them, after
+// the transport has inflated any gzip.
 type listCounter struct {
-	rt http.RoundTripper
-	n  *atomic.Int64
+	rt             http.RoundTripper
+	streams, pages *atomic.Int64
+}
+
+var bodyBytes atomic.Int64
+
+type countingBody struct{ io.ReadCloser }
+
+func (b countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	bodyBytes.Add(int64(n))
+	return n, err
 }
 
 func (l listCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	q := r.URL.Query()
-	if q.Get("sendInitialEvents") == "true" || (q.Get("watch") != "true" && r.Method == http.MethodGet) {
-		l.n.Add(1)
+	if strings.HasSuffix(r.URL.Path, "/configmaps") {
+		if q.Get("sendInitialEvents") == "true" {
+			l.streams.Add(1)
+		} else if q.Get("watch") != "true" && r.Method == http.MethodGet {
+			l.pages.Add(1)
+		}
 	}
-	return l.rt.RoundTrip(r)
+	resp, err := l.rt.RoundTrip(r)
+	if resp != nil && resp.Body != nil {
+		resp.Body = countingBody{resp.Body}
+	}
+	return resp, err
 }
 
 func status(field string) string {
@@ -295,13 +318,13 @@ func cacheSync(args []string) {
 		die("usage: cache-sync -kubeconfig F -namespace NS -meta trim|wire [-settle S]")
 	}
 	cfg := restConfig(*kubeconfig)
-	var streamed atomic.Int64
+	var streams, pages atomic.Int64
 	inner := cfg.WrapTransport
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		if inner != nil {
 			rt = inner(rt)
 		}
-		return listCounter{rt, &streamed}
+		return listCounter{rt, &streams, &pages}
 	}
 	o := cache.Options{
 		Scheme:            clientgoscheme.Scheme,
@@ -340,7 +363,7 @@ func cacheSync(args []string) {
 	}
 	synced := time.Since(start)
 	cpu := cpuSeconds()
-	rx := rxBytes.Load()
+	rx, body := rxBytes.Load(), bodyBytes.Load()
 	rss, hwm := status("VmRSS"), status("VmHWM")
 	var objects int
 	if *meta == "wire" {
@@ -356,9 +379,9 @@ func cacheSync(args []string) {
 	time.Sleep(time.Duration(*settle * float64(time.Second)))
 	runtime.KeepAlive(c)
 	fmt.Printf("impl=cr objects=%d sync_s=%.3f cpu_s=%.3f rss_synced_kb=%s hwm_synced_kb=%s"+
-		" rss_kb=%s hwm_kb=%s lists=%d meta=%s rx_bytes=%d\n",
+		" rss_kb=%s hwm_kb=%s streamed_lists=%d list_pages=%d meta=%s rx_bytes=%d rx_body_bytes=%d\n",
 		objects, synced.Seconds(), cpu, rss, hwm, status("VmRSS"), status("VmHWM"),
-		streamed.Load(), *meta, rx)
+		streams.Load(), pages.Load(), *meta, rx, body)
 }
 
 func main() {
