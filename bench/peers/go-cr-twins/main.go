@@ -181,14 +181,15 @@ func priority(args []string) {
 		client.RawPatch(types.MergePatchType, patch)); err != nil {
 		die("patch: %v", err)
 	}
+	patched := time.Since(t0)
 	for i := 0; i < 600000 && targetAt.Load() == 0; i++ {
 		time.Sleep(time.Millisecond)
 	}
 	if targetAt.Load() == 0 {
 		die("the change was not seen in 600 s")
 	}
-	fmt.Printf("impl=cr pq=%s n=%d work_ms=%d latency_ms=%.1f waiting=%d\n", *pq, *n, *workMs,
-		float64(targetAt.Load())/1e6, waiting.Load())
+	fmt.Printf("impl=cr pq=%s n=%d work_ms=%d latency_ms=%.1f waiting=%d patch_ms=%.1f\n", *pq, *n, *workMs,
+		float64(targetAt.Load())/1e6, waiting.Load(), float64(patched)/1e6)
 	cancel()
 	<-done
 }
