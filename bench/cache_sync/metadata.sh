@@ -15,8 +15,9 @@
 # -meta trim|wire: PartialObjectMetadata, which client-go's metadata client
 # asks for in protobuf, against whole ConfigMaps in JSON reduced by a
 # transform), whose rx_bytes it counts itself, in the same run, as TLS
-# records read; the summary then adds the kcr/cr ratios per mode. Not part
-# of the tests.
+# records read; the summary then adds the kcr/cr ratios per mode. cr-proto
+# in IMPLS runs the twin with protobuf for the ConfigMaps too (-protobuf,
+# controller-runtime's default). Not part of the tests.
 #
 # Environment:
 #   KCR_CLUSTER_DIR  an existing cluster directory (scripts/cluster.sh up DIR);
@@ -49,7 +50,7 @@ cc -std=c11 -O2 -g -Wall -Wextra -Iinclude bench/cache_sync/create.c \
 cc -std=c11 -O2 -g -Wall -Wextra -Iinclude -Itest/support bench/cache_sync/cache_sync.c \
   test/support/kcr_faultproxy.c "$build/libkcr.a" $libs -lpthread -o "$out/cache_sync"
 cr=
-case " $impls " in *" cr "*) cr=$(bash bench/peers/build.sh bench/peers/go-cr-twins) ;; esac
+case " $impls " in *" cr "* | *" cr-proto "*) cr=$(bash bench/peers/build.sh bench/peers/go-cr-twins) ;; esac
 
 cluster=${KCR_CLUSTER_DIR:-}
 if [ -z "$cluster" ]; then
@@ -76,13 +77,15 @@ for ((i = 1; i <= pairs; i++)); do
       c0=$(apiserver_ticks)
       if [ "$impl" = cr ]; then
         line=$("$cr" cache-sync -kubeconfig "$kc" -namespace "$ns" -meta "$mode")
+      elif [ "$impl" = cr-proto ]; then
+        line=$("$cr" cache-sync -kubeconfig "$kc" -namespace "$ns" -meta "$mode" -protobuf)
       else
         # shellcheck disable=SC2086
         line=$("$out/cache_sync" -k "$kc" -n "$ns" -r configmaps -t 0 -m "$mode" $kcr_args)
       fi
       c1=$(apiserver_ticks)
       rx=
-      if [ "$impl" != cr ]; then
+      if [ "$impl" = kcr ]; then
         # the bytes in a run of their own, through the counting proxy
         sleep 2
         # shellcheck disable=SC2086
@@ -121,9 +124,11 @@ for impl in impls:
     for k in F:
         print(f"| {k} | {med((impl, 'trim'), k)} | {med((impl, 'wire'), k)} | "
               f"{ratio((impl, 'wire'), (impl, 'trim'), k)} |")
-if "kcr" in impls and "cr" in impls:
-    print("kcr/cr: | field | trim (min-max) | wire (min-max) |")
+for peer in impls:
+    if peer == "kcr" or "kcr" not in impls:
+        continue
+    print(f"kcr/{peer}: | field | trim (min-max) | wire (min-max) |")
     for k in F:
-        print(f"| {k} | {ratio(('kcr', 'trim'), ('cr', 'trim'), k)} | "
-              f"{ratio(('kcr', 'wire'), ('cr', 'wire'), k)} |")
+        print(f"| {k} | {ratio(('kcr', 'trim'), (peer, 'trim'), k)} | "
+              f"{ratio(('kcr', 'wire'), (peer, 'wire'), k)} |")
 EOF

@@ -13,7 +13,8 @@
 # and, from B's election, elected_to_first_s and elected_to_all_s. Each
 # implementation in IMPLS (default "kcr cr") runs cold and warm: kcr is
 # failover.c, cr is controller-runtime's twin (bench/peers/go-cr-twins
-# `failover`, EnableWarmup, the same lease timings). Every pair runs them all,
+# `failover`, EnableWarmup, the same lease timings; cr-proto: the same with
+# protobuf, controller-runtime's default). Every pair runs them all,
 # in reverse order in even pairs, PAIRS pairs (default 3), each run on a Lease
 # of its own; the summary gives medians (min-max), warm/cold ratios per
 # implementation and kcr/cr ratios per mode, each taken per pair. Not part
@@ -43,7 +44,7 @@ cc -std=c11 -O2 -g -Wall -Wextra -Iinclude bench/failover/failover.c "$build/lib
 cc -std=c11 -O2 -g -Wall -Wextra -Iinclude bench/cache_sync/create.c "$build/libkcr.a" $libs \
   -lpthread -o "$out/create"
 cr=
-case " $impls " in *" cr "*) cr=$(bash bench/peers/build.sh bench/peers/go-cr-twins) ;; esac
+case " $impls " in *" cr "* | *" cr-proto "*) cr=$(bash bench/peers/build.sh bench/peers/go-cr-twins) ;; esac
 
 cluster=${KCR_CLUSTER_DIR:-}
 if [ -z "$cluster" ]; then
@@ -78,6 +79,8 @@ replica() {
   shift 2
   if [ "$impl" = cr ]; then
     exec "$cr" failover -kubeconfig "$kc" -namespace "$ns" -lease "$lease" -n "$n" "$@"
+  elif [ "$impl" = cr-proto ]; then
+    exec "$cr" failover -kubeconfig "$kc" -namespace "$ns" -lease "$lease" -n "$n" -protobuf "$@"
   else
     exec "$out/failover" -k "$kc" -n "$ns" -l "$lease" -N "$n" "$@"
   fi
@@ -86,7 +89,7 @@ replica() {
 run() {
   local impl=$1 mode=$2 i=$3 lease a b apid bpid t0 flags=(-x)
   if [ "$mode" = warm ]; then
-    if [ "$impl" = cr ]; then flags+=(-warm); else flags+=(-w); fi
+    if [ "$impl" = kcr ]; then flags+=(-w); else flags+=(-warm); fi
   fi
   lease=fo-$impl-$mode-$i-$$
   a=$out/a.log b=$out/b.log
@@ -150,7 +153,8 @@ for k in keys:
         if cold and warm:
             print(f"  {impl}: cold {med(cold)} s, warm {med(warm)} s, "
                   f"warm/cold {ratio((impl, 'warm'), (impl, 'cold'), k)}")
-    if "kcr" in impls and "cr" in impls:
-        for mode in ("cold", "warm"):
-            print(f"  kcr/cr {mode}: {ratio(('kcr', mode), ('cr', mode), k)}")
+    for peer in impls:
+        if peer != "kcr" and "kcr" in impls:
+            for mode in ("cold", "warm"):
+                print(f"  kcr/{peer} {mode}: {ratio(('kcr', mode), (peer, mode), k)}")
 PY

@@ -18,14 +18,16 @@
 //	           from the connections (cache_sync -P counts them in a proxy)
 //
 // All of them: JSON on the wire (the metadata client of client-go asks for
-// protobuf and cannot be told otherwise: wire is protobuf), managedFields
+// protobuf and cannot be told otherwise: wire is protobuf; -protobuf makes
+// the rest protobuf too, controller-runtime's default, and the lines then
+// say impl=cr-proto), managedFields
 // dropped by the cache's transform, no client-side rate limit, metrics and
 // probes off, logs at warn.
 //
-// Usage: go-cr-twins priority -kubeconfig F -namespace NS -n N -pq on|off [-work-ms W]
+// Usage: go-cr-twins priority -kubeconfig F -namespace NS -n N -pq on|off [-work-ms W] [-protobuf]
 //
-//	go-cr-twins failover -kubeconfig F -namespace NS -lease L -n N [-warm] [-x]
-//	go-cr-twins cache-sync -kubeconfig F -namespace NS -meta trim|wire [-settle S]
+//	go-cr-twins failover -kubeconfig F -namespace NS -lease L -n N [-warm] [-x] [-protobuf]
+//	go-cr-twins cache-sync -kubeconfig F -namespace NS -meta trim|wire [-settle S] [-protobuf]
 package main
 
 import (
@@ -79,7 +81,24 @@ func (c countingConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// restConfig loads kubeconfig as the kcr programs use it: JSON, no rate limit.
+// useProtobuf (-protobuf): protobuf for built-in kinds, controller-runtime's
+// default, which BENCH.md wants measured too (cr-proto); else JSON.
+var useProtobuf bool
+
+func protobufFlag(fs *flag.FlagSet) {
+	fs.BoolVar(&useProtobuf, "protobuf", false, "protobuf for built-in kinds (controller-runtime's default); else JSON")
+}
+
+// implName is the impl= of the printed lines: cr, or cr-proto with -protobuf.
+func implName() string {
+	if useProtobuf {
+		return "cr-proto"
+	}
+	return "cr"
+}
+
+// restConfig loads kubeconfig as the kcr programs use it: JSON (unless
+// -protobuf), no rate limit.
 func restConfig(kubeconfig string) *rest.Config {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -87,6 +106,10 @@ func restConfig(kubeconfig string) *rest.Config {
 	}
 	cfg.ContentType = "application/json"
 	cfg.AcceptContentTypes = "application/json"
+	if useProtobuf {
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	}
 	cfg.QPS = -1
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -118,6 +141,7 @@ func priority(args []string) {
 	n := fs.Int("n", 0, "objects of the initial list, cm-zz-target not counted")
 	pq := fs.String("pq", "on", "priority queue: on or off")
 	workMs := fs.Int("work-ms", 1, "sleep per reconcile")
+	protobufFlag(fs)
 	_ = fs.Parse(args)
 	if *ns == "" || *n <= 0 || (*pq != "on" && *pq != "off") {
 		die("usage: priority -kubeconfig F -namespace NS -n N -pq on|off [-work-ms W]")
@@ -188,7 +212,7 @@ func priority(args []string) {
 	if targetAt.Load() == 0 {
 		die("the change was not seen in 600 s")
 	}
-	fmt.Printf("impl=cr pq=%s n=%d work_ms=%d latency_ms=%.1f waiting=%d patch_ms=%.1f\n", *pq, *n, *workMs,
+	fmt.Printf("impl=%s pq=%s n=%d work_ms=%d latency_ms=%.1f waiting=%d patch_ms=%.1f\n", implName(), *pq, *n, *workMs,
 		float64(targetAt.Load())/1e6, waiting.Load(), float64(patched)/1e6)
 	cancel()
 	<-done
@@ -202,6 +226,7 @@ func failover(args []string) {
 	n := fs.Int64("n", 0, "ConfigMaps to reconcile before ALL")
 	warm := fs.Bool("warm", false, "EnableWarmup")
 	exitAfterAll := fs.Bool("x", false, "exit after ALL")
+	protobufFlag(fs)
 	_ = fs.Parse(args)
 	if *ns == "" || *lease == "" || *n <= 0 {
 		die("usage: failover -kubeconfig F -namespace NS -lease L -n N [-warm] [-x]")
@@ -314,6 +339,7 @@ func cacheSync(args []string) {
 	ns := fs.String("namespace", "", "namespace to cache")
 	meta := fs.String("meta", "", "trim or wire")
 	settle := fs.Float64("settle", 0, "seconds to wait after sync before reading RSS")
+	protobufFlag(fs)
 	_ = fs.Parse(args)
 	if *ns == "" || (*meta != "trim" && *meta != "wire") {
 		die("usage: cache-sync -kubeconfig F -namespace NS -meta trim|wire [-settle S]")
@@ -379,9 +405,9 @@ func cacheSync(args []string) {
 	}
 	time.Sleep(time.Duration(*settle * float64(time.Second)))
 	runtime.KeepAlive(c)
-	fmt.Printf("impl=cr objects=%d sync_s=%.3f cpu_s=%.3f rss_synced_kb=%s hwm_synced_kb=%s"+
+	fmt.Printf("impl=%s objects=%d sync_s=%.3f cpu_s=%.3f rss_synced_kb=%s hwm_synced_kb=%s"+
 		" rss_kb=%s hwm_kb=%s streamed_lists=%d list_pages=%d meta=%s rx_bytes=%d rx_body_bytes=%d\n",
-		objects, synced.Seconds(), cpu, rss, hwm, status("VmRSS"), status("VmHWM"),
+		implName(), objects, synced.Seconds(), cpu, rss, hwm, status("VmRSS"), status("VmHWM"),
 		streams.Load(), pages.Load(), *meta, rx, body)
 }
 
