@@ -13,7 +13,9 @@
 # ratios kcr/cr and off/on, each taken per round. Not part of the tests.
 #
 # Environment: KCR_CLUSTER_DIR (an existing cluster; default: start one in
-# build/bench/cluster and stop it after), ROUNDS, WORK_MS, RESULTS.
+# build/bench/cluster and stop it after), ROUNDS, WORK_MS, RESULTS, PEER (cr,
+# the default, JSON; cr-proto: the twin with protobuf, controller-runtime's
+# default).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -23,6 +25,9 @@ mkdir -p "$out"
 n=${1:-10000}
 rounds=${ROUNDS:-3}
 work_ms=${WORK_MS:-1}
+peer=${PEER:-cr}
+peer_flags=()
+[ "$peer" = cr-proto ] && peer_flags=(-protobuf)
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCR_BUILD_TESTS=OFF \
   -DKCR_BUILD_EXAMPLES=OFF >/dev/null
@@ -49,7 +54,7 @@ ns=prio-$n
 echo "# $ns holds $n ConfigMaps (+ cm-zz-target); load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 results=${RESULTS:-$out/results-$(date -u +%Y%m%dT%H%M%SZ).txt}
-runs=(kcr:on kcr:off cr:on cr:off)
+runs=(kcr:on kcr:off "$peer:on" "$peer:off")
 for ((i = 1; i <= rounds; i++)); do
   for ((j = 0; j < 4; j++)); do
     run=${runs[$(((i - 1 + j) % 4))]}
@@ -58,7 +63,8 @@ for ((i = 1; i <= rounds; i++)); do
     if [ "$impl" = kcr ]; then
       line=$("$out/priority_api" -k "$kc" -n "$ns" -N "$n" -p "$pq" -W "$work_ms")
     else
-      line=$("$cr" priority -kubeconfig "$kc" -namespace "$ns" -n "$n" -pq "$pq" -work-ms "$work_ms")
+      line=$("$cr" priority -kubeconfig "$kc" -namespace "$ns" -n "$n" -pq "$pq" -work-ms "$work_ms" \
+        "${peer_flags[@]}")
     fi
     echo "round=$i $line load1=$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$results"
   done
@@ -86,8 +92,9 @@ def ratio(a, b):
 for k in sorted(lat):
     print(f"{k[0]} pq={k[1]}: latency_ms median {spread(list(lat[k].values()))}, "
           f"waiting median {statistics.median(wait[k]):.0f}")
+peer = next(i for i, _ in sorted(lat) if i != "kcr")
 for pq in ("on", "off"):
-    print(f"kcr/cr pq={pq}: {ratio(('kcr', pq), ('cr', pq))}")
-for impl in ("kcr", "cr"):
+    print(f"kcr/{peer} pq={pq}: {ratio(('kcr', pq), (peer, pq))}")
+for impl in ("kcr", peer):
     print(f"{impl} off/on: {ratio((impl, 'off'), (impl, 'on'))}")
 PY
