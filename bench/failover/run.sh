@@ -93,6 +93,9 @@ run() {
   fi
   lease=fo-$impl-$mode-$i-$$
   a=$out/a.log b=$out/b.log
+  # the replicas open their logs after the fork: a log left by the last run
+  # would let wait_line see its ALL and start B before A leads
+  rm -f "$a" "$b"
   replica "$impl" "$lease" >"$a" &
   apid=$!
   wait_line "$a" ALL 300
