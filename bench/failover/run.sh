@@ -62,7 +62,7 @@ echo "# $ns holds $n ConfigMaps" >&2
 wait_line() {
   local i
   for ((i = 0; i < $3 * 10; i++)); do
-    grep -q "^$2 " "$1" && return 0
+    grep -qs "^$2 " "$1" && return 0
     sleep 0.1
   done
   echo "# timed out waiting for $2 in $1" >&2
