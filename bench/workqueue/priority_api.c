@@ -215,8 +215,8 @@ int main(int argc, char **argv) {
          n_objects, work_ms, (double)(atomic_load(&target_at) - t0) / 1e6,
          atomic_load(&waiting_then), (double)(t_patched - t0) / 1e6);
   if (diag)
-    printf(" handler_ms=%.1f", atomic_load(&handler_at) ? (double)(atomic_load(&handler_at) - t0) / 1e6
-                                                        : -1.0);
+    printf(" handler_ms=%.1f",
+           atomic_load(&handler_at) ? (double)(atomic_load(&handler_at) - t0) / 1e6 : -1.0);
   printf("\n");
   fflush(stdout);
   kcr_manager_request_stop(m);
