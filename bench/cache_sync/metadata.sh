@@ -10,12 +10,20 @@
 # through cache_sync -P's counting proxy, so the proxy costs the timed run
 # nothing), then
 # the wire/trim ratios of the medians (spread: the min and max over the pairs,
-# each pair divided on its own). Not part of the tests.
+# each pair divided on its own). With cr in IMPLS (default "kcr cr") each pair
+# also runs controller-runtime's twin (bench/peers/go-cr-twins cache-sync
+# -meta trim|wire: PartialObjectMetadata, which client-go's metadata client
+# asks for in protobuf, against whole ConfigMaps in JSON reduced by a
+# transform), whose rx_bytes it counts itself, in the same run, as TLS
+# records read; the summary then adds the kcr/cr ratios per mode. cr-proto
+# in IMPLS runs the twin with protobuf for the ConfigMaps too (-protobuf,
+# controller-runtime's default). Not part of the tests.
 #
 # Environment:
 #   KCR_CLUSTER_DIR  an existing cluster directory (scripts/cluster.sh up DIR);
 #                    default: start one in build/bench/cluster and stop it after
 #   PAIRS            pairs (default 3)
+#   IMPLS            implementations, each pair in this order (default "kcr cr")
 #   KCR_ARGS         extra cache_sync flags (default -s: the streaming list;
 #                    "" for paged lists, which the apiserver gzips)
 #   RESULTS          file the lines are appended to (default
@@ -27,6 +35,7 @@ build=${BUILD_DIR:-build/bench}
 out=$build/cache_sync
 mkdir -p "$out"
 pairs=${PAIRS:-3}
+impls=${IMPLS:-kcr cr}
 kcr_args=${KCR_ARGS--s}
 n=${1:-10000}
 
@@ -40,6 +49,8 @@ cc -std=c11 -O2 -g -Wall -Wextra -Iinclude bench/cache_sync/create.c \
 # shellcheck disable=SC2086
 cc -std=c11 -O2 -g -Wall -Wextra -Iinclude -Itest/support bench/cache_sync/cache_sync.c \
   test/support/kcr_faultproxy.c "$build/libkcr.a" $libs -lpthread -o "$out/cache_sync"
+cr=
+case " $impls " in *" cr "* | *" cr-proto "*) cr=$(bash bench/peers/build.sh bench/peers/go-cr-twins) ;; esac
 
 cluster=${KCR_CLUSTER_DIR:-}
 if [ -z "$cluster" ]; then
@@ -58,41 +69,66 @@ ns=cs-cm10k-$n
 wire=$("$out/create" -k "$kc" -n "$ns" -N "$n" -r configmaps -w -b 10240)
 echo "# N=$n in $ns, ${wire#wire_bytes=} B an object" >&2
 results=${RESULTS:-$out/metadata-$(date -u +%Y%m%dT%H%M%SZ).txt}
+echo "# load: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$results" >&2
 for ((i = 1; i <= pairs; i++)); do
-  for mode in trim wire; do
-    sleep 2 # let the apiserver finish with the previous process's watch
-    c0=$(apiserver_ticks)
-    # shellcheck disable=SC2086
-    line=$("$out/cache_sync" -k "$kc" -n "$ns" -r configmaps -t 0 -m "$mode" $kcr_args)
-    c1=$(apiserver_ticks)
-    # the bytes in a run of their own, through the counting proxy
-    sleep 2
-    # shellcheck disable=SC2086
-    rx=$("$out/cache_sync" -k "$kc" -n "$ns" -r configmaps -t 0 -m "$mode" -P $kcr_args |
-      tr ' ' '\n' | grep '^rx_bytes=')
-    echo "n=$n pair=$i $line apiserver_cpu_s=$(echo "($c1 - $c0) / $tck" | bc -l | cut -c1-6) $rx" |
-      tee -a "$results"
+  for impl in $impls; do
+    for mode in trim wire; do
+      sleep 2 # let the apiserver finish with the previous process's watch
+      c0=$(apiserver_ticks)
+      if [ "$impl" = cr ]; then
+        line=$("$cr" cache-sync -kubeconfig "$kc" -namespace "$ns" -meta "$mode")
+      elif [ "$impl" = cr-proto ]; then
+        line=$("$cr" cache-sync -kubeconfig "$kc" -namespace "$ns" -meta "$mode" -protobuf)
+      else
+        # shellcheck disable=SC2086
+        line=$("$out/cache_sync" -k "$kc" -n "$ns" -r configmaps -t 0 -m "$mode" $kcr_args)
+      fi
+      c1=$(apiserver_ticks)
+      rx=
+      if [ "$impl" = kcr ]; then
+        # the bytes in a run of their own, through the counting proxy
+        sleep 2
+        # shellcheck disable=SC2086
+        rx=$("$out/cache_sync" -k "$kc" -n "$ns" -r configmaps -t 0 -m "$mode" -P $kcr_args |
+          tr ' ' '\n' | grep '^rx_bytes=')
+      fi
+      echo "n=$n pair=$i $line apiserver_cpu_s=$(echo "($c1 - $c0) / $tck" | bc -l | cut -c1-6) $rx" |
+        tee -a "$results"
+    done
   done
 done
+echo "# load: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$results" >&2
 
 python3 - "$results" <<'EOF'
 import statistics, sys
 from collections import defaultdict
 F = ("rx_bytes", "cpu_s", "sync_s", "apiserver_cpu_s", "rss_kb")
-by = defaultdict(lambda: defaultdict(list))  # mode -> field -> values
-pairs = defaultdict(dict)  # pair -> mode -> fields
+runs = defaultdict(dict)  # (impl, meta) -> pair -> fields
 for line in open(sys.argv[1]):
-    if "meta=" not in line:
+    if "meta=" not in line or line.startswith("#"):
         continue
     f = dict(kv.split("=", 1) for kv in line.split())
+    runs[(f["impl"], f["meta"])][f["pair"]] = {k: float(f[k]) for k in F}
+
+def ratio(a, b, k):
+    rs = [runs[a][p][k] / runs[b][p][k] for p in runs[a] if p in runs[b] and runs[b][p][k]]
+    return f"{statistics.median(rs):.3f} ({min(rs):.3f}-{max(rs):.3f})" if rs else "-"
+
+def med(key, k):
+    xs = [r[k] for r in runs[key].values()]
+    return f"{statistics.median(xs):g} ({min(xs):g}-{max(xs):g})"
+
+impls = sorted({i for i, _ in runs}, key=lambda i: (i != "kcr", i))
+for impl in impls:
+    print(f"{impl}: | field | trim median (min-max) | wire median (min-max) | wire/trim (min-max) |")
     for k in F:
-        by[f["meta"]][k].append(float(f[k]))
-    pairs[f["pair"]][f["meta"]] = f
-print("| field | trim (median) | wire (median) | wire/trim | spread |")
-print("|---|---|---|---|---|")
-for k in F:
-    t, w = statistics.median(by["trim"][k]), statistics.median(by["wire"][k])
-    rs = [float(p["wire"][k]) / float(p["trim"][k]) for p in pairs.values()
-          if "wire" in p and "trim" in p and float(p["trim"][k])]
-    print(f"| {k} | {t:g} | {w:g} | {w / t:.3f} | {min(rs):.3f}-{max(rs):.3f} |")
+        print(f"| {k} | {med((impl, 'trim'), k)} | {med((impl, 'wire'), k)} | "
+              f"{ratio((impl, 'wire'), (impl, 'trim'), k)} |")
+for peer in impls:
+    if peer == "kcr" or "kcr" not in impls:
+        continue
+    print(f"kcr/{peer}: | field | trim (min-max) | wire (min-max) |")
+    for k in F:
+        print(f"| {k} | {ratio(('kcr', 'trim'), (peer, 'trim'), k)} | "
+              f"{ratio(('kcr', 'wire'), (peer, 'wire'), k)} |")
 EOF

@@ -10,13 +10,18 @@
 #   kill_to_elected_s  B holds the Lease
 #   kill_to_first_s    B's first reconcile began
 #   kill_to_all_s      B had reconciled N ConfigMaps
-# and, from B's election, elected_to_first_s and elected_to_all_s. Cold and
-# warm alternate, PAIRS pairs (default 3),
-# each run on a Lease of its own; the summary gives medians and warm/cold
-# ratios with their min-max over the pairs. Not part of the tests.
+# and, from B's election, elected_to_first_s and elected_to_all_s. Each
+# implementation in IMPLS (default "kcr cr") runs cold and warm: kcr is
+# failover.c, cr is controller-runtime's twin (bench/peers/go-cr-twins
+# `failover`, EnableWarmup, the same lease timings; cr-proto: the same with
+# protobuf, controller-runtime's default). Every pair runs them all,
+# in reverse order in even pairs, PAIRS pairs (default 3), each run on a Lease
+# of its own; the summary gives medians (min-max), warm/cold ratios per
+# implementation and kcr/cr ratios per mode, each taken per pair. Not part
+# of the tests.
 #
 # Environment: KCR_CLUSTER_DIR (an existing cluster; default: start one in
-# build/bench/cluster and stop it after), PAIRS, SETTLE, RESULTS.
+# build/bench/cluster and stop it after), IMPLS, PAIRS, SETTLE, RESULTS.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -26,6 +31,7 @@ mkdir -p "$out"
 n=${1:-10000}
 pairs=${PAIRS:-3}
 settle=${SETTLE:-$((5 + n / 2000))}
+impls=${IMPLS:-kcr cr}
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCR_BUILD_TESTS=OFF \
   -DKCR_BUILD_EXAMPLES=OFF >/dev/null
@@ -37,6 +43,8 @@ cc -std=c11 -O2 -g -Wall -Wextra -Iinclude bench/failover/failover.c "$build/lib
 # shellcheck disable=SC2086
 cc -std=c11 -O2 -g -Wall -Wextra -Iinclude bench/cache_sync/create.c "$build/libkcr.a" $libs \
   -lpthread -o "$out/create"
+cr=
+case " $impls " in *" cr "* | *" cr-proto "*) cr=$(bash bench/peers/build.sh bench/peers/go-cr-twins) ;; esac
 
 cluster=${KCR_CLUSTER_DIR:-}
 if [ -z "$cluster" ]; then
@@ -54,7 +62,7 @@ echo "# $ns holds $n ConfigMaps" >&2
 wait_line() {
   local i
   for ((i = 0; i < $3 * 10; i++)); do
-    grep -q "^$2 " "$1" && return 0
+    grep -qs "^$2 " "$1" && return 0
     sleep 0.1
   done
   echo "# timed out waiting for $2 in $1" >&2
@@ -64,16 +72,34 @@ wait_line() {
 field() { awk -v w="$2" '$1 == w { print $2; exit }' "$1"; }
 
 results=${RESULTS:-$out/results-$(date -u +%Y%m%dT%H%M%SZ).txt}
+# replica IMPL LEASE [FLAGS]: one replica of IMPL on LEASE; it execs, so
+# that $! of "replica ... &" is the replica itself (kill -9 reaches it).
+replica() {
+  local impl=$1 lease=$2
+  shift 2
+  if [ "$impl" = cr ]; then
+    exec "$cr" failover -kubeconfig "$kc" -namespace "$ns" -lease "$lease" -n "$n" "$@"
+  elif [ "$impl" = cr-proto ]; then
+    exec "$cr" failover -kubeconfig "$kc" -namespace "$ns" -lease "$lease" -n "$n" -protobuf "$@"
+  else
+    exec "$out/failover" -k "$kc" -n "$ns" -l "$lease" -N "$n" "$@"
+  fi
+}
+
 run() {
-  local mode=$1 i=$2 lease a b apid bpid t0 flag=
-  [ "$mode" = warm ] && flag=-w
-  lease=fo-$mode-$i-$$
+  local impl=$1 mode=$2 i=$3 lease a b apid bpid t0 flags=(-x)
+  if [ "$mode" = warm ]; then
+    if [ "$impl" = kcr ]; then flags+=(-w); else flags+=(-warm); fi
+  fi
+  lease=fo-$impl-$mode-$i-$$
   a=$out/a.log b=$out/b.log
-  "$out/failover" -k "$kc" -n "$ns" -l "$lease" -N "$n" >"$a" &
+  # the replicas open their logs after the fork: a log left by the last run
+  # would let wait_line see its ALL and start B before A leads
+  rm -f "$a" "$b"
+  replica "$impl" "$lease" >"$a" &
   apid=$!
   wait_line "$a" ALL 300
-  # shellcheck disable=SC2086
-  "$out/failover" -k "$kc" -n "$ns" -l "$lease" -N "$n" -x $flag >"$b" &
+  replica "$impl" "$lease" "${flags[@]}" >"$b" &
   bpid=$!
   sleep "$settle"
   t0=$(date +%s%N)
@@ -81,34 +107,57 @@ run() {
   wait "$apid" 2>/dev/null || true
   wait_line "$b" ALL 300
   wait "$bpid"
-  awk -v t0="$t0" -v mode="$mode" -v n="$n" -v i="$i" '
+  awk -v t0="$t0" -v impl="$impl" -v mode="$mode" -v n="$n" -v i="$i" '
     { t[$1] = $2 }
     END {
-      printf "mode=%s n=%d pair=%d kill_to_elected_s=%.3f kill_to_first_s=%.3f kill_to_all_s=%.3f elected_to_first_s=%.3f elected_to_all_s=%.3f\n",
-        mode, n, i, (t["ELECTED"] - t0) / 1e9, (t["FIRST"] - t0) / 1e9, (t["ALL"] - t0) / 1e9,
+      printf "impl=%s mode=%s n=%d pair=%d kill_to_elected_s=%.3f kill_to_first_s=%.3f kill_to_all_s=%.3f elected_to_first_s=%.3f elected_to_all_s=%.3f\n",
+        impl, mode, n, i, (t["ELECTED"] - t0) / 1e9, (t["FIRST"] - t0) / 1e9, (t["ALL"] - t0) / 1e9,
         (t["FIRST"] - t["ELECTED"]) / 1e9, (t["ALL"] - t["ELECTED"]) / 1e9
     }' "$b" | tee -a "$results"
 }
 
+echo "# load: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$results" >&2
+order=()
+for impl in $impls; do order+=("$impl:cold" "$impl:warm"); done
 for ((i = 1; i <= pairs; i++)); do
-  if ((i % 2)); then run cold "$i" && run warm "$i"; else run warm "$i" && run cold "$i"; fi
+  if ((i % 2)); then seq=("${order[@]}"); else
+    seq=()
+    for ((j = ${#order[@]} - 1; j >= 0; j--)); do seq+=("${order[$j]}"); done
+  fi
+  for r in "${seq[@]}"; do run "${r%:*}" "${r#*:}" "$i"; done
 done
+echo "# load: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$results" >&2
 
 python3 - "$results" <<'PY'
 import statistics, sys
-rows = [dict(kv.split("=", 1) for kv in line.split()) for line in open(sys.argv[1]) if line.startswith("mode=")]
+rows = [dict(kv.split("=", 1) for kv in line.split()) for line in open(sys.argv[1])
+        if line.startswith(("mode=", "impl="))]
 keys = ["kill_to_elected_s", "kill_to_first_s", "kill_to_all_s", "elected_to_first_s",
         "elected_to_all_s"]
-by = {}
+by = {}  # (impl, mode) -> pair -> row
 for r in rows:
-    by.setdefault(r["mode"], {}).setdefault(r["pair"], r)
-pairs = sorted(set(by.get("warm", {})) & set(by.get("cold", {})))
+    by.setdefault((r.get("impl", "kcr"), r["mode"]), {}).setdefault(r["pair"], r)
+
+def med(xs):
+    return f"{statistics.median(xs):.3f} ({min(xs):.3f}-{max(xs):.3f})"
+
+def ratio(a, b, k):
+    common = sorted(set(by.get(a, {})) & set(by.get(b, {})))
+    rs = [max(float(by[a][p][k]), 0.0) / float(by[b][p][k]) + 0.0 for p in common
+          if float(by[b][p][k]) > 0]
+    return f"{statistics.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f}, {len(rs)} pairs)" if rs else "-"
+
+impls = sorted({i for i, _ in by}, key=lambda i: (i != "kcr", i))
 for k in keys:
-    cold = [float(by["cold"][p][k]) for p in pairs]
-    warm = [float(by["warm"][p][k]) for p in pairs]
-    ratios = [max(w, 0) / c for w, c in zip(warm, cold) if c > 0]
-    line = f"{k}: cold median {statistics.median(cold):.3f} s, warm median {statistics.median(warm):.3f} s"
-    if ratios:
-        line += f", warm/cold {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}, {len(ratios)} pairs)"
-    print(line)
+    print(k)
+    for impl in impls:
+        cold = [float(r[k]) for r in by.get((impl, "cold"), {}).values()]
+        warm = [float(r[k]) for r in by.get((impl, "warm"), {}).values()]
+        if cold and warm:
+            print(f"  {impl}: cold {med(cold)} s, warm {med(warm)} s, "
+                  f"warm/cold {ratio((impl, 'warm'), (impl, 'cold'), k)}")
+    for peer in impls:
+        if peer != "kcr" and "kcr" in impls:
+            for mode in ("cold", "warm"):
+                print(f"  kcr/{peer} {mode}: {ratio(('kcr', mode), (peer, mode), k)}")
 PY
