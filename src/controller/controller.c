@@ -1111,6 +1111,23 @@ static int start_sources(kcr_controller_t *c, kcr_error_t *err) {
       goto fail;
     }
   }
+  /* ...and until each handler has been called for the whole first list, as
+   * controller-runtime's Kind source waits on its handler registration's
+   * HasSynced: otherwise a change that arrives now waits behind the rest of
+   * the list in the handler's buffer, where no queue priority reaches it. */
+  KCR__LIST_EACH(&c->watches, watch_t, link, w) {
+    while (!kcr_informer_handler_has_synced(w->inf, w->handler_id)) {
+      struct timespec ts = {0, 1000L * 1000};
+      if (kcr_clock_now(kcr_clock_system()) >= deadline) {
+        rc = kcr_error_set(err, KCR_ETIMEDOUT,
+                           "controller %s: timed out waiting for the handler of Kind %s to see "
+                           "its first list",
+                           c->name, w->kind_name);
+        goto fail;
+      }
+      nanosleep(&ts, NULL);
+    }
+  }
   pthread_mutex_lock(&c->mu);
   c->warmed = true;
   pthread_mutex_unlock(&c->mu);
