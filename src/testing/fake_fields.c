@@ -612,8 +612,12 @@ json_t *kcr__mf_encode(const json_t *managers) {
     e = json_pack("{s:s, s:s, s:s}", "manager", str(m, "manager"), "operation", str(m, "operation"),
                   "apiVersion", str(m, "apiVersion"));
     if (!e || (str(m, "time") && json_object_set(e, "time", json_object_get(m, "time")) != 0) ||
-        json_object_set_new(e, "fieldsType", json_string("FieldsV1")) != 0 ||
-        json_object_set_new(e, "fieldsV1", v1) != 0 ||
+        json_object_set_new(e, "fieldsType", json_string("FieldsV1")) != 0) {
+      json_decref(v1); /* not handed over yet */
+      json_decref(e);
+      goto oom;
+    }
+    if (json_object_set_new(e, "fieldsV1", v1) != 0 || /* steals v1, failing too */
         (str(m, "subresource") &&
          json_object_set(e, "subresource", json_object_get(m, "subresource")) != 0)) {
       json_decref(e);
