@@ -240,6 +240,7 @@ static char *value_key(const json_t *e) {
 }
 
 static int build(json_t *node, const json_t *v, int def);
+static int build_field(json_t *node, const char *key, const json_t *m, const kcr__smp_field *f);
 
 /* build_list adds list v, field f of its parent, under node (its field's node). */
 static int build_list(json_t *node, const json_t *v, const kcr__smp_field *f) {
@@ -267,28 +268,40 @@ static int build_list(json_t *node, const json_t *v, const kcr__smp_field *f) {
 static int build(json_t *node, const json_t *v, int def) {
   const char *k;
   json_t *m;
-  char key[512];
   json_object_foreach((json_t *)v, k, m) {
     const kcr__smp_field *f = kcr__smp_field_of(def, k);
-    json_t *c;
+    char *key;
+    int rc;
     if (json_is_null(m))
       continue; /* no value: the merge drops it, so nobody owns it */
-    snprintf(key, sizeof(key), "f:%s", k);
-    if (!(c = child(node, key)))
+    /* as long as the field's name: a map's keys (labels, data) have no bound here */
+    if (!(key = kcr__malloc(strlen(k) + 3)))
       return -1;
-    if (json_is_object(m)) {
-      if (json_object_size(m) == 0 || is_atomic(f) ? mark(c) != 0
-                                                   : build(c, m, f ? f->ref : -1) != 0)
-        return -1;
-    } else if (json_is_array(m)) {
-      if (build_list(c, m, f) != 0)
-        return -1;
-    } else if (mark(c) != 0) {
+    sprintf(key, "f:%s", k);
+    rc = build_field(node, key, m, f);
+    kcr__free(key);
+    if (rc != 0)
       return -1;
-    }
-    if (json_object_size(c) == 0)
-      json_object_del(node, key); /* an empty keyed list: nothing to own */
   }
+  return 0;
+}
+
+/* build_field adds member key ("f:<name>") of value m, field f, under node. */
+static int build_field(json_t *node, const char *key, const json_t *m, const kcr__smp_field *f) {
+  json_t *c = child(node, key);
+  if (!c)
+    return -1;
+  if (json_is_object(m)) {
+    if (json_object_size(m) == 0 || is_atomic(f) ? mark(c) != 0 : build(c, m, f ? f->ref : -1) != 0)
+      return -1;
+  } else if (json_is_array(m)) {
+    if (build_list(c, m, f) != 0)
+      return -1;
+  } else if (mark(c) != 0) {
+    return -1;
+  }
+  if (json_object_size(c) == 0)
+    json_object_del(node, key); /* an empty keyed list: nothing to own */
   return 0;
 }
 

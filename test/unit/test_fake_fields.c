@@ -214,6 +214,23 @@ static void test_fake_fields_keyed_list_elements(void **state) {
   json_decref(obj);
 }
 
+/* field names of any length are owned one by one: two long keys that share
+ * their first 600 characters stay apart */
+static void test_fake_fields_long_names(void **state) {
+  fixture *fx = *state;
+  char prefix[601], both[2000], one[1400];
+  json_t *obj;
+  memset(prefix, 'k', 600);
+  prefix[600] = '\0';
+  snprintf(both, sizeof(both), LABELS("{\"%s1\":\"a\",\"%s2\":\"b\"}"), prefix, prefix);
+  snprintf(one, sizeof(one), LABELS("{\"%s1\":\"a\"}"), prefix);
+  assert_int_equal(apply(fx, "a", both, false), 0);
+  assert_int_equal(apply(fx, "a", one, false), 0);
+  obj = stored(fx);
+  assert_int_equal(json_object_size(kcr_meta_path(obj, "metadata.labels")), 1);
+  json_decref(obj);
+}
+
 static void set_replicas_5(json_t *obj) {
   json_object_set_new(json_object_get(obj, "spec"), "replicas", json_integer(5));
 }
@@ -314,6 +331,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fake_fields_apply_removes_what_it_drops, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_fake_fields_keyed_list_elements, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fake_fields_long_names, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fake_fields_update_takes_over, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fake_fields_untracked_and_reset, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fake_fields_create_and_answers, setup, teardown),
