@@ -86,6 +86,14 @@ KCR_EXTERN bool kcr_shard_set_contains(const kcr_shard_set_t *s, uint64_t h);
  * sorted, merged ranges (borrowed, live as long as s). */
 KCR_EXTERN size_t kcr_shard_set_ranges(const kcr_shard_set_t *s, const kcr_shard_range **out);
 
+/* kcr_shard_set_intersect: a new set in *out of the hashes both a and b hold
+ * (borrowed). Errors: KCR_EINVAL (a or b NULL), KCR_ENOMEM; *out NULL then. */
+KCR_EXTERN int kcr_shard_set_intersect(const kcr_shard_set_t *a, const kcr_shard_set_t *b,
+                                       kcr_shard_set_t **out, kcr_error_t *err);
+
+/* kcr_shard_set_equal: whether a and b hold the same hashes. */
+KCR_EXTERN bool kcr_shard_set_equal(const kcr_shard_set_t *a, const kcr_shard_set_t *b);
+
 /* kcr_shard_set_share: the fraction of the hash space s holds, 0.0 .. 1.0. */
 KCR_EXTERN double kcr_shard_set_share(const kcr_shard_set_t *s);
 

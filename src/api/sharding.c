@@ -186,6 +186,34 @@ size_t kcr_shard_set_ranges(const kcr_shard_set_t *s, const kcr_shard_range **ou
 }
 
 /* width: the number of hashes in [first, last] as a double (2^64 fits). */
+int kcr_shard_set_intersect(const kcr_shard_set_t *a, const kcr_shard_set_t *b,
+                            kcr_shard_set_t **out, kcr_error_t *err) {
+  kcr_shard_set_t *s;
+  *out = NULL;
+  if (!a || !b)
+    return kcr_error_set(err, KCR_EINVAL, "shard set: intersect needs two sets");
+  if (!(s = set_alloc(a->n + b->n)))
+    return kcr_error_set(err, KCR_ENOMEM, "shard set: out of memory");
+  for (size_t i = 0, j = 0; i < a->n && j < b->n;) {
+    uint64_t lo = a->r[i].first > b->r[j].first ? a->r[i].first : b->r[j].first;
+    uint64_t hi = a->r[i].last < b->r[j].last ? a->r[i].last : b->r[j].last;
+    if (lo <= hi)
+      set_push(s, lo, hi); /* sorted by first, since both inputs are */
+    if (a->r[i].last < b->r[j].last)
+      i++;
+    else
+      j++;
+  }
+  *out = s;
+  return 0;
+}
+
+bool kcr_shard_set_equal(const kcr_shard_set_t *a, const kcr_shard_set_t *b) {
+  if (a->n != b->n)
+    return false;
+  return a->n == 0 || memcmp(a->r, b->r, a->n * sizeof(kcr_shard_range)) == 0;
+}
+
 static double width(uint64_t first, uint64_t last) {
   return (double)(last - first) + 1.0;
 }

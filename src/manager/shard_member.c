@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "kcr/apierror.h"
+#include "kcr/buf.h"
 #include "kcr/log.h"
 #include "kcr/meta.h"
 #include "kcr/shard_member.h"
@@ -302,55 +303,19 @@ static int refresh(kcr_shard_member_t *m, kcr_error_t *err) {
 
 /* ---- the handover ---- */
 
-/* set_and: a new set of what both a and b hold, or NULL (out of memory). */
-static kcr_shard_set_t *set_and(const kcr_shard_set_t *a, const kcr_shard_set_t *b) {
-  const kcr_shard_range *ra, *rb;
-  size_t na = kcr_shard_set_ranges(a, &ra), nb = kcr_shard_set_ranges(b, &rb), n = 0;
-  kcr_shard_range *out = kcr__calloc(na + nb + 1, sizeof(*out));
-  kcr_shard_set_t *set = NULL;
-  if (!out)
-    return NULL;
-  for (size_t i = 0, j = 0; i < na && j < nb;) {
-    uint64_t lo = ra[i].first > rb[j].first ? ra[i].first : rb[j].first;
-    uint64_t hi = ra[i].last < rb[j].last ? ra[i].last : rb[j].last;
-    if (lo <= hi)
-      out[n++] = (kcr_shard_range){lo, hi};
-    if (ra[i].last < rb[j].last)
-      i++;
-    else
-      j++;
-  }
-  (void)kcr_shard_set_create(out, n, &set, NULL);
-  kcr__free(out);
-  return set;
-}
-
-/* set_equal: whether a and b hold the same hashes (both merged and sorted). */
-static bool set_equal(const kcr_shard_set_t *a, const kcr_shard_set_t *b) {
-  const kcr_shard_range *ra, *rb;
-  size_t na = kcr_shard_set_ranges(a, &ra), nb = kcr_shard_set_ranges(b, &rb);
-  if (na != nb)
-    return false;
-  for (size_t i = 0; i < na; i++)
-    if (ra[i].first != rb[i].first || ra[i].last != rb[i].last)
-      return false;
-  return true;
-}
-
 void kcr__shard_generation(const kcr_shard_ring_t *ring, const kcr_shard_ring_options *o, char *buf,
                            size_t size) {
-  uint64_t h = kcr_shard_hash(NULL, 0);
+  kcr_buf_t b;
   const char *name;
-  unsigned char tail[2] = {(unsigned char)o->layout, (unsigned char)(o->vnodes & 0xff)};
-  for (size_t i = 0; (name = kcr_shard_ring_member(ring, i)) != NULL; i++) {
-    for (const char *c = name; *c; c++)
-      h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-    h = (h ^ (unsigned char)'\n') * 1099511628211ULL;
-  }
-  for (size_t i = 0; i < sizeof(tail); i++)
-    h = (h ^ tail[i]) * 1099511628211ULL;
-  h = (h ^ (unsigned char)((o->vnodes >> 8) & 0xff)) * 1099511628211ULL;
-  snprintf(buf, size, "%016llx", (unsigned long long)h);
+  kcr_buf_init(&b, (size_t)KCR_SHARD_RING_MEMBERS_MAX * 300);
+  for (size_t i = 0; (name = kcr_shard_ring_member(ring, i)) != NULL; i++)
+    kcr_buf_appendf(&b, "%s\n", name);
+  kcr_buf_appendf(&b, "layout=%d vnodes=%u", (int)o->layout, o->vnodes);
+  /* out of memory or past the bound: the hash of what fits, still the same
+   * on every replica that sees the same members */
+  snprintf(buf, size, "%016llx",
+           (unsigned long long)kcr_shard_hash(kcr_buf_cstr(&b), kcr_buf_len(&b)));
+  kcr_buf_free(&b);
 }
 
 /* observe notes when each Lease of the last list changed (its
@@ -488,8 +453,8 @@ static void handover(kcr_shard_member_t *m) {
   if (!m->ring || kcr_shard_ring_set(m->ring, m->identity, &target, NULL) != 0)
     return;
   kcr__shard_generation(m->ring, &m->ring_options, gen, sizeof(gen));
-  keep = set_and(m->effective, target);
-  if (keep && !set_equal(keep, m->effective))
+  if (kcr_shard_set_intersect(m->effective, target, &keep, NULL) == 0 &&
+      !kcr_shard_set_equal(keep, m->effective))
     set_effective(m, keep, true);
   else
     kcr_shard_set_destroy(keep);
@@ -510,7 +475,7 @@ static void handover(kcr_shard_member_t *m) {
       atomic_store(&m->renewed_at, start);
     kcr_log(KCR_LOG_INFO, "sharding", "ring %s: released into generation %s", m->ring_name, gen);
   }
-  if (!set_equal(target, m->effective) &&
+  if (!kcr_shard_set_equal(target, m->effective) &&
       kcr__shard_others_released(m->leases, m->identity, gen, unchanged_for, m)) {
     set_effective(m, target, false);
     target = NULL;

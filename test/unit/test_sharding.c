@@ -63,6 +63,38 @@ static void test_sharding_object_hash(void **state) {
   json_decref(cluster);
 }
 
+/* intersect keeps what both hold, equal compares the merged ranges */
+static void test_sharding_set_intersect(void **state) {
+  const kcr_shard_range a[] = {{0, 99}, {200, 299}, {1000, UINT64_MAX}};
+  const kcr_shard_range b[] = {{50, 250}, {5000, 5000}};
+  const kcr_shard_range want[] = {{50, 99}, {200, 250}, {5000, 5000}};
+  kcr_shard_set_t *sa = NULL, *sb = NULL, *both = NULL, *w = NULL, *none = NULL, *empty = NULL;
+  (void)state;
+  assert_int_equal(kcr_shard_set_create(a, 3, &sa, NULL), 0);
+  assert_int_equal(kcr_shard_set_create(b, 2, &sb, NULL), 0);
+  assert_int_equal(kcr_shard_set_create(want, 3, &w, NULL), 0);
+  assert_int_equal(kcr_shard_set_create(NULL, 0, &empty, NULL), 0);
+  assert_int_equal(kcr_shard_set_intersect(sa, sb, &both, NULL), 0);
+  assert_true(kcr_shard_set_equal(both, w));
+  assert_false(kcr_shard_set_equal(both, sa));
+  kcr_shard_set_destroy(both);
+  assert_int_equal(kcr_shard_set_intersect(sb, sa, &both, NULL), 0); /* either order */
+  assert_true(kcr_shard_set_equal(both, w));
+  assert_int_equal(kcr_shard_set_intersect(sa, empty, &none, NULL), 0);
+  assert_true(kcr_shard_set_equal(none, empty));
+  kcr_shard_set_destroy(both);
+  assert_int_equal(kcr_shard_set_intersect(sa, sa, &both, NULL), 0); /* with itself: itself */
+  assert_true(kcr_shard_set_equal(both, sa));
+  kcr_shard_set_destroy(both);
+  assert_int_equal(kcr_shard_set_intersect(sa, NULL, &both, NULL), KCR_EINVAL);
+  assert_null(both);
+  kcr_shard_set_destroy(sa);
+  kcr_shard_set_destroy(none);
+  kcr_shard_set_destroy(w);
+  kcr_shard_set_destroy(sb);
+  kcr_shard_set_destroy(empty);
+}
+
 static void test_sharding_set_merges_and_contains(void **state) {
   const kcr_shard_range in[] = {
       {0x100, 0x1ff}, {0x0, 0xf}, {0x10, 0x1f}, {0x150, 0x160}, {0x1000, 0x1000}};
@@ -453,6 +485,7 @@ int main(void) {
       cmocka_unit_test(test_sharding_fnv1a_vectors),
       cmocka_unit_test(test_sharding_object_hash),
       cmocka_unit_test(test_sharding_set_merges_and_contains),
+      cmocka_unit_test(test_sharding_set_intersect),
       cmocka_unit_test(test_sharding_selector_syntax),
       cmocka_unit_test(test_sharding_ring_deterministic),
       cmocka_unit_test(test_sharding_ring_contiguous_layout),
