@@ -40,6 +40,7 @@
 #include "kcr/clock.h"
 #include "kcr/common.h"
 #include "kcr/error.h"
+#include "kcr/metrics.h"
 #include "kcr/sharding.h"
 
 #ifdef __cplusplus
@@ -87,6 +88,18 @@ typedef void (*kcr_shard_member_change_cb)(const kcr_shard_ring_t *ring, void *d
  *   on_drain, on_effective  the handover's (above); may be NULL (then a
  *                    shrink waits for nothing: the caller checks
  *                    kcr_shard_member_owns before each reconcile itself).
+ *   metrics          NULL, or where the member's metrics go (borrowed, must
+ *                    outlive it), each labelled ring: kcr_shard_members (live
+ *                    Leases in the ring), kcr_shard_owned_share (the effective
+ *                    set's share of the hash space, 0..1),
+ *                    kcr_shard_handovers_total{direction=shrink|grow} and
+ *                    kcr_shard_handover_duration_seconds (from the ring change
+ *                    this replica saw to its effective set reaching its target).
+ *   expected_members  0: take a part as soon as the ring is seen. N: the first
+ *                    grow waits until the ring has N members, or a lease
+ *                    duration after the start, whichever comes first, so the
+ *                    first replica of N never takes (and caches) everything
+ *                    for a moment. Later changes never wait on it.
  */
 typedef struct kcr_shard_member_options {
   kcr_client_t *client;
@@ -102,6 +115,8 @@ typedef struct kcr_shard_member_options {
   void *data;
   kcr_shard_member_drain_cb on_drain;
   kcr_shard_member_effective_cb on_effective;
+  kcr_metrics_registry_t *metrics;
+  size_t expected_members;
 } kcr_shard_member_options;
 
 /*
@@ -153,6 +168,13 @@ KCR_EXTERN bool kcr_shard_member_may_own(kcr_shard_member_t *m);
  */
 KCR_EXTERN int kcr_shard_member_effective(kcr_shard_member_t *m, kcr_shard_set_t **out,
                                           kcr_error_t *err);
+
+/* kcr_shard_member_fence_remaining: how long this replica may still act on
+ * its effective set, in ns: the start of its last successful renew plus the
+ * renew deadline, minus now; <= 0 once past it, before the first renew and
+ * after a stop. A manager's object client asks it before each write. Any
+ * thread. */
+KCR_EXTERN int64_t kcr_shard_member_fence_remaining(kcr_shard_member_t *m);
 
 /* kcr_shard_member_owns: whether hash h (kcr_shard_object_hash) is in the
  * effective set and the fence holds: the check right before a reconcile. Any

@@ -66,6 +66,12 @@ struct kcr_shard_member {
   kcr_shard_member_drain_cb on_drain;
   kcr_shard_member_effective_cb on_effective;
   kcr_cancel_t *cancel; /* fired by stop: aborts a request in flight */
+  size_t expected;      /* expected_members; 0: none */
+  int64_t started_at;   /* monotonic ns of start (member thread after) */
+  bool grown;           /* member thread: the effective set has grown once */
+  bool said_waiting;    /* member thread: the wait for expected members is logged */
+  int64_t pending_since; /* member thread: target != effective since (ns); 0: settled */
+  kcr_metric_child_t *m_members, *m_share, *m_shrinks, *m_grows, *m_handover;
   json_t *leases;       /* member thread: the ring's Leases at the last list */
   obs_t *obs;           /* member thread: one per Lease of the last list */
   size_t nobs;
@@ -151,6 +157,38 @@ static char *join(const char *a, char sep, const char *b) {
   return s;
 }
 
+/* HANDOVER_BOUNDS: kcr_shard_handover_duration_seconds' buckets, from a
+ * drain of nothing to a crashed member's lease running out. */
+static const double handover_bounds[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80};
+
+/* member_metrics registers the member's families in r and takes its children. */
+static int member_metrics(kcr_shard_member_t *m, kcr_metrics_registry_t *r, kcr_error_t *err) {
+  static const char *const l1[] = {"ring", NULL}, *const l2[] = {"ring", "direction", NULL};
+  kcr_metric_t *members, *share, *handovers, *dur;
+  int rc;
+  if ((rc = kcr_metrics_gauge(r, "kcr_shard_members", "Live members (Leases) of the shard ring.",
+                              l1, &members, err)) != 0 ||
+      (rc = kcr_metrics_gauge(r, "kcr_shard_owned_share",
+                              "Share of the hash space this replica reconciles now (0..1).", l1,
+                              &share, err)) != 0 ||
+      (rc = kcr_metrics_counter(r, "kcr_shard_handovers_total",
+                                "Changes of this replica's effective set: shrink (drained, then "
+                                "released) or grow (after the others released).",
+                                l2, &handovers, err)) != 0 ||
+      (rc = kcr_metrics_histogram(
+           r, "kcr_shard_handover_duration_seconds",
+           "From a ring change this replica saw to its effective set reaching its target.", l1,
+           handover_bounds, sizeof(handover_bounds) / sizeof(handover_bounds[0]), &dur, err)) != 0)
+    return rc;
+  if (!(m->m_members = kcr_metric_withv(members, m->ring_name, NULL)) ||
+      !(m->m_share = kcr_metric_withv(share, m->ring_name, NULL)) ||
+      !(m->m_shrinks = kcr_metric_withv(handovers, m->ring_name, "shrink", NULL)) ||
+      !(m->m_grows = kcr_metric_withv(handovers, m->ring_name, "grow", NULL)) ||
+      !(m->m_handover = kcr_metric_withv(dur, m->ring_name, NULL)))
+    return kcr_error_set(err, KCR_ENOMEM, "shard member: out of memory");
+  return 0;
+}
+
 int kcr_shard_member_create(const kcr_shard_member_options *o, kcr_shard_member_t **out,
                             kcr_error_t *err) {
   kcr_shard_member_t *m;
@@ -201,12 +239,17 @@ int kcr_shard_member_create(const kcr_shard_member_options *o, kcr_shard_member_
   m->data = o->data;
   m->on_drain = o->on_drain;
   m->on_effective = o->on_effective;
+  m->expected = o->expected_members;
   atomic_store(&m->renewed_at, INT64_MIN);
   if (!m->ring_name || !m->ns || !m->identity || !m->lease_name || !m->selector ||
       kcr_shard_set_create(NULL, 0, &m->effective, NULL) != 0 ||
       kcr_cancel_create(&m->cancel, NULL) != 0) {
     member_free(m);
     return kcr_error_set(err, KCR_ENOMEM, "shard member: out of memory");
+  }
+  if (o->metrics && (rc = member_metrics(m, o->metrics, err)) != 0) {
+    member_free(m);
+    return rc;
   }
   *out = m;
   return 0;
@@ -295,6 +338,8 @@ static int refresh(kcr_shard_member_t *m, kcr_error_t *err) {
     return 0;
   }
   kcr_log(KCR_LOG_INFO, "sharding", "ring %s: %zu member(s)", m->ring_name, n);
+  if (m->m_members)
+    kcr_metric_set(m->m_members, (double)n);
   if (m->on_change)
     m->on_change(ring, m->data); /* only this thread replaces m->ring: ring lives on */
   kcr_shard_ring_destroy(old);
@@ -414,6 +459,10 @@ static void set_effective(kcr_shard_member_t *m, kcr_shard_set_t *next, bool shr
   pthread_mutex_unlock(&m->mu);
   kcr_log(KCR_LOG_INFO, "sharding", "ring %s: %s to %.4f of the space", m->ring_name,
           shrink ? "shrinks" : "grows", kcr_shard_set_share(next));
+  if (m->m_share) {
+    kcr_metric_set(m->m_share, kcr_shard_set_share(next));
+    kcr_metric_inc(shrink ? m->m_shrinks : m->m_grows);
+  }
   if (shrink)
     m->draining = true;
   if (m->on_effective)
@@ -429,6 +478,22 @@ static bool drain_done(kcr_shard_member_t *m) {
     kcr_log(KCR_LOG_INFO, "sharding", "ring %s: drained", m->ring_name);
   }
   return !m->draining;
+}
+
+/* waits_for_members: whether the first grow still waits for the expected
+ * members (expected_members): fewer in the ring, and less than a lease
+ * duration since the start. Member thread. */
+static bool waits_for_members(kcr_shard_member_t *m) {
+  bool wait = !m->grown && m->expected && kcr_shard_ring_size(m->ring) < m->expected &&
+              kcr_clock_now(m->clock) - m->started_at < m->lease_ns;
+  if (wait && !m->said_waiting) {
+    kcr_log(KCR_LOG_INFO, "sharding",
+            "ring %s: %zu of %zu expected member(s); taking a part once all are in, or a lease "
+            "duration after the start",
+            m->ring_name, kcr_shard_ring_size(m->ring), m->expected);
+    m->said_waiting = true;
+  }
+  return wait;
 }
 
 /* handover moves the effective set towards the target of the latest ring
@@ -453,6 +518,8 @@ static void handover(kcr_shard_member_t *m) {
   if (!m->ring || kcr_shard_ring_set(m->ring, m->identity, &target, NULL) != 0)
     return;
   kcr__shard_generation(m->ring, &m->ring_options, gen, sizeof(gen));
+  if (m->pending_since == 0 && !kcr_shard_set_equal(target, m->effective))
+    m->pending_since = kcr_clock_now(m->clock);
   if (kcr_shard_set_intersect(m->effective, target, &keep, NULL) == 0 &&
       !kcr_shard_set_equal(keep, m->effective))
     set_effective(m, keep, true);
@@ -475,10 +542,17 @@ static void handover(kcr_shard_member_t *m) {
       atomic_store(&m->renewed_at, start);
     kcr_log(KCR_LOG_INFO, "sharding", "ring %s: released into generation %s", m->ring_name, gen);
   }
-  if (!kcr_shard_set_equal(target, m->effective) &&
+  if (!kcr_shard_set_equal(target, m->effective) && !waits_for_members(m) &&
       kcr__shard_others_released(m->leases, m->identity, gen, unchanged_for, m)) {
     set_effective(m, target, false);
+    m->grown = true;
     target = NULL;
+  }
+  if ((!target || kcr_shard_set_equal(target, m->effective)) && m->pending_since) {
+    if (m->m_handover) /* settled: the handover this replica saw is over */
+      kcr_metric_observe(m->m_handover,
+                         (double)(kcr_clock_now(m->clock) - m->pending_since) / KCR_NSEC_PER_SEC);
+    m->pending_since = 0;
   }
   kcr_shard_set_destroy(target);
 }
@@ -528,6 +602,7 @@ static void *member_main(void *arg) {
 int kcr_shard_member_start(kcr_shard_member_t *m, kcr_error_t *err) {
   if (m->started)
     return kcr_error_set(err, KCR_EINVAL, "shard member: already started");
+  m->started_at = kcr_clock_now(m->clock);
   if (pthread_create(&m->thread, NULL, member_main, m) != 0)
     return kcr_error_set(err, KCR_ESYS, "shard member: cannot start its thread");
   m->started = 1;
@@ -617,7 +692,11 @@ void kcr_shard_member_generation(kcr_shard_member_t *m, char *buf, size_t size) 
   pthread_mutex_unlock(&m->mu);
 }
 
-bool kcr_shard_member_may_own(kcr_shard_member_t *m) {
+int64_t kcr_shard_member_fence_remaining(kcr_shard_member_t *m) {
   int64_t at = atomic_load(&m->renewed_at);
-  return at != INT64_MIN && kcr_clock_now(m->clock) < at + m->renew_ns;
+  return at == INT64_MIN ? INT64_MIN : at + m->renew_ns - kcr_clock_now(m->clock);
+}
+
+bool kcr_shard_member_may_own(kcr_shard_member_t *m) {
+  return kcr_shard_member_fence_remaining(m) > 0;
 }

@@ -34,6 +34,7 @@
 
 #include "kcr/apierror.h"
 #include "kcr/client.h"
+#include "kcr/metrics.h"
 #include "kcr/shard_member.h"
 #include "kcr/sharding.h"
 #include "kcr_itutil.h"
@@ -144,7 +145,10 @@ static void check_no_overlap(int members) {
 
 static int whos[3] = {0, 1, 2}; /* each member's callback data */
 
-static kcr_shard_member_t *member(const char *ring, int who, const char *id) {
+/* member_with makes and starts a member of ring as who, with expected_members
+ * and its metrics in reg (may be NULL). */
+static kcr_shard_member_t *member_with(const char *ring, int who, const char *id, size_t expected,
+                                       kcr_metrics_registry_t *reg) {
   kcr_shard_member_options o = {0};
   kcr_shard_member_t *m = NULL;
   kcr_error_t err = {0};
@@ -158,9 +162,15 @@ static kcr_shard_member_t *member(const char *ring, int who, const char *id) {
   o.on_drain = on_drain;
   o.on_effective = on_effective;
   o.data = &whos[who];
+  o.expected_members = expected;
+  o.metrics = reg;
   if (kcr_shard_member_create(&o, &m, &err) != 0 || kcr_shard_member_start(m, &err) != 0)
     fail_msg("member %s: %s", id, err.message);
   return m;
+}
+
+static kcr_shard_member_t *member(const char *ring, int who, const char *id) {
+  return member_with(ring, who, id, 0, NULL);
 }
 
 static double share(kcr_shard_member_t *m) {
@@ -292,9 +302,68 @@ static void test_shard_handover_it(void **state) {
   kcr_shard_member_destroy(ms[1]);
 }
 
+/* metric: the value of family name's series {ring, [direction]} in reg. */
+static double metric(kcr_metrics_registry_t *reg, const char *name, const char *ring,
+                     const char *direction) {
+  kcr_metric_t *f = kcr_metrics_find(reg, name);
+  kcr_metric_child_t *c;
+  assert_non_null(f);
+  c = direction ? kcr_metric_withv(f, ring, direction, NULL) : kcr_metric_withv(f, ring, NULL);
+  assert_non_null(c);
+  return kcr_metric_value(c);
+}
+
+/*
+ * expected_members: the first of two expected members takes nothing until
+ * the second is in the ring, then they tile it; its metrics say so. The only
+ * one of three expected takes everything after a lease duration, not never.
+ */
+static void test_shard_expected_members_it(void **state) {
+  kcr_metrics_registry_t *reg = NULL;
+  kcr_shard_member_t *ms[2] = {NULL, NULL};
+  kcr_metric_child_t *dur;
+  char ring[32], ring3[32];
+  double took;
+  int64_t t0;
+  (void)state;
+  snprintf(ring, sizeof(ring), "ex-%d", (int)getpid());
+  snprintf(ring3, sizeof(ring3), "ex3-%d", (int)getpid());
+  assert_int_equal(kcr_metrics_registry_create(&reg, NULL), 0);
+
+  ms[0] = member_with(ring, 0, "expect-a", 2, reg);
+  kcr_it_sleep_ms(1500); /* six retry periods: a lists the ring, alone */
+  assert_true(share(ms[0]) == 0.0);
+  assert_true(metric(reg, "kcr_shard_members", ring, NULL) == 1.0);
+  ms[1] = member_with(ring, 1, "expect-b", 2, NULL);
+  took = wait_tiled(ms, 2, 20000);
+  print_message("2 of 2 expected: tiled %.3f s after the second started\n", took);
+  assert_true(took >= 0);
+  assert_true(took < LEASE_S); /* by the members, not by the lease duration's timeout */
+  assert_true(metric(reg, "kcr_shard_members", ring, NULL) == 2.0);
+  assert_true(metric(reg, "kcr_shard_owned_share", ring, NULL) == share(ms[0]));
+  assert_true(metric(reg, "kcr_shard_handovers_total", ring, "grow") == 1.0);
+  assert_true(metric(reg, "kcr_shard_handovers_total", ring, "shrink") == 0.0);
+  dur = kcr_metric_withv(kcr_metrics_find(reg, "kcr_shard_handover_duration_seconds"), ring, NULL);
+  assert_non_null(dur);
+  assert_int_equal(kcr_metric_count(dur), 1); /* the first ring it saw, settled once */
+  kcr_shard_member_destroy(ms[1]);
+  kcr_shard_member_destroy(ms[0]);
+
+  t0 = mono();
+  ms[0] = member_with(ring3, 0, "expect-only", 3, NULL);
+  took = wait_tiled(ms, 1, 20000);
+  took = took < 0 ? -1 : (double)(mono() - t0) / 1e9;
+  print_message("1 of 3 expected: takes everything %.3f s after its start (lease %d s)\n", took,
+                LEASE_S);
+  assert_true(took >= LEASE_S - 0.5);
+  kcr_shard_member_destroy(ms[0]);
+  kcr_metrics_registry_destroy(reg);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shard_handover_it),
+      cmocka_unit_test(test_shard_expected_members_it),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
