@@ -121,7 +121,13 @@ typedef struct kcr_manager kcr_manager_t;
  *                    else "default".
  *   identity         NULL: "<hostname>_<uuid v4>".
  *   lease_duration_ns, renew_deadline_ns, retry_period_ns  0: 15 s, 10 s, 2 s.
- * Sharded, the manager joins the ring before its caches sync and waits until
+ *   expected_members 0: take a part as soon as the ring is seen; N: the
+ *                    replicas expected: the first part is taken once N are in
+ *                    the ring or a lease duration after the start
+ *                    (kcr_shard_member_options.expected_members).
+ * The member's metrics (kcr_shard_members, kcr_shard_owned_share,
+ * kcr_shard_handovers_total, kcr_shard_handover_duration_seconds) go to the
+ * manager's registry. Sharded, the manager joins the ring before its caches sync and waits until
  * it owns a part of the hash space; every informer of its cache lists and
  * watches only the namespaces whose FNV-1a falls in the replica's effective
  * set (kcr_informer_set_shard follows each handover), and every key is
@@ -141,6 +147,7 @@ typedef struct kcr_manager_sharding {
   int64_t lease_duration_ns;
   int64_t renew_deadline_ns;
   int64_t retry_period_ns;
+  size_t expected_members;
 } kcr_manager_sharding;
 
 typedef struct kcr_manager_options {

@@ -134,15 +134,16 @@ static int64_t fence_left(const kcr__cache_client_t *cc) {
 }
 
 /* fenced starts t for a write of a `what` (a kind, for the message): the
- * fence first (a leader past its renew deadline writes nothing), then the
+ * fence first (a leader or shard member past its renew deadline writes
+ * nothing), then the
  * request options every write carries. */
 static int fenced(const kcr_objclient *c, const char *what, target_t *t, kcr_error_t *err) {
   int64_t left = fence_left(c->data);
   memset(t, 0, sizeof(*t));
   if (left <= 0)
     return kcr_error_set(err, KCR_ECANCELED,
-                         "not the leader (the lease is unrenewed past the renew deadline, or "
-                         "lost): write of %s refused",
+                         "not the leader, or not a shard member in time (the lease is "
+                         "unrenewed past the renew deadline, or lost): write of %s refused",
                          what && *what ? what : "an object");
   t->ro.cancel = c->cancel;
   t->ro.resource_version_out = t->rv;

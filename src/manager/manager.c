@@ -138,10 +138,26 @@ static bool on_gate(void *data) {
   return fence_left(data) > 0;
 }
 
-/* on_write_fence: the object client's and the event recorders' fence, asked
- * before each write (the writing thread, a recorder's sender thread). */
+/* on_write_fence: the event recorders' fence, asked before each write (a
+ * recorder's sender thread). */
 static int64_t on_write_fence(void *data) {
   return fence_left(data);
+}
+
+/* on_object_fence: the object client's, asked before each write (the writing
+ * thread): the leader fence, and sharded, the shard member's too: a replica
+ * paused past its renew deadline may resume in the middle of a reconcile
+ * whose key another replica has taken over meanwhile; its writes are then
+ * refused, as a deposed leader's are. */
+static int64_t on_object_fence(void *data) {
+  kcr_manager_t *m = data;
+  int64_t left = fence_left(m);
+  if (m->shard) {
+    int64_t s = kcr_shard_member_fence_remaining(m->shard);
+    if (s < left)
+      left = s;
+  }
+  return left;
 }
 
 /* ---- sharding ---- */
@@ -203,6 +219,8 @@ static int shard_create(kcr_manager_t *m, const kcr_manager_options *o, kcr_erro
   so.on_drain = on_shard_drain;
   so.on_effective = on_shard_effective;
   so.data = m;
+  so.metrics = m->metrics;
+  so.expected_members = sh->expected_members;
   if ((rc = kcr_shard_member_create(&so, &m->shard, err)) != 0 ||
       (rc = kcr_shard_set_create(&all, 1, &whole, err)) != 0)
     return rc;
@@ -345,7 +363,7 @@ int kcr_manager_create(const kcr_manager_options *o, kcr_manager_t **out, kcr_er
     kcr_manager_destroy(m);
     return rc;
   }
-  kcr__cache_client_init(&m->cclient, m->client, m->mapper, m->cache, on_write_fence, m);
+  kcr__cache_client_init(&m->cclient, m->client, m->mapper, m->cache, on_object_fence, m);
   kcr__cache_client_init(&m->cclient_nofence, m->client, m->mapper, m->cache, NULL, NULL);
   rc = kcr__cache_client_disable_cache_for(
       &m->cclient, o->disable_cache_for, o->disable_cache_for ? o->disable_cache_for_len : 0, err);
