@@ -327,6 +327,7 @@ KCR_EXTERN void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *
  *    "lists":n,"watches":n,"watchErrors":n,
  *    "lastSeenResourceVersion":"123","lastProcessedResourceVersion":"120",
  *    "queueDepth":n,"listenerBacklog":n,"handlers":n,
+ *    "objects":n (what the store holds now),
  *    "secondsSinceLastEvent":1.5,
  *    "watchLagSeconds":0.002 (once a bookmark was measured: from its arrival
  *    until the store held everything the watch sent before it),

@@ -693,6 +693,8 @@ static void test_informer_diagnostics_json(void **state) {
   assert_int_equal(json_integer_value(json_object_get(d, "queueDepth")), 0);
   assert_int_equal(json_integer_value(json_object_get(d, "listenerBacklog")), 0);
   assert_int_equal(json_integer_value(json_object_get(d, "handlers")), 1);
+  /* the list's a and b; d came and went */
+  assert_int_equal(json_integer_value(json_object_get(d, "objects")), 2);
   assert_true(json_is_real(json_object_get(d, "secondsSinceLastEvent")));
   assert_null(json_object_get(d, "lastError"));
   json_decref(d);
