@@ -300,6 +300,26 @@ static void test_shard_manager_it(void **state) {
     print_message("a stopped: b owns everything %.3f s after the stop began\n", took);
     assert_true(share(rb.m) > 0.999999);
   }
+  /* a's member has stopped: its fence is shut, so its object client writes
+   * nothing (a replica resumed past its renew deadline is in the same state);
+   * b's writes go out */
+  {
+    kcr_error_t err = {0};
+    static const char patch[] = "{\"metadata\":{\"labels\":{\"fenced\":\"no\"}}}";
+    json_t *target = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind",
+                               "ConfigMap", "metadata", "name", "cm-0", "namespace", ns[0]);
+    assert_non_null(target);
+    assert_true(kcr_shard_member_fence_remaining(kcr_manager_shard_member(ra.m)) <= 0);
+    assert_int_equal(kcr_objclient_patch(kcr_manager_client(ra.m), target, KCR_PATCH_MERGE, patch,
+                                         strlen(patch), NULL, NULL, &err),
+                     KCR_ECANCELED);
+    assert_non_null(strstr(err.message, "shard member"));
+    kcr_error_clear(&err);
+    assert_int_equal(kcr_objclient_patch(kcr_manager_client(rb.m), target, KCR_PATCH_MERGE, patch,
+                                         strlen(patch), NULL, NULL, &err),
+                     0);
+    json_decref(target);
+  }
   t = mono();
   touch_all("2");
   assert_true(wait_reconciled_since(t, (int)NKEYS));
