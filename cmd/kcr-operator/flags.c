@@ -30,7 +30,8 @@ enum kind {
   K_ADDR,
   K_LABEL,
   K_SUBDOMAIN,
-  K_NSLIST
+  K_NSLIST,
+  K_SHARDS
 };
 
 /* One flag: its name, kind, where it goes (an offset into kop_flags), help. */
@@ -105,6 +106,13 @@ static const flag_def flag_defs[] = {
      "Export OpenTelemetry traces over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT (default "
      "http://localhost:4318); also on when that variable is set. The other OTEL_* variables "
      "apply (docs/observability.md)."},
+    {"shard-ring", K_LABEL, F(shard_ring), "",
+     "Run as one replica of this shard ring: every replica with the same ring reconciles its own "
+     "part of the namespaces and caches only those (docs/sharding.md); excludes --leader-elect."},
+    {"shards", K_SHARDS, F(shards), "auto",
+     "With --shard-ring: auto (take a part as soon as the ring is seen), or N, the replicas "
+     "expected: a replica takes its first part once N are in the ring, or after a lease "
+     "duration, so the first one up never caches everything."},
     {"debug-endpoints", K_BOOL, F(debug_endpoints), "false",
      "Serve /debug/informers (every informer's counters, JSON) and /debug/heap (malloc_info) "
      "on the health probe address."},
@@ -396,14 +404,31 @@ static int set_value(kop_flags *out, const flag_def *def, const char *value, con
   case K_LABEL:
     if (*value && !kop_valid_dns_label(value)) {
       return refuse(msg, size,
-                    "invalid namespace \"%s\" for %s: want a DNS label (lower-case letters, digits "
+                    "invalid %s \"%s\" for %s: want a DNS label (lower-case letters, digits "
                     "and '-', at most 63)",
+                    def->offset == offsetof(kop_flags, shard_ring) ? "ring name" : "namespace",
                     value, origin);
     }
     *(const char **)(void *)field = *value ? value : NULL;
     return 0;
   case K_NSLIST:
     return kop_parse_namespaces(value, out, origin, msg, size);
+  case K_SHARDS: {
+    char *end = NULL;
+    long v;
+    if (!strcmp(value, "auto")) {
+      *(int *)(void *)field = 0;
+      return 0;
+    }
+    errno = 0;
+    v = value[0] >= '0' && value[0] <= '9' ? strtol(value, &end, 10) : -1;
+    if (errno || !end || *end || v < 1 || v > KOP_MAX_SHARDS) {
+      return refuse(msg, size, "invalid value \"%s\" for %s: want auto or an integer in 1..%d",
+                    value, origin, KOP_MAX_SHARDS);
+    }
+    *(int *)(void *)field = (int)v;
+    return 0;
+  }
   case K_SUBDOMAIN:
     if (!kop_valid_dns_subdomain(value)) {
       return refuse(msg, size,
@@ -515,6 +540,20 @@ int kop_flags_parse(int argc, char *const argv[], char *const env[], kop_flags *
       out->stacktrace_level = KCR_LOG_WARN;
     }
   }
+  if (out->shard_ring && strlen(out->shard_ring) > KOP_MAX_SHARD_RING) {
+    return refuse(msg, msg_size,
+                  "invalid value \"%s\" for --shard-ring: at most %d characters (it prefixes "
+                  "each replica's Lease name)",
+                  out->shard_ring, KOP_MAX_SHARD_RING);
+  }
+  if (out->shard_ring && out->leader_elect) {
+    return refuse(msg, msg_size,
+                  "--shard-ring and --leader-elect exclude each other: sharded, every replica "
+                  "reconciles its own part; leave leader election off");
+  }
+  if (!out->shard_ring && out->shards) {
+    return refuse(msg, msg_size, "--shards=%d needs --shard-ring", out->shards);
+  }
   wn = getenv_in(env, "WATCH_NAMESPACE");
   /* Comma-separated, as kubebuilder's namespaced mode and operator-sdk read it. */
   if (!namespace_given && wn) {
@@ -555,6 +594,7 @@ void kop_flags_usage(FILE *f, const char *prog) {
                       : d->kind == K_FORMAT                           ? " encoder"
                       : d->kind == K_LEVEL || d->kind == K_STACKLEVEL ? " level"
                       : d->kind == K_TIMEENC                          ? " encoding"
+                      : d->kind == K_SHARDS                           ? " auto|N"
                                                                       : " string";
     fprintf(f, "  --%s%s\n        %s", d->name, arg, d->help);
     if (*d->defval && d->kind != K_BOOL) {

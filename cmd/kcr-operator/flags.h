@@ -27,6 +27,10 @@
 #define KOP_DEFAULT_PROBE_ADDR ":8081"
 #define KOP_DEFAULT_WEBHOOK_ADDR ":9443"
 #define KOP_MAX_CONCURRENT_RECONCILES 1024
+/* KOP_MAX_SHARDS: the largest --shards=N; KOP_MAX_SHARD_RING: the longest
+ * --shard-ring (kcr_shard_member_options.ring's bound). */
+#define KOP_MAX_SHARDS 4096
+#define KOP_MAX_SHARD_RING 46
 /* KOP_MAX_NAMESPACES: how many namespaces --namespace a,b,... may name. */
 #define KOP_MAX_NAMESPACES 256
 
@@ -89,6 +93,9 @@
  *                              OTEL_* variables configure them, kcr/trace.h).
  *   debug_endpoints            --debug-endpoints: /debug/informers and
  *                              /debug/heap on the probes server.
+ *   shard_ring, shards         --shard-ring (NULL: not sharded) and --shards
+ *                              (0: auto; N: the replicas expected before the
+ *                              first part is taken).
  */
 typedef struct kop_flags {
   const char *kubeconfig;
@@ -118,6 +125,8 @@ typedef struct kop_flags {
   bool show_help;
   bool tracing;
   bool debug_endpoints;
+  const char *shard_ring;
+  int shards; /* --shards: 0 for auto */
   const char *watch_namespaces[KOP_MAX_NAMESPACES];
   size_t watch_namespaces_len;
   char watch_namespaces_buf[KOP_MAX_NAMESPACES * 64];

@@ -447,6 +447,44 @@ static void test_app_reconciler_directory_memo(void **state) {
   assert_int_equal(writes(e), 0);
 }
 
+static const char *dir_entry(json_t *dir, const char *key);
+
+/*
+ * Sharded, the App may have moved to another replica, which rewrote its entry
+ * (here by hand), and back. Within one shard generation the memo still says
+ * the entry is right and the pass sends nothing; once the memo follows a new
+ * generation, the pass reads the directory and puts the entry back.
+ */
+static void test_app_reconciler_directory_memo_follows_shard(void **state) {
+  env_t *e = *state;
+  kcr_error_t err;
+  json_t *dir;
+  seed_app(e);
+  kop_app_directory_memo_follow(e->memo, "0000000000000001");
+  assert_int_equal(reconcile(e, &err), 0);
+  dir = get(e, &cm_gvk, DIR_NS, KOP_APP_DIRECTORY_NAME);
+  assert_string_equal(dir_entry(dir, "shop.web"), "http://web.shop.svc:8080");
+  json_object_set_new(json_object_get(dir, "data"), "shop.web", json_string("http://moved:1"));
+  assert_int_equal(kcr_objclient_update(&e->c, dir, NULL, NULL, &err), 0);
+  json_decref(dir);
+  e->direct_requests = 0;
+  kop_app_directory_memo_follow(e->memo, "0000000000000001"); /* the same: kept */
+  assert_int_equal(reconcile(e, &err), 0);
+  assert_int_equal(e->direct_requests, 0);
+  dir = get(e, &cm_gvk, DIR_NS, KOP_APP_DIRECTORY_NAME);
+  assert_string_equal(dir_entry(dir, "shop.web"), "http://moved:1");
+  json_decref(dir);
+  kop_app_directory_memo_follow(e->memo, "0000000000000002");
+  assert_int_equal(reconcile(e, &err), 0);
+  assert_int_equal(e->direct_requests, 1);
+  dir = get(e, &cm_gvk, DIR_NS, KOP_APP_DIRECTORY_NAME);
+  assert_string_equal(dir_entry(dir, "shop.web"), "http://web.shop.svc:8080");
+  json_decref(dir);
+  e->direct_requests = 0; /* and right again from then on */
+  assert_int_equal(reconcile(e, &err), 0);
+  assert_int_equal(e->direct_requests, 0);
+}
+
 /* seed_named creates the fixture App under another name in shop. */
 static void seed_named(env_t *e, const char *name) {
   json_error_t je;
@@ -555,6 +593,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_app_reconciler_undecodable_app, setup, teardown),
       cmocka_unit_test_setup_teardown(test_app_reconciler_directory_keys, setup, teardown),
       cmocka_unit_test_setup_teardown(test_app_reconciler_directory_memo, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_app_reconciler_directory_memo_follows_shard, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_app_reconciler_directory_from_last_write, setup,
                                       teardown),
   };

@@ -371,6 +371,46 @@ static void test_flags_zap(void **state) {
   assert_null(lo.write);
 }
 
+/* --shard-ring and --shards: defaults, values, and what they refuse. */
+static void test_flags_sharding(void **state) {
+  static const struct {
+    const char *args[4];
+    const char *want; /* the error's start */
+  } bad[] = {
+      {{"--shard-ring=Ring", NULL}, "invalid ring name \"Ring\" for --shard-ring"},
+      {{"--shard-ring=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", NULL},
+       "invalid value \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\" for --shard-ring: at "
+       "most 46"},
+      {{"--shard-ring=r", "--shards=0", NULL}, "invalid value \"0\" for --shards: want auto or"},
+      {{"--shard-ring=r", "--shards=4097", NULL}, "invalid value \"4097\" for --shards"},
+      {{"--shard-ring=r", "--shards=-1", NULL}, "invalid value \"-1\" for --shards"},
+      {{"--shard-ring=r", "--shards=3x", NULL}, "invalid value \"3x\" for --shards"},
+      {{"--shards=3", NULL}, "--shards=3 needs --shard-ring"},
+      {{"--shard-ring=r", "--leader-elect", NULL},
+       "--shard-ring and --leader-elect exclude each other"},
+  };
+  const char *ok[] = {"--shard-ring", "app-ring", "--shards=5", NULL};
+  const char *ok_auto[] = {"--shard-ring=app-ring", "--shards", "auto", NULL};
+  kop_flags f;
+  char msg[256];
+  (void)state;
+  assert_int_equal(parse(NULL, NULL, &f, msg, sizeof msg), 0);
+  assert_null(f.shard_ring);
+  assert_int_equal(f.shards, 0);
+  assert_int_equal(parse(ok, NULL, &f, msg, sizeof msg), 0);
+  assert_string_equal(f.shard_ring, "app-ring");
+  assert_int_equal(f.shards, 5);
+  assert_int_equal(parse(ok_auto, NULL, &f, msg, sizeof msg), 0);
+  assert_string_equal(f.shard_ring, "app-ring");
+  assert_int_equal(f.shards, 0);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    msg[0] = '\0';
+    assert_int_equal(parse(bad[i].args, NULL, &f, msg, sizeof msg), -1);
+    if (strncmp(msg, bad[i].want, strlen(bad[i].want)) != 0)
+      fail_msg("case %zu: got \"%s\", want a start of \"%s\"", i, msg, bad[i].want);
+  }
+}
+
 static void test_flags_usage_lists_every_flag(void **state) {
   char *text = NULL;
   size_t len = 0;
@@ -400,6 +440,7 @@ int main(void) {
       cmocka_unit_test(test_flags_watch_namespace_env),
       cmocka_unit_test(test_flags_namespace_list),
       cmocka_unit_test(test_flags_zap),
+      cmocka_unit_test(test_flags_sharding),
       cmocka_unit_test(test_flags_usage_lists_every_flag),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -227,6 +227,7 @@ struct kop_app_directory_memo {
   size_t nbuckets, len;
   json_t *dir; /* the directory as this process last wrote it, at the version
                 * the server answered; NULL: read it */
+  char generation[32]; /* the shard generation the entries belong to */
 };
 
 int kop_app_directory_memo_create(kop_app_directory_memo **out) {
@@ -243,20 +244,44 @@ int kop_app_directory_memo_create(kop_app_directory_memo **out) {
   return 0;
 }
 
-void kop_app_directory_memo_destroy(kop_app_directory_memo *m) {
-  if (!m)
-    return;
+/* memo_drop_entries frees every entry; m->mu held, or m private. */
+static void memo_drop_entries(kop_app_directory_memo *m) {
   for (size_t i = 0; i < m->nbuckets; i++) {
     for (memo_entry *e = m->buckets[i], *next; e; e = next) {
       next = e->next;
       free(e->url);
       free(e);
     }
+    m->buckets[i] = NULL;
   }
+  m->len = 0;
+}
+
+void kop_app_directory_memo_destroy(kop_app_directory_memo *m) {
+  if (!m)
+    return;
+  memo_drop_entries(m);
   json_decref(m->dir);
   pthread_mutex_destroy(&m->mu);
   free(m->buckets);
   free(m);
+}
+
+void kop_app_directory_memo_follow(kop_app_directory_memo *m, const char *generation) {
+  json_t *dir = NULL;
+  char gen[sizeof(m->generation)];
+  if (!m)
+    return;
+  snprintf(gen, sizeof(gen), "%s", generation ? generation : "");
+  pthread_mutex_lock(&m->mu);
+  if (strcmp(gen, m->generation) != 0) {
+    memo_drop_entries(m);
+    dir = m->dir;
+    m->dir = NULL;
+    memcpy(m->generation, gen, sizeof(gen));
+  }
+  pthread_mutex_unlock(&m->mu);
+  json_decref(dir);
 }
 
 /* memo_take_dir hands over the directory last written (new reference), or
@@ -433,6 +458,11 @@ static int sync_directory(kcr_reconcile_ctx_t *ctx, const kop_app_reconciler *r,
 
   if ((rc = kop_app_directory_want(app, remove, key, sizeof(key), url, sizeof(url), &want, err)))
     return rc;
+  if (r->shard) {
+    char gen[24];
+    kcr_shard_member_generation(r->shard, gen, sizeof(gen));
+    kop_app_directory_memo_follow(r->memo, gen);
+  }
   if (memo_says(r->memo, key, want))
     return 0;
   if ((dir = memo_take_dir(r->memo)) != NULL) {

@@ -9,6 +9,7 @@
 #include "kcr/controller.h"
 #include "kcr/events.h"
 #include "kcr/scheme.h"
+#include "kcr/shard_member.h"
 
 /*
  * KOP_APP_CONFLICT_RECHECK_NS: how soon an App in NameConflict is reconciled
@@ -34,6 +35,16 @@ int kop_app_directory_memo_create(kop_app_directory_memo **out);
 void kop_app_directory_memo_destroy(kop_app_directory_memo *m);
 
 /*
+ * kop_app_directory_memo_follow tells the memo which shard generation the
+ * process works in (kcr_shard_member_generation): when it differs from the
+ * last one given, every entry and the kept directory are forgotten. Sharded,
+ * an App can move to another replica, which may change its entry, and come
+ * back; what this process wrote before the move no longer says what the
+ * directory holds. NULL or "" is a generation like any other. Thread-safe.
+ */
+void kop_app_directory_memo_follow(kop_app_directory_memo *m, const char *generation);
+
+/*
  * kop_app_reconciler: the reconciler's data (borrowed for the controller's life).
  *   directory_namespace  where the ConfigMap app-directory lives: the operator's
  *                        own namespace.
@@ -46,6 +57,8 @@ void kop_app_directory_memo_destroy(kop_app_directory_memo *m);
  *                        labelled children, does not have.
  *   memo                 the directory memo (NULL: every pass writes its
  *                        entry, a no-op on the server when it is there).
+ *   shard                the manager's shard member when sharded, else NULL:
+ *                        the memo follows its generation (above).
  *   scheme               the App's and its children's kinds with kcr-gen's
  *                        codecs (kop_app_scheme_create): the App is read and
  *                        its status written as the generated C type.
@@ -56,6 +69,7 @@ typedef struct kop_app_reconciler {
   kcr_client_t *direct;
   kop_app_directory_memo *memo;
   const kcr_scheme_t *scheme;
+  kcr_shard_member_t *shard;
 } kop_app_reconciler;
 
 /*
