@@ -68,6 +68,13 @@ typedef bool (*kcr_shard_member_drain_cb)(const kcr_shard_set_t *keep, void *dat
  * (borrowed for the call): after a drain, and when it grows. Same thread. */
 typedef void (*kcr_shard_member_effective_cb)(const kcr_shard_set_t *effective, void *data);
 
+/* kcr_shard_member_keys_cb: the hashes of the keys a balanced ring splits
+ * (KCR_SHARD_RING_BALANCED), as a new array in *out (freed with kcr_free) of
+ * *n; 0, KCR_EAGAIN while they are not known yet (no ring is made meanwhile:
+ * nobody owns anything), or another kcr_err (logged, retried next period).
+ * Asked on the member's thread at every list of the ring. */
+typedef int (*kcr_shard_member_keys_cb)(uint64_t **out, size_t *n, void *data);
+
 /* kcr_shard_member_change_cb: the ring changed (ring borrowed for the call;
  * kcr_shard_ring_set(ring, kcr_shard_member_identity(m), ...) is this
  * replica's part). Runs on the member's thread, no lock held; return soon. */
@@ -88,6 +95,9 @@ typedef void (*kcr_shard_member_change_cb)(const kcr_shard_ring_t *ring, void *d
  *   on_drain, on_effective  the handover's (above); may be NULL (then a
  *                    shrink waits for nothing: the caller checks
  *                    kcr_shard_member_owns before each reconcile itself).
+ *   keys             for a balanced ring_options.layout, where its keys come
+ *                    from (above; NULL: none, the ring splits as contiguous).
+ *                    A change of the keys is a change of the ring.
  *   metrics          NULL, or where the member's metrics go (borrowed, must
  *                    outlive it), each labelled ring: kcr_shard_members (live
  *                    Leases in the ring), kcr_shard_owned_share (the effective
@@ -117,6 +127,7 @@ typedef struct kcr_shard_member_options {
   kcr_shard_member_effective_cb on_effective;
   kcr_metrics_registry_t *metrics;
   size_t expected_members;
+  kcr_shard_member_keys_cb keys;
 } kcr_shard_member_options;
 
 /*

@@ -119,7 +119,16 @@ typedef enum kcr_shard_ring_layout {
   /* One contiguous range per member, members in name order, equal widths:
    * perfect balance and one range each, but a join or leave shifts every
    * boundary after it. */
-  KCR_SHARD_RING_CONTIGUOUS = 1
+  KCR_SHARD_RING_CONTIGUOUS = 1,
+  /* The keys that exist (kcr_shard_ring_options.keys: their hashes) split
+   * into equal counts, one contiguous run of them per member in name order,
+   * each boundary midway between two neighbouring keys: every member owns
+   * floor(K/n) or ceil(K/n) of them, however their hashes cluster. FNV-1a
+   * puts names that differ only in their last byte within 2^48 of each other
+   * (team-1 .. team-9), so a hash ring gives such namespaces all to one
+   * member; this layout does not. A key that appears later falls in the
+   * range around it until the ring is made again. No keys: as contiguous. */
+  KCR_SHARD_RING_BALANCED = 2
 } kcr_shard_ring_layout;
 
 /* The default number of points per member of a KCR_SHARD_RING_VIRTUAL ring. */
@@ -130,11 +139,19 @@ typedef enum kcr_shard_ring_layout {
 #define KCR_SHARD_RING_MEMBERS_MAX 4096
 
 /* kcr_shard_ring_options: zero-initialise. vnodes: points per member of a
- * virtual ring (0: KCR_SHARD_RING_VNODES_DEFAULT; ignored when contiguous). */
+ * virtual ring (0: KCR_SHARD_RING_VNODES_DEFAULT; ignored otherwise). keys,
+ * nkeys: for a balanced ring, the hashes of the keys to split (borrowed for
+ * the create; any order, repeats count once; at most KCR_SHARD_RING_KEYS_MAX);
+ * ignored otherwise. */
 typedef struct kcr_shard_ring_options {
   kcr_shard_ring_layout layout;
   unsigned vnodes;
+  const uint64_t *keys;
+  size_t nkeys;
 } kcr_shard_ring_options;
+
+/* The most keys a balanced ring splits. */
+#define KCR_SHARD_RING_KEYS_MAX (1u << 24)
 
 /* kcr_shard_ring_t: an immutable split of the hash space among named members. */
 typedef struct kcr_shard_ring kcr_shard_ring_t;
@@ -145,7 +162,8 @@ typedef struct kcr_shard_ring kcr_shard_ring_t;
  * defaults). n may be 0: a ring in which nobody owns anything. Errors:
  * KCR_EINVAL (a NULL, empty or repeated name, more than
  * KCR_SHARD_RING_MEMBERS_MAX members, vnodes above KCR_SHARD_RING_VNODES_MAX, an
- * unknown layout), KCR_ENOMEM; *out is NULL on failure.
+ * unknown layout, nkeys without keys or above KCR_SHARD_RING_KEYS_MAX),
+ * KCR_ENOMEM; *out is NULL on failure.
  */
 KCR_EXTERN int kcr_shard_ring_create(const char *const *members, size_t n,
                                      const kcr_shard_ring_options *o, kcr_shard_ring_t **out,

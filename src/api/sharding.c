@@ -321,6 +321,46 @@ static int build_contiguous(kcr_shard_ring_t *r) {
   return 0;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* build_balanced: member i (name order) owns the keys [i*K/n, (i+1)*K/n) of
+ * the sorted distinct keys, its range starting midway between its first key
+ * and the key before it (the first member's at 0); a member with no keys
+ * owns nothing. */
+static int build_balanced(kcr_shard_ring_t *r, const uint64_t *keys, size_t nkeys) {
+  size_t n = r->nmembers, k = 0, started = 0;
+  uint64_t *sorted;
+  if (nkeys == 0)
+    return build_contiguous(r);
+  if (!(sorted = kcr__calloc(nkeys, sizeof(uint64_t))))
+    return KCR_ENOMEM;
+  memcpy(sorted, keys, nkeys * sizeof(uint64_t));
+  qsort(sorted, nkeys, sizeof(uint64_t), cmp_u64);
+  for (size_t i = 0; i < nkeys; i++) /* distinct */
+    if (k == 0 || sorted[k - 1] != sorted[i])
+      sorted[k++] = sorted[i];
+  r->seg_first = kcr__calloc(n, sizeof(uint64_t));
+  r->seg_owner = kcr__calloc(n, sizeof(size_t));
+  if (!r->seg_first || !r->seg_owner) {
+    kcr__free(sorted);
+    return KCR_ENOMEM;
+  }
+  for (size_t i = 0; i < n; i++) {
+    size_t lo = i * k / n, hi = (i + 1) * k / n; /* n, k <= 2^24: no overflow */
+    if (lo == hi)
+      continue; /* no key of its own: nothing */
+    if (started++ == 0)
+      seg_push(r, 0, i);
+    else /* sorted[lo-1] < first <= sorted[lo] */
+      seg_push(r, sorted[lo - 1] + (sorted[lo] - sorted[lo - 1]) / 2 + 1, i);
+  }
+  kcr__free(sorted);
+  return 0;
+}
+
 static int build_virtual(kcr_shard_ring_t *r, unsigned vnodes) {
   size_t n = r->nmembers, np = n * vnodes, m = 0;
   point *p = kcr__calloc(np, sizeof(point));
@@ -357,8 +397,13 @@ int kcr_shard_ring_create(const char *const *members, size_t n, const kcr_shard_
   *out = NULL;
   if (o)
     opts = *o;
-  if (opts.layout != KCR_SHARD_RING_VIRTUAL && opts.layout != KCR_SHARD_RING_CONTIGUOUS)
+  if (opts.layout != KCR_SHARD_RING_VIRTUAL && opts.layout != KCR_SHARD_RING_CONTIGUOUS &&
+      opts.layout != KCR_SHARD_RING_BALANCED)
     return kcr_error_set(err, KCR_EINVAL, "shard ring: unknown layout %d", (int)opts.layout);
+  if (opts.layout == KCR_SHARD_RING_BALANCED &&
+      ((opts.nkeys > 0 && !opts.keys) || opts.nkeys > KCR_SHARD_RING_KEYS_MAX))
+    return kcr_error_set(err, KCR_EINVAL, "shard ring: %zu keys %s", opts.nkeys,
+                         opts.keys ? "(too many)" : "but no array");
   if (opts.vnodes == 0)
     opts.vnodes = KCR_SHARD_RING_VNODES_DEFAULT;
   if (opts.vnodes > KCR_SHARD_RING_VNODES_MAX)
@@ -392,6 +437,7 @@ int kcr_shard_ring_create(const char *const *members, size_t n, const kcr_shard_
     }
   if (n > 0) {
     rc = opts.layout == KCR_SHARD_RING_CONTIGUOUS ? build_contiguous(r)
+         : opts.layout == KCR_SHARD_RING_BALANCED ? build_balanced(r, opts.keys, opts.nkeys)
                                                   : build_virtual(r, opts.vnodes);
     if (rc)
       goto nomem;

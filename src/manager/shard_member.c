@@ -65,6 +65,7 @@ struct kcr_shard_member {
   void *data;
   kcr_shard_member_drain_cb on_drain;
   kcr_shard_member_effective_cb on_effective;
+  kcr_shard_member_keys_cb keys;
   kcr_cancel_t *cancel; /* fired by stop: aborts a request in flight */
   size_t expected;      /* expected_members; 0: none */
   int64_t started_at;   /* monotonic ns of start (member thread after) */
@@ -239,6 +240,7 @@ int kcr_shard_member_create(const kcr_shard_member_options *o, kcr_shard_member_
   m->data = o->data;
   m->on_drain = o->on_drain;
   m->on_effective = o->on_effective;
+  m->keys = o->keys;
   m->expected = o->expected_members;
   atomic_store(&m->renewed_at, INT64_MIN);
   if (!m->ring_name || !m->ns || !m->identity || !m->lease_name || !m->selector ||
@@ -316,10 +318,28 @@ static int refresh(kcr_shard_member_t *m, kcr_error_t *err) {
     return rc;
   rc = kcr__shard_live_members(json_object_get(list, "items"), kcr_clock_wall(m->clock), names,
                                KCR_SHARD_RING_MEMBERS_MAX, &n);
-  if (rc == 0)
+  if (rc == 0 && m->keys) {
+    kcr_shard_ring_options with = m->ring_options;
+    uint64_t *keys = NULL;
+    size_t nkeys = 0;
+    rc = m->keys(&keys, &nkeys, m->data);
+    if (rc == KCR_EAGAIN) { /* not known yet: no ring, nobody owns anything here */
+      json_decref(list);
+      return 0;
+    }
+    if (rc == 0) {
+      with.keys = keys;
+      with.nkeys = nkeys;
+      rc = kcr_shard_ring_create(names, n, &with, &ring, err);
+    } else {
+      kcr_error_set(err, rc, "shard member: the keys to balance: %s", kcr_strerror(rc));
+    }
+    kcr__free(keys);
+  } else if (rc == 0) {
     rc = kcr_shard_ring_create(names, n, &m->ring_options, &ring, err);
-  else
+  } else {
     kcr_error_set(err, rc, "shard member: more than %d live members", KCR_SHARD_RING_MEMBERS_MAX);
+  }
   if (rc == 0) {
     json_decref(m->leases);
     m->leases = json_incref(json_object_get(list, "items"));
@@ -356,6 +376,23 @@ void kcr__shard_generation(const kcr_shard_ring_t *ring, const kcr_shard_ring_op
   for (size_t i = 0; (name = kcr_shard_ring_member(ring, i)) != NULL; i++)
     kcr_buf_appendf(&b, "%s\n", name);
   kcr_buf_appendf(&b, "layout=%d vnodes=%u", (int)o->layout, o->vnodes);
+  /* balanced: the keys move the boundaries, so two replicas that saw other
+   * keys are in other generations (and neither grows until they agree) */
+  for (size_t i = 0; o->layout == KCR_SHARD_RING_BALANCED && (name = kcr_shard_ring_member(ring, i));
+       i++) {
+    kcr_shard_set_t *s = NULL;
+    const kcr_shard_range *rg;
+    size_t n;
+    if (kcr_shard_ring_set(ring, name, &s, NULL) != 0) {
+      kcr_buf_appendf(&b, "\n?"); /* out of memory: a generation nobody grows on */
+      continue;
+    }
+    n = kcr_shard_set_ranges(s, &rg);
+    for (size_t k = 0; k < n; k++)
+      kcr_buf_appendf(&b, "\n%zu %016llx %016llx", i, (unsigned long long)rg[k].first,
+                      (unsigned long long)rg[k].last);
+    kcr_shard_set_destroy(s);
+  }
   /* out of memory or past the bound: the hash of what fits, still the same
    * on every replica that sees the same members */
   snprintf(buf, size, "%016llx",

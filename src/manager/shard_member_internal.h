@@ -29,7 +29,8 @@ int kcr__shard_live_members(const json_t *items, kcr_time_t now, const char **na
 
 /*
  * kcr__shard_generation writes the generation of ring (16 hex digits, the
- * FNV-1a of the sorted member names and o's layout and vnodes) into buf.
+ * FNV-1a of the sorted member names and o's layout and vnodes, and for a
+ * balanced ring each member's ranges, which the keys decide) into buf.
  */
 void kcr__shard_generation(const kcr_shard_ring_t *ring, const kcr_shard_ring_options *o, char *buf,
                            size_t size);

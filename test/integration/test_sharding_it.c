@@ -194,7 +194,7 @@ static size_t count_in(const kcr_shard_set_t *s) {
 /* A selector of ~230 ranges is accepted and filters exactly. */
 static void test_sharding_it_long_selector(void **state) {
   const char *m[10] = {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"};
-  kcr_shard_ring_options ro = {KCR_SHARD_RING_VIRTUAL, 256};
+  kcr_shard_ring_options ro = {.layout = KCR_SHARD_RING_VIRTUAL, .vnodes = 256};
   kcr_shard_ring_t *ring = NULL;
   kcr_error_t err = {0};
   size_t total = 0;

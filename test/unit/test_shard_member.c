@@ -113,7 +113,7 @@ static void test_shard_member_grow_rule(void **state) {
 static void test_shard_member_generation(void **state) {
   const char *ab[] = {"a", "b"}, *ba[] = {"b", "a"}, *abc[] = {"a", "b", "c"};
   kcr_shard_ring_t *r1 = NULL, *r2 = NULL, *r3 = NULL;
-  kcr_shard_ring_options o = {0}, contiguous = {KCR_SHARD_RING_CONTIGUOUS, 0};
+  kcr_shard_ring_options o = {0}, contiguous = {.layout = KCR_SHARD_RING_CONTIGUOUS};
   char g1[17], g2[17], g3[17], g4[17];
   (void)state;
   assert_int_equal(kcr_shard_ring_create(ab, 2, NULL, &r1, NULL), 0);
@@ -127,6 +127,25 @@ static void test_shard_member_generation(void **state) {
   assert_string_equal(g1, g2); /* the same members in any order: one name */
   assert_string_not_equal(g1, g3);
   assert_string_not_equal(g1, g4); /* another layout splits differently */
+  {
+    /* balanced: the keys move the boundaries, and so the generation */
+    uint64_t k1[] = {1, 1ULL << 62, 1ULL << 63}, k2[] = {1, 1ULL << 61, 1ULL << 63};
+    kcr_shard_ring_options b1 = {.layout = KCR_SHARD_RING_BALANCED, .keys = k1, .nkeys = 3};
+    kcr_shard_ring_options b2 = {.layout = KCR_SHARD_RING_BALANCED, .keys = k2, .nkeys = 3};
+    kcr_shard_ring_t *rb1 = NULL, *rb2 = NULL, *rb3 = NULL;
+    char h1[17], h2[17], h3[17];
+    assert_int_equal(kcr_shard_ring_create(ab, 2, &b1, &rb1, NULL), 0);
+    assert_int_equal(kcr_shard_ring_create(ab, 2, &b2, &rb2, NULL), 0);
+    assert_int_equal(kcr_shard_ring_create(ba, 2, &b1, &rb3, NULL), 0);
+    kcr__shard_generation(rb1, &b1, h1, sizeof(h1));
+    kcr__shard_generation(rb2, &b2, h2, sizeof(h2));
+    kcr__shard_generation(rb3, &b1, h3, sizeof(h3));
+    assert_string_not_equal(h1, h2);
+    assert_string_equal(h1, h3);
+    kcr_shard_ring_destroy(rb1);
+    kcr_shard_ring_destroy(rb2);
+    kcr_shard_ring_destroy(rb3);
+  }
   kcr_shard_ring_destroy(r1);
   kcr_shard_ring_destroy(r2);
   kcr_shard_ring_destroy(r3);

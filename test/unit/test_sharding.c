@@ -200,7 +200,7 @@ static void names(unsigned trial, size_t n, char buf[][64], const char **out) {
 /* ring_of makes a ring or fails the test. */
 static kcr_shard_ring_t *ring_of(const char **m, size_t n, kcr_shard_ring_layout layout,
                                  unsigned vnodes) {
-  kcr_shard_ring_options o = {layout, vnodes};
+  kcr_shard_ring_options o = {.layout = layout, .vnodes = vnodes};
   kcr_shard_ring_t *r = NULL;
   kcr_error_t err = {0};
   if (kcr_shard_ring_create(m, n, &o, &r, &err) != 0)
@@ -275,10 +275,112 @@ static void test_sharding_ring_contiguous_layout(void **state) {
   kcr_shard_ring_destroy(r);
 }
 
+/* owned_keys: how many of keys[0, n) member owns in r. */
+static size_t owned_keys(const kcr_shard_ring_t *r, const char *member, const uint64_t *keys,
+                         size_t n) {
+  size_t c = 0;
+  for (size_t i = 0; i < n; i++)
+    c += strcmp(kcr_shard_ring_owner(r, keys[i]), member) == 0;
+  return c;
+}
+
+/*
+ * Balanced: names that differ only in their last characters hash close
+ * together (a hash ring gives them to one or two members), yet each of three
+ * members owns exactly ten of thirty; repeats count once; fewer keys than
+ * members leave some with nothing while the ranges still tile the space; no
+ * keys splits as contiguous; one more key moves at most a few.
+ */
+static void test_sharding_ring_balanced_layout(void **state) {
+  const char *three[] = {"r-b", "r-a", "r-c"};
+  uint64_t keys[31], two[2];
+  kcr_shard_ring_options o = {.layout = KCR_SHARD_RING_BALANCED};
+  kcr_shard_ring_options bad = {.layout = KCR_SHARD_RING_BALANCED, .nkeys = 3};
+  kcr_shard_ring_options virt = {.layout = KCR_SHARD_RING_VIRTUAL};
+  kcr_shard_ring_t *r = NULL, *r2 = NULL, *hashed = NULL, *contig;
+  kcr_shard_set_t *s = NULL;
+  kcr_error_t err = {0};
+  size_t most = 0;
+  double share = 0;
+  (void)state;
+  for (int i = 0; i < 31; i++) {
+    char ns[32];
+    snprintf(ns, sizeof(ns), "shard-apps-%02d", i);
+    keys[i] = kcr_shard_hash(ns, strlen(ns));
+  }
+  /* the hash ring's split of the first 30: lopsided */
+  assert_int_equal(kcr_shard_ring_create(three, 3, &virt, &hashed, &err), 0);
+  for (int m = 0; m < 3; m++) {
+    size_t c = owned_keys(hashed, three[m], keys, 30);
+    most = c > most ? c : most;
+  }
+  print_message("hash ring: the largest member owns %zu of 30 namespaces\n", most);
+  assert_true(most >= 20);
+  kcr_shard_ring_destroy(hashed);
+
+  o.keys = keys;
+  o.nkeys = 30;
+  assert_int_equal(kcr_shard_ring_create(three, 3, &o, &r, &err), 0);
+  for (int m = 0; m < 3; m++) {
+    assert_int_equal(owned_keys(r, three[m], keys, 30), 10);
+    assert_int_equal(kcr_shard_ring_set(r, three[m], &s, &err), 0);
+    share += kcr_shard_set_share(s);
+    kcr_shard_set_destroy(s);
+  }
+  assert_true(share > 0.999999 && share < 1.000001); /* a tiling */
+  assert_string_equal(kcr_shard_ring_owner(r, 0), "r-a"); /* name order along the keys */
+  assert_string_equal(kcr_shard_ring_owner(r, UINT64_MAX), "r-c");
+
+  /* one more namespace: a ring made again moves one boundary's worth */
+  o.nkeys = 31;
+  assert_int_equal(kcr_shard_ring_create(three, 3, &o, &r2, &err), 0);
+  for (int m = 0; m < 3; m++) {
+    size_t c = owned_keys(r2, three[m], keys, 31);
+    assert_true(c == 10 || c == 11);
+  }
+  {
+    size_t moved = 0;
+    for (int i = 0; i < 30; i++)
+      moved += strcmp(kcr_shard_ring_owner(r, keys[i]), kcr_shard_ring_owner(r2, keys[i])) != 0;
+    print_message("balanced: a 31st namespace moves %zu of the 30\n", moved);
+    assert_true(moved <= 2);
+  }
+  kcr_shard_ring_destroy(r2);
+  kcr_shard_ring_destroy(r);
+
+  /* repeats count once; fewer keys than members */
+  two[0] = two[1] = keys[5];
+  o.keys = two;
+  o.nkeys = 2;
+  assert_int_equal(kcr_shard_ring_create(three, 3, &o, &r, &err), 0);
+  assert_int_equal(owned_keys(r, "r-c", two, 1), 1); /* the one key: the last member's */
+  assert_int_equal(kcr_shard_ring_set(r, "r-a", &s, &err), 0);
+  assert_int_equal(kcr_shard_set_ranges(s, NULL), 0);
+  kcr_shard_set_destroy(s);
+  assert_int_equal(kcr_shard_ring_set(r, "r-c", &s, &err), 0);
+  assert_true(kcr_shard_set_share(s) > 0.999999); /* the whole space */
+  kcr_shard_set_destroy(s);
+  kcr_shard_ring_destroy(r);
+
+  /* no keys: as contiguous */
+  o.keys = NULL;
+  o.nkeys = 0;
+  assert_int_equal(kcr_shard_ring_create(three, 3, &o, &r, &err), 0);
+  contig = ring_of(three, 3, KCR_SHARD_RING_CONTIGUOUS, 0);
+  assert_true(kcr_shard_ring_moved(r, contig) == 0.0);
+  kcr_shard_ring_destroy(contig);
+  kcr_shard_ring_destroy(r);
+
+  r = (kcr_shard_ring_t *)1;
+  assert_int_equal(kcr_shard_ring_create(three, 3, &bad, &r, &err), KCR_EINVAL);
+  assert_null(r);
+  assert_non_null(strstr(err.message, "3 keys but no array"));
+}
+
 static void test_sharding_ring_empty_and_bad(void **state) {
   const char *dup[] = {"a", "b", "a"}, *empty[] = {"a", ""}, *null[] = {"a", NULL};
-  kcr_shard_ring_options big = {KCR_SHARD_RING_VIRTUAL, KCR_SHARD_RING_VNODES_MAX + 1};
-  kcr_shard_ring_options odd = {(kcr_shard_ring_layout)7, 0};
+  kcr_shard_ring_options big = {.layout = KCR_SHARD_RING_VIRTUAL, .vnodes = KCR_SHARD_RING_VNODES_MAX + 1};
+  kcr_shard_ring_options odd = {.layout = (kcr_shard_ring_layout)7};
   kcr_shard_ring_t *r = NULL, *one;
   kcr_error_t err = {0};
   (void)state;
@@ -461,7 +563,7 @@ static void test_sharding_measure(void **state) {
 static void test_sharding_alloc_failures(void **state) {
   const char *m[] = {"r-1", "r-2", "r-3"};
   const kcr_shard_range in[] = {{5, 9}, {0, 1}};
-  kcr_shard_ring_options c = {KCR_SHARD_RING_CONTIGUOUS, 0};
+  kcr_shard_ring_options c = {.layout = KCR_SHARD_RING_CONTIGUOUS};
   kcr_shard_ring_t *r = NULL;
   kcr_shard_set_t *s = NULL, *s2 = NULL;
   char *sel = NULL;
@@ -489,6 +591,7 @@ int main(void) {
       cmocka_unit_test(test_sharding_selector_syntax),
       cmocka_unit_test(test_sharding_ring_deterministic),
       cmocka_unit_test(test_sharding_ring_contiguous_layout),
+      cmocka_unit_test(test_sharding_ring_balanced_layout),
       cmocka_unit_test(test_sharding_ring_empty_and_bad),
       cmocka_unit_test(test_sharding_ring_minimal_movement),
       cmocka_unit_test(test_sharding_ring_balance_bounds),
