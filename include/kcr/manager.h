@@ -121,6 +121,14 @@ typedef struct kcr_manager kcr_manager_t;
  *                    else "default".
  *   identity         NULL: "<hostname>_<uuid v4>".
  *   lease_duration_ns, renew_deadline_ns, retry_period_ns  0: 15 s, 10 s, 2 s.
+ *   hash_ring        false (the default): the namespaces that exist are split
+ *                    evenly among the replicas (KCR_SHARD_RING_BALANCED, kept
+ *                    up to date by a metadata-only informer on namespaces: the
+ *                    operator needs list and watch on them); true: a
+ *                    consistent-hash ring that ignores them
+ *                    (KCR_SHARD_RING_VIRTUAL: a join moves only the joiner's
+ *                    share, but a few namespaces can land unevenly, and names
+ *                    that differ only in their last character all together).
  *   expected_members 0: take a part as soon as the ring is seen; N: the
  *                    replicas expected: the first part is taken once N are in
  *                    the ring or a lease duration after the start
@@ -148,6 +156,7 @@ typedef struct kcr_manager_sharding {
   int64_t renew_deadline_ns;
   int64_t retry_period_ns;
   size_t expected_members;
+  bool hash_ring;
 } kcr_manager_sharding;
 
 typedef struct kcr_manager_options {

@@ -117,6 +117,7 @@ struct kcr_manager {
   recorder_t *recorders; /* protected by mu (the head; the entries are immutable) */
   atomic_bool leading_started;
   kcr_shard_member_t *shard; /* owned; NULL: not sharded */
+  kcr_informer_t *shard_ns;  /* owned: the namespaces a balanced ring splits; NULL: none */
   bool shard_owns_some;      /* protected by mu: the member has grown once */
 };
 
@@ -199,6 +200,44 @@ static void on_shard_effective(const kcr_shard_set_t *set, void *data) {
   pthread_mutex_unlock(&m->mu);
 }
 
+/* shard_keys: the hashes of the namespaces that exist, for the balanced ring
+ * (kcr_shard_member_keys_cb); KCR_EAGAIN until their informer has synced. */
+static int shard_keys(uint64_t **out, size_t *n, void *data) {
+  kcr_manager_t *m = data;
+  char **keys = NULL;
+  size_t nk = 0;
+  int rc;
+  *out = NULL;
+  *n = 0;
+  if (!kcr_informer_has_synced(m->shard_ns))
+    return KCR_EAGAIN;
+  if ((rc = kcr_store_list_keys(kcr_informer_store(m->shard_ns), &keys, &nk)) != 0)
+    return rc;
+  if (nk && !(*out = kcr__calloc(nk, sizeof(uint64_t))))
+    rc = KCR_ENOMEM;
+  for (size_t i = 0; i < nk && rc == 0; i++)
+    (*out)[i] = kcr_shard_hash(keys[i], strlen(keys[i]));
+  kcr_free(keys); /* one allocation, the strings with it */
+  if (rc == 0)
+    *n = nk;
+  return rc;
+}
+
+/* shard_namespaces makes the informer of the namespaces (metadata only, not
+ * sharded, apart from the cache: a cluster-scoped kind in a sharded cache
+ * would hash on "") whose names the balanced ring splits. */
+static int shard_namespaces(kcr_manager_t *m, kcr_error_t *err) {
+  static const kcr_gvr namespaces = {"", "v1", "namespaces"};
+  kcr_informer_options io;
+  memset(&io, 0, sizeof(io));
+  io.client = m->client;
+  io.resource = namespaces;
+  io.kind = "Namespace";
+  io.metadata_only = true;
+  io.metrics = m->metrics;
+  return kcr_informer_create(&io, &m->shard_ns, err);
+}
+
 /* shard_create makes the manager's shard member and shards its cache on the
  * whole space until the first grow narrows it. */
 static int shard_create(kcr_manager_t *m, const kcr_manager_options *o, kcr_error_t *err) {
@@ -221,6 +260,12 @@ static int shard_create(kcr_manager_t *m, const kcr_manager_options *o, kcr_erro
   so.data = m;
   so.metrics = m->metrics;
   so.expected_members = sh->expected_members;
+  if (!sh->hash_ring) {
+    if ((rc = shard_namespaces(m, err)) != 0)
+      return rc;
+    so.ring_options.layout = KCR_SHARD_RING_BALANCED;
+    so.keys = shard_keys;
+  }
   if ((rc = kcr_shard_member_create(&so, &m->shard, err)) != 0 ||
       (rc = kcr_shard_set_create(&all, 1, &whole, err)) != 0)
     return rc;
@@ -234,6 +279,8 @@ static int shard_create(kcr_manager_t *m, const kcr_manager_options *o, kcr_erro
 static int shard_join(kcr_manager_t *m, kcr_error_t *err) {
   bool owns, stop;
   int rc;
+  if (m->shard_ns && (rc = kcr_informer_start(m->shard_ns, err)) != 0)
+    return rc;
   if ((rc = kcr_shard_member_start(m->shard, err)) != 0)
     return rc;
   kcr_log(KCR_LOG_INFO, "manager", "sharding: joined ring as %s; waiting for a part of it",
@@ -955,6 +1002,7 @@ void kcr_manager_destroy(kcr_manager_t *m) {
   if (!m)
     return;
   kcr_shard_member_destroy(m->shard); /* before the controllers its drain asks */
+  kcr_informer_destroy(m->shard_ns);   /* after the member that asks it */
   for (size_t i = 0; i < m->nctls; i++)
     kcr_controller_destroy(m->ctls[i]);
   /* the recorders send through the client and ask the elector's fence (serving) */
