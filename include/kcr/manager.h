@@ -129,6 +129,11 @@ typedef struct kcr_manager kcr_manager_t;
  *                    (KCR_SHARD_RING_VIRTUAL: a join moves only the joiner's
  *                    share, but a few namespaces can land unevenly, and names
  *                    that differ only in their last character all together).
+ *   namespace_selector  with the balanced split, a label selector for the
+ *                    namespaces it counts (NULL: all): those that hold the
+ *                    operator's objects, so that namespaces without any
+ *                    (kube-system) do not take a replica's share. The others
+ *                    are still owned, by the replica whose range they fall in.
  *   expected_members 0: take a part as soon as the ring is seen; N: the
  *                    replicas expected: the first part is taken once N are in
  *                    the ring or a lease duration after the start
@@ -157,6 +162,7 @@ typedef struct kcr_manager_sharding {
   int64_t retry_period_ns;
   size_t expected_members;
   bool hash_ring;
+  const char *namespace_selector;
 } kcr_manager_sharding;
 
 typedef struct kcr_manager_options {

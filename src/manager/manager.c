@@ -118,6 +118,7 @@ struct kcr_manager {
   atomic_bool leading_started;
   kcr_shard_member_t *shard; /* owned; NULL: not sharded */
   kcr_informer_t *shard_ns;  /* owned: the namespaces a balanced ring splits; NULL: none */
+  char *shard_ns_selector;   /* owned: those namespaces' label selector; NULL: all */
   bool shard_owns_some;      /* protected by mu: the member has grown once */
 };
 
@@ -233,6 +234,7 @@ static int shard_namespaces(kcr_manager_t *m, kcr_error_t *err) {
   io.client = m->client;
   io.resource = namespaces;
   io.kind = "Namespace";
+  io.label_selector = m->shard_ns_selector;
   io.metadata_only = true;
   io.metrics = m->metrics;
   return kcr_informer_create(&io, &m->shard_ns, err);
@@ -261,6 +263,8 @@ static int shard_create(kcr_manager_t *m, const kcr_manager_options *o, kcr_erro
   so.metrics = m->metrics;
   so.expected_members = sh->expected_members;
   if (!sh->hash_ring) {
+    if (sh->namespace_selector && !(m->shard_ns_selector = kcr__strdup(sh->namespace_selector)))
+      return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
     if ((rc = shard_namespaces(m, err)) != 0)
       return rc;
     so.ring_options.layout = KCR_SHARD_RING_BALANCED;
@@ -1003,6 +1007,7 @@ void kcr_manager_destroy(kcr_manager_t *m) {
     return;
   kcr_shard_member_destroy(m->shard); /* before the controllers its drain asks */
   kcr_informer_destroy(m->shard_ns);   /* after the member that asks it */
+  kcr__free(m->shard_ns_selector);
   for (size_t i = 0; i < m->nctls; i++)
     kcr_controller_destroy(m->ctls[i]);
   /* the recorders send through the client and ask the elector's fence (serving) */

@@ -130,6 +130,8 @@ static void check_no_overlap(void) {
   pthread_mutex_unlock(&mu);
 }
 
+static char selector[64]; /* kcr-shmgr-run=<pid>: this run's namespaces */
+
 static kcr_manager_t *replica(const char *ring, int who, const char *id) {
   kcr_manager_options mo = {0};
   kcr_controller_options co = {0};
@@ -146,6 +148,7 @@ static kcr_manager_t *replica(const char *ring, int who, const char *id) {
   mo.sharding.lease_duration_ns = 4 * KCR_NSEC_PER_SEC;
   mo.sharding.renew_deadline_ns = 3 * KCR_NSEC_PER_SEC;
   mo.sharding.retry_period_ns = 250 * KCR_NSEC_PER_MSEC;
+  mo.sharding.namespace_selector = selector; /* the test's namespaces, split 3 and 3 */
   if (kcr_manager_create(&mo, &m, &err) != 0)
     fail_msg("manager %s: %s", id, err.message);
   co.name = who ? "shard-b" : "shard-a";
@@ -221,6 +224,18 @@ static int group_setup(void **state) {
     if (kcr_it_create_namespace(client, prefix, ns[k], sizeof(ns[k])) != 0)
       return -1;
     nsv[k] = ns[k];
+    {
+      kcr_error_t err = {0};
+      char patch[128];
+      snprintf(selector, sizeof(selector), "kcr-shmgr-run=%d", (int)getpid());
+      snprintf(patch, sizeof(patch), "{\"metadata\":{\"labels\":{\"kcr-shmgr-run\":\"%d\"}}}",
+               (int)getpid());
+      if (kcr_client_patch(client, &namespaces, NULL, ns[k], KCR_PATCH_MERGE, patch, strlen(patch),
+                           NULL, NULL, &err) != 0) {
+        fprintf(stderr, "label %s: %s\n", ns[k], err.message);
+        return -1;
+      }
+    }
     for (int i = 0; i < PER_NS; i++) {
       kcr_error_t err = {0};
       json_t *o =
@@ -277,6 +292,9 @@ static void test_shard_manager_it(void **state) {
   print_message("two replicas: shares %.3f and %.3f, caches %zu and %zu of %zu ConfigMaps\n",
                 share(ra.m), share(rb.m), held_a, held_b, NKEYS);
   assert_true(settled);
+  /* the balanced split counts only the selected namespaces: three each */
+  assert_int_equal(held_a, NKEYS / 2);
+  assert_int_equal(held_b, NKEYS / 2);
   t = mono();
   touch_all("1");
   assert_true(wait_reconciled_since(t, (int)NKEYS));
