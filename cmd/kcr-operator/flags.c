@@ -113,6 +113,9 @@ static const flag_def flag_defs[] = {
      "With --shard-ring: auto (take a part as soon as the ring is seen), or N, the replicas "
      "expected: a replica takes its first part once N are in the ring, or after a lease "
      "duration, so the first one up never caches everything."},
+    {"shard-namespace-selector", K_STRING, F(shard_namespace_selector), "",
+     "With --shard-ring: a label selector for the namespaces the replicas split evenly (those "
+     "that hold Apps); default: every namespace counts."},
     {"debug-endpoints", K_BOOL, F(debug_endpoints), "false",
      "Serve /debug/informers (every informer's counters, JSON) and /debug/heap (malloc_info) "
      "on the health probe address."},
@@ -550,6 +553,9 @@ int kop_flags_parse(int argc, char *const argv[], char *const env[], kop_flags *
     return refuse(msg, msg_size,
                   "--shard-ring and --leader-elect exclude each other: sharded, every replica "
                   "reconciles its own part; leave leader election off");
+  }
+  if (!out->shard_ring && out->shard_namespace_selector) {
+    return refuse(msg, msg_size, "--shard-namespace-selector needs --shard-ring");
   }
   if (!out->shard_ring && out->shards) {
     return refuse(msg, msg_size, "--shards=%d needs --shard-ring", out->shards);

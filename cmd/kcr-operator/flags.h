@@ -96,6 +96,8 @@
  *   shard_ring, shards         --shard-ring (NULL: not sharded) and --shards
  *                              (0: auto; N: the replicas expected before the
  *                              first part is taken).
+ *   shard_namespace_selector   --shard-namespace-selector (NULL: every
+ *                              namespace counts in the even split).
  */
 typedef struct kop_flags {
   const char *kubeconfig;
@@ -126,6 +128,7 @@ typedef struct kop_flags {
   bool tracing;
   bool debug_endpoints;
   const char *shard_ring;
+  const char *shard_namespace_selector;
   int shards; /* --shards: 0 for auto */
   const char *watch_namespaces[KOP_MAX_NAMESPACES];
   size_t watch_namespaces_len;

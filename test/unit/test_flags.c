@@ -386,10 +386,12 @@ static void test_flags_sharding(void **state) {
       {{"--shard-ring=r", "--shards=-1", NULL}, "invalid value \"-1\" for --shards"},
       {{"--shard-ring=r", "--shards=3x", NULL}, "invalid value \"3x\" for --shards"},
       {{"--shards=3", NULL}, "--shards=3 needs --shard-ring"},
+      {{"--shard-namespace-selector=a=b", NULL}, "--shard-namespace-selector needs --shard-ring"},
       {{"--shard-ring=r", "--leader-elect", NULL},
        "--shard-ring and --leader-elect exclude each other"},
   };
-  const char *ok[] = {"--shard-ring", "app-ring", "--shards=5", NULL};
+  const char *ok[] = {"--shard-ring", "app-ring", "--shards=5",
+                      "--shard-namespace-selector=kcr.dev/apps", NULL};
   const char *ok_auto[] = {"--shard-ring=app-ring", "--shards", "auto", NULL};
   kop_flags f;
   char msg[256];
@@ -397,9 +399,11 @@ static void test_flags_sharding(void **state) {
   assert_int_equal(parse(NULL, NULL, &f, msg, sizeof msg), 0);
   assert_null(f.shard_ring);
   assert_int_equal(f.shards, 0);
+  assert_null(f.shard_namespace_selector);
   assert_int_equal(parse(ok, NULL, &f, msg, sizeof msg), 0);
   assert_string_equal(f.shard_ring, "app-ring");
   assert_int_equal(f.shards, 5);
+  assert_string_equal(f.shard_namespace_selector, "kcr.dev/apps");
   assert_int_equal(parse(ok_auto, NULL, &f, msg, sizeof msg), 0);
   assert_string_equal(f.shard_ring, "app-ring");
   assert_int_equal(f.shards, 0);
