@@ -91,6 +91,7 @@ struct kcr_shard_member {
   kcr_shard_set_t *effective;     /* protected by mu; written by the member's thread */
   char released[17];              /* protected by mu: the generation announced, "" none */
   atomic_int_fast64_t renewed_at; /* start of the last successful renew; INT64_MIN: none */
+  atomic_bool lapsed; /* the fence lapsed: nothing until the drain of everything ends */
 };
 
 int kcr__shard_live_members(const json_t *items, kcr_time_t now, const char **names, size_t cap,
@@ -243,6 +244,7 @@ int kcr_shard_member_create(const kcr_shard_member_options *o, kcr_shard_member_
   m->keys = o->keys;
   m->expected = o->expected_members;
   atomic_store(&m->renewed_at, INT64_MIN);
+  atomic_init(&m->lapsed, false);
   if (!m->ring_name || !m->ns || !m->identity || !m->lease_name || !m->selector ||
       kcr_shard_set_create(NULL, 0, &m->effective, NULL) != 0 ||
       kcr_cancel_create(&m->cancel, NULL) != 0) {
@@ -548,8 +550,17 @@ static void handover(kcr_shard_member_t *m) {
      * soon): nothing, at once */
     if (kcr_shard_set_share(m->effective) > 0.0 && kcr_shard_set_create(NULL, 0, &keep, NULL) == 0)
       set_effective(m, keep, true);
-    if (drain_done(m) && leaving)
-      m->left = true;
+    if (drain_done(m)) {
+      if (leaving)
+        m->left = true;
+      else if (atomic_load(&m->lapsed) && atomic_load(&m->renewed_at) != INT64_MIN &&
+               kcr_clock_now(m->clock) < atomic_load(&m->renewed_at) + m->renew_ns) {
+        /* renewed again and nothing of before runs any more: start over */
+        atomic_store(&m->lapsed, false);
+        kcr_log(KCR_LOG_INFO, "sharding", "ring %s: fenced, drained; owning again from the next "
+                "handover", m->ring_name);
+      }
+    }
     return;
   }
   if (!m->ring || kcr_shard_ring_set(m->ring, m->identity, &target, NULL) != 0)
@@ -594,6 +605,25 @@ static void handover(kcr_shard_member_t *m) {
   kcr_shard_set_destroy(target);
 }
 
+/*
+ * lapse notes a fence that has lapsed since the last renew (a process paused
+ * or starved past the renew deadline, or renews failing): the member then
+ * owns nothing, and its fence stays shut, until every reconcile of before
+ * has ended, even once a renew succeeds again. Without it a reconcile paused
+ * in the middle would find the fence open after the renew that follows the
+ * pause, while another replica owns its key. Returns whether it lapsed now.
+ * Member thread.
+ */
+static bool lapse(kcr_shard_member_t *m, int64_t now) {
+  int64_t at = atomic_load(&m->renewed_at);
+  if (at == INT64_MIN || now < at + m->renew_ns || atomic_load(&m->lapsed))
+    return false;
+  atomic_store(&m->lapsed, true);
+  kcr_log(KCR_LOG_WARN, "sharding", "ring %s: not renewed for the renew deadline: fenced",
+          m->ring_name);
+  return true;
+}
+
 /* DRAIN_POLL_NS: how often a drain in progress is asked again. */
 #define DRAIN_POLL_NS (50 * KCR_NSEC_PER_MSEC)
 
@@ -604,6 +634,8 @@ static void *member_main(void *arg) {
     kcr_error_t err;
     int64_t now = kcr_clock_now(m->clock), deadline;
     int leaving;
+    if (lapse(m, now))
+      handover(m); /* empty at once, before a renew makes the fence look valid again */
     if (now >= next_renew) { /* every retry period: renew, list */
       kcr_error_clear(&err);
       if (renew(m, &err) == 0)
@@ -730,8 +762,12 @@ void kcr_shard_member_generation(kcr_shard_member_t *m, char *buf, size_t size) 
 }
 
 int64_t kcr_shard_member_fence_remaining(kcr_shard_member_t *m) {
+  /* renewed_at first: the member thread sets lapsed before the renew that
+   * follows a lapse, so a fresh renewed_at comes with lapsed seen */
   int64_t at = atomic_load(&m->renewed_at);
-  return at == INT64_MIN ? INT64_MIN : at + m->renew_ns - kcr_clock_now(m->clock);
+  if (at == INT64_MIN || atomic_load(&m->lapsed))
+    return INT64_MIN;
+  return at + m->renew_ns - kcr_clock_now(m->clock);
 }
 
 bool kcr_shard_member_may_own(kcr_shard_member_t *m) {
