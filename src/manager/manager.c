@@ -119,6 +119,7 @@ struct kcr_manager {
   kcr_shard_member_t *shard; /* owned; NULL: not sharded */
   kcr_informer_t *shard_ns;  /* owned: the namespaces a balanced ring splits; NULL: none */
   char *shard_ns_selector;   /* owned: those namespaces' label selector; NULL: all */
+  atomic_bool shard_left;    /* a graceful stop has handed the shard over */
   bool shard_owns_some;      /* protected by mu: the member has grown once */
 };
 
@@ -140,10 +141,24 @@ static bool on_gate(void *data) {
   return fence_left(data) > 0;
 }
 
+/* shard_fenced: left, or less when sharded: the shard member's fence. */
+static int64_t shard_fenced(kcr_manager_t *m, int64_t left) {
+  if (m->shard) {
+    int64_t s = kcr_shard_member_fence_remaining(m->shard);
+    if (s < left)
+      left = s;
+  }
+  return left;
+}
+
 /* on_write_fence: the event recorders' fence, asked before each write (a
- * recorder's sender thread). */
+ * recorder's sender thread): the leader fence, and sharded the shard
+ * member's until a graceful stop has handed everything over (the flush then
+ * sends what the drained reconciles recorded). */
 static int64_t on_write_fence(void *data) {
-  return fence_left(data);
+  kcr_manager_t *m = data;
+  int64_t left = fence_left(m);
+  return atomic_load(&m->shard_left) ? left : shard_fenced(m, left);
 }
 
 /* on_object_fence: the object client's, asked before each write (the writing
@@ -153,13 +168,7 @@ static int64_t on_write_fence(void *data) {
  * refused, as a deposed leader's are. */
 static int64_t on_object_fence(void *data) {
   kcr_manager_t *m = data;
-  int64_t left = fence_left(m);
-  if (m->shard) {
-    int64_t s = kcr_shard_member_fence_remaining(m->shard);
-    if (s < left)
-      left = s;
-  }
-  return left;
+  return shard_fenced(m, fence_left(m));
 }
 
 /* ---- sharding ---- */
@@ -906,6 +915,7 @@ static int stop_all(kcr_manager_t *m, int64_t grace_ns, bool le_started, bool fl
   /* sharded: hand every range over first (drained, Lease deleted), so the
    * other replicas take over now rather than after the lease */
   kcr_shard_member_stop(m->shard);
+  atomic_store(&m->shard_left, true); /* the recorders may flush */
   /* controllers first: all stop taking work at once, then each is waited for */
   for (size_t i = m->nctls; i-- > 0;)
     if (m->ctl_started[i] || m->ctl_warm[i]) /* a warm one has handlers to remove */
