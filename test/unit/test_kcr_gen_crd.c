@@ -415,7 +415,9 @@ static void test_kcr_gen_crd_marker_errors(void **state) {
 /* Markers of other tools, and kubebuilder's non-CRD ones, are ignored. */
 static void test_kcr_gen_crd_other_markers(void **state) {
   json_t *crd = build1("api/v1/w.h", "// +groupName=example.com\n// +genclient\n"
-                                     "// +kubebuilder:object:generate=true\n\n"
+                                     "// +kubebuilder:object:generate=true\n"
+                                     "// +kubebuilder:webhookconfiguration:mutating=true\n"
+                                     "// +kubebuilder:webhook:path=/m,mutating=true\n\n"
                                      "// +kubebuilder:object:root=true\n"
                                      "// +kubebuilder:rbac:groups=apps,resources=x,verbs=get\n"
                                      "// +k8s:openapi-gen=true\n"
