@@ -606,7 +606,13 @@ static int merge(json_t *dst, const json_t *patch) {
       json_object_del(dst, k);
     } else if (json_is_object(v)) {
       json_t *obj = json_is_object(cur) ? json_incref(cur) : json_object();
-      if (!obj || merge(obj, v) || json_object_set_new(dst, k, obj))
+      if (!obj)
+        return -1;
+      if (merge(obj, v)) {
+        json_decref(obj);
+        return -1;
+      }
+      if (json_object_set_new(dst, k, obj)) /* steals obj, on failure too */
         return -1;
     } else if (json_object_set_new(dst, k, json_deep_copy(v))) {
       return -1;
@@ -639,9 +645,9 @@ static int apply_patch(json_t *hookobj, const char *text, bool mutating, const w
     for (i = 0; hook_fields[i] && strcmp(hook_fields[i], k) != 0; i++)
       ;
     if (!hook_fields[i] || (!mutating && strcmp(k, "reinvocationPolicy") == 0)) {
-      json_decref(p);
-      return fail(w, "patch: a %s webhook has no field \"%s\"",
-                  mutating ? "mutating" : "validating", k);
+      fail(w, "patch: a %s webhook has no field \"%s\"", mutating ? "mutating" : "validating", k);
+      json_decref(p); /* after the message: k is p's */
+      return -1;
     }
   }
   if (merge(hookobj, p)) {
