@@ -43,6 +43,7 @@
 #include <strings.h>
 
 #include "gen.h"
+#include "header.h"
 #include "kcr/buf.h"
 #include "util/alloc.h"
 #include "webhook.h"
@@ -162,34 +163,9 @@ static int peek(scan *sc) {
 
 /* utf8_ok tells whether s (n bytes) is UTF-8 without NUL or other C0 controls but tab. */
 static bool utf8_ok(const char *s, size_t n) {
-  const unsigned char *p = (const unsigned char *)s;
   for (size_t i = 0; i < n;) {
-    unsigned c = p[i];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80) {
-      if (c < 0x20 && c != '\t')
-        return false;
-      i++;
-      continue;
-    }
-    if (c >= 0xc2 && c <= 0xdf)
-      len = 2, cp = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef)
-      len = 3, cp = c & 0x0f;
-    else if (c >= 0xf0 && c <= 0xf4)
-      len = 4, cp = c & 0x07;
-    else
-      return false;
-    if (i + len > n)
-      return false;
-    for (size_t k = 1; k < len; k++) {
-      if ((p[i + k] & 0xc0) != 0x80)
-        return false;
-      cp = cp << 6 | (p[i + k] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+    size_t len = hdr_utf8_len((const unsigned char *)s + i, n - i);
+    if (len == 0 || ((unsigned char)s[i] < 0x20 && s[i] != '\t'))
       return false;
     i += len;
   }
