@@ -895,10 +895,13 @@ static void sort_by_name(const hook **v, size_t n) {
   }
 }
 
-/* configuration builds one configuration of the webhooks of that kind, or NULL/none. */
+/*
+ * configuration appends to out the configuration of the mutating (or the
+ * validating) webhooks, when there is at least one. Returns 0 or -1 with the message.
+ */
 static int configuration(const wh_set *s, bool mutating, const json_t *labels, json_t *out,
                          char *msg, size_t size) {
-  const hook **v = kcr__calloc(s->n ? s->n : 1, sizeof(*v));
+  const hook **v = kcr__calloc(s->n ? s->n : 1, sizeof(*v)); // NOLINT(bugprone-sizeof-expression)
   const config_name *c = &s->cfg[mutating];
   json_t *doc = NULL, *hooks = NULL, *meta = NULL;
   size_t n = 0;
