@@ -15,7 +15,7 @@ target=${1:-all}
 seconds=${2:-60}
 build=${KCR_FUZZ_BUILD_DIR:-$root/build/fuzz}
 all_targets=(time base64 watch status http_request kubeconfig exec selector jscan admission conversion
-  review_answer netstat traceparent otlp kcr_gen)
+  review_answer netstat traceparent otlp kcr_gen kcr_gen_crd kcr_gen_webhook)
 
 if [ "$target" = all ]; then
   targets=("${all_targets[@]}")

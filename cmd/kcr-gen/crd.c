@@ -18,8 +18,9 @@
  *
  * Unknown `+kubebuilder:` markers are errors (a misspelt Minimun would
  * otherwise vanish); markers of other tools (+genclient, +k8s:, +kcr:rbac) and
- * kubebuilder's non-CRD ones (+kubebuilder:rbac, :webhook, :docs-gen,
- * :object:generate) are ignored; +kubebuilder:skip skips the header. Every error is FILE:LINE:COL
+ * kubebuilder's non-CRD ones (+kubebuilder:rbac, :webhook,
+ * :webhookconfiguration, :docs-gen, :object:generate) are ignored;
+ * +kubebuilder:skip skips the header. Every error is FILE:LINE:COL
  * and a reason.
  */
 #include <errno.h>
@@ -158,6 +159,7 @@ static const mdef defs[] = {
     {KB "docs-gen", M_IGNORE, FT | S_PKG, NULL, 0, NULL, NULL},
     {KB "rbac", M_IGNORE, FT | S_PKG, NULL, 0, NULL, NULL},
     {KB "webhook", M_IGNORE, FT | S_PKG, NULL, 0, NULL, NULL},
+    {KB "webhookconfiguration", M_IGNORE, FT | S_PKG, NULL, 0, NULL, NULL},
 
 };
 

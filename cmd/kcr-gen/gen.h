@@ -232,7 +232,8 @@ int gen_emit(const gen_crd *crd, const gen_version *v, const char *dir, char *ms
 int gen_mkdirs(const char *path);
 
 /*
- * gen_rbac is `kcr-gen rbac ARGS...` (rbac.c): roles from +kcr:rbac markers.
+ * gen_rbac is `kcr-gen rbac ARGS...` (rbac.c): roles from +kcr:rbac and
+ * +kubebuilder:rbac markers.
  * Returns the exit status.
  */
 int gen_rbac(int argc, char **argv);

@@ -520,12 +520,7 @@ static int parse_typedef(parser *p) {
   return next(p);
 }
 
-/*
- * utf8_len is the length of the well-formed UTF-8 sequence at s (n bytes
- * left), or 0: overlong forms, surrogates and code points past U+10FFFF are
- * refused, as jansson refuses them in a string.
- */
-static size_t utf8_len(const unsigned char *s, size_t n) {
+size_t hdr_utf8_len(const unsigned char *s, size_t n) {
   unsigned char c = s[0];
   size_t len;
   unsigned char lo = 0x80, hi = 0xbf;
@@ -562,7 +557,7 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
 static int check_text(parser *p) {
   int line = 1, col = 1;
   for (size_t i = 0; i < p->len;) {
-    size_t n = utf8_len((const unsigned char *)p->s + i, p->len - i);
+    size_t n = hdr_utf8_len((const unsigned char *)p->s + i, p->len - i);
     if (n == 0 || p->s[i] == '\0')
       return fail(p, line, col, "%s (byte 0x%02x)", n ? "a NUL byte" : "not UTF-8",
                   (unsigned char)p->s[i]);

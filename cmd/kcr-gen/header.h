@@ -85,6 +85,14 @@ typedef struct hdr_file {
 int hdr_parse(const char *name, const char *text, size_t len, hdr_file **out, char *msg,
               size_t size);
 
+/*
+ * hdr_utf8_len is the length of the well-formed UTF-8 sequence at s (n > 0
+ * bytes left), or 0: overlong forms, surrogates and code points past U+10FFFF
+ * are refused, as jansson refuses them in a string. kcr-gen's one UTF-8
+ * check (the header parser's, and webhook.c's for marker values).
+ */
+size_t hdr_utf8_len(const unsigned char *s, size_t n);
+
 /* hdr_file_free releases what hdr_parse made. NULL is ignored. */
 void hdr_file_free(hdr_file *f);
 

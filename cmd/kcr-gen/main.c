@@ -8,7 +8,8 @@
  * group-version (--split). It prints what it wrote, one a line, and exits 0; on
  * any error it prints one line to stderr and exits 1 (2 for a bad command line).
  * `kcr-gen crd` writes CRDs from C type headers with kubebuilder's markers
- * (crd.c), one YAML file per group and kind.
+ * (crd.c), one YAML file per group and kind. `kcr-gen webhook` writes the
+ * webhook configurations from +kubebuilder:webhook markers (webhook.c).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -21,6 +22,7 @@
 #include "header.h"
 #include "kcr/buf.h"
 #include "scaffold.h"
+#include "webhook.h"
 
 static void usage(FILE *f) {
   fputs(
@@ -43,6 +45,13 @@ static void usage(FILE *f) {
       "  headers declare with kubebuilder's markers (+kubebuilder:object:root=true), all\n"
       "  versions of a kind in one CRD. -o - writes to stdout; --max-desc-len cuts descriptions\n"
       "  (controller-gen's crd:maxDescLen; 0 drops them). See docs/kcr-gen.md.\n"
+      "       kcr-gen webhook [-o FILE] [--header TEXT] [--label KEY=VALUE]... SOURCE...\n"
+      "  Writes FILE (default config/webhook/manifests.yaml; - for stdout): the Mutating- and\n"
+      "  ValidatingWebhookConfiguration from the +kubebuilder:webhook markers in the SOURCE\n"
+      "  files, as controller-gen's webhook generator. See docs/kcr-gen.md.\n"
+      "       kcr-gen rbac [--role-name NAME] [--namespace NS] [--label KEY=VALUE]...\n"
+      "                    [--header TEXT] -o FILE SOURCE...\n"
+      "  Writes FILE: the roles the +kcr:rbac and +kubebuilder:rbac markers ask for.\n"
       "       kcr-gen init [--domain DOMAIN] [--project-name NAME] [DIR]\n"
       "  A new operator project in DIR (default .): CMake, Makefile, config/, main.c.\n"
       "       kcr-gen create api --group GROUP --version VERSION --kind KIND\n"
@@ -278,6 +287,51 @@ done:
   return rc;
 }
 
+/* add_fn adds one source file's text (len bytes) named name to set; 0 or -1 with msg. */
+typedef int (*add_fn)(void *set, const char *name, const char *text, size_t len, char *msg,
+                      size_t size);
+
+/*
+ * add_sources reads each argument that is not an option (every option of
+ * `kcr-gen crd` and `kcr-gen webhook` takes a value) as a file of at most max
+ * bytes and gives it to add, counting them in *nfiles. Returns 0, or -1 after
+ * printing the first error.
+ */
+static int add_sources(int argc, char **argv, size_t max, add_fn add, void *set, size_t *nfiles) {
+  char msg[1024] = "";
+  for (int i = 0; i < argc; i++) {
+    size_t len;
+    char *text;
+    int rc;
+    if (argv[i][0] == '-' && strcmp(argv[i], "-") != 0) {
+      i++;
+      continue;
+    }
+    if (!(text = gen_read_file(argv[i], max, &len, msg, sizeof(msg)))) {
+      fprintf(stderr, "kcr-gen: %s: %s\n", argv[i], msg);
+      return -1;
+    }
+    (*nfiles)++;
+    rc = add(set, argv[i], text, len, msg, sizeof(msg));
+    free(text);
+    if (rc) {
+      fprintf(stderr, "kcr-gen: %s\n", msg);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int add_header(void *set, const char *name, const char *text, size_t len, char *msg,
+                      size_t size) {
+  return crd_set_add(set, name, text, len, msg, size);
+}
+
+static int add_marked(void *set, const char *name, const char *text, size_t len, char *msg,
+                      size_t size) {
+  return wh_set_add(set, name, text, len, msg, size);
+}
+
 static int crd(int argc, char **argv) {
   const char *dir = ".";
   char msg[1024] = "";
@@ -303,26 +357,8 @@ static int crd(int argc, char **argv) {
       goto done;
     }
   }
-  for (int i = 0; i < argc; i++) {
-    size_t len;
-    char *text;
-    if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output-dir") == 0 ||
-        strcmp(argv[i], "--max-desc-len") == 0) {
-      i++;
-      continue;
-    }
-    if (!(text = gen_read_file(argv[i], HDR_TEXT_MAX, &len, msg, sizeof(msg)))) {
-      fprintf(stderr, "kcr-gen: %s: %s\n", argv[i], msg);
-      goto done;
-    }
-    nfiles++;
-    if (crd_set_add(set, argv[i], text, len, msg, sizeof(msg))) {
-      fprintf(stderr, "kcr-gen: %s\n", msg);
-      free(text);
-      goto done;
-    }
-    free(text);
-  }
+  if (add_sources(argc, argv, HDR_TEXT_MAX, add_header, set, &nfiles))
+    goto done;
   if (nfiles == 0) {
     fputs(CRD_USAGE, stderr);
     rc = 2;
@@ -347,6 +383,114 @@ done:
   return rc;
 }
 
+/* WEBHOOK_USAGE is `kcr-gen webhook`'s usage line. */
+#define WEBHOOK_USAGE                                                                              \
+  "usage: kcr-gen webhook [-o FILE] [--header TEXT] [--label KEY=VALUE]... SOURCE...\n"
+
+/* WEBHOOK_YAML_MAX bounds the webhook manifests' YAML text. */
+#define WEBHOOK_YAML_MAX ((size_t)16 << 20)
+
+/* write_text writes len bytes to path under a temporary name, then renames it; "-" is stdout. */
+static int write_text(const char *path, const char *text, size_t len) {
+  kcr_buf_t tmp;
+  FILE *f;
+  int rc = -1;
+  if (strcmp(path, "-") == 0)
+    return fwrite(text, 1, len, stdout) == len ? 0 : -1;
+  kcr_buf_init(&tmp, 4096 + 16);
+  if (kcr_buf_appendf(&tmp, "%s.tmp", path)) {
+    fprintf(stderr, "kcr-gen: %s: the output path is too long\n", path);
+    goto done;
+  }
+  if (gen_mkdirs(kcr_buf_cstr(&tmp)) || !(f = fopen(kcr_buf_cstr(&tmp), "wb"))) {
+    fprintf(stderr, "kcr-gen: %s: %s\n", kcr_buf_cstr(&tmp), strerror(errno));
+    goto done;
+  }
+  if ((fwrite(text, 1, len, f) != len) | fclose(f)) {
+    fprintf(stderr, "kcr-gen: %s: write failed\n", kcr_buf_cstr(&tmp));
+    remove(kcr_buf_cstr(&tmp));
+    goto done;
+  }
+  if (rename(kcr_buf_cstr(&tmp), path)) {
+    fprintf(stderr, "kcr-gen: %s: cannot rename: %s\n", kcr_buf_cstr(&tmp), strerror(errno));
+    remove(kcr_buf_cstr(&tmp));
+    goto done;
+  }
+  rc = 0;
+done:
+  kcr_buf_free(&tmp);
+  return rc;
+}
+
+static int webhook(int argc, char **argv) {
+  const char *out = "config/webhook/manifests.yaml", *header = NULL;
+  char msg[1024] = "";
+  wh_set *set = NULL;
+  json_t *labels = json_object(), *docs = NULL;
+  kcr_buf_t b;
+  size_t nsources = 0, nfiles = 0;
+  int rc = 1;
+  kcr_buf_init(&b, WEBHOOK_YAML_MAX);
+  if (!labels || wh_set_create(&set)) {
+    fputs("kcr-gen: out of memory\n", stderr);
+    goto done;
+  }
+  for (int i = 0; i < argc; i++) {
+    const char *eq;
+    if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+      out = argv[++i];
+    } else if (strcmp(argv[i], "--header") == 0 && i + 1 < argc) {
+      header = argv[++i];
+    } else if (strcmp(argv[i], "--label") == 0 && i + 1 < argc && (eq = strchr(argv[i + 1], '=')) &&
+               eq != argv[i + 1]) {
+      i++;
+      if (json_object_setn_new(labels, argv[i], (size_t)(eq - argv[i]), json_string(eq + 1))) {
+        fprintf(stderr, "kcr-gen: --label %s: want KEY=VALUE in UTF-8\n", argv[i]);
+        rc = 2;
+        goto done;
+      }
+    } else if (argv[i][0] == '-') {
+      fputs(WEBHOOK_USAGE, stderr);
+      rc = 2;
+      goto done;
+    } else {
+      nsources++;
+    }
+  }
+  if (nsources == 0) {
+    fputs(WEBHOOK_USAGE, stderr);
+    rc = 2;
+    goto done;
+  }
+  if (add_sources(argc, argv, WH_TEXT_MAX, add_marked, set, &nfiles))
+    goto done;
+  if (wh_set_count(set) == 0) {
+    fputs("kcr-gen: no +kubebuilder:webhook markers in the sources\n", stderr);
+    goto done;
+  }
+  if (wh_set_build(set, labels, &docs, msg, sizeof(msg))) {
+    fprintf(stderr, "kcr-gen: %s\n", msg);
+    goto done;
+  }
+  if (header && kcr_buf_appendf(&b, "%s\n", header))
+    goto toobig;
+  for (size_t k = 0; k < json_array_size(docs); k++)
+    if (gen_yaml_write(&b, json_array_get(docs, k)))
+      goto toobig;
+  if (write_text(out, kcr_buf_cstr(&b), kcr_buf_len(&b)) == 0)
+    rc = 0;
+  goto done;
+toobig:
+  fprintf(stderr, "kcr-gen: the manifests are larger than %zu bytes, or memory ran out\n",
+          WEBHOOK_YAML_MAX);
+done:
+  kcr_buf_free(&b);
+  json_decref(docs);
+  json_decref(labels);
+  wh_set_destroy(set);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
     usage(stdout);
@@ -366,6 +510,8 @@ int main(int argc, char **argv) {
     return gen_rbac(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "crd") == 0)
     return crd(argc - 2, argv + 2);
+  if (argc >= 2 && strcmp(argv[1], "webhook") == 0)
+    return webhook(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "openapi") == 0)
     return openapi(argc - 2, argv + 2);
   usage(stderr);

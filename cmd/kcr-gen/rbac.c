@@ -2,8 +2,11 @@
 /*
  * rbac.c: `kcr-gen rbac`, RBAC roles from markers in C comments, as
  * controller-gen's rbac generator makes them from +kubebuilder:rbac markers.
+ * Both spellings are read, kcr's and controller-gen's, with one grammar, and
+ * their rules merge as if all were written one way:
  *
  *   // +kcr:rbac:groups=apps,resources=deployments,verbs=get;list;watch
+ *   // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=create
  *
  * Fields (the same as controller-gen's): groups, resources, resourceNames,
  * urls, verbs (required), namespace (a Role in that namespace instead of the
@@ -164,7 +167,7 @@ static void split_list(strlist *l, const char *v, size_t n) {
 }
 
 /*
- * parse_marker reads the text after "+kcr:rbac:" into r. Returns 0, or -1
+ * parse_marker reads the text after "+kcr:rbac:" (or "+kubebuilder:rbac:") into r. Returns 0, or -1
  * with a message in msg.
  */
 static int parse_marker(const char *text, rule *r, char *msg, size_t size) {
@@ -237,7 +240,22 @@ static int parse_marker(const char *text, rule *r, char *msg, size_t size) {
   return 0;
 }
 
-#define MARKER "+kcr:rbac:"
+/* The two spellings of the marker; a line's first one is its marker. */
+static const char *const markers[] = {"+kcr:rbac:", "+kubebuilder:rbac:"};
+
+/* find_marker returns the text after the first marker on line, or NULL. */
+static char *find_marker(char *line) {
+  char *best = NULL;
+  size_t skip = 0;
+  for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++) {
+    char *m = strstr(line, markers[i]);
+    if (m && (!best || m < best)) {
+      best = m;
+      skip = strlen(markers[i]);
+    }
+  }
+  return best ? best + skip : NULL;
+}
 
 /* scan_file adds one rule per marker in path to rs (not yet split). */
 static int scan_file(const char *path, rules *rs, const char *role, const char *ns) {
@@ -250,12 +268,11 @@ static int scan_file(const char *path, rules *rs, const char *role, const char *
     return -1;
   }
   while (getline(&line, &cap, f) != -1) {
-    char *m = strstr(line, MARKER), *end, msg[512];
+    char *m = find_marker(line), *end, msg[512];
     rule *r;
     lineno++;
     if (!m)
       continue;
-    m += strlen(MARKER);
     end = m + strlen(m);
     while (end > m && isspace((unsigned char)end[-1]))
       end--;
@@ -436,8 +453,8 @@ static void usage_rbac(FILE *f) {
   fputs("usage: kcr-gen rbac [--role-name NAME] [--namespace NS] [--label KEY=VALUE]...\n"
         "                    [--header TEXT] -o FILE SOURCE...\n"
         "  Writes FILE (- for stdout): the ClusterRole NAME (default manager-role; a Role in NS\n"
-        "  with --namespace), and a Role per namespace=, from the +kcr:rbac markers in the\n"
-        "  SOURCE files. See docs/kcr-gen.md.\n",
+        "  with --namespace), and a Role per namespace=, from the +kcr:rbac and\n"
+        "  +kubebuilder:rbac markers in the SOURCE files. See docs/kcr-gen.md.\n",
         f);
 }
 
@@ -505,7 +522,7 @@ int gen_rbac(int argc, char **argv) {
     }
   }
   if (split.n == 0) {
-    fprintf(stderr, "kcr-gen: no %s markers in the sources\n", MARKER);
+    fputs("kcr-gen: no +kcr:rbac or +kubebuilder:rbac markers in the sources\n", stderr);
     goto done;
   }
   qsort(split.v, split.n, sizeof(*split.v), cmp_role);

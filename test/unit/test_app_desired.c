@@ -34,18 +34,6 @@ static json_t *load(const char *text) {
   return j;
 }
 
-/* assert_json_equal fails with both documents printed when they differ. */
-static void assert_json_equal(const json_t *want, const json_t *got) {
-  if (!json_equal(want, got)) {
-    char *w = json_dumps(want, JSON_SORT_KEYS | JSON_INDENT(1));
-    char *g = json_dumps(got, JSON_SORT_KEYS | JSON_INDENT(1));
-    print_error("want:\n%s\ngot:\n%s\n", w, g);
-    free(w);
-    free(g);
-    fail();
-  }
-}
-
 /* typed decodes an App fixture (kop_app_decode: checked) into a new typed App. */
 static app_v1alpha1_t *typed(const json_t *app) {
   app_v1alpha1_t *a = NULL;
@@ -132,7 +120,7 @@ static void test_app_desired_deployment_full(void **state) {
       "annotations");
   json_object_set_new(ann, KOP_APP_CONFIG_HASH_ANNOTATION, json_string("44fd9f329b1ca9cc"));
   assert_int_equal(desired_deployment_json(app, &got, NULL), 0);
-  assert_json_equal(want, got);
+  kcr_test_assert_json_equal(want, got);
   json_decref(got);
   json_decref(want);
   json_decref(app);
@@ -144,7 +132,7 @@ static void test_app_desired_deployment_minimal(void **state) {
   json_t *got = NULL;
   (void)state;
   assert_int_equal(desired_deployment_json(app, &got, NULL), 0);
-  assert_json_equal(want, got);
+  kcr_test_assert_json_equal(want, got);
   json_decref(got);
   json_decref(want);
   json_decref(app);
@@ -169,7 +157,7 @@ static void test_app_desired_service(void **state) {
   json_t *got = NULL;
   (void)state;
   assert_int_equal(desired_service_json(app, &got, NULL), 0);
-  assert_json_equal(want, got);
+  kcr_test_assert_json_equal(want, got);
   json_decref(got);
   got = (json_t *)1;
   assert_int_equal(desired_service_json(min, &got, NULL), 0);
@@ -186,7 +174,7 @@ static void test_app_desired_configmap(void **state) {
   json_t *got = NULL;
   (void)state;
   assert_int_equal(desired_configmap_json(app, &got, NULL), 0);
-  assert_json_equal(want, got);
+  kcr_test_assert_json_equal(want, got);
   json_decref(got);
   got = (json_t *)1;
   assert_int_equal(desired_configmap_json(min, &got, NULL), 0);

@@ -22,18 +22,7 @@
 #include "testutil.h"
 
 #define KB_DIR KCR_TEST_DATA_DIR "/kcr-gen/kubebuilder"
-
-/* slurp reads a whole test file into a new NUL-terminated buffer. */
-static char *slurp(const char *path, size_t *len) {
-  char msg[256];
-  char *t = gen_read_file(path, (size_t)1 << 20, len, msg, sizeof(msg)), *z;
-  if (!t)
-    fail_msg("%s: %s", path, msg);
-  z = realloc(t, *len + 1);
-  assert_non_null(z);
-  z[*len] = '\0';
-  return z;
-}
+#define OPERATOR_DIR KCR_TEST_DATA_DIR "/../../../cmd/kcr-operator"
 
 /*
  * build_desc runs one set over the headers (name, text pairs) into *out, or
@@ -107,18 +96,6 @@ static json_t *yaml_round_trip(const json_t *crd) {
   return v;
 }
 
-/* assert_json_equal fails with both values printed when they differ. */
-static void assert_json_equal(const json_t *want, const json_t *got) {
-  if (!json_equal(want, got)) {
-    char *a = json_dumps(want, JSON_INDENT(1) | JSON_SORT_KEYS);
-    char *b = json_dumps(got, JSON_INDENT(1) | JSON_SORT_KEYS);
-    fprintf(stderr, "want:\n%s\ngot:\n%s\n", a, b);
-    free(a);
-    free(b);
-    fail();
-  }
-}
-
 /* A header marked +kubebuilder:skip makes no CRD, as controller-gen skips the package. */
 static void test_kcr_gen_crd_skip(void **state) {
   const char *h[] = {"api/v1/s.h", "// +groupName=s.io\n// +kubebuilder:skip\n\n"
@@ -160,7 +137,7 @@ static void compare_n(const char *const *paths, size_t n, long max_desc, const c
   json_t *want_docs, *want, *crds, *got, *ann;
   assert_true(n <= 2);
   for (size_t k = 0; k < n; k++) {
-    texts[k] = slurp(paths[k], &len);
+    texts[k] = kcr_test_slurp(paths[k], &len);
     h[2 * k] = paths[k];
     h[2 * k + 1] = texts[k];
   }
@@ -168,7 +145,7 @@ static void compare_n(const char *const *paths, size_t n, long max_desc, const c
     fail_msg("%s", msg);
   assert_int_equal(json_array_size(crds), 1);
   got = yaml_round_trip(json_array_get(crds, 0));
-  assert_json_equal(json_array_get(crds, 0), got); /* the writer loses nothing */
+  kcr_test_assert_json_equal(json_array_get(crds, 0), got); /* the writer loses nothing */
   if (gen_yaml_load(want_path, &want_docs, msg, sizeof(msg)))
     fail_msg("%s", msg);
   want = json_array_get(want_docs, 0);
@@ -181,7 +158,7 @@ static void compare_n(const char *const *paths, size_t n, long max_desc, const c
   assert_non_null(json_object_get(ann, "kcr.dev/kcr-gen-version"));
   json_object_del(json_object_get(want, "metadata"), "annotations");
   json_object_del(json_object_get(got, "metadata"), "annotations");
-  assert_json_equal(want, got);
+  kcr_test_assert_json_equal(want, got);
   json_decref(want_docs);
   json_decref(got);
   json_decref(crds);
@@ -192,6 +169,81 @@ static void compare_n(const char *const *paths, size_t n, long max_desc, const c
 /* compare is compare_n for one header. */
 static void compare(const char *path, long max_desc, const char *want_path) {
   compare_n(&path, 1, max_desc, want_path);
+}
+
+/* sort_required sorts every "required" list in v, in place (a set in OpenAPI). */
+static void sort_required(json_t *v) {
+  const char *k;
+  json_t *m;
+  size_t i;
+  if (json_is_object(v)) {
+    json_object_foreach(v, k, m) {
+      if (strcmp(k, "required") == 0 && json_is_array(m)) {
+        for (size_t a = 1; a < json_array_size(m); a++) /* insertion sort: short lists */
+          for (size_t b = a; b > 0 && strcmp(json_string_value(json_array_get(m, b - 1)),
+                                             json_string_value(json_array_get(m, b))) > 0;
+               b--) {
+            json_t *x = json_incref(json_array_get(m, b - 1));
+            assert_int_equal(json_array_set(m, b - 1, json_array_get(m, b)), 0);
+            assert_int_equal(json_array_set_new(m, b, x), 0);
+          }
+      } else {
+        sort_required(m);
+      }
+    }
+  } else if (json_is_array(v)) {
+    json_array_foreach(v, i, m) {
+      sort_required(m);
+    }
+  }
+}
+
+/*
+ * kcr-operator's App CRD (config/crd/bases/kcr.dev_apps.yaml, both versions)
+ * is what kcr-gen makes of its annotated headers (cmd/kcr-operator/api/).
+ * Compared as JSON after this normalisation: the committed file's
+ * metadata.labels (kcr's, which kcr-gen crd does not write) and kcr-gen's
+ * version annotation are dropped, and every `required` list is sorted (the
+ * committed file lists a Condition's required fields in field order,
+ * controller-gen and kcr-gen sorted).
+ */
+static void test_kcr_gen_crd_app_operator(void **state) {
+  static const char *const names[] = {"api/v1alpha1/app_types.h", "api/v1beta1/app_types.h"};
+  const char *h[4];
+  char *texts[2], msg[1024], path[512];
+  size_t len;
+  json_t *crds, *want_docs, *want, *got, *labels;
+  (void)state;
+  for (size_t k = 0; k < 2; k++) {
+    snprintf(path, sizeof(path), "%s/%s", OPERATOR_DIR, names[k]);
+    texts[k] = kcr_test_slurp(path, &len);
+    h[2 * k] = names[k];
+    h[2 * k + 1] = texts[k];
+  }
+  if (build(h, 2, &crds, msg, sizeof(msg)))
+    fail_msg("%s", msg);
+  assert_int_equal(json_array_size(crds), 1);
+  got = json_array_get(crds, 0);
+  assert_non_null(json_object_get(json_object_get(json_object_get(got, "metadata"), "annotations"),
+                                  "kcr.dev/kcr-gen-version"));
+  json_object_del(json_object_get(got, "metadata"), "annotations");
+  if (gen_yaml_load(KCR_TEST_DATA_DIR "/../../../config/crd/bases/kcr.dev_apps.yaml", &want_docs,
+                    msg, sizeof(msg)))
+    fail_msg("%s", msg);
+  assert_int_equal(json_array_size(want_docs), 1);
+  want = json_array_get(want_docs, 0);
+  labels = json_object_get(json_object_get(want, "metadata"), "labels");
+  assert_int_equal(json_object_size(labels), 2);
+  assert_string_equal(json_string_value(json_object_get(labels, "app.kubernetes.io/name")),
+                      "kcr-operator");
+  json_object_del(json_object_get(want, "metadata"), "labels");
+  sort_required(want);
+  sort_required(got);
+  kcr_test_assert_json_equal(want, got);
+  json_decref(want_docs);
+  json_decref(crds);
+  free(texts[0]);
+  free(texts[1]);
 }
 
 /* The acceptance test: kubebuilder's getting-started Memcached. */
@@ -216,7 +268,7 @@ static void test_kcr_gen_crd_cronjob(void **state) {
   compare(KB_DIR "/api/v1/cronjob_types.h", 0,
           KB_DIR "/batch.tutorial.kubebuilder.io_cronjobs.yaml");
   /* with descriptions, kcr-gen cannot give JobTemplateSpec's: refused, not guessed */
-  text = slurp(KB_DIR "/api/v1/cronjob_types.h", &len);
+  text = kcr_test_slurp(KB_DIR "/api/v1/cronjob_types.h", &len);
   h[0] = "api/v1/cronjob_types.h";
   h[1] = text;
   assert_int_equal(build(h, 1, &arr, msg, sizeof(msg)), KCR_EINVAL);
@@ -266,7 +318,7 @@ static void test_kcr_gen_crd_named_types_and_desc_len(void **state) {
       json_pack("{s{sssss[ss]ss}s{sssss{ss}si}}", "mode", "type", "string", "description",
                 "Mode is how.", "enum", "Fast", "Slow", "default", "Slow", "names", "type", "array",
                 "description", "Wordswithoutanyspace...", "items", "type", "string", "maxItems", 3);
-  assert_json_equal(want, props);
+  kcr_test_assert_json_equal(want, props);
   assert_string_equal(
       json_string_value(json_object_get(schema_of(json_array_get(arr, 0), 0), "description")),
       "Thing has a...");
@@ -415,7 +467,9 @@ static void test_kcr_gen_crd_marker_errors(void **state) {
 /* Markers of other tools, and kubebuilder's non-CRD ones, are ignored. */
 static void test_kcr_gen_crd_other_markers(void **state) {
   json_t *crd = build1("api/v1/w.h", "// +groupName=example.com\n// +genclient\n"
-                                     "// +kubebuilder:object:generate=true\n\n"
+                                     "// +kubebuilder:object:generate=true\n"
+                                     "// +kubebuilder:webhookconfiguration:mutating=true\n"
+                                     "// +kubebuilder:webhook:path=/m,mutating=true\n\n"
                                      "// +kubebuilder:object:root=true\n"
                                      "// +kubebuilder:rbac:groups=apps,resources=x,verbs=get\n"
                                      "// +k8s:openapi-gen=true\n"
@@ -538,10 +592,10 @@ static void test_kcr_gen_crd_shapes(void **state) {
       0, &je);
   if (!want)
     fail_msg("want: %d: %s", je.column, je.text);
-  assert_json_equal(want, spec);
+  kcr_test_assert_json_equal(want, spec);
   json_decref(want);
   want = json_pack("[s]", "spec");
-  assert_json_equal(want, json_object_get(schema_of(crd, 0), "required"));
+  kcr_test_assert_json_equal(want, json_object_get(schema_of(crd, 0), "required"));
   json_decref(want);
   entry = json_array_get(versions(crd), 0);
   want = json_loads(
@@ -556,7 +610,7 @@ static void test_kcr_gen_crd_shapes(void **state) {
       0, &je);
   assert_non_null(want);
   json_object_del(entry, "schema");
-  assert_json_equal(want, entry);
+  kcr_test_assert_json_equal(want, entry);
   json_decref(want);
   want = json_loads("{\"group\": \"shapes.example.com\", \"scope\": \"Cluster\", \"names\": "
                     "{\"kind\": \"Shape\", \"listKind\": \"ShapeList\", \"plural\": \"shapes\", "
@@ -565,7 +619,7 @@ static void test_kcr_gen_crd_shapes(void **state) {
                     0, &je);
   assert_non_null(want);
   json_array_clear(versions(crd));
-  assert_json_equal(want, json_object_get(crd, "spec"));
+  kcr_test_assert_json_equal(want, json_object_get(crd, "spec"));
   json_decref(want);
   json_decref(crd);
 }
@@ -665,7 +719,7 @@ static void test_kcr_gen_crd_yaml_strings(void **state) {
       obj, "nested",
       json_pack("{s[{si}[]{}]sfsfsnsb}", "l", "a", 1, "r", 0.1, "whole", 3.0, "n", "t", 1));
   back = yaml_round_trip(obj);
-  assert_json_equal(obj, back);
+  kcr_test_assert_json_equal(obj, back);
   json_decref(back);
   json_decref(obj);
 }
@@ -696,7 +750,7 @@ static int run_header(const char *name, const char *text, long max_desc) {
  */
 static void test_kcr_gen_crd_alloc_failure(void **state) {
   size_t len;
-  char *text = slurp(KB_DIR "/api/v1alpha1/memcached_types.h", &len);
+  char *text = kcr_test_slurp(KB_DIR "/api/v1alpha1/memcached_types.h", &len);
   (void)state;
   KCR_TEST_ALLOC_LOOP(run_header("api/v1alpha1/memcached_types.h", text, -1), (void)0);
   KCR_TEST_ALLOC_LOOP(run_header("api/v1beta1/shape_types.h", shapes_hdr, -1), (void)0);
@@ -709,6 +763,7 @@ int main(void) {
       cmocka_unit_test(test_kcr_gen_crd_memcached),
       cmocka_unit_test(test_kcr_gen_crd_cronjob),
       cmocka_unit_test(test_kcr_gen_crd_multiversion),
+      cmocka_unit_test(test_kcr_gen_crd_app_operator),
       cmocka_unit_test(test_kcr_gen_crd_named_types_and_desc_len),
       cmocka_unit_test(test_kcr_gen_crd_parse_errors),
       cmocka_unit_test(test_kcr_gen_crd_marker_errors),

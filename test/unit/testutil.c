@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* testutil.c: the counting, failing allocator behind KCR_TEST_ALLOC_LOOP. */
+/* testutil.c: the counting, failing allocator behind KCR_TEST_ALLOC_LOOP, and
+ * the small helpers testutil.h declares (reading a test file, comparing JSON). */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+
+#include <jansson.h>
 
 #include "kcr/common.h"
 #include "kcr/manager.h"
@@ -76,4 +80,39 @@ int kcr_test_manager_stop(kcr_test_manager_run *r) {
   kcr_manager_request_stop(r->m);
   pthread_join(r->th, NULL);
   return r->rc;
+}
+
+char *kcr_test_slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  char *buf = NULL;
+  size_t cap = 0;
+  if (!f)
+    fail_msg("%s: cannot open", path);
+  *len = 0;
+  for (;;) {
+    if (cap - *len < 4096) {
+      char *nb = realloc(buf, cap = cap * 2 + 4096);
+      assert_non_null(nb);
+      buf = nb;
+    }
+    size_t got = fread(buf + *len, 1, cap - *len - 1, f);
+    *len += got;
+    if (got == 0)
+      break;
+  }
+  assert_false(ferror(f));
+  fclose(f);
+  buf[*len] = '\0';
+  return buf;
+}
+
+void kcr_test_assert_json_equal(const json_t *want, const json_t *got) {
+  if (!json_equal(want, got)) {
+    char *w = json_dumps(want, JSON_SORT_KEYS | JSON_INDENT(1));
+    char *g = json_dumps(got, JSON_SORT_KEYS | JSON_INDENT(1));
+    print_error("want:\n%s\ngot:\n%s\n", w, g);
+    free(w);
+    free(g);
+    fail();
+  }
 }

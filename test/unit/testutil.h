@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * testutil.h: helpers shared by the unit tests: cmocka's includes in the order it
- * needs them, and a counting allocator that can fail the Nth allocation, for the
- * allocation-failure loops STYLE.md asks of every parser and constructor.
+ * needs them, a counting allocator that can fail the Nth allocation, for the
+ * allocation-failure loops STYLE.md asks of every parser and constructor, and
+ * a whole-file reader and a JSON comparison that prints both sides.
  */
 #ifndef KCR_TESTUTIL_H
 #define KCR_TESTUTIL_H
@@ -30,6 +31,21 @@ void kcr_test_alloc_fail_at(long n);
 
 /* kcr_test_alloc_failed tells whether any allocation failed since fail_at. */
 int kcr_test_alloc_failed(void);
+
+/*
+ * kcr_test_slurp reads the whole file at path into a new NUL-terminated
+ * buffer (free with free) and its length, without the NUL, into *len; the
+ * test fails when it cannot.
+ */
+char *kcr_test_slurp(const char *path, size_t *len);
+
+struct json_t;
+
+/*
+ * kcr_test_assert_json_equal fails the test, printing both values (keys
+ * sorted), when want and got (borrowed) are not equal JSON.
+ */
+void kcr_test_assert_json_equal(const struct json_t *want, const struct json_t *got);
 
 /*
  * KCR_TEST_ALLOC_LOOP(call, cleanup) runs `call` (an expression yielding an int

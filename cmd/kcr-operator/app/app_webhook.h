@@ -17,9 +17,20 @@
 
 #include "kcr/webhook.h"
 
-/* The paths, as kubebuilder names them (the deploy manifests use these). */
+/*
+ * The paths, as kubebuilder names them. The markers under them are where
+ * config/webhook/manifests.yaml comes from (`make manifests`, kcr-gen
+ * webhook): each path once in C and once in its marker
+ * (unit_kcr_gen_webhook_operator_paths holds them together). Both webhooks
+ * fail closed, so an App is never stored without its defaults and checks;
+ * status writes are not sent (resources=apps only).
+ */
+/* clang-format off */
+// +kubebuilder:webhook:path=/validate-kcr-dev-v1alpha1-app,mutating=false,failurePolicy=fail,sideEffects=None,groups=kcr.dev,resources=apps,verbs=create;update,versions=v1alpha1,name=vapp-v1alpha1.kcr.dev,admissionReviewVersions=v1,timeoutSeconds=10
 #define KOP_APP_VALIDATE_PATH "/validate-kcr-dev-v1alpha1-app"
+// +kubebuilder:webhook:path=/mutate-kcr-dev-v1alpha1-app,mutating=true,failurePolicy=fail,sideEffects=None,groups=kcr.dev,resources=apps,verbs=create;update,versions=v1alpha1,name=mapp-v1alpha1.kcr.dev,admissionReviewVersions=v1,timeoutSeconds=10
 #define KOP_APP_MUTATE_PATH "/mutate-kcr-dev-v1alpha1-app"
+/* clang-format on */
 #define KOP_APP_CONVERT_PATH "/convert"
 
 /* The served versions. */
