@@ -371,6 +371,48 @@ def controller_uid(obj):
     return None
 
 
+def app_problems(label, spec, a, d, s, cm, entry, url):
+    """What is wrong with one App (a, as the API server has it) and its children
+    (d, s, cm: its Deployment, Service and ConfigMap, or None) against its spec,
+    with entry its directory entry (None: none) and url the one it should be.
+    label names the App in the problems."""
+    problems = []
+    uid = a["metadata"]["uid"]
+    if a["metadata"].get("generation") != (a.get("status") or {}).get("observedGeneration"):
+        problems.append("App %s: observedGeneration %s != generation %s" % (
+            label, (a.get("status") or {}).get("observedGeneration"), a["metadata"].get("generation")))
+    if "kcr.dev/directory" not in (a["metadata"].get("finalizers") or []):
+        problems.append("App %s: no finalizer" % label)
+    if d is None:
+        problems.append("App %s: no Deployment" % label)
+    else:
+        if controller_uid(d) != uid:
+            problems.append("App %s: Deployment not owned" % label)
+        c = d["spec"]["template"]["spec"]["containers"][0]
+        if c.get("image") != spec["image"] or d["spec"].get("replicas") != spec["replicas"]:
+            problems.append("App %s: Deployment not up to date" % label)
+    if "port" in spec:
+        if s is None or controller_uid(s) != uid:
+            problems.append("App %s: Service missing or not owned" % label)
+        elif s["spec"]["ports"][0]["port"] != spec["port"]:
+            problems.append("App %s: Service port" % label)
+        if entry != url:
+            problems.append("App %s: directory entry" % label)
+    else:
+        if s is not None and controller_uid(s) == uid:
+            problems.append("App %s: Service not deleted" % label)
+        if entry is not None:
+            problems.append("App %s: stale directory entry" % label)
+    if "config" in spec:
+        if cm is None or controller_uid(cm) != uid:
+            problems.append("App %s: ConfigMap missing or not owned" % label)
+        elif cm.get("data") != spec["config"]:
+            problems.append("App %s: ConfigMap data" % label)
+    elif cm is not None and controller_uid(cm) == uid:
+        problems.append("App %s: ConfigMap not deleted" % label)
+    return problems
+
+
 def check_converged(cluster, model):
     """Returns a list of problems (empty: converged)."""
     problems = []
@@ -390,48 +432,16 @@ def check_converged(cluster, model):
         problems.append("App %s should be gone (terminating: %s)" %
                         (name, "deletionTimestamp" in apps[name]["metadata"]))
     for name, want in sorted(model.apps.items()):
-        spec = want["spec"]
         a = apps.get(name)
         if a is None:
             problems.append("App %s missing" % name)
             continue
-        uid = a["metadata"]["uid"]
-        if a["metadata"].get("generation") != (a.get("status") or {}).get("observedGeneration"):
-            problems.append("App %s: observedGeneration %s != generation %s" % (
-                name, (a.get("status") or {}).get("observedGeneration"), a["metadata"].get("generation")))
-        if "kcr.dev/directory" not in (a["metadata"].get("finalizers") or []):
-            problems.append("App %s: no finalizer" % name)
-        d = children["Deployment"].get(name)
-        if d is None:
-            problems.append("App %s: no Deployment" % name)
-        else:
-            if controller_uid(d) != uid:
-                problems.append("App %s: Deployment not owned" % name)
-            c = d["spec"]["template"]["spec"]["containers"][0]
-            if c.get("image") != spec["image"] or d["spec"].get("replicas") != spec["replicas"]:
-                problems.append("App %s: Deployment not up to date" % name)
-        s = children["Service"].get(name)
-        if "port" in spec:
-            if s is None or controller_uid(s) != uid:
-                problems.append("App %s: Service missing or not owned" % name)
-            elif s["spec"]["ports"][0]["port"] != spec["port"]:
-                problems.append("App %s: Service port" % name)
-            url = "http://%s.%s.svc:%d" % (name, APP_NS, spec["port"])
-            if directory.get("%s.%s" % (APP_NS, name)) != url:
-                problems.append("App %s: directory entry" % name)
-        else:
-            if s is not None and controller_uid(s) == uid:
-                problems.append("App %s: Service not deleted" % name)
-            if "%s.%s" % (APP_NS, name) in directory:
-                problems.append("App %s: stale directory entry" % name)
-        cm = children["ConfigMap"].get(name + "-config")
-        if "config" in spec:
-            if cm is None or controller_uid(cm) != uid:
-                problems.append("App %s: ConfigMap missing or not owned" % name)
-            elif cm.get("data") != spec["config"]:
-                problems.append("App %s: ConfigMap data" % name)
-        elif cm is not None and controller_uid(cm) == uid:
-            problems.append("App %s: ConfigMap not deleted" % name)
+        port = want["spec"].get("port")
+        problems += app_problems(name, want["spec"], a, children["Deployment"].get(name),
+                                 children["Service"].get(name),
+                                 children["ConfigMap"].get(name + "-config"),
+                                 directory.get("%s.%s" % (APP_NS, name)),
+                                 "http://%s.%s.svc:%d" % (name, APP_NS, port) if port else None)
     for kind, objs in children.items():
         for name, o in objs.items():
             labels = o["metadata"].get("labels") or {}
@@ -445,15 +455,17 @@ def check_converged(cluster, model):
     return problems
 
 
-def wait_converged(cluster, model, timeout, what):
-    """Polls until converged. Returns (time the operator's part was done, time
-    everything was: the same but for orphans, which garbage collection removes)."""
+def wait_converged(cluster, model, timeout, what, check=None, poll=0.5):
+    """Polls until converged (check: check_converged, or another of the same
+    shape). Returns (time the operator's part was done, time everything was: the
+    same but for orphans, which garbage collection removes)."""
+    check = check or check_converged
     deadline = time.time() + timeout
     problems = ["not checked"]
     last_report = time.time()
     t_operator = None
     while time.time() < deadline:
-        problems = check_converged(cluster, model)
+        problems = check(cluster, model)
         if t_operator is None and all(p.startswith("orphan") for p in problems):
             t_operator = time.time()
         if not problems:
@@ -461,7 +473,7 @@ def wait_converged(cluster, model, timeout, what):
         if time.time() - last_report >= 10:
             last_report = time.time()
             log("%s: %d problems, e.g. %s" % (what, len(problems), "; ".join(problems[:3])))
-        time.sleep(0.5)
+        time.sleep(poll)
     raise Failure("%s: not converged after %.0f s; %d problems, first: %s" % (
         what, timeout, len(problems), "; ".join(problems[:8])))
 
