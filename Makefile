@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 
 .PHONY: help all build test test-unit lint format install uninstall run demo bench bench-full \
 	deploy undeploy build-installer cluster-up cluster-down clean deps install-lib install-operator operator \
-	static docker-build image helm-chart helm-template chaos chaos-short soak generate manifests openapi
+	static docker-build image helm-chart helm-template chaos chaos-short chaos-sharded soak generate manifests openapi
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -150,6 +150,7 @@ clean: ## Remove build trees.
 CHAOS_APPS ?= 500
 CHAOS_ARGS ?=
 SOAK_SECONDS ?= 3600
+SHARDED_APPS ?= 3000
 
 chaos: operator ## The chaos suite: 2 replicas, 500 Apps (CHAOS_APPS), every fault.
 	python3 test/chaos/chaos.py --operator $(OPERATOR_BIN) --apps $(CHAOS_APPS) \
@@ -157,6 +158,10 @@ chaos: operator ## The chaos suite: 2 replicas, 500 Apps (CHAOS_APPS), every fau
 
 chaos-short: operator ## The CI subset of the chaos suite (50 Apps, < 3 min).
 	bash test/chaos/chaos-short.sh $(OPERATOR_BIN)
+
+chaos-sharded: operator ## Sharded: 3 replicas, 3,000 Apps in 30 namespaces, scale/TERM/KILL/STOP.
+	python3 test/chaos/sharded.py --operator $(OPERATOR_BIN) --apps $(SHARDED_APPS) \
+		--report $(BUILD_DIR)/sharded-report.json $(CHAOS_ARGS)
 
 soak: operator ## 60 minutes of App churn (SOAK_SECONDS): RSS and heap sampled, must plateau.
 	python3 test/chaos/chaos.py --operator $(OPERATOR_BIN) --apps 200 --soak $(SOAK_SECONDS) \
