@@ -360,10 +360,113 @@ static void test_shard_expected_members_it(void **state) {
   kcr_metrics_registry_destroy(reg);
 }
 
+static atomic_bool lapse_drained; /* what the lapse test's on_drain answers */
+
+static bool on_drain_flag(const kcr_shard_set_t *keep, void *data) {
+  (void)keep;
+  (void)data;
+  return atomic_load(&lapse_drained);
+}
+
+/* step_until steps the fake clock by step_ns (then lets the member's thread
+ * run) until done(m) holds, at most n times; whether it did. */
+static bool step_until(kcr_clock_t *clock, kcr_shard_member_t *m, int64_t step_ns, int n,
+                       bool (*done)(kcr_shard_member_t *)) {
+  for (int i = 0; i < n; i++) {
+    if (done(m))
+      return true;
+    kcr_fake_clock_step(clock, step_ns);
+    kcr_it_sleep_ms(20);
+  }
+  return done(m);
+}
+
+static bool owns_all(kcr_shard_member_t *m) {
+  return share(m) > 0.999999 && kcr_shard_member_fence_remaining(m) > 0;
+}
+
+static bool fence_open(kcr_shard_member_t *m) {
+  return kcr_shard_member_fence_remaining(m) > 0;
+}
+
+/*
+ * A member whose fence lapsed (here: its clock jumps past the renew deadline,
+ * as a process paused that long sees it) owns nothing from then on, and its
+ * fence stays shut after the next renew succeeds, for as long as a reconcile
+ * of before is still running (on_drain says no); once they have ended it owns
+ * again. Before, the first renew after the pause opened the fence at once.
+ */
+static void test_shard_lapse_it(void **state) {
+  static const kcr_gvr leases = {"coordination.k8s.io", "v1", "leases"};
+  kcr_shard_member_options o = {0};
+  kcr_shard_member_t *m = NULL;
+  kcr_clock_t *clock = NULL;
+  kcr_error_t err = {0};
+  char ring[32];
+  json_t *lease = NULL;
+  const char *renewed_before;
+  char before[64];
+  (void)state;
+  snprintf(ring, sizeof(ring), "lapse-%d", (int)getpid());
+  assert_int_equal(kcr_fake_clock_create(0, kcr_clock_wall(kcr_clock_system()), &clock, &err), 0);
+  o.client = client;
+  o.ring = ring;
+  o.lease_namespace = ns;
+  o.identity = "lapse-a";
+  o.lease_duration_ns = LEASE_S * KCR_NSEC_PER_SEC;
+  o.renew_deadline_ns = 3 * KCR_NSEC_PER_SEC;
+  o.retry_period_ns = 250 * KCR_NSEC_PER_MSEC;
+  o.clock = clock;
+  o.on_drain = on_drain_flag;
+  atomic_store(&lapse_drained, true);
+  assert_int_equal(kcr_shard_member_create(&o, &m, &err), 0);
+  assert_int_equal(kcr_shard_member_start(m, &err), 0);
+  assert_true(step_until(clock, m, 250 * KCR_NSEC_PER_MSEC, 200, owns_all));
+
+  /* a reconcile is in flight when the process stalls past its renew deadline */
+  atomic_store(&lapse_drained, false);
+  assert_int_equal(kcr_client_get(client, &leases, ns, kcr_shard_member_lease_name(m), NULL, &lease,
+                                  &err),
+                   0);
+  snprintf(before, sizeof(before), "%s",
+           json_string_value(json_object_get(json_object_get(lease, "spec"), "renewTime")));
+  json_decref(lease);
+  kcr_fake_clock_step(clock, 3 * KCR_NSEC_PER_SEC + KCR_NSEC_PER_MSEC);
+  /* the member renews again (its Lease's renewTime moves) ... */
+  renewed_before = before;
+  for (int i = 0; i < 200; i++) {
+    const char *now;
+    bool moved;
+    assert_int_equal(kcr_client_get(client, &leases, ns, kcr_shard_member_lease_name(m), NULL,
+                                    &lease, &err),
+                     0);
+    now = json_string_value(json_object_get(json_object_get(lease, "spec"), "renewTime"));
+    moved = now && strcmp(now, renewed_before) != 0;
+    json_decref(lease);
+    if (moved)
+      break;
+    kcr_it_sleep_ms(20);
+  }
+  kcr_it_sleep_ms(100);
+  /* ... but while the old reconcile runs it owns nothing and may not write */
+  print_message("after the lapse and a renew: fence %lld ns, share %.3f\n",
+                (long long)kcr_shard_member_fence_remaining(m), share(m));
+  assert_true(kcr_shard_member_fence_remaining(m) <= 0);
+  assert_true(share(m) == 0.0);
+  assert_false(step_until(clock, m, 50 * KCR_NSEC_PER_MSEC, 10, fence_open));
+
+  /* the reconcile ends: it owns everything again */
+  atomic_store(&lapse_drained, true);
+  assert_true(step_until(clock, m, 250 * KCR_NSEC_PER_MSEC, 200, owns_all));
+  kcr_shard_member_destroy(m);
+  kcr_clock_destroy(clock);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shard_handover_it),
       cmocka_unit_test(test_shard_expected_members_it),
+      cmocka_unit_test(test_shard_lapse_it),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
