@@ -13,16 +13,16 @@
  * the App controller (For App with the generation predicate; Owns Deployment,
  * Service and ConfigMap), and kcr_manager_serve for metrics, probes and leader
  * election (or, with --shard-ring, a shard ring: every replica reconciles the
- * Apps of its part of the namespaces, docs/sharding.md); with --webhook-cert-path, the manager's webhook server with the
- * App's validating, defaulting and conversion webhooks (app/app_webhook.h). The cache holds only
- * the children the operator labels (a label selector on app.kubernetes.io/managed-by=kcr-operator
- * per child kind, the cache's by-object options, controller-runtime's ByObject): its memory does
- * not grow with the ConfigMaps, Deployments and Services of others. The event
- * recorder asks the manager's write fence before each write, as the object
- * client does, so that a leader past its renew deadline sends no Event (the manager's recorder,
- * kcr_manager_event_recorder, which the manager flushes on a graceful stop). Exit codes: 0 after a
- * graceful stop (SIGTERM/SIGINT), 1 on a failure or a lost lease (never a graceful stop then: two
- * leaders must not act at once), 2 on bad flags or environment.
+ * Apps of its part of the namespaces, docs/sharding.md); with --webhook-cert-path, the manager's
+ * webhook server with the App's validating, defaulting and conversion webhooks (app/app_webhook.h).
+ * The cache holds only the children the operator labels (a label selector on
+ * app.kubernetes.io/managed-by=kcr-operator per child kind, the cache's by-object options,
+ * controller-runtime's ByObject): its memory does not grow with the ConfigMaps, Deployments and
+ * Services of others. The event recorder asks the manager's write fence before each write, as the
+ * object client does, so that a leader past its renew deadline sends no Event (the manager's
+ * recorder, kcr_manager_event_recorder, which the manager flushes on a graceful stop). Exit codes:
+ * 0 after a graceful stop (SIGTERM/SIGINT), 1 on a failure or a lost lease (never a graceful stop
+ * then: two leaders must not act at once), 2 on bad flags or environment.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -874,8 +874,7 @@ static json_t *single_diagnostics(kcr_informer_t *inf) {
           set_rv(o, "lastProcessedResourceVersion", st.processed_rv) ||
           set_u64(o, "queueDepth", st.queue_depth) ||
           set_u64(o, "listenerBacklog", st.listener_backlog) ||
-          set_u64(o, "handlers", st.handlers) ||
-          set_u64(o, "objects", kcr_store_len(inf->store)) ||
+          set_u64(o, "handlers", st.handlers) || set_u64(o, "objects", kcr_store_len(inf->store)) ||
           json_object_set_new(o, "secondsSinceLastEvent", json_real(st.seconds_since_last_event)) ||
           (st.watch_lag_seconds >= 0 &&
            json_object_set_new(o, "watchLagSeconds", json_real(st.watch_lag_seconds))) ||

@@ -1016,7 +1016,7 @@ void kcr_manager_destroy(kcr_manager_t *m) {
   if (!m)
     return;
   kcr_shard_member_destroy(m->shard); /* before the controllers its drain asks */
-  kcr_informer_destroy(m->shard_ns);   /* after the member that asks it */
+  kcr_informer_destroy(m->shard_ns);  /* after the member that asks it */
   kcr__free(m->shard_ns_selector);
   for (size_t i = 0; i < m->nctls; i++)
     kcr_controller_destroy(m->ctls[i]);

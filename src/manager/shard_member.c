@@ -66,15 +66,15 @@ struct kcr_shard_member {
   kcr_shard_member_drain_cb on_drain;
   kcr_shard_member_effective_cb on_effective;
   kcr_shard_member_keys_cb keys;
-  kcr_cancel_t *cancel; /* fired by stop: aborts a request in flight */
-  size_t expected;      /* expected_members; 0: none */
-  int64_t started_at;   /* monotonic ns of start (member thread after) */
-  bool grown;           /* member thread: the effective set has grown once */
-  bool said_waiting;    /* member thread: the wait for expected members is logged */
+  kcr_cancel_t *cancel;  /* fired by stop: aborts a request in flight */
+  size_t expected;       /* expected_members; 0: none */
+  int64_t started_at;    /* monotonic ns of start (member thread after) */
+  bool grown;            /* member thread: the effective set has grown once */
+  bool said_waiting;     /* member thread: the wait for expected members is logged */
   int64_t pending_since; /* member thread: target != effective since (ns); 0: settled */
   kcr_metric_child_t *m_members, *m_share, *m_shrinks, *m_grows, *m_handover;
-  json_t *leases;       /* member thread: the ring's Leases at the last list */
-  obs_t *obs;           /* member thread: one per Lease of the last list */
+  json_t *leases; /* member thread: the ring's Leases at the last list */
+  obs_t *obs;     /* member thread: one per Lease of the last list */
   size_t nobs;
   bool abandon;  /* stop without draining or deleting the Lease (tests) */
   bool draining; /* member thread: a shrink waits for on_drain to say it is done */
@@ -91,7 +91,7 @@ struct kcr_shard_member {
   kcr_shard_set_t *effective;     /* protected by mu; written by the member's thread */
   char released[17];              /* protected by mu: the generation announced, "" none */
   atomic_int_fast64_t renewed_at; /* start of the last successful renew; INT64_MIN: none */
-  atomic_bool lapsed; /* the fence lapsed: nothing until the drain of everything ends */
+  atomic_bool lapsed;             /* the fence lapsed: nothing until the drain of everything ends */
 };
 
 int kcr__shard_live_members(const json_t *items, kcr_time_t now, const char **names, size_t cap,
@@ -380,8 +380,8 @@ void kcr__shard_generation(const kcr_shard_ring_t *ring, const kcr_shard_ring_op
   kcr_buf_appendf(&b, "layout=%d vnodes=%u", (int)o->layout, o->vnodes);
   /* balanced: the keys move the boundaries, so two replicas that saw other
    * keys are in other generations (and neither grows until they agree) */
-  for (size_t i = 0; o->layout == KCR_SHARD_RING_BALANCED && (name = kcr_shard_ring_member(ring, i));
-       i++) {
+  for (size_t i = 0;
+       o->layout == KCR_SHARD_RING_BALANCED && (name = kcr_shard_ring_member(ring, i)); i++) {
     kcr_shard_set_t *s = NULL;
     const kcr_shard_range *rg;
     size_t n;
@@ -557,8 +557,10 @@ static void handover(kcr_shard_member_t *m) {
                kcr_clock_now(m->clock) < atomic_load(&m->renewed_at) + m->renew_ns) {
         /* renewed again and nothing of before runs any more: start over */
         atomic_store(&m->lapsed, false);
-        kcr_log(KCR_LOG_INFO, "sharding", "ring %s: fenced, drained; owning again from the next "
-                "handover", m->ring_name);
+        kcr_log(KCR_LOG_INFO, "sharding",
+                "ring %s: fenced, drained; owning again from the next "
+                "handover",
+                m->ring_name);
       }
     }
     return;
@@ -635,7 +637,7 @@ static void *member_main(void *arg) {
     int64_t now = kcr_clock_now(m->clock), deadline;
     int leaving;
     if (lapse(m, now))
-      handover(m); /* empty at once, before a renew makes the fence look valid again */
+      handover(m);           /* empty at once, before a renew makes the fence look valid again */
     if (now >= next_renew) { /* every retry period: renew, list */
       kcr_error_clear(&err);
       if (renew(m, &err) == 0)

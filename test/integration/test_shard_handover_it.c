@@ -425,9 +425,8 @@ static void test_shard_lapse_it(void **state) {
 
   /* a reconcile is in flight when the process stalls past its renew deadline */
   atomic_store(&lapse_drained, false);
-  assert_int_equal(kcr_client_get(client, &leases, ns, kcr_shard_member_lease_name(m), NULL, &lease,
-                                  &err),
-                   0);
+  assert_int_equal(
+      kcr_client_get(client, &leases, ns, kcr_shard_member_lease_name(m), NULL, &lease, &err), 0);
   snprintf(before, sizeof(before), "%s",
            json_string_value(json_object_get(json_object_get(lease, "spec"), "renewTime")));
   json_decref(lease);
@@ -437,9 +436,8 @@ static void test_shard_lapse_it(void **state) {
   for (int i = 0; i < 200; i++) {
     const char *now;
     bool moved;
-    assert_int_equal(kcr_client_get(client, &leases, ns, kcr_shard_member_lease_name(m), NULL,
-                                    &lease, &err),
-                     0);
+    assert_int_equal(
+        kcr_client_get(client, &leases, ns, kcr_shard_member_lease_name(m), NULL, &lease, &err), 0);
     now = json_string_value(json_object_get(json_object_get(lease, "spec"), "renewTime"));
     moved = now && strcmp(now, renewed_before) != 0;
     json_decref(lease);

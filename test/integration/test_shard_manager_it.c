@@ -324,8 +324,8 @@ static void test_shard_manager_it(void **state) {
   {
     kcr_error_t err = {0};
     static const char patch[] = "{\"metadata\":{\"labels\":{\"fenced\":\"no\"}}}";
-    json_t *target = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind",
-                               "ConfigMap", "metadata", "name", "cm-0", "namespace", ns[0]);
+    json_t *target = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+                               "metadata", "name", "cm-0", "namespace", ns[0]);
     assert_non_null(target);
     assert_true(kcr_shard_member_fence_remaining(kcr_manager_shard_member(ra.m)) <= 0);
     assert_int_equal(kcr_objclient_patch(kcr_manager_client(ra.m), target, KCR_PATCH_MERGE, patch,

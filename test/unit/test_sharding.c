@@ -327,7 +327,7 @@ static void test_sharding_ring_balanced_layout(void **state) {
     share += kcr_shard_set_share(s);
     kcr_shard_set_destroy(s);
   }
-  assert_true(share > 0.999999 && share < 1.000001); /* a tiling */
+  assert_true(share > 0.999999 && share < 1.000001);      /* a tiling */
   assert_string_equal(kcr_shard_ring_owner(r, 0), "r-a"); /* name order along the keys */
   assert_string_equal(kcr_shard_ring_owner(r, UINT64_MAX), "r-c");
 
@@ -379,7 +379,8 @@ static void test_sharding_ring_balanced_layout(void **state) {
 
 static void test_sharding_ring_empty_and_bad(void **state) {
   const char *dup[] = {"a", "b", "a"}, *empty[] = {"a", ""}, *null[] = {"a", NULL};
-  kcr_shard_ring_options big = {.layout = KCR_SHARD_RING_VIRTUAL, .vnodes = KCR_SHARD_RING_VNODES_MAX + 1};
+  kcr_shard_ring_options big = {.layout = KCR_SHARD_RING_VIRTUAL,
+                                .vnodes = KCR_SHARD_RING_VNODES_MAX + 1};
   kcr_shard_ring_options odd = {.layout = (kcr_shard_ring_layout)7};
   kcr_shard_ring_t *r = NULL, *one;
   kcr_error_t err = {0};

@@ -225,8 +225,8 @@ struct kop_app_directory_memo {
   pthread_mutex_t mu;
   memo_entry **buckets;
   size_t nbuckets, len;
-  json_t *dir; /* the directory as this process last wrote it, at the version
-                * the server answered; NULL: read it */
+  json_t *dir;         /* the directory as this process last wrote it, at the version
+                        * the server answered; NULL: read it */
   char generation[32]; /* the shard generation the entries belong to */
 };
 
