@@ -101,7 +101,10 @@ typedef void (*kcr_shard_member_change_cb)(const kcr_shard_ring_t *ring, void *d
  *   metrics          NULL, or where the member's metrics go (borrowed, must
  *                    outlive it), each labelled ring: kcr_shard_members (live
  *                    Leases in the ring), kcr_shard_owned_share (the effective
- *                    set's share of the hash space, 0..1),
+ *                    set's share of the hash space, 0..1; with a balanced ring
+ *                    it can be tiny while the set holds a third of the keys),
+ *                    kcr_shard_owned_keys (how many keys of a balanced ring
+ *                    the effective set holds: the load),
  *                    kcr_shard_handovers_total{direction=shrink|grow} and
  *                    kcr_shard_handover_duration_seconds (from the ring change
  *                    this replica saw to its effective set reaching its target).

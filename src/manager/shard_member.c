@@ -72,7 +72,9 @@ struct kcr_shard_member {
   bool grown;            /* member thread: the effective set has grown once */
   bool said_waiting;     /* member thread: the wait for expected members is logged */
   int64_t pending_since; /* member thread: target != effective since (ns); 0: settled */
-  kcr_metric_child_t *m_members, *m_share, *m_shrinks, *m_grows, *m_handover;
+  kcr_metric_child_t *m_members, *m_share, *m_keys, *m_shrinks, *m_grows, *m_handover;
+  uint64_t *last_keys; /* member thread: the keys of the latest balanced ring */
+  size_t nlast_keys;
   json_t *leases; /* member thread: the ring's Leases at the last list */
   obs_t *obs;     /* member thread: one per Lease of the last list */
   size_t nobs;
@@ -136,6 +138,7 @@ static void obs_clear(kcr_shard_member_t *m) {
 
 static void member_free(kcr_shard_member_t *m) {
   obs_clear(m);
+  kcr__free(m->last_keys);
   json_decref(m->leases);
   kcr_shard_set_destroy(m->effective);
   kcr__free(m->ring_name);
@@ -166,13 +169,17 @@ static const double handover_bounds[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20
 /* member_metrics registers the member's families in r and takes its children. */
 static int member_metrics(kcr_shard_member_t *m, kcr_metrics_registry_t *r, kcr_error_t *err) {
   static const char *const l1[] = {"ring", NULL}, *const l2[] = {"ring", "direction", NULL};
-  kcr_metric_t *members, *share, *handovers, *dur;
+  kcr_metric_t *members, *share, *keys, *handovers, *dur;
   int rc;
   if ((rc = kcr_metrics_gauge(r, "kcr_shard_members", "Live members (Leases) of the shard ring.",
                               l1, &members, err)) != 0 ||
       (rc = kcr_metrics_gauge(r, "kcr_shard_owned_share",
                               "Share of the hash space this replica reconciles now (0..1).", l1,
                               &share, err)) != 0 ||
+      (rc = kcr_metrics_gauge(r, "kcr_shard_owned_keys",
+                              "Keys (namespaces) of a balanced ring in what this replica "
+                              "reconciles now.",
+                              l1, &keys, err)) != 0 ||
       (rc = kcr_metrics_counter(r, "kcr_shard_handovers_total",
                                 "Changes of this replica's effective set: shrink (drained, then "
                                 "released) or grow (after the others released).",
@@ -184,6 +191,7 @@ static int member_metrics(kcr_shard_member_t *m, kcr_metrics_registry_t *r, kcr_
     return rc;
   if (!(m->m_members = kcr_metric_withv(members, m->ring_name, NULL)) ||
       !(m->m_share = kcr_metric_withv(share, m->ring_name, NULL)) ||
+      !(m->m_keys = kcr_metric_withv(keys, m->ring_name, NULL)) ||
       !(m->m_shrinks = kcr_metric_withv(handovers, m->ring_name, "shrink", NULL)) ||
       !(m->m_grows = kcr_metric_withv(handovers, m->ring_name, "grow", NULL)) ||
       !(m->m_handover = kcr_metric_withv(dur, m->ring_name, NULL)))
@@ -336,6 +344,12 @@ static int refresh(kcr_shard_member_t *m, kcr_error_t *err) {
     } else {
       kcr_error_set(err, rc, "shard member: the keys to balance: %s", kcr_strerror(rc));
     }
+    if (rc == 0) { /* kept for kcr_shard_owned_keys */
+      kcr__free(m->last_keys);
+      m->last_keys = keys;
+      m->nlast_keys = nkeys;
+      keys = NULL;
+    }
     kcr__free(keys);
   } else if (rc == 0) {
     rc = kcr_shard_ring_create(names, n, &m->ring_options, &ring, err);
@@ -487,6 +501,14 @@ static bool unchanged_for(const char *name, int64_t ns, void *data) {
   return false;
 }
 
+/* owned_keys: how many keys of the latest balanced ring fall in set. */
+static size_t owned_keys(const kcr_shard_member_t *m, const kcr_shard_set_t *set) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->nlast_keys; i++)
+    n += kcr_shard_set_contains(set, m->last_keys[i]);
+  return n;
+}
+
 /* set_effective makes next (stolen) the effective set and tells on_effective;
  * after a shrink nothing is announced or gained until on_drain says the
  * reconciles outside it have ended (drain_done). */
@@ -500,6 +522,7 @@ static void set_effective(kcr_shard_member_t *m, kcr_shard_set_t *next, bool shr
           shrink ? "shrinks" : "grows", kcr_shard_set_share(next));
   if (m->m_share) {
     kcr_metric_set(m->m_share, kcr_shard_set_share(next));
+    kcr_metric_set(m->m_keys, (double)owned_keys(m, next));
     kcr_metric_inc(shrink ? m->m_shrinks : m->m_grows);
   }
   if (shrink)

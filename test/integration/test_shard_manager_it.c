@@ -35,6 +35,7 @@
 #include "kcr/cache.h"
 #include "kcr/client.h"
 #include "kcr/manager.h"
+#include "kcr/metrics.h"
 #include "kcr/shard_member.h"
 #include "kcr/sharding.h"
 #include "kcr_itutil.h"
@@ -295,6 +296,16 @@ static void test_shard_manager_it(void **state) {
   /* the balanced split counts only the selected namespaces: three each */
   assert_int_equal(held_a, NKEYS / 2);
   assert_int_equal(held_b, NKEYS / 2);
+  {
+    /* and the metric says so: three namespaces each, while the share of the
+     * hash space is whatever their hashes make it */
+    kcr_metric_t *keys_a = kcr_metrics_find(kcr_manager_metrics(ra.m), "kcr_shard_owned_keys");
+    kcr_metric_t *keys_b = kcr_metrics_find(kcr_manager_metrics(rb.m), "kcr_shard_owned_keys");
+    assert_non_null(keys_a);
+    assert_non_null(keys_b);
+    assert_true(kcr_metric_value(kcr_metric_withv(keys_a, ring, NULL)) == NNS / 2);
+    assert_true(kcr_metric_value(kcr_metric_withv(keys_b, ring, NULL)) == NNS / 2);
+  }
   t = mono();
   touch_all("1");
   assert_true(wait_reconciled_since(t, (int)NKEYS));
