@@ -644,11 +644,17 @@ class Suite:
     def step_term(self):
         r = self.victim()
         cur = r.current()
+        exited = []
+        waiter = threading.Thread(target=lambda: (cur.p.wait(), exited.append(time.time())),
+                                  daemon=True)
+        waiter.start()
         t0 = time.time()
         os.kill(cur.p.pid, signal.SIGTERM)  # the supervisor starts it again, as a Deployment
         self.churn()  # while it hands over: its Apps among them
-        cur.p.wait(timeout=60)
-        stopped = time.time() - t0
+        waiter.join(timeout=60)
+        if not exited:
+            raise Failure("%s did not exit within 60 s of SIGTERM" % cur.name)
+        stopped = exited[0] - t0
         took = self.converge("SIGTERM of %s" % cur.name)
         self.record("term", victim=cur.name, stop_s=round(stopped, 2),
                     converge_s=round(time.time() - t0, 1), after_check_s=round(took, 1),
