@@ -190,6 +190,15 @@ typedef void (*kcr_server_handler_cb)(void *data, const kcr_server_request *req,
  *                      blocks is made on the auth pool, then the request goes
  *                      back to the worker). 0: handler requests are not
  *                      checked.
+ *   defer_accept_s     > 0 (Linux): the kernel hands over a connection only
+ *                      once its first bytes have arrived, or after that many
+ *                      seconds (TCP_DEFER_ACCEPT). A client of these servers
+ *                      speaks first (an HTTP request, a TLS ClientHello), so
+ *                      a probe arrives with its request already waiting, and
+ *                      cannot be taken for a holder that sends nothing and
+ *                      shed before its first byte; idle holders reach the
+ *                      server only after the delay. 0: off. Elsewhere
+ *                      ignored.
  *
  * Memory. A connection answers one request at a time and stops reading while
  * its reply is unsent, so a client that pipelines requests without reading the
@@ -208,6 +217,10 @@ typedef void (*kcr_server_handler_cb)(void *data, const kcr_server_request *req,
  * and the encrypted reply in flight (at most 64 KiB of plaintext at a time).
  * The stats show the figure (bytes_held, bytes_held_peak).
  */
+/* What a manager's probe, metrics and webhook servers use for
+ * kcr_server_options.defer_accept_s. */
+#define KCR_SERVER_DEFER_ACCEPT_S 2
+
 typedef struct kcr_server_options {
   kcr_loop_t *loop;
   const char *bind_address;
@@ -231,6 +244,7 @@ typedef struct kcr_server_options {
   void *handler_data;
   size_t max_body_bytes;
   int handler_auth;
+  int defer_accept_s;
 } kcr_server_options;
 
 /*

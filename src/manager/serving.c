@@ -190,6 +190,7 @@ static int on_servers_start(void *data, kcr_error_t *err) {
     so.loop = loop;
     so.bind_address = s->metrics_addr;
     so.metrics = reg;
+    so.defer_accept_s = KCR_SERVER_DEFER_ACCEPT_S;
     {
       size_t nextra;
       kcr__manager_extra_handlers(s->m, &nextra);
@@ -224,6 +225,7 @@ static int on_servers_start(void *data, kcr_error_t *err) {
     so.loop = loop;
     so.bind_address = s->probe_addr;
     so.probes = 1;
+    so.defer_accept_s = KCR_SERVER_DEFER_ACCEPT_S;
     if (s->debug_endpoints) {
       so.handler = on_debug;
       so.handler_data = s;

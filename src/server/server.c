@@ -30,12 +30,15 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <uv.h>
 
 #include "kcr/clock.h"
@@ -78,6 +81,24 @@ static void on_listener_closed_failed(uv_handle_t *h) {
   start_finish(s, KCR_ESYS, NULL); /* start_msg already says why */
 }
 
+/* defer_accept sets TCP_DEFER_ACCEPT on the bound listener when asked
+ * (kcr_server_options.defer_accept_s); 0 or a libuv error. */
+static int defer_accept(kcr_server_t *s) {
+#ifdef TCP_DEFER_ACCEPT
+  uv_os_fd_t fd;
+  int secs = s->defer_accept_s;
+  if (secs <= 0)
+    return 0;
+  if (uv_fileno((uv_handle_t *)&s->listener, &fd) != 0)
+    return UV_EINVAL;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs)) != 0)
+    return uv_translate_sys_error(errno);
+#else
+  (void)s;
+#endif
+  return 0;
+}
+
 static void do_start(kcr_loop_t *loop, void *data) {
   kcr_server_t *s = data;
   struct sockaddr_storage bound;
@@ -90,6 +111,7 @@ static void do_start(kcr_loop_t *loop, void *data) {
   s->listener.data = s;
   s->listener_open = 1;
   if ((rc = uv_tcp_bind(&s->listener, (const struct sockaddr *)&s->addr, 0)) != 0 ||
+      (rc = defer_accept(s)) != 0 ||
       (rc = uv_listen((uv_stream_t *)&s->listener, LISTEN_BACKLOG, kcr__conn_on_connection)) != 0 ||
       (rc = uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &namelen)) != 0) {
     /* start_msg is written here and read by the creator after start_done. */
@@ -291,6 +313,7 @@ int kcr_server_create(const kcr_server_options *o, kcr_server_t **out, kcr_error
   s->handler_data = o->handler_data;
   s->handler_auth = o->handler_auth && o->metrics_auth && o->handler;
   s->max_body = o->max_body_bytes ? o->max_body_bytes : (size_t)7 * 1024 * 1024;
+  s->defer_accept_s = o->defer_accept_s;
   if (s->max_body > s->max_buffered / 4)
     s->max_body = s->max_buffered / 4;
   if (o->tls && (rc = tls_setup(s, o, err)) != 0) {

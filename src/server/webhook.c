@@ -1150,6 +1150,7 @@ int kcr_webhook_server_start(kcr_webhook_server_t *ws, kcr_loop_t *loop, kcr_err
   so.handler_data = ws;
   so.max_body_bytes = KCR_WEBHOOK_MAX_BODY;
   so.max_buffered_bytes = KCR_WEBHOOK_BUDGET;
+  so.defer_accept_s = KCR_SERVER_DEFER_ACCEPT_S;
   rc = kcr_server_create(&so, &srv, err);
   atomic_store(&ws->srv, srv);
   return rc;

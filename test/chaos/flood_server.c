@@ -38,6 +38,8 @@ int main(int argc, char **argv) {
   o.bind_address = "127.0.0.1:0";
   o.probes = 1;
   o.tls = argc > 1 && strcmp(argv[1], "tls") == 0;
+  /* a second argument "defer": TCP_DEFER_ACCEPT of 2 s (kcr_server_options.defer_accept_s) */
+  o.defer_accept_s = argc > 2 && strcmp(argv[2], "defer") == 0 ? 2 : 0;
   if (kcr_loop_create(&loop, &err) != 0 || kcr_loop_start(loop, &err) != 0 ||
       kcr_metrics_registry_create(&reg, &err) != 0) {
     fprintf(stderr, "flood_server: %s\n", err.message);

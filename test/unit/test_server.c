@@ -306,6 +306,44 @@ static void test_server_keep_alive(void **state) {
   stop(f);
 }
 
+/*
+ * defer_accept_s: a connection that sends nothing is not handed to the server
+ * (no connection counted, nothing to shed) while a client that speaks first is
+ * served at once; the silent one arrives once it sends its first byte.
+ */
+static void test_server_defer_accept(void **state) {
+  kcr_server_options o = {0};
+  fixture_t *f;
+  int idle[4], fd;
+  char *r;
+  kcr_server_stats st;
+  (void)state;
+  o.defer_accept_s = 5;
+  o.max_connections = 2; /* four silent ones would have filled it twice over */
+  f = start(&o);
+  for (int i = 0; i < 4; i++)
+    idle[i] = dial(f->port);
+  usleep(300 * 1000);
+  kcr_server_get_stats(f->srv, &st);
+  assert_int_equal(st.connections, 0);
+  r = get_path(f->port, "/healthz");
+  assert_string_equal(body_of(r), "ok");
+  free(r);
+  kcr_server_get_stats(f->srv, &st);
+  assert_int_equal(st.connections, 1);
+  assert_int_equal(st.shed, 0);
+  fd = idle[0];
+  send_all(fd, "GET /readyz HTTP/1.1\r\n\r\n", 26);
+  r = read_response(fd);
+  assert_non_null(strstr(r, "HTTP/1.1 200 OK"));
+  free(r);
+  kcr_server_get_stats(f->srv, &st);
+  assert_int_equal(st.connections, 2);
+  for (int i = 0; i < 4; i++)
+    close(idle[i]);
+  stop(f);
+}
+
 static void test_server_oversized_request(void **state) {
   kcr_server_options o = {0};
   fixture_t *f;
@@ -1331,6 +1369,7 @@ int main(void) {
       cmocka_unit_test(test_server_healthz_readyz),
       cmocka_unit_test(test_server_routes_methods),
       cmocka_unit_test(test_server_keep_alive),
+      cmocka_unit_test(test_server_defer_accept),
       cmocka_unit_test(test_server_oversized_request),
       cmocka_unit_test(test_server_slowloris),
       cmocka_unit_test(test_server_idle_and_connection_limit),
