@@ -15,10 +15,11 @@
  *                                                and the config/ switches
  *
  * The templates are scaffold/<name>.tmpl, embedded at build time; {{var}} is
- * replaced by a value of the command line, and {{#name}} by the template name,
- * every line commented out with '#': the switchable blocks of a kustomization,
- * which a later command turns on by taking the '#' away again (so the text it
- * looks for and the text init wrote come from one template).
+ * replaced by a value of the command line, {{>name}} by the template name, and
+ * {{#name}} by the template name with every line commented out with '#': the
+ * switchable blocks of a kustomization, which a later command turns on by
+ * taking the '#' away again (so the text it looks for and the text init wrote
+ * come from one template).
  *
  * Every command first makes a plan: new files, and edits of existing ones
  * (text appended, inserted above a "+kcr-gen:scaffold:" marker line, or
@@ -166,14 +167,22 @@ static int splice(const char *text, const char *at, size_t cut, const char *add,
   return (*out = text_take(&t)) ? GEN_TEXT_OK : GEN_TEXT_NOMEM;
 }
 
+/* name_char: whether c continues a marker's name (so "+x:crd-ca-name" is not
+ * found in "+x:crd-ca-namespace"). */
+static bool name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == ':';
+}
+
 int gen_text_insert_before(const char *text, const char *marker, const char *add, char **out) {
+  size_t mlen = strlen(marker);
   *out = NULL;
   for (const char *line = text; line && *line;) {
     const char *nl = strchr(line, '\n');
-    size_t len = nl ? (size_t)(nl - line) : strlen(line);
-    const char *hit = strstr(line, marker);
-    if (hit && hit < line + len)
-      return splice(text, line, 0, add, out);
+    const char *end = nl ? nl : line + strlen(line);
+    for (const char *hit = strstr(line, marker); hit && hit < end; hit = strstr(hit + 1, marker))
+      if (!name_char(hit[mlen]))
+        return splice(text, line, 0, add, out);
     line = nl ? nl + 1 : NULL;
   }
   return GEN_TEXT_NOTFOUND;
@@ -197,9 +206,9 @@ int gen_text_uncomment(const char *text, const char *block, char **out) {
 }
 
 /*
- * render: the template with every {{var}} replaced and every {{#name}} made
- * the template name, commented out; a new string or NULL (msg says why).
- * depth bounds the nesting of {{#name}}.
+ * render: the template with every {{var}} replaced, every {{>name}} made the
+ * template name and every {{#name}} that template commented out; a new string
+ * or NULL (msg says why). depth bounds the nesting of includes.
  */
 static char *render_at(const char *name, const vars *vs, int depth, char *msg, size_t size) {
   const char *t = template_text(name);
@@ -219,18 +228,22 @@ static char *render_at(const char *name, const vars *vs, int depth, char *msg, s
     }
     const char *key = t + 2;
     size_t klen = (size_t)(end - key);
-    if (key[0] == '#' && depth < 2) {
+    if ((key[0] == '#' || key[0] == '>') && depth < 2) {
       char sub[128];
       char *inner, *commented;
       if (!fits(snprintf(sub, sizeof(sub), "%.*s", (int)klen - 1, key + 1), sizeof(sub)) ||
           !(inner = render_at(sub, vs, depth + 1, msg, size))) {
         if (!msg[0])
-          gen_msgf(msg, size, "template %s: a bad {{#...}}", name);
+          gen_msgf(msg, size, "template %s: a bad {{%c...}}", name, key[0]);
         free(out.s);
         return NULL;
       }
-      commented = gen_text_comment(inner);
-      free(inner);
+      if (key[0] == '>') {
+        commented = inner;
+      } else {
+        commented = gen_text_comment(inner);
+        free(inner);
+      }
       if (commented)
         text_adds(&out, commented);
       else
@@ -809,12 +822,19 @@ static void format_sources(const plan *p) {
             WEXITSTATUS(status));
 }
 
-/* plan_finish: the plan written (plan_run), then its C files formatted. */
-static int plan_finish(plan *p, char *msg, size_t size) {
-  if (plan_run(p, msg, size) != 0)
-    return -1;
-  format_sources(p);
-  return 0;
+/*
+ * plan_close ends a command: when ok, the plan is written (plan_run) and its C
+ * files formatted; when not ok or the writing failed, msg (if any) is printed
+ * after the command's name. Frees the plan; returns the exit status, 0 or 1.
+ */
+static int plan_close(plan *p, bool ok, char *msg, size_t size) {
+  int rc = ok && plan_run(p, msg, size) == 0 ? 0 : 1;
+  if (rc == 0)
+    format_sources(p);
+  else if (msg[0])
+    fprintf(stderr, "%s: %s\n", p->cmd, msg);
+  plan_free(p);
+  return rc;
 }
 
 /* ---- the PROJECT file ---- */
@@ -847,6 +867,8 @@ static void copy_field(gen_resource *r, const char *line, size_t len) {
     r->defaulting = vlen == 4 && strncmp(v, "true", 4) == 0;
   if (klen == 10 && strncmp(line, "validation", klen) == 0)
     r->validation = vlen == 4 && strncmp(v, "true", 4) == 0;
+  if (klen == 10 && strncmp(line, "conversion", klen) == 0)
+    r->conversion = vlen == 4 && strncmp(v, "true", 4) == 0;
 }
 
 int gen_project_resources(const char *project, gen_resource *out, size_t max, size_t *n) {
@@ -874,23 +896,36 @@ int gen_project_resources(const char *project, gen_resource *out, size_t max, si
   return 0;
 }
 
-int gen_project_add_webhooks(const char *project, const gen_resource *r, char **out) {
-  char needle[3 * GEN_RESOURCE_NAME_MAX + 64], block[128];
+int gen_project_add_webhooks(const char *project, const gen_resource *r, const char *const *spokes,
+                             size_t n_spokes, char **out) {
+  char needle[3 * GEN_RESOURCE_NAME_MAX + 64], block[256 + 8 * GEN_RESOURCE_NAME_MAX];
   *out = NULL;
   snprintf(needle, sizeof(needle), "  - group: %s\n    version: %s\n    kind: %s\n", r->group,
            r->version, r->kind);
   const char *at = strstr(project, needle);
   if (!at)
     return GEN_TEXT_NOTFOUND;
-  /* the end of this resource: the next line that is not indented deeper than "  - " */
-  const char *end = at + strlen(needle);
+  /* the end of this resource: the next line that is not indented deeper than
+   * "  - "; or, when it has webhooks, the line of their webhookVersion */
+  const char *end = at + strlen(needle), *version = NULL;
   while (*end && strncmp(end, "    ", 4) == 0) {
     const char *nl = strchr(end, '\n');
+    if (strncmp(end, "      webhookVersion:", 21) == 0)
+      version = end;
     end = nl ? nl + 1 : end + strlen(end);
   }
-  snprintf(block, sizeof(block), "    webhooks:\n%s%s      webhookVersion: v1\n",
-           r->defaulting ? "      defaulting: true\n" : "",
-           r->validation ? "      validation: true\n" : "");
+  size_t b = (size_t)snprintf(block, sizeof(block), "    webhooks:\n%s%s%s",
+                              r->defaulting ? "      defaulting: true\n" : "",
+                              r->validation ? "      validation: true\n" : "",
+                              r->conversion ? "      conversion: true\n" : "");
+  if (n_spokes > 0)
+    b += (size_t)snprintf(block + b, sizeof(block) - b, "      spoke:\n");
+  for (size_t i = 0; i < n_spokes && b < sizeof(block); i++)
+    b += (size_t)snprintf(block + b, sizeof(block) - b, "      - %.63s\n", spokes[i]);
+  if (version) /* the kind's webhooks: add the new ones to them */
+    return splice(project, version, 0, strchr(block, '\n') + 1, out);
+  if (b < sizeof(block))
+    snprintf(block + b, sizeof(block) - b, "      webhookVersion: v1\n");
   return splice(project, end, 0, block, out);
 }
 
@@ -1050,7 +1085,7 @@ int gen_scaffold_init(int argc, char **argv) {
   char msg[4400] = "", base[256], abs[4096];
   vars vs = {0};
   plan p = {.cmd = "kcr-gen init"};
-  int rc = 1;
+  bool ok = false;
 
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--domain") == 0 && i + 1 < argc)
@@ -1107,20 +1142,19 @@ int gen_scaffold_init(int argc, char **argv) {
   for (size_t i = 0; i < sizeof(init_files) / sizeof(init_files[0]); i++)
     if (plan_scaffold(&p, init_files[i], &vs, msg, sizeof(msg)) != 0)
       goto out;
-  if (plan_finish(&p, msg, sizeof(msg)))
-    goto out;
-  rc = 0;
+  ok = true;
 out:
-  if (rc)
-    fprintf(stderr, "kcr-gen init: %s\n", msg);
-  plan_free(&p);
-  return rc;
+  return plan_close(&p, ok, msg, sizeof(msg));
 }
 
 /* The command line of create api and create webhook. */
+#define MAX_SPOKES 4
+
 typedef struct create_args {
   const char *group, *version, *kind, *plural, *dir;
   bool cluster, defaulting, validation, conversion;
+  const char *spokes[MAX_SPOKES]; /* --spoke, with --conversion */
+  size_t n_spokes;
 } create_args;
 
 /* parse_create reads the flags of `create api` (webhook false) or `create
@@ -1146,7 +1180,13 @@ static int parse_create(int argc, char **argv, bool webhook, create_args *a) {
       a->validation = true;
     else if (webhook && strcmp(argv[i], "--conversion") == 0)
       a->conversion = true;
-    else if (argv[i][0] != '-' && strcmp(a->dir, ".") == 0)
+    else if (webhook && strcmp(argv[i], "--spoke") == 0 && i + 1 < argc) {
+      if (a->n_spokes == MAX_SPOKES) {
+        fprintf(stderr, "%s: at most %d --spoke versions\n", cmd, MAX_SPOKES);
+        return 2;
+      }
+      a->spokes[a->n_spokes++] = argv[++i];
+    } else if (argv[i][0] != '-' && strcmp(a->dir, ".") == 0)
       a->dir = argv[i];
     else {
       scaffold_usage(stderr);
@@ -1175,18 +1215,23 @@ static int parse_create(int argc, char **argv, bool webhook, create_args *a) {
     fprintf(stderr, "%s: --plural %s: want lower-case letters and digits\n", cmd, a->plural);
     return 2;
   }
-  if (webhook && a->conversion) {
-    /* libkcr converts between typed versions (kcr_webhook_server_register_hub),
-     * but a kcr-gen project's kind has one version: create api makes a CRD
-     * per kind and refuses a second version of it. */
+  for (size_t i = 0; i < a->n_spokes; i++) {
+    if (!api_version_name(a->spokes[i]) || strcmp(a->spokes[i], a->version) == 0) {
+      fprintf(stderr, "%s: --spoke %s: want a version of the kind other than the hub (%s)\n", cmd,
+              a->spokes[i], a->version);
+      return 2;
+    }
+  }
+  if (webhook && a->conversion != (a->n_spokes > 0)) {
     fprintf(stderr,
-            "%s: --conversion: not scaffolded yet: a kcr-gen project has one version per kind "
-            "(docs/kcr-gen.md); register a hub with kcr_webhook_server_register_hub by hand\n",
+            "%s: --conversion takes the spoke versions (--spoke V, once per version) and "
+            "--spoke needs --conversion\n",
             cmd);
     return 2;
   }
-  if (webhook && !a->defaulting && !a->validation) {
-    fprintf(stderr, "%s: give --defaulting, --programmatic-validation or both\n", cmd);
+  if (webhook && !a->defaulting && !a->validation && !a->conversion) {
+    fprintf(stderr, "%s: give --defaulting, --programmatic-validation, --conversion or more\n",
+            cmd);
     return 2;
   }
   return 0;
@@ -1254,25 +1299,147 @@ static const char *var_value(const vars *vs, const char *name) {
   return "";
 }
 
-static int create_api(const create_args *a) {
+/*
+ * plan_version_entry: what every version of a kind gets: a sample, listed in
+ * config/samples (made the first time), and its entry in PROJECT.
+ */
+static int plan_version_entry(plan *p, const create_args *a, const vars *vs, bool namespaced,
+                              char *msg, size_t size) {
+  char sample[700], text[700];
+  const char *kl = var_value(vs, "kind_lower");
+  snprintf(sample, sizeof(sample), "config/samples/%s_%s_%s.yaml", a->group, a->version, kl);
+  snprintf(text, sizeof(text), "- %s_%s_%s.yaml\n", a->group, a->version, kl);
+  if (plan_new(p, sample, "sample.yaml", vs, false, msg, size) ||
+      plan_new_once(p, "config/samples/kustomization.yaml", vs, msg, size) < 0 ||
+      plan_insert(p, "config/samples/kustomization.yaml", "+kcr-gen:scaffold:samples", text, msg,
+                  size))
+    return -1;
+  snprintf(text, sizeof(text),
+           "  - group: %s\n    version: %s\n    kind: %s\n    plural: %s\n    namespaced: %s\n",
+           a->group, a->version, a->kind, var_value(vs, "plural"), namespaced ? "true" : "false");
+  return plan_append(p, "PROJECT", text, msg, size);
+}
+
+/*
+ * find_kind looks for a->kind in the PROJECT file: 0 when it is not there, 1
+ * when it is, in a->group, at other versions only (*other: one of them), -1
+ * when it is at a->version or in another group.
+ */
+static int find_kind(const char *project, const create_args *a, gen_resource *other) {
+  gen_resource r[64];
+  size_t n = 0;
+  int found = 0;
+  if (gen_project_resources(project, r, sizeof(r) / sizeof(r[0]), &n) != 0)
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(r[i].kind, a->kind) != 0)
+      continue;
+    if (strcmp(r[i].group, a->group) != 0 || strcmp(r[i].version, a->version) == 0)
+      return -1;
+    *other = r[i];
+    found = 1;
+  }
+  return found;
+}
+
+/* add_version_edit: text with " add" put before the ')' that ends the line
+ * starting with line (a kcr_gen_types call's VERSIONS list). */
+static int add_version_edit(const char *text, const char *line, const char *add, char **out) {
+  const char *at = find_line(text, line), *end;
+  *out = NULL;
+  if (!at)
+    return GEN_TEXT_NOTFOUND;
+  end = strchr(at, '\n');
+  if (!end)
+    end = at + strlen(at);
+  while (end > at && end[-1] != ')')
+    end--;
+  if (end == at)
+    return GEN_TEXT_NOTFOUND;
+  char piece[80];
+  snprintf(piece, sizeof(piece), " %s", add);
+  return splice(text, end - 1, 0, piece, out);
+}
+
+/*
+ * create_version: `create api` for a kind the project has at other versions
+ * (as kubebuilder's create api for a new version with --controller=false):
+ * the version joins the kind's CRD (served, not stored) and its C types, and
+ * gets a sample; the controller stays on the version it was made for.
+ */
+static int create_version(const create_args *a, const char *project, const char *domain,
+                          const gen_resource *other) {
   const char *cmd = "kcr-gen create api";
-  char msg[4400] = "", domain[256], needle[300], text[1200];
-  char crd[700], sample[700], ctl[300], test[300], role[300];
-  char *project = NULL;
+  char msg[4400] = "", crd[700], line[300];
   vars vs = {0};
   plan p = {.cmd = cmd, .dir = a->dir};
   int rc = 1;
+  bool ok = false;
+  char *block = NULL;
+
+  if (a->plural && strcmp(a->plural, other->plural) != 0) {
+    fprintf(stderr, "%s: %s's plural is %s (version %s)\n", cmd, a->kind, other->plural,
+            other->version);
+    return 2;
+  }
+  kind_vars(&vs, a, project, domain, other->plural);
+  set_var(&vs, "storage", "false");
+  if (vs.bad) {
+    gen_msgf(msg, sizeof(msg), "a template value is longer than %d bytes", VALUE_MAX - 1);
+    goto done;
+  }
+  const char *fq = var_value(&vs, "fqgroup"), *pl = var_value(&vs, "plural");
+  const char *ks = var_value(&vs, "kind_snake");
+  snprintf(crd, sizeof(crd), "config/crd/bases/%s_%s.yaml", fq, pl);
+  if (plan_version_entry(&p, a, &vs, other->namespaced, msg, sizeof(msg)))
+    goto done;
+  if (!(block = render("crd_version.yaml", &vs, msg, sizeof(msg))) ||
+      plan_insert_marked(&p, crd, "+kcr-gen:scaffold:crd-versions", block, msg, sizeof(msg)))
+    goto done;
+  plan_file *f;
+  snprintf(line, sizeof(line), "kcr_gen_types(%s_types ", ks);
+  int applied =
+      plan_apply(&p, "api/types.cmake", add_version_edit, line, a->version, &f, msg, sizeof(msg));
+  if (applied == 1)
+    gen_msgf(msg, sizeof(msg), "%s has no line starting \"%s\"", f->path, line);
+  if (applied != 0)
+    goto done;
+  ok = true;
+done:
+  rc = plan_close(&p, ok, msg, sizeof(msg));
+  free(block);
+  return rc;
+}
+
+static int create_api(const create_args *a) {
+  const char *cmd = "kcr-gen create api";
+  char msg[4400] = "", domain[256], text[1200];
+  char crd[700], ctl[300], test[300], role[300];
+  char *project = NULL;
+  gen_resource other;
+  vars vs = {0};
+  plan p = {.cmd = cmd, .dir = a->dir};
+  int rc = 1;
+  bool ok = false;
 
   if (!(project = read_project(cmd, a->dir, domain, sizeof(domain))))
     return 1;
-  /* The kind once per project (its C names are per kind, not per group). */
-  snprintf(needle, sizeof(needle), "\n    kind: %s\n", a->kind);
-  if (strstr(project, needle)) {
+  /* The kind once per project (its C names are per kind, not per group); a
+   * new version of a kind of the same group is another version of its CRD. */
+  switch (find_kind(project, a, &other)) {
+  case 0:
+    break;
+  case 1:
+    rc = create_version(a, project, domain, &other);
+    free(project);
+    return rc;
+  default:
     fprintf(stderr, "%s: %s/PROJECT has kind %s already\n", cmd, a->dir, a->kind);
     goto done;
   }
   kind_vars(&vs, a, project, domain, a->plural);
   set_var(&vs, "scope", a->cluster ? "Cluster" : "Namespaced");
+  set_var(&vs, "storage", "true");
   if (vs.bad) {
     gen_msgf(msg, sizeof(msg), "a template value is longer than %d bytes", VALUE_MAX - 1);
     goto done;
@@ -1280,11 +1447,9 @@ static int create_api(const create_args *a) {
   const char *fq = var_value(&vs, "fqgroup"), *pl = var_value(&vs, "plural");
   const char *ks = var_value(&vs, "kind_snake"), *kl = var_value(&vs, "kind_lower");
   snprintf(crd, sizeof(crd), "config/crd/bases/%s_%s.yaml", fq, pl);
-  snprintf(sample, sizeof(sample), "config/samples/%s_%s_%s.yaml", a->group, a->version, kl);
   snprintf(ctl, sizeof(ctl), "internal/controller/%s_controller.c", ks);
   snprintf(test, sizeof(test), "test/%s_controller_test.c", ks);
   if (plan_new(&p, crd, "crd.yaml", &vs, false, msg, sizeof(msg)) ||
-      plan_new(&p, sample, "sample.yaml", &vs, false, msg, sizeof(msg)) ||
       plan_new(&p, ctl, "controller.c", &vs, false, msg, sizeof(msg)) ||
       plan_new(&p, test, "controller_test.c", &vs, false, msg, sizeof(msg)))
     goto done;
@@ -1301,15 +1466,10 @@ static int create_api(const create_args *a) {
   if (plan_append(&p, "config/rbac/kustomization.yaml", text, msg, sizeof(msg)))
     goto done;
   if (plan_new_once(&p, "config/crd/kustomization.yaml", &vs, msg, sizeof(msg)) < 0 ||
-      plan_new_once(&p, "config/crd/kustomizeconfig.yaml", &vs, msg, sizeof(msg)) < 0 ||
-      plan_new_once(&p, "config/samples/kustomization.yaml", &vs, msg, sizeof(msg)) < 0)
+      plan_new_once(&p, "config/crd/kustomizeconfig.yaml", &vs, msg, sizeof(msg)) < 0)
     goto done;
   snprintf(text, sizeof(text), "- bases/%s_%s.yaml\n", fq, pl);
   if (plan_insert(&p, "config/crd/kustomization.yaml", "+kcr-gen:scaffold:crd-resources", text, msg,
-                  sizeof(msg)))
-    goto done;
-  snprintf(text, sizeof(text), "- %s_%s_%s.yaml\n", a->group, a->version, kl);
-  if (plan_insert(&p, "config/samples/kustomization.yaml", "+kcr-gen:scaffold:samples", text, msg,
                   sizeof(msg)))
     goto done;
   if (plan_uncomment(&p, "config/default/kustomization.yaml", "- ../crd\n", "the CRDs (../crd)",
@@ -1324,18 +1484,11 @@ static int create_api(const create_args *a) {
   snprintf(text, sizeof(text), "KCR_CONTROLLER(%s)\n", ks);
   if (plan_append(&p, "internal/controller/controllers.inc", text, msg, sizeof(msg)))
     goto done;
-  snprintf(text, sizeof(text),
-           "  - group: %s\n    version: %s\n    kind: %s\n    plural: %s\n    namespaced: %s\n",
-           a->group, a->version, a->kind, pl, a->cluster ? "false" : "true");
-  if (plan_append(&p, "PROJECT", text, msg, sizeof(msg)))
+  if (plan_version_entry(&p, a, &vs, !a->cluster, msg, sizeof(msg)))
     goto done;
-  if (plan_finish(&p, msg, sizeof(msg)))
-    goto done;
-  rc = 0;
+  ok = true;
 done:
-  if (rc && msg[0])
-    fprintf(stderr, "%s: %s\n", cmd, msg);
-  plan_free(&p);
+  rc = plan_close(&p, ok, msg, sizeof(msg));
   free(project);
   return rc;
 }
@@ -1355,16 +1508,204 @@ static const char *const webhook_once[] = {
 
 #define MAX_RESOURCES 256
 
+/* plan_main_entry: the header and the setup function of a webhook file in
+ * cmd/main.c, above its marker lines. */
+static int plan_main_entry(plan *p, const char *header, const char *setup, char *msg, size_t size) {
+  char text[600];
+  snprintf(text, sizeof(text), "#include \"%s\"\n", header);
+  if (plan_insert_marked(p, "cmd/main.c", "+kcr-gen:scaffold:webhook-includes", text, msg, size))
+    return -1;
+  snprintf(text, sizeof(text), "    %s,\n", setup);
+  return plan_insert_marked(p, "cmd/main.c", "+kcr-gen:scaffold:webhooks", text, msg, size);
+}
+
+/* plan_parts: DIR/<dir>/<file> made of templates (render_all). */
+static int plan_parts(plan *p, const char *dir, const char *file, const char *const *parts,
+                      size_t n, const vars *vs, char *msg, size_t size) {
+  char path[700];
+  snprintf(path, sizeof(path), "%s/%s", dir, file);
+  return plan_new_text(p, path, render_all(parts, n, vs, msg, size), false, msg, size);
+}
+
+/* plan_admission: the defaulting and validating webhooks' files and their
+ * line in cmd/main.c. */
+static int plan_admission(plan *p, const create_args *a, const gen_resource *r, vars *vs,
+                          const char *domain, const char *dir, char *msg, size_t size) {
+  char text[1200], mutate[700], validate[700], file[700];
+  const char *pre = var_value(vs, "prefix"), *ks = var_value(vs, "kind_snake");
+  webhook_path("mutate", domain, r, mutate, sizeof(mutate));
+  webhook_path("validate", domain, r, validate, sizeof(validate));
+  set_var(vs, "mutate_path", mutate);
+  set_var(vs, "validate_path", validate);
+  snprintf(text, sizeof(text),
+           "  const kcr_custom_defaulter defaulter = {.default_object = %s_webhook_default};\n",
+           pre);
+  set_var(vs, "defaulter_decl", a->defaulting ? text : "");
+  snprintf(text, sizeof(text),
+           "  const kcr_custom_validator validator = {\n"
+           "      .validate_create = %s_webhook_validate_create,\n"
+           "      .validate_update = %s_webhook_validate_update,\n"
+           "      .validate_delete = %s_webhook_validate_delete};\n",
+           pre, pre, pre);
+  set_var(vs, "validator_decl", a->validation ? text : "");
+  set_var(vs, "defaulter_arg", a->defaulting ? "&defaulter" : "NULL");
+  set_var(vs, "validator_arg", a->validation ? "&validator" : "NULL");
+  snprintf(text, sizeof(text), "%s%s",
+           a->defaulting ? "  if (test_default() != 0)\n    return 1;\n" : "",
+           a->validation ? "  if (test_validate() != 0)\n    return 1;\n" : "");
+  set_var(vs, "test_calls", text);
+  const char *h_parts[] = {"webhook.h", a->defaulting ? "webhook_h_default" : NULL,
+                           a->validation ? "webhook_h_validate" : NULL, "webhook_h_tail"};
+  const char *c_parts[] = {"webhook.c", a->defaulting ? "webhook_c_default" : NULL,
+                           a->validation ? "webhook_c_validate" : NULL, "webhook_c_setup"};
+  const char *t_parts[] = {"webhook_test.c", a->defaulting ? "webhook_test_default" : NULL,
+                           a->validation ? "webhook_test_validate" : NULL, "webhook_test_main"};
+  char h[300], c[300], t[300], setup[300];
+  snprintf(h, sizeof(h), "%s_webhook.h", ks);
+  snprintf(c, sizeof(c), "%s_webhook.c", ks);
+  snprintf(t, sizeof(t), "%s_webhook_test.c", ks);
+  snprintf(file, sizeof(file), "%s/%s", a->version, h);
+  snprintf(setup, sizeof(setup), "%s_webhook_setup", pre);
+  if (vs->bad) {
+    gen_msgf(msg, size, "a template value is longer than %d bytes", VALUE_MAX - 1);
+    return -1;
+  }
+  if (plan_parts(p, dir, h, h_parts, 4, vs, msg, size) ||
+      plan_parts(p, dir, c, c_parts, 4, vs, msg, size) ||
+      plan_parts(p, dir, t, t_parts, 4, vs, msg, size))
+    return -1;
+  return plan_main_entry(p, file, setup, msg, size);
+}
+
+/*
+ * plan_conversion: the hub and spoke conversions of the kind (the hub is
+ * a->version), their test and their line in cmd/main.c, the CRD's conversion
+ * patch and its CA in config/default. Each spoke must be a version of the kind
+ * in res (n of them).
+ */
+static int plan_conversion(plan *p, const create_args *a, const gen_resource *res, size_t n,
+                           vars *vs, const char *dir, char *msg, size_t size) {
+  const char *kd = "config/default/kustomization.yaml";
+  const char *pre = var_value(vs, "prefix"), *ks = var_value(vs, "kind_snake");
+  char table[VALUE_MAX] = "", regs[VALUE_MAX] = "", calls[VALUE_MAX] = "", sp[200], line[700];
+  sbuf h = {0}, c = {0}, t = {0};
+  int rc = -1;
+
+  for (size_t i = 0; i < a->n_spokes; i++) {
+    bool known = false;
+    for (size_t j = 0; j < n; j++)
+      known |= strcmp(res[j].group, a->group) == 0 && strcmp(res[j].kind, a->kind) == 0 &&
+               strcmp(res[j].version, a->spokes[i]) == 0;
+    if (!known) {
+      gen_msgf(msg, size, "--spoke %s: the project has no %s %s (kcr-gen create api --version %s)",
+               a->spokes[i], a->kind, a->spokes[i], a->spokes[i]);
+      goto out;
+    }
+    snprintf(sp, sizeof(sp), "%s_%s", ks, a->spokes[i]);
+    set_var(vs, "spoke", a->spokes[i]);
+    set_var(vs, "spoke_prefix", sp);
+    static const char *const tmpl[3] = {"conversion_h_spoke", "conversion_c_spoke",
+                                        "conversion_test_spoke"};
+    sbuf *into[3] = {&h, &c, &t};
+    for (int k = 0; k < 3; k++) {
+      char *part = render(tmpl[k], vs, msg, size);
+      if (!part)
+        goto out;
+      text_adds(into[k], part);
+      free(part);
+    }
+    snprintf(line, sizeof(line), "      {\"%s\", %s_convert_to_hub, %s_convert_from_hub, NULL},\n",
+             a->spokes[i], sp, sp);
+    strncat(table, line, sizeof(table) - strlen(table) - 1);
+    snprintf(line, sizeof(line), "  if ((rc = %s_register(scheme, err)) != 0)\n    return rc;\n",
+             sp);
+    strncat(regs, line, sizeof(regs) - strlen(regs) - 1);
+    snprintf(line, sizeof(line), "  if (test_%s() != 0)\n    return 1;\n", a->spokes[i]);
+    strncat(calls, line, sizeof(calls) - strlen(calls) - 1);
+  }
+  set_var(vs, "spoke_table", table);
+  set_var(vs, "spoke_registers", regs);
+  set_var(vs, "conv_test_calls", calls);
+  if (vs->bad || h.nomem || c.nomem || t.nomem) {
+    gen_msgf(msg, size, "a template value is too long, or out of memory");
+    goto out;
+  }
+  /* The files: the spokes' parts between each file's head and tail. */
+  char name[700], file[700], setup[300];
+  const char *h_parts[] = {"conversion.h", NULL, "webhook_h_tail"};
+  const char *c_parts[] = {"conversion.c", NULL, "conversion_c_setup"};
+  const char *t_parts[] = {"conversion_test.c", NULL, "conversion_test_main"};
+  struct {
+    const char *suffix;
+    const char *const *parts;
+    sbuf *spokes;
+  } files[] = {{"h", h_parts, &h}, {"c", c_parts, &c}, {"test.c", t_parts, &t}};
+  for (size_t k = 0; k < 3; k++) {
+    char *head = render(files[k].parts[0], vs, msg, size);
+    char *tail = head ? render(files[k].parts[2], vs, msg, size) : NULL;
+    sbuf all = {0};
+    if (tail) {
+      text_adds(&all, head);
+      text_adds(&all, files[k].spokes->s ? files[k].spokes->s : "");
+      text_adds(&all, tail);
+    }
+    free(head);
+    free(tail);
+    snprintf(name, sizeof(name), "%s/%s_conversion%s%s", dir, ks, k == 2 ? "_" : ".",
+             files[k].suffix);
+    if (!text_take(&all) || plan_new_text(p, name, all.s, false, msg, size)) {
+      if (!msg[0])
+        gen_msgf(msg, size, "out of memory");
+      goto out;
+    }
+  }
+  snprintf(file, sizeof(file), "%s/%s_conversion.h", a->version, ks);
+  snprintf(setup, sizeof(setup), "%s_conversion_setup", pre);
+  if (plan_main_entry(p, file, setup, msg, size))
+    goto out;
+
+  /* config/crd: the CRD's conversion webhook; config/default: its CA. */
+  snprintf(name, sizeof(name), "config/crd/patches/webhook_in_%s.yaml", var_value(vs, "plural"));
+  snprintf(line, sizeof(line), "- path: patches/webhook_in_%s.yaml\n", var_value(vs, "plural"));
+  if (plan_new(p, name, "config_crd_patches_webhook_in.yaml", vs, false, msg, size) ||
+      plan_uncomment(p, "config/crd/kustomization.yaml", "patches:\n", "[WEBHOOK] (patches:)", msg,
+                     size) ||
+      plan_insert_marked(p, "config/crd/kustomization.yaml", "+kcr-gen:scaffold:crd-patches", line,
+                         msg, size) ||
+      plan_uncomment_tmpl(p, kd, "config_default_r_conversion.yaml", vs,
+                          "[CERTMANAGER] (the CRDs' CA)", msg, size))
+    goto out;
+  static const char *const markers[2] = {"+kcr-gen:scaffold:crd-ca-namespace",
+                                         "+kcr-gen:scaffold:crd-ca-name"};
+  for (int k = 0; k < 2; k++) {
+    char *target;
+    set_var(vs, "ca_index", k == 0 ? "0" : "1");
+    if (!(target = render("config_default_r_crd_target.yaml", vs, msg, size)))
+      goto out;
+    int bad = plan_insert_marked(p, kd, markers[k], target, msg, size);
+    free(target);
+    if (bad)
+      goto out;
+  }
+  rc = 0;
+out:
+  free(h.s);
+  free(c.s);
+  free(t.s);
+  return rc;
+}
+
 static int create_webhook(const create_args *a) {
   const char *cmd = "kcr-gen create webhook";
   const char *kd = "config/default/kustomization.yaml";
-  char msg[4400] = "", domain[256], path[700], text[1200], mutate[700], validate[700];
+  char msg[4400] = "", domain[256], dir[300];
   char *project = NULL, *updated = NULL;
   gen_resource *res = NULL, *r = NULL;
   size_t n = 0;
   vars vs = {0};
   plan p = {.cmd = cmd, .dir = a->dir};
   int rc = 1;
+  bool ok = false;
 
   if (!(project = read_project(cmd, a->dir, domain, sizeof(domain))))
     return 1;
@@ -1387,68 +1728,28 @@ static int create_webhook(const create_args *a) {
              a->dir, a->kind, a->group, a->version);
     goto done;
   }
-  if (r->defaulting || r->validation) {
-    gen_msgf(msg, sizeof(msg), "%s %s/%s has webhooks already (%s/PROJECT)", a->kind, a->group,
-             a->version, a->dir);
+  /* One admission file and one conversion file per kind: either may be added
+   * to a kind that has the other. */
+  if (((a->defaulting || a->validation) && (r->defaulting || r->validation)) ||
+      (a->conversion && r->conversion)) {
+    gen_msgf(msg, sizeof(msg), "%s %s/%s has %s webhooks already (%s/PROJECT)", a->kind, a->group,
+             a->version, a->conversion && r->conversion ? "conversion" : "admission", a->dir);
     goto done;
   }
-  r->defaulting = a->defaulting;
-  r->validation = a->validation;
+  gen_resource add = *r;
+  add.defaulting = a->defaulting;
+  add.validation = a->validation;
+  add.conversion = a->conversion;
+  r->defaulting |= a->defaulting;
+  r->validation |= a->validation;
+  r->conversion |= a->conversion;
 
   kind_vars(&vs, a, project, domain, r->plural[0] ? r->plural : NULL);
-  webhook_path("mutate", domain, r, mutate, sizeof(mutate));
-  webhook_path("validate", domain, r, validate, sizeof(validate));
-  set_var(&vs, "mutate_path", mutate);
-  set_var(&vs, "validate_path", validate);
-  const char *pre = var_value(&vs, "prefix");
-  snprintf(text, sizeof(text),
-           "  const kcr_custom_defaulter defaulter = {.default_object = %s_webhook_default};\n",
-           pre);
-  set_var(&vs, "defaulter_decl", a->defaulting ? text : "");
-  snprintf(text, sizeof(text),
-           "  const kcr_custom_validator validator = {\n"
-           "      .validate_create = %s_webhook_validate_create,\n"
-           "      .validate_update = %s_webhook_validate_update,\n"
-           "      .validate_delete = %s_webhook_validate_delete};\n",
-           pre, pre, pre);
-  set_var(&vs, "validator_decl", a->validation ? text : "");
-  set_var(&vs, "defaulter_arg", a->defaulting ? "&defaulter" : "NULL");
-  set_var(&vs, "validator_arg", a->validation ? "&validator" : "NULL");
-  snprintf(text, sizeof(text), "%s%s",
-           a->defaulting ? "  if (test_default() != 0)\n    return 1;\n" : "",
-           a->validation ? "  if (test_validate() != 0)\n    return 1;\n" : "");
-  set_var(&vs, "test_calls", text);
-  if (vs.bad) {
-    gen_msgf(msg, sizeof(msg), "a template value is longer than %d bytes", VALUE_MAX - 1);
+  snprintf(dir, sizeof(dir), "internal/webhook/%s", a->version);
+  if ((a->defaulting || a->validation) &&
+      plan_admission(&p, a, r, &vs, domain, dir, msg, sizeof(msg)))
     goto done;
-  }
-  const char *ks = var_value(&vs, "kind_snake"), *prefix = var_value(&vs, "prefix");
-  const char *h_parts[] = {"webhook.h", a->defaulting ? "webhook_h_default" : NULL,
-                           a->validation ? "webhook_h_validate" : NULL, "webhook_h_tail"};
-  const char *c_parts[] = {"webhook.c", a->defaulting ? "webhook_c_default" : NULL,
-                           a->validation ? "webhook_c_validate" : NULL, "webhook_c_setup"};
-  const char *t_parts[] = {"webhook_test.c", a->defaulting ? "webhook_test_default" : NULL,
-                           a->validation ? "webhook_test_validate" : NULL, "webhook_test_main"};
-  snprintf(path, sizeof(path), "internal/webhook/%s/%s_webhook.h", a->version, ks);
-  if (plan_new_text(&p, path, render_all(h_parts, 4, &vs, msg, sizeof(msg)), false, msg,
-                    sizeof(msg)))
-    goto done;
-  snprintf(path, sizeof(path), "internal/webhook/%s/%s_webhook.c", a->version, ks);
-  if (plan_new_text(&p, path, render_all(c_parts, 4, &vs, msg, sizeof(msg)), false, msg,
-                    sizeof(msg)))
-    goto done;
-  snprintf(path, sizeof(path), "internal/webhook/%s/%s_webhook_test.c", a->version, ks);
-  if (plan_new_text(&p, path, render_all(t_parts, 4, &vs, msg, sizeof(msg)), false, msg,
-                    sizeof(msg)))
-    goto done;
-
-  /* The registration in cmd/main.c. */
-  snprintf(text, sizeof(text), "#include \"%s/%s_webhook.h\"\n", a->version, ks);
-  if (plan_insert_marked(&p, "cmd/main.c", "+kcr-gen:scaffold:webhook-includes", text, msg,
-                         sizeof(msg)))
-    goto done;
-  snprintf(text, sizeof(text), "    %s_webhook_setup,\n", prefix);
-  if (plan_insert_marked(&p, "cmd/main.c", "+kcr-gen:scaffold:webhooks", text, msg, sizeof(msg)))
+  if (a->conversion && plan_conversion(&p, a, res, n, &vs, dir, msg, sizeof(msg)))
     goto done;
 
   /* config/: the webhook and certmanager kustomizations, switched on. */
@@ -1481,7 +1782,7 @@ static int create_webhook(const create_args *a) {
     goto done;
 
   /* PROJECT records the webhooks; the manifests follow from every kind's. */
-  switch (gen_project_add_webhooks(project, r, &updated)) {
+  switch (gen_project_add_webhooks(project, &add, a->spokes, a->n_spokes, &updated)) {
   case GEN_TEXT_OK:
     break;
   case GEN_TEXT_NOTFOUND:
@@ -1501,13 +1802,9 @@ static int create_webhook(const create_args *a) {
     gen_msgf(msg, sizeof(msg), "out of memory");
   if (!manifests || plan_replace(&p, "config/webhook/manifests.yaml", manifests, msg, sizeof(msg)))
     goto done;
-  if (plan_finish(&p, msg, sizeof(msg)))
-    goto done;
-  rc = 0;
+  ok = true;
 done:
-  if (rc && msg[0])
-    fprintf(stderr, "%s: %s\n", cmd, msg);
-  plan_free(&p);
+  rc = plan_close(&p, ok, msg, sizeof(msg));
   free(updated);
   free(res);
   free(project);

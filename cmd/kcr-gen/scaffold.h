@@ -53,7 +53,7 @@ typedef struct gen_resource {
   char version[GEN_RESOURCE_NAME_MAX];
   char kind[GEN_RESOURCE_NAME_MAX];
   char plural[GEN_RESOURCE_NAME_MAX];
-  bool namespaced, defaulting, validation;
+  bool namespaced, defaulting, validation, conversion;
 } gen_resource;
 
 /*
@@ -65,10 +65,13 @@ int gen_project_resources(const char *project, gen_resource *out, size_t max, si
 
 /*
  * gen_project_add_webhooks: project's text with a "webhooks:" block (r's
- * defaulting and validation) at the end of r's entry (found by group, version
- * and kind), into *out (new). GEN_TEXT_NOTFOUND when r has no entry.
+ * defaulting, validation and conversion, and the spoke versions, n_spokes of
+ * them) at the end of r's entry (found by group, version and kind), or
+ * among the entry's webhooks when it has some, into *out (new).
+ * GEN_TEXT_NOTFOUND when r has no entry.
  */
-int gen_project_add_webhooks(const char *project, const gen_resource *r, char **out);
+int gen_project_add_webhooks(const char *project, const gen_resource *r,
+                             const char *const *spokes, size_t n_spokes, char **out);
 
 /*
  * gen_webhook_manifests: config/webhook/manifests.yaml for the webhooks of

@@ -75,6 +75,10 @@ static void test_kcr_gen_scaffold_insert_before(void **state) {
                    GEN_TEXT_OK);
   assert_string_equal(out, "{\n    f,\n    /* +m */\n}\n");
   free(out);
+  /* a whole marker only: "+m:ab" is not "+m:a" */
+  assert_int_equal(gen_text_insert_before("# +m:ab\n# +m:a\n", "+m:a", "x\n", &out), GEN_TEXT_OK);
+  assert_string_equal(out, "# +m:ab\nx\n# +m:a\n");
+  free(out);
   assert_int_equal(gen_text_insert_before("no marker\n", "+m", "x\n", &out), GEN_TEXT_NOTFOUND);
   assert_null(out);
 }
@@ -116,7 +120,7 @@ static void test_kcr_gen_scaffold_project(void **state) {
 
   /* webhooks go at the end of their kind's entry, not the file's */
   r[0].defaulting = true;
-  assert_int_equal(gen_project_add_webhooks(project_text, &r[0], &out), GEN_TEXT_OK);
+  assert_int_equal(gen_project_add_webhooks(project_text, &r[0], NULL, 0, &out), GEN_TEXT_OK);
   assert_non_null(strstr(out, "    namespaced: true\n"
                               "    webhooks:\n"
                               "      defaulting: true\n"
@@ -132,8 +136,41 @@ static void test_kcr_gen_scaffold_project(void **state) {
   free(out);
 
   gen_resource missing = {.group = "demo", .version = "v2", .kind = "Widget"};
-  assert_int_equal(gen_project_add_webhooks(project_text, &missing, &out), GEN_TEXT_NOTFOUND);
+  assert_int_equal(gen_project_add_webhooks(project_text, &missing, NULL, 0, &out),
+                   GEN_TEXT_NOTFOUND);
   assert_null(out);
+
+  /* a conversion webhook with its spokes, read back */
+  static const char *const spokes[] = {"v2", "v3"};
+  r[1].conversion = true;
+  assert_int_equal(gen_project_add_webhooks(project_text, &r[1], spokes, 2, &out), GEN_TEXT_OK);
+  assert_non_null(strstr(out, "    namespaced: false\n"
+                              "    webhooks:\n"
+                              "      conversion: true\n"
+                              "      spoke:\n"
+                              "      - v2\n"
+                              "      - v3\n"
+                              "      webhookVersion: v1\n"));
+  assert_int_equal(gen_project_resources(out, again, 4, &n), 0);
+  assert_true(again[1].conversion);
+  assert_false(again[1].defaulting || again[1].validation);
+  /* a webhook added to a kind that has one joins its block, spokes kept */
+  char *merged = NULL;
+  gen_resource validation = r[1];
+  validation.conversion = false;
+  validation.validation = true;
+  assert_int_equal(gen_project_add_webhooks(out, &validation, NULL, 0, &merged), GEN_TEXT_OK);
+  assert_non_null(strstr(merged, "    webhooks:\n"
+                                 "      conversion: true\n"
+                                 "      spoke:\n"
+                                 "      - v2\n"
+                                 "      - v3\n"
+                                 "      validation: true\n"
+                                 "      webhookVersion: v1\n"));
+  assert_int_equal(gen_project_resources(merged, again, 4, &n), 0);
+  assert_true(again[1].conversion && again[1].validation);
+  free(merged);
+  free(out);
 }
 
 /* controller-gen's manifests.yaml for a defaulting and validating Widget and
@@ -417,6 +454,55 @@ static void test_kcr_gen_scaffold_webhook(void **state) {
   free(np);
 }
 
+/* create api for a second version, then create webhook --conversion: the
+ * version joins the CRD and the types, the hub registers its spokes. */
+static void test_kcr_gen_scaffold_conversion(void **state) {
+  proj *p = *state;
+  static const char *const v2[] = {"create", "api",    "--group", "demo", "--version",
+                                   "v2",     "--kind", "Widget",  NULL};
+  static const char *const conv[] = {"create",       "webhook", "--group", "demo",
+                                     "--version",    "v1",      "--kind",  "Widget",
+                                     "--conversion", "--spoke", "v2",      NULL};
+  static const char *const other[] = {"create", "api",    "--group", "ops", "--version",
+                                      "v2",     "--kind", "Widget",  NULL};
+  static const char *const bad_spoke[] = {"create",       "webhook", "--group", "demo",
+                                          "--version",    "v1",      "--kind",  "Gizmo",
+                                          "--conversion", "--spoke", "v9",      NULL};
+  const char *crd = "config/crd/bases/demo.example.com_widgets.yaml";
+
+  assert_int_equal(run(p, other), 1); /* the kind's C names are per project */
+  assert_int_equal(run(p, v2), 0);
+  assert_true(has(p, crd, "    - name: v1\n      served: true\n      storage: true\n"));
+  assert_true(has(p, crd, "    - name: v2\n      served: true\n      storage: false\n"));
+  assert_true(has(p, "api/types.cmake", "PREFIX widget VERSIONS v1 v2)\n"));
+  assert_true(has(p, "config/samples/kustomization.yaml", "- demo_v2_widget.yaml\n"));
+  assert_true(has(p, "PROJECT", "  - group: demo\n    version: v2\n    kind: Widget\n"));
+  char *t = file(p, "internal/controller/widget_controller.c");
+  assert_non_null(t); /* the v1 controller stays the kind's one */
+  free(t);
+  assert_int_equal(run(p, v2), 1);
+
+  assert_int_equal(run(p, bad_spoke), 1);
+  assert_int_equal(run(p, conv), 0);
+  assert_true(has(p, "internal/webhook/v1/widget_conversion.c",
+                  "int widget_v2_convert_to_hub(void *data, const void *spoke, void **hub,"));
+  assert_true(has(p, "internal/webhook/v1/widget_conversion.c",
+                  "{\"v2\", widget_v2_convert_to_hub, widget_v2_convert_from_hub, NULL}"));
+  assert_true(has(p, "internal/webhook/v1/widget_conversion_test.c", "test_v2()"));
+  t = file(p, "internal/webhook/v1/widget_webhook.c");
+  assert_null(t); /* no admission webhook was asked for */
+  assert_true(has(p, "cmd/main.c", "#include \"v1/widget_conversion.h\"\n"));
+  assert_true(has(p, "cmd/main.c", "    widget_v1_conversion_setup,\n"));
+  assert_true(has(p, "config/crd/patches/webhook_in_widgets.yaml", "      path: /convert\n"));
+  assert_true(has(p, "config/crd/kustomization.yaml",
+                  "\npatches:\n- path: patches/webhook_in_widgets.yaml\n"
+                  "# +kcr-gen:scaffold:crd-patches\n"));
+  assert_true(has(p, "config/default/kustomization.yaml",
+                  "    - select:\n        kind: CustomResourceDefinition\n"
+                  "        name: widgets.demo.example.com\n"));
+  assert_true(has(p, "PROJECT", "      conversion: true\n      spoke:\n      - v2\n"));
+}
+
 /* snapshot: every file's content under DIR/w, for "nothing changed". */
 static char *snapshot(proj *p) {
   char cmd[256];
@@ -484,6 +570,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_init_and_api, setup_proj,
                                       teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_webhook, setup_proj, teardown_proj),
+      cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_conversion, setup_proj, teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_webhook_refusals, setup_proj,
                                       teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_webhook_undo, setup_proj,
