@@ -9,10 +9,12 @@
  *                                                a kind, its CRD, sample, roles,
  *                                                controller stub and test
  *   create webhook --group G --version V --kind K [--defaulting]
- *                  [--programmatic-validation] [DIR]
+ *                  [--programmatic-validation] [--conversion --spoke V2...] [DIR]
  *                                                typed admission webhooks for
- *                                                a kind, their test, manifests
- *                                                and the config/ switches
+ *                                                a kind, or conversion between
+ *                                                its versions (V the hub), their
+ *                                                tests, manifests and the
+ *                                                config/ switches
  *
  * The templates are scaffold/<name>.tmpl, embedded at build time; {{var}} is
  * replaced by a value of the command line, {{>name}} by the template name, and
@@ -1023,7 +1025,8 @@ static void scaffold_usage(FILE *f) {
         "       kcr-gen create api --group GROUP --version VERSION --kind KIND\n"
         "                          [--plural PLURAL] [--cluster-scoped] [DIR]\n"
         "       kcr-gen create webhook --group GROUP --version VERSION --kind KIND\n"
-        "                          [--defaulting] [--programmatic-validation] [DIR]\n",
+        "                          [--defaulting] [--programmatic-validation]\n"
+        "                          [--conversion --spoke VERSION...] [DIR]\n",
         f);
 }
 
