@@ -1581,6 +1581,28 @@ static int plan_admission(plan *p, const create_args *a, const gen_resource *r, 
 }
 
 /*
+ * storage_edit: text (a CRD) with the "storage:" of version's entry set to
+ * value ("true" or "false"), into *out (new); GEN_TEXT_NOTFOUND when the CRD
+ * has no such version or entry line.
+ */
+static int storage_edit(const char *text, const char *version, const char *value, char **out) {
+  char entry[128];
+  const char *at, *next, *line;
+  *out = NULL;
+  snprintf(entry, sizeof(entry), "    - name: %s\n", version);
+  if (!(at = strstr(text, entry)))
+    return GEN_TEXT_NOTFOUND;
+  next = strstr(at + strlen(entry), "    - name: ");
+  line = strstr(at, "\n      storage: ");
+  if (!line || (next && line > next))
+    return GEN_TEXT_NOTFOUND;
+  line += strlen("\n      storage: ");
+  char piece[16];
+  snprintf(piece, sizeof(piece), "%s", value);
+  return splice(text, line, strcspn(line, "\n"), piece, out);
+}
+
+/*
  * plan_conversion: the hub and spoke conversions of the kind (the hub is
  * a->version), their test and their line in cmd/main.c, the CRD's conversion
  * patch and its CA in config/default. Each spoke must be a version of the kind
@@ -1666,6 +1688,21 @@ static int plan_conversion(plan *p, const create_args *a, const gen_resource *re
   snprintf(setup, sizeof(setup), "%s_conversion_setup", pre);
   if (plan_main_entry(p, file, setup, msg, size))
     goto out;
+
+  /* The hub is the version stored, as kubebuilder marks it
+   * +kubebuilder:storageversion; the spokes are not. */
+  snprintf(name, sizeof(name), "config/crd/bases/%s_%s.yaml", var_value(vs, "fqgroup"),
+           var_value(vs, "plural"));
+  for (size_t i = 0; i <= a->n_spokes; i++) {
+    const char *v = i == a->n_spokes ? a->version : a->spokes[i];
+    plan_file *f;
+    int applied =
+        plan_apply(p, name, storage_edit, v, i == a->n_spokes ? "true" : "false", &f, msg, size);
+    if (applied == 1)
+      gen_msgf(msg, size, "%s has no version %s with a storage: line", f->path, v);
+    if (applied != 0)
+      goto out;
+  }
 
   /* config/crd: the CRD's conversion webhook; config/default: its CA. */
   snprintf(name, sizeof(name), "config/crd/patches/webhook_in_%s.yaml", var_value(vs, "plural"));

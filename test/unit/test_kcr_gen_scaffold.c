@@ -501,6 +501,25 @@ static void test_kcr_gen_scaffold_conversion(void **state) {
                   "    - select:\n        kind: CustomResourceDefinition\n"
                   "        name: widgets.demo.example.com\n"));
   assert_true(has(p, "PROJECT", "      conversion: true\n      spoke:\n      - v2\n"));
+  /* the hub (v1) stays the version stored */
+  assert_true(has(p, crd, "    - name: v1\n      served: true\n      storage: true\n"));
+  assert_true(has(p, crd, "    - name: v2\n      served: true\n      storage: false\n"));
+}
+
+/* --conversion with the newer version as the hub: it becomes the one stored. */
+static void test_kcr_gen_scaffold_conversion_hub_stored(void **state) {
+  proj *p = *state;
+  static const char *const v2[] = {"create", "api",    "--group", "demo", "--version",
+                                   "v2",     "--kind", "Gizmo",   NULL};
+  static const char *const conv[] = {"create",       "webhook", "--group", "demo",
+                                     "--version",    "v2",      "--kind",  "Gizmo",
+                                     "--conversion", "--spoke", "v1",      NULL};
+  const char *crd = "config/crd/bases/demo.example.com_gizmos.yaml";
+  assert_int_equal(run(p, v2), 0);
+  assert_int_equal(run(p, conv), 0);
+  assert_true(has(p, crd, "    - name: v1\n      served: true\n      storage: false\n"));
+  assert_true(has(p, crd, "    - name: v2\n      served: true\n      storage: true\n"));
+  assert_true(has(p, "internal/webhook/v2/gizmo_conversion.c", "int gizmo_v1_convert_to_hub("));
 }
 
 /* snapshot: every file's content under DIR/w, for "nothing changed". */
@@ -571,6 +590,8 @@ int main(void) {
                                       teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_webhook, setup_proj, teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_conversion, setup_proj, teardown_proj),
+      cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_conversion_hub_stored, setup_proj,
+                                      teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_webhook_refusals, setup_proj,
                                       teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_webhook_undo, setup_proj,
