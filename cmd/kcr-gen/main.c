@@ -56,7 +56,14 @@ static void usage(FILE *f) {
       "  A new operator project in DIR (default .): CMake, Makefile, config/, main.c.\n"
       "       kcr-gen create api --group GROUP --version VERSION --kind KIND\n"
       "                          [--plural PLURAL] [--cluster-scoped] [DIR]\n"
-      "  A kind in the project: its CRD, a sample, a controller stub and its test.\n"
+      "  A kind in the project: its CRD, a sample, roles, a controller stub and its test;\n"
+      "  for a kind the project has, another version of its CRD and types.\n"
+      "       kcr-gen create webhook --group GROUP --version VERSION --kind KIND\n"
+      "                          [--defaulting] [--programmatic-validation]\n"
+      "                          [--conversion --spoke VERSION...] [DIR]\n"
+      "  Typed admission webhooks for a kind of the project, or conversion between its\n"
+      "  versions (VERSION the hub), their tests, the webhook manifests and config/'s\n"
+      "  webhook and cert-manager parts.\n"
       "       kcr-gen --help | --version\n",
       f);
 }

@@ -103,27 +103,8 @@ PY
     "${k[@]}" get namespace kcr-system >/dev/null 2>&1 ||
       "${k[@]}" create namespace kcr-system >/dev/null
     # cert-manager's kinds: stand-in CRDs (schema-free) when cert-manager is absent.
-    for kind in Issuer Certificate; do
-      plural=$(tr '[:upper:]' '[:lower:]' <<<"$kind")s
-      "${k[@]}" get crd "$plural.cert-manager.io" >/dev/null 2>&1 && continue
-      "${k[@]}" apply -f - >/dev/null <<CRD
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: $plural.cert-manager.io
-spec:
-  group: cert-manager.io
-  names: {kind: $kind, plural: $plural, listKind: ${kind}List, singular: $(tr '[:upper:]' '[:lower:]' <<<"$kind")}
-  scope: Namespaced
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-CRD
-      "${k[@]}" wait --for=condition=Established "crd/$plural.cert-manager.io" --timeout=60s >/dev/null
-    done
+    . "$root/test/integration/certmanager_standins.sh"
+    certmanager_standins "${k[@]}" >/dev/null
     if "${k[@]}" apply --dry-run=server -f "$root/deploy/install.yaml" >"$work/apply.log" 2>&1; then
       ok "the API server accepts every object of install.yaml (dry run)"
     else

@@ -4,21 +4,33 @@
 # (issue 13). Install the kcr build in BUILD_DIR into a fresh prefix; then, in a
 # temporary directory and with nothing but that prefix:
 #   - kcr-gen init makes a project; kcr-gen create api adds two kinds (one
-#     namespaced, one cluster-scoped with a plural of its own);
-#   - create api refuses a kind that is there, and init a directory that has a
-#     project, and neither changes a file;
+#     namespaced, one cluster-scoped with a plural of its own) and a second
+#     version of the first; kcr-gen create webhook gives the first a defaulting
+#     and a validating webhook, then conversion between its versions (issue 26);
+#   - create api refuses a kind that is there, create webhook a kind that has
+#     webhooks, and init a directory that has a project; none changes a file;
 #   - the project configures with find_package(kcr), builds (its C types come
 #     from its CRDs through the installed kcr-gen) with bounded jobs, and `make
-#     test` runs its scaffolded unit tests (label unit) on the fake client;
+#     test` runs its scaffolded unit tests (label unit): the controllers' on the
+#     fake client and the webhook's; `make lint` passes when clang-format and
+#     clang-tidy are installed;
 #   - `make manifests` writes config/rbac/role.yaml from the controllers' markers
 #     with the package's kcr::kcr-gen, not a kcr-gen on PATH;
 #   - `make test-integration` runs the integration suite (label integration) on
 #     the local control plane;
-#   - `kubectl kustomize config/default` renders with the prefix on every name;
+#   - `kubectl kustomize config/default` renders with the prefix on every name,
+#     the webhook configurations and cert-manager's names filled in; `make
+#     build-installer IMG=...` writes dist/install.yaml with the image, and the
+#     API server accepts every object of it (server-side dry run; stand-in CRDs
+#     for cert-manager's kinds when it is not installed);
 #   - against the local control plane: the CRDs install, the manager starts, a
 #     sample Widget gets status.observedGeneration = its generation, a spec change
-#     moves it on, and SIGTERM stops the manager with exit 0.
+#     moves it on, and SIGTERM stops the manager with exit 0;
+#   - `make test-e2e`: the scaffold's own e2e (secure metrics with a token,
+#     every sample reconciled, each webhook admitting its sample, /convert
+#     converting the Widget samples).
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$1" && pwd)
 kubeconfig=${KCR_TEST_KUBECONFIG:?the controlplane fixture sets KCR_TEST_KUBECONFIG}
 kubectl_bin=$(ls "${KCR_CACHE:-$HOME/.cache/kcr}"/k8s/*/bin/kubectl | tail -n 1)
@@ -26,9 +38,12 @@ work=$(mktemp -d)
 ns=kcr-scaffold-$$
 pid=
 k() { "$kubectl_bin" --kubeconfig "$kubeconfig" "$@"; }
+standins=()
 cleanup() {
   [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
   k delete ns "$ns" --wait=false >/dev/null 2>&1 || true
+  k delete ns widgets-system --wait=false >/dev/null 2>&1 || true
+  for c in "${standins[@]}"; do k delete crd "$c" --wait=false >/dev/null 2>&1 || true; done
   k delete crd widgets.demo.example.com gizmoes.demo.example.com --wait=false >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -59,12 +74,26 @@ cd widgets
 "$gen" create api --group demo --version v1 --kind Widget >/dev/null || fail "create api Widget"
 "$gen" create api --group demo --version v1alpha1 --kind Gizmo --plural gizmoes --cluster-scoped \
   >/dev/null || fail "create api Gizmo"
+"$gen" create webhook --group demo --version v1 --kind Widget --defaulting --programmatic-validation \
+  >/dev/null || fail "create webhook Widget"
+"$gen" create api --group demo --version v2 --kind Widget >/dev/null || fail "create api Widget v2"
+"$gen" create webhook --group demo --version v1 --kind Widget --conversion --spoke v2 >/dev/null ||
+  fail "create webhook --conversion Widget"
 for f in PROJECT CMakeLists.txt Makefile Dockerfile .ci/run cmd/main.c config/default/kustomization.yaml \
   config/crd/bases/demo.example.com_widgets.yaml config/crd/bases/demo.example.com_gizmoes.yaml \
   internal/controller/widget_controller.c internal/controller/gizmo_controller.c \
-  test/widget_controller_test.c test/integration/suite_test.c config/samples/demo_v1_widget.yaml; do
+  test/widget_controller_test.c test/integration/suite_test.c config/samples/demo_v1_widget.yaml \
+  .clang-format .clang-tidy .dockerignore test/e2e/e2e_test.sh config/rbac/widget_admin_role.yaml \
+  config/rbac/gizmo_viewer_role.yaml config/rbac/metrics_auth_role.yaml config/prometheus/monitor.yaml \
+  config/network-policy/allow-webhook-traffic.yaml config/certmanager/certificate-webhook.yaml \
+  config/webhook/manifests.yaml internal/webhook/v1/widget_webhook.c \
+  internal/webhook/v1/widget_webhook_test.c internal/webhook/v1/widget_conversion.c \
+  config/samples/demo_v2_widget.yaml config/crd/patches/webhook_in_widgets.yaml; do
   [ -f "$f" ] || fail "the scaffold has no $f"
 done
+grep -q 'widget_v1_webhook_setup,' cmd/main.c || fail "main.c does not register the Widget webhooks"
+grep -q 'widget_v1_conversion_setup,' cmd/main.c || fail "main.c does not register the conversion"
+grep -q '^- ../webhook$' config/default/kustomization.yaml || fail "[WEBHOOK] is not switched on"
 grep -q '^  scope: Cluster$' config/crd/bases/demo.example.com_gizmoes.yaml || fail "Gizmo is not cluster-scoped"
 
 # Names as kubebuilder makes them: snake-case C names, English plurals.
@@ -84,6 +113,10 @@ before=$(sum)
 rc=0
 "$gen" create api --group demo --version v1 --kind Widget 2>"$work/err" || rc=$?
 [ "$rc" -eq 1 ] && grep -q 'has kind Widget already' "$work/err" || fail "a second Widget: rc $rc: $(cat "$work/err")"
+rc=0
+"$gen" create webhook --group demo --version v1 --kind Widget --defaulting 2>"$work/err" || rc=$?
+[ "$rc" -eq 1 ] && grep -q 'has admission webhooks already' "$work/err" ||
+  fail "a second Widget webhook: rc $rc: $(cat "$work/err")"
 rc=0
 "$gen" init --domain example.com . 2>"$work/err" || rc=$?
 [ "$rc" -eq 1 ] && grep -q 'never overwrites' "$work/err" || fail "init over a project: rc $rc: $(cat "$work/err")"
@@ -105,7 +138,13 @@ make build >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log" >&2; fail "
 grep -q 'warning:' "$work/build.log" && { grep 'warning:' "$work/build.log" >&2; fail "the scaffold builds with warnings"; }
 export LD_LIBRARY_PATH=$work/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 make test >"$work/ctest.log" 2>&1 || { cat "$work/ctest.log" >&2; fail "unit tests"; }
-grep -q '100% tests passed, 0 tests failed out of 2' "$work/ctest.log" || { cat "$work/ctest.log" >&2; fail "make test: not 2 unit tests"; }
+grep -q '100% tests passed, 0 tests failed out of 4' "$work/ctest.log" || { cat "$work/ctest.log" >&2; fail "make test: not 4 unit tests"; }
+for t in widget_webhook_test widget_conversion_test; do
+  grep -q "$t .* Passed" "$work/ctest.log" || fail "make test did not run $t"
+done
+if command -v clang-format >/dev/null && command -v clang-tidy >/dev/null; then
+  make lint >"$work/lint.log" 2>&1 || { tail -n 30 "$work/lint.log" >&2; fail "make lint on a fresh scaffold"; }
+fi
 
 # The RBAC follows the markers of the scaffolded controllers, written by the
 # package's kcr-gen: a kcr-gen first on PATH that fails is never run.
@@ -124,8 +163,29 @@ k kustomize config/default >"$work/deploy.yaml" || fail "kubectl kustomize confi
 grep -q 'name: widgets-controller-manager' "$work/deploy.yaml" || fail "no prefixed Deployment"
 grep -q 'namespace: widgets-system' "$work/deploy.yaml" || fail "no namespace"
 grep -q 'name: widgets.demo.example.com' "$work/deploy.yaml" || fail "the CRD is not in the deploy"
+grep -q 'name: widgets-mutating-webhook-configuration' "$work/deploy.yaml" || fail "no mutating webhook"
+grep -q 'cert-manager.io/inject-ca-from: widgets-system/widgets-serving-cert' "$work/deploy.yaml" ||
+  fail "the webhook configurations get no CA"
+grep -q -- '- widgets-webhook-service.widgets-system.svc$' "$work/deploy.yaml" ||
+  fail "the serving certificate does not name the webhook Service"
+grep -q 'path: /validate-demo-example-com-v1-widget' "$work/deploy.yaml" || fail "no validating path"
+grep -A6 '^  conversion:' "$work/deploy.yaml" | grep -q 'name: widgets-webhook-service' ||
+  fail "the Widget CRD has no conversion webhook"
+make build-installer IMG=registry.example/widgets:v0.1 KUBECTL="$kubectl_bin" >/dev/null ||
+  fail "make build-installer"
+grep -q 'image: registry.example/widgets:v0.1$' dist/install.yaml || fail "dist/install.yaml has not the image"
 
 # 5. On the local control plane.
+# dist/install.yaml is accepted whole (server-side dry run): its namespace
+# first (a dry run creates nothing), and cert-manager's kinds as schema-free
+# stand-ins when cert-manager is not installed.
+k get ns widgets-system >/dev/null 2>&1 || k create ns widgets-system >/dev/null
+. "$here/certmanager_standins.sh"
+mapfile -t standins < <(certmanager_standins k)
+k apply --dry-run=server -f dist/install.yaml >"$work/dry-run.log" 2>&1 ||
+  { cat "$work/dry-run.log" >&2; fail "the API server refuses dist/install.yaml"; }
+[ "$(grep -c '(server dry run)' "$work/dry-run.log")" -ge 20 ] ||
+  { cat "$work/dry-run.log" >&2; fail "the dry run did not create every object"; }
 k apply -f config/crd/bases >/dev/null
 k wait --for=condition=Established crd/widgets.demo.example.com crd/gizmoes.demo.example.com \
   --timeout=60s >/dev/null
@@ -141,7 +201,7 @@ build/manager --namespace "$ns,,default" >"$work/badns.log" 2>&1 || rc=$?
   { cat "$work/badns.log" >&2; fail "--namespace with an empty entry: exit $rc"; }
 # Two namespaces from WATCH_NAMESPACE (no --namespace): one list-watch each.
 WATCH_NAMESPACE="$ns,default" build/manager --kubeconfig "$kubeconfig" \
-  --health-probe-bind-address 127.0.0.1:0 >"$work/manager.log" 2>&1 &
+  --health-probe-bind-address 127.0.0.1:0 --webhook-bind-address 127.0.0.1:0 >"$work/manager.log" 2>&1 &
 pid=$!
 k -n "$ns" apply -f config/samples/demo_v1_widget.yaml >/dev/null
 observed() {
@@ -155,4 +215,13 @@ rc=0
 wait "$pid" || rc=$?
 pid=
 [ "$rc" -eq 0 ] || fail "the manager exited $rc after SIGTERM"
+
+# 6. The scaffold's own e2e on this cluster.
+KUBECONFIG=$kubeconfig make test-e2e KUBECTL="$kubectl_bin" >"$work/e2e.log" 2>&1 ||
+  { tail -n 40 "$work/e2e.log" >&2; fail "make test-e2e"; }
+grep -q '^e2e: ok$' "$work/e2e.log" || { cat "$work/e2e.log" >&2; fail "make test-e2e did not finish"; }
+grep -q '/mutate-demo-example-com-v1-widget admits' "$work/e2e.log" ||
+  { cat "$work/e2e.log" >&2; fail "the e2e did not call the mutating webhook"; }
+grep -q 'convert turns config/samples/demo_v1_widget.yaml into demo.example.com/v2' "$work/e2e.log" ||
+  { cat "$work/e2e.log" >&2; fail "the e2e did not convert"; }
 echo "kcr-gen scaffold: ok"
