@@ -15,6 +15,7 @@
 #     fake client and the webhook's; `make lint` passes when clang-format and
 #     clang-tidy are installed;
 #   - `make manifests` writes config/rbac/role.yaml from the controllers' markers
+#     and config/webhook/manifests.yaml from the webhooks' markers
 #     with the package's kcr::kcr-gen, not a kcr-gen on PATH;
 #   - `make test-integration` runs the integration suite (label integration) on
 #     the local control plane;
@@ -152,8 +153,14 @@ mkdir -p "$work/fakebin"
 printf '#!/bin/sh\necho "the kcr-gen on PATH ran" >&2\nexit 1\n' >"$work/fakebin/kcr-gen"
 chmod +x "$work/fakebin/kcr-gen"
 rm -f config/rbac/role.yaml
+# and the webhook configurations follow the webhooks' markers (kcr-gen
+# webhook): made again, they are what create webhook wrote, byte for byte
+cp config/webhook/manifests.yaml "$work/webhook-manifests.yaml"
+rm -f config/webhook/manifests.yaml
 PATH="$work/fakebin:$PATH" make manifests >"$work/manifests.log" 2>&1 ||
   { cat "$work/manifests.log" >&2; fail "make manifests"; }
+cmp -s "$work/webhook-manifests.yaml" config/webhook/manifests.yaml ||
+  fail "make manifests wrote other webhook manifests than create webhook"
 for r in widgets widgets/status gizmoes; do
   grep -q "^  - $r\$" config/rbac/role.yaml || fail "config/rbac/role.yaml has no rule for $r"
 done
