@@ -303,8 +303,8 @@ static void test_shard_manager_it(void **state) {
     kcr_metric_t *keys_b = kcr_metrics_find(kcr_manager_metrics(rb.m), "kcr_shard_owned_keys");
     assert_non_null(keys_a);
     assert_non_null(keys_b);
-    assert_true(kcr_metric_value(kcr_metric_withv(keys_a, ring, NULL)) == NNS / 2);
-    assert_true(kcr_metric_value(kcr_metric_withv(keys_b, ring, NULL)) == NNS / 2);
+    assert_true(kcr_metric_value(kcr_metric_withv(keys_a, ring, NULL)) == NNS / 2.0);
+    assert_true(kcr_metric_value(kcr_metric_withv(keys_b, ring, NULL)) == NNS / 2.0);
   }
   t = mono();
   touch_all("1");
