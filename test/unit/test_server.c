@@ -312,6 +312,7 @@ static void test_server_keep_alive(void **state) {
  * served at once; the silent one arrives once it sends its first byte.
  */
 static void test_server_defer_accept(void **state) {
+  static const char ready[] = "GET /readyz HTTP/1.1\r\n\r\n";
   kcr_server_options o = {0};
   fixture_t *f;
   int idle[4], fd;
@@ -333,7 +334,7 @@ static void test_server_defer_accept(void **state) {
   assert_int_equal(st.connections, 1);
   assert_int_equal(st.shed, 0);
   fd = idle[0];
-  send_all(fd, "GET /readyz HTTP/1.1\r\n\r\n", 26);
+  send_all(fd, ready, sizeof(ready) - 1);
   r = read_response(fd);
   assert_non_null(strstr(r, "HTTP/1.1 200 OK"));
   free(r);
