@@ -70,8 +70,8 @@ int gen_project_resources(const char *project, gen_resource *out, size_t max, si
  * among the entry's webhooks when it has some, into *out (new).
  * GEN_TEXT_NOTFOUND when r has no entry.
  */
-int gen_project_add_webhooks(const char *project, const gen_resource *r,
-                             const char *const *spokes, size_t n_spokes, char **out);
+int gen_project_add_webhooks(const char *project, const gen_resource *r, const char *const *spokes,
+                             size_t n_spokes, char **out);
 
 /*
  * gen_webhook_manifests: config/webhook/manifests.yaml for the webhooks of
