@@ -107,7 +107,7 @@ typedef struct sbuf {
 static void text_add(sbuf *t, const char *piece, size_t n) {
   if (t->nomem)
     return;
-  if (t->len + n + 1 > t->cap) {
+  if (!t->s || t->len + n + 1 > t->cap) {
     size_t cap = (t->len + n + 1) * 2;
     char *s = realloc(t->s, cap);
     if (!s) {
@@ -798,9 +798,9 @@ static void format_sources(const plan *p) {
     prog = "clang-format";
   if (!*prog || strcmp(prog, "none") == 0)
     return;
-  argv[n++] = (char *)(uintptr_t)prog;
-  argv[n++] = (char *)(uintptr_t) "-i";
-  argv[n++] = (char *)(uintptr_t) "--style=file";
+  argv[n++] = (char *)prog; /* execvp's argv is not const; it writes nothing */
+  argv[n++] = (char *)"-i";
+  argv[n++] = (char *)"--style=file";
   for (size_t i = 0; i < p->n; i++) {
     size_t len = strlen(p->f[i]->path);
     if (len > 2 && p->f[i]->path[len - 2] == '.' &&

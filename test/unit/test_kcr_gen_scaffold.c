@@ -318,7 +318,7 @@ static int run(proj *p, const char *const *words) {
   char where[128];
   snprintf(where, sizeof(where), "%s/w", p->dir);
   for (int i = 1; words[i]; i++)
-    argv[argc++] = (char *)(uintptr_t)words[i];
+    argv[argc++] = (char *)words[i];
   argv[argc++] = where;
   argv[argc] = NULL;
   if (strcmp(words[0], "init") == 0)
