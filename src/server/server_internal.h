@@ -173,9 +173,9 @@ struct kcr_server {
   void *auth_data;
   kcr_server_handler_cb handler;
   void *handler_data;
-  int handler_auth; /* handler requests pass auth (and auth_cached) first */
-  size_t max_body;
+  int handler_auth;   /* handler requests pass auth (and auth_cached) first */
   int defer_accept_s; /* TCP_DEFER_ACCEPT seconds; 0: off */
+  size_t max_body;
 
   atomic_size_t held, held_peak; /* the budget: bytes allocated for clients */
   atomic_uint_fast64_t st_connections, st_rejected, st_requests, st_timeouts, st_too_large, st_busy,
