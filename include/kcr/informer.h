@@ -97,6 +97,14 @@ typedef struct kcr_informer kcr_informer_t;
  *                   them reduced on arrival; one that refuses the header (406)
  *                   is listed and watched for whole objects from then on,
  *                   reduced on arrival, with one log line saying so.
+ *   shard, shard_key  list and watch only the objects whose shard_key hashes
+ *                   into shard (borrowed, copied; NULL: all; kcr/sharding.h):
+ *                   the API server's shardSelector for the namespace and uid
+ *                   keys (a server that ignores it is filtered here, logged
+ *                   once); KCR_SHARD_KEY_OWNER_UID is filtered here only:
+ *                   every object crosses the network and is parsed once, and
+ *                   the store keeps those whose controller owner (else the
+ *                   object itself) has its uid in shard.
  */
 typedef struct kcr_informer_options {
   kcr_client_t *client;
@@ -307,8 +315,9 @@ typedef struct kcr_informer_stats {
   uint64_t handlers;
   double seconds_since_last_event;
   double watch_lag_seconds; /* latest bookmark's arrival -> the store past it; -1: none yet */
-  /* sharded informers: objects outside the shard the server sent anyway and the
-   * informer dropped; whether the server was seen to ignore shardSelector */
+  /* sharded informers: objects outside the shard the informer dropped (sent
+   * anyway by a server that ignores shardSelector, or, on the owner-uid key,
+   * filtered here by design); whether the server was seen to ignore it */
   uint64_t shard_filtered;
   bool shard_ignored;
 } kcr_informer_stats;
@@ -333,7 +342,8 @@ KCR_EXTERN void kcr_informer_get_stats(kcr_informer_t *inf, kcr_informer_stats *
  *    until the store held everything the watch sent before it),
  *    "lastError":"..." (only after a failure),
  *    "shardSelector":"shardRange(...)", "shardFiltered":n,
- *    "shardIgnored":false (only when sharded)}
+ *    "shardIgnored":false, "shardClientSide":false (only when sharded;
+ *    client side: the owner-uid key, whose selector text is never sent)}
  * Resource versions are strings, as the API writes them. Any thread, as
  * kcr_informer_get_stats. Over several namespaces: {"namespaces":[one object
  * of the shape above per namespace], "synced":all of them}. kcr_informer_get_stats

@@ -32,12 +32,19 @@
 extern "C" {
 #endif
 
-/* kcr_shard_key: which field the API server hashes. By namespace (the default)
- * an owner and its children in one namespace land on one replica, and every
- * cluster-scoped object on the replica that owns the hash of "". */
+/* kcr_shard_key: which field is hashed. By namespace (the default) an owner
+ * and its children in one namespace land on one replica, and every
+ * cluster-scoped object on the replica that owns the hash of "". By uid, the
+ * objects of one namespace spread over the replicas; their children follow
+ * them by KCR_SHARD_KEY_OWNER_UID, which the API server cannot select on: an
+ * informer on that key receives every object and keeps its shard itself. */
 typedef enum kcr_shard_key {
   KCR_SHARD_KEY_NAMESPACE = 0, /* object.metadata.namespace */
-  KCR_SHARD_KEY_UID = 1        /* object.metadata.uid */
+  KCR_SHARD_KEY_UID = 1,       /* object.metadata.uid */
+  /* the uid of the object's controller owner reference (the one with
+   * controller: true), else the object's own metadata.uid: a child lands
+   * where its owner does under KCR_SHARD_KEY_UID. Client side only. */
+  KCR_SHARD_KEY_OWNER_UID = 2
 } kcr_shard_key;
 
 /* kcr_shard_range: the hashes first..last, both included (so the whole space,
@@ -54,7 +61,9 @@ KCR_EXTERN uint64_t kcr_shard_hash(const char *s, size_t len);
 /*
  * kcr_shard_object_hash: the hash of obj's (borrowed) field named by key; an
  * object without a namespace hashes as "". Errors: KCR_EINVAL (obj not an
- * object, or KCR_SHARD_KEY_UID and no metadata.uid), *out left alone.
+ * object, or KCR_SHARD_KEY_UID and no metadata.uid, or
+ * KCR_SHARD_KEY_OWNER_UID and neither a controller owner's uid nor its own),
+ * *out left alone.
  */
 KCR_EXTERN int kcr_shard_object_hash(const json_t *obj, kcr_shard_key key, uint64_t *out,
                                      kcr_error_t *err);
@@ -104,7 +113,9 @@ KCR_EXTERN double kcr_shard_set_share(const kcr_shard_set_t *s);
  * API server refuses '0x0': it wants '0x0000000000000000'); the end of the
  * space is '0x10000000000000000'. Errors: KCR_EINVAL (s NULL, a bad key, or s empty:
  * the server reads an empty selector as "everything"), KCR_ETOOBIG (longer than
- * KCR_SHARD_SELECTOR_MAX), KCR_ENOMEM.
+ * KCR_SHARD_SELECTOR_MAX), KCR_ENOMEM. For KCR_SHARD_KEY_OWNER_UID the
+ * field reads object.metadata.ownerReferences[controller].uid: a text to show
+ * (kcr_informer_debug), never sent, since no API server takes it.
  */
 #define KCR_SHARD_SELECTOR_MAX ((size_t)1024 * 1024)
 KCR_EXTERN int kcr_shard_set_selector(const kcr_shard_set_t *s, kcr_shard_key key, char **out,

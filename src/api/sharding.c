@@ -56,6 +56,20 @@ uint64_t kcr_shard_hash(const char *s, size_t len) {
   return h;
 }
 
+/* controller_owner_uid: the uid (borrowed) of md's owner reference marked
+ * controller: true, NULL when there is none or it has no uid. */
+static const json_t *controller_owner_uid(const json_t *md) {
+  size_t i;
+  const json_t *ref;
+  json_array_foreach(json_object_get(md, "ownerReferences"), i, ref) {
+    const json_t *uid = json_object_get(ref, "uid");
+    if (json_is_true(json_object_get(ref, "controller")) && json_is_string(uid) &&
+        json_string_length(uid) > 0)
+      return uid;
+  }
+  return NULL;
+}
+
 int kcr_shard_object_hash(const json_t *obj, kcr_shard_key key, uint64_t *out, kcr_error_t *err) {
   const json_t *md, *v;
   if (!json_is_object(obj))
@@ -67,8 +81,10 @@ int kcr_shard_object_hash(const json_t *obj, kcr_shard_key key, uint64_t *out, k
       *out = kcr_shard_hash(NULL, 0);
       return 0;
     }
-  } else if (key == KCR_SHARD_KEY_UID) {
-    v = json_object_get(md, "uid");
+  } else if (key == KCR_SHARD_KEY_UID || key == KCR_SHARD_KEY_OWNER_UID) {
+    v = key == KCR_SHARD_KEY_OWNER_UID ? controller_owner_uid(md) : NULL;
+    if (!v)
+      v = json_object_get(md, "uid");
     if (!json_is_string(v) || json_string_length(v) == 0)
       return kcr_error_set(err, KCR_EINVAL, "shard hash: the object has no metadata.uid");
   } else {
@@ -237,6 +253,8 @@ int kcr_shard_set_selector(const kcr_shard_set_t *s, kcr_shard_key key, char **o
     field = "object.metadata.namespace";
   else if (key == KCR_SHARD_KEY_UID)
     field = "object.metadata.uid";
+  else if (key == KCR_SHARD_KEY_OWNER_UID)
+    field = "object.metadata.ownerReferences[controller].uid";
   else
     return kcr_error_set(err, KCR_EINVAL, "shard selector: unknown key %d", (int)key);
   if (s->n == 0)

@@ -332,8 +332,10 @@ static int register_metrics(kcr_informer_t *inf, kcr_metrics_registry_t *r, kcr_
                               "store held everything the watch sent before it.",
                               l3, &lag, err)) != 0 ||
       (rc = kcr_metrics_counter(r, "kcr_informer_shard_filtered_total",
-                                "Objects outside a sharded informer's shard that the API server "
-                                "sent anyway (it ignores shardSelector), dropped by the informer.",
+                                "Objects outside a sharded informer's shard, dropped by the "
+                                "informer: sent anyway by an API server that ignores "
+                                "shardSelector, or filtered on the client by design (the "
+                                "owner-uid key).",
                                 l3, &shard, err)) != 0)
     return rc;
   for (int t = KCR_WATCH_ADDED; t <= KCR_WATCH_ERROR; t++)
@@ -882,7 +884,9 @@ static json_t *single_diagnostics(kcr_informer_t *inf) {
           (inf->shard_selector &&
            (json_object_set(o, "shardSelector", shard) ||
             set_u64(o, "shardFiltered", st.shard_filtered) ||
-            json_object_set_new(o, "shardIgnored", json_boolean(st.shard_ignored))));
+            json_object_set_new(o, "shardIgnored", json_boolean(st.shard_ignored)) ||
+            json_object_set_new(o, "shardClientSide",
+                                json_boolean(inf->refl.shard_key == KCR_SHARD_KEY_OWNER_UID))));
   json_decref(shard);
   json_decref(ev);
   json_decref(rl);

@@ -225,9 +225,15 @@ static void shard_ignored(kcr__reflector_t *r, const char *why) {
             r->name, why);
 }
 
+/* sent_selector: the shardSelector the list and the watch carry: none on the
+ * owner-uid key, which no API server selects on (the store is filtered here). */
+static const char *sent_selector(const kcr__reflector_t *r) {
+  return r->shard_key == KCR_SHARD_KEY_OWNER_UID ? NULL : r->shard_selector;
+}
+
 /* shard_keep says whether c belongs in the store: always without a shard;
- * with one, when its hash is in it (else it is counted and the server noted as
- * ignoring the selector). */
+ * with one, when its hash is in it (else it is counted and, unless the key is
+ * the client-side owner uid, the server noted as ignoring the selector). */
 static bool shard_keep(kcr__reflector_t *r, const kcr__cobj_t *c) {
   uint64_t h;
   if (!r->shard)
@@ -246,7 +252,8 @@ static bool shard_keep(kcr__reflector_t *r, const kcr__cobj_t *c) {
   }
   if (kcr_shard_set_contains(r->shard, h))
     return true;
-  shard_ignored(r, "an object outside the shard arrived");
+  if (r->shard_key != KCR_SHARD_KEY_OWNER_UID)
+    shard_ignored(r, "an object outside the shard arrived");
   atomic_fetch_add(&r->shard_filtered, 1);
   kcr_metric_inc(r->m_shard_filtered);
   return false;
@@ -268,7 +275,7 @@ static int do_list(kcr__reflector_t *r, kcr_error_t *err) {
     memset(&o, 0, sizeof(o));
     o.label_selector = r->label_selector;
     o.field_selector = r->field_selector;
-    o.shard_selector = r->shard_selector;
+    o.shard_selector = sent_selector(r);
     o.limit = r->page_size;
     o.continue_token = cont[0] ? cont : NULL;
     o.cancel = r->cancel;
@@ -296,7 +303,7 @@ static int do_list(kcr__reflector_t *r, kcr_error_t *err) {
     prv = json_string_value(json_object_get(json_object_get(page, "metadata"), "resourceVersion"));
     if (!rv[0] && prv)
       snprintf(rv, sizeof(rv), "%s", prv);
-    if (r->shard && !json_object_get(json_object_get(page, "metadata"), "shardInfo"))
+    if (sent_selector(r) && !json_object_get(json_object_get(page, "metadata"), "shardInfo"))
       shard_ignored(r, "its list answer has no metadata.shardInfo");
     json_array_foreach(json_object_get(page, "items"), i, item) {
       kcr__cobj_t *c;
@@ -606,7 +613,7 @@ static next_t watch_once(kcr__reflector_t *r, int stream, int *streamed) {
   memset(&o, 0, sizeof(o));
   o.label_selector = r->label_selector;
   o.field_selector = r->field_selector;
-  o.shard_selector = r->shard_selector;
+  o.shard_selector = sent_selector(r);
   o.resource_version = rv;
   o.allow_bookmarks = 1;
   o.idle_timeout_ns = r->idle_ns;

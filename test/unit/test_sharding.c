@@ -63,6 +63,35 @@ static void test_sharding_object_hash(void **state) {
   json_decref(cluster);
 }
 
+/* the owner-uid key: the controller owner's uid, else the object's own */
+static void test_sharding_owner_uid_hash(void **state) {
+  json_t *child = json_pack("{s:{s:s,s:[{s:s,s:b},{s:s,s:b}]}}", "metadata", "uid", "child-uid",
+                            "ownerReferences", "uid", "other", "controller", 0, "uid", "foobar",
+                            "controller", 1);
+  json_t *plain = json_pack("{s:{s:s,s:[{s:s}]}}", "metadata", "uid", "foobar", "ownerReferences",
+                            "uid", "not-a-controller");
+  json_t *none =
+      json_pack("{s:{s:[{s:s,s:b}]}}", "metadata", "ownerReferences", "uid", "", "controller", 1);
+  kcr_error_t err = {0};
+  uint64_t h = 0;
+  (void)state;
+  /* the child hashes as its owner does on the uid key */
+  assert_int_equal(kcr_shard_object_hash(child, KCR_SHARD_KEY_OWNER_UID, &h, &err), 0);
+  assert_true(h == 0x85944171f73967e8ULL);
+  assert_int_equal(kcr_shard_object_hash(child, KCR_SHARD_KEY_UID, &h, &err), 0);
+  assert_true(h == kcr_shard_hash("child-uid", 9));
+  /* no controller reference: its own uid */
+  assert_int_equal(kcr_shard_object_hash(plain, KCR_SHARD_KEY_OWNER_UID, &h, &err), 0);
+  assert_true(h == 0x85944171f73967e8ULL);
+  /* a controller reference with an empty uid and no uid of its own */
+  h = 7;
+  assert_int_equal(kcr_shard_object_hash(none, KCR_SHARD_KEY_OWNER_UID, &h, &err), KCR_EINVAL);
+  assert_true(h == 7);
+  json_decref(child);
+  json_decref(plain);
+  json_decref(none);
+}
+
 /* intersect keeps what both hold, equal compares the merged ranges */
 static void test_sharding_set_intersect(void **state) {
   const kcr_shard_range a[] = {{0, 99}, {200, 299}, {1000, UINT64_MAX}};
@@ -170,6 +199,11 @@ static void test_sharding_selector_syntax(void **state) {
   assert_int_equal(kcr_shard_set_selector(s, KCR_SHARD_KEY_UID, &sel, &err), 0);
   assert_string_equal(sel, "shardRange(object.metadata.uid, '0x0000000000000010', "
                            "'0x0000000000000020')");
+  kcr_free(sel);
+  /* the owner-uid key's text is only shown, never sent */
+  assert_int_equal(kcr_shard_set_selector(s, KCR_SHARD_KEY_OWNER_UID, &sel, &err), 0);
+  assert_string_equal(sel, "shardRange(object.metadata.ownerReferences[controller].uid, "
+                           "'0x0000000000000010', '0x0000000000000020')");
   kcr_free(sel);
   assert_int_equal(kcr_shard_set_selector(s, (kcr_shard_key)5, &sel, &err), KCR_EINVAL);
   assert_null(sel);
@@ -587,6 +621,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sharding_fnv1a_vectors),
       cmocka_unit_test(test_sharding_object_hash),
+      cmocka_unit_test(test_sharding_owner_uid_hash),
       cmocka_unit_test(test_sharding_set_merges_and_contains),
       cmocka_unit_test(test_sharding_set_intersect),
       cmocka_unit_test(test_sharding_selector_syntax),
