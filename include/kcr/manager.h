@@ -134,6 +134,25 @@ typedef struct kcr_manager kcr_manager_t;
  *                    operator's objects, so that namespaces without any
  *                    (kube-system) do not take a replica's share. The others
  *                    are still owned, by the replica whose range they fall in.
+ *   key              KCR_SHARD_KEY_NAMESPACE (the default: see below) or
+ *                    KCR_SHARD_KEY_UID, for workloads in one or few
+ *                    namespaces: a key is hashed on the uid of its object in
+ *                    the controller's For informer (a key whose object that
+ *                    informer does not hold, because it is another replica's
+ *                    or gone, is reconciled by no replica: clean up with a
+ *                    finalizer or owner references). Informers are then
+ *                    sharded by kind: a kind the controllers take only as
+ *                    For lists and watches by uid on the server; a kind they
+ *                    only own is listed and watched whole and kept by its
+ *                    controller owner's uid (KCR_SHARD_KEY_OWNER_UID), so
+ *                    children stay with their owner, at the cost of every
+ *                    child crossing the network to every replica and one
+ *                    parse each; any other kind (mapped by a function, or
+ *                    only read) is cached whole. The ring is a virtual one of
+ *                    256 points per member; hash_ring and namespace_selector
+ *                    do not apply (KCR_EINVAL with a selector). Kinds whose
+ *                    informer exists before the controllers' watches are set
+ *                    are cached whole. docs/sharding.md measures it.
  *   expected_members 0: take a part as soon as the ring is seen; N: the
  *                    replicas expected: the first part is taken once N are in
  *                    the ring or a lease duration after the start
@@ -162,6 +181,7 @@ typedef struct kcr_manager_sharding {
   int64_t retry_period_ns;
   size_t expected_members;
   bool hash_ring;
+  kcr_shard_key key;
   const char *namespace_selector;
 } kcr_manager_sharding;
 

@@ -94,6 +94,7 @@ typedef struct entry {
   size_t nscope;            /* 0: all */
   kcr_informer_t *inf;
   int started;
+  bool sharded; /* the informer was made sharded: set_shard moves it */
 } entry_t;
 
 typedef struct ryow {
@@ -114,6 +115,8 @@ struct kcr_cache {
   bool resync_jitter;              /* immutable: each informer's period is jittered */
   kcr_shard_set_t *shard;          /* protected by mu: new informers' shard; NULL: none */
   kcr_shard_key shard_key;         /* protected by mu */
+  kcr__cache_shard_keyer keyer;    /* protected by mu: each kind's key; NULL: shard_key */
+  void *keyer_data;
 
   pthread_mutex_t mu;
   kcr__list_t entries; /* entry_t, newest first; protected by mu */
@@ -300,8 +303,13 @@ static int create_informer(kcr_cache_t *c, entry_t *e, const kcr_rest_mapping *m
   o.metadata_only = e->metadata_only;
   o.metrics = c->metrics;
   o.streaming_list = c->streaming_list;
-  o.shard = c->shard; /* mu held */
-  o.shard_key = c->shard_key;
+  if (c->shard) { /* mu held */
+    kcr_gvk gvk = o.gvk;
+    int key = c->keyer ? c->keyer(&gvk, c->keyer_data) : (int)c->shard_key;
+    e->sharded = key >= 0;
+    o.shard = e->sharded ? c->shard : NULL;
+    o.shard_key = e->sharded ? (kcr_shard_key)key : KCR_SHARD_KEY_NAMESPACE;
+  }
   rc = kcr_informer_create(&o, &e->inf, err);
   if (rc == 0)
     kcr_log(KCR_LOG_DEBUG, "cache", "informer for %s (%s/%s %s)%s%s%s", e->kind,
@@ -871,11 +879,18 @@ int kcr__cache_set_shard(kcr_cache_t *c, const kcr_shard_set_t *set, kcr_shard_k
   c->shard = copy;
   c->shard_key = key;
   KCR__LIST_EACH(&c->entries, entry_t, link, e) {
-    if (e->inf && rc == 0)
+    if (e->inf && e->sharded && rc == 0)
       rc = kcr_informer_set_shard(e->inf, set, err);
   }
   pthread_mutex_unlock(&c->mu);
   return rc;
+}
+
+void kcr__cache_set_shard_keyer(kcr_cache_t *c, kcr__cache_shard_keyer fn, void *data) {
+  pthread_mutex_lock(&c->mu);
+  c->keyer = fn;
+  c->keyer_data = data;
+  pthread_mutex_unlock(&c->mu);
 }
 
 int kcr_cache_get_informer(kcr_cache_t *c, const kcr_gvk *gvk, kcr_informer_t **out,

@@ -23,6 +23,21 @@
 int kcr__cache_set_shard(kcr_cache_t *c, const kcr_shard_set_t *set, kcr_shard_key key,
                          kcr_error_t *err);
 
+/*
+ * kcr__cache_shard_keyer: the key a new informer of gvk (borrowed) is sharded
+ * on, or -1 to leave it whole (it lists and watches everything, and
+ * kcr__cache_set_shard passes it by). Called with the cache's lock held, as
+ * each informer is made: must not call back into the cache.
+ */
+typedef int (*kcr__cache_shard_keyer)(const kcr_gvk *gvk, void *data);
+
+/*
+ * kcr__cache_set_shard_keyer makes fn (NULL: none) choose each new informer's
+ * key instead of kcr__cache_set_shard's one key for all. Informers made
+ * already keep theirs. Any thread.
+ */
+void kcr__cache_set_shard_keyer(kcr_cache_t *c, kcr__cache_shard_keyer fn, void *data);
+
 /* kcr__cache_pending_writes returns how many noted writes reads still wait for. */
 size_t kcr__cache_pending_writes(kcr_cache_t *c);
 

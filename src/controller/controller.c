@@ -642,7 +642,27 @@ static bool key_allowed(kcr_controller_t *c, const char *key) {
     len = sizeof(ns) - 1; /* namespaces are at most 63 characters: never cut */
   memcpy(ns, key, len);
   ns[len] = '\0';
-  return c->key_filter(ns, slash ? slash + 1 : key, c->key_data);
+  return c->key_filter(c, key, ns, slash ? slash + 1 : key, c->key_data);
+}
+
+kcr_informer_t *kcr__controller_primary_informer(kcr_controller_t *c) {
+  KCR__LIST_EACH(&c->watches, watch_t, link, w) {
+    if (w->kind == W_FOR)
+      return w->inf;
+  }
+  return NULL;
+}
+
+unsigned kcr__controller_watch_roles(kcr_controller_t *c, const kcr_gvk *gvk) {
+  static const unsigned bit[] = {
+      [W_FOR] = KCR__WATCH_FOR, [W_OWNS] = KCR__WATCH_OWNS, [W_MAP] = KCR__WATCH_MAP};
+  const char *g = gvk->group ? gvk->group : "";
+  unsigned roles = 0;
+  KCR__LIST_EACH(&c->watches, watch_t, link, w) {
+    if (!w->raw && strcmp(w->group, g) == 0 && strcmp(w->kind_name, gvk->kind) == 0)
+      roles |= bit[w->kind];
+  }
+  return roles;
 }
 
 /* hold notes key as in flight (before the filter is asked, so that a drain

@@ -65,9 +65,11 @@ typedef bool (*kcr__controller_gate_fn)(void *data);
  */
 void kcr__controller_set_gate(kcr_controller_t *c, kcr__controller_gate_fn gate, void *data);
 
-/* kcr__controller_key_fn: whether this replica may reconcile ns/name now
- * (ns "" for a cluster-scoped key). Any thread; must not block. */
-typedef bool (*kcr__controller_key_fn)(const char *ns, const char *name, void *data);
+/* kcr__controller_key_fn: whether this replica may reconcile key ("ns/name",
+ * or "name" for a cluster-scoped key, split into ns "" and name) of c now.
+ * Any thread; must not block (a drain asks it under c's lock). */
+typedef bool (*kcr__controller_key_fn)(kcr_controller_t *c, const char *key, const char *ns,
+                                       const char *name, void *data);
 
 /*
  * kcr__controller_set_key_filter installs the manager's shard check: a worker
@@ -76,6 +78,22 @@ typedef bool (*kcr__controller_key_fn)(const char *ns, const char *name, void *d
  * now). Before start.
  */
 void kcr__controller_set_key_filter(kcr_controller_t *c, kcr__controller_key_fn fn, void *data);
+
+/* kcr__controller_primary_informer: the informer of c's For kind (borrowed,
+ * lives as long as c), NULL before start or without one. Any thread. */
+kcr_informer_t *kcr__controller_primary_informer(kcr_controller_t *c);
+
+/* What a controller's watches of one kind are (kcr__controller_watch_roles). */
+enum {
+  KCR__WATCH_FOR = 1,  /* kcr_controller_for */
+  KCR__WATCH_OWNS = 2, /* kcr_controller_owns */
+  KCR__WATCH_MAP = 4   /* kcr_controller_watches: a map function, any object */
+};
+
+/* kcr__controller_watch_roles: the KCR__WATCH_* bits of c's watches of gvk's
+ * group and kind (cache-backed ones; 0: c does not watch it). Watches are set
+ * before start and read-only after, so any thread once started. */
+unsigned kcr__controller_watch_roles(kcr_controller_t *c, const kcr_gvk *gvk);
 
 /* kcr__controller_drained: whether every reconcile in flight has a key the
  * filter still allows (true without a filter). Any thread; does not block. */

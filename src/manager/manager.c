@@ -48,6 +48,7 @@
 
 #include "cache/cache_client_internal.h"
 #include "cache/cache_internal.h"
+#include "cache/informer_multi_internal.h"
 #include "controller/controller_internal.h"
 #include "kcr/events.h"
 #include "kcr/log.h"
@@ -85,7 +86,8 @@ struct kcr_manager {
   kcr__cache_client_t cclient_nofence; /* as cclient without the fence; read-only after create */
   kcr_objclient unfenced;              /* its ops over cclient_nofence */
   int64_t grace_ns, sync_ns;
-  bool no_pq; /* options.disable_priority_queue; immutable */
+  kcr_shard_key shard_key; /* immutable: what shard keys hash on (namespace or uid) */
+  bool no_pq;              /* options.disable_priority_queue; immutable */
   bool handle_signals;
   bool warmup_default; /* immutable: kcr_manager_options.enable_warmup */
 
@@ -173,12 +175,63 @@ static int64_t on_object_fence(void *data) {
 
 /* ---- sharding ---- */
 
-/* on_shard_key: the controllers' key filter: the key's namespace hashes into
- * the member's effective set (worker threads). */
-static bool on_shard_key(const char *ns, const char *name, void *data) {
+/* SHARD_UID_VNODES: points per member of the uid key's ring. Every object is a
+ * key there, so the spread of the space is the spread of the load: 256
+ * points hold the largest of 3 shares near 1.12 of the smallest (64: 1.24;
+ * docs/design.md), and only the For kind's lists and watches carry the
+ * larger selector. */
+#define SHARD_UID_VNODES 256
+
+/* primary_uid_hash: the hash of the uid of key's object in c's For informer
+ * (one parse of the stored object); false when the informer holds none: the
+ * object is another replica's, or gone. */
+static bool primary_uid_hash(kcr_informer_t *inf, const char *key, const char *ns, uint64_t *h) {
+  kcr_informer_t *part = kcr__informer_part_for(inf, ns);
+  kcr_store_t *st = part ? kcr_informer_store(part) : NULL;
+  json_t *obj = NULL;
+  bool ok;
+  if (!st || kcr_store_get_by_key(st, key, &obj) != 0)
+    return false;
+  ok = kcr_shard_object_hash(obj, KCR_SHARD_KEY_UID, h, NULL) == 0;
+  json_decref(obj);
+  return ok;
+}
+
+/* on_shard_key: the controllers' key filter (worker threads, and the member's
+ * drain): the key hashes into the member's effective set. On the namespace
+ * key, its namespace; on the uid key, its object's uid as c's For informer
+ * holds it (a controller without a For kind hashes the namespace). */
+static bool on_shard_key(kcr_controller_t *c, const char *key, const char *ns, const char *name,
+                         void *data) {
   kcr_manager_t *m = data;
+  kcr_informer_t *inf;
+  uint64_t h;
   (void)name;
-  return kcr_shard_member_owns(m->shard, kcr_shard_hash(ns, strlen(ns)));
+  if (m->shard_key == KCR_SHARD_KEY_UID && (inf = kcr__controller_primary_informer(c)) != NULL) {
+    if (!primary_uid_hash(inf, key, ns, &h))
+      return false;
+  } else {
+    h = kcr_shard_hash(ns, strlen(ns));
+  }
+  return kcr_shard_member_owns(m->shard, h);
+}
+
+/* on_shard_kind: on the uid key, what each kind's informer is sharded on
+ * (the cache's keyer, under its lock): a kind the controllers only take as
+ * For on its uid, server side; one they only own on its controller owner's
+ * uid, on the client, so that children land with their owners; any other
+ * (mapped by a function, both owned and For, or only read) is cached whole,
+ * since nothing says which replica its objects matter to. */
+static int on_shard_kind(const kcr_gvk *gvk, void *data) {
+  kcr_manager_t *m = data;
+  unsigned roles = 0;
+  for (size_t i = 0; i < m->nctls; i++)
+    roles |= kcr__controller_watch_roles(m->ctls[i], gvk);
+  if (roles == KCR__WATCH_FOR)
+    return KCR_SHARD_KEY_UID;
+  if (roles == KCR__WATCH_OWNS)
+    return KCR_SHARD_KEY_OWNER_UID;
+  return -1;
 }
 
 /* on_shard_drain: every controller's reconciles in flight are of keys still
@@ -201,7 +254,7 @@ static void on_shard_effective(const kcr_shard_set_t *set, void *data) {
   if (kcr_shard_set_share(set) <= 0.0)
     return;
   kcr_error_clear(&err);
-  if (kcr__cache_set_shard(m->cache, set, KCR_SHARD_KEY_NAMESPACE, &err) != 0)
+  if (kcr__cache_set_shard(m->cache, set, m->shard_key, &err) != 0)
     kcr_log(KCR_LOG_ERROR, "manager", "sharding: the informers cannot follow the shard: %s",
             err.message);
   pthread_mutex_lock(&m->mu);
@@ -271,7 +324,20 @@ static int shard_create(kcr_manager_t *m, const kcr_manager_options *o, kcr_erro
   so.data = m;
   so.metrics = m->metrics;
   so.expected_members = sh->expected_members;
-  if (!sh->hash_ring) {
+  if (sh->key != KCR_SHARD_KEY_NAMESPACE && sh->key != KCR_SHARD_KEY_UID)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "manager: sharding.key must be KCR_SHARD_KEY_NAMESPACE or "
+                         "KCR_SHARD_KEY_UID (the owner uid follows from the uid key)");
+  if (sh->key == KCR_SHARD_KEY_UID && sh->namespace_selector)
+    return kcr_error_set(err, KCR_EINVAL,
+                         "manager: sharding.namespace_selector counts namespaces: it is for the "
+                         "namespace key, not the uid key");
+  m->shard_key = sh->key;
+  if (sh->key == KCR_SHARD_KEY_UID) { /* uids hash evenly: a fine virtual ring */
+    so.ring_options.layout = KCR_SHARD_RING_VIRTUAL;
+    so.ring_options.vnodes = SHARD_UID_VNODES;
+    kcr__cache_set_shard_keyer(m->cache, on_shard_kind, m);
+  } else if (!sh->hash_ring) {
     if (sh->namespace_selector && !(m->shard_ns_selector = kcr__strdup(sh->namespace_selector)))
       return kcr_error_set(err, KCR_ENOMEM, "manager: out of memory");
     if ((rc = shard_namespaces(m, err)) != 0)
@@ -282,7 +348,7 @@ static int shard_create(kcr_manager_t *m, const kcr_manager_options *o, kcr_erro
   if ((rc = kcr_shard_member_create(&so, &m->shard, err)) != 0 ||
       (rc = kcr_shard_set_create(&all, 1, &whole, err)) != 0)
     return rc;
-  rc = kcr__cache_set_shard(m->cache, whole, KCR_SHARD_KEY_NAMESPACE, err);
+  rc = kcr__cache_set_shard(m->cache, whole, m->shard_key, err);
   kcr_shard_set_destroy(whole);
   return rc;
 }
