@@ -44,7 +44,6 @@
 #define NNS 6
 #define PER_NS 5
 #define NKEYS ((size_t)NNS * PER_NS)
-#define MAX_RECORDS 4096
 
 static const kcr_gvr configmaps = {"", "v1", "configmaps"};
 static const kcr_gvr namespaces = {"", "v1", "namespaces"};
@@ -56,79 +55,16 @@ static kcr_client_t *client;
 static char ns[NNS][64];
 static const char *nsv[NNS];
 
-typedef struct record {
-  int who;
-  char key[96];
-  int64_t start, end;
-} record_t;
-
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static record_t records[MAX_RECORDS];
-static int nrecords;
-
-static int64_t mono(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * KCR_NSEC_PER_SEC + t.tv_nsec;
-}
-
 static int whos[2] = {0, 1};
 
 static int reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
                      void *data) {
-  int64_t start = mono();
+  int64_t start = kcr_it_mono();
   (void)ctx;
   (void)res;
   kcr_it_sleep_ms(20); /* long enough for an overlap to show */
-  pthread_mutex_lock(&mu);
-  if (nrecords < MAX_RECORDS) {
-    record_t *r = &records[nrecords++];
-    r->who = *(const int *)data;
-    snprintf(r->key, sizeof(r->key), "%s/%s", req->ns, req->name);
-    r->start = start;
-    r->end = mono();
-  }
-  pthread_mutex_unlock(&mu);
+  kcr_it_record_add(*(const int *)data, req->ns, req->name, start, false);
   return 0;
-}
-
-/* reconciled_since: how many distinct keys were reconciled (by anyone) with
- * a start after t. */
-static int reconciled_since(int64_t t) {
-  int n = 0;
-  pthread_mutex_lock(&mu);
-  for (int i = 0; i < nrecords; i++) {
-    bool first = records[i].start >= t;
-    for (int j = 0; j < i && first; j++)
-      first = !(records[j].start >= t && strcmp(records[j].key, records[i].key) == 0);
-    n += first;
-  }
-  pthread_mutex_unlock(&mu);
-  return n;
-}
-
-static bool wait_reconciled_since(int64_t t, int want) {
-  for (int i = 0; i < 600; i++) {
-    if (reconciled_since(t) >= want)
-      return true;
-    kcr_it_sleep_ms(50);
-  }
-  return false;
-}
-
-/* check_no_overlap: no key's reconciles by the two replicas overlap. */
-static void check_no_overlap(void) {
-  pthread_mutex_lock(&mu);
-  for (int i = 0; i < nrecords; i++)
-    for (int j = i + 1; j < nrecords; j++) {
-      const record_t *a = &records[i], *b = &records[j];
-      if (a->who != b->who && strcmp(a->key, b->key) == 0 && a->start < b->end &&
-          b->start < a->end) {
-        pthread_mutex_unlock(&mu);
-        fail_msg("%s reconciled by both replicas at once", a->key);
-      }
-    }
-  pthread_mutex_unlock(&mu);
 }
 
 static char selector[64]; /* kcr-shmgr-run=<pid>: this run's namespaces */
@@ -160,16 +96,6 @@ static kcr_manager_t *replica(const char *ring, int who, const char *id) {
       kcr_controller_for(c, &cm_gvk, NULL, &err) != 0)
     fail_msg("controller %s: %s", id, err.message);
   return m;
-}
-
-static double share(kcr_manager_t *m) {
-  kcr_shard_set_t *s = NULL;
-  double v;
-  if (kcr_shard_member_effective(kcr_manager_shard_member(m), &s, NULL) != 0)
-    return 0;
-  v = kcr_shard_set_share(s);
-  kcr_shard_set_destroy(s);
-  return v;
 }
 
 /* cached_in_share: whether m's ConfigMap cache holds exactly the ConfigMaps
@@ -275,23 +201,23 @@ static void test_shard_manager_it(void **state) {
   snprintf(ring, sizeof(ring), "mgr-%d", (int)getpid());
 
   /* a alone: every ConfigMap */
-  t = mono();
+  t = kcr_it_mono();
   ra.m = replica(ring, 0, "shard-mgr-a");
   assert_int_equal(kcr_it_runner_start(&ra), 0);
-  assert_true(wait_reconciled_since(t, (int)NKEYS));
+  assert_true(kcr_it_wait_reconciled_since(t, (int)NKEYS));
 
   /* b joins: the ring settles with disjoint caches that cover everything */
   rb.m = replica(ring, 1, "shard-mgr-b");
   assert_int_equal(kcr_it_runner_start(&rb), 0);
   for (int i = 0; i < 600 && !settled; i++) {
-    double sa = share(ra.m), sb = share(rb.m);
+    double sa = kcr_it_shard_share(ra.m), sb = kcr_it_shard_share(rb.m);
     settled = sa > 0 && sb > 0 && sa + sb > 0.999999 && cached_in_share(ra.m, &held_a) &&
               cached_in_share(rb.m, &held_b) && held_a + held_b == NKEYS;
     if (!settled)
       kcr_it_sleep_ms(50);
   }
   print_message("two replicas: shares %.3f and %.3f, caches %zu and %zu of %zu ConfigMaps\n",
-                share(ra.m), share(rb.m), held_a, held_b, NKEYS);
+                kcr_it_shard_share(ra.m), kcr_it_shard_share(rb.m), held_a, held_b, NKEYS);
   assert_true(settled);
   /* the balanced split counts only the selected namespaces: three each */
   assert_int_equal(held_a, NKEYS / 2);
@@ -306,16 +232,16 @@ static void test_shard_manager_it(void **state) {
     assert_true(kcr_metric_value(kcr_metric_withv(keys_a, ring, NULL)) == NNS / 2.0);
     assert_true(kcr_metric_value(kcr_metric_withv(keys_b, ring, NULL)) == NNS / 2.0);
   }
-  t = mono();
+  t = kcr_it_mono();
   touch_all("1");
-  assert_true(wait_reconciled_since(t, (int)NKEYS));
+  assert_true(kcr_it_wait_reconciled_since(t, (int)NKEYS));
 
   /* a stops gracefully: b takes everything, without a lease's wait */
   {
     static const kcr_gvr leases = {"coordination.k8s.io", "v1", "leases"};
     char lease[128];
     kcr_error_t err = {0};
-    int64_t t0 = mono();
+    int64_t t0 = kcr_it_mono();
     double took;
     snprintf(lease, sizeof(lease), "%s",
              kcr_shard_member_lease_name(kcr_manager_shard_member(ra.m)));
@@ -323,11 +249,11 @@ static void test_shard_manager_it(void **state) {
     /* handed over, not left to expire: a's Lease is gone when run returns */
     assert_int_equal(kcr_client_get(client, &leases, ns[0], lease, NULL, NULL, &err), KCR_EAPI);
     assert_true(kcr_error_is_not_found(&err));
-    for (int i = 0; i < 600 && share(rb.m) < 0.999999; i++)
+    for (int i = 0; i < 600 && kcr_it_shard_share(rb.m) < 0.999999; i++)
       kcr_it_sleep_ms(20);
-    took = (double)(mono() - t0) / 1e9;
+    took = (double)(kcr_it_mono() - t0) / 1e9;
     print_message("a stopped: b owns everything %.3f s after the stop began\n", took);
-    assert_true(share(rb.m) > 0.999999);
+    assert_true(kcr_it_shard_share(rb.m) > 0.999999);
   }
   /* a's member has stopped: its fence is shut, so its object client writes
    * nothing (a replica resumed past its renew deadline is in the same state);
@@ -349,12 +275,16 @@ static void test_shard_manager_it(void **state) {
                      0);
     json_decref(target);
   }
-  t = mono();
+  t = kcr_it_mono();
   touch_all("2");
-  assert_true(wait_reconciled_since(t, (int)NKEYS));
+  assert_true(kcr_it_wait_reconciled_since(t, (int)NKEYS));
   assert_true(cached_in_share(rb.m, &held_b));
   assert_int_equal(held_b, NKEYS);
-  check_no_overlap();
+  {
+    char key[96];
+    if (kcr_it_record_overlap(key, sizeof(key)))
+      fail_msg("%s reconciled by both replicas at once", key);
+  }
   assert_int_equal(kcr_it_runner_stop(&rb), 0);
   kcr_manager_destroy(rb.m);
   kcr_manager_destroy(ra.m);

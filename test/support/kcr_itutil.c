@@ -13,6 +13,8 @@
 
 #include "kcr/apierror.h"
 #include "kcr/meta.h"
+#include "kcr/shard_member.h"
+#include "kcr/sharding.h"
 
 static const kcr_gvr namespaces = {"", "v1", "namespaces"};
 
@@ -228,4 +230,88 @@ int kcr_it_runner_stop(kcr_it_runner *r) {
   kcr_manager_request_stop(r->m);
   pthread_join(r->t, NULL);
   return r->rc;
+}
+
+/* ---- the reconciles of replicas ---- */
+
+static pthread_mutex_t records_mu = PTHREAD_MUTEX_INITIALIZER;
+static kcr_it_record records[KCR_IT_RECORDS_MAX];
+static int nrecords;
+
+int64_t kcr_it_mono(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * KCR_NSEC_PER_SEC + t.tv_nsec;
+}
+
+void kcr_it_record_add(int who, const char *ns, const char *name, int64_t start, bool flag) {
+  pthread_mutex_lock(&records_mu);
+  if (nrecords < KCR_IT_RECORDS_MAX) {
+    kcr_it_record *r = &records[nrecords++];
+    r->who = who;
+    r->flag = flag;
+    snprintf(r->key, sizeof(r->key), "%s/%s", ns, name);
+    r->start = start;
+    r->end = kcr_it_mono();
+  }
+  pthread_mutex_unlock(&records_mu);
+}
+
+int kcr_it_reconciled_since(int64_t t) {
+  int n = 0;
+  pthread_mutex_lock(&records_mu);
+  for (int i = 0; i < nrecords; i++) {
+    bool first = records[i].start >= t;
+    for (int j = 0; j < i && first; j++)
+      first = !(records[j].start >= t && strcmp(records[j].key, records[i].key) == 0);
+    n += first;
+  }
+  pthread_mutex_unlock(&records_mu);
+  return n;
+}
+
+bool kcr_it_wait_reconciled_since(int64_t t, int want) {
+  for (int i = 0; i < 600; i++) {
+    if (kcr_it_reconciled_since(t) >= want)
+      return true;
+    kcr_it_sleep_ms(50);
+  }
+  return false;
+}
+
+bool kcr_it_record_overlap(char *key, size_t size) {
+  bool found = false;
+  pthread_mutex_lock(&records_mu);
+  for (int i = 0; i < nrecords && !found; i++)
+    for (int j = i + 1; j < nrecords && !found; j++) {
+      const kcr_it_record *a = &records[i], *b = &records[j];
+      if (a->who != b->who && strcmp(a->key, b->key) == 0 && a->start < b->end &&
+          b->start < a->end) {
+        snprintf(key, size, "%s", a->key);
+        found = true;
+      }
+    }
+  pthread_mutex_unlock(&records_mu);
+  return found;
+}
+
+kcr_it_record *kcr_it_records_copy(size_t *n) {
+  kcr_it_record *v;
+  pthread_mutex_lock(&records_mu);
+  v = malloc((nrecords ? (size_t)nrecords : 1) * sizeof(*v));
+  *n = v ? (size_t)nrecords : 0;
+  if (v && nrecords)
+    memcpy(v, records, (size_t)nrecords * sizeof(*v));
+  pthread_mutex_unlock(&records_mu);
+  return v;
+}
+
+double kcr_it_shard_share(kcr_manager_t *m) {
+  kcr_shard_set_t *s = NULL;
+  double v;
+  if (kcr_shard_member_effective(kcr_manager_shard_member(m), &s, NULL) != 0)
+    return 0;
+  v = kcr_shard_set_share(s);
+  kcr_shard_set_destroy(s);
+  return v;
 }

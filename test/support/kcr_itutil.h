@@ -9,7 +9,9 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kcr/buf.h"
 #include "kcr/client.h"
@@ -106,5 +108,37 @@ typedef struct kcr_it_runner {
 
 int kcr_it_runner_start(kcr_it_runner *r);
 int kcr_it_runner_stop(kcr_it_runner *r);
+
+/*
+ * The reconciles of replicas, for the sharding tests: each reconcile notes
+ * its replica, key, start and end on the monotonic clock (kcr_it_mono) and a
+ * flag of the test's. All functions are thread-safe; the log holds at most
+ * KCR_IT_RECORDS_MAX records (later ones are dropped).
+ *   kcr_it_record_add          notes one reconcile.
+ *   kcr_it_reconciled_since    how many distinct keys had a reconcile start
+ *                              at or after t.
+ *   kcr_it_wait_reconciled_since  waits up to 30 s for want of them.
+ *   kcr_it_record_overlap      the first key two replicas reconciled in
+ *                              overlapping intervals, written into key
+ *                              (size bytes); false when there is none.
+ *   kcr_it_records_copy        a new copy of the log (free it), its length.
+ *   kcr_it_shard_share         the share of the hash space m's shard member
+ *                              holds now (0 when it cannot say).
+ */
+#define KCR_IT_RECORDS_MAX 4096
+typedef struct kcr_it_record {
+  int who;
+  bool flag;
+  char key[96];
+  int64_t start, end;
+} kcr_it_record;
+
+int64_t kcr_it_mono(void);
+void kcr_it_record_add(int who, const char *ns, const char *name, int64_t start, bool flag);
+int kcr_it_reconciled_since(int64_t t);
+bool kcr_it_wait_reconciled_since(int64_t t, int want);
+bool kcr_it_record_overlap(char *key, size_t size);
+kcr_it_record *kcr_it_records_copy(size_t *n);
+double kcr_it_shard_share(kcr_manager_t *m);
 
 #endif /* KCR_ITUTIL_H */
