@@ -31,7 +31,8 @@ enum kind {
   K_LABEL,
   K_SUBDOMAIN,
   K_NSLIST,
-  K_SHARDS
+  K_SHARDS,
+  K_SHARDKEY
 };
 
 /* One flag: its name, kind, where it goes (an offset into kop_flags), help. */
@@ -113,6 +114,10 @@ static const flag_def flag_defs[] = {
      "With --shard-ring: auto (take a part as soon as the ring is seen), or N, the replicas "
      "expected: a replica takes its first part once N are in the ring, or after a lease "
      "duration, so the first one up never caches everything."},
+    {"shard-key", K_SHARDKEY, F(shard_by_uid), "namespace",
+     "With --shard-ring: what splits the Apps, namespace (an App and its children always land "
+     "together) or uid (for Apps in one or few namespaces: each App by its uid, its children "
+     "kept by their owner's uid, which every replica receives in full; docs/sharding.md)."},
     {"shard-namespace-selector", K_STRING, F(shard_namespace_selector), "",
      "With --shard-ring: a label selector for the namespaces the replicas split evenly (those "
      "that hold Apps); default: every namespace counts."},
@@ -432,6 +437,12 @@ static int set_value(kop_flags *out, const flag_def *def, const char *value, con
     *(int *)(void *)field = (int)v;
     return 0;
   }
+  case K_SHARDKEY:
+    if (strcmp(value, "namespace") != 0 && strcmp(value, "uid") != 0) {
+      return refuse(msg, size, "invalid value \"%s\" for %s: want namespace or uid", value, origin);
+    }
+    *(bool *)(void *)field = strcmp(value, "uid") == 0;
+    return 0;
   case K_SUBDOMAIN:
     if (!kop_valid_dns_subdomain(value)) {
       return refuse(msg, size,
@@ -557,6 +568,14 @@ int kop_flags_parse(int argc, char *const argv[], char *const env[], kop_flags *
   if (!out->shard_ring && out->shard_namespace_selector) {
     return refuse(msg, msg_size, "--shard-namespace-selector needs --shard-ring");
   }
+  if (!out->shard_ring && out->shard_by_uid) {
+    return refuse(msg, msg_size, "--shard-key=uid needs --shard-ring");
+  }
+  if (out->shard_by_uid && out->shard_namespace_selector) {
+    return refuse(msg, msg_size,
+                  "--shard-namespace-selector counts namespaces: it is for --shard-key=namespace, "
+                  "not uid");
+  }
   if (!out->shard_ring && out->shards) {
     return refuse(msg, msg_size, "--shards=%d needs --shard-ring", out->shards);
   }
@@ -601,6 +620,7 @@ void kop_flags_usage(FILE *f, const char *prog) {
                       : d->kind == K_LEVEL || d->kind == K_STACKLEVEL ? " level"
                       : d->kind == K_TIMEENC                          ? " encoding"
                       : d->kind == K_SHARDS                           ? " auto|N"
+                      : d->kind == K_SHARDKEY                         ? " namespace|uid"
                                                                       : " string";
     fprintf(f, "  --%s%s\n        %s", d->name, arg, d->help);
     if (*d->defval && d->kind != K_BOOL) {

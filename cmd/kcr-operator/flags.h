@@ -98,6 +98,7 @@
  *                              first part is taken).
  *   shard_namespace_selector   --shard-namespace-selector (NULL: every
  *                              namespace counts in the even split).
+ *   shard_by_uid               --shard-key=uid (false: namespace).
  */
 typedef struct kop_flags {
   const char *kubeconfig;
@@ -127,6 +128,7 @@ typedef struct kop_flags {
   bool show_help;
   bool tracing;
   bool debug_endpoints;
+  bool shard_by_uid;
   const char *shard_ring;
   const char *shard_namespace_selector;
   int shards; /* --shards: 0 for auto */

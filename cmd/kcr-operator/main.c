@@ -159,6 +159,7 @@ static int run(const kop_flags *flags, kcr_rest_config_t *cfg) {
     mo.sharding.lease_namespace = dir_ns;
     mo.sharding.expected_members = (size_t)flags->shards;
     mo.sharding.namespace_selector = flags->shard_namespace_selector;
+    mo.sharding.key = flags->shard_by_uid ? KCR_SHARD_KEY_UID : KCR_SHARD_KEY_NAMESPACE;
   }
   kcr_error_clear(&err);
   rc = kcr_manager_create(&mo, &m, &err);

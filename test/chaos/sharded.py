@@ -32,6 +32,9 @@ Steps (--steps, comma separated, default all, in this order):
            identity, and its Apps wait for its old Lease to expire
   stop     SIGSTOP of a replica past the lease duration during churn, SIGCONT
 
+--shard-key=uid runs the replicas on the uid key (try --namespaces 1): the
+Apps split by uid, their children kept by their owner's uid on the client.
+
 Figures go to --report as JSON. `make chaos-sharded` runs it with 3,000
 Apps in 30 namespaces; the integration test runs a short version.
 """
@@ -106,8 +109,11 @@ class Replica:
                 "--debug-endpoints", "--zap-log-level=2",
                 "--max-concurrent-reconciles", str(a.concurrency)]
         if self.suite.sharded:
-            args += ["--shard-ring=" + RING, "--shards=%d" % self.suite.expected,
-                     "--shard-namespace-selector=" + NS_LABEL]
+            args += ["--shard-ring=" + RING, "--shards=%d" % self.suite.expected]
+            if a.shard_key == "uid":
+                args += ["--shard-key=uid"]
+            else:
+                args += ["--shard-namespace-selector=" + NS_LABEL]
         with open(logpath, "w") as out:
             p = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
                                  env=dict(os.environ, POD_NAMESPACE=OP_NS))
@@ -422,7 +428,7 @@ class Suite:
         self.sharded = True
         self.expected = args.replicas
         self.rng = random.Random(27)
-        self.results = {"apps": args.apps, "namespaces": args.namespaces,
+        self.results = {"apps": args.apps, "namespaces": args.namespaces, "shard_key": args.shard_key,
                         "replicas": args.replicas, "steps": []}
 
     def setup(self):
@@ -702,6 +708,8 @@ def main():
     ap.add_argument("--apps", type=int, default=3000)
     ap.add_argument("--namespaces", type=int, default=30)
     ap.add_argument("--replicas", type=int, default=3)
+    ap.add_argument("--shard-key", choices=("namespace", "uid"), default="namespace",
+                    help="what splits the Apps (uid: try --namespaces 1)")
     ap.add_argument("--steps", default="cost,scale,term,kill,stop")
     ap.add_argument("--concurrency", type=int, default=4, help="--max-concurrent-reconciles")
     ap.add_argument("--stop-seconds", type=float, default=25, help="SIGSTOP for this long (> the lease)")

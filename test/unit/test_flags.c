@@ -389,7 +389,14 @@ static void test_flags_sharding(void **state) {
       {{"--shard-namespace-selector=a=b", NULL}, "--shard-namespace-selector needs --shard-ring"},
       {{"--shard-ring=r", "--leader-elect", NULL},
        "--shard-ring and --leader-elect exclude each other"},
+      {{"--shard-ring=r", "--shard-key=name", NULL},
+       "invalid value \"name\" for --shard-key: want namespace or uid"},
+      {{"--shard-key=uid", NULL}, "--shard-key=uid needs --shard-ring"},
+      {{"--shard-ring=r", "--shard-key=uid", "--shard-namespace-selector=a", NULL},
+       "--shard-namespace-selector counts namespaces"},
   };
+  const char *uid[] = {"--shard-ring=r", "--shard-key", "uid", NULL};
+  const char *by_ns[] = {"--shard-ring=r", "--shard-key=namespace", NULL};
   const char *ok[] = {"--shard-ring", "app-ring", "--shards=5",
                       "--shard-namespace-selector=kcr.dev/apps", NULL};
   const char *ok_auto[] = {"--shard-ring=app-ring", "--shards", "auto", NULL};
@@ -407,6 +414,11 @@ static void test_flags_sharding(void **state) {
   assert_int_equal(parse(ok_auto, NULL, &f, msg, sizeof msg), 0);
   assert_string_equal(f.shard_ring, "app-ring");
   assert_int_equal(f.shards, 0);
+  assert_false(f.shard_by_uid); /* the namespace key by default */
+  assert_int_equal(parse(uid, NULL, &f, msg, sizeof msg), 0);
+  assert_true(f.shard_by_uid);
+  assert_int_equal(parse(by_ns, NULL, &f, msg, sizeof msg), 0);
+  assert_false(f.shard_by_uid);
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     msg[0] = '\0';
     assert_int_equal(parse(bad[i].args, NULL, &f, msg, sizeof msg), -1);
