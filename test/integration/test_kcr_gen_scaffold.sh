@@ -206,8 +206,15 @@ rc=0
 build/manager --namespace "$ns,,default" >"$work/badns.log" 2>&1 || rc=$?
 [ "$rc" = 2 ] && grep -q 'an empty namespace' "$work/badns.log" ||
   { cat "$work/badns.log" >&2; fail "--namespace with an empty entry: exit $rc"; }
-# Two namespaces from WATCH_NAMESPACE (no --namespace): one list-watch each.
+# So is a bad shard key (exit 2).
+rc=0
+build/manager --shard-ring demo --shard-key name >"$work/badshard.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q 'want namespace or uid' "$work/badshard.log" ||
+  { cat "$work/badshard.log" >&2; fail "--shard-key name: exit $rc"; }
+# Two namespaces from WATCH_NAMESPACE (no --namespace): one list-watch each;
+# run as the one replica of a shard ring on the uid key, its Lease in $ns.
 WATCH_NAMESPACE="$ns,default" build/manager --kubeconfig "$kubeconfig" \
+  --shard-ring demo --shard-key uid --leader-election-namespace "$ns" \
   --health-probe-bind-address 127.0.0.1:0 --webhook-bind-address 127.0.0.1:0 >"$work/manager.log" 2>&1 &
 pid=$!
 k -n "$ns" apply -f config/samples/demo_v1_widget.yaml >/dev/null
@@ -217,6 +224,7 @@ observed() {
 wait_for 60 "status.observedGeneration 1" observed 1
 k -n "$ns" patch widget widget-sample --type=merge -p '{"spec":{"foo":"baz"}}' >/dev/null
 wait_for 30 "status.observedGeneration 2" observed 2
+grep -q 'sharding: joined ring' "$work/manager.log" || fail "the manager did not join its shard ring"
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
