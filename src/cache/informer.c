@@ -406,6 +406,13 @@ static void on_bookmark(void *data, uint64_t rv) {
   note_drained(inf);
 }
 
+/* on_listed (the reflector, once a list is stored and counted): a list the
+ * processor drained before it was counted, or an empty one, which gives the
+ * processor nothing to pop, is synced now, not when a waiter next looks. */
+static void on_listed(void *data) {
+  note_drained(data);
+}
+
 /* configure_reflector gives the reflector the options it runs by; the strings
  * are the informer's. */
 static void configure_reflector(kcr_informer_t *inf, const kcr_informer_options *o) {
@@ -445,6 +452,7 @@ static void configure_reflector(kcr_informer_t *inf, const kcr_informer_options 
   r->fifo = inf->fifo;
   r->store = inf->store;
   r->on_bookmark = on_bookmark;
+  r->on_listed = on_listed;
   r->data = inf;
 }
 

@@ -349,6 +349,8 @@ static int do_list(kcr__reflector_t *r, kcr_error_t *err) {
     snprintf(r->last_rv, sizeof(r->last_rv), "%s", rv);
     pthread_mutex_unlock(&r->mu);
     atomic_fetch_add(&r->lists, 1);
+    if (r->on_listed)
+      r->on_listed(r->data);
     kcr_log(KCR_LOG_DEBUG, "reflector", "%s: listed at resourceVersion %s", r->name, rv);
   }
   return rc;
@@ -458,6 +460,8 @@ static int stream_bookmark(kcr__reflector_t *r, const json_t *bookmark, const ch
   pthread_mutex_unlock(&r->mu);
   atomic_fetch_add(&r->streams, 1);
   atomic_fetch_add(&r->lists, 1);
+  if (r->on_listed)
+    r->on_listed(r->data);
   kcr_log(KCR_LOG_DEBUG, "reflector", "%s: streamed list complete at resourceVersion %s", r->name,
           rv);
   return 0;

@@ -51,6 +51,9 @@ typedef struct kcr__reflector {
   /* on_bookmark is called on the reflector thread once a bookmark's version is
    * the last one (rv: it as a number, 0 if it is not one); no lock held. */
   void (*on_bookmark)(void *data, uint64_t rv);
+  /* on_listed is called on the reflector thread once a list (paged or
+   * streamed) is in the FIFO and counted in lists; no lock held. */
+  void (*on_listed)(void *data);
   void *data;
   kcr_metric_child_t *m_received[5]; /* by kcr_watch_event_type - 1; NULL: no metrics */
   kcr_metric_child_t *m_relists[KCR_INFORMER_RELIST_REASONS];

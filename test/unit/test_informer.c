@@ -53,15 +53,19 @@ enum {
   SC_EVERY_TYPE,
   SC_LIST_FORBIDDEN,
   SC_GONE_UNCHANGED,
-  SC_META,              /* the server speaks PartialObjectMetadata */
-  SC_META_LIST_REFUSED, /* it answers 406 to every metadata Accept header */
-  SC_META_WATCH_REFUSED /* lists as metadata, 406 to a metadata watch */
+  SC_META,               /* the server speaks PartialObjectMetadata */
+  SC_META_LIST_REFUSED,  /* it answers 406 to every metadata Accept header */
+  SC_META_WATCH_REFUSED, /* lists as metadata, 406 to a metadata watch */
+  SC_EMPTY               /* the first list holds nothing */
 };
 
 static const char list_two[] =
     "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"100\"},"
     "\"items\":[{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"90\"}},"
     "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\",\"resourceVersion\":\"91\"}}]}";
+static const char list_empty[] =
+    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"300\"},"
+    "\"items\":[]}";
 static const char list_one[] =
     "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"200\"},"
     "\"items\":[{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"150\"}}]}";
@@ -201,6 +205,8 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
       resp->body = n == 0 ? page_one : list_one;
     else if (s->scenario == SC_GONE_UNCHANGED)
       resp->body = n == 0 ? list_two : list_a_unchanged;
+    else if (s->scenario == SC_EMPTY)
+      resp->body = list_empty;
     else
       resp->body = n == 0 ? list_two : list_one;
     return;
@@ -586,6 +592,24 @@ static int handler_calls(fixture *f) {
   return seen(f, &f->seen.adds) + seen(f, &f->seen.updates) + seen(f, &f->seen.deletes);
 }
 
+/* An empty list gives the processor nothing to pop: the reflector's note
+ * that it is stored must bring the store to its version by itself, not
+ * leave that to the next waiter's look (a sync that took 50 ms for an empty
+ * namespace). Nothing here calls has_synced or a wait, which look too. */
+static uint64_t processed_rv(fixture *f) {
+  kcr_informer_stats st;
+  kcr_informer_get_stats(f->inf, &st);
+  return st.processed_rv;
+}
+
+static void test_informer_empty_list_is_processed_without_a_waiter(void **state) {
+  fixture *f = start(SC_EMPTY);
+  (void)state;
+  WAIT_FOR(processed_rv(f) == 300);
+  assert_int_equal(handler_calls(f), 0);
+  stop(f);
+}
+
 static void test_informer_metrics_count_events_by_type(void **state) {
   fixture *f = start(SC_EVERY_TYPE);
   kcr_informer_stats st;
@@ -787,6 +811,7 @@ int main(void) {
       cmocka_unit_test(test_informer_normal_end_resumes_from_last_version),
       cmocka_unit_test(test_informer_handlers_hold_no_informer_lock),
       cmocka_unit_test(test_informer_refused_streaming_list_falls_back_to_paged_list),
+      cmocka_unit_test(test_informer_empty_list_is_processed_without_a_waiter),
       cmocka_unit_test(test_informer_metrics_count_events_by_type),
       cmocka_unit_test(test_informer_metrics_count_a_gone_relist),
       cmocka_unit_test(test_informer_metrics_count_a_failed_list),
