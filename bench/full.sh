@@ -51,7 +51,10 @@ if [[ $skip != *" sizes "* ]]; then
   }
   {
     size_line kcr-operator "$build/cmd/kcr-operator/kcr-operator"
-    [ -x build/static/bin/kcr-operator ] && size_line kcr-operator-static build/static/bin/kcr-operator
+    if [ "${KCR_LINK:-static}" = static ]; then # the one the cache and App runs measure
+      . bench/link.sh
+      size_line kcr-operator-static "$kcr_operator"
+    fi
     size_line go-controller-runtime "$(bench/peers/build.sh bench/peers/go-controller-runtime)"
     size_line go-cache-sync "$(bench/peers/go-cache-sync/build.sh)"
     size_line rust-kube-rs "$(bench/peers/build-rust.sh bench/peers/rust-kube-rs)"

@@ -72,6 +72,11 @@ else
   mv "$curl_prefix.tmp" "$curl_prefix"
 fi
 
+# Where the static libcurl's pkg-config file is, for others that link against
+# it (bench/link.sh).
+mkdir -p "$build"
+echo "$curl_prefix/lib/pkgconfig" >"$build/curl-pkgconfig"
+
 if [ "$deps_only" = 1 ]; then
   echo "build-static: dependencies ready (libcurl $curl_version in $curl_prefix)" >&2
   exit 0

@@ -48,10 +48,10 @@ impls=${IMPLS:-kcr cr null}
 mkdir -p bench/results
 out=${OUT:-bench/results/apps-$(date -u +%Y%m%dT%H%M%SZ).jsonl}
 
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKCR_BUILD_TESTS=OFF \
-  -DKCR_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build "$build" --target kcr_operator >/dev/null
-kcr=$root/$build/cmd/kcr-operator/kcr-operator
+# kcr-operator as it ships (bench/link.sh: static; KCR_LINK=shared for the
+# machine's shared libraries).
+. bench/link.sh
+kcr=$kcr_operator
 cr=$(bench/peers/build.sh bench/peers/go-controller-runtime)
 null=$(bench/peers/build.sh bench/peers/null-generator)
 driver=$(bench/peers/build.sh bench/apps/driver)
