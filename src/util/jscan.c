@@ -13,10 +13,12 @@
  * character in a string, no \u0000, paired surrogate escapes, RFC 8259 numbers,
  * one value and nothing but white space after it. What jansson decides by
  * numeric range (integers of 19 digits or more, exponents, huge reals) and what
- * would need unescaping to compare (escapes in member names or in the metadata
- * the scanner extracts) is refused instead, and so is nesting past MAX_DEPTH:
- * the caller falls back to jansson for those rare texts, so a refusal is never
- * wrong, only slower.
+ * would need unescaping to compare (escapes in the member names of the top
+ * level and of metadata, or in the metadata the scanner extracts) is refused
+ * instead, and so is nesting past MAX_DEPTH. Escaped names deeper down are
+ * common (managedFields' "k:{\"name\":\"web\"}" in every Pod) and copied as
+ * written. For the rare texts it refuses, the caller falls back to jansson, so
+ * a refusal is never wrong, only slower.
  */
 #include <assert.h>
 #include <string.h>
@@ -237,7 +239,10 @@ static int object(scan_t *s, int role) {
     bool *have = NULL;
 
     ws(s);
-    if (s->p >= s->end || *s->p != '"' || string(s, &key) || !key.plain)
+    /* A member name with escapes is copied as written, which parses back to
+     * the same name, except where the scanner itself reads names (the top
+     * level and the metadata): there it would need unescaping to compare. */
+    if (s->p >= s->end || *s->p != '"' || string(s, &key) || (!key.plain && role != ROLE_PLAIN))
       return -1;
     ws(s);
     if (s->p >= s->end || *s->p != ':')

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "kcr/buf.h"
 #include "testutil.h"
@@ -87,7 +88,9 @@ static void test_jscan_refuses_malformed_and_unhandled(void **state) {
       "{\"a\":[1,]}", "{\"a\":[1 2]}", "{\"a\":\"unterminated}",
       /* valid JSON the scanner leaves to jansson */
       "{\"a\":1e5}", "{\"a\":1234567890123456789}", "{\"\\u0061\":1}",
-      "{\"metadata\":{\"name\":\"a\\u0062\"}}"};
+      "{\"metadata\":{\"name\":\"a\\u0062\"}}",
+      /* names the scanner reads: "name", "managedFields" once unescaped */
+      "{\"metadata\":{\"na\\u006de\":\"x\"}}", "{\"metadata\":{\"managed\\u0046ields\":[]}}"};
   (void)state;
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     kcr_buf_t out;
@@ -99,6 +102,35 @@ static void test_jscan_refuses_malformed_and_unhandled(void **state) {
     assert_int_equal(out.len, 4); /* nothing appended */
     kcr_buf_free(&out);
   }
+}
+
+/* Escaped member names below the top level and metadata are copied as
+ * written: a Pod's managedFields are full of them ("k:{\"name\":\"web\"}"),
+ * and they parse back to the names jansson reads. */
+static void test_jscan_escaped_names_deeper_down(void **state) {
+  static const char in[] =
+      "{\"metadata\":{\"name\":\"p\",\"managedFields\":[{\"fieldsV1\":{\"f:spec\":"
+      "{\"k:{\\\"name\\\":\\\"web\\\"}\":{}}}}]},"
+      "\"spec\":{\"containers\":[{\"k\\u0062\":1,\"a\\\"b\":{\"c\\/d\":2}}]}}";
+  kcr_buf_t out;
+  kcr__scan_meta_t m;
+  json_t *want, *got;
+  (void)state;
+  kcr_buf_init(&out, 1 << 20);
+  assert_int_equal(kcr__scan_object(in, strlen(in), &out, &m), 0);
+  assert_string_equal(m.name, "p");
+  /* jansson's tree of the input without managedFields */
+  want = json_loads(in, 0, NULL);
+  assert_non_null(want);
+  json_object_del(json_object_get(want, "metadata"), "managedFields");
+  got = json_loadb(out.data, out.len, 0, NULL);
+  assert_non_null(got);
+  assert_true(json_equal(want, got));
+  assert_non_null(json_object_get(
+      json_array_get(json_object_get(json_object_get(got, "spec"), "containers"), 0), "kb"));
+  json_decref(want);
+  json_decref(got);
+  kcr_buf_free(&out);
 }
 
 static void test_jscan_refuses_deep_nesting(void **state) {
@@ -171,6 +203,7 @@ int main(void) {
       cmocka_unit_test(test_jscan_managed_fields_first_and_alone),
       cmocka_unit_test(test_jscan_last_duplicate_wins),
       cmocka_unit_test(test_jscan_refuses_malformed_and_unhandled),
+      cmocka_unit_test(test_jscan_escaped_names_deeper_down),
       cmocka_unit_test(test_jscan_refuses_deep_nesting),
       cmocka_unit_test(test_jscan_output_bound),
       cmocka_unit_test(test_jscan_event),
