@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -133,6 +134,38 @@ static void test_jscan_escaped_names_deeper_down(void **state) {
   kcr_buf_free(&out);
 }
 
+/* Long strings go 8 bytes at a time until a byte needs a look: a special
+ * byte at each position of a 20-byte string is found as the byte loop finds
+ * it, the same decision as jansson's and the same value back. */
+static void test_jscan_special_byte_at_every_position(void **state) {
+  static const char *const specials[] = {"\x01",     "\x1f", "\\n",  "\\\"", "\\u00e9",
+                                         "\xc3\xa9", "\x80", "\xff", "\x7f", " "};
+  (void)state;
+  for (size_t k = 0; k < sizeof(specials) / sizeof(specials[0]); k++)
+    for (int at = 0; at < 20; at++) {
+      char in[128];
+      kcr_buf_t out;
+      kcr__scan_meta_t m;
+      json_t *want;
+      int rc;
+      snprintf(in, sizeof(in), "{\"data\":{\"v\":\"%.*s%s%.*s\"}}", at, "aaaaaaaaaaaaaaaaaaaa",
+               specials[k], 19 - at, "bbbbbbbbbbbbbbbbbbbb");
+      kcr_buf_init(&out, 1 << 16);
+      rc = kcr__scan_object(in, strlen(in), &out, &m);
+      want = json_loads(in, 0, NULL);
+      if (rc == 0) {
+        json_t *got = json_loadb(out.data, out.len, 0, NULL);
+        if (!want || !got || !json_equal(want, got))
+          fail_msg("special %zu at %d: accepted, but not as jansson reads it", k, at);
+        json_decref(got);
+      } else if (want) { /* a plain escape or UTF-8: the byte loop takes it */
+        fail_msg("special %zu at %d: refused (%d), jansson accepts", k, at, rc);
+      }
+      json_decref(want);
+      kcr_buf_free(&out);
+    }
+}
+
 static void test_jscan_refuses_deep_nesting(void **state) {
   kcr_buf_t in, out;
   kcr__scan_meta_t m;
@@ -204,6 +237,7 @@ int main(void) {
       cmocka_unit_test(test_jscan_last_duplicate_wins),
       cmocka_unit_test(test_jscan_refuses_malformed_and_unhandled),
       cmocka_unit_test(test_jscan_escaped_names_deeper_down),
+      cmocka_unit_test(test_jscan_special_byte_at_every_position),
       cmocka_unit_test(test_jscan_refuses_deep_nesting),
       cmocka_unit_test(test_jscan_output_bound),
       cmocka_unit_test(test_jscan_event),
