@@ -22,7 +22,6 @@
 #include "testutil.h"
 
 #define KB_DIR KCR_TEST_DATA_DIR "/kcr-gen/kubebuilder"
-#define OPERATOR_DIR KCR_TEST_DATA_DIR "/../../../cmd/kcr-operator"
 
 /*
  * build_desc runs one set over the headers (name, text pairs) into *out, or
@@ -169,81 +168,6 @@ static void compare_n(const char *const *paths, size_t n, long max_desc, const c
 /* compare is compare_n for one header. */
 static void compare(const char *path, long max_desc, const char *want_path) {
   compare_n(&path, 1, max_desc, want_path);
-}
-
-/* sort_required sorts every "required" list in v, in place (a set in OpenAPI). */
-static void sort_required(json_t *v) {
-  const char *k;
-  json_t *m;
-  size_t i;
-  if (json_is_object(v)) {
-    json_object_foreach(v, k, m) {
-      if (strcmp(k, "required") == 0 && json_is_array(m)) {
-        for (size_t a = 1; a < json_array_size(m); a++) /* insertion sort: short lists */
-          for (size_t b = a; b > 0 && strcmp(json_string_value(json_array_get(m, b - 1)),
-                                             json_string_value(json_array_get(m, b))) > 0;
-               b--) {
-            json_t *x = json_incref(json_array_get(m, b - 1));
-            assert_int_equal(json_array_set(m, b - 1, json_array_get(m, b)), 0);
-            assert_int_equal(json_array_set_new(m, b, x), 0);
-          }
-      } else {
-        sort_required(m);
-      }
-    }
-  } else if (json_is_array(v)) {
-    json_array_foreach(v, i, m) {
-      sort_required(m);
-    }
-  }
-}
-
-/*
- * kcr-operator's App CRD (config/crd/bases/kcr.dev_apps.yaml, both versions)
- * is what kcr-gen makes of its annotated headers (cmd/kcr-operator/api/).
- * Compared as JSON after this normalisation: the committed file's
- * metadata.labels (kcr's, which kcr-gen crd does not write) and kcr-gen's
- * version annotation are dropped, and every `required` list is sorted (the
- * committed file lists a Condition's required fields in field order,
- * controller-gen and kcr-gen sorted).
- */
-static void test_kcr_gen_crd_app_operator(void **state) {
-  static const char *const names[] = {"api/v1alpha1/app_types.h", "api/v1beta1/app_types.h"};
-  const char *h[4];
-  char *texts[2], msg[1024], path[512];
-  size_t len;
-  json_t *crds, *want_docs, *want, *got, *labels;
-  (void)state;
-  for (size_t k = 0; k < 2; k++) {
-    snprintf(path, sizeof(path), "%s/%s", OPERATOR_DIR, names[k]);
-    texts[k] = kcr_test_slurp(path, &len);
-    h[2 * k] = names[k];
-    h[2 * k + 1] = texts[k];
-  }
-  if (build(h, 2, &crds, msg, sizeof(msg)))
-    fail_msg("%s", msg);
-  assert_int_equal(json_array_size(crds), 1);
-  got = json_array_get(crds, 0);
-  assert_non_null(json_object_get(json_object_get(json_object_get(got, "metadata"), "annotations"),
-                                  "kcr.dev/kcr-gen-version"));
-  json_object_del(json_object_get(got, "metadata"), "annotations");
-  if (gen_yaml_load(KCR_TEST_DATA_DIR "/../../../config/crd/bases/kcr.dev_apps.yaml", &want_docs,
-                    msg, sizeof(msg)))
-    fail_msg("%s", msg);
-  assert_int_equal(json_array_size(want_docs), 1);
-  want = json_array_get(want_docs, 0);
-  labels = json_object_get(json_object_get(want, "metadata"), "labels");
-  assert_int_equal(json_object_size(labels), 2);
-  assert_string_equal(json_string_value(json_object_get(labels, "app.kubernetes.io/name")),
-                      "kcr-operator");
-  json_object_del(json_object_get(want, "metadata"), "labels");
-  sort_required(want);
-  sort_required(got);
-  kcr_test_assert_json_equal(want, got);
-  json_decref(want_docs);
-  json_decref(crds);
-  free(texts[0]);
-  free(texts[1]);
 }
 
 /* The acceptance test: kubebuilder's getting-started Memcached. */
@@ -763,7 +687,6 @@ int main(void) {
       cmocka_unit_test(test_kcr_gen_crd_memcached),
       cmocka_unit_test(test_kcr_gen_crd_cronjob),
       cmocka_unit_test(test_kcr_gen_crd_multiversion),
-      cmocka_unit_test(test_kcr_gen_crd_app_operator),
       cmocka_unit_test(test_kcr_gen_crd_named_types_and_desc_len),
       cmocka_unit_test(test_kcr_gen_crd_parse_errors),
       cmocka_unit_test(test_kcr_gen_crd_marker_errors),

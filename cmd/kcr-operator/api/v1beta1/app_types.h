@@ -2,12 +2,12 @@
 /* clang-format off */
 /*
  * api/v1beta1/app_types.h: the App API at v1beta1, as kubebuilder writes an API:
- * C types with its markers. config/crd/bases/kcr.dev_apps.yaml is what
- * `kcr-gen crd` makes of this header and api/v1alpha1/app_types.h;
- * test_kcr_gen_crd_app_operator fails when the two disagree, so change them
- * together. Each description is one `//` line, as the CRD has it on one
- * line, hence clang-format off. docs/kcr-gen.md, "CRDs from annotated
- * headers".
+ * C types with its markers. This header and api/v1alpha1/app_types.h are the
+ * source of config/crd/bases/kcr.dev_apps.yaml: `make manifests` writes it
+ * with `kcr-gen crd`, and unit_kcr_gen_manifests_fresh fails when the
+ * committed file is not, byte for byte, what they give. Each description is
+ * one `//` line, hence clang-format off. docs/kcr-gen.md, "CRDs from
+ * annotated headers".
  */
 #ifndef KOP_API_V1BETA1_APP_TYPES_H
 #define KOP_API_V1BETA1_APP_TYPES_H
