@@ -76,6 +76,7 @@ typedef enum mid {
   M_OPTIONAL,
   M_REQUIRED,
   M_JSON,
+  M_KIND,
   M_ROOT,
   M_SUB_STATUS,
   M_SUB_SCALE,
@@ -142,6 +143,7 @@ static const mdef defs[] = {
     {"optional", M_OPTIONAL, S_FIELD, NULL, 0, NULL, NULL},
     {"required", M_REQUIRED, S_FIELD, NULL, 0, NULL, NULL},
     {"kcr:json", M_JSON, S_FIELD, NULL, 0, NULL, NULL},
+    {"kcr:kind", M_KIND, S_TYPE, NULL, 0, NULL, NULL},
     {KB "object:root", M_ROOT, S_TYPE, NULL, 0, NULL, NULL},
     {KB "subresource:status", M_SUB_STATUS, S_TYPE, NULL, 0, NULL, NULL},
     {KB "subresource:scale", M_SUB_SCALE, S_TYPE, NULL, 0, NULL, NULL},
@@ -1374,6 +1376,34 @@ static int type_markers(hctx *c, const mlist *l, vkind *v, bool *skip) {
   return 0;
 }
 
+/*
+ * kind_marker replaces *kind (the kind the struct's name gives) with the one
+ * +kcr:kind=NAME names, for a kind whose name the C name cannot give
+ * (HTTPRoute: http_route_t reads HttpRoute). 0, or -1 after cfail.
+ */
+static int kind_marker(hctx *c, const mlist *l, char **kind) {
+  const marker *m = has(l, M_KIND);
+  const char *v;
+  bool bad;
+  size_t k = 0;
+  if (!m)
+    return 0;
+  v = single(m, &bad);
+  if (!bad && v && v[0] >= 'A' && v[0] <= 'Z')
+    for (k = 1; (v[k] >= 'a' && v[k] <= 'z') || (v[k] >= 'A' && v[k] <= 'Z') ||
+                (v[k] >= '0' && v[k] <= '9');
+         k++)
+      ;
+  if (bad || !v || k == 0 || v[k] != '\0' || k > 63)
+    return cfail(c, m->line, m->col,
+                 "+kcr:kind takes the kind, up to 63 letters and digits starting with a capital: "
+                 "+kcr:kind=NAME");
+  kcr__free(*kind);
+  if (!(*kind = kcr__strdup(v)))
+    return cfail(c, m->line, m->col, "out of memory");
+  return 0;
+}
+
 /* add_kind makes the version entry of root struct number i and keeps it. */
 static int add_kind(hctx *c, size_t i, const mlist *l) {
   const hdr_struct *st = &c->f->structs[i];
@@ -1391,6 +1421,10 @@ static int add_kind(hctx *c, size_t i, const mlist *l) {
         kcr__free(v.kind); /* the list type: the CRD names it listKind */
         return 0;
       }
+  }
+  if (kind_marker(c, l, &v.kind)) {
+    kcr__free(v.kind);
+    return -1;
   }
   v.group = kcr__strdup(c->group);
   v.version = kcr__strdup(c->version);

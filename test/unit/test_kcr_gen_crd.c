@@ -382,10 +382,36 @@ static void test_kcr_gen_crd_marker_errors(void **state) {
       {PKG "typedef struct {\n  // +kcr:json=x\n  int32_t x;\n  int32_t y_;\n  // +kcr:json=x\n"
            "  bool z;\n} a_t;\n",
        "t.h:9:3: JSON name x is used twice in this struct"},
+      {PKG "// +kubebuilder:object:root=true\n// +kcr:kind=httpRoute\n"
+           "typedef struct {\n  int32_t x;\n} a_t;\n",
+       "t.h:5:4: +kcr:kind takes the kind, up to 63 letters and digits starting with a capital: "
+       "+kcr:kind=NAME"},
+      {PKG "// +kubebuilder:object:root=true\n// +kcr:kind\n"
+           "typedef struct {\n  int32_t x;\n} a_t;\n",
+       "t.h:5:4: +kcr:kind takes the kind, up to 63 letters and digits starting with a capital: "
+       "+kcr:kind=NAME"},
+      {PKG "typedef struct {\n  // +kcr:kind=A\n  int32_t x;\n} a_t;\n",
+       "t.h:5:6: +kcr:kind belongs on a type (a typedef), not a member"},
   };
   (void)state;
   for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
     expect_error("t.h", cases[k].text, cases[k].want);
+}
+
+/* +kcr:kind names a kind the C name cannot spell; the plural follows it. */
+static void test_kcr_gen_crd_kind_marker(void **state) {
+  json_t *crd = build1("api/v1/r.h", "// +groupName=net.example.com\n\n"
+                                     "// +kubebuilder:object:root=true\n"
+                                     "// +kcr:kind=HTTPRoute\n"
+                                     "typedef struct {\n  int32_t x;\n} http_route_t;\n");
+  json_t *names = json_object_get(json_object_get(crd, "spec"), "names");
+  (void)state;
+  assert_string_equal(json_string_value(json_object_get(names, "kind")), "HTTPRoute");
+  assert_string_equal(json_string_value(json_object_get(names, "listKind")), "HTTPRouteList");
+  assert_string_equal(json_string_value(json_object_get(names, "plural")), "httproutes");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(crd, "metadata"), "name")),
+                      "httproutes.net.example.com");
+  json_decref(crd);
 }
 
 /* Markers of other tools, and kubebuilder's non-CRD ones, are ignored. */
@@ -691,6 +717,7 @@ int main(void) {
       cmocka_unit_test(test_kcr_gen_crd_parse_errors),
       cmocka_unit_test(test_kcr_gen_crd_marker_errors),
       cmocka_unit_test(test_kcr_gen_crd_other_markers),
+      cmocka_unit_test(test_kcr_gen_crd_kind_marker),
       cmocka_unit_test(test_kcr_gen_crd_skip),
       cmocka_unit_test(test_kcr_gen_crd_shapes),
       cmocka_unit_test(test_kcr_gen_crd_versions),
