@@ -14,8 +14,10 @@
 #     test` runs its scaffolded unit tests (label unit): the controllers' on the
 #     fake client and the webhook's; `make lint` passes when clang-format and
 #     clang-tidy are installed;
-#   - `make manifests` writes config/rbac/role.yaml from the controllers' markers
-#     and config/webhook/manifests.yaml from the webhooks' markers
+#   - `make manifests` writes config/rbac/role.yaml from the controllers' markers,
+#     config/webhook/manifests.yaml from the webhooks' markers and the CRDs
+#     from the kinds' type headers (api/*/*_types.h), the last two byte for
+#     byte what the create commands wrote,
 #     with the package's kcr::kcr-gen, not a kcr-gen on PATH;
 #   - `make test-integration` runs the integration suite (label integration) on
 #     the local control plane;
@@ -82,6 +84,7 @@ cd widgets
   fail "create webhook --conversion Widget"
 for f in PROJECT CMakeLists.txt Makefile Dockerfile .ci/run cmd/main.c config/default/kustomization.yaml \
   config/crd/bases/demo.example.com_widgets.yaml config/crd/bases/demo.example.com_gizmoes.yaml \
+  api/v1/widget_types.h api/v2/widget_types.h api/v1alpha1/gizmo_types.h \
   internal/controller/widget_controller.c internal/controller/gizmo_controller.c \
   test/widget_controller_test.c test/integration/suite_test.c config/samples/demo_v1_widget.yaml \
   .clang-format .clang-tidy .dockerignore test/e2e/e2e_test.sh config/rbac/widget_admin_role.yaml \
@@ -96,6 +99,8 @@ grep -q 'widget_v1_webhook_setup,' cmd/main.c || fail "main.c does not register 
 grep -q 'widget_v1_conversion_setup,' cmd/main.c || fail "main.c does not register the conversion"
 grep -q '^- ../webhook$' config/default/kustomization.yaml || fail "[WEBHOOK] is not switched on"
 grep -q '^  scope: Cluster$' config/crd/bases/demo.example.com_gizmoes.yaml || fail "Gizmo is not cluster-scoped"
+grep -q '^// +kubebuilder:storageversion$' api/v1/widget_types.h || fail "Widget v1 (the hub) is not stored"
+cp -r config/crd/bases "$work/crd-bases" # as the create commands wrote them (step 3 compares)
 
 # Names as kubebuilder makes them: snake-case C names, English plurals.
 (cd "$work" && "$gen" init --domain example.org names >/dev/null)
@@ -157,10 +162,15 @@ rm -f config/rbac/role.yaml
 # webhook): made again, they are what create webhook wrote, byte for byte
 cp config/webhook/manifests.yaml "$work/webhook-manifests.yaml"
 rm -f config/webhook/manifests.yaml
+# and the CRDs follow the type headers (kcr-gen crd): made again, they are
+# what create api and create webhook wrote (kept in step 1), byte for byte
+rm -f config/crd/bases/*.yaml
 PATH="$work/fakebin:$PATH" make manifests >"$work/manifests.log" 2>&1 ||
   { cat "$work/manifests.log" >&2; fail "make manifests"; }
 cmp -s "$work/webhook-manifests.yaml" config/webhook/manifests.yaml ||
   fail "make manifests wrote other webhook manifests than create webhook"
+diff -r "$work/crd-bases" config/crd/bases >&2 ||
+  fail "make manifests wrote other CRDs than create api and create webhook"
 for r in widgets widgets/status gizmoes; do
   grep -q "^  - $r\$" config/rbac/role.yaml || fail "config/rbac/role.yaml has no rule for $r"
 done
