@@ -5,7 +5,9 @@
 #   scripts/manifests.sh --check  write nothing; exit 1 naming each stale file
 #                                 (the CTest unit_kcr_gen_manifests_fresh)
 # Today that is config/crd/bases/kcr.dev_apps.yaml, from the annotated type
-# headers cmd/kcr-operator/api/*/app_types.h; config/rbac/role.yaml and
+# headers cmd/kcr-operator/api/*/app_types.h, and the tutorial's
+# examples/memcached-operator/config/crd/bases/cache.example.com_memcacheds.yaml
+# from its api/v1alpha1/memcached_types.h; config/rbac/role.yaml and
 # config/rbac-namespaced/role.yaml (the same rules in a Role), from the
 # +kcr:rbac markers of the operator's sources; and
 # config/webhook/manifests.yaml, from its +kubebuilder:webhook markers. deploy/install.yaml is made from config/ in its turn by
@@ -75,12 +77,18 @@ crdheader='# SPDX-License-Identifier: MIT
   --header "$crdheader" -o "$work/crd" \
   cmd/kcr-operator/api/v1alpha1/app_types.h cmd/kcr-operator/api/v1beta1/app_types.h >/dev/null
 
+# The tutorial's Memcached CRD, from its type header (as the example's own
+# `make manifests` writes it: no header, no labels).
+"$gen" crd -o "$work/memcached" \
+  examples/memcached-operator/api/v1alpha1/memcached_types.h >/dev/null
+
 status=0
-for f in crd/kcr.dev_apps.yaml role.yaml ns/role.yaml webhook/manifests.yaml; do
+for f in crd/kcr.dev_apps.yaml memcached/cache.example.com_memcacheds.yaml role.yaml ns/role.yaml webhook/manifests.yaml; do
   dst=config/rbac/$f
   [[ $f == ns/* ]] && dst=config/rbac-namespaced/${f#ns/}
   [[ $f == webhook/* ]] && dst=config/$f
   [[ $f == crd/* ]] && dst=config/crd/bases/${f#crd/}
+  [[ $f == memcached/* ]] && dst=examples/memcached-operator/config/crd/bases/${f#memcached/}
   if ((check)); then
     if ! diff -u "$dst" "$work/$f"; then
       echo "manifests: $dst is stale: run 'make manifests'" >&2
