@@ -1029,7 +1029,7 @@ char *gen_webhook_manifests(const char *domain, const gen_resource *r, size_t n)
 /* ---- the commands ---- */
 
 static void scaffold_usage(FILE *f) {
-  fputs("usage: kcr-gen init [--domain DOMAIN] [--project-name NAME] [DIR]\n"
+  fputs("usage: kcr-gen init [--domain DOMAIN] [--project-name NAME] [--namespaced] [DIR]\n"
         "       kcr-gen create api --group GROUP --version VERSION --kind KIND\n"
         "                          [--plural PLURAL] [--cluster-scoped] [--crd-first] [DIR]\n"
         "       kcr-gen create webhook --group GROUP --version VERSION --kind KIND\n"
@@ -1096,11 +1096,13 @@ int gen_scaffold_init(int argc, char **argv) {
   char msg[4400] = "", base[256], abs[4096];
   vars vs = {0};
   plan p = {.cmd = "kcr-gen init"};
-  bool ok = false;
+  bool ok = false, namespaced = false;
 
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--domain") == 0 && i + 1 < argc)
       domain = argv[++i];
+    else if (strcmp(argv[i], "--namespaced") == 0)
+      namespaced = true;
     else if (strcmp(argv[i], "--project-name") == 0 && i + 1 < argc)
       name = argv[++i];
     else if (argv[i][0] != '-' && strcmp(dir, ".") == 0)
@@ -1144,6 +1146,16 @@ int gen_scaffold_init(int argc, char **argv) {
   set_var(&vs, "project", name);
   set_var(&vs, "project_c", cname);
   set_var(&vs, "domain", domain);
+  /* --namespaced, as kubebuilder's: the manager watches its own namespace
+   * (WATCH_NAMESPACE from the Pod's) and holds a Role there, not a ClusterRole */
+  set_var(&vs, "role_kind", namespaced ? "Role" : "ClusterRole");
+  set_var(&vs, "role_namespace", namespaced ? "  namespace: system\n" : "");
+  set_var(&vs, "rbac_namespace", namespaced ? "--namespace system " : "");
+  set_var(&vs, "project_namespaced", namespaced ? "namespaced: true\n" : "");
+  set_var(&vs, "manager_env",
+          namespaced ? "        env:\n        - name: WATCH_NAMESPACE\n          valueFrom:\n"
+                       "            fieldRef:\n              fieldPath: metadata.namespace\n"
+                     : "");
 
   p.dir = dir;
   if (vs.bad) {

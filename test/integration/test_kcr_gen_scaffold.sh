@@ -19,6 +19,8 @@
 #     from the kinds' type headers (api/*/*_types.h), the last two byte for
 #     byte what the create commands wrote,
 #     with the package's kcr::kcr-gen, not a kcr-gen on PATH;
+#   - `kcr-gen init --namespaced`: make manifests gives a Role and a RoleBinding in
+#     the manager's namespace, and the manager watches that namespace;
 #   - `make test-integration` runs the integration suite (label integration) on
 #     the local control plane;
 #   - `kubectl kustomize config/default` renders with the prefix on every name,
@@ -175,6 +177,29 @@ diff -r "$work/crd-bases" config/crd/bases >&2 ||
 for r in widgets widgets/status gizmoes; do
   grep -q "^  - $r\$" config/rbac/role.yaml || fail "config/rbac/role.yaml has no rule for $r"
 done
+
+# init --namespaced (kubebuilder's): make manifests writes the controllers'
+# rules into a Role in the manager's namespace, bound by a RoleBinding, and the
+# manager watches the namespace it runs in.
+(
+  cd "$work" && "$gen" init --domain example.com --namespaced nsproj >/dev/null
+  cd nsproj && "$gen" create api --group demo --version v1 --kind Widget >/dev/null
+  make manifests >"$work/ns-manifests.log" 2>&1 || { cat "$work/ns-manifests.log" >&2; exit 1; }
+  k kustomize config/default >"$work/ns-deploy.yaml"
+) || fail "init --namespaced: make manifests or kustomize"
+python3 - "$work/ns-deploy.yaml" <<'PY' || fail "init --namespaced: not a Role and RoleBinding in nsproj-system"
+import sys, yaml
+docs = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+role = docs[("Role", "nsproj-manager-role")]
+assert role["metadata"]["namespace"] == "nsproj-system", role
+assert any("widgets" in r.get("resources", []) for r in role["rules"]), role
+binding = docs[("RoleBinding", "nsproj-manager-rolebinding")]
+assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                              "name": "nsproj-manager-role"}, binding
+assert ("ClusterRole", "nsproj-manager-role") not in docs
+env = docs[("Deployment", "nsproj-controller-manager")]["spec"]["template"]["spec"]["containers"][0]["env"]
+assert {"name": "WATCH_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in env, env
+PY
 
 # 4. The deploy layout renders.
 k kustomize config/default >"$work/deploy.yaml" || fail "kubectl kustomize config/default"

@@ -408,6 +408,35 @@ static int teardown_proj(void **state) {
   return 0;
 }
 
+/* init --namespaced: the manager's RBAC is a Role and a RoleBinding in its own
+ * namespace, which it watches (WATCH_NAMESPACE from the Pod's), and the
+ * manifests target writes the markers' rules into that Role (the integration
+ * test runs it). */
+static void test_kcr_gen_scaffold_init_namespaced(void **state) {
+  proj *p = calloc(1, sizeof(*p));
+  static const char *const init[] = {"init", "--domain", "example.com", "--namespaced", NULL};
+  (void)state;
+  assert_non_null(p);
+  snprintf(p->dir, sizeof(p->dir), "/tmp/kcr-gen-scaffold.XXXXXX");
+  assert_non_null(mkdtemp(p->dir));
+  setenv("KCR_GEN_CLANG_FORMAT", "none", 1);
+  assert_int_equal(run(p, init), 0);
+  assert_true(has(p, "config/rbac/role.yaml",
+                  "kind: Role\nmetadata:\n  name: manager-role\n  namespace: system\nrules: []\n"));
+  assert_true(has(p, "config/rbac/role_binding.yaml", "kind: RoleBinding\n"));
+  assert_true(has(p, "config/rbac/role_binding.yaml",
+                  "  name: manager-rolebinding\n  namespace: system\nroleRef:\n"
+                  "  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n"));
+  assert_true(has(p, "config/manager/manager.yaml",
+                  "        - name: WATCH_NAMESPACE\n          valueFrom:\n            fieldRef:\n"
+                  "              fieldPath: metadata.namespace\n"));
+  assert_true(has(p, "CMakeLists.txt", "rbac --role-name manager-role --namespace system -o "));
+  assert_true(has(p, "PROJECT", "\nnamespaced: true\n"));
+  /* the leader election Role is one either way; metrics auth stays cluster-wide */
+  assert_true(has(p, "config/rbac/metrics_auth_role.yaml", "kind: ClusterRole\n"));
+  teardown_proj((void **)&p);
+}
+
 /* init and create api: go/v4's config/, with ../crd switched on by create api. */
 static void test_kcr_gen_scaffold_init_and_api(void **state) {
   proj *p = *state;
@@ -448,6 +477,12 @@ static void test_kcr_gen_scaffold_init_and_api(void **state) {
                   "- widget_admin_role.yaml\n- widget_editor_role.yaml\n"
                   "- widget_viewer_role.yaml\n- gizmo_admin_role.yaml\n"));
   assert_true(has(p, "config/rbac/widget_editor_role.yaml", "  name: widget-editor-role\n"));
+  assert_true(has(p, "config/rbac/role.yaml",
+                  "kind: ClusterRole\nmetadata:\n  name: manager-role\n"
+                  "rules: []\n"));
+  assert_true(has(p, "config/rbac/role_binding.yaml", "kind: ClusterRoleBinding\n"));
+  assert_false(has(p, "config/manager/manager.yaml", "WATCH_NAMESPACE"));
+  assert_false(has(p, "PROJECT", "namespaced: true\nresources:"));
   assert_true(has(p, "cmd/main.c", ".metrics_secure = true"));
   assert_true(has(p, "cmd/main.c", ".metrics_bind_address = \"0\""));
 }
@@ -719,6 +754,7 @@ int main(void) {
       cmocka_unit_test(test_kcr_gen_scaffold_insert_before),
       cmocka_unit_test(test_kcr_gen_scaffold_project),
       cmocka_unit_test(test_kcr_gen_scaffold_manifests),
+      cmocka_unit_test(test_kcr_gen_scaffold_init_namespaced),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_init_and_api, setup_proj,
                                       teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_webhook, setup_proj, teardown_proj),
