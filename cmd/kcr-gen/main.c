@@ -54,6 +54,10 @@ static void usage(FILE *f) {
       "       kcr-gen rbac [--role-name NAME] [--namespace NS] [--label KEY=VALUE]...\n"
       "                    [--header TEXT] -o FILE SOURCE...\n"
       "  Writes FILE: the roles the +kcr:rbac and +kubebuilder:rbac markers ask for.\n"
+      "       kcr-gen helm [-o DIR] [--name NAME] INSTALL.yaml\n"
+      "  Writes DIR (default dist/chart, which must be empty): a Helm chart of the objects\n"
+      "  of INSTALL.yaml (a project's rendered config/default), its namespace the release's\n"
+      "  and the manager's image a value.\n"
       "       kcr-gen init [--domain DOMAIN] [--project-name NAME] [--namespaced] [DIR]\n"
       "  A new operator project in DIR (default .): CMake, Makefile, config/, main.c.\n"
       "  --namespaced: the manager watches its own namespace and holds a Role there.\n"
@@ -451,8 +455,7 @@ done:
 /* WEBHOOK_YAML_MAX bounds the webhook manifests' YAML text. */
 #define WEBHOOK_YAML_MAX ((size_t)16 << 20)
 
-/* write_text writes len bytes to path under a temporary name, then renames it; "-" is stdout. */
-static int write_text(const char *path, const char *text, size_t len) {
+int gen_write_text(const char *path, const char *text, size_t len) {
   kcr_buf_t tmp;
   FILE *f;
   int rc = -1;
@@ -533,7 +536,7 @@ static int webhook(int argc, char **argv) {
   for (size_t k = 0; k < json_array_size(docs); k++)
     if (gen_yaml_write(&b, json_array_get(docs, k)))
       goto toobig;
-  if (write_text(out, kcr_buf_cstr(&b), kcr_buf_len(&b)) == 0)
+  if (gen_write_text(out, kcr_buf_cstr(&b), kcr_buf_len(&b)) == 0)
     rc = 0;
   goto done;
 toobig:
@@ -570,6 +573,8 @@ int main(int argc, char **argv) {
     return webhook(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "openapi") == 0)
     return openapi(argc - 2, argv + 2);
+  if (argc >= 2 && strcmp(argv[1], "helm") == 0)
+    return gen_helm(argc - 2, argv + 2);
   usage(stderr);
   return 2;
 }

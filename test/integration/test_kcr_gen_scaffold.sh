@@ -23,6 +23,8 @@
 #     the manager's namespace, and the manager watches that namespace;
 #   - `make test-integration` runs the integration suite (label integration) on
 #     the local control plane;
+#   - `make helm-chart` writes dist/chart, whose `helm template` gives
+#     dist/install.yaml's objects less the Namespace (when helm is cached);
 #   - `kubectl kustomize config/default` renders with the prefix on every name,
 #     the webhook configurations and cert-manager's names filled in; `make
 #     build-installer IMG=...` writes dist/install.yaml with the image, and the
@@ -217,6 +219,35 @@ grep -A6 '^  conversion:' "$work/deploy.yaml" | grep -q 'name: widgets-webhook-s
 make build-installer IMG=registry.example/widgets:v0.1 KUBECTL="$kubectl_bin" >/dev/null ||
   fail "make build-installer"
 grep -q 'image: registry.example/widgets:v0.1$' dist/install.yaml || fail "dist/install.yaml has not the image"
+# make helm-chart: dist/chart (kcr-gen helm) renders, with helm, the objects of
+# dist/install.yaml but the Namespace, in the release's namespace; crd.enable=false
+# leaves the CRDs out.
+make helm-chart IMG=registry.example/widgets:v0.1 KUBECTL="$kubectl_bin" >"$work/helm-chart.log" 2>&1 ||
+  { cat "$work/helm-chart.log" >&2; fail "make helm-chart"; }
+grep -q '^    tag: v0.1$' dist/chart/values.yaml || fail "dist/chart/values.yaml has not the image's tag"
+helm_bin=$(ls "${KCR_CACHE:-$HOME/.cache/kcr}"/helm/*/bin/helm 2>/dev/null | tail -n 1 || true)
+if [ -n "$helm_bin" ]; then
+  "$helm_bin" lint dist/chart >"$work/helm-lint.log" 2>&1 || { cat "$work/helm-lint.log" >&2; fail "helm lint"; }
+  "$helm_bin" template widgets dist/chart --namespace widgets-system >"$work/helm.yaml" ||
+    fail "helm template dist/chart"
+  "$helm_bin" template widgets dist/chart --namespace widgets-system --set crd.enable=false \
+    >"$work/helm-nocrd.yaml" || fail "helm template --set crd.enable=false"
+  python3 - dist/install.yaml "$work/helm.yaml" "$work/helm-nocrd.yaml" <<'PY' ||
+import sys, yaml
+def load(path):
+    return {(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]): d
+            for d in yaml.safe_load_all(open(path)) if d}
+want = {k: v for k, v in load(sys.argv[1]).items() if k[0] != "Namespace"}
+got = load(sys.argv[2])
+assert want == got, sorted(set(want) ^ set(got)) or [k for k in want if want[k] != got[k]]
+assert len(want) >= 20, len(want)
+nocrd = load(sys.argv[3])
+assert nocrd == {k: v for k, v in want.items() if k[0] != "CustomResourceDefinition"}
+PY
+    fail "helm template dist/chart is not dist/install.yaml less its Namespace"
+else
+  echo "kcr-gen scaffold: no helm in the cache (scripts/build-go-tool.sh helm): chart not rendered"
+fi
 
 # 5. On the local control plane.
 # dist/install.yaml is accepted whole (server-side dry run): its namespace
