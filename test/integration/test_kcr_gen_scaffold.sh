@@ -152,6 +152,11 @@ grep -q '100% tests passed, 0 tests failed out of 4' "$work/ctest.log" || { cat 
 for t in widget_webhook_test widget_conversion_test; do
   grep -q "$t .* Passed" "$work/ctest.log" || fail "make test did not run $t"
 done
+# The type headers are plain C, as kcr/crd.h promises: they compile on their own.
+for h in api/*/*_types.h; do
+  cc -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I"$work/prefix/include" "$h" ||
+    fail "$h does not compile"
+done
 if command -v clang-format >/dev/null && command -v clang-tidy >/dev/null; then
   make lint >"$work/lint.log" 2>&1 || { tail -n 30 "$work/lint.log" >&2; fail "make lint on a fresh scaffold"; }
 fi
