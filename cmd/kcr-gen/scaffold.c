@@ -1593,7 +1593,14 @@ static int create_version(const create_args *a, const char *project, const char 
   snprintf(crd, sizeof(crd), "config/crd/bases/%s_%s.yaml", fq, pl);
   if (plan_version_entry(&p, a, &vs, other->namespaced, msg, sizeof(msg)))
     goto done;
-  if (has_types_header(&p, &vs, other->version)) {
+  bool typed = has_types_header(&p, &vs, other->version);
+  if (typed && a->crd_first) {
+    gen_msgf(msg, sizeof(msg),
+             "%s is types-first (api/%s/%s_types.h): --crd-first is for a kind's first version",
+             a->kind, other->version, ks);
+    goto done;
+  }
+  if (typed) {
     /* types-first: a header for the version, served, not stored; the CRD
      * made again from every version's header */
     if (plan_types_version(&p, a, project, &vs, !other->namespaced, msg, sizeof(msg)))
@@ -1915,6 +1922,12 @@ static int plan_conversion(plan *p, const create_args *a, const gen_resource *re
     const char *v = i == a->n_spokes ? a->version : a->spokes[i];
     plan_file *f;
     int applied;
+    if (typed && !has_types_header(p, vs, v)) {
+      types_header(vs, v, name, sizeof(name));
+      gen_msgf(msg, size, "%s is missing: every version of a types-first kind has its header",
+               name);
+      goto out;
+    }
     if (typed)
       types_header(vs, v, name, sizeof(name));
     applied = plan_apply(p, name, typed ? storage_marker_edit : storage_edit, v,

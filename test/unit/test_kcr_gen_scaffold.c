@@ -629,6 +629,13 @@ static void test_kcr_gen_scaffold_types_hub_stored(void **state) {
   static const char *const hdrs[] = {"api/v1/widget_types.h", "api/v2/widget_types.h"};
   const char *crd = "config/crd/bases/demo.example.com_widgets.yaml";
   assert_int_equal(run(p, widget_v2), 0);
+  /* every version of a types-first kind has its header: without v1's, refused */
+  char hdr[300], away[310];
+  snprintf(hdr, sizeof(hdr), "%s/w/%s", p->dir, hdrs[0]);
+  snprintf(away, sizeof(away), "%s.away", hdr);
+  assert_int_equal(rename(hdr, away), 0);
+  assert_int_equal(run(p, conv), 1);
+  assert_int_equal(rename(away, hdr), 0);
   assert_int_equal(run(p, conv), 0);
   assert_false(has(p, hdrs[0], "+kubebuilder:storageversion"));
   assert_true(
@@ -712,6 +719,17 @@ static void test_kcr_gen_scaffold_types_first(void **state) {
   assert_true(has(p, route_crd, "    kind: HTTPRoute\n"));
   assert_true(has(p, route_crd, "  scope: Cluster\n"));
   assert_generated(p, route_crd, route_h, 1);
+
+  /* --crd-first for a new version of a types-first kind: refused, nothing written */
+  static const char *const v2_crd_first[] = {"create",      "api", "--group", "demo",
+                                             "--version",   "v2",  "--kind",  "Widget",
+                                             "--crd-first", NULL};
+  char *first = snapshot(p);
+  assert_int_equal(run(p, v2_crd_first), 1);
+  char *then = snapshot(p);
+  assert_string_equal(first, then);
+  free(first);
+  free(then);
 
   /* a header kcr-gen cannot read: refused, with where, and nothing written */
   snprintf(p->path, sizeof(p->path), "%s/w/api/v1/widget_types.h", p->dir);
