@@ -682,6 +682,16 @@ static void test_kcr_gen_scaffold_webhook_refusals(void **state) {
   free(after);
 }
 
+/* assert_refused: the command exits 1 and changes no file. */
+static void assert_refused(proj *p, const char *const *words) {
+  char *before = snapshot(p);
+  assert_int_equal(run(p, words), 1);
+  char *after = snapshot(p);
+  assert_string_equal(before, after);
+  free(before);
+  free(after);
+}
+
 /*
  * create api writes a kind types-first: its header with kubebuilder's markers
  * (the plural, scope and kind the C names cannot say), and the CRD made of
@@ -724,12 +734,7 @@ static void test_kcr_gen_scaffold_types_first(void **state) {
   static const char *const v2_crd_first[] = {"create",      "api", "--group", "demo",
                                              "--version",   "v2",  "--kind",  "Widget",
                                              "--crd-first", NULL};
-  char *first = snapshot(p);
-  assert_int_equal(run(p, v2_crd_first), 1);
-  char *then = snapshot(p);
-  assert_string_equal(first, then);
-  free(first);
-  free(then);
+  assert_refused(p, v2_crd_first);
 
   /* a header kcr-gen cannot read: refused, with where, and nothing written */
   snprintf(p->path, sizeof(p->path), "%s/w/api/v1/widget_types.h", p->dir);
@@ -737,12 +742,7 @@ static void test_kcr_gen_scaffold_types_first(void **state) {
   assert_non_null(f);
   fputs("// +kubebuilder:validation:Minimun=1\ntypedef int32_t bad_t;\n", f);
   fclose(f);
-  char *before = snapshot(p);
-  assert_int_equal(run(p, widget_v2), 1);
-  char *after = snapshot(p);
-  assert_string_equal(before, after);
-  free(before);
-  free(after);
+  assert_refused(p, widget_v2);
 }
 
 /* a write that fails undoes the run: new files gone, edited ones as before */
