@@ -301,9 +301,9 @@ static void test_kcr_gen_crd_parse_errors(void **state) {
       {"typedef struct {\n  KCR_LIST(int32_t x;\n} a_t;\n",
        "t.h:2:20: expected ')' closing the list or map macro, got 'x'"},
       {"typedef struct {\n  foo_t x;\n} a_t;\n",
-       "t.h:2:3: unknown type foo_t: declare it above as a typedef struct, or use int32_t, "
-       "int64_t, bool, double, char *, a Kubernetes type kcr-gen knows "
-       "(kcr_meta_v1_condition_t...) or KCR_LIST(T)/KCR_MAP(T)"},
+       "t.h:2:3: unknown type foo_t: declare it above as a typedef struct (here or in a "
+       "header given before this one), or use int32_t, int64_t, bool, double, char *, a "
+       "Kubernetes type kcr-gen knows (kcr_meta_v1_condition_t...) or KCR_LIST(T)/KCR_MAP(T)"},
       {"typedef struct {\n  b_t x;\n} a_t;\ntypedef struct {\n  int32_t y;\n} b_t;\n",
        "t.h:2:3: type b_t is declared below (at 4:1): declare it first"},
       {"typedef struct {\n  char x;\n} a_t;\n", "t.h:2:3: a string is char * (0 '*' here)"},
@@ -412,6 +412,84 @@ static void test_kcr_gen_crd_kind_marker(void **state) {
   assert_string_equal(json_string_value(json_object_get(json_object_get(crd, "metadata"), "name")),
                       "httproutes.net.example.com");
   json_decref(crd);
+}
+
+/* shared_port: a header of types only, which the headers after it may use. */
+static const char shared_port[] = "// Port is one port.\n"
+                                  "typedef struct {\n"
+                                  "  // +kubebuilder:validation:Minimum=1\n"
+                                  "  int32_t port;\n"
+                                  "} port_t;\n";
+
+/* shared_user: a kind whose member is a type of an earlier header. */
+static const char shared_user[] = "// +groupName=example.com\n\n"
+                                  "// +kubebuilder:object:root=true\n"
+                                  "typedef struct {\n"
+                                  "  // The main port.\n"
+                                  "  port_t main;\n"
+                                  "} widget_t;\n";
+
+/* main_of: the schema of member main of the first CRD's kind in arr. */
+static const json_t *main_of(const json_t *arr) {
+  return json_object_get(json_object_get(schema_of(json_array_get(arr, 0), 0), "properties"),
+                         "main");
+}
+
+/* run_shared builds the shared-types pair of headers; 0 or the error. */
+static int run_shared(void) {
+  const char *h[] = {"api/shared/port.h", shared_port, "api/v1/w.h", shared_user};
+  char msg[512];
+  json_t *arr = NULL;
+  int rc = build(h, 2, &arr, msg, sizeof(msg));
+  json_decref(arr);
+  return rc;
+}
+
+/*
+ * A header uses the types of the headers given before it (as a Go package
+ * imports another's): in order only; the same name declared alike in two of
+ * them is one type, declared differently an error where it is used; a type of
+ * the header itself wins.
+ */
+static void test_kcr_gen_crd_shared_types(void **state) {
+  const char *h[] = {"api/shared/port.h", shared_port, "api/v1/w.h", shared_user};
+  const char *reversed[] = {"api/v1/w.h", shared_user, "api/shared/port.h", shared_port};
+  const char *twice[] = {"api/a/port.h", shared_port,  "api/b/port.h",
+                         shared_port,    "api/v1/w.h", shared_user};
+  const char *clash[] = {"api/a/port.h", shared_port,
+                         "api/b/port.h", "typedef struct {\n  char *port;\n} port_t;\n",
+                         "api/v1/w.h",   shared_user};
+  const char *own[] = {"api/b/port.h", "typedef struct {\n  char *port;\n} port_t;\n", "api/v1/w.h",
+                       "// +groupName=example.com\n\ntypedef struct {\n  int32_t port;\n} "
+                       "port_t;\n\n// +kubebuilder:object:root=true\ntypedef struct {\n  "
+                       "port_t main;\n} widget_t;\n"};
+  char msg[1024];
+  json_t *arr, *want;
+  (void)state;
+  assert_int_equal(build(h, 2, &arr, msg, sizeof(msg)), 0);
+  assert_int_equal(json_array_size(arr), 1);
+  want = json_pack("{sssss{s{sssssi}}s[s]}", "type", "object", "description", "The main port.",
+                   "properties", "port", "type", "integer", "format", "int32", "minimum", 1,
+                   "required", "port");
+  kcr_test_assert_json_equal(want, main_of(arr));
+  json_decref(arr);
+  assert_int_equal(build(twice, 3, &arr, msg, sizeof(msg)), 0);
+  kcr_test_assert_json_equal(want, main_of(arr));
+  json_decref(arr);
+  json_decref(want);
+  assert_int_equal(build(own, 2, &arr, msg, sizeof(msg)), 0);
+  assert_string_equal(
+      json_string_value(json_object_get(
+          json_object_get(json_object_get(main_of(arr), "properties"), "port"), "type")),
+      "integer");
+  json_decref(arr);
+  assert_int_equal(build(reversed, 2, &arr, msg, sizeof(msg)), KCR_EINVAL);
+  assert_non_null(strstr(msg, "api/v1/w.h:6:3: unknown type port_t: declare it above as a "
+                              "typedef struct (here or in a header given before this one)"));
+  assert_int_equal(build(clash, 3, &arr, msg, sizeof(msg)), KCR_EINVAL);
+  assert_string_equal(msg, "api/v1/w.h:6:3: type port_t is declared differently at "
+                           "api/a/port.h:2:1 and at api/b/port.h:1:1: give the headers one of "
+                           "them");
 }
 
 /* Markers of other tools, and kubebuilder's non-CRD ones, are ignored. */
@@ -695,7 +773,8 @@ static int run_header(const char *name, const char *text, long max_desc) {
 
 /*
  * Every allocation failing in turn, over three headers (the Memcached port,
- * the shapes, the named types with cut descriptions): each failed run says
+ * the shapes, the named types with cut descriptions) and a pair that shares
+ * a type: each failed run says
  * "out of memory" (never another error), and nothing leaks.
  */
 static void test_kcr_gen_crd_alloc_failure(void **state) {
@@ -705,6 +784,7 @@ static void test_kcr_gen_crd_alloc_failure(void **state) {
   KCR_TEST_ALLOC_LOOP(run_header("api/v1alpha1/memcached_types.h", text, -1), (void)0);
   KCR_TEST_ALLOC_LOOP(run_header("api/v1beta1/shape_types.h", shapes_hdr, -1), (void)0);
   KCR_TEST_ALLOC_LOOP(run_header("api/v1/t.h", named_hdr, 20), (void)0);
+  KCR_TEST_ALLOC_LOOP(run_shared(), (void)0);
   free(text);
 }
 
@@ -718,6 +798,7 @@ int main(void) {
       cmocka_unit_test(test_kcr_gen_crd_marker_errors),
       cmocka_unit_test(test_kcr_gen_crd_other_markers),
       cmocka_unit_test(test_kcr_gen_crd_kind_marker),
+      cmocka_unit_test(test_kcr_gen_crd_shared_types),
       cmocka_unit_test(test_kcr_gen_crd_skip),
       cmocka_unit_test(test_kcr_gen_crd_shapes),
       cmocka_unit_test(test_kcr_gen_crd_versions),
