@@ -9,10 +9,12 @@
  * metrics, other). Exactly three things are templated: the namespace the
  * Namespace object names becomes the release's, wherever it appears as a
  * whole word (metadata, subjects, DNS names, cert-manager's CA annotations);
- * the manager's image becomes manager.image.repository and .tag; the CRDs sit
- * behind crd.enable. So `helm template --namespace NS` of the chart gives the
- * input back, less its Namespace, which the scaffold's integration test
- * checks.
+ * the manager's image becomes manager.image.repository and .tag; the parts
+ * nothing else depends on sit behind a switch of values.yaml, on by default
+ * (crd.enable, prometheus.enable, networkPolicy.enable; webhooks and
+ * cert-manager are wired into the manager and the CRDs, so they have none).
+ * So `helm template --namespace NS` of the chart gives the input back, less
+ * its Namespace, which the scaffold's integration test checks.
  *
  * The chart directory must not exist or be empty: the chart is generated
  * whole, and kcr-gen never deletes files (the scaffold's `make helm-chart`
@@ -74,6 +76,17 @@ static const char *part_of(const char *kind, const char *name) {
 static const char *str(const json_t *o, const char *key) {
   const char *v = json_string_value(json_object_get(o, key));
   return v ? v : "";
+}
+
+/* switch_of: the values.yaml key that switches a part on and off, or NULL
+ * for a part others depend on. */
+static const char *switch_of(const char *part) {
+  static const char *const switches[][2] = {
+      {"crd", "crd"}, {"prometheus", "prometheus"}, {"network-policy", "networkPolicy"}};
+  for (size_t i = 0; i < sizeof(switches) / sizeof(switches[0]); i++)
+    if (strcmp(part, switches[i][0]) == 0)
+      return switches[i][1];
+  return NULL;
 }
 
 /* label_char: whether c may continue a DNS label (so a namespace inside a
@@ -185,8 +198,9 @@ static int write_yaml(const char *dir, const char *rel, const char *head, const 
   return rc;
 }
 
-/* chart_files writes Chart.yaml and values.yaml for name and image. */
-static int chart_files(const char *dir, const char *name, const char *image) {
+/* chart_files writes Chart.yaml and values.yaml for name, image and the
+ * switches (borrowed: key -> {"enable": true}) of the parts present. */
+static int chart_files(const char *dir, const char *name, const char *image, json_t *switches) {
   const char *slash = strrchr(image, '/'), *colon = strrchr(image, ':');
   char repo[1024];
   const char *tag = "latest";
@@ -201,14 +215,18 @@ static int chart_files(const char *dir, const char *name, const char *image) {
   chart = json_pack("{ssssssssssss}", "apiVersion", "v2", "name", name, "description",
                     "A Helm chart of the project's config/default, made by kcr-gen helm.", "type",
                     "application", "version", "0.1.0", "appVersion", tag);
-  values = json_pack("{s{s{ssss}}s{sb}}", "manager", "image", "repository", repo, "tag", tag, "crd",
-                     "enable", 1);
+  values = json_pack("{s{s{ssss}}}", "manager", "image", "repository", repo, "tag", tag);
+  if (values && json_object_update(values, switches)) {
+    json_decref(values);
+    values = NULL;
+  }
   rc = write_yaml(dir, "Chart.yaml",
                   "# Made by kcr-gen helm from the project's kustomize output.\n", chart) ||
                write_yaml(dir, "values.yaml",
                           "# manager.image: the manager's container image. crd.enable: false "
                           "leaves the\n# CustomResourceDefinitions out (installed some other "
-                          "way).\n",
+                          "way); prometheus.enable\n# and networkPolicy.enable, the "
+                          "ServiceMonitor and the NetworkPolicies.\n",
                           values)
            ? -1
            : 0;
@@ -223,8 +241,8 @@ static int template_of(const char *dir, const char *input, const json_t *doc, si
                        const char *ns, json_t *seen) {
   const char *kind = json_string_value(json_object_get(doc, "kind"));
   const char *name = json_string_value(json_object_get(json_object_get(doc, "metadata"), "name"));
-  char rel[HELM_PATH_MAX];
-  bool crd;
+  char rel[HELM_PATH_MAX], head[128];
+  const char *key;
   kcr_buf_t yaml, text;
   int rc = -1;
   if (!kind || !name) {
@@ -232,7 +250,8 @@ static int template_of(const char *dir, const char *input, const json_t *doc, si
             i + 1);
     return -1;
   }
-  crd = strcmp(kind, "CustomResourceDefinition") == 0;
+  key = switch_of(part_of(kind, name));
+  snprintf(head, sizeof(head), "{{- if .Values.%s.enable }}\n", key ? key : "");
   snprintf(rel, sizeof(rel), "templates/%s/%s.yaml", part_of(kind, name), name);
   if (json_object_get(seen, rel)) /* a Role and a ClusterRole of one name */
     snprintf(rel, sizeof(rel), "templates/%s/%s-%s.yaml", part_of(kind, name), name, kind);
@@ -243,7 +262,7 @@ static int template_of(const char *dir, const char *input, const json_t *doc, si
   }
   kcr_buf_init(&yaml, HELM_TEXT_MAX);
   kcr_buf_init(&text, HELM_TEXT_MAX);
-  if (yaml_of(&yaml, crd ? "{{- if .Values.crd.enable }}\n" : "", doc, crd ? "{{- end }}\n" : "") ||
+  if (yaml_of(&yaml, key ? head : "", doc, key ? "{{- end }}\n" : "") ||
       templated(&text, kcr_buf_cstr(&yaml), ns))
     fprintf(stderr, "kcr-gen: %s %s: larger than %zu bytes, or out of memory\n", kind, name,
             HELM_TEXT_MAX);
@@ -258,7 +277,7 @@ int gen_helm(int argc, char **argv) {
   const char *dir = "dist/chart", *name = NULL, *input = NULL, *ns = NULL, *image = NULL;
   char msg[1024] = "", defname[256];
   bool bad = false;
-  json_t *docs = NULL, *keep = json_array(), *seen = json_object(), *doc;
+  json_t *docs = NULL, *keep = json_array(), *seen = json_object(), *switches = json_object(), *doc;
   size_t i;
   int rc = 1;
   for (int a = 0; a < argc; a++) {
@@ -276,7 +295,7 @@ int gen_helm(int argc, char **argv) {
     rc = 2;
     goto done;
   }
-  if (!keep || !seen) {
+  if (!keep || !seen || !switches) {
     fputs("kcr-gen: out of memory\n", stderr);
     goto done;
   }
@@ -310,7 +329,15 @@ int gen_helm(int argc, char **argv) {
     fprintf(stderr, "kcr-gen: %s is not empty: the chart is made whole; remove it first\n", dir);
     goto done;
   }
-  if (manager_image(input, docs, keep, &image) || chart_files(dir, name, image))
+  json_array_foreach(docs, i, doc) {
+    const char *key =
+        switch_of(part_of(str(doc, "kind"), str(json_object_get(doc, "metadata"), "name")));
+    if (key && json_object_set_new(switches, key, json_pack("{sb}", "enable", 1))) {
+      fputs("kcr-gen: out of memory\n", stderr);
+      goto done;
+    }
+  }
+  if (manager_image(input, docs, keep, &image) || chart_files(dir, name, image, switches))
     goto done;
   json_array_foreach(docs, i, doc) {
     if (!json_is_object(doc) || strcmp(str(doc, "kind"), "Namespace") == 0)
@@ -324,5 +351,6 @@ done:
   json_decref(docs);
   json_decref(keep);
   json_decref(seen);
+  json_decref(switches);
   return rc;
 }
