@@ -93,7 +93,7 @@ generate: ## Build kcr-gen and the C types it makes (App from the CRD, built-in 
 	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target kcr_gen kcr_gen_app_types kcr_k8s_types
 
-manifests: ## Regenerate config/rbac/role.yaml and config/webhook/manifests.yaml from the markers, then deploy/install.yaml (commit all).
+manifests: ## Regenerate the App CRD from its type headers, config/rbac/role.yaml and config/webhook/manifests.yaml from the markers, then deploy/install.yaml (commit all).
 	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target kcr_gen
 	KCR_GEN=$(BUILD_DIR)/cmd/kcr-gen/kcr-gen bash scripts/manifests.sh

@@ -55,6 +55,10 @@ struct crd_set {
   json_t *known; /* crd_known.json */
   json_t *large; /* crd_known_large.json, once a header needs it */
   long max_desc; /* crd_set_max_desc_len; -1: descriptions kept whole */
+  /* the types of the headers added so far, for the headers after them: name
+   * -> {"schema", "where"}, or {"where", "conflict"} when two headers declare
+   * the name with different schemas (a name used by neither is no error) */
+  json_t *shared;
 };
 
 /* scope bits: where a marker may sit. */
@@ -76,6 +80,7 @@ typedef enum mid {
   M_OPTIONAL,
   M_REQUIRED,
   M_JSON,
+  M_KIND,
   M_ROOT,
   M_SUB_STATUS,
   M_SUB_SCALE,
@@ -142,6 +147,7 @@ static const mdef defs[] = {
     {"optional", M_OPTIONAL, S_FIELD, NULL, 0, NULL, NULL},
     {"required", M_REQUIRED, S_FIELD, NULL, 0, NULL, NULL},
     {"kcr:json", M_JSON, S_FIELD, NULL, 0, NULL, NULL},
+    {"kcr:kind", M_KIND, S_TYPE, NULL, 0, NULL, NULL},
     {KB "object:root", M_ROOT, S_TYPE, NULL, 0, NULL, NULL},
     {KB "subresource:status", M_SUB_STATUS, S_TYPE, NULL, 0, NULL, NULL},
     {KB "subresource:scale", M_SUB_SCALE, S_TYPE, NULL, 0, NULL, NULL},
@@ -925,6 +931,17 @@ static json_t *elem_schema(hctx *c, size_t self, const hdr_field *fd) {
           fd->type, c->f->structs[idx].line, c->f->structs[idx].col);
     return NULL;
   }
+  if ((known = json_object_get(c->set->shared, fd->type)) != NULL) {
+    if (json_object_get(known, "conflict")) {
+      cfail(c, fd->type_line, fd->type_col,
+            "type %s is declared differently at %s and at %s: give the headers one of them",
+            fd->type, json_string_value(json_object_get(known, "where")),
+            json_string_value(json_object_get(known, "conflict")));
+      return NULL;
+    }
+    s = json_deep_copy(json_object_get(known, "schema"));
+    goto done;
+  }
   if (strncmp(fd->type, "uint", 4) == 0 || strncmp(fd->type, "int8", 4) == 0 ||
       strncmp(fd->type, "int16", 5) == 0) {
     cfail(c, fd->type_line, fd->type_col,
@@ -932,9 +949,9 @@ static json_t *elem_schema(hctx *c, size_t self, const hdr_field *fd) {
     return NULL;
   }
   cfail(c, fd->type_line, fd->type_col,
-        "unknown type %s: declare it above as a typedef struct, or use int32_t, int64_t, bool, "
-        "double, char *, a Kubernetes type kcr-gen knows (kcr_meta_v1_condition_t...) or "
-        "KCR_LIST(T)/KCR_MAP(T)",
+        "unknown type %s: declare it above as a typedef struct (here or in a header given "
+        "before this one), or use int32_t, int64_t, bool, double, char *, a Kubernetes type "
+        "kcr-gen knows (kcr_meta_v1_condition_t...) or KCR_LIST(T)/KCR_MAP(T)",
         fd->type);
   return NULL;
 done:
@@ -1327,7 +1344,7 @@ static int type_markers(hctx *c, const mlist *l, vkind *v, bool *skip) {
   *skip = false;
   for (size_t k = 0; k < l->n; k++) {
     const marker *m = &l->v[k];
-    bool on;
+    bool on = false;
     switch (m->def->id) {
     case M_SUB_STATUS:
     case M_SUB_SCALE:
@@ -1374,6 +1391,34 @@ static int type_markers(hctx *c, const mlist *l, vkind *v, bool *skip) {
   return 0;
 }
 
+/*
+ * kind_marker replaces *kind (the kind the struct's name gives) with the one
+ * +kcr:kind=NAME names, for a kind whose name the C name cannot give
+ * (HTTPRoute: http_route_t reads HttpRoute). 0, or -1 after cfail.
+ */
+static int kind_marker(hctx *c, const mlist *l, char **kind) {
+  const marker *m = has(l, M_KIND);
+  const char *v;
+  bool bad;
+  size_t k = 0;
+  if (!m)
+    return 0;
+  v = single(m, &bad);
+  if (!bad && v && v[0] >= 'A' && v[0] <= 'Z')
+    for (k = 1; (v[k] >= 'a' && v[k] <= 'z') || (v[k] >= 'A' && v[k] <= 'Z') ||
+                (v[k] >= '0' && v[k] <= '9');
+         k++)
+      ;
+  if (bad || !v || k == 0 || v[k] != '\0' || k > 63)
+    return cfail(c, m->line, m->col,
+                 "+kcr:kind takes the kind, up to 63 letters and digits starting with a capital: "
+                 "+kcr:kind=NAME");
+  kcr__free(*kind);
+  if (!(*kind = kcr__strdup(v)))
+    return cfail(c, m->line, m->col, "out of memory");
+  return 0;
+}
+
 /* add_kind makes the version entry of root struct number i and keeps it. */
 static int add_kind(hctx *c, size_t i, const mlist *l) {
   const hdr_struct *st = &c->f->structs[i];
@@ -1391,6 +1436,10 @@ static int add_kind(hctx *c, size_t i, const mlist *l) {
         kcr__free(v.kind); /* the list type: the CRD names it listKind */
         return 0;
       }
+  }
+  if (kind_marker(c, l, &v.kind)) {
+    kcr__free(v.kind);
+    return -1;
   }
   v.group = kcr__strdup(c->group);
   v.version = kcr__strdup(c->version);
@@ -1597,13 +1646,54 @@ void crd_set_destroy(crd_set *s) {
   kcr__free(s->v);
   json_decref(s->known);
   json_decref(s->large);
+  json_decref(s->shared);
   kcr__free(s);
+}
+
+/*
+ * share_types returns a new copy of the set's shared types with those of the
+ * header c read added (a name declared again with the same schema is one
+ * type; with another, both places are kept as a conflict, an error only where
+ * the name is used). NULL with msg set when memory ran out.
+ */
+static json_t *share_types(const hctx *c, char *msg, size_t size) {
+  json_t *next = c->set->shared ? json_copy(c->set->shared) : json_object();
+  char where[64];
+  for (size_t i = 0; next && c->schemas && i < c->f->nstructs; i++) {
+    const hdr_struct *st = &c->f->structs[i];
+    const json_t *had = json_object_get(next, st->name);
+    json_t *entry;
+    kcr_buf_t b;
+    char *at;
+    if (had && (json_object_get(had, "conflict") ||
+                json_equal(json_object_get(had, "schema"), c->schemas[i])))
+      continue;
+    snprintf(where, sizeof(where), ":%d:%d", st->line, st->col);
+    kcr_buf_init(&b, strlen(c->f->name) + sizeof(where));
+    if (kcr_buf_appends(&b, c->f->name) || kcr_buf_appends(&b, where) ||
+        !(at = kcr_buf_take(&b, NULL))) {
+      json_decref(next);
+      next = NULL;
+      break;
+    }
+    entry = had ? json_pack("{sOss}", "where", json_object_get(had, "where"), "conflict", at)
+                : json_pack("{sOss}", "schema", c->schemas[i], "where", at);
+    kcr__free(at);
+    if (!entry || json_object_set_new(next, st->name, entry)) {
+      json_decref(next);
+      next = NULL;
+    }
+  }
+  if (!next)
+    gen_msgf(msg, size, "%s: out of memory", c->f->name);
+  return next;
 }
 
 int crd_set_add(crd_set *s, const char *name, const char *text, size_t len, char *msg,
                 size_t size) {
   hdr_file *f = NULL;
   hctx c;
+  json_t *shared = NULL;
   int rc = -1;
   if (hdr_parse(name, text, len, &f, msg, size))
     return -1;
@@ -1612,7 +1702,7 @@ int crd_set_add(crd_set *s, const char *name, const char *text, size_t len, char
   c.f = f;
   c.msg = msg;
   c.size = size;
-  if (add_header(&c))
+  if (add_header(&c) || !(shared = share_types(&c, msg, size)))
     goto done;
   if (s->n + c.nadded > s->cap) {
     size_t ncap = s->cap ? s->cap : 4;
@@ -1641,8 +1731,12 @@ int crd_set_add(crd_set *s, const char *name, const char *text, size_t len, char
   for (size_t k = 0; k < c.nadded; k++)
     s->v[s->n++] = c.added[k];
   c.nadded = 0;
+  json_decref(s->shared);
+  s->shared = shared;
+  shared = NULL;
   rc = 0;
 done:
+  json_decref(shared);
   for (size_t k = 0; k < c.nadded; k++)
     vkind_free(&c.added[k]);
   kcr__free(c.added);

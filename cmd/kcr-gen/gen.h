@@ -232,6 +232,19 @@ int gen_emit(const gen_crd *crd, const gen_version *v, const char *dir, char *ms
 int gen_mkdirs(const char *path);
 
 /*
+ * gen_write_text writes len bytes of text to path under a temporary name, then
+ * renames it, so that a failure leaves the previous file; "-" is stdout.
+ * Returns 0, or -1 after printing why (main.c).
+ */
+int gen_write_text(const char *path, const char *text, size_t len);
+
+/*
+ * gen_helm is `kcr-gen helm ARGS...` (helm.c): a Helm chart from a project's
+ * rendered kustomize output. Returns the exit status.
+ */
+int gen_helm(int argc, char **argv);
+
+/*
  * gen_rbac is `kcr-gen rbac ARGS...` (rbac.c): roles from +kcr:rbac and
  * +kubebuilder:rbac markers.
  * Returns the exit status.

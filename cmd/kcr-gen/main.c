@@ -40,11 +40,13 @@ static void usage(FILE *f) {
       "  With --split INCDIR instead of -n: one package per group-version, DIR/GROUP_VERSION.h\n"
       "  and .c (NAME_GROUP_VERSION_*), each made once and included by the others as\n"
       "  INCDIR/GROUP_VERSION.h. See docs/kcr-gen.md.\n"
-      "       kcr-gen crd [-o DIR] [--max-desc-len N] HEADER...\n"
+      "       kcr-gen crd [-o DIR] [--max-desc-len N] [--header TEXT] [--label KEY=VALUE]...\n"
+      "                   HEADER...\n"
       "  Writes DIR/GROUP_PLURAL.yaml, a CustomResourceDefinition for each kind the C type\n"
       "  headers declare with kubebuilder's markers (+kubebuilder:object:root=true), all\n"
       "  versions of a kind in one CRD. -o - writes to stdout; --max-desc-len cuts descriptions\n"
-      "  (controller-gen's crd:maxDescLen; 0 drops them). See docs/kcr-gen.md.\n"
+      "  (controller-gen's crd:maxDescLen; 0 drops them); --header puts TEXT before each CRD,\n"
+      "  --label puts a label on each. See docs/kcr-gen.md.\n"
       "       kcr-gen webhook [-o FILE] [--header TEXT] [--label KEY=VALUE]... SOURCE...\n"
       "  Writes FILE (default config/webhook/manifests.yaml; - for stdout): the Mutating- and\n"
       "  ValidatingWebhookConfiguration from the +kubebuilder:webhook markers in the SOURCE\n"
@@ -52,12 +54,18 @@ static void usage(FILE *f) {
       "       kcr-gen rbac [--role-name NAME] [--namespace NS] [--label KEY=VALUE]...\n"
       "                    [--header TEXT] -o FILE SOURCE...\n"
       "  Writes FILE: the roles the +kcr:rbac and +kubebuilder:rbac markers ask for.\n"
-      "       kcr-gen init [--domain DOMAIN] [--project-name NAME] [DIR]\n"
+      "       kcr-gen helm [-o DIR] [--name NAME] INSTALL.yaml\n"
+      "  Writes DIR (default dist/chart, which must be empty): a Helm chart of the objects\n"
+      "  of INSTALL.yaml (a project's rendered config/default), its namespace the release's\n"
+      "  and the manager's image a value.\n"
+      "       kcr-gen init [--domain DOMAIN] [--project-name NAME] [--namespaced] [DIR]\n"
       "  A new operator project in DIR (default .): CMake, Makefile, config/, main.c.\n"
+      "  --namespaced: the manager watches its own namespace and holds a Role there.\n"
       "       kcr-gen create api --group GROUP --version VERSION --kind KIND\n"
-      "                          [--plural PLURAL] [--cluster-scoped] [DIR]\n"
-      "  A kind in the project: its CRD, a sample, roles, a controller stub and its test;\n"
-      "  for a kind the project has, another version of its CRD and types.\n"
+      "                          [--plural PLURAL] [--cluster-scoped] [--crd-first] [DIR]\n"
+      "  A kind in the project: its type header api/VERSION/KIND_types.h and the CRD made\n"
+      "  of it (--crd-first: a CRD to edit, no header), a sample, roles, a controller stub\n"
+      "  and its test; for a kind the project has, another version of its API and types.\n"
       "       kcr-gen create webhook --group GROUP --version VERSION --kind KIND\n"
       "                          [--defaulting] [--programmatic-validation]\n"
       "                          [--conversion --spoke VERSION...] [DIR]\n"
@@ -234,14 +242,18 @@ static bool count_arg(const char *s, long *out) {
 }
 
 /* CRD_USAGE is `kcr-gen crd`'s usage line. */
-#define CRD_USAGE "usage: kcr-gen crd [-o DIR] [--max-desc-len N] HEADER...\n"
+#define CRD_USAGE                                                                                  \
+  "usage: kcr-gen crd [-o DIR] [--max-desc-len N] [--header TEXT] [--label KEY=VALUE]... "         \
+  "HEADER...\n"
 
 /* CRD_YAML_MAX bounds one CRD's YAML text. */
 #define CRD_YAML_MAX ((size_t)64 << 20)
 
-/* write_crd writes one CRD to DIR/<group>_<plural>.yaml (temporary name, then renamed), or stdout.
+/*
+ * write_crd writes one CRD to DIR/<group>_<plural>.yaml (temporary name, then
+ * renamed), or stdout, after header (a line of its own) unless it is NULL.
  */
-static int write_crd(const char *dir, const json_t *crd) {
+static int write_crd(const char *dir, const char *header, const json_t *crd) {
   const json_t *spec = json_object_get(crd, "spec");
   const char *group = json_string_value(json_object_get(spec, "group"));
   const char *pl = json_string_value(json_object_get(json_object_get(spec, "names"), "plural"));
@@ -250,7 +262,7 @@ static int write_crd(const char *dir, const json_t *crd) {
   int rc = -1;
   kcr_buf_init(&b, CRD_YAML_MAX);
   kcr_buf_init(&path, 4096 + 256);
-  if (gen_yaml_write(&b, crd)) {
+  if ((header && kcr_buf_appendf(&b, "%s\n", header)) || gen_yaml_write(&b, crd)) {
     fprintf(stderr, "kcr-gen: %s: the CRD is larger than %zu bytes, or memory ran out\n", pl,
             CRD_YAML_MAX);
     goto done;
@@ -292,6 +304,31 @@ done:
   kcr_buf_free(&b);
   kcr_buf_free(&path);
   return rc;
+}
+
+/*
+ * meta_arg takes argv[*i] if it is `--header TEXT` (into *header) or `--label
+ * KEY=VALUE` (into labels), the options `kcr-gen crd` and `kcr-gen webhook`
+ * share, moving *i past the value: returns 1 then, 0 for any other argument
+ * and -1, after printing why, for a label that is not KEY=VALUE in UTF-8.
+ */
+static int meta_arg(int argc, char **argv, int *i, const char **header, json_t *labels) {
+  const char *arg, *eq;
+  if (*i + 1 >= argc)
+    return 0;
+  if (strcmp(argv[*i], "--header") == 0) {
+    *header = argv[++*i];
+    return 1;
+  }
+  if (strcmp(argv[*i], "--label") != 0)
+    return 0;
+  arg = argv[++*i];
+  if (!(eq = strchr(arg, '=')) || eq == arg ||
+      json_object_setn_new(labels, arg, (size_t)(eq - arg), json_string(eq + 1))) {
+    fprintf(stderr, "kcr-gen: --label %s: want KEY=VALUE in UTF-8\n", arg);
+    return -1;
+  }
+  return 1;
 }
 
 /* add_fn adds one source file's text (len bytes) named name to set; 0 or -1 with msg. */
@@ -339,25 +376,40 @@ static int add_marked(void *set, const char *name, const char *text, size_t len,
   return wh_set_add(set, name, text, len, msg, size);
 }
 
+/* crd_label puts labels (when it has any) on the CRD's metadata; 0 or -1 (out of memory). */
+static int crd_label(json_t *crd, json_t *labels) {
+  json_t *meta = json_object_get(crd, "metadata");
+  if (json_object_size(labels) == 0)
+    return 0;
+  return json_object_set(meta, "labels", labels);
+}
+
 static int crd(int argc, char **argv) {
-  const char *dir = ".";
+  const char *dir = ".", *header = NULL;
   char msg[1024] = "";
   crd_set *set = NULL;
-  json_t *crds = NULL;
+  json_t *crds = NULL, *labels = json_object();
   size_t nfiles = 0;
   int rc = 1;
-  if (crd_set_create(&set)) {
+  if (!labels || crd_set_create(&set)) {
     fputs("kcr-gen: out of memory\n", stderr);
+    json_decref(labels);
     return 1;
   }
   for (int i = 0; i < argc; i++) {
     long n;
+    int taken;
     if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output-dir") == 0) && i + 1 < argc) {
       dir = argv[++i];
     } else if (strcmp(argv[i], "--max-desc-len") == 0 && i + 1 < argc &&
                count_arg(argv[i + 1], &n)) {
       crd_set_max_desc_len(set, n);
       i++;
+    } else if ((taken = meta_arg(argc, argv, &i, &header, labels)) != 0) {
+      if (taken < 0) {
+        rc = 2;
+        goto done;
+      }
     } else if (argv[i][0] == '-' && strcmp(argv[i], "-") != 0) {
       fputs(CRD_USAGE, stderr);
       rc = 2;
@@ -380,12 +432,18 @@ static int crd(int argc, char **argv) {
           stderr);
     goto done;
   }
-  for (size_t k = 0; k < json_array_size(crds); k++)
-    if (write_crd(dir, json_array_get(crds, k)))
+  for (size_t k = 0; k < json_array_size(crds); k++) {
+    if (crd_label(json_array_get(crds, k), labels)) {
+      fputs("kcr-gen: out of memory\n", stderr);
       goto done;
+    }
+    if (write_crd(dir, header, json_array_get(crds, k)))
+      goto done;
+  }
   rc = 0;
 done:
   json_decref(crds);
+  json_decref(labels);
   crd_set_destroy(set);
   return rc;
 }
@@ -397,8 +455,7 @@ done:
 /* WEBHOOK_YAML_MAX bounds the webhook manifests' YAML text. */
 #define WEBHOOK_YAML_MAX ((size_t)16 << 20)
 
-/* write_text writes len bytes to path under a temporary name, then renames it; "-" is stdout. */
-static int write_text(const char *path, const char *text, size_t len) {
+int gen_write_text(const char *path, const char *text, size_t len) {
   kcr_buf_t tmp;
   FILE *f;
   int rc = -1;
@@ -443,16 +500,11 @@ static int webhook(int argc, char **argv) {
     goto done;
   }
   for (int i = 0; i < argc; i++) {
-    const char *eq;
+    int taken;
     if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
       out = argv[++i];
-    } else if (strcmp(argv[i], "--header") == 0 && i + 1 < argc) {
-      header = argv[++i];
-    } else if (strcmp(argv[i], "--label") == 0 && i + 1 < argc && (eq = strchr(argv[i + 1], '=')) &&
-               eq != argv[i + 1]) {
-      i++;
-      if (json_object_setn_new(labels, argv[i], (size_t)(eq - argv[i]), json_string(eq + 1))) {
-        fprintf(stderr, "kcr-gen: --label %s: want KEY=VALUE in UTF-8\n", argv[i]);
+    } else if ((taken = meta_arg(argc, argv, &i, &header, labels)) != 0) {
+      if (taken < 0) {
         rc = 2;
         goto done;
       }
@@ -484,7 +536,7 @@ static int webhook(int argc, char **argv) {
   for (size_t k = 0; k < json_array_size(docs); k++)
     if (gen_yaml_write(&b, json_array_get(docs, k)))
       goto toobig;
-  if (write_text(out, kcr_buf_cstr(&b), kcr_buf_len(&b)) == 0)
+  if (gen_write_text(out, kcr_buf_cstr(&b), kcr_buf_len(&b)) == 0)
     rc = 0;
   goto done;
 toobig:
@@ -521,6 +573,8 @@ int main(int argc, char **argv) {
     return webhook(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "openapi") == 0)
     return openapi(argc - 2, argv + 2);
+  if (argc >= 2 && strcmp(argv[1], "helm") == 0)
+    return gen_helm(argc - 2, argv + 2);
   usage(stderr);
   return 2;
 }

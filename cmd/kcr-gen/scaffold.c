@@ -5,8 +5,10 @@
  * (docs/kcr-gen.md has the file-for-file table).
  *
  *   init [--domain D] [--project-name N] [DIR]   a new project in DIR (default .)
- *   create api --group G --version V --kind K [--plural P] [--cluster-scoped] [DIR]
- *                                                a kind, its CRD, sample, roles,
+ *   create api --group G --version V --kind K [--plural P] [--cluster-scoped]
+ *              [--crd-first] [DIR]               a kind: its type header and the
+ *                                                CRD made of it (or, --crd-first,
+ *                                                a CRD to edit), sample, roles,
  *                                                controller stub and test
  *   create webhook --group G --version V --kind K [--defaulting]
  *                  [--programmatic-validation] [--conversion --spoke V2...] [DIR]
@@ -29,8 +31,10 @@
  * files, the kind there or not, none of the new files present) runs before
  * the first write, each file is written to a temporary name and renamed, and
  * if a write fails the files made by this run are removed and the edited ones
- * put back. The one file rewritten whole is a generated one,
- * config/webhook/manifests.yaml.
+ * put back. The files rewritten whole are generated ones:
+ * config/webhook/manifests.yaml, and a types-first kind's CRD, made with
+ * kcr-gen crd's own code from the kind's headers (as planned), so that it is
+ * what `make manifests` writes.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -43,12 +47,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "crd.h"
 #include "gen.h"
+#include "kcr/buf.h"
 #include "kcr_gen_scaffold.h"
 #include "scaffold.h"
 
 #define MAX_VARS 24
 #define MAX_FILES 64
+/* MAX_RESOURCES bounds the kinds a PROJECT file lists. */
+#define MAX_RESOURCES 256
 
 /* A value is a validated name (at most 63 bytes) or made of a few (the group
  * and the domain: 317): VALUE_MAX holds any; bad says one did not fit. */
@@ -1021,9 +1029,9 @@ char *gen_webhook_manifests(const char *domain, const gen_resource *r, size_t n)
 /* ---- the commands ---- */
 
 static void scaffold_usage(FILE *f) {
-  fputs("usage: kcr-gen init [--domain DOMAIN] [--project-name NAME] [DIR]\n"
+  fputs("usage: kcr-gen init [--domain DOMAIN] [--project-name NAME] [--namespaced] [DIR]\n"
         "       kcr-gen create api --group GROUP --version VERSION --kind KIND\n"
-        "                          [--plural PLURAL] [--cluster-scoped] [DIR]\n"
+        "                          [--plural PLURAL] [--cluster-scoped] [--crd-first] [DIR]\n"
         "       kcr-gen create webhook --group GROUP --version VERSION --kind KIND\n"
         "                          [--defaulting] [--programmatic-validation]\n"
         "                          [--conversion --spoke VERSION...] [DIR]\n",
@@ -1088,11 +1096,13 @@ int gen_scaffold_init(int argc, char **argv) {
   char msg[4400] = "", base[256], abs[4096];
   vars vs = {0};
   plan p = {.cmd = "kcr-gen init"};
-  bool ok = false;
+  bool ok = false, namespaced = false;
 
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--domain") == 0 && i + 1 < argc)
       domain = argv[++i];
+    else if (strcmp(argv[i], "--namespaced") == 0)
+      namespaced = true;
     else if (strcmp(argv[i], "--project-name") == 0 && i + 1 < argc)
       name = argv[++i];
     else if (argv[i][0] != '-' && strcmp(dir, ".") == 0)
@@ -1136,6 +1146,16 @@ int gen_scaffold_init(int argc, char **argv) {
   set_var(&vs, "project", name);
   set_var(&vs, "project_c", cname);
   set_var(&vs, "domain", domain);
+  /* --namespaced, as kubebuilder's: the manager watches its own namespace
+   * (WATCH_NAMESPACE from the Pod's) and holds a Role there, not a ClusterRole */
+  set_var(&vs, "role_kind", namespaced ? "Role" : "ClusterRole");
+  set_var(&vs, "role_namespace", namespaced ? "  namespace: system\n" : "");
+  set_var(&vs, "rbac_namespace", namespaced ? "--namespace system " : "");
+  set_var(&vs, "project_namespaced", namespaced ? "namespaced: true\n" : "");
+  set_var(&vs, "manager_env",
+          namespaced ? "        env:\n        - name: WATCH_NAMESPACE\n          valueFrom:\n"
+                       "            fieldRef:\n              fieldPath: metadata.namespace\n"
+                     : "");
 
   p.dir = dir;
   if (vs.bad) {
@@ -1156,6 +1176,7 @@ out:
 typedef struct create_args {
   const char *group, *version, *kind, *plural, *dir;
   bool cluster, defaulting, validation, conversion;
+  bool crd_first;                 /* --crd-first: the CRD YAML is the source, no type header */
   const char *spokes[MAX_SPOKES]; /* --spoke, with --conversion */
   size_t n_spokes;
 } create_args;
@@ -1177,6 +1198,8 @@ static int parse_create(int argc, char **argv, bool webhook, create_args *a) {
       a->plural = argv[++i];
     else if (!webhook && strcmp(argv[i], "--cluster-scoped") == 0)
       a->cluster = true;
+    else if (!webhook && strcmp(argv[i], "--crd-first") == 0)
+      a->crd_first = true;
     else if (webhook && strcmp(argv[i], "--defaulting") == 0)
       a->defaulting = true;
     else if (webhook && strcmp(argv[i], "--programmatic-validation") == 0)
@@ -1364,6 +1387,180 @@ static int add_version_edit(const char *text, const char *line, const char *add,
   return splice(text, end - 1, 0, piece, out);
 }
 
+/* ---- type headers: the CRD made from api/<version>/<kind>_types.h ---- */
+
+/* CRD_TEXT_MAX bounds the YAML of one scaffolded kind's CRD. */
+#define CRD_TEXT_MAX ((size_t)16 << 20)
+
+/* types_header: the path of a kind's type header at version, into out. */
+static void types_header(const vars *vs, const char *version, char *out, size_t size) {
+  snprintf(out, size, "api/%s/%s_types.h", version, var_value(vs, "kind_snake"));
+}
+
+/* has_types_header tells whether the kind's version has a type header (in the
+ * plan or on disk): the kind is then made types-first, its CRD generated. */
+static bool has_types_header(const plan *p, const vars *vs, const char *version) {
+  char rel[300], path[PLAN_PATH_MAX], msg[PLAN_PATH_MAX + 64];
+  bool bad;
+  types_header(vs, version, rel, sizeof(rel));
+  return plan_find(p, rel, path, msg, sizeof(msg), &bad) || (!bad && exists(path));
+}
+
+/*
+ * set_type_markers sets the template variable type_markers: the kind-level
+ * markers a type header needs beyond root and status: the plural when it is
+ * not the default one, the scope when cluster, the kind when its snake-case
+ * C name would read otherwise (HTTPRoute), and storageversion when stored.
+ */
+static void set_type_markers(vars *vs, const char *kind, bool cluster, bool stored) {
+  char text[VALUE_MAX] = "", def[160], camel[128], line[200];
+  const char *ks = var_value(vs, "kind_snake"), *pl = var_value(vs, "plural");
+  size_t o = 0;
+  bool up = true;
+  plural_of(var_value(vs, "kind_lower"), def, sizeof(def));
+  if (strcmp(def, pl) != 0 || cluster) {
+    snprintf(line, sizeof(line), "// +kubebuilder:resource:%s%s%s%s\n",
+             strcmp(def, pl) != 0 ? "path=" : "", strcmp(def, pl) != 0 ? pl : "",
+             strcmp(def, pl) != 0 && cluster ? "," : "", cluster ? "scope=Cluster" : "");
+    strncat(text, line, sizeof(text) - strlen(text) - 1);
+  }
+  for (const char *c = ks; *c && o + 1 < sizeof(camel); c++) {
+    if (*c == '_') {
+      up = true;
+      continue;
+    }
+    camel[o++] = up && *c >= 'a' && *c <= 'z' ? (char)(*c - 'a' + 'A') : *c;
+    up = false;
+  }
+  camel[o] = '\0';
+  if (strcmp(camel, kind) != 0) {
+    snprintf(line, sizeof(line), "// +kcr:kind=%s\n", kind);
+    strncat(text, line, sizeof(text) - strlen(text) - 1);
+  }
+  if (stored)
+    strncat(text, "// +kubebuilder:storageversion\n", sizeof(text) - strlen(text) - 1);
+  set_var(vs, "type_markers", text);
+}
+
+/*
+ * plan_types_crd plans the kind's CRD, config/crd/bases/<group>_<plural>.yaml,
+ * as `make manifests` writes it (kcr-gen crd), from the type headers of its n
+ * versions (as planned, or on disk). fresh: the file must not exist yet;
+ * otherwise it is rewritten whole, a generated file.
+ */
+static int plan_types_crd(plan *p, const vars *vs, const char *const *versions, size_t n,
+                          bool fresh, char *msg, size_t size) {
+  const char *fq = var_value(vs, "fqgroup"), *pl = var_value(vs, "plural");
+  char rel[300], crd_rel[700];
+  crd_set *set = NULL;
+  json_t *crds = NULL;
+  const json_t *names;
+  kcr_buf_t b;
+  char *text = NULL;
+  int rc = -1;
+  kcr_buf_init(&b, CRD_TEXT_MAX);
+  if (crd_set_create(&set)) {
+    gen_msgf(msg, size, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    plan_file *f;
+    types_header(vs, versions[i], rel, sizeof(rel));
+    if (!(f = plan_edit(p, rel, msg, size)) ||
+        crd_set_add(set, rel, f->text, strlen(f->text), msg, size))
+      goto out;
+  }
+  if (crd_set_build(set, &crds, msg, size))
+    goto out;
+  names = json_object_get(json_object_get(json_array_get(crds, 0), "spec"), "names");
+  if (json_array_size(crds) != 1 ||
+      strcmp(json_string_value(json_object_get(names, "plural")), pl) != 0) {
+    gen_msgf(msg, size, "the type headers of %s do not make one CRD of plural %s in group %s",
+             var_value(vs, "kind"), pl, fq);
+    goto out;
+  }
+  if (gen_yaml_write(&b, json_array_get(crds, 0)) || !(text = strdup(kcr_buf_cstr(&b)))) {
+    gen_msgf(msg, size, "out of memory");
+    goto out;
+  }
+  snprintf(crd_rel, sizeof(crd_rel), "config/crd/bases/%s_%s.yaml", fq, pl);
+  rc = fresh ? plan_new_text(p, crd_rel, text, false, msg, size)
+             : plan_replace(p, crd_rel, text, msg, size);
+out:
+  kcr_buf_free(&b);
+  json_decref(crds);
+  crd_set_destroy(set);
+  return rc;
+}
+
+/*
+ * storage_marker_edit: a type header's text with its storageversion marker
+ * line ("true": put above the root marker when missing; "false": taken
+ * away), into *out (new); GEN_TEXT_NOTFOUND when the header has no root marker.
+ */
+static int storage_marker_edit(const char *text, const char *unused, const char *value,
+                               char **out) {
+  static const char line[] = "// +kubebuilder:storageversion\n";
+  const char *at = find_line(text, line);
+  (void)unused;
+  *out = NULL;
+  if (strcmp(value, "true") == 0)
+    return at ? ((*out = strdup(text)) ? GEN_TEXT_OK : GEN_TEXT_NOMEM)
+              : gen_text_insert_before(text, "// +kubebuilder:object:root=true", line, out);
+  if (!at)
+    return (*out = strdup(text)) ? GEN_TEXT_OK : GEN_TEXT_NOMEM;
+  return splice(text, at, strlen(line), "", out);
+}
+
+/* MAX_KIND_VERSIONS bounds the versions of one kind a scaffold command reads. */
+#define MAX_KIND_VERSIONS 16
+
+/*
+ * plan_types_crd_all plans the kind's CRD again from the headers of every
+ * version of it among the n resources res (PROJECT's), and of extra (a
+ * version being added) unless it is NULL.
+ */
+static int plan_types_crd_all(plan *p, const create_args *a, const gen_resource *res, size_t n,
+                              const vars *vs, const char *extra, char *msg, size_t size) {
+  const char *names[MAX_KIND_VERSIONS];
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(res[i].group, a->group) == 0 && strcmp(res[i].kind, a->kind) == 0 &&
+        k < MAX_KIND_VERSIONS)
+      names[k++] = res[i].version;
+  if (extra && k < MAX_KIND_VERSIONS)
+    names[k++] = extra;
+  return plan_types_crd(p, vs, names, k, false, msg, size);
+}
+
+/* plan_types_version: the type header of a new version a->version of a
+ * types-first kind (served, not stored), and the kind's CRD made again. */
+static int plan_types_version(plan *p, const create_args *a, const char *project, vars *vs,
+                              bool cluster, char *msg, size_t size) {
+  char hdr[300];
+  gen_resource *res;
+  size_t n = 0;
+  int rc;
+  types_header(vs, a->version, hdr, sizeof(hdr));
+  set_type_markers(vs, a->kind, cluster, false);
+  if (vs->bad) {
+    gen_msgf(msg, size, "a template value is longer than %d bytes", VALUE_MAX - 1);
+    return -1;
+  }
+  if (plan_new(p, hdr, "api_types.h", vs, false, msg, size))
+    return -1;
+  if (!(res = calloc(MAX_RESOURCES, sizeof(*res))) ||
+      gen_project_resources(project, res, MAX_RESOURCES, &n) != 0) {
+    gen_msgf(msg, size, res ? "PROJECT has more than %d resources" : "out of memory",
+             MAX_RESOURCES);
+    free(res);
+    return -1;
+  }
+  rc = plan_types_crd_all(p, a, res, n, vs, a->version, msg, size);
+  free(res);
+  return rc;
+}
+
 /*
  * create_version: `create api` for a kind the project has at other versions
  * (as kubebuilder's create api for a new version with --controller=false):
@@ -1396,9 +1593,23 @@ static int create_version(const create_args *a, const char *project, const char 
   snprintf(crd, sizeof(crd), "config/crd/bases/%s_%s.yaml", fq, pl);
   if (plan_version_entry(&p, a, &vs, other->namespaced, msg, sizeof(msg)))
     goto done;
-  if (!(block = render("crd_version.yaml", &vs, msg, sizeof(msg))) ||
-      plan_insert_marked(&p, crd, "+kcr-gen:scaffold:crd-versions", block, msg, sizeof(msg)))
+  bool typed = has_types_header(&p, &vs, other->version);
+  if (typed && a->crd_first) {
+    gen_msgf(msg, sizeof(msg),
+             "%s is types-first (api/%s/%s_types.h): --crd-first is for a kind's first version",
+             a->kind, other->version, ks);
     goto done;
+  }
+  if (typed) {
+    /* types-first: a header for the version, served, not stored; the CRD
+     * made again from every version's header */
+    if (plan_types_version(&p, a, project, &vs, !other->namespaced, msg, sizeof(msg)))
+      goto done;
+  } else if (!(block = render("crd_version.yaml", &vs, msg, sizeof(msg))) ||
+             plan_insert_marked(&p, crd, "+kcr-gen:scaffold:crd-versions", block, msg,
+                                sizeof(msg))) {
+    goto done;
+  }
   plan_file *f;
   snprintf(line, sizeof(line), "kcr_gen_types(%s_types ", ks);
   int applied =
@@ -1452,8 +1663,22 @@ static int create_api(const create_args *a) {
   snprintf(crd, sizeof(crd), "config/crd/bases/%s_%s.yaml", fq, pl);
   snprintf(ctl, sizeof(ctl), "internal/controller/%s_controller.c", ks);
   snprintf(test, sizeof(test), "test/%s_controller_test.c", ks);
-  if (plan_new(&p, crd, "crd.yaml", &vs, false, msg, sizeof(msg)) ||
-      plan_new(&p, ctl, "controller.c", &vs, false, msg, sizeof(msg)) ||
+  if (a->crd_first) {
+    if (plan_new(&p, crd, "crd.yaml", &vs, false, msg, sizeof(msg)))
+      goto done;
+  } else {
+    /* types-first, as kubebuilder: the header, and the CRD made of it */
+    char hdr[300];
+    types_header(&vs, a->version, hdr, sizeof(hdr));
+    set_type_markers(&vs, a->kind, a->cluster, true);
+    if (vs.bad || plan_new(&p, hdr, "api_types.h", &vs, false, msg, sizeof(msg)) ||
+        plan_types_crd(&p, &vs, &a->version, 1, true, msg, sizeof(msg))) {
+      if (!msg[0])
+        gen_msgf(msg, sizeof(msg), "a template value is longer than %d bytes", VALUE_MAX - 1);
+      goto done;
+    }
+  }
+  if (plan_new(&p, ctl, "controller.c", &vs, false, msg, sizeof(msg)) ||
       plan_new(&p, test, "controller_test.c", &vs, false, msg, sizeof(msg)))
     goto done;
   static const char *const roles[] = {"admin", "editor", "viewer"};
@@ -1508,8 +1733,6 @@ static const char *const webhook_once[] = {
     "config/certmanager/certificate-metrics.yaml",
     "config/default/manager_webhook_patch.yaml",
 };
-
-#define MAX_RESOURCES 256
 
 /* plan_main_entry: the header and the setup function of a webhook file in
  * cmd/main.c, above its marker lines. */
@@ -1690,19 +1913,35 @@ static int plan_conversion(plan *p, const create_args *a, const gen_resource *re
     goto out;
 
   /* The hub is the version stored, as kubebuilder marks it
-   * +kubebuilder:storageversion; the spokes are not. */
+   * +kubebuilder:storageversion; the spokes are not. A types-first kind has
+   * the marker moved in its headers and its CRD made again from them. */
+  bool typed = has_types_header(p, vs, a->version);
   snprintf(name, sizeof(name), "config/crd/bases/%s_%s.yaml", var_value(vs, "fqgroup"),
            var_value(vs, "plural"));
   for (size_t i = 0; i <= a->n_spokes; i++) {
     const char *v = i == a->n_spokes ? a->version : a->spokes[i];
     plan_file *f;
-    int applied =
-        plan_apply(p, name, storage_edit, v, i == a->n_spokes ? "true" : "false", &f, msg, size);
+    int applied;
+    if (typed && !has_types_header(p, vs, v)) {
+      types_header(vs, v, name, sizeof(name));
+      gen_msgf(msg, size, "%s is missing: every version of a types-first kind has its header",
+               name);
+      goto out;
+    }
+    if (typed)
+      types_header(vs, v, name, sizeof(name));
+    applied = plan_apply(p, name, typed ? storage_marker_edit : storage_edit, v,
+                         i == a->n_spokes ? "true" : "false", &f, msg, size);
     if (applied == 1)
-      gen_msgf(msg, size, "%s has no version %s with a storage: line", f->path, v);
+      gen_msgf(msg, size,
+               typed ? "%s has no line \"// +kubebuilder:object:root=true\""
+                     : "%s has no version %s with a storage: line",
+               f->path, v);
     if (applied != 0)
       goto out;
   }
+  if (typed && plan_types_crd_all(p, a, res, n, vs, NULL, msg, size))
+    goto out;
 
   /* config/crd: the CRD's conversion webhook; config/default: its CA. */
   snprintf(name, sizeof(name), "config/crd/patches/webhook_in_%s.yaml", var_value(vs, "plural"));

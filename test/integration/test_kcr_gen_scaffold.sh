@@ -14,11 +14,17 @@
 #     test` runs its scaffolded unit tests (label unit): the controllers' on the
 #     fake client and the webhook's; `make lint` passes when clang-format and
 #     clang-tidy are installed;
-#   - `make manifests` writes config/rbac/role.yaml from the controllers' markers
-#     and config/webhook/manifests.yaml from the webhooks' markers
+#   - `make manifests` writes config/rbac/role.yaml from the controllers' markers,
+#     config/webhook/manifests.yaml from the webhooks' markers and the CRDs
+#     from the kinds' type headers (api/*/*_types.h), the last two byte for
+#     byte what the create commands wrote,
 #     with the package's kcr::kcr-gen, not a kcr-gen on PATH;
+#   - `kcr-gen init --namespaced`: make manifests gives a Role and a RoleBinding in
+#     the manager's namespace, and the manager watches that namespace;
 #   - `make test-integration` runs the integration suite (label integration) on
 #     the local control plane;
+#   - `make helm-chart` writes dist/chart, whose `helm template` gives
+#     dist/install.yaml's objects less the Namespace (when helm is cached);
 #   - `kubectl kustomize config/default` renders with the prefix on every name,
 #     the webhook configurations and cert-manager's names filled in; `make
 #     build-installer IMG=...` writes dist/install.yaml with the image, and the
@@ -82,6 +88,7 @@ cd widgets
   fail "create webhook --conversion Widget"
 for f in PROJECT CMakeLists.txt Makefile Dockerfile .ci/run cmd/main.c config/default/kustomization.yaml \
   config/crd/bases/demo.example.com_widgets.yaml config/crd/bases/demo.example.com_gizmoes.yaml \
+  api/v1/widget_types.h api/v2/widget_types.h api/v1alpha1/gizmo_types.h \
   internal/controller/widget_controller.c internal/controller/gizmo_controller.c \
   test/widget_controller_test.c test/integration/suite_test.c config/samples/demo_v1_widget.yaml \
   .clang-format .clang-tidy .dockerignore test/e2e/e2e_test.sh config/rbac/widget_admin_role.yaml \
@@ -96,6 +103,8 @@ grep -q 'widget_v1_webhook_setup,' cmd/main.c || fail "main.c does not register 
 grep -q 'widget_v1_conversion_setup,' cmd/main.c || fail "main.c does not register the conversion"
 grep -q '^- ../webhook$' config/default/kustomization.yaml || fail "[WEBHOOK] is not switched on"
 grep -q '^  scope: Cluster$' config/crd/bases/demo.example.com_gizmoes.yaml || fail "Gizmo is not cluster-scoped"
+grep -q '^// +kubebuilder:storageversion$' api/v1/widget_types.h || fail "Widget v1 (the hub) is not stored"
+cp -r config/crd/bases "$work/crd-bases" # as the create commands wrote them (step 3 compares)
 
 # Names as kubebuilder makes them: snake-case C names, English plurals.
 (cd "$work" && "$gen" init --domain example.org names >/dev/null)
@@ -143,6 +152,11 @@ grep -q '100% tests passed, 0 tests failed out of 4' "$work/ctest.log" || { cat 
 for t in widget_webhook_test widget_conversion_test; do
   grep -q "$t .* Passed" "$work/ctest.log" || fail "make test did not run $t"
 done
+# The type headers are plain C, as kcr/crd.h promises: they compile on their own.
+for h in api/*/*_types.h; do
+  cc -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I"$work/prefix/include" "$h" ||
+    fail "$h does not compile"
+done
 if command -v clang-format >/dev/null && command -v clang-tidy >/dev/null; then
   make lint >"$work/lint.log" 2>&1 || { tail -n 30 "$work/lint.log" >&2; fail "make lint on a fresh scaffold"; }
 fi
@@ -157,13 +171,42 @@ rm -f config/rbac/role.yaml
 # webhook): made again, they are what create webhook wrote, byte for byte
 cp config/webhook/manifests.yaml "$work/webhook-manifests.yaml"
 rm -f config/webhook/manifests.yaml
+# and the CRDs follow the type headers (kcr-gen crd): made again, from nothing
+# (the configure step only warns of a missing CRD), they are what create api
+# and create webhook wrote (kept in step 1), byte for byte.
+rm -f config/crd/bases/*.yaml
 PATH="$work/fakebin:$PATH" make manifests >"$work/manifests.log" 2>&1 ||
   { cat "$work/manifests.log" >&2; fail "make manifests"; }
 cmp -s "$work/webhook-manifests.yaml" config/webhook/manifests.yaml ||
   fail "make manifests wrote other webhook manifests than create webhook"
+diff -r "$work/crd-bases" config/crd/bases >&2 ||
+  fail "make manifests wrote other CRDs than create api and create webhook"
 for r in widgets widgets/status gizmoes; do
   grep -q "^  - $r\$" config/rbac/role.yaml || fail "config/rbac/role.yaml has no rule for $r"
 done
+
+# init --namespaced (kubebuilder's): make manifests writes the controllers'
+# rules into a Role in the manager's namespace, bound by a RoleBinding, and the
+# manager watches the namespace it runs in.
+(
+  cd "$work" && "$gen" init --domain example.com --namespaced nsproj >/dev/null
+  cd nsproj && "$gen" create api --group demo --version v1 --kind Widget >/dev/null
+  make manifests >"$work/ns-manifests.log" 2>&1 || { cat "$work/ns-manifests.log" >&2; exit 1; }
+  k kustomize config/default >"$work/ns-deploy.yaml"
+) || fail "init --namespaced: make manifests or kustomize"
+python3 - "$work/ns-deploy.yaml" <<'PY' || fail "init --namespaced: not a Role and RoleBinding in nsproj-system"
+import sys, yaml
+docs = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+role = docs[("Role", "nsproj-manager-role")]
+assert role["metadata"]["namespace"] == "nsproj-system", role
+assert any("widgets" in r.get("resources", []) for r in role["rules"]), role
+binding = docs[("RoleBinding", "nsproj-manager-rolebinding")]
+assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                              "name": "nsproj-manager-role"}, binding
+assert ("ClusterRole", "nsproj-manager-role") not in docs
+env = docs[("Deployment", "nsproj-controller-manager")]["spec"]["template"]["spec"]["containers"][0]["env"]
+assert {"name": "WATCH_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in env, env
+PY
 
 # 4. The deploy layout renders.
 k kustomize config/default >"$work/deploy.yaml" || fail "kubectl kustomize config/default"
@@ -181,6 +224,35 @@ grep -A6 '^  conversion:' "$work/deploy.yaml" | grep -q 'name: widgets-webhook-s
 make build-installer IMG=registry.example/widgets:v0.1 KUBECTL="$kubectl_bin" >/dev/null ||
   fail "make build-installer"
 grep -q 'image: registry.example/widgets:v0.1$' dist/install.yaml || fail "dist/install.yaml has not the image"
+# make helm-chart: dist/chart (kcr-gen helm) renders, with helm, the objects of
+# dist/install.yaml but the Namespace, in the release's namespace; crd.enable=false
+# leaves the CRDs out.
+make helm-chart IMG=registry.example/widgets:v0.1 KUBECTL="$kubectl_bin" >"$work/helm-chart.log" 2>&1 ||
+  { cat "$work/helm-chart.log" >&2; fail "make helm-chart"; }
+grep -q '^    tag: v0.1$' dist/chart/values.yaml || fail "dist/chart/values.yaml has not the image's tag"
+helm_bin=$(ls "${KCR_CACHE:-$HOME/.cache/kcr}"/helm/*/bin/helm 2>/dev/null | tail -n 1 || true)
+if [ -n "$helm_bin" ]; then
+  "$helm_bin" lint dist/chart >"$work/helm-lint.log" 2>&1 || { cat "$work/helm-lint.log" >&2; fail "helm lint"; }
+  "$helm_bin" template widgets dist/chart --namespace widgets-system >"$work/helm.yaml" ||
+    fail "helm template dist/chart"
+  "$helm_bin" template widgets dist/chart --namespace widgets-system --set crd.enable=false \
+    >"$work/helm-nocrd.yaml" || fail "helm template --set crd.enable=false"
+  python3 - dist/install.yaml "$work/helm.yaml" "$work/helm-nocrd.yaml" <<'PY' ||
+import sys, yaml
+def load(path):
+    return {(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]): d
+            for d in yaml.safe_load_all(open(path)) if d}
+want = {k: v for k, v in load(sys.argv[1]).items() if k[0] != "Namespace"}
+got = load(sys.argv[2])
+assert want == got, sorted(set(want) ^ set(got)) or [k for k in want if want[k] != got[k]]
+assert len(want) >= 20, len(want)
+nocrd = load(sys.argv[3])
+assert nocrd == {k: v for k, v in want.items() if k[0] != "CustomResourceDefinition"}
+PY
+    fail "helm template dist/chart is not dist/install.yaml less its Namespace"
+else
+  echo "kcr-gen scaffold: no helm in the cache (scripts/build-go-tool.sh helm): chart not rendered"
+fi
 
 # 5. On the local control plane.
 # dist/install.yaml is accepted whole (server-side dry run): its namespace

@@ -22,7 +22,6 @@
 #include "testutil.h"
 
 #define KB_DIR KCR_TEST_DATA_DIR "/kcr-gen/kubebuilder"
-#define OPERATOR_DIR KCR_TEST_DATA_DIR "/../../../cmd/kcr-operator"
 
 /*
  * build_desc runs one set over the headers (name, text pairs) into *out, or
@@ -171,81 +170,6 @@ static void compare(const char *path, long max_desc, const char *want_path) {
   compare_n(&path, 1, max_desc, want_path);
 }
 
-/* sort_required sorts every "required" list in v, in place (a set in OpenAPI). */
-static void sort_required(json_t *v) {
-  const char *k;
-  json_t *m;
-  size_t i;
-  if (json_is_object(v)) {
-    json_object_foreach(v, k, m) {
-      if (strcmp(k, "required") == 0 && json_is_array(m)) {
-        for (size_t a = 1; a < json_array_size(m); a++) /* insertion sort: short lists */
-          for (size_t b = a; b > 0 && strcmp(json_string_value(json_array_get(m, b - 1)),
-                                             json_string_value(json_array_get(m, b))) > 0;
-               b--) {
-            json_t *x = json_incref(json_array_get(m, b - 1));
-            assert_int_equal(json_array_set(m, b - 1, json_array_get(m, b)), 0);
-            assert_int_equal(json_array_set_new(m, b, x), 0);
-          }
-      } else {
-        sort_required(m);
-      }
-    }
-  } else if (json_is_array(v)) {
-    json_array_foreach(v, i, m) {
-      sort_required(m);
-    }
-  }
-}
-
-/*
- * kcr-operator's App CRD (config/crd/bases/kcr.dev_apps.yaml, both versions)
- * is what kcr-gen makes of its annotated headers (cmd/kcr-operator/api/).
- * Compared as JSON after this normalisation: the committed file's
- * metadata.labels (kcr's, which kcr-gen crd does not write) and kcr-gen's
- * version annotation are dropped, and every `required` list is sorted (the
- * committed file lists a Condition's required fields in field order,
- * controller-gen and kcr-gen sorted).
- */
-static void test_kcr_gen_crd_app_operator(void **state) {
-  static const char *const names[] = {"api/v1alpha1/app_types.h", "api/v1beta1/app_types.h"};
-  const char *h[4];
-  char *texts[2], msg[1024], path[512];
-  size_t len;
-  json_t *crds, *want_docs, *want, *got, *labels;
-  (void)state;
-  for (size_t k = 0; k < 2; k++) {
-    snprintf(path, sizeof(path), "%s/%s", OPERATOR_DIR, names[k]);
-    texts[k] = kcr_test_slurp(path, &len);
-    h[2 * k] = names[k];
-    h[2 * k + 1] = texts[k];
-  }
-  if (build(h, 2, &crds, msg, sizeof(msg)))
-    fail_msg("%s", msg);
-  assert_int_equal(json_array_size(crds), 1);
-  got = json_array_get(crds, 0);
-  assert_non_null(json_object_get(json_object_get(json_object_get(got, "metadata"), "annotations"),
-                                  "kcr.dev/kcr-gen-version"));
-  json_object_del(json_object_get(got, "metadata"), "annotations");
-  if (gen_yaml_load(KCR_TEST_DATA_DIR "/../../../config/crd/bases/kcr.dev_apps.yaml", &want_docs,
-                    msg, sizeof(msg)))
-    fail_msg("%s", msg);
-  assert_int_equal(json_array_size(want_docs), 1);
-  want = json_array_get(want_docs, 0);
-  labels = json_object_get(json_object_get(want, "metadata"), "labels");
-  assert_int_equal(json_object_size(labels), 2);
-  assert_string_equal(json_string_value(json_object_get(labels, "app.kubernetes.io/name")),
-                      "kcr-operator");
-  json_object_del(json_object_get(want, "metadata"), "labels");
-  sort_required(want);
-  sort_required(got);
-  kcr_test_assert_json_equal(want, got);
-  json_decref(want_docs);
-  json_decref(crds);
-  free(texts[0]);
-  free(texts[1]);
-}
-
 /* The acceptance test: kubebuilder's getting-started Memcached. */
 static void test_kcr_gen_crd_memcached(void **state) {
   (void)state;
@@ -377,9 +301,9 @@ static void test_kcr_gen_crd_parse_errors(void **state) {
       {"typedef struct {\n  KCR_LIST(int32_t x;\n} a_t;\n",
        "t.h:2:20: expected ')' closing the list or map macro, got 'x'"},
       {"typedef struct {\n  foo_t x;\n} a_t;\n",
-       "t.h:2:3: unknown type foo_t: declare it above as a typedef struct, or use int32_t, "
-       "int64_t, bool, double, char *, a Kubernetes type kcr-gen knows "
-       "(kcr_meta_v1_condition_t...) or KCR_LIST(T)/KCR_MAP(T)"},
+       "t.h:2:3: unknown type foo_t: declare it above as a typedef struct (here or in a "
+       "header given before this one), or use int32_t, int64_t, bool, double, char *, a "
+       "Kubernetes type kcr-gen knows (kcr_meta_v1_condition_t...) or KCR_LIST(T)/KCR_MAP(T)"},
       {"typedef struct {\n  b_t x;\n} a_t;\ntypedef struct {\n  int32_t y;\n} b_t;\n",
        "t.h:2:3: type b_t is declared below (at 4:1): declare it first"},
       {"typedef struct {\n  char x;\n} a_t;\n", "t.h:2:3: a string is char * (0 '*' here)"},
@@ -458,10 +382,114 @@ static void test_kcr_gen_crd_marker_errors(void **state) {
       {PKG "typedef struct {\n  // +kcr:json=x\n  int32_t x;\n  int32_t y_;\n  // +kcr:json=x\n"
            "  bool z;\n} a_t;\n",
        "t.h:9:3: JSON name x is used twice in this struct"},
+      {PKG "// +kubebuilder:object:root=true\n// +kcr:kind=httpRoute\n"
+           "typedef struct {\n  int32_t x;\n} a_t;\n",
+       "t.h:5:4: +kcr:kind takes the kind, up to 63 letters and digits starting with a capital: "
+       "+kcr:kind=NAME"},
+      {PKG "// +kubebuilder:object:root=true\n// +kcr:kind\n"
+           "typedef struct {\n  int32_t x;\n} a_t;\n",
+       "t.h:5:4: +kcr:kind takes the kind, up to 63 letters and digits starting with a capital: "
+       "+kcr:kind=NAME"},
+      {PKG "typedef struct {\n  // +kcr:kind=A\n  int32_t x;\n} a_t;\n",
+       "t.h:5:6: +kcr:kind belongs on a type (a typedef), not a member"},
   };
   (void)state;
   for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
     expect_error("t.h", cases[k].text, cases[k].want);
+}
+
+/* +kcr:kind names a kind the C name cannot spell; the plural follows it. */
+static void test_kcr_gen_crd_kind_marker(void **state) {
+  json_t *crd = build1("api/v1/r.h", "// +groupName=net.example.com\n\n"
+                                     "// +kubebuilder:object:root=true\n"
+                                     "// +kcr:kind=HTTPRoute\n"
+                                     "typedef struct {\n  int32_t x;\n} http_route_t;\n");
+  json_t *names = json_object_get(json_object_get(crd, "spec"), "names");
+  (void)state;
+  assert_string_equal(json_string_value(json_object_get(names, "kind")), "HTTPRoute");
+  assert_string_equal(json_string_value(json_object_get(names, "listKind")), "HTTPRouteList");
+  assert_string_equal(json_string_value(json_object_get(names, "plural")), "httproutes");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(crd, "metadata"), "name")),
+                      "httproutes.net.example.com");
+  json_decref(crd);
+}
+
+/* shared_port: a header of types only, which the headers after it may use. */
+static const char shared_port[] = "// Port is one port.\n"
+                                  "typedef struct {\n"
+                                  "  // +kubebuilder:validation:Minimum=1\n"
+                                  "  int32_t port;\n"
+                                  "} port_t;\n";
+
+/* shared_user: a kind whose member is a type of an earlier header. */
+static const char shared_user[] = "// +groupName=example.com\n\n"
+                                  "// +kubebuilder:object:root=true\n"
+                                  "typedef struct {\n"
+                                  "  // The main port.\n"
+                                  "  port_t main;\n"
+                                  "} widget_t;\n";
+
+/* main_of: the schema of member main of the first CRD's kind in arr. */
+static const json_t *main_of(const json_t *arr) {
+  return json_object_get(json_object_get(schema_of(json_array_get(arr, 0), 0), "properties"),
+                         "main");
+}
+
+/* run_shared builds the shared-types pair of headers; 0 or the error. */
+static int run_shared(void) {
+  const char *h[] = {"api/shared/port.h", shared_port, "api/v1/w.h", shared_user};
+  char msg[512];
+  json_t *arr = NULL;
+  int rc = build(h, 2, &arr, msg, sizeof(msg));
+  json_decref(arr);
+  return rc;
+}
+
+/*
+ * A header uses the types of the headers given before it (as a Go package
+ * imports another's): in order only; the same name declared alike in two of
+ * them is one type, declared differently an error where it is used; a type of
+ * the header itself wins.
+ */
+static void test_kcr_gen_crd_shared_types(void **state) {
+  const char *h[] = {"api/shared/port.h", shared_port, "api/v1/w.h", shared_user};
+  const char *reversed[] = {"api/v1/w.h", shared_user, "api/shared/port.h", shared_port};
+  const char *twice[] = {"api/a/port.h", shared_port,  "api/b/port.h",
+                         shared_port,    "api/v1/w.h", shared_user};
+  const char *clash[] = {"api/a/port.h", shared_port,
+                         "api/b/port.h", "typedef struct {\n  char *port;\n} port_t;\n",
+                         "api/v1/w.h",   shared_user};
+  const char *own[] = {"api/b/port.h", "typedef struct {\n  char *port;\n} port_t;\n", "api/v1/w.h",
+                       "// +groupName=example.com\n\ntypedef struct {\n  int32_t port;\n} "
+                       "port_t;\n\n// +kubebuilder:object:root=true\ntypedef struct {\n  "
+                       "port_t main;\n} widget_t;\n"};
+  char msg[1024];
+  json_t *arr, *want;
+  (void)state;
+  assert_int_equal(build(h, 2, &arr, msg, sizeof(msg)), 0);
+  assert_int_equal(json_array_size(arr), 1);
+  want = json_pack("{sssss{s{sssssi}}s[s]}", "type", "object", "description", "The main port.",
+                   "properties", "port", "type", "integer", "format", "int32", "minimum", 1,
+                   "required", "port");
+  kcr_test_assert_json_equal(want, main_of(arr));
+  json_decref(arr);
+  assert_int_equal(build(twice, 3, &arr, msg, sizeof(msg)), 0);
+  kcr_test_assert_json_equal(want, main_of(arr));
+  json_decref(arr);
+  json_decref(want);
+  assert_int_equal(build(own, 2, &arr, msg, sizeof(msg)), 0);
+  assert_string_equal(
+      json_string_value(json_object_get(
+          json_object_get(json_object_get(main_of(arr), "properties"), "port"), "type")),
+      "integer");
+  json_decref(arr);
+  assert_int_equal(build(reversed, 2, &arr, msg, sizeof(msg)), KCR_EINVAL);
+  assert_non_null(strstr(msg, "api/v1/w.h:6:3: unknown type port_t: declare it above as a "
+                              "typedef struct (here or in a header given before this one)"));
+  assert_int_equal(build(clash, 3, &arr, msg, sizeof(msg)), KCR_EINVAL);
+  assert_string_equal(msg, "api/v1/w.h:6:3: type port_t is declared differently at "
+                           "api/a/port.h:2:1 and at api/b/port.h:1:1: give the headers one of "
+                           "them");
 }
 
 /* Markers of other tools, and kubebuilder's non-CRD ones, are ignored. */
@@ -745,7 +773,8 @@ static int run_header(const char *name, const char *text, long max_desc) {
 
 /*
  * Every allocation failing in turn, over three headers (the Memcached port,
- * the shapes, the named types with cut descriptions): each failed run says
+ * the shapes, the named types with cut descriptions) and a pair that shares
+ * a type: each failed run says
  * "out of memory" (never another error), and nothing leaks.
  */
 static void test_kcr_gen_crd_alloc_failure(void **state) {
@@ -755,6 +784,7 @@ static void test_kcr_gen_crd_alloc_failure(void **state) {
   KCR_TEST_ALLOC_LOOP(run_header("api/v1alpha1/memcached_types.h", text, -1), (void)0);
   KCR_TEST_ALLOC_LOOP(run_header("api/v1beta1/shape_types.h", shapes_hdr, -1), (void)0);
   KCR_TEST_ALLOC_LOOP(run_header("api/v1/t.h", named_hdr, 20), (void)0);
+  KCR_TEST_ALLOC_LOOP(run_shared(), (void)0);
   free(text);
 }
 
@@ -763,11 +793,12 @@ int main(void) {
       cmocka_unit_test(test_kcr_gen_crd_memcached),
       cmocka_unit_test(test_kcr_gen_crd_cronjob),
       cmocka_unit_test(test_kcr_gen_crd_multiversion),
-      cmocka_unit_test(test_kcr_gen_crd_app_operator),
       cmocka_unit_test(test_kcr_gen_crd_named_types_and_desc_len),
       cmocka_unit_test(test_kcr_gen_crd_parse_errors),
       cmocka_unit_test(test_kcr_gen_crd_marker_errors),
       cmocka_unit_test(test_kcr_gen_crd_other_markers),
+      cmocka_unit_test(test_kcr_gen_crd_kind_marker),
+      cmocka_unit_test(test_kcr_gen_crd_shared_types),
       cmocka_unit_test(test_kcr_gen_crd_skip),
       cmocka_unit_test(test_kcr_gen_crd_shapes),
       cmocka_unit_test(test_kcr_gen_crd_versions),

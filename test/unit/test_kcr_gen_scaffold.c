@@ -7,7 +7,9 @@
  * shape controller-gen gives; then init, create api and create webhook in a
  * temporary directory: the files each writes, the registration in cmd/main.c,
  * the config/default switches each turns on (and only those), the refusals
- * that change nothing, and a failed write that undoes the whole run. The
+ * that change nothing, and a failed write that undoes the whole run; a kind
+ * made types-first (its annotated header, the CRD made of it: what `make
+ * manifests` writes, byte for byte) and one --crd-first. The
  * build and the tests of a scaffolded project are the integration test's
  * (test/integration/test_kcr_gen_scaffold.sh).
  */
@@ -18,6 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crd.h"
+#include "gen.h"
+#include "kcr/buf.h"
 #include "scaffold.h"
 #include "testutil.h"
 
@@ -281,6 +286,10 @@ static void test_kcr_gen_scaffold_manifests(void **state) {
 
 /* ---- the commands, in a temporary directory ---- */
 
+/* `kcr-gen create api` for Widget's second version. */
+static const char *const widget_v2[] = {"create", "api",    "--group", "demo", "--version",
+                                        "v2",     "--kind", "Widget",  NULL};
+
 /* `kcr-gen create webhook` for Widget, defaulting only. */
 static const char *const wh[] = {"create", "webhook", "--group", "demo",         "--version",
                                  "v1",     "--kind",  "Widget",  "--defaulting", NULL};
@@ -311,6 +320,52 @@ static bool has(proj *p, const char *rel, const char *needle) {
   return yes;
 }
 
+/* stored: the storage: value of version in a generated CRD's text (keys
+ * sorted, so it follows the version's name, schema and served), or "". */
+static const char *stored(proj *p, const char *crd, const char *version) {
+  static char out[8];
+  char needle[64], *t = file(p, crd), *at, *next, *st;
+  snprintf(needle, sizeof(needle), "\n  - name: %s\n", version);
+  out[0] = '\0';
+  if (t && (at = strstr(t, needle)) != NULL) {
+    next = strstr(at + 1, "\n  - name: ");
+    st = strstr(at, "\n    storage: ");
+    if (st && (!next || st < next))
+      sscanf(st, "\n    storage: %7s", out);
+  }
+  free(t);
+  return out;
+}
+
+/* assert_generated: DIR/w/crd is, byte for byte, what `kcr-gen crd` (so
+ * `make manifests`) makes of the n type headers. */
+static void assert_generated(proj *p, const char *crd, const char *const *headers, size_t n) {
+  crd_set *set;
+  json_t *crds;
+  kcr_buf_t b;
+  char msg[1024];
+  char *want = file(p, crd);
+  assert_non_null(want);
+  assert_int_equal(crd_set_create(&set), 0);
+  for (size_t i = 0; i < n; i++) {
+    char *text = file(p, headers[i]);
+    assert_non_null(text);
+    if (crd_set_add(set, headers[i], text, strlen(text), msg, sizeof(msg)))
+      fail_msg("%s", msg);
+    free(text);
+  }
+  if (crd_set_build(set, &crds, msg, sizeof(msg)))
+    fail_msg("%s", msg);
+  assert_int_equal(json_array_size(crds), 1);
+  kcr_buf_init(&b, (size_t)1 << 24);
+  assert_int_equal(gen_yaml_write(&b, json_array_get(crds, 0)), 0);
+  assert_string_equal(kcr_buf_cstr(&b), want);
+  kcr_buf_free(&b);
+  json_decref(crds);
+  crd_set_destroy(set);
+  free(want);
+}
+
 /* run: the command (words, NULL-terminated after the command name) in DIR/w. */
 static int run(proj *p, const char *const *words) {
   char *argv[32];
@@ -335,8 +390,8 @@ static int setup_proj(void **state) {
   static const char *const init[] = {"init", "--domain", "example.com", NULL};
   static const char *const api[] = {"create", "api",    "--group", "demo", "--version",
                                     "v1",     "--kind", "Widget",  NULL};
-  static const char *const api2[] = {"create", "api",    "--group", "demo", "--version",
-                                     "v1",     "--kind", "Gizmo",   NULL};
+  static const char *const api2[] = {"create", "api",    "--group", "demo",        "--version",
+                                     "v1",     "--kind", "Gizmo",   "--crd-first", NULL};
   assert_int_equal(run(p, init), 0);
   assert_int_equal(run(p, api), 0);
   assert_int_equal(run(p, api2), 0);
@@ -351,6 +406,35 @@ static int teardown_proj(void **state) {
   assert_int_equal(system(cmd), 0);
   free(p);
   return 0;
+}
+
+/* init --namespaced: the manager's RBAC is a Role and a RoleBinding in its own
+ * namespace, which it watches (WATCH_NAMESPACE from the Pod's), and the
+ * manifests target writes the markers' rules into that Role (the integration
+ * test runs it). */
+static void test_kcr_gen_scaffold_init_namespaced(void **state) {
+  proj *p = calloc(1, sizeof(*p));
+  static const char *const init[] = {"init", "--domain", "example.com", "--namespaced", NULL};
+  (void)state;
+  assert_non_null(p);
+  snprintf(p->dir, sizeof(p->dir), "/tmp/kcr-gen-scaffold.XXXXXX");
+  assert_non_null(mkdtemp(p->dir));
+  setenv("KCR_GEN_CLANG_FORMAT", "none", 1);
+  assert_int_equal(run(p, init), 0);
+  assert_true(has(p, "config/rbac/role.yaml",
+                  "kind: Role\nmetadata:\n  name: manager-role\n  namespace: system\nrules: []\n"));
+  assert_true(has(p, "config/rbac/role_binding.yaml", "kind: RoleBinding\n"));
+  assert_true(has(p, "config/rbac/role_binding.yaml",
+                  "  name: manager-rolebinding\n  namespace: system\nroleRef:\n"
+                  "  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n"));
+  assert_true(has(p, "config/manager/manager.yaml",
+                  "        - name: WATCH_NAMESPACE\n          valueFrom:\n            fieldRef:\n"
+                  "              fieldPath: metadata.namespace\n"));
+  assert_true(has(p, "CMakeLists.txt", "rbac --role-name manager-role --namespace system -o "));
+  assert_true(has(p, "PROJECT", "\nnamespaced: true\n"));
+  /* the leader election Role is one either way; metrics auth stays cluster-wide */
+  assert_true(has(p, "config/rbac/metrics_auth_role.yaml", "kind: ClusterRole\n"));
+  teardown_proj((void **)&p);
 }
 
 /* init and create api: go/v4's config/, with ../crd switched on by create api. */
@@ -393,6 +477,12 @@ static void test_kcr_gen_scaffold_init_and_api(void **state) {
                   "- widget_admin_role.yaml\n- widget_editor_role.yaml\n"
                   "- widget_viewer_role.yaml\n- gizmo_admin_role.yaml\n"));
   assert_true(has(p, "config/rbac/widget_editor_role.yaml", "  name: widget-editor-role\n"));
+  assert_true(has(p, "config/rbac/role.yaml",
+                  "kind: ClusterRole\nmetadata:\n  name: manager-role\n"
+                  "rules: []\n"));
+  assert_true(has(p, "config/rbac/role_binding.yaml", "kind: ClusterRoleBinding\n"));
+  assert_false(has(p, "config/manager/manager.yaml", "WATCH_NAMESPACE"));
+  assert_false(has(p, "PROJECT", "namespaced: true\nresources:"));
   assert_true(has(p, "cmd/main.c", ".metrics_secure = true"));
   assert_true(has(p, "cmd/main.c", ".metrics_bind_address = \"0\""));
 }
@@ -458,8 +548,6 @@ static void test_kcr_gen_scaffold_webhook(void **state) {
  * version joins the CRD and the types, the hub registers its spokes. */
 static void test_kcr_gen_scaffold_conversion(void **state) {
   proj *p = *state;
-  static const char *const v2[] = {"create", "api",    "--group", "demo", "--version",
-                                   "v2",     "--kind", "Widget",  NULL};
   static const char *const conv[] = {"create",       "webhook", "--group", "demo",
                                      "--version",    "v1",      "--kind",  "Widget",
                                      "--conversion", "--spoke", "v2",      NULL};
@@ -470,17 +558,24 @@ static void test_kcr_gen_scaffold_conversion(void **state) {
                                           "--conversion", "--spoke", "v9",      NULL};
   const char *crd = "config/crd/bases/demo.example.com_widgets.yaml";
 
+  static const char *const hdrs[] = {"api/v1/widget_types.h", "api/v2/widget_types.h"};
+
   assert_int_equal(run(p, other), 1); /* the kind's C names are per project */
-  assert_int_equal(run(p, v2), 0);
-  assert_true(has(p, crd, "    - name: v1\n      served: true\n      storage: true\n"));
-  assert_true(has(p, crd, "    - name: v2\n      served: true\n      storage: false\n"));
+  assert_int_equal(run(p, widget_v2), 0);
+  /* types-first: v2 gets its header, served and not stored; the CRD is made
+   * again from both */
+  assert_true(has(p, hdrs[0], "// +kubebuilder:storageversion\n"));
+  assert_false(has(p, hdrs[1], "+kubebuilder:storageversion"));
+  assert_string_equal(stored(p, crd, "v1"), "true");
+  assert_string_equal(stored(p, crd, "v2"), "false");
+  assert_generated(p, crd, hdrs, 2);
   assert_true(has(p, "api/types.cmake", "PREFIX widget VERSIONS v1 v2)\n"));
   assert_true(has(p, "config/samples/kustomization.yaml", "- demo_v2_widget.yaml\n"));
   assert_true(has(p, "PROJECT", "  - group: demo\n    version: v2\n    kind: Widget\n"));
   char *t = file(p, "internal/controller/widget_controller.c");
   assert_non_null(t); /* the v1 controller stays the kind's one */
   free(t);
-  assert_int_equal(run(p, v2), 1);
+  assert_int_equal(run(p, widget_v2), 1);
 
   assert_int_equal(run(p, bad_spoke), 1);
   assert_int_equal(run(p, conv), 0);
@@ -502,11 +597,13 @@ static void test_kcr_gen_scaffold_conversion(void **state) {
                   "        name: widgets.demo.example.com\n"));
   assert_true(has(p, "PROJECT", "      conversion: true\n      spoke:\n      - v2\n"));
   /* the hub (v1) stays the version stored */
-  assert_true(has(p, crd, "    - name: v1\n      served: true\n      storage: true\n"));
-  assert_true(has(p, crd, "    - name: v2\n      served: true\n      storage: false\n"));
+  assert_string_equal(stored(p, crd, "v1"), "true");
+  assert_string_equal(stored(p, crd, "v2"), "false");
+  assert_generated(p, crd, hdrs, 2);
 }
 
-/* --conversion with the newer version as the hub: it becomes the one stored. */
+/* --conversion with the newer version as the hub of a --crd-first kind: it
+ * becomes the one stored, edited in the CRD YAML. */
 static void test_kcr_gen_scaffold_conversion_hub_stored(void **state) {
   proj *p = *state;
   static const char *const v2[] = {"create", "api",    "--group", "demo", "--version",
@@ -520,6 +617,32 @@ static void test_kcr_gen_scaffold_conversion_hub_stored(void **state) {
   assert_true(has(p, crd, "    - name: v1\n      served: true\n      storage: false\n"));
   assert_true(has(p, crd, "    - name: v2\n      served: true\n      storage: true\n"));
   assert_true(has(p, "internal/webhook/v2/gizmo_conversion.c", "int gizmo_v1_convert_to_hub("));
+}
+
+/* --conversion with v2 as the hub of a types-first kind: the storageversion
+ * marker moves to v2's header, and the CRD follows. */
+static void test_kcr_gen_scaffold_types_hub_stored(void **state) {
+  proj *p = *state;
+  static const char *const conv[] = {"create",       "webhook", "--group", "demo",
+                                     "--version",    "v2",      "--kind",  "Widget",
+                                     "--conversion", "--spoke", "v1",      NULL};
+  static const char *const hdrs[] = {"api/v1/widget_types.h", "api/v2/widget_types.h"};
+  const char *crd = "config/crd/bases/demo.example.com_widgets.yaml";
+  assert_int_equal(run(p, widget_v2), 0);
+  /* every version of a types-first kind has its header: without v1's, refused */
+  char hdr[300], away[310];
+  snprintf(hdr, sizeof(hdr), "%s/w/%s", p->dir, hdrs[0]);
+  snprintf(away, sizeof(away), "%s.away", hdr);
+  assert_int_equal(rename(hdr, away), 0);
+  assert_int_equal(run(p, conv), 1);
+  assert_int_equal(rename(away, hdr), 0);
+  assert_int_equal(run(p, conv), 0);
+  assert_false(has(p, hdrs[0], "+kubebuilder:storageversion"));
+  assert_true(
+      has(p, hdrs[1], "// +kubebuilder:storageversion\n// +kubebuilder:object:root=true\n"));
+  assert_string_equal(stored(p, crd, "v1"), "false");
+  assert_string_equal(stored(p, crd, "v2"), "true");
+  assert_generated(p, crd, hdrs, 2);
 }
 
 /* snapshot: every file's content under DIR/w, for "nothing changed". */
@@ -559,6 +682,69 @@ static void test_kcr_gen_scaffold_webhook_refusals(void **state) {
   free(after);
 }
 
+/* assert_refused: the command exits 1 and changes no file. */
+static void assert_refused(proj *p, const char *const *words) {
+  char *before = snapshot(p);
+  assert_int_equal(run(p, words), 1);
+  char *after = snapshot(p);
+  assert_string_equal(before, after);
+  free(before);
+  free(after);
+}
+
+/*
+ * create api writes a kind types-first: its header with kubebuilder's markers
+ * (the plural, scope and kind the C names cannot say), and the CRD made of
+ * it; --crd-first writes the CRD and no header. A header kcr-gen cannot read
+ * stops a later create api with its FILE:LINE:COL, nothing written.
+ */
+static void test_kcr_gen_scaffold_types_first(void **state) {
+  proj *p = *state;
+  static const char *const route[] = {"create",    "api",     "--group",          "net",
+                                      "--version", "v1beta1", "--kind",           "HTTPRoute",
+                                      "--plural",  "routes",  "--cluster-scoped", NULL};
+  static const char *const widget_h[] = {"api/v1/widget_types.h"};
+  static const char *const route_h[] = {"api/v1beta1/http_route_types.h"};
+  const char *route_crd = "config/crd/bases/net.example.com_routes.yaml";
+  char *t;
+
+  assert_true(has(p, widget_h[0], "// +groupName=demo.example.com\n"));
+  assert_true(has(p, widget_h[0],
+                  "// +kubebuilder:object:root=true\n"
+                  "// +kubebuilder:subresource:status\n"
+                  "// +kubebuilder:storageversion\n\n"
+                  "// Widget is the Schema for the widgets API.\n"));
+  assert_true(has(p, widget_h[0], "  char *foo;\n} widget_spec_t;\n"));
+  assert_true(has(p, widget_h[0], "  KCR_LIST(kcr_meta_v1_condition_t) conditions;\n"));
+  assert_generated(p, "config/crd/bases/demo.example.com_widgets.yaml", widget_h, 1);
+  /* Gizmo is --crd-first: the scaffolded CRD, no header */
+  assert_null(t = file(p, "api/v1/gizmo_types.h"));
+  assert_true(has(p, "config/crd/bases/demo.example.com_gizmos.yaml",
+                  "# +kcr-gen:scaffold:crd-versions\n"));
+
+  assert_int_equal(run(p, route), 0);
+  assert_true(has(p, route_h[0],
+                  "// +kubebuilder:resource:path=routes,scope=Cluster\n"
+                  "// +kcr:kind=HTTPRoute\n"));
+  assert_true(has(p, route_crd, "    kind: HTTPRoute\n"));
+  assert_true(has(p, route_crd, "  scope: Cluster\n"));
+  assert_generated(p, route_crd, route_h, 1);
+
+  /* --crd-first for a new version of a types-first kind: refused, nothing written */
+  static const char *const v2_crd_first[] = {"create",      "api", "--group", "demo",
+                                             "--version",   "v2",  "--kind",  "Widget",
+                                             "--crd-first", NULL};
+  assert_refused(p, v2_crd_first);
+
+  /* a header kcr-gen cannot read: refused, with where, and nothing written */
+  snprintf(p->path, sizeof(p->path), "%s/w/api/v1/widget_types.h", p->dir);
+  FILE *f = fopen(p->path, "a");
+  assert_non_null(f);
+  fputs("// +kubebuilder:validation:Minimun=1\ntypedef int32_t bad_t;\n", f);
+  fclose(f);
+  assert_refused(p, widget_v2);
+}
+
 /* a write that fails undoes the run: new files gone, edited ones as before */
 static void test_kcr_gen_scaffold_webhook_undo(void **state) {
   proj *p = *state;
@@ -586,12 +772,16 @@ int main(void) {
       cmocka_unit_test(test_kcr_gen_scaffold_insert_before),
       cmocka_unit_test(test_kcr_gen_scaffold_project),
       cmocka_unit_test(test_kcr_gen_scaffold_manifests),
+      cmocka_unit_test(test_kcr_gen_scaffold_init_namespaced),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_init_and_api, setup_proj,
                                       teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_webhook, setup_proj, teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_conversion, setup_proj, teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_conversion_hub_stored, setup_proj,
                                       teardown_proj),
+      cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_types_hub_stored, setup_proj,
+                                      teardown_proj),
+      cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_types_first, setup_proj, teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_webhook_refusals, setup_proj,
                                       teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_webhook_undo, setup_proj,
