@@ -7,9 +7,9 @@
  * accessors walk the NUL-separated fields back from the string's end, whose
  * length jansson keeps: the metadata fields are short, the text may be tens of
  * kilobytes, and a key is asked for several times on the way to the store (a
- * strlen over the text for each was 9% of a 10 KiB ConfigMap sync). This file is the only one that knows the representation: every
- * other file sees kcr__cobj_t, and the crossing to and from a json_t slot is
- * kcr__cobj_slot / kcr__cobj_of_slot.
+ * strlen over the text for each was 9% of a 10 KiB ConfigMap sync). This file is the only one that
+ * knows the representation: every other file sees kcr__cobj_t, and the crossing to and from a
+ * json_t slot is kcr__cobj_slot / kcr__cobj_of_slot.
  */
 #include <assert.h>
 #include <string.h>
