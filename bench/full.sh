@@ -16,7 +16,7 @@
 # (default "cm1k cm10k pod", see run.sh), SIZES (the N of cm1k, default
 # "0 1000 10000 50000 100000"), SHAPE_SIZES (the N of the other shapes, default
 # "0 10000"), PAIRS (3), APP_N (1000), APP_PAIRS (3),
-# APP_IMPLS ("kcr cr kube-rs null"), SKIP (any of "sizes sync apps micro"), PLOT_DIR
+# APP_IMPLS ("kcr cr cr-proto kube-rs null"), SKIP (any of "sizes sync apps micro"), PLOT_DIR
 # (default docs/img). `make bench` is this with small settings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -87,7 +87,7 @@ if [[ $skip != *" sync "* ]]; then
 fi
 
 if [[ $skip != *" apps "* ]]; then
-  N=${APP_N:-1000} PAIRS=${APP_PAIRS:-3} IMPLS=${APP_IMPLS:-kcr cr kube-rs null} \
+  N=${APP_N:-1000} PAIRS=${APP_PAIRS:-3} IMPLS=${APP_IMPLS:-kcr cr cr-proto kube-rs null} \
     OUT="$tmp/apps.jsonl" bash bench/apps/run.sh
   args+=(--apps "$tmp/apps.jsonl")
 fi

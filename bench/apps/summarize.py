@@ -63,7 +63,7 @@ def main():
     print("| total | " + " | ".join(f"{tot[i]:.2f}" for i in impls) + " |")
     # Ratios, run i of A against run i of B.
     print()
-    for base in ["cr"] + [i for i in impls if i.startswith("null")]:
+    for base in ["cr", "cr-proto"] + [i for i in impls if i.startswith("null")]:
         if base not in by:
             continue
         for impl in impls:
