@@ -27,6 +27,12 @@ spec:
       schema:
         openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 CRD
+    # kubectl wait fails at once while a new CRD has no status yet: retry.
+    for _ in 1 2 3 4 5 6 7 8 9; do
+      "$@" wait --for=condition=Established "crd/$plural.cert-manager.io" --timeout=60s \
+        >/dev/null 2>&1 && break
+      sleep 0.5
+    done
     "$@" wait --for=condition=Established "crd/$plural.cert-manager.io" --timeout=60s >/dev/null
     echo "$plural.cert-manager.io"
   done

@@ -145,9 +145,7 @@ static void test_crd_and_custom_resource(void **state) {
   const char *const apply_crd[] = {"apply", "-f", testdata(path, sizeof path, "widgets.crd.yaml"),
                                    NULL};
   free(kubectl_ok(apply_crd));
-  const char *const wait[] = {"wait", "--for=condition=Established", "--timeout=60s",
-                              "crd/widgets.test.kcr.dev", NULL};
-  free(kubectl_ok(wait));
+  assert_int_equal(kcr_testenv_wait_established(fx.env, "crd/widgets.test.kcr.dev"), 0);
 
   /* Discovery may lag the Established condition briefly: retry the apply. */
   const char *const apply_cr[] = {

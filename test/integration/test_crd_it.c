@@ -118,11 +118,9 @@ static int setup(void **state) {
   snprintf(fx.sample, sizeof fx.sample, "%s/config/samples/kcr_v1alpha1_app.yaml", src);
   {
     const char *const apply[] = {"apply", "-f", fx.crd, NULL};
-    const char *const wait[] = {"wait", "--for=condition=Established", "--timeout=60s",
-                                "crd/apps.kcr.dev", NULL};
     const char *const mkns[] = {"create", "namespace", fx.ns, NULL};
     if (kcr_testenv_kubectl(fx.env, apply, NULL) != 0 ||
-        kcr_testenv_kubectl(fx.env, wait, NULL) != 0 ||
+        kcr_testenv_wait_established(fx.env, "crd/apps.kcr.dev") != 0 ||
         kcr_testenv_kubectl(fx.env, mkns, NULL) != 0) {
       return -1;
     }

@@ -134,6 +134,11 @@ out_version=$(env -i "$(command -v chroot)" --userspec=65532:65532 "$rootfs" /kc
   fail "--version in the image's root: $out_version"
 echo "ok: --version as 65532 in the image's root: $out_version"
 k apply -f "$root/config/crd/bases/kcr.dev_apps.yaml" >/dev/null
+# kubectl wait fails at once while the new CRD has no status yet: retry.
+for _ in 1 2 3 4 5 6 7 8 9; do
+  k wait --for=condition=Established crd/apps.kcr.dev --timeout=60s >/dev/null 2>&1 && break
+  sleep 0.5
+done
 k wait --for=condition=Established crd/apps.kcr.dev --timeout=60s >/dev/null
 k create ns "$ns" >/dev/null
 env -i POD_NAMESPACE="$ns" "$(command -v chroot)" --userspec=65532:65532 "$rootfs" /kcr-operator \

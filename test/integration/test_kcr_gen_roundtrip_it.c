@@ -126,11 +126,9 @@ static int beta_crd(const char *src) {
     goto done;
   {
     const char *const apply[] = {"apply", "-f", "-", NULL};
-    const char *const wait[] = {"wait", "--for=condition=Established", "--timeout=60s",
-                                "crd/apps.rt.kcr.dev", NULL};
     const char *const app[] = {"-n", ns, "apply", "-f", "-", NULL};
     if (kcr_testenv_kubectl_input(env, apply, text, NULL) != 0 ||
-        kcr_testenv_kubectl(env, wait, NULL) != 0)
+        kcr_testenv_wait_established(env, "crd/apps.rt.kcr.dev") != 0)
       goto done;
     /* Discovery may lag the Established condition by a moment. */
     for (int tries = 0; tries < 50; tries++) {
@@ -165,9 +163,8 @@ static int setup(void **state) {
   snprintf(path, sizeof path, "%s/config/crd/bases/kcr.dev_apps.yaml", src);
   {
     const char *const crd[] = {"apply", "-f", path, NULL};
-    const char *const wait[] = {"wait", "--for=condition=Established", "--timeout=60s",
-                                "crd/apps.kcr.dev", NULL};
-    if (kcr_testenv_kubectl(env, crd, NULL) != 0 || kcr_testenv_kubectl(env, wait, NULL) != 0)
+    if (kcr_testenv_kubectl(env, crd, NULL) != 0 ||
+        kcr_testenv_wait_established(env, "crd/apps.kcr.dev") != 0)
       return -1;
   }
   if (beta_crd(src) != 0)

@@ -266,6 +266,12 @@ k apply --dry-run=server -f dist/install.yaml >"$work/dry-run.log" 2>&1 ||
 [ "$(grep -c '(server dry run)' "$work/dry-run.log")" -ge 20 ] ||
   { cat "$work/dry-run.log" >&2; fail "the dry run did not create every object"; }
 k apply -f config/crd/bases >/dev/null
+# kubectl wait fails at once while a new CRD has no status yet: retry.
+for _ in 1 2 3 4 5 6 7 8 9; do
+  k wait --for=condition=Established crd/widgets.demo.example.com crd/gizmoes.demo.example.com \
+    --timeout=60s >/dev/null 2>&1 && break
+  sleep 0.5
+done
 k wait --for=condition=Established crd/widgets.demo.example.com crd/gizmoes.demo.example.com \
   --timeout=60s >/dev/null
 k create ns "$ns" >/dev/null

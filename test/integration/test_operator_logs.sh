@@ -62,6 +62,11 @@ jp() { k -n "$ns" get "$1" -o "jsonpath=$2" 2>/dev/null; }
 
 [ -n "$port" ] || fail "no kube-apiserver port in $cluster/run/ports"
 k apply -f "$root/config/crd/bases/kcr.dev_apps.yaml" >/dev/null
+# kubectl wait fails at once while the new CRD has no status yet: retry.
+for _ in 1 2 3 4 5 6 7 8 9; do
+  k wait --for=condition=Established crd/apps.kcr.dev --timeout=60s >/dev/null 2>&1 && break
+  sleep 0.5
+done
 k wait --for=condition=Established crd/apps.kcr.dev --timeout=60s >/dev/null
 k create ns "$ns" >/dev/null
 k create ns "$opns" >/dev/null

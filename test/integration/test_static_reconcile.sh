@@ -86,6 +86,11 @@ files=$(cd "$jail" && find . -type f | sort | tr '\n' ' ')
 
 # 3. Run it there, with an empty environment, watching only its namespace.
 k apply -f "$root/config/crd/bases/kcr.dev_apps.yaml" >/dev/null
+# kubectl wait fails at once while the new CRD has no status yet: retry.
+for _ in 1 2 3 4 5 6 7 8 9; do
+  k wait --for=condition=Established crd/apps.kcr.dev --timeout=60s >/dev/null 2>&1 && break
+  sleep 0.5
+done
 k wait --for=condition=Established crd/apps.kcr.dev --timeout=60s >/dev/null
 k create ns "$ns" >/dev/null
 if [ "$(id -u)" -eq 0 ]; then jailer=(); else jailer=(unshare -r); fi

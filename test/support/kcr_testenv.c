@@ -162,6 +162,18 @@ int kcr_testenv_kubectl(kcr_testenv_t *env, const char *const argv[], char **out
   return kubectl_run(env, argv, NULL, out_stdout, 0);
 }
 
+int kcr_testenv_wait_established(kcr_testenv_t *env, const char *what) {
+  const char *const wait[] = {"wait", "--for=condition=Established", "--timeout=60s", what, NULL};
+  double deadline = now_seconds() + 60;
+  for (;;) {
+    if (kcr_testenv_kubectl(env, wait, NULL) == 0)
+      return 0;
+    if (now_seconds() >= deadline)
+      return -1;
+    sleep_ms(200);
+  }
+}
+
 int kcr_testenv_kubectl_combined(kcr_testenv_t *env, const char *const argv[], char **out) {
   if (out == NULL)
     return -1;

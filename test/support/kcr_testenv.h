@@ -65,6 +65,14 @@ const char *kcr_testenv_source_dir(void);
 int kcr_testenv_kubectl(kcr_testenv_t *env, const char *const argv[], char **out_stdout);
 
 /*
+ * kcr_testenv_wait_established waits (up to 60 s) until the CRD named
+ * `what` ("crd/<plural>.<group>") is Established. `kubectl wait` alone fails
+ * at once when the CRD has no status.conditions yet, as it does just after
+ * an apply ("accessor error: <nil>"): that is retried. Returns 0 or -1.
+ */
+int kcr_testenv_wait_established(kcr_testenv_t *env, const char *what);
+
+/*
  * Like kcr_testenv_kubectl(), with `input` (NUL-terminated, may be NULL for
  * empty) fed to kubectl's standard input, e.g. for `apply -f -`.
  */
