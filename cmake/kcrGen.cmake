@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# kcrGen.cmake: kcr_gen_types() for projects built against an installed kcr
+# kcrGen.cmake: kcr_gen_types() and kcr_gen_codecs() for projects built against an installed kcr
 # (find_package(kcr) includes this file; kcr::kcr-gen is the installed kcr-gen,
 # KCR_GEN_EXECUTABLE its path). The same call as in kcr's own tree:
 #
@@ -41,4 +41,57 @@ function(kcr_gen_types target)
   set_target_properties(${target} PROPERTIES C_STANDARD 11 POSITION_INDEPENDENT_CODE ON)
   target_include_directories(${target} PUBLIC ${dir})
   target_link_libraries(${target} PUBLIC kcr::kcr)
+endfunction()
+
+# kcr_gen_codecs(<target> HEADERS <h>... [USES <h>...] [INCLUDE_ROOT <dir>])
+#
+# runs `kcr-gen codecs` over type headers (api/<version>/<kind>_types.h) at
+# build time: the codecs of the headers' own structs, <name>_codecs.h and .c
+# for each <name>_types.h, in <build>/kcr-gen/<target>/, as a static library
+# <target> linked to kcr::kcr. The codecs include each header as its path
+# less INCLUDE_ROOT (the project's directory, so "api/v1/widget_types.h"),
+# which goes on the include path of whoever links <target>. A USES header is
+# read for the types HEADERS use from it; another kcr_gen_codecs target codes
+# it. kcr's own tree uses this function too, with KCR_GEN_EXE, KCR_GEN_LINK
+# and KCR_GEN_WARNINGS set to its kcr-gen, library and warnings.
+function(kcr_gen_codecs target)
+  cmake_parse_arguments(G "" "INCLUDE_ROOT" "HEADERS;USES" ${ARGN})
+  if(NOT G_HEADERS)
+    message(FATAL_ERROR "kcr_gen_codecs(${target}): HEADERS is required")
+  endif()
+  set(exe kcr::kcr-gen)
+  set(link kcr::kcr)
+  set(deps)
+  if(KCR_GEN_EXE) # kcr's tree: its own kcr-gen, rebuilt first
+    set(exe ${KCR_GEN_EXE})
+    set(link ${KCR_GEN_LINK})
+    set(deps ${KCR_GEN_EXE})
+  endif()
+  set(dir ${CMAKE_BINARY_DIR}/kcr-gen/${target})
+  set(args -o ${dir})
+  if(G_INCLUDE_ROOT)
+    list(APPEND args -I ${G_INCLUDE_ROOT})
+  endif()
+  foreach(h IN LISTS G_USES)
+    list(APPEND args --uses ${h})
+  endforeach()
+  set(outputs)
+  foreach(h IN LISTS G_HEADERS)
+    get_filename_component(n ${h} NAME_WE) # NAME_types.h: NAME_codecs (kcr-gen's rule)
+    string(REGEX REPLACE "(.)_types$" "\\1" n "${n}")
+    list(APPEND outputs ${dir}/${n}_codecs.h ${dir}/${n}_codecs.c)
+  endforeach()
+  add_custom_command(
+    OUTPUT ${outputs}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+    COMMAND ${exe} codecs ${args} ${G_HEADERS}
+    DEPENDS ${deps} ${G_USES} ${G_HEADERS}
+    COMMENT "kcr-gen: codecs of ${G_HEADERS}"
+    VERBATIM)
+  list(FILTER outputs INCLUDE REGEX "\\.c$")
+  add_library(${target} STATIC ${outputs})
+  set_target_properties(${target} PROPERTIES C_STANDARD 11 POSITION_INDEPENDENT_CODE ON)
+  target_compile_options(${target} PRIVATE ${KCR_GEN_WARNINGS})
+  target_include_directories(${target} PUBLIC ${dir} ${G_INCLUDE_ROOT})
+  target_link_libraries(${target} PUBLIC ${link})
 endfunction()

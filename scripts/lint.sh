@@ -31,9 +31,11 @@ fi
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DKCR_INTEGRATION=ON >/dev/null
 # Sources that include generated headers (kcr-gen's embedded runtime, the App
-# types it generates for its tests) need those made before clang-tidy reads them.
+# types and codecs it generates for its tests) need those made before clang-tidy
+# reads them.
 cmake --build "$build" --target kcr_gen_app_types kcr_gen_shape_types kcr_k8s_types \
-  kcr_gen_split_types kcr_gen_long_types memcached_types >/dev/null
+  kcr_gen_split_types kcr_gen_long_types memcached_types kcr_gen_codecs_memcached \
+  kcr_gen_codecs_shared kcr_gen_codecs_shape >/dev/null
 mapfile -t sources < <(git ls-files 'src/*.c' 'cmd/*.c' 'test/unit/*.c' 'test/support/*.c' 'test/fuzz/*.c' \
   'test/integration/*.c' 'examples/*.c' 'examples/*/*.c')
 echo "lint: clang-tidy on ${#sources[@]} sources"

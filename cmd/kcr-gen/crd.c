@@ -59,6 +59,9 @@ struct crd_set {
    * -> {"schema", "where"}, or {"where", "conflict"} when two headers declare
    * the name with different schemas (a name used by neither is no error) */
   json_t *shared;
+  /* the C layout of the types (crd_set_layout): every header's structs by
+   * name (the first declaration wins), and the last header's whole layout */
+  json_t *layouts, *last;
 };
 
 /* scope bits: where a marker may sit. */
@@ -197,6 +200,9 @@ typedef struct hctx {
   bool skip; /* +kubebuilder:skip: the header's kinds make no CRD */
   vkind *added;
   size_t nadded, capadded;
+  /* the C layout of the header (crd_set_layout): its structs in order, the
+   * members of the struct being built, and its kinds */
+  json_t *lay, *lay_fields, *lay_kinds;
   char *msg;
   size_t size;
   bool failed;
@@ -1019,6 +1025,42 @@ static json_t *shaped_schema(hctx *c, size_t self, const hdr_field *fd) {
 }
 
 /*
+ * lay_field is the C layout of member (or named type) fd: its C name, element
+ * type, '*' count and container, and where it is. NULL when out of memory.
+ */
+static json_t *lay_field(const hdr_field *fd) {
+  static const char *const containers[] = {"one", "list", "map"};
+  json_t *l = json_pack("{sssisssisisisi}", "type", fd->type, "ptr", fd->ptr, "container",
+                        containers[fd->container], "line", fd->line, "col", fd->col, "type_line",
+                        fd->type_line, "type_col", fd->type_col);
+  if (l && fd->name && json_object_set_new(l, "c", json_string(fd->name))) {
+    json_decref(l);
+    return NULL;
+  }
+  return l;
+}
+
+/*
+ * lay_member records member fd of the struct being built in c->lay_fields: its
+ * JSON name (NULL for an inlined one, such as TypeMeta) and whether it is
+ * required. 0, or -1 after cfail.
+ */
+static int lay_member(hctx *c, const hdr_field *fd, const char *json, bool required, bool inl) {
+  json_t *l = lay_field(fd);
+  if (!l)
+    return cfail(c, fd->line, fd->col, "out of memory");
+  if ((json && json_object_set_new(l, "json", json_string(json))) ||
+      json_object_set_new(l, "required", json_boolean(required)) ||
+      json_object_set_new(l, "inline", json_boolean(inl))) {
+    json_decref(l);
+    return cfail(c, fd->line, fd->col, "out of memory");
+  }
+  if (json_array_append_new(c->lay_fields, l)) /* l is the array's, or freed */
+    return cfail(c, fd->line, fd->col, "out of memory");
+  return 0;
+}
+
+/*
  * member adds field fd of struct number self to props (and its JSON name to
  * req when required).
  */
@@ -1048,7 +1090,7 @@ static int member(hctx *c, size_t self, const hdr_field *fd, json_t *props, json
         goto done;
       }
     }
-    rc = 0;
+    rc = lay_member(c, fd, NULL, false, true);
     goto done;
   }
   if (!(name = json_name(c, fd, &l)) || !(s = shaped_schema(c, self, fd)))
@@ -1070,6 +1112,8 @@ static int member(hctx *c, size_t self, const hdr_field *fd, json_t *props, json
     cfail(c, fd->line, fd->col, "JSON name %s is used twice in this struct", name);
     goto done;
   }
+  if (lay_member(c, fd, name, required, false))
+    goto done;
   if (json_object_set_new(props, name, s)) {
     s = NULL;
     cfail(c, fd->line, fd->col, "out of memory");
@@ -1119,8 +1163,10 @@ static int build_struct(hctx *c, size_t i) {
   const hdr_struct *st = &c->f->structs[i];
   mlist l = {NULL, 0, 0};
   json_t *s = json_pack("{ss}", "type", "object"), *props = json_object(), *req = json_array();
+  json_t *lay = NULL;
   int rc = -1;
-  if (!s || !props || !req) {
+  c->lay_fields = json_array();
+  if (!s || !props || !req || !c->lay_fields) {
     cfail(c, st->line, st->col, "out of memory");
     goto done;
   }
@@ -1161,6 +1207,13 @@ static int build_struct(hctx *c, size_t i) {
       goto done;
     }
   }
+  lay = json_pack("{sssisisO}", "name", st->name, "line", st->line, "col", st->col, "fields",
+                  c->lay_fields);
+  if (!lay || (st->alias && json_object_set_new(lay, "alias", lay_field(st->alias))) ||
+      json_array_append(c->lay, lay)) {
+    cfail(c, st->line, st->col, "out of memory");
+    goto done;
+  }
   c->schemas[i] = s;
   s = NULL;
   rc = 0;
@@ -1168,6 +1221,9 @@ done:
   json_decref(s);
   json_decref(props);
   json_decref(req);
+  json_decref(lay);
+  json_decref(c->lay_fields);
+  c->lay_fields = NULL;
   kcr__free(l.v);
   return rc;
 }
@@ -1469,6 +1525,9 @@ static int add_kind(hctx *c, size_t i, const mlist *l) {
     c->capadded = ncap;
   }
   c->added[c->nadded++] = v;
+  if (json_array_append_new(c->lay_kinds, json_pack("{ssssssss}", "struct", st->name, "group",
+                                                    v.group, "version", v.version, "kind", v.kind)))
+    return cfail(c, st->line, st->col, "out of memory");
   return 0;
 }
 
@@ -1572,6 +1631,8 @@ static int add_header(hctx *c) {
     return 0; /* as controller-gen skips a package marked so */
   if (!c->version && dir_version(f->name, &c->version))
     return cfail(c, 1, 1, "out of memory");
+  if (!(c->lay = json_array()) || !(c->lay_kinds = json_array()))
+    return cfail(c, 1, 1, "out of memory");
   c->schemas = kcr__calloc(f->nstructs ? f->nstructs : 1,
                            sizeof(*c->schemas)); // NOLINT(bugprone-sizeof-expression)
   c->by_name = kcr__calloc(f->nstructs ? f->nstructs : 1,
@@ -1647,6 +1708,8 @@ void crd_set_destroy(crd_set *s) {
   json_decref(s->known);
   json_decref(s->large);
   json_decref(s->shared);
+  json_decref(s->layouts);
+  json_decref(s->last);
   kcr__free(s);
 }
 
@@ -1689,11 +1752,55 @@ static json_t *share_types(const hctx *c, char *msg, size_t size) {
   return next;
 }
 
+/*
+ * layout_of makes the C layout of the header c read (crd_set_layout) into
+ * *last, and into *layouts a copy of the set's layouts with its structs added
+ * (each with its "file"; a name known already keeps its first declaration).
+ * 0, or -1 with msg set when memory ran out.
+ */
+static int layout_of(const hctx *c, json_t **last, json_t **layouts, char *msg, size_t size) {
+  json_t *st;
+  size_t i;
+  *layouts = c->set->layouts ? json_copy(c->set->layouts) : json_object();
+  *last = json_pack("{sss[]s[]s{}}", "file", c->f->name, "structs", "kinds", "shared");
+  if (!*layouts || !*last ||
+      (c->set->layouts && json_object_set(*last, "shared", c->set->layouts)) ||
+      (c->lay && json_object_set(*last, "structs", c->lay)) ||
+      (c->lay_kinds && json_object_set(*last, "kinds", c->lay_kinds)))
+    goto oom;
+  json_array_foreach(c->lay, i, st) {
+    const char *n = json_string_value(json_object_get(st, "name"));
+    json_t *e;
+    if (json_object_get(*layouts, n))
+      continue;
+    if (!(e = json_copy(st)))
+      goto oom;
+    if (json_object_set_new(e, "file", json_string(c->f->name))) {
+      json_decref(e);
+      goto oom;
+    }
+    if (json_object_set_new(*layouts, n, e)) /* e is freed */
+      goto oom;
+  }
+  return 0;
+oom:
+  json_decref(*layouts);
+  json_decref(*last);
+  *layouts = *last = NULL;
+  gen_msgf(msg, size, "%s: out of memory", c->f->name);
+  return -1;
+}
+
+int crd_set_layout(const crd_set *s, json_t **out) {
+  *out = s->last ? json_incref(s->last) : NULL;
+  return *out ? 0 : -1;
+}
+
 int crd_set_add(crd_set *s, const char *name, const char *text, size_t len, char *msg,
                 size_t size) {
   hdr_file *f = NULL;
   hctx c;
-  json_t *shared = NULL;
+  json_t *shared = NULL, *last = NULL, *layouts = NULL;
   int rc = -1;
   if (hdr_parse(name, text, len, &f, msg, size))
     return -1;
@@ -1702,7 +1809,8 @@ int crd_set_add(crd_set *s, const char *name, const char *text, size_t len, char
   c.f = f;
   c.msg = msg;
   c.size = size;
-  if (add_header(&c) || !(shared = share_types(&c, msg, size)))
+  if (add_header(&c) || !(shared = share_types(&c, msg, size)) ||
+      layout_of(&c, &last, &layouts, msg, size))
     goto done;
   if (s->n + c.nadded > s->cap) {
     size_t ncap = s->cap ? s->cap : 4;
@@ -1734,9 +1842,20 @@ int crd_set_add(crd_set *s, const char *name, const char *text, size_t len, char
   json_decref(s->shared);
   s->shared = shared;
   shared = NULL;
+  json_decref(s->last);
+  s->last = last;
+  last = NULL;
+  json_decref(s->layouts);
+  s->layouts = layouts;
+  layouts = NULL;
   rc = 0;
 done:
   json_decref(shared);
+  json_decref(last);
+  json_decref(layouts);
+  json_decref(c.lay);
+  json_decref(c.lay_kinds);
+  json_decref(c.lay_fields);
   for (size_t k = 0; k < c.nadded; k++)
     vkind_free(&c.added[k]);
   kcr__free(c.added);

@@ -46,6 +46,21 @@ void crd_set_destroy(crd_set *s);
 int crd_set_add(crd_set *s, const char *name, const char *text, size_t len, char *msg, size_t size);
 
 /*
+ * crd_set_layout sets *out to the C layout of the header crd_set_add took
+ * last (a new reference; -1 and NULL before any), what `kcr-gen codecs`
+ * (codecs.c) needs to code the header's own structs:
+ *   {"file": NAME,
+ *    "structs": [{"name", "line", "col", "alias": MEMBER (a named type),
+ *                 "fields": [MEMBER...]}...] in the header's order,
+ *    "kinds": [{"struct", "group", "version", "kind"}...],
+ *    "shared": {TYPE: struct, with its "file"} (the headers added before it)}
+ * where a MEMBER is {"c", "type", "ptr", "container" ("one", "list", "map"),
+ * "json", "required", "inline" (TypeMeta's), "line", "col", "type_line",
+ * "type_col"}; the JSON names and required are what the CRD says.
+ */
+int crd_set_layout(const crd_set *s, json_t **out);
+
+/*
  * crd_set_build writes into *out a new JSON array of the CRDs, one per group
  * and kind, ordered by group then plural, each an apiextensions.k8s.io/v1
  * CustomResourceDefinition with its versions ordered by name. Returns 0, or -1

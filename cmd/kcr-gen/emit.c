@@ -21,6 +21,7 @@
 #include "gen.h"
 #include "kcr/buf.h"
 #include "kcr_gen_runtime.h"
+#include "kcr_gen_runtime_codecs.h"
 
 /*
  * The pieces of a line that are made of input (a type's base, a property's
@@ -35,7 +36,7 @@
 
 /* the buffers: operation names, element types, member declarations, the
  * condition a field is encoded under, a comment's lead and its whole text */
-enum { S_OP, S_TYPE, S_DECL, S_COND, S_LEAD, S_TEXT, S_COUNT };
+enum { S_OP, S_TYPE, S_DECL, S_COND, S_LEAD, S_TEXT, S_ITEMS, S_LEN, S_REF, S_COUNT };
 
 typedef struct out {
   FILE *f;
@@ -93,6 +94,8 @@ static const char *ctype(out *o, const gen_shape *sh) {
     return "kcr_int_or_string_t ";
   case GEN_QUANTITY:
     return "kcr_quantity_t ";
+  case GEN_TIME:
+    return "kcr_time_t ";
   case GEN_OBJECT:
     return piece(o, S_TYPE, "%s_t ", sh->obj->base);
   case GEN_JSON:
@@ -103,8 +106,8 @@ static const char *ctype(out *o, const gen_shape *sh) {
 
 /* op is the suffix of an element's operations: kg_dec_<op>. */
 static const char *op(out *o, const gen_shape *sh) {
-  static const char *const names[] = {"string", "int32",    "int64", "number", "bool",
-                                      "intstr", "quantity", "",      "json"};
+  static const char *const names[] = {"string",   "int32", "int64", "number", "bool", "intstr",
+                                      "quantity", "",      "json",  "",       "",     "time"};
   if (sh->kind == GEN_OBJECT)
     return piece(o, S_OP, "t_%s", sh->obj->base);
   return names[sh->kind];
@@ -112,18 +115,38 @@ static const char *op(out *o, const gen_shape *sh) {
 
 static bool by_value(gen_kind k) {
   return k == GEN_INT32 || k == GEN_INT64 || k == GEN_NUMBER || k == GEN_BOOL || k == GEN_INTSTR ||
-         k == GEN_QUANTITY;
+         k == GEN_QUANTITY || k == GEN_TIME;
 }
 
 static bool has_flag(const gen_field *f) {
-  return !f->required &&
+  return !f->plain && !f->required &&
          (by_value(f->shape.kind) || f->shape.kind == GEN_LIST || f->shape.kind == GEN_MAP);
+}
+
+/* indirect tells a member held through a pointer the decoder allocates. */
+static bool indirect(const gen_field *f) {
+  return f->plain ? f->indirect : f->shape.kind == GEN_OBJECT;
+}
+
+/* items is a list's or map's array member: x, or x.items in a type header's KCR_LIST. */
+static const char *items(out *o, const gen_field *f) {
+  return f->plain ? piece(o, S_ITEMS, "%s.items", f->c_name) : f->c_name;
+}
+
+/* len is a list's or map's length member: x_len, or x.len in a type header's KCR_LIST. */
+static const char *len(out *o, const gen_field *f) {
+  return piece(o, S_LEN, f->plain ? "%s.len" : "%s_len", f->c_name);
+}
+
+/* ref is the address of var's member f as its element operations take it. */
+static const char *ref(out *o, const gen_field *f, const char *var) {
+  return piece(o, S_REF, indirect(f) ? "%s->%s" : "&%s->%s", var, f->c_name);
 }
 
 static const char *kind_word(gen_kind k) {
   static const char *const w[] = {"string",  "int32",         "int64",    "number",
                                   "boolean", "int-or-string", "quantity", "object",
-                                  "JSON",    "list",          "map"};
+                                  "JSON",    "list",          "map",      "date-time"};
   return w[k];
 }
 
@@ -354,10 +377,11 @@ static void generated_by(out *o, const gen_crd *crd, const gen_version *v) {
 }
 
 static void emit_header(out *o, const gen_crd *crd, const gen_version *v) {
-  const char *p = v->prefix, *up;
+  /* codecs are named after their file (the type header has the prefix's name) */
+  const char *p = v->prefix, *up, *guard = v->user_header ? v->file : p;
   generated_by(o, crd, v);
-  put(o, "#ifndef %s", upper(o, S_TEXT, p, "_H"));
-  put(o, "#define %s", upper(o, S_TEXT, p, "_H"));
+  put(o, "#ifndef %s", upper(o, S_TEXT, guard, "_H"));
+  put(o, "#define %s", upper(o, S_TEXT, guard, "_H"));
   blank(o);
   put(o, "#include <jansson.h>");
   put(o, "#include <stdbool.h>");
@@ -368,7 +392,13 @@ static void emit_header(out *o, const gen_crd *crd, const gen_version *v) {
   put(o, "#include \"kcr/meta.h\"");
   put(o, "#include \"kcr/scheme.h\"");
   put(o, "#include \"kcr/types.h\"");
+  if (v->user_header)
+    put(o, "#include \"kcr/time.h\"");
   include_ext(o, v);
+  if (v->user_header) {
+    blank(o);
+    put(o, "#include \"%s\"", v->user_header);
+  }
   blank(o);
   put(o, "#ifdef __cplusplus");
   put(o, "extern \"C\" {");
@@ -385,7 +415,7 @@ static void emit_header(out *o, const gen_crd *crd, const gen_version *v) {
   }
   for (size_t i = 0; i < v->ntypes; i++) {
     const gen_type *t = v->types[i];
-    if (t->ext)
+    if (t->ext || t->plain)
       continue;
     put(o, "typedef struct %s %s_t;", t->base, t->base);
     for (size_t j = 0; j < t->nfields; j++)
@@ -399,21 +429,37 @@ static void emit_header(out *o, const gen_crd *crd, const gen_version *v) {
    * entries come after every struct (types may reach each other through $ref).
    */
   for (size_t i = 0; i < v->ntypes; i++)
-    if (!v->types[i]->ext)
+    if (!v->types[i]->ext && !v->types[i]->plain)
       emit_struct(o, v->types[i]);
   for (size_t i = 0; i < v->ntypes; i++)
-    emit_entries(o, v->types[i]);
+    if (!v->types[i]->plain)
+      emit_entries(o, v->types[i]);
   put(o, "/*");
-  put(o, " * For each type T above (T_t), in this order:");
-  put(o, " *   T_create  a new zeroed T (*out; release with T_free). 0 or KCR_ENOMEM.");
-  put(o, " *   T_decode  a new T from json (borrowed). KCR_EPARSE names the field and the");
-  put(o, " *             expected type (\"spec.replicas: expected an integer, got a string\");");
-  put(o, " *             members T does not know are kept in kcr_unknown, at every level.");
-  put(o, " *   T_encode  a new json_t from v (borrowed), unknown members included. KCR_EINVAL");
-  put(o, " *             when a required field is unset.");
-  put(o, " *   T_copy    a new deep copy of v.");
-  put(o, " *   T_equal   whether a and b hold the same values (unknown members compared as");
-  put(o, " *             JSON, maps regardless of order). NULL equals only NULL.");
+  if (v->user_header) { /* the header's own structs: presence is their layout */
+    put(o, " * For each struct T_t of %s, in this order:", v->user_header);
+    put(o, " *   T_create  a new zeroed T (*out; release with T_free). 0 or KCR_ENOMEM.");
+    put(o, " *   T_decode  a new T from json (borrowed). KCR_EPARSE names the field and the");
+    put(o, " *             expected type; null is absent; members T does not declare are");
+    put(o, " *             dropped, as Go's decoder drops them.");
+    put(o, " *   T_encode  a new json_t from v (borrowed): a member through a pointer when");
+    put(o, " *             set, an optional one held by value unless zero (a struct: unless");
+    put(o, " *             {}), a required one always. KCR_EINVAL when a required pointer or");
+    put(o, " *             string is NULL.");
+    put(o, " *   T_copy    a new deep copy of v.");
+    put(o, " *   T_equal   whether a and b hold the same values (maps regardless of order).");
+    put(o, " *             NULL equals only NULL.");
+  } else {
+    put(o, " * For each type T above (T_t), in this order:");
+    put(o, " *   T_create  a new zeroed T (*out; release with T_free). 0 or KCR_ENOMEM.");
+    put(o, " *   T_decode  a new T from json (borrowed). KCR_EPARSE names the field and the");
+    put(o, " *             expected type (\"spec.replicas: expected an integer, got a string\");");
+    put(o, " *             members T does not know are kept in kcr_unknown, at every level.");
+    put(o, " *   T_encode  a new json_t from v (borrowed), unknown members included. KCR_EINVAL");
+    put(o, " *             when a required field is unset.");
+    put(o, " *   T_copy    a new deep copy of v.");
+    put(o, " *   T_equal   whether a and b hold the same values (unknown members compared as");
+    put(o, " *             JSON, maps regardless of order). NULL equals only NULL.");
+  }
   put(o, " *   T_free    releases v and everything it owns. NULL is ignored.");
   put(o, " *   T_clear   releases what v owns and zeroes v, which stays: for a T held by value");
   put(o, " *             (a list's element). NULL is ignored.");
@@ -473,7 +519,7 @@ static void emit_header(out *o, const gen_crd *crd, const gen_version *v) {
   put(o, "}");
   put(o, "#endif");
   blank(o);
-  put(o, "#endif /* %s */", upper(o, S_TEXT, p, "_H"));
+  put(o, "#endif /* %s */", upper(o, S_TEXT, guard, "_H"));
 }
 
 /* ---- the source: per-field templates ---- */
@@ -481,26 +527,27 @@ static void emit_header(out *o, const gen_crd *crd, const gen_version *v) {
 /* lv is the field's lvalue ("v->spec"); the json member is m. */
 static void emit_decode_field(out *o, const gen_field *f) {
   const gen_shape *sh = &f->shape;
-  const char *c = f->c_name;
-  switch (sh->kind) {
-  case GEN_OBJECT:
+  const char *c = f->c_name, *it = items(o, f);
+  if (indirect(f)) {
     put(o, "if (!(v->%s = kg_calloc(1, sizeof(*v->%s))))", c, c);
     put(o, "  rc = kg_nomem(p, err);");
     put(o, "else");
     put(o, "  rc = kg_dec_%s(m, v->%s, p, err);", op(o, sh), c);
-    break;
+    return;
+  }
+  switch (sh->kind) {
   case GEN_LIST:
     put(o, "if (!json_is_array(m)) {");
     put(o, "  rc = kg_expected(p, \"an array\", m, err);");
     put(o, "} else {");
     put(o, "  size_t n = json_array_size(m);");
     put(o, "  rc = 0;");
-    put(o, "  if (n && !(v->%s = kg_calloc(n, sizeof(*v->%s))))", c, c);
+    put(o, "  if (n && !(v->%s = kg_calloc(n, sizeof(*v->%s))))", it, it);
     put(o, "    rc = kg_nomem(p, err);");
     put(o, "  for (size_t i = 0; rc == 0 && i < n; i++) {");
     put(o, "    size_t at2 = kg_push_index(p, i);");
-    put(o, "    v->%s_len = i + 1;", c);
-    put(o, "    rc = kg_dec_%s(json_array_get(m, i), &v->%s[i], p, err);", op(o, sh->elem), c);
+    put(o, "    v->%s = i + 1;", len(o, f));
+    put(o, "    rc = kg_dec_%s(json_array_get(m, i), &v->%s[i], p, err);", op(o, sh->elem), it);
     put(o, "    kg_pop(p, at2);");
     put(o, "  }");
     put(o, "}");
@@ -513,21 +560,21 @@ static void emit_decode_field(out *o, const gen_field *f) {
     put(o, "  const char *k;");
     put(o, "  json_t *m2;");
     put(o, "  rc = 0;");
-    put(o, "  if (n && !(v->%s = kg_calloc(n, sizeof(*v->%s))))", c, c);
+    put(o, "  if (n && !(v->%s = kg_calloc(n, sizeof(*v->%s))))", it, it);
     put(o, "    rc = kg_nomem(p, err);");
     put(o, "  json_object_keylen_foreach((json_t *)m, k, klen, m2) {");
     put(o, "    size_t at2;");
     put(o, "    if (rc)");
     put(o, "      break;");
     put(o, "    at2 = kg_push_key(p, k);");
-    put(o, "    v->%s_len = i + 1;", c);
+    put(o, "    v->%s = i + 1;", len(o, f));
     put(o, "    if (klen != strlen(k))");
     put(o, "      rc = kcr_error_set(err, KCR_EPARSE, \"%%s: a key holds a NUL character\", "
            "kg_where(p));");
-    put(o, "    else if (!(v->%s[i].key = kg_strdup(k)))", c);
+    put(o, "    else if (!(v->%s[i].key = kg_strdup(k)))", it);
     put(o, "      rc = kg_nomem(p, err);");
     put(o, "    else");
-    put(o, "      rc = kg_dec_%s(m2, &v->%s[i].value, p, err);", op(o, sh->elem), c);
+    put(o, "      rc = kg_dec_%s(m2, &v->%s[i].value, p, err);", op(o, sh->elem), it);
     put(o, "    kg_pop(p, at2);");
     put(o, "    i++;");
     put(o, "  }");
@@ -546,14 +593,23 @@ static const char *present(out *o, const gen_field *f) {
   const char *c = f->c_name;
   if (has_flag(f))
     return piece(o, S_COND, "v->has_%s", c);
-  if (f->shape.kind == GEN_STRING || f->shape.kind == GEN_OBJECT || f->shape.kind == GEN_JSON)
+  if (f->plain && !indirect(f) && f->shape.kind != GEN_STRING) {
+    /* a type header's member held by value: always there when required;
+     * else left out when zero (a struct: when it encodes to {}, below) */
+    if (f->required || f->shape.kind == GEN_OBJECT)
+      return "1";
+    if (f->shape.kind == GEN_LIST || f->shape.kind == GEN_MAP)
+      return piece(o, S_COND, "v->%s", len(o, f));
+    return piece(o, S_COND, "!kg_zero_%s(&v->%s)", op(o, &f->shape), c);
+  }
+  if (f->shape.kind == GEN_STRING || indirect(f) || f->shape.kind == GEN_JSON)
     return piece(o, S_COND, "v->%s", c);
   return "1";
 }
 
 static void emit_encode_field(out *o, const gen_field *f) {
   const gen_shape *sh = &f->shape;
-  const char *c = f->c_name;
+  const char *c = f->c_name, *it = items(o, f);
   put(o, "at = kg_push(p, \"%s\");", f->json_lit);
   if (f->nullable) {
     put(o, "if (v->%s_null) {", c);
@@ -563,16 +619,13 @@ static void emit_encode_field(out *o, const gen_field *f) {
   put(o, "if (%s) {", present(o, f));
   o->indent++;
   put(o, "json_t *m = NULL;");
-  switch (sh->kind) {
-  case GEN_OBJECT:
-    put(o, "rc = kg_enc_%s(v->%s, &m, p, err);", op(o, sh), c);
-    break;
+  switch (indirect(f) ? GEN_OBJECT : sh->kind) {
   case GEN_LIST:
     put(o, "rc = (m = json_array()) ? 0 : kg_nomem(p, err);");
-    put(o, "for (size_t i = 0; rc == 0 && i < v->%s_len; i++) {", c);
+    put(o, "for (size_t i = 0; rc == 0 && i < v->%s; i++) {", len(o, f));
     put(o, "  size_t at2 = kg_push_index(p, i);");
     put(o, "  json_t *e = NULL;");
-    put(o, "  rc = kg_enc_%s(&v->%s[i], &e, p, err);", op(o, sh->elem), c);
+    put(o, "  rc = kg_enc_%s(&v->%s[i], &e, p, err);", op(o, sh->elem), items(o, f));
     put(o, "  if (rc == 0 && json_array_append_new(m, e))");
     put(o, "    rc = kg_nomem(p, err);");
     put(o, "  kg_pop(p, at2);");
@@ -580,24 +633,30 @@ static void emit_encode_field(out *o, const gen_field *f) {
     break;
   case GEN_MAP:
     put(o, "rc = (m = json_object()) ? 0 : kg_nomem(p, err);");
-    put(o, "for (size_t i = 0; rc == 0 && i < v->%s_len; i++) {", c);
-    put(o, "  size_t at2 = kg_push_key(p, v->%s[i].key ? v->%s[i].key : \"(NULL)\");", c, c);
+    put(o, "for (size_t i = 0; rc == 0 && i < v->%s; i++) {", len(o, f));
+    put(o, "  size_t at2 = kg_push_key(p, v->%s[i].key ? v->%s[i].key : \"(NULL)\");", it, it);
     put(o, "  json_t *e = NULL;");
-    put(o, "  if (!v->%s[i].key || !kg_utf8_ok(v->%s[i].key))", c, c);
+    put(o, "  if (!v->%s[i].key || !kg_utf8_ok(v->%s[i].key))", it, it);
     put(o, "    rc = kcr_error_set(err, KCR_EINVAL, \"%%s: the key is NULL or not UTF-8\", "
            "kg_where(p));");
     put(o, "  else");
-    put(o, "    rc = kg_enc_%s(&v->%s[i].value, &e, p, err);", op(o, sh->elem), c);
-    put(o, "  if (rc == 0 && json_object_set_new_nocheck(m, v->%s[i].key, e))", c);
+    put(o, "    rc = kg_enc_%s(&v->%s[i].value, &e, p, err);", op(o, sh->elem), it);
+    put(o, "  if (rc == 0 && json_object_set_new_nocheck(m, v->%s[i].key, e))", it);
     put(o, "    rc = kg_nomem(p, err);");
     put(o, "  kg_pop(p, at2);");
     put(o, "}");
     break;
-  default:
-    put(o, "rc = kg_enc_%s(&v->%s, &m, p, err);", op(o, sh), c);
+  default: /* a struct through its pointer, anything else by its address */
+    put(o, "rc = kg_enc_%s(%s, &m, p, err);", op(o, sh), ref(o, f, "v"));
     break;
   }
-  put(o, "if (rc == 0)");
+  if (f->plain && !f->required && !indirect(f) && sh->kind == GEN_OBJECT) {
+    put(o, "if (rc == 0 && json_object_size(m) == 0)");
+    put(o, "  json_decref(m); /* held by value, optional and empty: left out */");
+    put(o, "else if (rc == 0)");
+  } else {
+    put(o, "if (rc == 0)");
+  }
   put(o, "  rc = kg_set(o, \"%s\", m, p, err);", f->json_lit);
   put(o, "else");
   put(o, "  json_decref(m);");
@@ -614,25 +673,26 @@ static void emit_encode_field(out *o, const gen_field *f) {
 
 static void emit_clear_field(out *o, const gen_field *f) {
   const gen_shape *sh = &f->shape;
-  const char *c = f->c_name;
-  switch (sh->kind) {
-  case GEN_OBJECT:
+  const char *c = f->c_name, *it = items(o, f);
+  if (indirect(f)) {
     put(o, "if (v->%s) {", c);
     put(o, "  kg_clear_%s(v->%s);", op(o, sh), c);
     put(o, "  kg_free(v->%s);", c);
     put(o, "}");
-    break;
+    return;
+  }
+  switch (sh->kind) {
   case GEN_LIST:
-    put(o, "for (size_t i = 0; i < v->%s_len; i++)", c);
-    put(o, "  kg_clear_%s(&v->%s[i]);", op(o, sh->elem), c);
-    put(o, "kg_free(v->%s);", c);
+    put(o, "for (size_t i = 0; i < v->%s; i++)", len(o, f));
+    put(o, "  kg_clear_%s(&v->%s[i]);", op(o, sh->elem), it);
+    put(o, "kg_free(v->%s);", it);
     break;
   case GEN_MAP:
-    put(o, "for (size_t i = 0; i < v->%s_len; i++) {", c);
-    put(o, "  kg_free(v->%s[i].key);", c);
-    put(o, "  kg_clear_%s(&v->%s[i].value);", op(o, sh->elem), c);
+    put(o, "for (size_t i = 0; i < v->%s; i++) {", len(o, f));
+    put(o, "  kg_free(v->%s[i].key);", it);
+    put(o, "  kg_clear_%s(&v->%s[i].value);", op(o, sh->elem), it);
     put(o, "}");
-    put(o, "kg_free(v->%s);", c);
+    put(o, "kg_free(v->%s);", it);
     break;
   default:
     if (!by_value(sh->kind) || sh->kind == GEN_INTSTR || sh->kind == GEN_QUANTITY)
@@ -643,31 +703,32 @@ static void emit_clear_field(out *o, const gen_field *f) {
 
 static void emit_copy_field(out *o, const gen_field *f) {
   const gen_shape *sh = &f->shape;
-  const char *c = f->c_name;
+  const char *c = f->c_name, *it = items(o, f);
   if (has_flag(f))
     put(o, "d->has_%s = s->has_%s;", c, c);
   if (f->nullable)
     put(o, "d->%s_null = s->%s_null;", c, c);
-  switch (sh->kind) {
-  case GEN_OBJECT:
+  if (indirect(f)) {
     put(o, "if (s->%s && !(d->%s = kg_calloc(1, sizeof(*d->%s))))", c, c, c);
     put(o, "  return KCR_ENOMEM;");
     put(o, "if (s->%s && kg_copy_%s(s->%s, d->%s))", c, op(o, sh), c, c);
     put(o, "  return KCR_ENOMEM;");
-    break;
+    return;
+  }
+  switch (sh->kind) {
   case GEN_LIST:
   case GEN_MAP:
     /* the length read once: the analyzer cannot tell s from d */
-    put(o, "const size_t %s_n = s->%s_len;", c, c);
-    put(o, "if (%s_n && !(d->%s = kg_calloc(%s_n, sizeof(*d->%s))))", c, c, c, c);
+    put(o, "const size_t %s_n = s->%s;", c, len(o, f));
+    put(o, "if (%s_n && !(d->%s = kg_calloc(%s_n, sizeof(*d->%s))))", c, it, c, it);
     put(o, "  return KCR_ENOMEM;");
     put(o, "for (size_t i = 0; i < %s_n; i++) {", c);
-    put(o, "  d->%s_len = i + 1;", c);
+    put(o, "  d->%s = i + 1;", len(o, f));
     if (sh->kind == GEN_LIST) {
-      put(o, "  if (kg_copy_%s(&s->%s[i], &d->%s[i]))", op(o, sh->elem), c, c);
+      put(o, "  if (kg_copy_%s(&s->%s[i], &d->%s[i]))", op(o, sh->elem), it, it);
     } else {
-      put(o, "  if (kg_copy_string(&s->%s[i].key, &d->%s[i].key) ||", c, c);
-      put(o, "      kg_copy_%s(&s->%s[i].value, &d->%s[i].value))", op(o, sh->elem), c, c);
+      put(o, "  if (kg_copy_string(&s->%s[i].key, &d->%s[i].key) ||", it, it);
+      put(o, "      kg_copy_%s(&s->%s[i].value, &d->%s[i].value))", op(o, sh->elem), it, it);
     }
     put(o, "    return KCR_ENOMEM;");
     put(o, "}");
@@ -681,7 +742,7 @@ static void emit_copy_field(out *o, const gen_field *f) {
 
 static void emit_equal_field(out *o, const gen_field *f) {
   const gen_shape *sh = &f->shape;
-  const char *c = f->c_name;
+  const char *c = f->c_name, *it = items(o, f);
   if (f->nullable) {
     put(o, "if (a->%s_null != b->%s_null)", c, c);
     put(o, "  return false;");
@@ -690,27 +751,28 @@ static void emit_equal_field(out *o, const gen_field *f) {
     put(o, "if (a->has_%s != b->has_%s)", c, c);
     put(o, "  return false;");
   }
-  switch (sh->kind) {
-  case GEN_OBJECT:
+  if (indirect(f)) {
     put(o, "if (!a->%s != !b->%s || (a->%s && !kg_eq_%s(a->%s, b->%s)))", c, c, c, op(o, sh), c, c);
     put(o, "  return false;");
-    break;
+    return;
+  }
+  switch (sh->kind) {
   case GEN_LIST:
-    put(o, "if (a->%s_len != b->%s_len)", c, c);
+    put(o, "if (a->%s != b->%s)", len(o, f), len(o, f));
     put(o, "  return false;");
-    put(o, "for (size_t i = 0; i < a->%s_len; i++)", c);
-    put(o, "  if (!kg_eq_%s(&a->%s[i], &b->%s[i]))", op(o, sh->elem), c, c);
+    put(o, "for (size_t i = 0; i < a->%s; i++)", len(o, f));
+    put(o, "  if (!kg_eq_%s(&a->%s[i], &b->%s[i]))", op(o, sh->elem), it, it);
     put(o, "    return false;");
     break;
   case GEN_MAP:
-    put(o, "if (a->%s_len != b->%s_len)", c, c);
+    put(o, "if (a->%s != b->%s)", len(o, f), len(o, f));
     put(o, "  return false;");
-    put(o, "for (size_t i = 0; i < a->%s_len; i++) {", c);
+    put(o, "for (size_t i = 0; i < a->%s; i++) {", len(o, f));
     put(o, "  size_t j = 0;");
-    put(o, "  while (j < b->%s_len && !kg_eq_string(&a->%s[i].key, &b->%s[j].key))", c, c, c);
+    put(o, "  while (j < b->%s && !kg_eq_string(&a->%s[i].key, &b->%s[j].key))", len(o, f), it, it);
     put(o, "    j++;");
-    put(o, "  if (j == b->%s_len || !kg_eq_%s(&a->%s[i].value, &b->%s[j].value))", c,
-        op(o, sh->elem), c, c);
+    put(o, "  if (j == b->%s || !kg_eq_%s(&a->%s[i].value, &b->%s[j].value))", len(o, f),
+        op(o, sh->elem), it, it);
     put(o, "    return false;");
     put(o, "}");
     break;
@@ -753,7 +815,11 @@ static void emit_type_ops(out *o, const gen_type *t) {
     put(o, "%sif (kg_key_is(key, key_len, \"%s\", %zu)) {", i ? "} else " : "", f->json_lit,
         strlen(f->json_name));
     o->indent++;
-    if (f->shape.kind != GEN_JSON) {
+    if (t->plain) {
+      /* a type header's struct keeps no null: a null member is an absent one */
+      put(o, "if (!json_is_null(m)) {");
+      o->indent++;
+    } else if (f->shape.kind != GEN_JSON) {
       put(o, "if (json_is_null(m)) {");
       if (f->nullable)
         put(o, "  v->%s_null = true;", f->c_name);
@@ -769,15 +835,19 @@ static void emit_type_ops(out *o, const gen_type *t) {
     emit_decode_field(o, f);
     if (f->required)
       put(o, "seen_%s = rc == 0;", f->c_name);
-    if (f->shape.kind != GEN_JSON) {
+    if (f->shape.kind != GEN_JSON || t->plain) {
       o->indent--;
       put(o, "}");
     }
     o->indent--;
   }
-  put(o, "%s{", t->nfields ? "} else " : "");
-  put(o, "  rc = kg_keep(&v->kcr_unknown, key, key_len, m, p, err);");
-  put(o, "}");
+  if (t->plain) { /* members the type does not know are dropped, as Go's decoder drops them */
+    put(o, "}");
+  } else {
+    put(o, "%s{", t->nfields ? "} else " : "");
+    put(o, "  rc = kg_keep(&v->kcr_unknown, key, key_len, m, p, err);");
+    put(o, "}");
+  }
   put(o, "kg_pop(p, at);");
   put(o, "if (rc)");
   put(o, "  return rc;");
@@ -800,7 +870,7 @@ static void emit_type_ops(out *o, const gen_type *t) {
   put(o, "size_t at;");
   put(o, "int rc;");
   put(o, "*out = NULL;");
-  put(o, "if ((rc = kg_start(v->kcr_unknown, &o, p, err)) != 0)");
+  put(o, "if ((rc = kg_start(%s, &o, p, err)) != 0)", t->plain ? "NULL" : "v->kcr_unknown");
   put(o, "  return rc;");
   put(o, "(void)at;");
   for (size_t i = 0; i < t->nfields; i++)
@@ -820,7 +890,8 @@ static void emit_type_ops(out *o, const gen_type *t) {
   o->indent++;
   for (size_t i = 0; i < t->nfields; i++)
     emit_clear_field(o, &t->fields[i]);
-  put(o, "json_decref(v->kcr_unknown);");
+  if (!t->plain)
+    put(o, "json_decref(v->kcr_unknown);");
   put(o, "memset(v, 0, sizeof(*v));");
   o->indent--;
   put(o, "}");
@@ -830,7 +901,7 @@ static void emit_type_ops(out *o, const gen_type *t) {
   o->indent++;
   for (size_t i = 0; i < t->nfields; i++)
     emit_copy_field(o, &t->fields[i]);
-  put(o, "return kg_copy_json(&s->kcr_unknown, &d->kcr_unknown);");
+  put(o, "%s", t->plain ? "return 0;" : "return kg_copy_json(&s->kcr_unknown, &d->kcr_unknown);");
   o->indent--;
   put(o, "}");
   blank(o);
@@ -839,7 +910,7 @@ static void emit_type_ops(out *o, const gen_type *t) {
   o->indent++;
   for (size_t i = 0; i < t->nfields; i++)
     emit_equal_field(o, &t->fields[i]);
-  put(o, "return kg_eq_unknown(a->kcr_unknown, b->kcr_unknown);");
+  put(o, "%s", t->plain ? "return true;" : "return kg_eq_unknown(a->kcr_unknown, b->kcr_unknown);");
   o->indent--;
   put(o, "}");
   blank(o);
@@ -966,6 +1037,10 @@ static void emit_source(out *o, const gen_crd *crd, const gen_version *v, const 
   blank(o);
   fwrite(kcr_gen_runtime, 1, sizeof(kcr_gen_runtime) - 1, o->f);
   blank(o);
+  if (v->user_header) {
+    fwrite(kcr_gen_runtime_codecs, 1, sizeof(kcr_gen_runtime_codecs) - 1, o->f);
+    blank(o);
+  }
   for (size_t i = 0; i < v->ntypes; i++) {
     const char *b = v->types[i]->base;
     put(o, "static int kg_dec_t_%s(const json_t *j, %s_t *v, kg_path *p, kcr_error_t *err);", b, b);

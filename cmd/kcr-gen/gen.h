@@ -57,7 +57,8 @@ typedef enum gen_kind {
   GEN_OBJECT,   /* a generated struct (properties) */
   GEN_JSON,     /* json_t *: anything else, kept whole */
   GEN_LIST,     /* counted array of elem */
-  GEN_MAP       /* counted array of key/value entries (additionalProperties) */
+  GEN_MAP,      /* counted array of key/value entries (additionalProperties) */
+  GEN_TIME      /* kcr_time_t, a date-time string: a type header's only (codecs) */
 } gen_kind;
 
 typedef struct gen_type gen_type;
@@ -79,6 +80,16 @@ typedef struct gen_field {
   gen_shape shape;
   bool required;
   bool nullable;
+  /*
+   * plain: a member of a type header's own struct (`kcr-gen codecs`), not of a
+   * generated one: no has_ or _null members, lists and maps are KCR_LIST and
+   * KCR_MAP (c_name.items, c_name.len), and an optional member held by value
+   * is left out of the JSON when it holds its zero value (as Go's omitempty).
+   * indirect: such a member is a pointer (`T *x`) the decoder allocates; a
+   * generated struct holds every struct member so, and nothing else.
+   */
+  bool plain;
+  bool indirect;
 } gen_field;
 
 /*
@@ -97,6 +108,9 @@ struct gen_type {
   char *desc;
   gen_field *fields;
   size_t nfields;
+  /* plain: the struct is a type header's (`kcr-gen codecs`): declared there,
+   * not here, with no kcr_unknown (members it does not know are dropped) */
+  bool plain;
 };
 
 /*
@@ -117,11 +131,12 @@ typedef struct gen_kindinfo {
  * types they reach through $ref).
  */
 typedef struct gen_version {
-  char *name;       /* "v1alpha1"; the package name for openapi */
-  char *prefix;     /* "app_v1alpha1": the file names and the _mem_ functions */
-  char *file;       /* the files' base name: NULL means prefix */
-  char *include;    /* how the source includes its header: NULL means file.h */
-  gen_type **types; /* types[0] is the first kind; children follow parents */
+  char *name;        /* "v1alpha1"; the package name for openapi */
+  char *prefix;      /* "app_v1alpha1": the file names and the _mem_ functions */
+  char *file;        /* the files' base name: NULL means prefix */
+  char *include;     /* how the source includes its header: NULL means file.h */
+  char *user_header; /* codecs: how the header includes the type header they code */
+  gen_type **types;  /* types[0] is the first kind; children follow parents */
   size_t ntypes;
   gen_kindinfo *kinds;
   size_t nkinds;
@@ -217,6 +232,29 @@ int gen_openapi_split(const json_t *docs, const char *prefix, const char *incdir
  */
 int gen_version_name_files(gen_version *v, const char *prefix, const char *file,
                            const char *include);
+
+/*
+ * gen_codecs_build models the codecs of one type header's own structs (its
+ * C layout from crd_set_layout, borrowed) for `kcr-gen codecs`: a package
+ * PREFIX (the header's name less _types.h: memcached), files
+ * PREFIX_codecs.h and .c, whose header includes the type header as include.
+ * Each struct NAME_t gets NAME_decode and the rest, each kind its scheme
+ * hooks; crds (borrowed; crd_set_build's) give the kinds' plurals, scopes and
+ * list kinds. Types of the headers before it are reached through their own
+ * codecs, ORIGIN_codecs.h. What cannot be coded is an error at the header's
+ * FILE:LINE:COL. Returns 0, or -1 with a message in msg.
+ */
+int gen_codecs_build(const json_t *layout, const json_t *crds, const char *prefix,
+                     const char *include, gen_crd *crd, char *msg, size_t size);
+
+/*
+ * gen_codecs_prefix writes into out (size bytes) the package name of the type
+ * header at path: its file name up to the first '.', less a trailing "_types"
+ * (api/v1/memcached_types.h: memcached), as CMake's kcr_gen_codecs names it.
+ * 0, or -1 when that is empty, does not fit, or is not lowercase letters,
+ * digits and '_' starting with a letter or '_'.
+ */
+int gen_codecs_prefix(const char *path, char *out, size_t size);
 
 /* gen_crd_free releases what gen_crd_build made. */
 void gen_crd_free(gen_crd *crd);

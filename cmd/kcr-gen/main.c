@@ -8,7 +8,8 @@
  * group-version (--split). It prints what it wrote, one a line, and exits 0; on
  * any error it prints one line to stderr and exits 1 (2 for a bad command line).
  * `kcr-gen crd` writes CRDs from C type headers with kubebuilder's markers
- * (crd.c), one YAML file per group and kind. `kcr-gen webhook` writes the
+ * (crd.c), one YAML file per group and kind; `kcr-gen codecs` the codecs of
+ * those headers' own structs (crd.c's layout, model.c, emit.c). `kcr-gen webhook` writes the
  * webhook configurations from +kubebuilder:webhook markers (webhook.c).
  */
 #include <errno.h>
@@ -47,6 +48,11 @@ static void usage(FILE *f) {
       "  versions of a kind in one CRD. -o - writes to stdout; --max-desc-len cuts descriptions\n"
       "  (controller-gen's crd:maxDescLen; 0 drops them); --header puts TEXT before each CRD,\n"
       "  --label puts a label on each. See docs/kcr-gen.md.\n"
+      "       kcr-gen codecs [-o DIR] [-I DIR]... [--uses HEADER]... HEADER...\n"
+      "  Writes DIR/NAME_codecs.h and .c for each type HEADER (NAME_types.h): decode, encode,\n"
+      "  copy, equality and the scheme hooks of the header's own structs (T_t: T_decode...),\n"
+      "  which the codecs header includes as its path less the -I DIR it starts with. A\n"
+      "  --uses HEADER is read for its types, coded by its own codecs (another run's).\n"
       "       kcr-gen webhook [-o FILE] [--header TEXT] [--label KEY=VALUE]... SOURCE...\n"
       "  Writes FILE (default config/webhook/manifests.yaml; - for stdout): the Mutating- and\n"
       "  ValidatingWebhookConfiguration from the +kubebuilder:webhook markers in the SOURCE\n"
@@ -448,6 +454,130 @@ done:
   return rc;
 }
 
+/* CODECS_USAGE is `kcr-gen codecs`' usage line. */
+#define CODECS_USAGE "usage: kcr-gen codecs [-o DIR] [-I DIR]... [--uses HEADER]... HEADER...\n"
+
+/* CODECS_MAX bounds the headers and -I directories of one `kcr-gen codecs` run. */
+#define CODECS_MAX 64
+
+/* include_as is path less the first of roots (n of them) it starts with, and a '/'. */
+static const char *include_as(const char *path, const char *const *roots, size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    size_t len = strlen(roots[k]);
+    while (len > 1 && roots[k][len - 1] == '/')
+      len--;
+    if (strncmp(path, roots[k], len) == 0 && path[len] == '/')
+      return path + len + 1;
+  }
+  return path;
+}
+
+/*
+ * codecs is `kcr-gen codecs`: every header is read in order (a header may use
+ * the types of those before it, as for `kcr-gen crd`), and each that is not
+ * a --uses one gets its package: NAME_codecs.h and .c in DIR.
+ */
+static int codecs(int argc, char **argv) {
+  const char *dir = ".", *roots[CODECS_MAX], *outs[CODECS_MAX];
+  char msg[1024] = "", prefixes[CODECS_MAX][256];
+  json_t *layouts[CODECS_MAX] = {NULL}, *crds = NULL;
+  size_t nroots = 0, nouts = 0;
+  crd_set *set = NULL;
+  int rc = 1;
+  if (crd_set_create(&set)) {
+    fputs("kcr-gen: out of memory\n", stderr);
+    return 1;
+  }
+  /* no descriptions: codecs need none, and the Kubernetes types kcr-gen has
+   * only without them (JobTemplateSpec) are then taken */
+  crd_set_max_desc_len(set, 0);
+  for (int i = 0; i < argc; i++) {
+    bool uses = strcmp(argv[i], "--uses") == 0 && i + 1 < argc;
+    const char *file;
+    char *text;
+    size_t len;
+    if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output-dir") == 0) && i + 1 < argc) {
+      dir = argv[++i];
+      continue;
+    }
+    if (strcmp(argv[i], "-I") == 0 && i + 1 < argc && nroots < CODECS_MAX) {
+      roots[nroots++] = argv[++i];
+      continue;
+    }
+    if ((argv[i][0] == '-' && !uses) || (!uses && nouts == CODECS_MAX)) {
+      fputs(CODECS_USAGE, stderr);
+      rc = 2;
+      goto done;
+    }
+    file = uses ? argv[++i] : argv[i];
+    if (!(text = gen_read_file(file, HDR_TEXT_MAX, &len, msg, sizeof(msg)))) {
+      fprintf(stderr, "kcr-gen: %s: %s\n", file, msg);
+      goto done;
+    }
+    rc = crd_set_add(set, file, text, len, msg, sizeof(msg));
+    free(text);
+    if (rc) {
+      rc = 1;
+      fprintf(stderr, "kcr-gen: %s\n", msg);
+      goto done;
+    }
+    if (uses)
+      continue;
+    if (gen_codecs_prefix(file, prefixes[nouts], sizeof(prefixes[nouts]))) {
+      fprintf(stderr,
+              "kcr-gen: %s: name a type header NAME_types.h, NAME of lowercase letters, "
+              "digits and '_' (its codecs are NAME_codecs)\n",
+              file);
+      rc = 1;
+      goto done;
+    }
+    for (size_t k = 0; k < nouts; k++)
+      if (strcmp(prefixes[k], prefixes[nouts]) == 0) {
+        fprintf(stderr, "kcr-gen: %s and %s both make %s_codecs: give them separate runs\n",
+                outs[k], file, prefixes[k]);
+        rc = 1;
+        goto done;
+      }
+    outs[nouts] = file;
+    if (crd_set_layout(set, &layouts[nouts++])) {
+      fputs("kcr-gen: out of memory\n", stderr);
+      rc = 1;
+      goto done;
+    }
+  }
+  rc = 1;
+  if (nouts == 0) {
+    fputs(CODECS_USAGE, stderr);
+    rc = 2;
+    goto done;
+  }
+  if (crd_set_build(set, &crds, msg, sizeof(msg))) {
+    fprintf(stderr, "kcr-gen: %s\n", msg);
+    goto done;
+  }
+  for (size_t k = 0; k < nouts; k++) {
+    gen_crd model;
+    int erc = gen_codecs_build(layouts[k], crds, prefixes[k], include_as(outs[k], roots, nroots),
+                               &model, msg, sizeof(msg));
+    if (erc == 0)
+      erc = gen_emit(&model, &model.versions[0], dir, msg, sizeof(msg));
+    if (erc == 0)
+      printf("%s/%s.h\n%s/%s.c\n", dir, model.versions[0].file, dir, model.versions[0].file);
+    gen_crd_free(&model);
+    if (erc) {
+      fprintf(stderr, "kcr-gen: %s\n", msg);
+      goto done;
+    }
+  }
+  rc = 0;
+done:
+  for (size_t k = 0; k < nouts; k++)
+    json_decref(layouts[k]);
+  json_decref(crds);
+  crd_set_destroy(set);
+  return rc;
+}
+
 /* WEBHOOK_USAGE is `kcr-gen webhook`'s usage line. */
 #define WEBHOOK_USAGE                                                                              \
   "usage: kcr-gen webhook [-o FILE] [--header TEXT] [--label KEY=VALUE]... SOURCE...\n"
@@ -569,6 +699,8 @@ int main(int argc, char **argv) {
     return gen_rbac(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "crd") == 0)
     return crd(argc - 2, argv + 2);
+  if (argc >= 2 && strcmp(argv[1], "codecs") == 0)
+    return codecs(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "webhook") == 0)
     return webhook(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "openapi") == 0)

@@ -37,17 +37,18 @@ static char *xstrdup(const char *s) {
 }
 
 KCR_GEN_PRINTF(1, 2) static char *xprintf(const char *fmt, ...) {
-  va_list ap, again;
+  va_list ap;
   int n;
   char *s;
   va_start(ap, fmt);
-  va_copy(again, ap);
   n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
   s = xcalloc((size_t)(n < 0 ? 0 : n) + 1, 1);
-  if (n > 0)
-    vsnprintf(s, (size_t)n + 1, fmt, again);
-  va_end(again);
+  if (n > 0) { /* the arguments again, to print them this time */
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+  }
   return s;
 }
 
@@ -374,13 +375,24 @@ static const struct {
     {META_V1 "LabelSelectorRequirement", "kcr_meta_v1_label_selector_requirement"},
 };
 
+/* add_type appends t (owned from now) to v's types. */
+static void add_type(gen_version *v, gen_type *t) {
+  gen_type **nt =
+      realloc(v->types, (v->ntypes + 1) * sizeof(gen_type *)); // NOLINT(bugprone-sizeof-expression)
+  if (!nt) {
+    fputs("kcr-gen: out of memory\n", stderr);
+    exit(2);
+  }
+  v->types = nt;
+  v->types[v->ntypes++] = t;
+}
+
 /*
  * ext_type returns the type for libkcr's schema ref (one per package, made on
  * first use), or NULL when libkcr ships no type for ref or w makes its own.
  */
 static gen_type *ext_type(walk *w, const char *ref) {
   gen_type *t;
-  gen_type **nt;
   size_t i = 0, n = sizeof(ext_types) / sizeof(ext_types[0]);
   while (w->ext && i < n && strcmp(ext_types[i].schema, ref) != 0)
     i++;
@@ -394,14 +406,7 @@ static gen_type *ext_type(walk *w, const char *ref) {
   t->header = xstrdup(GEN_EXT_HEADER);
   t->path = xstrdup(ref);
   id_add(w->ids, t->base);
-  nt = realloc(w->v->types,
-               (w->v->ntypes + 1) * sizeof(gen_type *)); // NOLINT(bugprone-sizeof-expression)
-  if (!nt) {
-    fputs("kcr-gen: out of memory\n", stderr);
-    exit(2);
-  }
-  w->v->types = nt;
-  w->v->types[w->v->ntypes++] = t;
+  add_type(w->v, t);
   ref_add(w, ref, t);
   return t;
 }
@@ -593,7 +598,6 @@ static gen_type *new_type(walk *w, const char *base_want, const char *path, cons
   const json_t *sub;
   idset members = {0};
   size_t i = 0;
-  gen_type **nt;
   const char *outer = w->cur_pkg;
   if (!within(w, path, base_want, GEN_NAME_MAX, "the C name of this object's type",
               "generated messages quote it in a C string literal; shorten the property names "
@@ -606,14 +610,7 @@ static gen_type *new_type(walk *w, const char *base_want, const char *path, cons
   t->desc = str_of(schema, "description") ? xstrdup(str_of(schema, "description")) : NULL;
   t->fields = xcalloc(json_object_size(props), sizeof(*t->fields));
   /* children follow their parent: register t before walking its fields */
-  nt = realloc(w->v->types,
-               (w->v->ntypes + 1) * sizeof(gen_type *)); // NOLINT(bugprone-sizeof-expression)
-  if (!nt) {
-    fputs("kcr-gen: out of memory\n", stderr);
-    exit(2);
-  }
-  w->v->types = nt;
-  w->v->types[w->v->ntypes++] = t;
+  add_type(w->v, t);
   if (ref)
     ref_add(w, ref, t); /* before its fields: a type may reach itself */
   id_add(&members, "kcr_unknown");
@@ -1069,7 +1066,6 @@ static int split_visit(split *sp, size_t i, char *msg, size_t size) {
 static gen_type *split_proxy(gen_version *v, const gen_type *t, const char *prefix,
                              const char *incdir) {
   gen_type *p;
-  gen_type **nt;
   for (size_t i = 0; i < v->ntypes; i++)
     if (v->types[i]->ext && strcmp(v->types[i]->base, t->base) == 0)
       return v->types[i];
@@ -1078,14 +1074,7 @@ static gen_type *split_proxy(gen_version *v, const gen_type *t, const char *pref
   p->ext = t->ext ? xstrdup(t->ext) : xprintf("%s_%s", prefix, t->pkg);
   p->header = t->ext ? xstrdup(t->header) : xprintf("%s/%s.h", incdir, t->pkg);
   p->path = xstrdup(t->path);
-  nt =
-      realloc(v->types, (v->ntypes + 1) * sizeof(gen_type *)); // NOLINT(bugprone-sizeof-expression)
-  if (!nt) {
-    fputs("kcr-gen: out of memory\n", stderr);
-    exit(2);
-  }
-  v->types = nt;
-  v->types[v->ntypes++] = p;
+  add_type(v, p);
   return p;
 }
 
@@ -1154,17 +1143,9 @@ int gen_openapi_split(const json_t *docs, const char *prefix, const char *incdir
         pv->kinds[pv->nkinds++] = v->kinds[k];
     for (size_t i = 0; i < v->ntypes; i++) {
       gen_type *t = v->types[i];
-      gen_type **nt;
       if (t->ext || strcmp(t->pkg, name) != 0)
         continue;
-      nt = realloc(pv->types,
-                   (pv->ntypes + 1) * sizeof(gen_type *)); // NOLINT(bugprone-sizeof-expression)
-      if (!nt) {
-        fputs("kcr-gen: out of memory\n", stderr);
-        exit(2);
-      }
-      pv->types = nt;
-      pv->types[pv->ntypes++] = t;
+      add_type(pv, t);
     }
     /* what the package's own types reach elsewhere: references after them */
     for (size_t i = 0, own = pv->ntypes; i < own; i++)
@@ -1248,6 +1229,7 @@ void gen_crd_free(gen_crd *crd) {
     free(v->prefix);
     free(v->file);
     free(v->include);
+    free(v->user_header);
   }
   free(crd->versions);
   free(crd->group);
@@ -1256,4 +1238,381 @@ void gen_crd_free(gen_crd *crd) {
   free(crd->plural);
   free(crd->source);
   memset(crd, 0, sizeof(*crd));
+}
+
+/* ---- codecs for a type header's own structs (kcr-gen codecs) ---- */
+
+/* hdr_ext: the Kubernetes types a type header may name, and whose functions code them. */
+static const struct {
+  const char *ctype, *base, *ext, *header;
+} hdr_ext[] = {
+    {"kcr_meta_v1_object_meta_t", "kcr_meta_v1_object_meta", "kcr_meta_v1", GEN_EXT_HEADER},
+    {"kcr_meta_v1_condition_t", "kcr_meta_v1_condition", "kcr_meta_v1", GEN_EXT_HEADER},
+    {"kcr_batch_v1_job_template_spec_t", "kcr_batch_v1_job_template_spec", "kcr_batch_v1",
+     "kcr/k8s/batch_v1.h"},
+    {"kcr_core_v1_object_reference_t", "kcr_core_v1_object_reference", "kcr_core_v1",
+     "kcr/k8s/core_v1.h"},
+};
+
+/* cwalk: the state of modelling one header's codecs. */
+typedef struct cwalk {
+  gen_version *v;
+  const json_t *structs; /* the header's, in its order */
+  const json_t *shared;  /* the earlier headers' types by name */
+  const char *file;      /* the header, for messages */
+  char *msg;
+  size_t size;
+} cwalk;
+
+KCR_GEN_PRINTF(5, 6)
+static int cfail_at(cwalk *w, const json_t *at, const char *line, const char *col, const char *fmt,
+                    ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  gen_vmsg_at(w->msg, w->size, w->file, (int)json_integer_value(json_object_get(at, line)),
+              (int)json_integer_value(json_object_get(at, col)), fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* own_struct finds the header's struct named name, or NULL. */
+static const json_t *own_struct(const cwalk *w, const char *name) {
+  size_t i;
+  const json_t *st;
+  json_array_foreach(w->structs, i, st) {
+    if (strcmp(str_of(st, "name"), name) == 0)
+      return st;
+  }
+  return NULL;
+}
+
+/* find_base finds the package's type (own or ext) whose base is base, or NULL. */
+static gen_type *find_base(const gen_version *v, const char *base) {
+  for (size_t i = 0; i < v->ntypes; i++)
+    if (strcmp(v->types[i]->base, base) == 0)
+      return v->types[i];
+  return NULL;
+}
+
+/* ext_of is the type another package codes (made on first use). */
+static gen_type *ext_of(gen_version *v, const char *base, const char *ext, const char *header) {
+  gen_type *t = find_base(v, base);
+  if (t)
+    return t;
+  t = xcalloc(1, sizeof(*t));
+  t->base = xstrdup(base);
+  t->ext = xstrdup(ext);
+  t->header = xstrdup(header);
+  t->path = xstrdup(header);
+  add_type(v, t);
+  return t;
+}
+
+/* cut_t is name less its "_t" (new), or NULL when it does not end so. */
+static char *cut_t(const char *name) {
+  size_t n = strlen(name);
+  if (n < 3 || strcmp(name + n - 2, "_t") != 0)
+    return NULL;
+  char *b = xstrdup(name);
+  b[n - 2] = '\0';
+  return b;
+}
+
+/*
+ * elem_kind classifies the element type name (aliases followed) into sh:
+ * a scalar, a string (char, ptr one), or a struct. *ptr is the '*' count left
+ * for the member itself. 0, or -1 with the error at the member m.
+ */
+static int elem_kind(cwalk *w, const json_t *m, const char *type, int *ptr, gen_shape *sh) {
+  static const struct {
+    const char *name;
+    gen_kind kind;
+  } scalars[] = {{"int32_t", GEN_INT32},
+                 {"int64_t", GEN_INT64},
+                 {"bool", GEN_BOOL},
+                 {"double", GEN_NUMBER},
+                 {"kcr_int_or_string_t", GEN_INTSTR},
+                 {"kcr_quantity_t", GEN_QUANTITY},
+                 {"kcr_time_t", GEN_TIME}};
+  const json_t *st;
+  if (strcmp(type, "char") == 0) {
+    if (*ptr != 1)
+      return cfail_at(w, m, "type_line", "type_col", "a string is char * (%d '*' here)", *ptr);
+    sh->kind = GEN_STRING;
+    *ptr = 0;
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++)
+    if (strcmp(type, scalars[i].name) == 0) {
+      sh->kind = scalars[i].kind;
+      return 0;
+    }
+  for (size_t i = 0; i < sizeof(hdr_ext) / sizeof(hdr_ext[0]); i++)
+    if (strcmp(type, hdr_ext[i].ctype) == 0) {
+      sh->kind = GEN_OBJECT;
+      sh->obj = ext_of(w->v, hdr_ext[i].base, hdr_ext[i].ext, hdr_ext[i].header);
+      return 0;
+    }
+  if ((st = own_struct(w, type)) != NULL || (st = json_object_get(w->shared, type)) != NULL) {
+    const char *origin = str_of(st, "file");
+    char *base = cut_t(type);
+    if (!base)
+      return cfail_at(w, m, "type_line", "type_col",
+                      "%s: kcr-gen codecs names a type's functions after its name less _t: "
+                      "name it %s_t",
+                      type, type);
+    sh->kind = GEN_OBJECT;
+    if (origin && !own_struct(w, type)) { /* an earlier header's, coded in its own package */
+      char pkg[256], *header;
+      if (gen_codecs_prefix(origin, pkg, sizeof(pkg))) {
+        free(base);
+        return cfail_at(w, m, "type_line", "type_col", "%s: no package name in %s", type, origin);
+      }
+      header = xprintf("%s_codecs.h", pkg);
+      sh->obj = ext_of(w->v, base, pkg, header);
+      free(header);
+    } else {
+      sh->obj = find_base(w->v, base);
+    }
+    free(base);
+    if (!sh->obj)
+      return cfail_at(w, m, "type_line", "type_col", "type %s is not coded here", type);
+    return 0;
+  }
+  return cfail_at(w, m, "type_line", "type_col", "%s: kcr-gen codecs cannot code this type", type);
+}
+
+/*
+ * resolve gives field f the shape member m (its C layout) has: named types
+ * followed to what they name, then a scalar, string, struct, list or map of
+ * one. What C holds in a way the codecs do not take (a list of pointers, a
+ * pointer to a list or a string, a list of lists) is an error at the member.
+ */
+static int resolve(cwalk *w, const json_t *m, gen_field *f) {
+  const char *type = str_of(m, "type"), *cont = str_of(m, "container");
+  int ptr = (int)json_integer_value(json_object_get(m, "ptr"));
+  bool list = strcmp(cont, "list") == 0, map = strcmp(cont, "map") == 0;
+  gen_shape *sh = &f->shape;
+  for (int hops = 0;; hops++) {
+    const json_t *st = own_struct(w, type);
+    const json_t *alias;
+    if (!st)
+      st = json_object_get(w->shared, type);
+    alias = json_object_get(st, "alias");
+    if (!alias)
+      break;
+    const char *acont = str_of(alias, "container");
+    int aptr = (int)json_integer_value(json_object_get(alias, "ptr"));
+    if (hops > 32)
+      return cfail_at(w, m, "type_line", "type_col", "%s: named types nest too deep", type);
+    if (strcmp(acont, "one") != 0) {
+      if (list || map)
+        return cfail_at(w, m, "type_line", "type_col",
+                        "%s: a list or map of lists or maps cannot be coded (C has no place "
+                        "for the inner one's length): use a struct with a KCR_LIST member",
+                        type);
+      if (ptr)
+        return cfail_at(w, m, "type_line", "type_col",
+                        "%s: a pointer to a list or map cannot be coded: drop the '*' (an "
+                        "empty one is the unset one)",
+                        type);
+      list = strcmp(acont, "list") == 0;
+      map = strcmp(acont, "map") == 0;
+    }
+    if (strcmp(str_of(alias, "type"), "char") == 0 && ptr)
+      return cfail_at(w, m, "type_line", "type_col",
+                      "%s: a pointer to a string cannot be coded: drop the '*' (NULL is the "
+                      "unset string)",
+                      type);
+    ptr += aptr;
+    type = str_of(alias, "type");
+  }
+  if (elem_kind(w, m, type, &ptr, list || map ? (sh->elem = xcalloc(1, sizeof(*sh->elem))) : sh))
+    return -1;
+  if (ptr > 1)
+    return cfail_at(w, m, "type_line", "type_col", "%s: at most one '*' (an optional member)",
+                    type);
+  if (list || map) {
+    if (ptr)
+      return cfail_at(w, m, "type_line", "type_col",
+                      "%s: a list or map of pointers cannot be coded: hold the elements by "
+                      "value",
+                      type);
+    sh->kind = list ? GEN_LIST : GEN_MAP;
+    return 0;
+  }
+  f->indirect = ptr == 1;
+  return 0;
+}
+
+/* inline_meta adds TypeMeta's apiVersion and kind, members of member m. */
+static void inline_meta(gen_type *t, const json_t *m) {
+  static const char *const names[][2] = {{"apiVersion", "api_version"}, {"kind", "kind"}};
+  for (int k = 0; k < 2; k++) {
+    gen_field *f = &t->fields[t->nfields++];
+    f->json_name = xstrdup(names[k][0]);
+    f->json_lit = c_literal(names[k][0]);
+    f->c_name = xprintf("%s.%s", str_of(m, "c"), names[k][1]);
+    f->shape.kind = GEN_STRING;
+    f->plain = true;
+  }
+}
+
+/* codec_type models the header's struct st (not a named type) as a plain type. */
+static int codec_type(cwalk *w, const json_t *st) {
+  const json_t *fields = json_object_get(st, "fields"), *m;
+  char *base = cut_t(str_of(st, "name"));
+  gen_type *t;
+  size_t i;
+  if (!base)
+    return cfail_at(w, st, "line", "col",
+                    "%s: kcr-gen codecs names a type's functions after its name less _t: name "
+                    "it %s_t",
+                    str_of(st, "name"), str_of(st, "name"));
+  if (json_array_size(fields) == 0) {
+    free(base);
+    return cfail_at(w, st, "line", "col", "%s has no members to code", str_of(st, "name"));
+  }
+  t = xcalloc(1, sizeof(*t));
+  t->base = base;
+  t->plain = true;
+  t->path = xstrdup(w->file);
+  t->fields = xcalloc(json_array_size(fields) * 2, sizeof(*t->fields));
+  add_type(w->v, t);
+  json_array_foreach(fields, i, m) {
+    gen_field *f;
+    if (json_is_true(json_object_get(m, "inline"))) {
+      if (json_integer_value(json_object_get(m, "ptr")) != 0)
+        return cfail_at(w, m, "type_line", "type_col", "%s is held by value, not through a '*'",
+                        str_of(m, "type"));
+      inline_meta(t, m);
+      continue;
+    }
+    f = &t->fields[t->nfields++];
+    f->json_name = xstrdup(str_of(m, "json"));
+    f->json_lit = c_literal(f->json_name);
+    f->c_name = xstrdup(str_of(m, "c"));
+    f->required = json_is_true(json_object_get(m, "required"));
+    f->plain = true;
+    if (strlen(f->json_name) > GEN_LITERAL_MAX)
+      return cfail_at(w, m, "line", "col", "the JSON name is over %d bytes", GEN_LITERAL_MAX);
+    if (resolve(w, m, f))
+      return -1;
+  }
+  return 0;
+}
+
+/* kind_crd finds the CRD of group and kind among crds, or NULL. */
+static const json_t *kind_crd(const json_t *crds, const char *group, const char *kind) {
+  size_t i;
+  const json_t *c;
+  json_array_foreach(crds, i, c) {
+    const json_t *spec = json_object_get(c, "spec");
+    if (str_of(spec, "group") && strcmp(str_of(spec, "group"), group) == 0 &&
+        str_of(json_object_get(spec, "names"), "kind") &&
+        strcmp(str_of(json_object_get(spec, "names"), "kind"), kind) == 0)
+      return c;
+  }
+  return NULL;
+}
+
+/*
+ * codec_names checks that no two functions of the package share a name (a
+ * struct foo_scheme_t beside a kind foo_t would): an error at the struct.
+ */
+static int codec_names(cwalk *w) {
+  static const char *const kind_fns[] = {"_gvk",           "_register",    "_scheme_decode",
+                                         "_scheme_encode", "_scheme_free", NULL};
+  static const char *const mem_fns[] = {"_mem_calloc", "_mem_strdup", "_mem_free", NULL};
+  idset ids = {0};
+  int rc = 0;
+  for (const char *const *s = mem_fns; *s; s++) {
+    char *id = xprintf("%s%s", w->v->prefix, *s);
+    id_add(&ids, id);
+    free(id);
+  }
+  for (size_t k = 0; k < w->v->nkinds; k++)
+    for (const char *const *s = kind_fns; *s; s++) {
+      char *id = xprintf("%s%s", w->v->kinds[k].prefix, *s);
+      id_add(&ids, id);
+      free(id);
+    }
+  for (size_t i = 0; i < w->v->ntypes && rc == 0; i++) {
+    const gen_type *t = w->v->types[i];
+    for (const char *const *s = type_suffixes + 2; *s && rc == 0 && !t->ext; s++) {
+      char *id = xprintf("%s%s", t->base, *s);
+      if (id_taken(&ids, id)) {
+        char *name = xprintf("%s_t", t->base);
+        rc = cfail_at(w, own_struct(w, name), "line", "col",
+                      "%s: its function %s is also the kind's or the package's: rename the type",
+                      name, id);
+        free(name);
+      }
+      free(id);
+    }
+  }
+  id_free(&ids);
+  return rc;
+}
+
+int gen_codecs_prefix(const char *path, char *out, size_t size) {
+  const char *name = strrchr(path, '/');
+  size_t n;
+  name = name ? name + 1 : path;
+  n = strcspn(name, ".");
+  if (n > 6 && strncmp(name + n - 6, "_types", 6) == 0)
+    n -= 6;
+  if (n == 0 || n >= size || (name[0] >= '0' && name[0] <= '9'))
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+          name[i] == '_'))
+      return -1;
+    out[i] = name[i];
+  }
+  out[n] = '\0';
+  return 0;
+}
+
+int gen_codecs_build(const json_t *layout, const json_t *crds, const char *prefix,
+                     const char *include, gen_crd *crd, char *msg, size_t size) {
+  const json_t *structs = json_object_get(layout, "structs"), *st, *k;
+  cwalk w = {NULL, structs, json_object_get(layout, "shared"), str_of(layout, "file"), msg, size};
+  gen_version *v;
+  size_t i;
+  memset(crd, 0, sizeof(*crd));
+  crd->source = xstrdup(w.file);
+  crd->versions = xcalloc(1, sizeof(gen_version));
+  crd->nversions = 1;
+  v = w.v = &crd->versions[0];
+  v->prefix = xstrdup(prefix);
+  v->file = xprintf("%s_codecs", prefix);
+  v->user_header = xstrdup(include);
+  json_array_foreach(structs, i, st) {
+    if (!json_object_get(st, "alias") && codec_type(&w, st))
+      return -1;
+  }
+  v->kinds = xcalloc(json_array_size(json_object_get(layout, "kinds")) + 1, sizeof(*v->kinds));
+  json_array_foreach(json_object_get(layout, "kinds"), i, k) {
+    gen_kindinfo *ki = &v->kinds[v->nkinds];
+    const json_t *c = kind_crd(crds, str_of(k, "group"), str_of(k, "kind"));
+    const json_t *spec = json_object_get(c, "spec"), *names = json_object_get(spec, "names");
+    char *base = cut_t(str_of(k, "struct"));
+    if (!c || !base || !(ki->type = find_base(v, base))) {
+      free(base);
+      gen_msgf(msg, size, "%s: kind %s: no CRD or no type made for it", w.file, str_of(k, "kind"));
+      return -1;
+    }
+    v->nkinds++;
+    ki->prefix = base;
+    ki->group = xstrdup(str_of(k, "group"));
+    ki->version = xstrdup(str_of(k, "version"));
+    ki->kind = xstrdup(str_of(k, "kind"));
+    ki->plural = xstrdup(str_of(names, "plural"));
+    ki->list_kind = xstrdup(str_of(names, "listKind"));
+    ki->namespaced = !str_of(spec, "scope") || strcmp(str_of(spec, "scope"), "Cluster") != 0;
+    if (!v->name)
+      v->name = xstrdup(ki->version);
+  }
+  return codec_names(&w);
 }

@@ -53,14 +53,14 @@
 #include "kcr_gen_scaffold.h"
 #include "scaffold.h"
 
-#define MAX_VARS 24
+#define MAX_VARS 48
 #define MAX_FILES 64
 /* MAX_RESOURCES bounds the kinds a PROJECT file lists. */
 #define MAX_RESOURCES 256
 
 /* A value is a validated name (at most 63 bytes) or made of a few (the group
  * and the domain: 317): VALUE_MAX holds any; bad says one did not fit. */
-#define VALUE_MAX 512
+#define VALUE_MAX 1024
 
 typedef struct var {
   const char *name;
@@ -1326,6 +1326,68 @@ static const char *var_value(const vars *vs, const char *name) {
 }
 
 /*
+ * set_type_vars sets what the templates need of the kind's C type at the
+ * version of vs: its name, header and origin (types, types_h, types_doc) and
+ * the few lines that touch its members, from the snip_NAME_codecs or
+ * snip_NAME_types templates. A coded version's type is its type header's own
+ * struct, KIND_t, coded by kcr-gen codecs (spec, status and metadata held by
+ * value); another's is made from the CRD, KIND_VERSION_t, every struct
+ * through a pointer. 0, or -1 with msg set.
+ */
+static int set_type_vars(vars *vs, bool coded, char *msg, size_t size) {
+  static const char *const snips[] = {"ctl_observe",  "test_observe", "wh_default",
+                                      "wh_foo_empty", "wht_default",  "conv_hub_foo"};
+  char types[200], h[220], doc[700], name[64];
+  snprintf(types, sizeof(types), "%s", var_value(vs, coded ? "kind_snake" : "prefix"));
+  snprintf(h, sizeof(h), "%s%s", types, coded ? "_codecs.h" : ".h");
+  if (coded)
+    snprintf(doc, sizeof(doc),
+             "the type header's own struct, api/%s/%s_types.h, coded by kcr-gen "
+             "codecs",
+             var_value(vs, "version"), var_value(vs, "kind_snake"));
+  else
+    snprintf(doc, sizeof(doc), "generated from config/crd/bases/%s_%s.yaml by kcr-gen types",
+             var_value(vs, "fqgroup"), var_value(vs, "plural"));
+  set_var(vs, "types", types);
+  set_var(vs, "types_h", h);
+  set_var(vs, "types_doc", doc);
+  for (size_t i = 0; i < sizeof(snips) / sizeof(snips[0]); i++) {
+    char *text;
+    size_t n;
+    snprintf(name, sizeof(name), "snip_%s_%s", snips[i], coded ? "codecs" : "types");
+    if (!(text = render(name, vs, msg, size)))
+      return -1;
+    n = strlen(text);
+    if (strcmp(snips[i], "wh_foo_empty") == 0 && n > 0 && text[n - 1] == '\n')
+      text[n - 1] = '\0'; /* an expression, inside the template's line */
+    set_var(vs, snips[i], text);
+    free(text);
+  }
+  if (vs->bad) {
+    gen_msgf(msg, size, "a template value is longer than %d bytes", VALUE_MAX - 1);
+    return -1;
+  }
+  return 0;
+}
+
+/*
+ * is_coded tells whether version of the kind of vs is the one api/types.cmake
+ * codes from its type header (a kcr_gen_codecs line naming
+ * api/VERSION/KIND_types.h), in the plan or on disk.
+ */
+static bool is_coded(const plan *p, const vars *vs, const char *version) {
+  char path[PLAN_PATH_MAX], msg[PLAN_PATH_MAX + 64], want[300];
+  bool bad, hit;
+  const plan_file *f = plan_find(p, "api/types.cmake", path, msg, sizeof(msg), &bad);
+  char *text = f || bad ? NULL : read_all(path);
+  const char *t = f ? f->text : text;
+  snprintf(want, sizeof(want), "/api/%s/%s_types.h)", version, var_value(vs, "kind_snake"));
+  hit = t && strstr(t, "kcr_gen_codecs(") && strstr(t, want);
+  free(text);
+  return hit;
+}
+
+/*
  * plan_version_entry: what every version of a kind gets: a sample, listed in
  * config/samples (made the first time), and its entry in PROJECT.
  */
@@ -1678,7 +1740,8 @@ static int create_api(const create_args *a) {
       goto done;
     }
   }
-  if (plan_new(&p, ctl, "controller.c", &vs, false, msg, sizeof(msg)) ||
+  if (set_type_vars(&vs, !a->crd_first, msg, sizeof(msg)) ||
+      plan_new(&p, ctl, "controller.c", &vs, false, msg, sizeof(msg)) ||
       plan_new(&p, test, "controller_test.c", &vs, false, msg, sizeof(msg)))
     goto done;
   static const char *const roles[] = {"admin", "editor", "viewer"};
@@ -1703,6 +1766,19 @@ static int create_api(const create_args *a) {
   if (plan_uncomment(&p, "config/default/kustomization.yaml", "- ../crd\n", "the CRDs (../crd)",
                      msg, sizeof(msg)))
     goto done;
+  /* types-first: the controller's C types are the header's own structs
+   * (kcr_gen_codecs); the CRD's types of every version stay beside them
+   * (kcr_gen_types: the other versions', whose headers declare the same C
+   * names, and this one's in the CRD's form) */
+  if (!a->crd_first) {
+    snprintf(text, sizeof(text),
+             "kcr_gen_codecs(%s_codecs INCLUDE_ROOT ${CMAKE_CURRENT_SOURCE_DIR}\n"
+             "  HEADERS ${CMAKE_CURRENT_SOURCE_DIR}/api/%s/%s_types.h)\n"
+             "list(APPEND PROJECT_TYPES %s_codecs)\n",
+             ks, a->version, ks, ks);
+    if (plan_append(&p, "api/types.cmake", text, msg, sizeof(msg)))
+      goto done;
+  }
   snprintf(text, sizeof(text),
            "kcr_gen_types(%s_types CRD ${CMAKE_CURRENT_SOURCE_DIR}/%s PREFIX %s VERSIONS %s)\n"
            "list(APPEND PROJECT_TYPES %s_types)\n",
@@ -1835,7 +1911,8 @@ static int plan_conversion(plan *p, const create_args *a, const gen_resource *re
                            vars *vs, const char *dir, char *msg, size_t size) {
   const char *kd = "config/default/kustomization.yaml";
   const char *pre = var_value(vs, "prefix"), *ks = var_value(vs, "kind_snake");
-  char table[VALUE_MAX] = "", regs[VALUE_MAX] = "", calls[VALUE_MAX] = "", sp[200], line[700];
+  char table[VALUE_MAX] = "", regs[VALUE_MAX] = "", calls[VALUE_MAX] = "", sp[200], spt[200];
+  char line[700];
   sbuf h = {0}, c = {0}, t = {0};
   int rc = -1;
 
@@ -1852,6 +1929,12 @@ static int plan_conversion(plan *p, const create_args *a, const gen_resource *re
     snprintf(sp, sizeof(sp), "%s_%s", ks, a->spokes[i]);
     set_var(vs, "spoke", a->spokes[i]);
     set_var(vs, "spoke_prefix", sp);
+    /* a spoke's type: its header's codecs when coded, else the CRD's */
+    bool spoke_coded = is_coded(p, vs, a->spokes[i]);
+    snprintf(spt, sizeof(spt), "%s", spoke_coded ? ks : sp);
+    snprintf(line, sizeof(line), "%s%s", spt, spoke_coded ? "_codecs.h" : ".h");
+    set_var(vs, "spoke_types", spt);
+    set_var(vs, "spoke_types_h", line);
     static const char *const tmpl[3] = {"conversion_h_spoke", "conversion_c_spoke",
                                         "conversion_test_spoke"};
     sbuf *into[3] = {&h, &c, &t};
@@ -1866,7 +1949,7 @@ static int plan_conversion(plan *p, const create_args *a, const gen_resource *re
              a->spokes[i], sp, sp);
     strncat(table, line, sizeof(table) - strlen(table) - 1);
     snprintf(line, sizeof(line), "  if ((rc = %s_register(scheme, err)) != 0)\n    return rc;\n",
-             sp);
+             spt);
     strncat(regs, line, sizeof(regs) - strlen(regs) - 1);
     snprintf(line, sizeof(line), "  if (test_%s() != 0)\n    return 1;\n", a->spokes[i]);
     strncat(calls, line, sizeof(calls) - strlen(calls) - 1);
@@ -2024,6 +2107,8 @@ static int create_webhook(const create_args *a) {
   r->conversion |= a->conversion;
 
   kind_vars(&vs, a, project, domain, r->plural[0] ? r->plural : NULL);
+  if (set_type_vars(&vs, is_coded(&p, &vs, a->version), msg, sizeof(msg)))
+    goto done;
   snprintf(dir, sizeof(dir), "internal/webhook/%s", a->version);
   if ((a->defaulting || a->validation) &&
       plan_admission(&p, a, r, &vs, domain, dir, msg, sizeof(msg)))

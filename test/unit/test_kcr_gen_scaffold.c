@@ -464,6 +464,22 @@ static void test_kcr_gen_scaffold_init_and_api(void **state) {
       fail_msg("no %s", files[i]);
     free(t);
   }
+  /* the types-first Widget's controller uses its header's own structs, coded
+   * by kcr-gen codecs; the --crd-first Gizmo's the types of its CRD */
+  assert_true(has(p, "api/types.cmake",
+                  "kcr_gen_codecs(widget_codecs INCLUDE_ROOT ${CMAKE_CURRENT_SOURCE_DIR}\n"
+                  "  HEADERS ${CMAKE_CURRENT_SOURCE_DIR}/api/v1/widget_types.h)\n"
+                  "list(APPEND PROJECT_TYPES widget_codecs)\n"));
+  assert_true(has(p, "api/types.cmake", "PREFIX widget VERSIONS v1)\n"));
+  assert_true(has(p, "api/types.cmake", "PREFIX gizmo VERSIONS v1)\n"));
+  assert_false(has(p, "api/types.cmake", "gizmo_codecs"));
+  assert_true(has(p, "internal/controller/widget_controller.c", "#include \"widget_codecs.h\"\n"));
+  assert_true(has(p, "internal/controller/widget_controller.c", "  widget_t *obj = NULL,"));
+  assert_true(has(p, "internal/controller/widget_controller.c",
+                  "  if (obj->status.observed_generation != generation) {\n"));
+  assert_true(has(p, "test/widget_controller_test.c", "CHECK(obj->spec.foo != NULL"));
+  assert_true(has(p, "internal/controller/gizmo_controller.c", "#include \"gizmo_v1.h\"\n"));
+  assert_true(has(p, "internal/controller/gizmo_controller.c", "  gizmo_v1_t *obj = NULL,"));
   /* no webhook parts before create webhook */
   char *t = file(p, "config/webhook/service.yaml");
   assert_null(t);
@@ -506,6 +522,10 @@ static void test_kcr_gen_scaffold_webhook(void **state) {
   assert_true(has(p, "internal/webhook/v1/widget_webhook.c",
                   "kcr_webhook_for(mgr, scheme, &gvk, &defaulter, NULL, err)"));
   assert_true(has(p, "internal/webhook/v1/widget_webhook_test.c", "test_default()"));
+  /* on the header's own struct, the controller's */
+  assert_true(has(p, "internal/webhook/v1/widget_webhook.c", "  widget_t *o = obj;\n"));
+  assert_true(has(p, "internal/webhook/v1/widget_webhook.c", "  if (o->spec.foo == NULL &&"));
+  assert_true(has(p, "internal/webhook/v1/widget_webhook.h", "#include \"widget_codecs.h\"\n"));
   assert_true(has(p, "cmd/main.c", "#include \"v1/widget_webhook.h\"\n/* +kcr-gen:scaffold"));
   assert_true(has(p, "cmd/main.c", "    widget_v1_webhook_setup,\n    /* +kcr-gen:scaffold"));
   /* the switches of a defaulting webhook, and not the validating CA's */
@@ -528,6 +548,8 @@ static void test_kcr_gen_scaffold_webhook(void **state) {
   assert_int_equal(run(p, wh2), 0);
   assert_true(has(p, kd, "\n    - select:\n        kind: ValidatingWebhookConfiguration\n"));
   assert_true(has(p, "cmd/main.c", "    widget_v1_webhook_setup,\n    gizmo_v1_webhook_setup,\n"));
+  assert_true(has(p, "internal/webhook/v1/gizmo_webhook.c",
+                  "  if (o->spec != NULL && o->spec->foo != NULL && o->spec->foo[0] == '\\0')"));
   char *m = file(p, "config/webhook/manifests.yaml");
   assert_non_null(m);
   assert_non_null(strstr(m, "name: mwidget-v1.kb.io"));
@@ -569,6 +591,9 @@ static void test_kcr_gen_scaffold_conversion(void **state) {
   assert_string_equal(stored(p, crd, "v1"), "true");
   assert_string_equal(stored(p, crd, "v2"), "false");
   assert_generated(p, crd, hdrs, 2);
+  /* v1 stays coded from its header; v2, whose header has the same C names,
+   * joins the CRD's types */
+  assert_true(has(p, "api/types.cmake", "/api/v1/widget_types.h)\n"));
   assert_true(has(p, "api/types.cmake", "PREFIX widget VERSIONS v1 v2)\n"));
   assert_true(has(p, "config/samples/kustomization.yaml", "- demo_v2_widget.yaml\n"));
   assert_true(has(p, "PROJECT", "  - group: demo\n    version: v2\n    kind: Widget\n"));
@@ -584,6 +609,11 @@ static void test_kcr_gen_scaffold_conversion(void **state) {
   assert_true(has(p, "internal/webhook/v1/widget_conversion.c",
                   "{\"v2\", widget_v2_convert_to_hub, widget_v2_convert_from_hub, NULL}"));
   assert_true(has(p, "internal/webhook/v1/widget_conversion_test.c", "test_v2()"));
+  /* the hub is v1's header type, the spoke v2's from the CRD */
+  assert_true(has(p, "internal/webhook/v1/widget_conversion.c", "  widget_t *h = NULL;\n"));
+  assert_true(has(p, "internal/webhook/v1/widget_conversion.c", "  widget_v2_t *s = NULL;\n"));
+  assert_true(has(p, "internal/webhook/v1/widget_conversion.c",
+                  "  if ((rc = widget_v2_register(scheme, err)) != 0)\n"));
   t = file(p, "internal/webhook/v1/widget_webhook.c");
   assert_null(t); /* no admission webhook was asked for */
   assert_true(has(p, "cmd/main.c", "#include \"v1/widget_conversion.h\"\n"));

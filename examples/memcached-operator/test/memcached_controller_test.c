@@ -27,8 +27,8 @@
 
 #include "kcr/k8s/apps_v1.h"
 #include "kcr/k8s/core_v1.h"
+#include "memcached_codecs.h"
 #include "memcached_controller.h"
-#include "memcached_v1alpha1.h"
 
 #define CHECK(cond)                                                                                \
   do {                                                                                             \
@@ -69,7 +69,7 @@ static int add_memcached(const char *name, int size, kcr_error_t *err) {
   return kcr_fake_client_add_json(fake, json, err);
 }
 
-static memcached_v1alpha1_t *get_memcached(const char *name) {
+static memcached_t *get_memcached(const char *name) {
   void *m = NULL;
   kcr_error_t err = {0};
   kcr_typed_get(&client, scheme, &MEMCACHED, "default", name, &m, &err);
@@ -84,10 +84,11 @@ static kcr_apps_v1_deployment_t *get_deployment(const char *name) {
 }
 
 /* condition_is tells whether m's condition type has that status and message. */
-static bool condition_is(memcached_v1alpha1_t *m, const char *type, const char *status,
+static bool condition_is(memcached_t *m, const char *type, const char *status,
                          const char *message) {
-  kcr_meta_v1_condition_t *c =
-      m && m->status ? kcr_typed_condition_find(KCR_CONDITIONS(m->status), type) : NULL;
+  kcr_meta_v1_condition_t *c = m ? kcr_typed_condition_find(&m->status.conditions.items,
+                                                            &m->status.conditions.len, NULL, type)
+                                 : NULL;
   if (c == NULL || strcmp(c->status, status) != 0 || strstr(c->message, message) == NULL) {
     fprintf(stderr, "condition %s: %s %s\n", type, c ? c->status : "(none)", c ? c->message : "");
     return false;
@@ -97,9 +98,9 @@ static bool condition_is(memcached_v1alpha1_t *m, const char *type, const char *
 
 /* available_is tells whether the Memcached name's Available condition is status and message. */
 static bool available_is(const char *name, const char *status, const char *message) {
-  memcached_v1alpha1_t *m = get_memcached(name);
+  memcached_t *m = get_memcached(name);
   bool ok = condition_is(m, "Available", status, message);
-  memcached_v1alpha1_free(m);
+  memcached_free(m);
   return ok;
 }
 
@@ -163,20 +164,19 @@ static int etcd_down(const kcr_fake_call *call, kcr_error_t *err, void *data) {
 }
 
 static int test_create(kcr_error_t *err) {
-  memcached_v1alpha1_t *m;
+  memcached_t *m;
   kcr_apps_v1_deployment_t *d;
   CHECK(settle("gone", err) == 0); /* not found: nothing to do */
   CHECK(add_memcached("memcached-sample", 1, err) == 0);
   CHECK(settle("memcached-sample", err) == 0);
   CHECK((m = get_memcached("memcached-sample")) != NULL);
-  CHECK(kcr_typed_finalizer_contains(m->metadata, MEMCACHED_FINALIZER));
+  CHECK(kcr_typed_finalizer_contains(&m->metadata, MEMCACHED_FINALIZER));
   CHECK(condition_is(m, "Available", "True",
                      "Deployment for custom resource (memcached-sample) with 1 replicas created "
                      "successfully"));
   CHECK((d = get_deployment("memcached-sample")) != NULL);
   const kcr_meta_v1_owner_reference_t *owner = kcr_typed_owner_ref_controller(d->metadata);
-  CHECK(owner && strcmp(owner->kind, "Memcached") == 0 &&
-        strcmp(owner->uid, m->metadata->uid) == 0);
+  CHECK(owner && strcmp(owner->kind, "Memcached") == 0 && strcmp(owner->uid, m->metadata.uid) == 0);
   CHECK(d->spec->replicas == 1);
   CHECK(strcmp(kcr_typed_label(d->spec->template->metadata, "app.kubernetes.io/instance"),
                "memcached-sample") == 0);
@@ -189,16 +189,17 @@ static int test_create(kcr_error_t *err) {
   CHECK(!pod->containers[0].security_context->allow_privilege_escalation);
   CHECK(strcmp(pod->containers[0].security_context->capabilities->drop[0], "ALL") == 0);
   kcr_apps_v1_deployment_free(d);
-  memcached_v1alpha1_free(m);
+  memcached_free(m);
   return 0;
 }
 
 static int test_scale_and_drift(kcr_error_t *err) {
-  memcached_v1alpha1_t *m = get_memcached("memcached-sample");
+  memcached_t *m = get_memcached("memcached-sample");
   CHECK(m != NULL);
-  m->spec->size = 3;
+  CHECK(m->spec.size != NULL);
+  *m->spec.size = 3;
   CHECK(kcr_typed_update(&client, scheme, &MEMCACHED, m, NULL, NULL, err) == 0);
-  memcached_v1alpha1_free(m);
+  memcached_free(m);
   CHECK(settle("memcached-sample", err) == 0);
   CHECK(replicas("memcached-sample") == 3);
   CHECK(available_is("memcached-sample", "True", "with 3 replicas created successfully"));
@@ -243,13 +244,13 @@ static int test_failed_create(kcr_error_t *err) {
 }
 
 static int test_delete(kcr_error_t *err) {
-  memcached_v1alpha1_t *m = get_memcached("memcached-sample");
+  memcached_t *m = get_memcached("memcached-sample");
   CHECK(m != NULL);
   CHECK(kcr_typed_delete(&client, scheme, &MEMCACHED, m, NULL, err) == 0);
-  memcached_v1alpha1_free(m);
+  memcached_free(m);
   CHECK((m = get_memcached("memcached-sample")) != NULL); /* held by the finalizer */
-  CHECK(m->metadata->deletion_timestamp != NULL);
-  memcached_v1alpha1_free(m);
+  CHECK(m->metadata.deletion_timestamp != NULL);
+  memcached_free(m);
   CHECK(settle("memcached-sample", err) == 0);
   CHECK(kcr_fake_recorder_count(reconciler.recorder, KCR_EVENT_WARNING, "Deleting") == 1);
   CHECK(get_memcached("memcached-sample") == NULL);
@@ -263,14 +264,14 @@ static int alloc_failures(kcr_error_t *err) {
   long n;
   for (int deleting = 0; deleting < 2; deleting++) {
     for (n = 1;; n++) {
-      memcached_v1alpha1_t *m;
+      memcached_t *m;
       kcr_result res = {0};
       CHECK(add_memcached("oom", 1, err) == 0);
       if (deleting) { /* the Deployment made, the finalizer on, then deleted */
         CHECK(settle("oom", err) == 0);
         CHECK((m = get_memcached("oom")) != NULL);
         CHECK(kcr_typed_delete(&client, scheme, &MEMCACHED, m, NULL, err) == 0);
-        memcached_v1alpha1_free(m);
+        memcached_free(m);
       }
       fail_from(n);
       kcr_testing_reconcile(memcached_reconcile, &reconciler, &client, &req, &res, NULL, NULL);
@@ -286,7 +287,7 @@ static int alloc_failures(kcr_error_t *err) {
         CHECK(kcr_typed_delete(&client, scheme, &MEMCACHED, m, NULL, err) == 0);
         CHECK(settle("oom", err) == 0);
       }
-      memcached_v1alpha1_free(m);
+      memcached_free(m);
       kcr_fake_client_destroy(fake); /* the next N on an empty tracker */
       CHECK(kcr_fake_client_create(NULL, &fake, err) == 0);
       client = kcr_fake_client_objclient(fake);
@@ -294,9 +295,9 @@ static int alloc_failures(kcr_error_t *err) {
     CHECK(n > 10); /* the pass allocates: the loop did fail some */
     CHECK(settle("oom", err) == 0);
     if (!deleting) {
-      memcached_v1alpha1_t *m = get_memcached("oom");
+      memcached_t *m = get_memcached("oom");
       CHECK(m != NULL && kcr_typed_delete(&client, scheme, &MEMCACHED, m, NULL, err) == 0);
-      memcached_v1alpha1_free(m);
+      memcached_free(m);
       CHECK(settle("oom", err) == 0);
     }
     CHECK(get_memcached("oom") == NULL);

@@ -5,8 +5,8 @@
  * kubebuilder's markers: the source of
  * config/crd/bases/cache.example.com_memcacheds.yaml, which `make manifests`
  * writes from it with kcr-gen crd (docs/tutorial.md, "Define the API"). The
- * C types the controller uses (memcached_v1alpha1_t) are made from that CRD
- * at build time.
+ * controller uses these structs themselves (memcached_t), coded at build time
+ * by kcr-gen codecs.
  */
 #ifndef MEMCACHED_API_V1ALPHA1_TYPES_H
 #define MEMCACHED_API_V1ALPHA1_TYPES_H

@@ -2,10 +2,11 @@
 /*
  * memcached_controller.c: kubebuilder's getting-started Memcached controller
  * (internal/controller/memcached_controller.go, with the finalizer of the
- * operator-sdk version) in C, on typed objects only: the Memcached is the
- * memcached_v1alpha1_t kcr-gen makes from the CRD, the Deployment the built-in
- * kcr_apps_v1_deployment_t, and both go through the scheme's codecs
- * (kcr_typed_get / _create / _update). A misspelt field is a compile error.
+ * operator-sdk version) in C, on typed objects only: the Memcached is
+ * api/v1alpha1/memcached_types.h's own memcached_t (kcr-gen codecs), the
+ * Deployment the built-in kcr_apps_v1_deployment_t, and both go through the
+ * scheme's codecs (kcr_typed_get / _create / _update). A misspelt field is a
+ * compile error.
  *
  * One pass, in the order of the Go tutorial:
  *   1. read the Memcached; gone: nothing to do (its Deployment goes with it,
@@ -41,15 +42,14 @@
 #include <kcr/kcr.h>
 
 #include "kcr/k8s/apps_v1.h"
+#include "memcached_codecs.h"
 #include "memcached_controller.h"
-#include "memcached_v1alpha1.h"
 
-static const kcr_gvk MEMCACHED = {MEMCACHED_V1ALPHA1_GROUP, MEMCACHED_V1ALPHA1_VERSION,
-                                  MEMCACHED_V1ALPHA1_KIND};
+static const kcr_gvk MEMCACHED = {MEMCACHED_GROUP, MEMCACHED_VERSION, MEMCACHED_KIND};
 static const kcr_gvk DEPLOYMENT = {"apps", "v1", "Deployment"};
 
 int memcached_register_types(kcr_scheme_t *s, kcr_error_t *err) {
-  int rc = memcached_v1alpha1_register(s, err);
+  int rc = memcached_register(s, err);
   return rc ? rc : kcr_apps_v1_deployment_register(s, err);
 }
 
@@ -59,20 +59,20 @@ const char *memcached_image(void) {
 }
 
 /* size is spec.size; absent, 0 (Go's zero value: the tutorial has no default). */
-static int32_t size(const memcached_v1alpha1_t *m) {
-  return m->spec && m->spec->has_size ? m->spec->size : 0;
+static int32_t size(const memcached_t *m) {
+  return m->spec.size ? *m->spec.size : 0;
 }
 
 /*
  * save writes *m (its status subresource when sub is "status") and replaces *m
  * with the server's answer, the object as it now is.
  */
-static int save(const kcr_objclient *c, const kcr_scheme_t *s, memcached_v1alpha1_t **m,
-                const char *sub, kcr_error_t *err) {
+static int save(const kcr_objclient *c, const kcr_scheme_t *s, memcached_t **m, const char *sub,
+                kcr_error_t *err) {
   void *out = NULL;
   int rc = kcr_typed_update(c, s, &MEMCACHED, *m, sub, &out, err);
   if (rc == 0) {
-    memcached_v1alpha1_free(*m);
+    memcached_free(*m);
     *m = out;
   }
   return rc;
@@ -84,20 +84,19 @@ static int save(const kcr_objclient *c, const kcr_scheme_t *s, memcached_v1alpha
  * quote err->message.
  */
 KCR_PRINTF(8, 9)
-static int set_condition(const kcr_objclient *c, const kcr_scheme_t *s, memcached_v1alpha1_t **m,
+static int set_condition(const kcr_objclient *c, const kcr_scheme_t *s, memcached_t **m,
                          const char *type, const char *status, const char *reason, kcr_error_t *err,
                          const char *fmt, ...) {
   char msg[1024];
-  bool changed = false;
+  bool changed = false, has = false;
   va_list ap;
   int rc;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  if (!(*m)->status && (rc = memcached_v1alpha1_status_create(&(*m)->status, err)) != 0)
-    return rc;
-  rc = kcr_typed_condition_set(KCR_CONDITIONS((*m)->status), type, status, reason,
-                               (*m)->metadata->generation, NULL, &changed, "%s", msg);
+  rc = kcr_typed_condition_set(&(*m)->status.conditions.items, &(*m)->status.conditions.len, &has,
+                               type, status, reason, (*m)->metadata.generation, NULL, &changed,
+                               "%s", msg);
   if (rc != 0)
     return kcr_error_set(err, rc, "memcached: set condition %s: %s", type, kcr_strerror(rc));
   return changed ? save(c, s, m, "status", err) : 0;
@@ -134,12 +133,12 @@ static int strv(char ***v, size_t *len, bool *has, const char *const *src, size_
  * deployment_for makes *out the Deployment of m (deploymentForMemcached); also
  * on failure but out of memory, so the caller always frees it.
  */
-static int deployment_for(const memcached_v1alpha1_t *m, const char *image,
-                          kcr_apps_v1_deployment_t **out, kcr_error_t *err) {
+static int deployment_for(const memcached_t *m, const char *image, kcr_apps_v1_deployment_t **out,
+                          kcr_error_t *err) {
   static const char *const command[] = {"memcached", "--memory-limit=64", "-o", "modern", "-v"};
   static const char *const drop[] = {"ALL"};
   const char *const labels[][2] = {{"app.kubernetes.io/name", "memcached-operator"},
-                                   {"app.kubernetes.io/instance", m->metadata->name},
+                                   {"app.kubernetes.io/instance", m->metadata.name},
                                    {"app.kubernetes.io/managed-by", "MemcachedController"}};
   kcr_apps_v1_deployment_t *d = NULL;
   kcr_core_v1_pod_template_spec_t *tmpl;
@@ -152,8 +151,8 @@ static int deployment_for(const memcached_v1alpha1_t *m, const char *image,
   DUP(d->api_version, "apps/v1");
   DUP(d->kind, "Deployment");
   NEW(d->metadata);
-  DUP(d->metadata->name, m->metadata->name);
-  DUP(d->metadata->namespace, m->metadata->namespace);
+  DUP(d->metadata->name, m->metadata.name);
+  DUP(d->metadata->namespace, m->metadata.namespace);
   NEW(d->spec);
   SET(d->spec, replicas, size(m));
   NEW(d->spec->selector);
@@ -194,40 +193,40 @@ static int deployment_for(const memcached_v1alpha1_t *m, const char *image,
   STRV(sc->capabilities, drop, drop);
   *out = d;
   /* the garbage collector deletes the Deployment with its Memcached */
-  return kcr_typed_owner_ref_set_controller(&MEMCACHED, m->metadata, d->metadata, err);
+  return kcr_typed_owner_ref_set_controller(&MEMCACHED, &m->metadata, d->metadata, err);
 nomem:
   kcr_apps_v1_deployment_free(d);
   return kcr_error_set(err, KCR_ENOMEM, "memcached: deployment: out of memory");
 }
 
 /* finalize is the deletion branch: report, record the Event, let the object go. */
-static int finalize(const memcached_reconciler_t *r, const kcr_objclient *c,
-                    memcached_v1alpha1_t **m, kcr_error_t *err) {
+static int finalize(const memcached_reconciler_t *r, const kcr_objclient *c, memcached_t **m,
+                    kcr_error_t *err) {
   int rc = set_condition(c, r->scheme, m, "Degraded", "Unknown", "Finalizing", err,
                          "Performing finalizer operations for the custom resource: %s ",
-                         (*m)->metadata->name);
+                         (*m)->metadata.name);
   if (rc != 0)
     return rc;
   /* The cleanup that is not an owned object's goes here; this one only tells. */
   if (r->recorder)
-    kcr_event_record_meta(r->recorder, &MEMCACHED, (*m)->metadata, KCR_EVENT_WARNING, "Deleting",
+    kcr_event_record_meta(r->recorder, &MEMCACHED, &(*m)->metadata, KCR_EVENT_WARNING, "Deleting",
                           "Finalize", "Custom Resource %s is being deleted from the namespace %s",
-                          (*m)->metadata->name, (*m)->metadata->namespace);
+                          (*m)->metadata.name, (*m)->metadata.namespace);
   rc = set_condition(c, r->scheme, m, "Degraded", "True", "Finalizing", err,
                      "Finalizer operations for custom resource %s name were successfully "
                      "accomplished",
-                     (*m)->metadata->name);
+                     (*m)->metadata.name);
   if (rc != 0)
     return rc;
-  kcr_typed_finalizer_remove((*m)->metadata, MEMCACHED_FINALIZER, NULL);
+  kcr_typed_finalizer_remove(&(*m)->metadata, MEMCACHED_FINALIZER, NULL);
   /* the last finalizer gone, the server deletes the object: no answer is kept */
   return kcr_typed_update(c, r->scheme, &MEMCACHED, *m, NULL, NULL, err);
 }
 
 /* ensure_deployment is steps 5 to 7: the Deployment exists, at spec.size replicas. */
 static int ensure_deployment(const memcached_reconciler_t *r, const kcr_objclient *c,
-                             memcached_v1alpha1_t **m, kcr_result *res, kcr_error_t *err) {
-  const char *name = (*m)->metadata->name, *ns = (*m)->metadata->namespace;
+                             memcached_t **m, kcr_result *res, kcr_error_t *err) {
+  const char *name = (*m)->metadata.name, *ns = (*m)->metadata.namespace;
   kcr_apps_v1_deployment_t *found = NULL;
   int32_t want = size(*m);
   int rc;
@@ -243,7 +242,7 @@ static int ensure_deployment(const memcached_reconciler_t *r, const kcr_objclien
     if (rc != 0) {
       set_condition(c, r->scheme, m, "Available", "False", "Reconciling", err,
                     "Failed to create Deployment for the custom resource (%s): (%s)",
-                    (*m)->metadata->name, err->message);
+                    (*m)->metadata.name, err->message);
       return rc;
     }
     res->requeue_after_ns = 60 * (int64_t)1000000000; /* look again once it has settled */
@@ -257,7 +256,7 @@ static int ensure_deployment(const memcached_reconciler_t *r, const kcr_objclien
     if (rc != 0) {
       set_condition(c, r->scheme, m, "Available", "False", "Resizing", err,
                     "Failed to update the size for the custom resource (%s): (%s)",
-                    (*m)->metadata->name, err->message);
+                    (*m)->metadata.name, err->message);
       return rc;
     }
     res->requeue = true; /* read the new state before reporting it */
@@ -266,7 +265,7 @@ static int ensure_deployment(const memcached_reconciler_t *r, const kcr_objclien
   kcr_apps_v1_deployment_free(found);
   return set_condition(c, r->scheme, m, "Available", "True", "Reconciling", err,
                        "Deployment for custom resource (%s) with %d replicas created successfully",
-                       (*m)->metadata->name, (int)want);
+                       (*m)->metadata.name, (int)want);
 }
 
 int memcached_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *req, kcr_result *res,
@@ -274,29 +273,29 @@ int memcached_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *r
   const memcached_reconciler_t *r = data;
   const kcr_objclient *c = kcr_reconcile_client(ctx);
   kcr_error_t *err = kcr_reconcile_err(ctx);
-  memcached_v1alpha1_t *m = NULL;
+  memcached_t *m = NULL;
   int rc;
 
   rc = kcr_ignore_not_found(
       kcr_typed_get(c, r->scheme, &MEMCACHED, req->ns, req->name, (void **)&m, err), err);
   if (rc != 0 || m == NULL)
     return rc; /* deleted: the garbage collector takes the Deployment */
-  if (!m->status || !m->status->has_conditions || m->status->conditions_len == 0) {
+  if (m->status.conditions.len == 0) {
     rc = set_condition(c, r->scheme, &m, "Available", "Unknown", "Reconciling", err,
                        "Starting reconciliation");
     if (rc != 0)
       goto out;
   }
   /* a deleting object takes no new finalizer (the server refuses it) */
-  if (!m->metadata->deletion_timestamp &&
-      !kcr_typed_finalizer_contains(m->metadata, MEMCACHED_FINALIZER)) {
+  if (!m->metadata.deletion_timestamp &&
+      !kcr_typed_finalizer_contains(&m->metadata, MEMCACHED_FINALIZER)) {
     kcr_reconcile_log(ctx, KCR_LOG_INFO, "adding finalizer for Memcached");
-    if ((rc = kcr_typed_finalizer_add(m->metadata, MEMCACHED_FINALIZER, NULL)) != 0 ||
+    if ((rc = kcr_typed_finalizer_add(&m->metadata, MEMCACHED_FINALIZER, NULL)) != 0 ||
         (rc = save(c, r->scheme, &m, NULL, err)) != 0)
       goto out;
   }
-  if (m->metadata->deletion_timestamp != NULL) {
-    if (kcr_typed_finalizer_contains(m->metadata, MEMCACHED_FINALIZER)) {
+  if (m->metadata.deletion_timestamp != NULL) {
+    if (kcr_typed_finalizer_contains(&m->metadata, MEMCACHED_FINALIZER)) {
       kcr_reconcile_log(ctx, KCR_LOG_INFO, "performing finalizer operations for Memcached");
       rc = finalize(r, c, &m, err);
     }
@@ -304,7 +303,7 @@ int memcached_reconcile(kcr_reconcile_ctx_t *ctx, const kcr_reconcile_request *r
   }
   rc = ensure_deployment(r, c, &m, res, err);
 out:
-  memcached_v1alpha1_free(m);
+  memcached_free(m);
   return rc;
 }
 

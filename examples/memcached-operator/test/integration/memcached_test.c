@@ -27,8 +27,8 @@
 #include <kcr/testing.h>
 
 #include "kcr/k8s/apps_v1.h"
+#include "memcached_codecs.h"
 #include "memcached_controller.h"
-#include "memcached_v1alpha1.h"
 
 #define FAIL(...)                                                                                  \
   do {                                                                                             \
@@ -72,7 +72,7 @@ static void *run(void *arg) {
   return NULL;
 }
 
-static memcached_v1alpha1_t *get_memcached(void) {
+static memcached_t *get_memcached(void) {
   void *m = NULL;
   kcr_error_t e = {0};
   kcr_typed_get(client, scheme, &MEMCACHED, ns, NAME, &m, &e);
@@ -106,11 +106,13 @@ static bool deployment_is(int32_t n, bool available, const char *owner_uid) {
 }
 
 static bool available_with(const char *message) {
-  memcached_v1alpha1_t *m = get_memcached();
+  memcached_t *m = get_memcached();
   kcr_meta_v1_condition_t *c =
-      m && m->status ? kcr_typed_condition_find(KCR_CONDITIONS(m->status), "Available") : NULL;
+      m ? kcr_typed_condition_find(&m->status.conditions.items, &m->status.conditions.len, NULL,
+                                   "Available")
+        : NULL;
   bool ok = c && strcmp(c->status, "True") == 0 && strstr(c->message, message);
-  memcached_v1alpha1_free(m);
+  memcached_free(m);
   return ok;
 }
 
@@ -118,13 +120,16 @@ static bool available_with(const char *message) {
 static int resize(int32_t size, kcr_error_t *e) {
   int rc = -1;
   for (int attempt = 0; attempt < 5; attempt++) {
-    memcached_v1alpha1_t *m = get_memcached();
+    memcached_t *m = get_memcached();
     if (m == NULL)
       return -1;
-    m->spec->size = size;
+    if (!m->spec.size)
+      m->spec.size = memcached_mem_calloc(1, sizeof(*m->spec.size));
+    if (m->spec.size)
+      *m->spec.size = size;
     *e = (kcr_error_t){0};
     rc = kcr_typed_update(client, scheme, &MEMCACHED, m, NULL, NULL, e);
-    memcached_v1alpha1_free(m);
+    memcached_free(m);
     if (rc == 0 || !kcr_error_is_conflict(e))
       return rc;
   }
@@ -150,22 +155,20 @@ static bool has_event(void) {
 }
 
 static int make_memcached(int32_t size) {
-  memcached_v1alpha1_t *m = NULL;
+  memcached_t *m = NULL;
   int rc;
-  if (memcached_v1alpha1_create(&m, &err) != 0 ||
-      (m->metadata = kcr_meta_v1_mem_calloc(1, sizeof(*m->metadata))) == NULL ||
-      (m->spec = memcached_v1alpha1_mem_calloc(1, sizeof(*m->spec))) == NULL) {
-    memcached_v1alpha1_free(m);
+  if (memcached_create(&m, &err) != 0 ||
+      (m->spec.size = memcached_mem_calloc(1, sizeof(*m->spec.size))) == NULL) {
+    memcached_free(m);
     return -1;
   }
-  m->api_version = memcached_v1alpha1_mem_strdup("cache.example.com/v1alpha1");
-  m->kind = memcached_v1alpha1_mem_strdup("Memcached");
-  m->metadata->name = kcr_meta_v1_mem_strdup(NAME);
-  m->metadata->namespace = kcr_meta_v1_mem_strdup(ns);
-  m->spec->size = size;
-  m->spec->has_size = true;
+  m->type_meta.api_version = memcached_mem_strdup("cache.example.com/v1alpha1");
+  m->type_meta.kind = memcached_mem_strdup("Memcached");
+  m->metadata.name = memcached_mem_strdup(NAME);
+  m->metadata.namespace = memcached_mem_strdup(ns);
+  *m->spec.size = size;
   rc = kcr_typed_create(client, scheme, &MEMCACHED, m, NULL, &err);
-  memcached_v1alpha1_free(m);
+  memcached_free(m);
   return rc;
 }
 
@@ -185,7 +188,7 @@ static int scenario(void) {
   static const kcr_gvr memcacheds = {"cache.example.com", "v1alpha1", "memcacheds"};
   static const kcr_gvr deployments = {"apps", "v1", "deployments"};
   bool kwok = kwok_nodes() > 0;
-  memcached_v1alpha1_t *m;
+  memcached_t *m;
   char uid[64];
 
   if (!kwok)
@@ -193,9 +196,9 @@ static int scenario(void) {
   CHECK(make_memcached(1) == 0);
   EVENTUALLY(available_with("(memcached-sample) with 1 replicas created successfully"));
   CHECK((m = get_memcached()) != NULL);
-  snprintf(uid, sizeof uid, "%s", m->metadata->uid);
-  CHECK(kcr_typed_finalizer_contains(m->metadata, MEMCACHED_FINALIZER));
-  memcached_v1alpha1_free(m);
+  snprintf(uid, sizeof uid, "%s", m->metadata.uid);
+  CHECK(kcr_typed_finalizer_contains(&m->metadata, MEMCACHED_FINALIZER));
+  memcached_free(m);
   EVENTUALLY(deployment_is(1, kwok, uid));
 
   CHECK(resize(3, &err) == 0);
