@@ -50,6 +50,14 @@ static const kcr_gvr configmaps = {"", "v1", "configmaps"};
 static const kcr_gvr secrets = {"", "v1", "secrets"};
 static const kcr_gvk cm_gvk = {"", "v1", "ConfigMap"};
 static const kcr_gvk secret_gvk = {"", "v1", "Secret"};
+static const kcr_gvk sa_gvk = {"", "v1", "ServiceAccount"};
+
+/* map_nothing: a mapped watch, which makes its kind's informer whole. */
+static void map_nothing(const json_t *obj, kcr_requests_t *reqs, void *data) {
+  (void)obj;
+  (void)reqs;
+  (void)data;
+}
 
 static kcr_testenv_t *env;
 static kcr_rest_config_t *config;
@@ -105,7 +113,8 @@ static kcr_manager_t *replica(const char *ring, int who, const char *id) {
   co.max_concurrent_reconciles = 2;
   if (kcr_manager_add_controller(m, &co, &c, &err) != 0 ||
       kcr_controller_for(c, &cm_gvk, NULL, &err) != 0 ||
-      kcr_controller_owns(c, &secret_gvk, NULL, &err) != 0)
+      kcr_controller_owns(c, &secret_gvk, NULL, &err) != 0 ||
+      kcr_controller_watches(c, &sa_gvk, map_nothing, NULL, NULL, &err) != 0)
     fail_msg("controller %s: %s", id, err.message);
   managers[who] = m;
   return m;
@@ -172,6 +181,36 @@ static uint64_t filtered(kcr_manager_t *m, bool *client_side) {
   }
   json_decref(d);
   return n;
+}
+
+/* check_kinds: the For kind sharded on the server, the owned kind on the
+ * client, the mapped kind whole (no selector at all). */
+static void check_kinds(kcr_manager_t *m) {
+  json_t *d = kcr_cache_diagnostics(kcr_manager_cache(m)), *e;
+  int seen = 0;
+  size_t i;
+  json_array_foreach(d, i, e) {
+    const char *kind = json_string_value(json_object_get(e, "kind"));
+    const char *sel = json_string_value(json_object_get(e, "shardSelector"));
+    bool client_side = json_is_true(json_object_get(e, "shardClientSide"));
+    if (!kind)
+      continue;
+    if (strcmp(kind, "ConfigMap") == 0) {
+      assert_non_null(sel);
+      assert_non_null(strstr(sel, "object.metadata.uid"));
+      assert_false(client_side);
+      seen |= 1;
+    } else if (strcmp(kind, "Secret") == 0) {
+      assert_non_null(sel);
+      assert_true(client_side);
+      seen |= 2;
+    } else if (strcmp(kind, "ServiceAccount") == 0) {
+      assert_null(sel);
+      seen |= 4;
+    }
+  }
+  json_decref(d);
+  assert_int_equal(seen, 7);
 }
 
 /* touch_children changes every child: its owner's replica reconciles it. */
@@ -272,6 +311,7 @@ static void test_shard_uid_it(void **state) {
                   (unsigned long long)fb);
     assert_true(fb >= own_a); /* b received a's children and dropped them */
   }
+  check_kinds(ra.m);
 
   /* a change to every child reaches its owner's replica, with the child cached */
   t = kcr_it_mono();
@@ -323,8 +363,30 @@ static void test_shard_uid_it(void **state) {
   kcr_manager_destroy(ra.m);
 }
 
+/* The uid key refuses what belongs to the namespace key, and a key the
+ * server cannot select on, before anything starts. */
+static void test_shard_uid_bad_options(void **state) {
+  const kcr_shard_key keys[] = {KCR_SHARD_KEY_UID, KCR_SHARD_KEY_OWNER_UID};
+  const char *const selectors[] = {"kcr.dev/apps=true", NULL};
+  (void)state;
+  for (int i = 0; i < 2; i++) {
+    kcr_manager_options mo = {0};
+    kcr_manager_t *m = NULL;
+    kcr_error_t err = {0};
+    mo.config = config;
+    mo.no_signal_handlers = true;
+    mo.sharding.ring = "bad";
+    mo.sharding.key = keys[i];
+    mo.sharding.namespace_selector = selectors[i];
+    assert_int_equal(kcr_manager_create(&mo, &m, &err), KCR_EINVAL);
+    assert_null(m);
+    assert_non_null(strstr(err.message, i == 0 ? "namespace_selector" : "sharding.key"));
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_shard_uid_bad_options),
       cmocka_unit_test(test_shard_uid_it),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
