@@ -9,7 +9,9 @@
  * reflector, a test), takes the chunks, feeds them to a kcr_watch_decoder and so
  * runs the event callback, then, once the transfer is done, turns how it ended
  * (libcurl's result, the HTTP status, an error body) into the end code. A slow
- * consumer therefore delays only its own watch.
+ * consumer therefore delays only its own watch. While the stream is busy the
+ * consumer is woken per batch (BATCH_BYTES or LINGER_NS), not per read; a quiet
+ * stream wakes it at its first byte (linger, below).
  *
  * Warning headers are kept the same way (the loop only copies them) and handed
  * to the client's warning handler on the consumer's thread, before the first
@@ -46,6 +48,10 @@
 #define ERROR_BODY_MAX ((size_t)64 * 1024)
 #define DEFAULT_IDLE_NS (600 * KCR_NSEC_PER_SEC)
 #define IDLE_MARGIN_NS (30 * KCR_NSEC_PER_SEC)
+/* While bytes keep coming, the consumer is woken once per LINGER_NS or once
+ * BATCH_BYTES are queued, whichever is first, not once per network read. */
+#define LINGER_NS ((int64_t)1 * KCR_NSEC_PER_MSEC)
+#define BATCH_BYTES ((size_t)64 * 1024)
 
 /* chunk: bytes as the network delivered them, waiting for the consumer. */
 typedef struct chunk {
@@ -78,6 +84,7 @@ struct kcr_watch {
   kcr__list_t inbox;   /* protected by mu: chunk_t, oldest first */
   size_t buffered;     /* protected by mu: bytes queued or being decoded */
   int waiting;         /* protected by mu: the consumer sleeps on cond */
+  size_t wake_bytes;   /* protected by mu: wake it once this much is queued */
   int done;            /* protected by mu: the transfer has ended */
   int stopped;         /* protected by mu: kcr_watch_stop ran */
   int overflow;        /* protected by mu: the inbox passed max_buffered */
@@ -152,7 +159,7 @@ static size_t on_stream(char *bytes, size_t size, size_t n, void *userp) {
   pthread_mutex_lock(&w->mu);
   kcr__list_push_back(&w->inbox, &c->link);
   w->buffered += len;
-  if (w->waiting)
+  if (w->waiting && w->buffered >= w->wake_bytes)
     pthread_cond_signal(&w->cond);
   pthread_mutex_unlock(&w->mu);
   return len;
@@ -311,8 +318,32 @@ void kcr__watch_set_line_fn(kcr_watch_t *w, kcr__watch_line_fn fn, void *data) {
   kcr__watch_decoder_set_line_fn(w->decoder, fn, data); /* before run: the decoder is idle */
 }
 
+/*
+ * linger is the consumer's wait right after it decoded a batch: while the
+ * stream is busy (a streaming list, a burst of events), the next bytes are
+ * likely on their way, and waking for every read of the network (a few KiB)
+ * would cost two context switches each, a third of a 10k sync's CPU. So the
+ * loop is told to wake the consumer only once BATCH_BYTES are queued, and the
+ * consumer sleeps at most LINGER_NS. Returns whether anything came, i.e.
+ * whether the stream is still busy; if not, the caller waits for the next byte
+ * as usual, so an event on a quiet watch is never delayed. Called with w->mu
+ * held.
+ */
+static int linger(kcr_watch_t *w) {
+  kcr_clock_t *clk = kcr_clock_system();
+  int64_t deadline = kcr_clock_now(clk) + LINGER_NS;
+  w->wake_bytes = BATCH_BYTES;
+  w->waiting = 1;
+  while (w->buffered < BATCH_BYTES && !w->done && !w->stopped &&
+         kcr_clock_timedwait(clk, &w->cond, &w->mu, deadline) == 0) {
+  }
+  w->waiting = 0;
+  w->wake_bytes = 1;
+  return !kcr__list_empty(&w->inbox);
+}
+
 int kcr_watch_run(kcr_watch_t *w, kcr_watch_cb on_event, void *data, kcr_error_t *err) {
-  int rc = 0, overflow, nomem;
+  int rc = 0, overflow, nomem, streaming = 0;
 
   if (!w || !on_event)
     return kcr_error_set(err, KCR_EINVAL, "watch: a watch and an event callback are required");
@@ -328,6 +359,8 @@ int kcr_watch_run(kcr_watch_t *w, kcr_watch_cb on_event, void *data, kcr_error_t
     kcr__list_t batch = {0};
     kcr__list_node_t *n;
     size_t fed = 0;
+    if (streaming && kcr__list_empty(&w->inbox) && !w->done && !w->stopped)
+      streaming = linger(w);
     while (kcr__list_empty(&w->inbox) && !w->done && !w->stopped) {
       w->waiting = 1;
       pthread_cond_wait(&w->cond, &w->mu);
@@ -359,6 +392,7 @@ int kcr_watch_run(kcr_watch_t *w, kcr_watch_cb on_event, void *data, kcr_error_t
     }
     pthread_mutex_lock(&w->mu);
     w->buffered -= fed;
+    streaming = 1;
   }
   overflow = w->overflow;
   nomem = w->nomem;
@@ -415,7 +449,12 @@ int kcr_client_watch(kcr_client_t *c, const kcr_gvr *r, const char *ns, const kc
   if (!w)
     return kcr_error_set(err, KCR_ENOMEM, "watch: out of memory");
   pthread_mutex_init(&w->mu, NULL);
-  pthread_cond_init(&w->cond, NULL);
+  if (kcr_clock_cond_init(&w->cond) != 0) {
+    pthread_mutex_destroy(&w->mu);
+    kcr__free(w);
+    return kcr_error_set(err, KCR_ESYS, "watch: cannot initialise a condition variable");
+  }
+  w->wake_bytes = 1;
   w->refs = 1; /* the owner's */
   w->client = c;
   w->max_buffered = o && o->max_buffered ? o->max_buffered : KCR_WATCH_MAX_BUFFERED_DEFAULT;

@@ -121,13 +121,17 @@ static int respond(kcr_test_http_t *s, int fd, const kcr_test_http_response *r) 
                r->headers);
   if (send_all(fd, head, (size_t)n))
     return -1;
-  for (size_t off = 0; off < len; off += r->chunk_size) {
-    size_t part = len - off < r->chunk_size ? len - off : r->chunk_size;
+  for (size_t off = 0, part; off < len; off += part) {
+    part = len - off < r->chunk_size ? len - off : r->chunk_size;
+    if (r->pause_ms && off < r->pause_after && off + part > r->pause_after)
+      part = r->pause_after - off; /* a chunk ends where the pause is */
     n = snprintf(head, sizeof(head), "%zx\r\n", part);
     if (send_all(fd, head, (size_t)n) || send_all(fd, r->body + off, part) ||
         send_all(fd, "\r\n", 2))
       return -1;
     sleep_ms(s, r->chunk_delay_ms);
+    if (r->pause_ms && off + part == r->pause_after)
+      sleep_ms(s, r->pause_ms);
   }
   sleep_ms(s, r->hold_ms);
   if (atomic_load(&s->stopping))

@@ -35,8 +35,9 @@ typedef enum kcr_test_http_action {
 /*
  * kcr_test_http_response: filled by the handler (zeroed first). body is copied
  * before the handler returns. With chunk_size > 0 the body goes out with chunked
- * encoding, chunk_size bytes at a time, chunk_delay_ms apart, then the connection
- * is held hold_ms before the last chunk (a watch that stays open).
+ * encoding, chunk_size bytes at a time, chunk_delay_ms apart (with pause_ms, a
+ * chunk ends after pause_after bytes and the server waits pause_ms there), then
+ * the connection is held hold_ms before the last chunk (a watch that stays open).
  */
 typedef struct kcr_test_http_response {
   kcr_test_http_action action;
@@ -47,6 +48,8 @@ typedef struct kcr_test_http_response {
   size_t body_len; /* 0 with a body: strlen(body) */
   size_t chunk_size;
   int chunk_delay_ms;
+  size_t pause_after;
+  int pause_ms;
   int hold_ms;
   int stall_ms;
 } kcr_test_http_response;

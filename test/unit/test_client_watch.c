@@ -4,7 +4,9 @@
  * boundaries, a normal end, a refused watch (410), an ERROR event, an idle
  * (half-open) connection detected, stop and destroy; decoding on the consumer's
  * thread, never the loop's: a consumer that sleeps does not delay the loop, and
- * one that falls past max_buffered loses its watch instead of growing memory.
+ * one that falls past max_buffered loses its watch instead of growing memory;
+ * after a burst, which the consumer takes in batches, an event on the then
+ * quiet stream is delivered at once, not held back for a batch to fill.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -32,8 +34,10 @@ static const char stream[] =
     "{\"type\":\"DELETED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\","
     "\"resourceVersion\":\"13\"}}}\n";
 
-/* many_events: 200 events of about 1 KiB each, built once. */
+/* many_events: 200 events of about 1 KiB each, built once; burst_events: the
+ * same and one more, "tail". */
 static char many_buf[256 * 1024];
+static char burst_buf[sizeof(many_buf) + 256];
 static pthread_once_t many_once = PTHREAD_ONCE_INIT;
 
 static void build_many(void) {
@@ -47,11 +51,20 @@ static void build_many(void) {
                             "\"metadata\":{\"name\":\"m%d\",\"resourceVersion\":\"%d\"},"
                             "\"data\":{\"k\":\"%s\"}}}\n",
                             i, 100 + i, pad);
+  snprintf(burst_buf, sizeof(burst_buf),
+           "%s{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{"
+           "\"name\":\"tail\",\"resourceVersion\":\"999\"}}}\n",
+           many_buf);
 }
 
 static const char *many_events(void) {
   pthread_once(&many_once, build_many);
   return many_buf;
+}
+
+static const char *burst_events(void) {
+  pthread_once(&many_once, build_many);
+  return burst_buf;
 }
 
 static void handler(const kcr_test_http_request *req, kcr_test_http_response *resp, void *data) {
@@ -74,6 +87,12 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
     resp->body_len = strchr(stream, '\n') - stream + 1;
     resp->chunk_size = 1000;
     resp->hold_ms = 8000;
+  } else if (strstr(req->path, "namespaces/burst/")) {
+    resp->body = burst_events();
+    resp->chunk_size = 4096;
+    resp->pause_after = strlen(many_events());
+    resp->pause_ms = 300; /* the stream goes quiet; then "tail" */
+    resp->hold_ms = 8000;
   } else if (strstr(req->path, "namespaces/many/")) {
     resp->body = many_events();
     resp->chunk_size = 4096;
@@ -89,6 +108,8 @@ typedef struct seen {
   char types[16][16];
   char rvs[16][16];
   int n;
+  int total;     /* every event, past the 16 recorded */
+  char last[16]; /* the last event's resourceVersion */
   int ended;
   int end_code;
   kcr_error_t end_err;
@@ -111,6 +132,9 @@ static int on_event(const kcr_watch_event *ev, void *data) {
     snprintf(s->rvs[s->n], sizeof(s->rvs[0]), "%s", rv ? rv : "");
     s->n++;
   }
+  s->total++;
+  snprintf(s->last, sizeof(s->last), "%s", rv ? rv : "");
+  pthread_cond_broadcast(&s->cond);
   if (ev->error)
     s->event_err = *ev->error;
   if (s->loop && kcr_loop_on_thread(s->loop))
@@ -385,6 +409,29 @@ static void test_client_watch_consumer_past_max_buffered_loses_the_watch(void **
   finish_watch(&f->seen, w);
 }
 
+static void test_client_watch_event_after_a_burst_is_not_held_back(void **state) {
+  fixture *f = *state;
+  kcr_watch_t *w;
+  struct timespec deadline;
+  assert_int_equal(start_watch(f->client, "burst", NULL, &f->seen, &w, NULL), 0);
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 5;
+  pthread_mutex_lock(&f->seen.mu);
+  while (f->seen.total < 201)
+    if (pthread_cond_timedwait(&f->seen.cond, &f->seen.mu, &deadline) != 0)
+      break;
+  /* All 201, the last far smaller than a batch, while the server still holds
+   * the stream open (8 s): the consumer did not wait for more bytes. */
+  assert_int_equal(f->seen.total, 201);
+  assert_string_equal(f->seen.last, "999");
+  assert_int_equal(f->seen.ended, 0);
+  pthread_mutex_unlock(&f->seen.mu);
+  kcr_watch_stop(w);
+  wait_end(&f->seen);
+  assert_int_equal(f->seen.end_code, KCR_ECANCELED);
+  finish_watch(&f->seen, w);
+}
+
 static void test_client_watch_runs_once(void **state) {
   fixture *f = *state;
   kcr_watch_t *w;
@@ -411,6 +458,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_client_watch_consumer_past_max_buffered_loses_the_watch,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_watch_event_after_a_burst_is_not_held_back, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_client_watch_runs_once, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_watch_rejects_bad_arguments, setup, teardown),
   };
