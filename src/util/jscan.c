@@ -6,19 +6,18 @@
  * is the cache's business (cache/cobj.c).
  *
  * DESIGN. One pass over the bytes, recursive descent, output appended to a
- * caller's bounded buffer. Strings, numbers and literals are copied verbatim
- * (escapes as written), white space is dropped, so parsing the output gives the
- * input's values. Validation follows jansson's rules where the scanner accepts:
- * UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF), no raw control
- * character in a string, no \u0000, paired surrogate escapes, RFC 8259 numbers,
- * one value and nothing but white space after it. What jansson decides by
- * numeric range (integers of 19 digits or more, exponents, huge reals) and what
- * would need unescaping to compare (escapes in the member names of the top
- * level and of metadata, or in the metadata the scanner extracts) is refused
- * instead, and so is nesting past MAX_DEPTH. Escaped names deeper down are
- * common (managedFields' "k:{\"name\":\"web\"}" in every Pod) and copied as
- * written. For the rare texts it refuses, the caller falls back to jansson, so
- * a refusal is never wrong, only slower.
+ * caller's bounded buffer. The input is copied as it came (escapes as
+ * written), in runs between what is left out: white space, and managedFields.
+ * The API server's JSON has no white space, so an object is one or two copies,
+ * not one per token. Parsing the output gives the input's values. Validation follows jansson's
+ * rules where the scanner accepts: UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF), no
+ * raw control character in a string, no \u0000, paired surrogate escapes, RFC 8259 numbers, one
+ * value and nothing but white space after it. What jansson decides by numeric range (integers of 19
+ * digits or more, exponents, huge reals) and what would need unescaping to compare (escapes in the
+ * member names of the top level and of metadata, or in the metadata the scanner extracts) is
+ * refused instead, and so is nesting past MAX_DEPTH. Escaped names deeper down are common
+ * (managedFields' "k:{\"name\":\"web\"}" in every Pod) and copied as written. For the rare texts it
+ * refuses, the caller falls back to jansson, so a refusal is never wrong, only slower.
  */
 #include <assert.h>
 #include <stdint.h>
@@ -40,6 +39,7 @@ typedef struct span {
 
 typedef struct scan {
   const unsigned char *p, *end;
+  const unsigned char *mark; /* input before it is in out, or dropped */
   kcr_buf_t *out;
   int emit;  /* write to out */
   int depth; /* objects and arrays open */
@@ -49,24 +49,35 @@ typedef struct scan {
   bool have_name, have_ns, have_rv, has_kind, has_api_version;
 } scan_t;
 
-static void ws(scan_t *s) {
-  while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
-    s->p++;
-}
-
-static int put(scan_t *s, const void *b, size_t n) {
+/* flush appends the input from mark to upto to out (unless emission is off:
+ * then it is dropped) and moves mark there. */
+static int flush(scan_t *s, const unsigned char *upto) {
   int rc;
-  if (!s->emit)
-    return 0;
-  if ((rc = kcr_buf_append(s->out, b, n)) != 0) {
+  if (s->emit && upto > s->mark &&
+      (rc = kcr_buf_append(s->out, s->mark, (size_t)(upto - s->mark)))) {
     s->rc = rc;
     return -1;
   }
+  s->mark = upto;
   return 0;
 }
 
-static int putc1(scan_t *s, char c) {
-  return put(s, &c, 1);
+static bool is_ws(unsigned c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* ws skips white space, which is the only thing (with managedFields) the
+ * output leaves out: what came before it is flushed, and mark moves past it. */
+static int ws(scan_t *s) {
+  const unsigned char *p = s->p;
+  if (p >= s->end || !is_ws(*p))
+    return 0;
+  if (flush(s, p))
+    return -1;
+  while (p < s->end && is_ws(*p))
+    p++;
+  s->p = s->mark = p;
+  return 0;
 }
 
 static int hexval(unsigned c) {
@@ -122,17 +133,35 @@ static size_t utf8(const unsigned char *p, const unsigned char *e) {
   return n;
 }
 
-/* plain8: whether the 8 bytes at p are all printable ASCII other than '"'
- * and '\\' (nothing string() must look at one by one). Word-at-a-time tests
- * may flag a byte above one that matches, never miss one: a flagged word just
- * goes the slow way. Most of a ConfigMap's data is such bytes. */
-static bool plain8(const unsigned char *p) {
+/* special8: the bytes among the 8 at p that string() must look at one by one
+ * ('"', '\\', control characters, anything past ASCII), as the high bit of
+ * each such byte. The word-at-a-time tests may also flag a byte above one
+ * that matches, never below: the lowest flag is exact, which is all string()
+ * uses. Most of a ConfigMap's data and most names hold no such byte. */
+static uint64_t special8(const unsigned char *p) {
   const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
   uint64_t w, q, b;
   memcpy(&w, p, sizeof(w));
   q = w ^ (ones * '"');
   b = w ^ (ones * '\\');
-  return ((((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w) | w) & high) == 0;
+  return (((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w) | w) & high;
+}
+
+/* skip_plain moves p to the first byte at or after it that special8 would
+ * flag, or to within 8 bytes of e. */
+static const unsigned char *skip_plain(const unsigned char *p, const unsigned char *e) {
+  while (e - p >= 8) {
+    uint64_t m = special8(p);
+    if (m) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+      return p + (__builtin_ctzll(m) >> 3);
+#else
+      return p;
+#endif
+    }
+    p += 8;
+  }
+  return p;
 }
 
 /* string validates the string at s->p (a quote) and records its raw span. */
@@ -142,8 +171,7 @@ static int string(scan_t *s, span_t *sp) {
   sp->plain = true;
   while (p < e) {
     unsigned c;
-    while (e - p >= 8 && plain8(p))
-      p += 8;
+    p = skip_plain(p, e);
     if (p >= e)
       break;
     c = *p;
@@ -196,9 +224,9 @@ static bool is_digit(const unsigned char *p, const unsigned char *e) {
   return p < e && *p >= '0' && *p <= '9';
 }
 
-/* number copies an RFC 8259 number that jansson stores without range trouble. */
+/* number checks an RFC 8259 number that jansson stores without range trouble. */
 static int number(scan_t *s) {
-  const unsigned char *p = s->p, *e = s->end, *start = p, *digits;
+  const unsigned char *p = s->p, *e = s->end, *digits;
   if (p < e && *p == '-')
     p++;
   digits = p;
@@ -221,14 +249,14 @@ static int number(scan_t *s) {
   if (p < e && (*p == 'e' || *p == 'E'))
     return -1; /* an exponent may overflow a double: jansson decides */
   s->p = p;
-  return put(s, start, (size_t)(p - start));
+  return 0;
 }
 
 static int literal(scan_t *s, const char *word, size_t n) {
   if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
     return -1;
   s->p += n;
-  return put(s, word, n);
+  return 0;
 }
 
 static bool span_is(const span_t *sp, const char *lit) {
@@ -238,36 +266,52 @@ static bool span_is(const span_t *sp, const char *lit) {
 
 static int value(scan_t *s, int role);
 
+/*
+ * object checks the object at s->p. Its bytes reach out through mark as they
+ * came, but for white space and metadata.managedFields: for that member, out
+ * is cut back to where the member began (with the comma before it, or, for a
+ * first member, the comma after it is left out too), so in a metadata object
+ * every member's start is flushed as it is reached. That is a handful of short
+ * copies an object; everywhere else an object costs one.
+ */
 static int object(scan_t *s, int role) {
-  size_t emitted = 0;
+  size_t emitted = 0, at_comma = 0;
   if (++s->depth > MAX_DEPTH)
     return -1;
   s->p++;
-  if (putc1(s, '{'))
+  if (ws(s))
     return -1;
-  ws(s);
   if (s->p < s->end && *s->p == '}') {
     s->p++;
     s->depth--;
-    return putc1(s, '}');
+    return 0;
   }
   for (;;) {
     span_t key;
     int skip = 0, child = ROLE_PLAIN, save = s->emit;
     span_t *grab = NULL;
     bool *have = NULL;
+    size_t at_member = 0;
 
-    ws(s);
+    if (ws(s))
+      return -1;
+    if (role == ROLE_META) {
+      if (flush(s, s->p))
+        return -1;
+      at_member = s->out->len;
+    }
     /* A member name with escapes is copied as written, which parses back to
      * the same name, except where the scanner itself reads names (the top
      * level and the metadata): there it would need unescaping to compare. */
     if (s->p >= s->end || *s->p != '"' || string(s, &key) || (!key.plain && role != ROLE_PLAIN))
       return -1;
-    ws(s);
+    if (ws(s))
+      return -1;
     if (s->p >= s->end || *s->p != ':')
       return -1;
     s->p++;
-    ws(s);
+    if (ws(s))
+      return -1;
     if (role == ROLE_TOP) {
       if (span_is(&key, "metadata")) {
         /* jansson keeps the last of duplicate members: so does the metadata */
@@ -288,17 +332,20 @@ static int object(scan_t *s, int role) {
       else if (span_is(&key, "resourceVersion"))
         grab = &s->rv, have = &s->have_rv;
     }
-    if (!skip) {
-      if ((emitted && putc1(s, ',')) || putc1(s, '"') || put(s, key.s, key.n) || put(s, "\":", 2))
-        return -1;
-      emitted++;
-    } else {
+    if (skip) {
+      if (s->emit) {
+        s->out->len = emitted ? at_comma : at_member;
+        if (s->out->data)
+          s->out->data[s->out->len] = '\0';
+      }
       s->emit = 0;
+    } else {
+      emitted++;
     }
     if (grab) {
       *have = false;
       if (s->p < s->end && *s->p == '"') {
-        if (string(s, grab) || !grab->plain || put(s, grab->s - 1, grab->n + 2))
+        if (string(s, grab) || !grab->plain)
           return -1;
         *have = true;
       } else if (value(s, ROLE_PLAIN)) {
@@ -307,16 +354,27 @@ static int object(scan_t *s, int role) {
     } else if (value(s, child)) {
       return -1;
     }
-    s->emit = save;
-    ws(s);
+    if (skip) {
+      s->emit = save;
+      s->mark = s->p;
+    }
+    if (ws(s))
+      return -1;
     if (s->p < s->end && *s->p == ',') {
+      if (role == ROLE_META) {
+        if (flush(s, s->p))
+          return -1;
+        at_comma = s->out->len;
+      }
       s->p++;
+      if (skip && !emitted)
+        s->mark = s->p; /* a first member left out: its comma too */
       continue;
     }
     if (s->p < s->end && *s->p == '}') {
       s->p++;
       s->depth--;
-      return putc1(s, '}');
+      return 0;
     }
     return -1;
   }
@@ -326,29 +384,24 @@ static int array(scan_t *s) {
   if (++s->depth > MAX_DEPTH)
     return -1;
   s->p++;
-  if (putc1(s, '['))
+  if (ws(s))
     return -1;
-  ws(s);
   if (s->p < s->end && *s->p == ']') {
     s->p++;
     s->depth--;
-    return putc1(s, ']');
+    return 0;
   }
   for (;;) {
-    ws(s);
-    if (value(s, ROLE_PLAIN))
+    if (ws(s) || value(s, ROLE_PLAIN) || ws(s))
       return -1;
-    ws(s);
     if (s->p < s->end && *s->p == ',') {
       s->p++;
-      if (putc1(s, ','))
-        return -1;
       continue;
     }
     if (s->p < s->end && *s->p == ']') {
       s->p++;
       s->depth--;
-      return putc1(s, ']');
+      return 0;
     }
     return -1;
   }
@@ -363,12 +416,8 @@ static int value(scan_t *s, int role) {
     return object(s, role);
   case '[':
     return array(s);
-  case '"': {
-    const unsigned char *q = s->p;
-    if (string(s, &sp))
-      return -1;
-    return put(s, q, (size_t)(s->p - q));
-  }
+  case '"':
+    return string(s, &sp);
   case 't':
     return literal(s, "true", 4);
   case 'f':
@@ -410,6 +459,7 @@ static void scan_init(scan_t *s, const char *in, size_t len, kcr_buf_t *out) {
   memset(s, 0, sizeof(*s));
   s->p = (const unsigned char *)in;
   s->end = s->p + len;
+  s->mark = s->p;
   s->out = out;
   s->emit = 1;
 }
@@ -428,10 +478,10 @@ int kcr__scan_object(const char *in, size_t len, kcr_buf_t *out, kcr__scan_meta_
   scan_t s;
   size_t base = out->len;
   scan_init(&s, in, len, out);
-  ws(&s);
-  if (s.p >= s.end || *s.p != '{' || object(&s, ROLE_TOP))
+  (void)ws(&s); /* nothing before it to flush */
+  if (s.p >= s.end || *s.p != '{' || object(&s, ROLE_TOP) || flush(&s, s.p))
     return refused(&s, base);
-  ws(&s);
+  (void)ws(&s); /* flushed just now */
   if (s.p != s.end || finish_meta(&s, meta))
     return refused(&s, base);
   return 0;
@@ -446,24 +496,24 @@ int kcr__scan_event(const char *in, size_t len, char *type, size_t size, kcr_buf
   type[0] = '\0';
   scan_init(&s, in, len, out);
   s.emit = 0;
-  ws(&s);
+  (void)ws(&s); /* s emits nothing */
   if (s.p >= s.end || *s.p != '{')
     return refused(&s, base);
   s.p++;
   s.depth = 1;
-  ws(&s);
+  (void)ws(&s); /* s emits nothing */
   if (s.p < s.end && *s.p == '}')
     return refused(&s, base); /* no type, no object */
   for (;;) {
     span_t key;
-    ws(&s);
+    (void)ws(&s); /* s emits nothing */
     if (s.p >= s.end || *s.p != '"' || string(&s, &key) || !key.plain)
       return refused(&s, base);
-    ws(&s);
+    (void)ws(&s); /* s emits nothing */
     if (s.p >= s.end || *s.p != ':')
       return refused(&s, base);
     s.p++;
-    ws(&s);
+    (void)ws(&s); /* s emits nothing */
     if (span_is(&key, "object")) {
       /* the last "object" wins, as in jansson */
       out->len = base;
@@ -471,7 +521,7 @@ int kcr__scan_event(const char *in, size_t len, char *type, size_t size, kcr_buf
       if (s.p < s.end && *s.p == '{') {
         scan_init(&obj, (const char *)s.p, (size_t)(s.end - s.p), out);
         obj.depth = 1;
-        if (object(&obj, ROLE_TOP)) {
+        if (object(&obj, ROLE_TOP) || flush(&obj, obj.p)) {
           s.rc = obj.rc;
           return refused(&s, base);
         }
@@ -496,7 +546,7 @@ int kcr__scan_event(const char *in, size_t len, char *type, size_t size, kcr_buf
     } else if (value(&s, ROLE_PLAIN)) {
       return refused(&s, base);
     }
-    ws(&s);
+    (void)ws(&s); /* s emits nothing */
     if (s.p < s.end && *s.p == ',') {
       s.p++;
       continue;
@@ -507,7 +557,7 @@ int kcr__scan_event(const char *in, size_t len, char *type, size_t size, kcr_buf
     }
     return refused(&s, base);
   }
-  ws(&s);
+  (void)ws(&s); /* s emits nothing */
   if (s.p != s.end || !have_obj || !type[0])
     return refused(&s, base);
   return 0;

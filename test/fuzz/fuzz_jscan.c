@@ -5,8 +5,9 @@
  * The oracle is jansson itself: whatever the scanner accepts, json_loadb must
  * accept too, and parsing the scanner's output must give jansson's tree of the
  * input with metadata.managedFields deleted (for an event: its "object"), with
- * the name, namespace and resourceVersion kcr_meta reads from that tree. A
- * refusal is always allowed (the caller falls back to jansson).
+ * the name, namespace and resourceVersion kcr_meta reads from that tree, and
+ * it must be minified: no white space outside strings. A refusal is always
+ * allowed (the caller falls back to jansson).
  */
 #include <string.h>
 
@@ -17,6 +18,25 @@
 #include "kcr/meta.h"
 #include "util/jscan.h"
 
+/* minified: no white space outside the strings of a valid JSON text. */
+static int minified(const kcr_buf_t *out) {
+  int in_string = 0;
+  for (size_t i = 0; i < out->len; i++) {
+    char c = out->data[i];
+    if (in_string) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_string = 0;
+    } else if (c == '"') {
+      in_string = 1;
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      return 0;
+    }
+  }
+  return 1;
+}
+
 static void check_object(json_t *want, const kcr_buf_t *out, const kcr__scan_meta_t *meta) {
   json_error_t jerr;
   json_t *got, *md;
@@ -25,6 +45,7 @@ static void check_object(json_t *want, const kcr_buf_t *out, const kcr__scan_met
   if (json_is_object(md))
     json_object_del(md, "managedFields");
   FUZZ_CHECK(memchr(out->data, '\0', out->len) == NULL);
+  FUZZ_CHECK(minified(out));
   got = json_loadb(out->data, out->len, 0, &jerr);
   FUZZ_CHECK(got != NULL);
   FUZZ_CHECK(json_equal(got, want));

@@ -46,12 +46,20 @@ static void test_jscan_managed_fields_first_and_alone(void **state) {
       "{\"metadata\":{\"managedFields\":[]}}",
       "{\"metadata\":{\"name\":\"a\",\"managedFields\":{\"x\":[1]}}}",
       "{\"spec\":{\"managedFields\":1},\"metadata\":{\"managedFields\":2}}",
+      "{\"metadata\": { \"managedFields\" : [ 1 ] , \"name\" : \"a\" } }",
+      "{\"metadata\":{\"name\":\"a\" , \"managedFields\":1 ,\"managedFields\":2, \"uid\":\"u\"}}",
+      "{\"metadata\":{\"managedFields\":1,\"managedFields\":2}}",
+      "{\"metadata\":{\"managedFields\":1 , \"managedFields\":2 ,\"name\":\"a\"}}",
   };
   static const char *const want[] = {
       "{\"metadata\":{\"name\":\"a\"}}",
       "{\"metadata\":{}}",
       "{\"metadata\":{\"name\":\"a\"}}",
       "{\"spec\":{\"managedFields\":1},\"metadata\":{}}",
+      "{\"metadata\":{\"name\":\"a\"}}",
+      "{\"metadata\":{\"name\":\"a\",\"uid\":\"u\"}}",
+      "{\"metadata\":{}}",
+      "{\"metadata\":{\"name\":\"a\"}}",
   };
   (void)state;
   for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
