@@ -10,6 +10,9 @@
 #     ENTRYPOINT ["/manager"]); the build stage makes those three files with
 #     the commands the project's image target runs, and the kcr scripts it
 #     runs are installed, where libkcr-dev puts them;
+#     then the build stage's commands (all but the package installs) run here
+#     in a copy of the project against the prefix, and kcr-image turns their
+#     /out into an image that passes the checks of step 3;
 #  2. `make image` links the manager fully static (KCR_STATIC=ON: libkcr.a and
 #     kcr's static libcurl, reused from ~/.cache/kcr/static) and kcr-image
 #     (found through the installed scripts, its build cached in ~/.cache/kcr)
@@ -63,9 +66,10 @@ cd "$work"
 "$gen" init --domain example.org widgets >/dev/null || fail "kcr-gen init"
 cd widgets
 "$gen" create api --group img --version v1 --kind Widget >/dev/null || fail "create api Widget"
-python3 - Dockerfile "$prefix" <<'PY' || fail "the Dockerfile's stages"
+stage=$work/stage
+python3 - Dockerfile "$prefix" "$stage" "$work/stage.sh" <<'PY' || fail "the Dockerfile's stages"
 import os, re, sys
-path, prefix = sys.argv[1:]
+path, prefix, stage, script = sys.argv[1:]
 problems = []
 def check(ok, what):
     print(("ok: " if ok else "FAIL: ") + what)
@@ -102,11 +106,34 @@ for pkg in ["dpkg-dev", "libc-ares-dev", "libnghttp2-dev", "zlib1g-dev", "libssl
             "libcurl4-openssl-dev", "/tmp/debs/libkcr-dev_*.deb"]:
     check(pkg in runs, "the build stage installs " + pkg)
 # libkcr-dev installs to /usr: the scripts the stage runs are the ones kcr installs.
-for script in sorted(set(re.findall(r"/usr/share/kcr/(\S+\.sh)", runs))):
-    check(os.access(os.path.join(prefix, "share/kcr", script), os.X_OK),
-          "kcr installs share/kcr/" + script)
+for sh in sorted(set(re.findall(r"/usr/share/kcr/(\S+\.sh)", runs))):
+    check(os.access(os.path.join(prefix, "share/kcr", sh), os.X_OK), "kcr installs share/kcr/" + sh)
+# The stage's commands but the package installs, to run here: kcr's files from
+# the prefix instead of /usr, the stage's /out under STAGE.
+cmds = [l[4:] for l in build if l.startswith("RUN ") and "apt-get" not in l]
+cmds = [re.sub(r"(?<![\w./-])/out\b", stage + "/out", c.replace("/usr/share/kcr/", prefix + "/share/kcr/"))
+        for c in cmds]
+check(len(cmds) == 2, "two build commands besides the package installs (%d)" % len(cmds))
+with open(script, "w") as f:
+    f.write("".join(c + "\n" for c in cmds))
 sys.exit(1 if problems else 0)
 PY
+
+# 1b. The build stage's own commands, run here in a copy of the build context
+# (the packages it installs are this machine's; libkcr-dev's files are the
+# prefix's): /out gets a static manager, passwd and group, and kcr-image turns
+# that stage into the same kind of image make image makes.
+cp -a "$work/widgets" "$work/context"
+(cd "$work/context" && CMAKE_PREFIX_PATH=$prefix bash -euo pipefail "$work/stage.sh") >"$work/stage.log" 2>&1 ||
+  { tail -n 40 "$work/stage.log" >&2; fail "the Dockerfile's build stage, run here"; }
+file -b "$stage/out/manager" | grep -q 'statically linked' ||
+  fail "the build stage's manager: $(file -b "$stage/out/manager")"
+echo "ok: the Dockerfile's build stage, run here, leaves a static manager, passwd and group in /out"
+bash "$prefix/share/kcr/scripts/static/kcr-image.sh" -dockerfile Dockerfile -stage "build=$stage" \
+  -tag "$img" -oci "$work/docker/oci" -tar "$work/docker/image.tar" >/dev/null ||
+  fail "kcr-image on the build stage's /out"
+image_check "$work/docker/oci" "$work/docker/image.tar" "$work/docker/rootfs" "$img" /manager \
+  etc/group etc/passwd manager
 
 # 2. make image: the static manager and the image.
 t0=$(date +%s)
