@@ -30,13 +30,9 @@ RUN apt-get update -qq \
 WORKDIR /src
 # The libcurl build depends only on the scripts: keep it in its own cached layer.
 COPY scripts/static/ scripts/static/
-RUN mkdir -p /root/.cache/kcr/static \
- && v="$(dpkg-query -W -f='${Version}' libcurl4-openssl-dev)" \
- && bash scripts/static/build-curl.sh "$v" "/root/.cache/kcr/static/$v.tmp" \
- && sed -i "s|/root/.cache/kcr/static/$v.tmp|/root/.cache/kcr/static/$v|g" \
-      "/root/.cache/kcr/static/$v.tmp/lib/pkgconfig/libcurl.pc" \
-      "/root/.cache/kcr/static/$v.tmp/bin/curl-config" \
- && mv "/root/.cache/kcr/static/$v.tmp" "/root/.cache/kcr/static/$v"
+# scripts/static/libcurl.sh builds it into /root/.cache/kcr/static/<version>,
+# where build-static.sh finds it.
+RUN bash scripts/static/libcurl.sh
 COPY . .
 ARG VERSION=""
 RUN KCR_OPERATOR_VERSION="${VERSION}" bash scripts/build-static.sh /out \

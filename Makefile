@@ -47,7 +47,7 @@ format: ## Format every tracked .c/.h with the committed .clang-format.
 LIB_TARGETS = kcr_shared kcr_static kcr_gen
 LIB_COMPONENTS = runtime dev
 
-install-lib: ## Install libkcr (headers, .a, .so, kcr.pc, CMake package, kcr-gen, kcr-envtest) into $(PREFIX), building only those.
+install-lib: ## Install libkcr (headers, .a, .so, kcr.pc, CMake package, kcr-gen, kcr-envtest, the static-image scripts) into $(PREFIX), building only those.
 	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target $(LIB_TARGETS)
 	for c in $(LIB_COMPONENTS); do cmake --install $(BUILD_DIR) --prefix $(PREFIX) --component $$c || exit 1; done

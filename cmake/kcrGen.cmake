@@ -8,6 +8,8 @@
 # runs kcr-gen over the CRD at build time (again whenever the CRD changes) into
 # <build>/kcr-gen/<target>/ and makes a static library <target> of the result,
 # linked to kcr::kcr, with its headers on the include path of whoever links it.
+# Both functions link KCR_GEN_LINK instead of kcr::kcr when it is set: a
+# project linking fully static sets it to kcr::full_static (kcrStatic.cmake).
 function(kcr_gen_types target)
   cmake_parse_arguments(G "" "CRD;PREFIX" "VERSIONS" ${ARGN})
   if(NOT G_CRD OR NOT G_PREFIX OR NOT G_VERSIONS)
@@ -40,7 +42,11 @@ function(kcr_gen_types target)
   add_library(${target} STATIC ${outputs})
   set_target_properties(${target} PROPERTIES C_STANDARD 11 POSITION_INDEPENDENT_CODE ON)
   target_include_directories(${target} PUBLIC ${dir})
-  target_link_libraries(${target} PUBLIC kcr::kcr)
+  if(KCR_GEN_LINK)
+    target_link_libraries(${target} PUBLIC ${KCR_GEN_LINK})
+  else()
+    target_link_libraries(${target} PUBLIC kcr::kcr)
+  endif()
 endfunction()
 
 # kcr_gen_codecs(<target> HEADERS <h>... [USES <h>...] [INCLUDE_ROOT <dir>])
@@ -64,8 +70,10 @@ function(kcr_gen_codecs target)
   set(deps)
   if(KCR_GEN_EXE) # kcr's tree: its own kcr-gen, rebuilt first
     set(exe ${KCR_GEN_EXE})
-    set(link ${KCR_GEN_LINK})
     set(deps ${KCR_GEN_EXE})
+  endif()
+  if(KCR_GEN_LINK) # kcr's tree: its own library; a project: kcr::full_static
+    set(link ${KCR_GEN_LINK})
   endif()
   set(dir ${CMAKE_BINARY_DIR}/kcr-gen/${target})
   set(args -o ${dir})

@@ -9,7 +9,8 @@
 #                      static/image-files.sh)
 # The final stage (FROM scratch; COPY --from=build, USER, ENTRYPOINT) is carried
 # out by tools/kcr-image (go-containerregistry, built once into ~/.cache/kcr by
-# scripts/build-go-tool.sh). Nothing is pushed.
+# scripts/build-go-tool.sh; scripts/static/kcr-image.sh runs it, $KCR_IMAGE
+# names another). Nothing is pushed.
 # Why not buildah: Debian's buildah 1.28 (vfs storage, chroot isolation) does
 # build a FROM-scratch Dockerfile here, but this one's build stage is FROM
 # debian:bookworm, and pulling it fails: no image registry is reachable.
@@ -24,7 +25,5 @@ out=$(cd "$out" && pwd)
 
 bash scripts/build-static.sh "$out/stage/out"
 bash scripts/static/image-files.sh "$out/stage/out"
-tool=$(bash scripts/build-go-tool.sh --quiet kcr-image | sed -n 's/^kcr-image=//p')
-[ -x "$tool" ] || { echo "build-image: scripts/build-go-tool.sh kcr-image gave no tool" >&2; exit 1; }
-"$tool" -dockerfile Dockerfile -stage "build=$out/stage" -tag "$img" \
+bash scripts/static/kcr-image.sh -dockerfile Dockerfile -stage "build=$out/stage" -tag "$img" \
   -oci "$out/oci" -tar "$out/kcr-operator.tar"

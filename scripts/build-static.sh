@@ -11,7 +11,7 @@
 #  2. libcurl: built from Debian's source package of the libcurl the machine has
 #     (scripts/static/build-curl.sh), HTTP/1.1 + HTTP/2 + OpenSSL + zlib + c-ares
 #     only; cached in ~/.cache/kcr/static/<curl-version>/ ($KCR_CACHE_DIR
-#     overrides ~/.cache/kcr) and reused.
+#     overrides ~/.cache/kcr) and reused (scripts/static/libcurl.sh).
 #  3. libkcr.a: the library's own CMake build (target kcr_static) against that
 #     libcurl, in build/static/kcr (Release, no tests).
 #  4. The operator: cmd/kcr-operator/app/*.c and cmd/kcr-operator/*.c compiled and linked
@@ -32,7 +32,6 @@ if [ "${1:-}" = --deps-only ]; then
 fi
 out=${1:-$root/build/static/bin}
 build=${KCR_STATIC_BUILD_DIR:-$root/build/static}
-cache_root=${KCR_CACHE_DIR:-$HOME/.cache/kcr}
 cc=${CC:-cc}
 jobs=$(nproc)
 
@@ -51,26 +50,10 @@ if [ "${#missing[@]}" -ne 0 ]; then
 fi
 
 curl_version=${KCR_CURL_VERSION:-$(dpkg-query -W -f='${Version}' libcurl4-openssl-dev)}
-curl_prefix="$cache_root/static/$curl_version"
-# One build of the cached libcurl at a time (two static tests may start together on
-# a machine without the cache): the lock is held until this script exits.
-mkdir -p "$(dirname "$curl_prefix")"
-exec {curl_lock}>"$curl_prefix.lock"
-flock "$curl_lock"
-if [ -f "$curl_prefix/lib/libcurl.a" ] && [ -f "$curl_prefix/lib/pkgconfig/libcurl.pc" ]; then
-  echo "build-static: reusing libcurl $curl_version from $curl_prefix" >&2
-else
-  echo "build-static: building libcurl $curl_version from Debian's source package" >&2
-  rm -rf "$curl_prefix.tmp"
-  mkdir -p "$(dirname "$curl_prefix")"
-  # Installed under a temporary prefix, then renamed: a half-built cache is never reused.
-  # curl bakes its prefix into libcurl.pc, so build for the final path and move after.
-  bash scripts/static/build-curl.sh "$curl_version" "$curl_prefix.tmp"
-  sed -i "s|$curl_prefix.tmp|$curl_prefix|g" "$curl_prefix.tmp/lib/pkgconfig/libcurl.pc" \
-    "$curl_prefix.tmp/bin/curl-config"
-  rm -rf "$curl_prefix"
-  mv "$curl_prefix.tmp" "$curl_prefix"
-fi
+# Built once per version into the cache, which kcr-gen projects' static builds
+# share (scripts/static/libcurl.sh); KCR_CACHE_DIR reaches it through the
+# environment.
+curl_prefix=$(bash scripts/static/libcurl.sh "$curl_version")
 
 # Where the static libcurl's pkg-config file is, for others that link against
 # it (bench/link.sh).

@@ -29,11 +29,17 @@ fi
 
 libdir=$(find "$prefix" -name 'libkcr.a' -printf '%h\n' | head -n 1)
 [ -n "$libdir" ] || { echo "no libkcr.a under $prefix"; exit 1; }
-for f in include/kcr/kcr.h include/kcr/error.h bin/kcr-gen bin/kcr-envtest; do
+# share/kcr: what a fully static build and its image need (kcr_full_static(),
+# a kcr-gen project's Dockerfile and `make image`), in the repository's layout.
+for f in include/kcr/kcr.h include/kcr/error.h bin/kcr-gen bin/kcr-envtest \
+  share/kcr/scripts/static/libcurl.sh share/kcr/scripts/static/build-curl.sh \
+  share/kcr/scripts/static/debian-mirror.sh share/kcr/scripts/static/image-files.sh \
+  share/kcr/scripts/static/kcr-image.sh share/kcr/scripts/build-go-tool.sh \
+  share/kcr/tools/kcr-image/go.mod share/kcr/tools/kcr-image/main.go; do
   [ -f "$prefix/$f" ] || { echo "missing $f"; exit 1; }
 done
 for f in libkcr.a libkcr.so pkgconfig/kcr.pc pkgconfig/kcr-static.pc cmake/kcr/kcrConfig.cmake \
-  cmake/kcr/kcrTargets.cmake; do
+  cmake/kcr/kcrTargets.cmake cmake/kcr/kcrStatic.cmake; do
   [ -e "$libdir/$f" ] || { echo "missing $libdir/$f"; exit 1; }
 done
 

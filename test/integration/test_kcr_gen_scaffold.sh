@@ -146,6 +146,9 @@ grep -q -- '-j 3' <<<"$dry" || fail "JOBS does not set the jobs"
 export CMAKE_FLAGS="-DCMAKE_PREFIX_PATH=$work/prefix"
 make build >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log" >&2; fail "build"; }
 grep -q 'warning:' "$work/build.log" && { grep 'warning:' "$work/build.log" >&2; fail "the scaffold builds with warnings"; }
+# make build links libkcr.so; the static manager is KCR_STATIC's (make image,
+# test_kcr_gen_static_image.sh).
+readelf -d build/manager | grep -q 'Shared library: \[libkcr\.so' || fail "make build's manager does not link libkcr.so"
 export LD_LIBRARY_PATH=$work/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 make test >"$work/ctest.log" 2>&1 || { cat "$work/ctest.log" >&2; fail "unit tests"; }
 grep -q '100% tests passed, 0 tests failed out of 4' "$work/ctest.log" || { cat "$work/ctest.log" >&2; fail "make test: not 4 unit tests"; }
