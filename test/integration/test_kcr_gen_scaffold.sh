@@ -24,7 +24,10 @@
 #   - `make test-integration` runs the integration suite (label integration) on
 #     the local control plane;
 #   - `make helm-chart` writes dist/chart, whose `helm template` gives
-#     dist/install.yaml's objects less the Namespace (when helm is cached);
+#     dist/install.yaml's objects less the Namespace (when helm is cached), and
+#     whose switches (rbac, webhook, certmanager, metrics, crd; webhook with
+#     certmanager) leave out their parts, leave nothing that names them, and
+#     keep every reference resolving (check_chart_switches.py);
 #   - `kubectl kustomize config/default` renders with the prefix on every name,
 #     the webhook configurations and cert-manager's names filled in; `make
 #     build-installer IMG=...` writes dist/install.yaml with the image, and the
@@ -250,6 +253,14 @@ nocrd = load(sys.argv[3])
 assert nocrd == {k: v for k, v in want.items() if k[0] != "CustomResourceDefinition"}
 PY
     fail "helm template dist/chart is not dist/install.yaml less its Namespace"
+  for off in rbac webhook certmanager metrics crd "webhook certmanager"; do
+    set=$(printf '%s.enable=false,' $off)
+    "$helm_bin" template widgets dist/chart --namespace widgets-system --set "${set%,}" \
+      >"$work/helm-off.yaml" || fail "helm template --set ${set%,}"
+    # shellcheck disable=SC2086 # one argument a switch
+    python3 "$here/check_chart_switches.py" --refs widgets- widgets-system "$work/helm.yaml" \
+      "$work/helm-off.yaml" $off || fail "dist/chart with ${set%,}"
+  done
 else
   echo "kcr-gen scaffold: no helm in the cache (scripts/build-go-tool.sh helm): chart not rendered"
 fi
