@@ -5,10 +5,11 @@
 # temporary directory and with nothing but that prefix:
 #   - kcr-gen init makes a project; kcr-gen create api adds two kinds (one
 #     namespaced, one cluster-scoped with a plural of its own) and a second
-#     version of the first; kcr-gen create webhook gives the first a defaulting
-#     and a validating webhook, then conversion between its versions (issue 26);
-#   - create api refuses a kind that is there, create webhook a kind that has
-#     webhooks, and init a directory that has a project; none changes a file;
+#     version of the first; kcr-gen create webhook gives the first a validating
+#     webhook, then adds a defaulting one to its file, then conversion between
+#     its versions (issue 26);
+#   - create api refuses a kind that is there, create webhook a type of webhook
+#     the kind has, and init a directory that has a project; none changes a file;
 #   - the project configures with find_package(kcr), builds (its C types come
 #     from its CRDs through the installed kcr-gen) with bounded jobs, and `make
 #     test` runs its scaffolded unit tests (label unit): the controllers' on the
@@ -84,8 +85,11 @@ cd widgets
 "$gen" create api --group demo --version v1 --kind Widget >/dev/null || fail "create api Widget"
 "$gen" create api --group demo --version v1alpha1 --kind Gizmo --plural gizmoes --cluster-scoped \
   >/dev/null || fail "create api Gizmo"
-"$gen" create webhook --group demo --version v1 --kind Widget --defaulting --programmatic-validation \
-  >/dev/null || fail "create webhook Widget"
+# The validating webhook first, the defaulting one added to its file later.
+"$gen" create webhook --group demo --version v1 --kind Widget --programmatic-validation \
+  >/dev/null || fail "create webhook --programmatic-validation Widget"
+"$gen" create webhook --group demo --version v1 --kind Widget --defaulting >/dev/null ||
+  fail "create webhook --defaulting Widget (added to the validating webhook's file)"
 "$gen" create api --group demo --version v2 --kind Widget >/dev/null || fail "create api Widget v2"
 "$gen" create webhook --group demo --version v1 --kind Widget --conversion --spoke v2 >/dev/null ||
   fail "create webhook --conversion Widget"
@@ -128,7 +132,7 @@ rc=0
 [ "$rc" -eq 1 ] && grep -q 'has kind Widget already' "$work/err" || fail "a second Widget: rc $rc: $(cat "$work/err")"
 rc=0
 "$gen" create webhook --group demo --version v1 --kind Widget --defaulting 2>"$work/err" || rc=$?
-[ "$rc" -eq 1 ] && grep -q 'has admission webhooks already' "$work/err" ||
+[ "$rc" -eq 1 ] && grep -q 'has a defaulting webhook already (.*internal/webhook/v1/widget_webhook.c)' "$work/err" ||
   fail "a second Widget webhook: rc $rc: $(cat "$work/err")"
 rc=0
 "$gen" init --domain example.com . 2>"$work/err" || rc=$?
