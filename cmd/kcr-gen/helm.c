@@ -522,8 +522,10 @@ static int template_of(chart_t *c, const char *dir, const char *input, json_t *d
     fputs("kcr-gen: out of memory\n", stderr);
     return -1;
   }
-  if (keys[0])
-    strcat(head, "\n");
+  if (keys[0]) {
+    size_t hl = strlen(head);
+    snprintf(head + hl, sizeof(head) - hl, "\n");
+  }
   kcr_buf_init(&yaml, HELM_TEXT_MAX);
   kcr_buf_init(&body, HELM_TEXT_MAX);
   kcr_buf_init(&text, HELM_TEXT_MAX);

@@ -789,11 +789,10 @@ static void put_edit(proj *p, const char *rel, const char *from, const char *to)
   char *t = file(p, rel), *at, *out;
   assert_non_null(t);
   assert_non_null(at = strstr(t, from));
-  out = calloc(1, strlen(t) + strlen(to) + 1);
+  size_t size = strlen(t) + strlen(to) + 1;
+  out = calloc(1, size);
   assert_non_null(out);
-  memcpy(out, t, (size_t)(at - t));
-  strcat(out, to);
-  strcat(out, at + strlen(from));
+  snprintf(out, size, "%.*s%s%s", (int)(at - t), t, to, at + strlen(from));
   put(p, rel, out);
   free(out);
   free(t);
@@ -830,9 +829,10 @@ static void test_kcr_gen_scaffold_webhook_add_type(void **state) {
   put_edit(p, c, "  return 0;\n}\n", "  return 0; /* the user's default */\n}\n");
   char *text = file(p, c);
   assert_non_null(text);
-  text = realloc(text, strlen(text) + strlen(user) + 1);
+  size_t tl = strlen(text);
+  text = realloc(text, tl + strlen(user) + 1);
   assert_non_null(text);
-  strcat(text, user);
+  memcpy(text + tl, user, strlen(user) + 1);
   put(p, c, text);
   free(text);
   assert_int_equal(run(p, val), 0);
