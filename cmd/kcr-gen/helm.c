@@ -18,7 +18,8 @@
  * with prometheus and metrics), and what one part adds to another is switched
  * inside it (switches_of, mark_doc): cert-manager's CA annotations, a CRD's
  * conversion webhook, the manager's --webhook-cert-path and --metrics-* flags,
- * webhook port and certificate volumes. With rbac off the chart makes no
+ * webhook port and certificate volumes, a ServiceMonitor's TLS verification
+ * with cert-manager's Secret (an {{- else }} skips verification). With rbac off the chart makes no
  * ServiceAccount and the manager runs as manager.serviceAccountName, which
  * the user makes.
  * So `helm template --namespace NS` of the chart gives the input back, less
@@ -169,7 +170,8 @@ static int templated(kcr_buf_t *out, const char *text, const char *ns) {
 typedef struct {
   const char *ns; /* the input's namespace, made the release's */
   const char *sa; /* the manager's ServiceAccount, or NULL (the default one) */
-  json_t *conds;  /* [test, part] by marker; part is [item] or {key: value} */
+  json_t *conds;  /* [test, part(, else)] by marker; part is [item] or {key: value} */
+  json_t *certs;  /* the Secrets the input's Certificates fill: name -> true */
   json_t *values; /* the switches tested so far: key -> {"enable": true} */
 } chart_t;
 
@@ -261,6 +263,40 @@ static int mark_manager(chart_t *c, json_t *doc) {
              : 0;
 }
 
+/* tls_secret: the Secret a ServiceMonitor endpoint's tlsConfig reads its
+ * CA, certificate or key from, or "" when none. */
+static const char *tls_secret(const json_t *tls) {
+  const char *s = str(json_object_get(json_object_get(tls, "ca"), "secret"), "name");
+  if (!*s)
+    s = str(json_object_get(json_object_get(tls, "cert"), "secret"), "name");
+  return *s ? s : str(json_object_get(tls, "keySecret"), "name");
+}
+
+/*
+ * mark_monitor: a ServiceMonitor endpoint that verifies the metrics
+ * certificate with a Secret cert-manager fills (config/prometheus's TLS
+ * patch) keeps that tlsConfig with certmanager, and skips verification
+ * without it (the manager's own certificate is then self-signed), as the
+ * unpatched monitor does.
+ */
+static int mark_monitor(chart_t *c, json_t *doc) {
+  static const char *const cm[] = {"certmanager", NULL};
+  json_t *ep;
+  size_t i;
+  json_array_foreach(json_object_get(json_object_get(doc, "spec"), "endpoints"), i, ep) {
+    const char *secret = tls_secret(json_object_get(ep, "tlsConfig"));
+    json_t *alt;
+    if (!json_object_get(c->certs, secret))
+      continue;
+    if (mark(c, ep, 0, "tlsConfig", cm))
+      return -1;
+    alt = json_pack("{s{sb}}", "tlsConfig", "insecureSkipVerify", 1);
+    if (!alt || json_array_append_new(json_array_get(c->conds, json_array_size(c->conds) - 1), alt))
+      return -1;
+  }
+  return 0;
+}
+
 /*
  * mark_doc puts behind their switches the parts of doc that other parts
  * provide: cert-manager's CA injection annotations (the webhooks' serving
@@ -293,6 +329,8 @@ static int mark_doc(chart_t *c, json_t *doc) {
     return -1;
   if (strcmp(kind, "Deployment") == 0 && mark_manager(c, doc))
     return -1;
+  if (strcmp(kind, "ServiceMonitor") == 0 && mark_monitor(c, doc))
+    return -1;
   if (!c->sa)
     return 0;
   if (strcmp(kind, "ServiceAccount") == 0 && strcmp(str(md, "name"), c->sa) == 0)
@@ -313,10 +351,28 @@ static int mark_doc(chart_t *c, json_t *doc) {
   return 0;
 }
 
+/* moved appends part (a marker's [item] or {key: value}) to out as YAML
+ * whose lines start at indent. 0, or the kcr_buf error. */
+static int moved(kcr_buf_t *out, const json_t *part, size_t indent) {
+  kcr_buf_t b;
+  int rc;
+  kcr_buf_init(&b, HELM_TEXT_MAX);
+  rc = gen_yaml_write(&b, part);
+  for (const char *r = kcr_buf_cstr(&b) + 4; *r && !rc;) { /* past "---\n" */
+    const char *rn = strchr(r, '\n');
+    size_t rl = rn ? (size_t)(rn - r) + 1 : strlen(r);
+    rc = kcr_buf_appendf(out, "%*s%.*s", (int)indent, "", (int)rl, r);
+    r += rl;
+  }
+  kcr_buf_free(&b);
+  return rc;
+}
+
 /*
  * expand appends text to out with each marker line of mark made its part, at
- * the marker's indent, between a test and an {{- end }}. 0, or -1 (too large,
- * or out of memory).
+ * the marker's indent, between a test and an {{- end }} (with an {{- else }}
+ * and the other part when it has one). 0, or -1 (too large, or out of
+ * memory).
  */
 static int expand(const chart_t *c, kcr_buf_t *out, const char *text) {
   size_t ml = strlen(COND_MARK);
@@ -325,7 +381,7 @@ static int expand(const chart_t *c, kcr_buf_t *out, const char *text) {
     const char *nl = strchr(p, '\n'), *q = p + strspn(p, " ");
     size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p), indent = (size_t)(q - p);
     const json_t *cond;
-    kcr_buf_t part, moved;
+    kcr_buf_t part, alt;
     if (strncmp(q, "- ", 2) == 0)
       q += 2;
     if (strncmp(q, COND_MARK, ml) != 0) {
@@ -334,24 +390,33 @@ static int expand(const chart_t *c, kcr_buf_t *out, const char *text) {
       continue;
     }
     cond = json_array_get(c->conds, strtoul(q + ml, NULL, 10));
-    kcr_buf_init(&part, HELM_TEXT_MAX);
-    kcr_buf_init(&moved, HELM_TEXT_MAX);
-    rc = gen_yaml_write(&part, json_array_get(cond, 1));
-    for (const char *r = kcr_buf_cstr(&part) + 4; *r && !rc;) { /* past "---\n" */
-      const char *rn = strchr(r, '\n');
-      size_t rl = rn ? (size_t)(rn - r) + 1 : strlen(r);
-      rc = kcr_buf_appendf(&moved, "%*s%.*s", (int)indent, "", (int)rl, r);
-      r += rl;
+    if (q != p + indent && json_is_object(json_array_get(cond, 1))) {
+      /* a list item's first member: the item's dash alone, its members below */
+      if (kcr_buf_appendf(out, "%*s-\n", (int)indent, "")) {
+        rc = -1;
+        break;
+      }
+      indent += 2;
     }
+    kcr_buf_init(&part, HELM_TEXT_MAX);
+    kcr_buf_init(&alt, HELM_TEXT_MAX);
+    rc = moved(&part, json_array_get(cond, 1), indent);
+    if (!rc && json_array_size(cond) > 2)
+      rc = moved(&alt, json_array_get(cond, 2), indent);
     if (!rc)
       rc = kcr_buf_appendf(out, "%*s%s\n", (int)indent, "",
                            json_string_value(json_array_get(cond, 0)));
     if (!rc)
-      rc = expand(c, out, kcr_buf_cstr(&moved));
+      rc = expand(c, out, kcr_buf_cstr(&part));
+    if (!rc && json_array_size(cond) > 2) {
+      rc = kcr_buf_appendf(out, "%*s{{- else }}\n", (int)indent, "");
+      if (!rc)
+        rc = expand(c, out, kcr_buf_cstr(&alt));
+    }
     if (!rc)
       rc = kcr_buf_appendf(out, "%*s{{- end }}\n", (int)indent, "");
     kcr_buf_free(&part);
-    kcr_buf_free(&moved);
+    kcr_buf_free(&alt);
     p += n;
   }
   return rc ? -1 : 0;
@@ -453,7 +518,8 @@ static int write_yaml(const char *dir, const char *rel, const char *head, const 
   "#   webhook: the webhook Service and configurations, a CRD's conversion webhook and\n"          \
   "#     the manager's webhook port, certificate volume and --webhook-cert-path;\n"                \
   "#   certmanager: the Issuer and Certificates and the CA injection annotations (the\n"           \
-  "#     webhooks' Secret webhook-server-cert and their CA are then the user's);\n"                \
+  "#     webhooks' Secret webhook-server-cert and their CA are then the user's), and a\n"          \
+  "#     ServiceMonitor's verification of the metrics certificate;\n"                              \
   "#   metrics: the metrics Service and the manager's --metrics-* flags (with\n"                   \
   "#     certmanager, also its metrics certificate volume);\n"                                     \
   "#   prometheus: the ServiceMonitor; networkPolicy: the NetworkPolicies.\n"
@@ -546,7 +612,7 @@ int gen_helm(int argc, char **argv) {
   char msg[1024] = "", defname[256];
   bool bad = false;
   json_t *docs = NULL, *keep = json_array(), *seen = json_object(), *doc;
-  chart_t c = {.conds = json_array(), .values = json_object()};
+  chart_t c = {.conds = json_array(), .values = json_object(), .certs = json_object()};
   size_t i;
   int rc = 1;
   for (int a = 0; a < argc; a++) {
@@ -564,7 +630,7 @@ int gen_helm(int argc, char **argv) {
     rc = 2;
     goto done;
   }
-  if (!keep || !seen || !c.conds || !c.values) {
+  if (!keep || !seen || !c.conds || !c.values || !c.certs) {
     fputs("kcr-gen: out of memory\n", stderr);
     goto done;
   }
@@ -580,6 +646,14 @@ int gen_helm(int argc, char **argv) {
       goto done;
     }
     c.ns = json_string_value(json_object_get(json_object_get(doc, "metadata"), "name"));
+  }
+  json_array_foreach(docs, i, doc) {
+    const char *secret = str(json_object_get(doc, "spec"), "secretName");
+    if (strcmp(str(doc, "kind"), "Certificate") == 0 && *secret &&
+        json_object_set_new(c.certs, secret, json_true())) {
+      fputs("kcr-gen: out of memory\n", stderr);
+      goto done;
+    }
   }
   if (!c.ns) {
     fprintf(stderr,
@@ -616,5 +690,6 @@ done:
   json_decref(seen);
   json_decref(c.conds);
   json_decref(c.values);
+  json_decref(c.certs);
   return rc;
 }

@@ -18,7 +18,8 @@ networkPolicy). It checks, by rules of its own (not the generator's):
     --webhook-cert-path, webhook port or webhook certificate volume without
     webhook, no --metrics-* flag without metrics, no metrics certificate
     volume without metrics and certmanager; every mount names a volume and
-    every --*-cert-path flag a mounted directory;
+    every --*-cert-path flag a mounted directory; no ServiceMonitor's
+    tlsConfig reads a Secret whose Certificate went;
   - with --refs, check_manifests.py PREFIX NAMESPACE finds no problem in
     OFF.yaml (a reference that does not resolve) that it does not find in
     ALL.yaml, given, without rbac, the ServiceAccount the manager names (the
@@ -61,6 +62,11 @@ def needs(kind, name, doc):
         return {"networkPolicy"} | ({"webhook"} if "webhook" in name else
                                     {"metrics"} if "metrics" in name else set())
     return set()
+
+
+def secrets(objs):
+    """The Secrets the Certificates among objs fill."""
+    return {d["spec"].get("secretName") for k, d in objs.items() if k[0] == "Certificate"}
 
 
 def manager_problems(dep, off):
@@ -111,6 +117,15 @@ def main():
             problems.append("%s: a conversion webhook without webhook" % where)
         if k[0] == "Deployment":
             problems += ["%s: %s" % (where, p) for p in manager_problems(d, off)]
+        if k[0] == "ServiceMonitor":
+            for ep in d["spec"].get("endpoints") or []:
+                tls = ep.get("tlsConfig") or {}
+                for name in (tls.get("ca", {}).get("secret", {}).get("name"),
+                             tls.get("cert", {}).get("secret", {}).get("name"),
+                             tls.get("keySecret", {}).get("name")):
+                    if name in secrets(full) and name not in secrets(cut):
+                        problems.append("%s: tlsConfig reads Secret %s, which no Certificate fills"
+                                        % (where, name))
     if refs:
         here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_manifests.py")
 
