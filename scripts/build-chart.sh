@@ -68,7 +68,7 @@ for doc in yaml.safe_load_all(sys.stdin):
         spec = doc["spec"]
         out = HEAD + "{{- if .Values.crd.enable }}\n"
         out += "apiVersion: %s\nkind: %s\nmetadata:\n  annotations:\n" % (doc["apiVersion"], kind)
-        out += "    {{- if .Values.certmanager.enable }}\n"
+        out += "    {{- if and .Values.certmanager.enable .Values.webhook.enable }}\n"
         out += "    cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/kcr-serving-cert\n    {{- end }}\n"
         out += "    {{- if .Values.crd.keep }}\n    helm.sh/resource-policy: keep\n    {{- end }}\n"
         if anns:

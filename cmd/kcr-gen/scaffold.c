@@ -1829,33 +1829,42 @@ static int plan_parts(plan *p, const char *dir, const char *file, const char *co
   return plan_new_text(p, path, render_all(parts, n, vs, msg, size), false, msg, size);
 }
 
-/* plan_admission: the defaulting and validating webhooks' files and their
- * line in cmd/main.c. */
-static int plan_admission(plan *p, const create_args *a, const gen_resource *r, vars *vs,
-                          const char *domain, const char *dir, char *msg, size_t size) {
-  char text[1200], mutate[700], validate[700], file[700];
-  const char *pre = var_value(vs, "prefix"), *ks = var_value(vs, "kind_snake");
-  webhook_path("mutate", domain, r, mutate, sizeof(mutate));
-  webhook_path("validate", domain, r, validate, sizeof(validate));
-  set_var(vs, "mutate_path", mutate);
-  set_var(vs, "validate_path", validate);
+/* admission_vars: the template values of the admission webhooks' files
+ * whose file holds the webhooks defaulting and validation say. */
+static void admission_vars(vars *vs, const gen_resource *r, const char *domain, bool defaulting,
+                           bool validation) {
+  char text[1200], path[700];
+  const char *pre = var_value(vs, "prefix");
+  webhook_path("mutate", domain, r, path, sizeof(path));
+  set_var(vs, "mutate_path", path);
+  webhook_path("validate", domain, r, path, sizeof(path));
+  set_var(vs, "validate_path", path);
   snprintf(text, sizeof(text),
            "  const kcr_custom_defaulter defaulter = {.default_object = %s_webhook_default};\n",
            pre);
-  set_var(vs, "defaulter_decl", a->defaulting ? text : "");
+  set_var(vs, "defaulter_decl", defaulting ? text : "");
   snprintf(text, sizeof(text),
            "  const kcr_custom_validator validator = {\n"
            "      .validate_create = %s_webhook_validate_create,\n"
            "      .validate_update = %s_webhook_validate_update,\n"
            "      .validate_delete = %s_webhook_validate_delete};\n",
            pre, pre, pre);
-  set_var(vs, "validator_decl", a->validation ? text : "");
-  set_var(vs, "defaulter_arg", a->defaulting ? "&defaulter" : "NULL");
-  set_var(vs, "validator_arg", a->validation ? "&validator" : "NULL");
+  set_var(vs, "validator_decl", validation ? text : "");
+  set_var(vs, "defaulter_arg", defaulting ? "&defaulter" : "NULL");
+  set_var(vs, "validator_arg", validation ? "&validator" : "NULL");
   snprintf(text, sizeof(text), "%s%s",
-           a->defaulting ? "  if (test_default() != 0)\n    return 1;\n" : "",
-           a->validation ? "  if (test_validate() != 0)\n    return 1;\n" : "");
+           defaulting ? "  if (test_default() != 0)\n    return 1;\n" : "",
+           validation ? "  if (test_validate() != 0)\n    return 1;\n" : "");
   set_var(vs, "test_calls", text);
+}
+
+/* plan_admission: the defaulting and validating webhooks' files and their
+ * line in cmd/main.c. */
+static int plan_admission(plan *p, const create_args *a, const gen_resource *r, vars *vs,
+                          const char *domain, const char *dir, char *msg, size_t size) {
+  char file[700];
+  const char *pre = var_value(vs, "prefix"), *ks = var_value(vs, "kind_snake");
+  admission_vars(vs, r, domain, a->defaulting, a->validation);
   const char *h_parts[] = {"webhook.h", a->defaulting ? "webhook_h_default" : NULL,
                            a->validation ? "webhook_h_validate" : NULL, "webhook_h_tail"};
   const char *c_parts[] = {"webhook.c", a->defaulting ? "webhook_c_default" : NULL,
@@ -1877,6 +1886,108 @@ static int plan_admission(plan *p, const create_args *a, const gen_resource *r, 
       plan_parts(p, dir, t, t_parts, 4, vs, msg, size))
     return -1;
   return plan_main_entry(p, file, setup, msg, size);
+}
+
+/* insert_before_last_edit: text with add put above the last line that holds
+ * where (an edit_fn). */
+static int insert_before_last_edit(const char *text, const char *where, const char *add,
+                                   char **out) {
+  const char *last = NULL;
+  *out = NULL;
+  for (const char *line = text; line && *line;) {
+    const char *nl = strchr(line, '\n'), *hit = strstr(line, where);
+    if (hit && (!nl || hit < nl))
+      last = line;
+    line = nl ? nl + 1 : NULL;
+  }
+  return last ? splice(text, last, 0, add, out) : GEN_TEXT_NOTFOUND;
+}
+
+/* replace_edit: text with its first where made add (an edit_fn). */
+static int replace_edit(const char *text, const char *where, const char *add, char **out) {
+  const char *at = strstr(text, where);
+  *out = NULL;
+  return at ? splice(text, at, strlen(where), add, out) : GEN_TEXT_NOTFOUND;
+}
+
+/*
+ * plan_fill runs fn (where, add) over DIR/dir/file; a file that lacks where
+ * was changed by hand, and the user is told what to add there instead.
+ */
+static int plan_fill(plan *p, const char *dir, const char *file, edit_fn fn, const char *where,
+                     const char *add, const char *what, char *msg, size_t size) {
+  char rel[700];
+  plan_file *f;
+  int rc;
+  snprintf(rel, sizeof(rel), "%s/%s", dir, file);
+  if ((rc = plan_apply(p, rel, fn, where, add, &f, msg, size)) == 1)
+    gen_msgf(msg, size, "%s has no \"%s\" (changed by hand?): add the %s there yourself", f->path,
+             where, what);
+  return rc == 0 ? 0 : -1;
+}
+
+/* plan_fill_part: template tmpl (it opens with a blank line) put above the
+ * last line of DIR/dir/file that holds where, followed by a blank line. */
+static int plan_fill_part(plan *p, const char *dir, const char *file, const char *tmpl,
+                          const char *where, const vars *vs, char *msg, size_t size) {
+  char *part = render(tmpl, vs, msg, size);
+  sbuf t = {0};
+  int rc = -1;
+  if (!part)
+    return -1;
+  text_adds(&t, part[0] == '\n' ? part + 1 : part);
+  text_adds(&t, "\n");
+  if (!text_take(&t))
+    gen_msgf(msg, size, "out of memory");
+  else
+    rc = plan_fill(p, dir, file, insert_before_last_edit, where, t.s, tmpl, msg, size);
+  free(t.s);
+  free(part);
+  return rc;
+}
+
+/*
+ * plan_admission_add: the type of admission webhook a kind's files lack
+ * (a->defaulting or a->validation; r has the other) added to them, as
+ * kubebuilder adds one to a kind's webhook file: its declarations above the
+ * header's last #endif, its functions and marker above the setup function,
+ * its test above main, and the setup's and main's lines for it. Nothing the
+ * user wrote is replaced; a file whose lines were changed by hand is an error
+ * that names the line, and nothing is written.
+ */
+static int plan_admission_add(plan *p, const create_args *a, const gen_resource *r, vars *vs,
+                              const char *domain, const char *dir, char *msg, size_t size) {
+  const char *pre = var_value(vs, "prefix"), *ks = var_value(vs, "kind_snake");
+  const bool d = a->defaulting, v = a->validation;
+  char h[300], c[300], t[300], setup[300], before[300], after[300];
+  snprintf(h, sizeof(h), "%s_webhook.h", ks);
+  snprintf(c, sizeof(c), "%s_webhook.c", ks);
+  snprintf(t, sizeof(t), "%s_webhook_test.c", ks);
+  snprintf(setup, sizeof(setup), "int %s_webhook_setup(", pre);
+  admission_vars(vs, r, domain, d, v);
+  snprintf(before, sizeof(before), "kcr_webhook_for(mgr, scheme, &gvk, %s, %s, err)",
+           r->defaulting ? "&defaulter" : "NULL", r->validation ? "&validator" : "NULL");
+  snprintf(after, sizeof(after), "kcr_webhook_for(mgr, scheme, &gvk, %s, %s, err)",
+           r->defaulting || d ? "&defaulter" : "NULL", r->validation || v ? "&validator" : "NULL");
+  if (vs->bad) {
+    gen_msgf(msg, size, "a template value is longer than %d bytes", VALUE_MAX - 1);
+    return -1;
+  }
+  const char *what = d ? "defaulting webhook" : "validating webhook";
+  return plan_fill_part(p, dir, h, d ? "webhook_h_default" : "webhook_h_validate", "#endif", vs,
+                        msg, size) ||
+                 plan_fill_part(p, dir, c, d ? "webhook_c_default" : "webhook_c_validate", setup,
+                                vs, msg, size) ||
+                 plan_fill(p, dir, c, insert_before_last_edit, "return kcr_webhook_for(",
+                           var_value(vs, d ? "defaulter_decl" : "validator_decl"), what, msg,
+                           size) ||
+                 plan_fill(p, dir, c, replace_edit, before, after, what, msg, size) ||
+                 plan_fill_part(p, dir, t, d ? "webhook_test_default" : "webhook_test_validate",
+                                "int main(void) {", vs, msg, size) ||
+                 plan_fill(p, dir, t, insert_before_last_edit, "printf(\"ok\\n\");",
+                           var_value(vs, "test_calls"), what, msg, size)
+             ? -1
+             : 0;
 }
 
 /*
@@ -2091,13 +2202,22 @@ static int create_webhook(const create_args *a) {
     goto done;
   }
   /* One admission file and one conversion file per kind: either may be added
-   * to a kind that has the other. */
-  if (((a->defaulting || a->validation) && (r->defaulting || r->validation)) ||
-      (a->conversion && r->conversion)) {
-    gen_msgf(msg, sizeof(msg), "%s %s/%s has %s webhooks already (%s/PROJECT)", a->kind, a->group,
-             a->version, a->conversion && r->conversion ? "conversion" : "admission", a->dir);
+   * to a kind that has the other, and the admission file takes the type of
+   * webhook it lacks. */
+  kind_vars(&vs, a, project, domain, r->plural[0] ? r->plural : NULL);
+  if ((a->defaulting && r->defaulting) || (a->validation && r->validation)) {
+    gen_msgf(msg, sizeof(msg),
+             "%s %s/%s has a %s webhook already (%s/internal/webhook/%s/%s_webhook.c)", a->kind,
+             a->group, a->version, a->defaulting && r->defaulting ? "defaulting" : "validating",
+             a->dir, a->version, var_value(&vs, "kind_snake"));
     goto done;
   }
+  if (a->conversion && r->conversion) {
+    gen_msgf(msg, sizeof(msg), "%s %s/%s has conversion webhooks already (%s/PROJECT)", a->kind,
+             a->group, a->version, a->dir);
+    goto done;
+  }
+  const gen_resource had = *r;
   gen_resource add = *r;
   add.defaulting = a->defaulting;
   add.validation = a->validation;
@@ -2106,12 +2226,13 @@ static int create_webhook(const create_args *a) {
   r->validation |= a->validation;
   r->conversion |= a->conversion;
 
-  kind_vars(&vs, a, project, domain, r->plural[0] ? r->plural : NULL);
   if (set_type_vars(&vs, is_coded(&p, &vs, a->version), msg, sizeof(msg)))
     goto done;
   snprintf(dir, sizeof(dir), "internal/webhook/%s", a->version);
   if ((a->defaulting || a->validation) &&
-      plan_admission(&p, a, r, &vs, domain, dir, msg, sizeof(msg)))
+      (had.defaulting || had.validation
+           ? plan_admission_add(&p, a, &had, &vs, domain, dir, msg, sizeof(msg))
+           : plan_admission(&p, a, r, &vs, domain, dir, msg, sizeof(msg))))
     goto done;
   if (a->conversion && plan_conversion(&p, a, res, n, &vs, dir, msg, sizeof(msg)))
     goto done;

@@ -168,15 +168,26 @@ KCR_EXTERN bool kcr_typed_owner_ref_has_controller(const kcr_meta_v1_object_meta
   &(status)->conditions, &(status)->conditions_len, &(status)->has_conditions
 
 /*
+ * KCR_CONDITION_LIST(list) names a header type's conditions, a
+ * KCR_LIST(kcr_meta_v1_condition_t) member (kcr/crd.h; what `kcr-gen codecs`
+ * decodes), as the same three arguments: its items, its length, and no has_
+ * flag (NULL: a list has none; it is encoded when it has items). list is a
+ * pointer to the member and must not be NULL.
+ *   kcr_typed_condition_set(KCR_CONDITION_LIST(&m->status.conditions), "Available", ...)
+ */
+#define KCR_CONDITION_LIST(list) &(list)->items, &(list)->len, NULL
+
+/*
  * kcr_typed_condition_set sets the condition of the given type in the array
  * *conds of *len elements (meta.SetStatusCondition): a new type is appended
- * (the array reallocated; *has becomes true); for an existing one,
+ * (the array reallocated; *has becomes true, has NULL for an array without a
+ * presence flag, as KCR_CONDITION_LIST gives); for an existing one,
  * lastTransitionTime changes only when status changes, while reason, message
  * and observedGeneration are always brought up to date. The message is
  * message_fmt printf-style (NULL: ""); reason NULL means "". Times are RFC 3339
  * seconds from clock's wall reading (NULL: the system clock). Strings are copied.
  * *changed (may be NULL) tells whether anything changed. Returns 0, KCR_EINVAL
- * (conds, len, has, type or status NULL; an unformattable time) or KCR_ENOMEM;
+ * (conds, len, type or status NULL; an unformattable time) or KCR_ENOMEM;
  * on error the array is unchanged.
  */
 KCR_EXTERN int kcr_typed_condition_set(kcr_meta_v1_condition_t **conds, size_t *len, bool *has,
@@ -190,7 +201,7 @@ KCR_EXTERN int kcr_typed_condition_set(kcr_meta_v1_condition_t **conds, size_t *
  * (meta.FindStatusCondition), borrowed from the array: valid until the next
  * kcr_typed_condition_set or kcr_typed_condition_remove on the same array (either
  * may move it), or until the array is freed. NULL when none. has is accepted for
- * KCR_CONDITIONS and not read.
+ * KCR_CONDITIONS and KCR_CONDITION_LIST and not read.
  */
 KCR_EXTERN kcr_meta_v1_condition_t *kcr_typed_condition_find(kcr_meta_v1_condition_t *const *conds,
                                                              const size_t *len, const bool *has,

@@ -328,7 +328,7 @@ int kcr_typed_condition_set(kcr_meta_v1_condition_t **conds, size_t *len, bool *
   int n, rc = KCR_ENOMEM;
   if (changed)
     *changed = false;
-  if (!conds || !len || !has || !type || !status)
+  if (!conds || !len || !type || !status)
     return KCR_EINVAL;
   reason = nz(reason);
   va_start(ap, message_fmt);
@@ -365,7 +365,8 @@ int kcr_typed_condition_set(kcr_meta_v1_condition_t **conds, size_t *len, bool *
       goto done;
     *conds = arr;
     cur = &(*conds)[(*len)++];
-    *has = true;
+    if (has) /* a header's KCR_LIST has no presence flag */
+      *has = true;
     replace(&cur->type, f_type);
     f_type = NULL;
   }

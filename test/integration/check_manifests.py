@@ -39,7 +39,7 @@ def main():
         deploys = deploys[:1] or [{"spec": {"template": {"metadata": {}, "spec": {"containers": []}}}}]
     pod = deploys[0]["spec"]["template"]
     pod_labels = pod["metadata"].get("labels", {})
-    container_ports = {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", [])}
+    container_ports = {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports") or []}
 
     for (kind, ns, name), d in objs.items():
         where = "%s %s/%s" % (kind, ns, name)
@@ -76,7 +76,7 @@ def main():
             services = [d["spec"]["conversion"]["webhook"]["clientConfig"]["service"]]
         for s in services:
             need("Service", s["namespace"], s["name"], where + " clientConfig.service")
-        inject = d["metadata"].get("annotations", {}).get("cert-manager.io/inject-ca-from")
+        inject = (d["metadata"].get("annotations") or {}).get("cert-manager.io/inject-ca-from")
         if inject is not None:
             cns, _, cname = inject.partition("/")
             need("Certificate", cns, cname, where + " inject-ca-from")

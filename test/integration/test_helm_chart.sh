@@ -13,7 +13,11 @@
 #  4. the comparison is not vacuous: a different image tag is reported;
 #  5. with --namespace other every reference still resolves
 #     (check_manifests.py), and webhook.enable=false certmanager.enable=false
-#     leaves no webhook, Certificate or conversion behind.
+#     leaves no webhook, Certificate or conversion behind;
+#  6. each of dist/chart's switches and each of the golden chart kcr-gen helm
+#     makes (test/unit/data/kcr-gen/helm/chart), off alone and webhook with
+#     certmanager off, leave out just their parts and nothing that names them
+#     (check_chart_switches.py; on dist/chart also every reference resolves).
 # Needs no cluster. Prints "N passed, N failed".
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -88,4 +92,30 @@ if ! grep -q -E '^kind: (ValidatingWebhookConfiguration|MutatingWebhookConfigura
 else
   bad "webhook.enable=false certmanager.enable=false still renders webhook parts"
 fi
+
+# switches NAME CHART NS REFS...: render CHART with each switch off (and webhook
+# with certmanager) and check what goes (check_chart_switches.py REFS).
+switches() {
+  local name=$1 chart=$2 ns=$3 s set
+  shift 3
+  "$helm" template rel "$chart" --namespace "$ns" >"$work/all.yaml" 2>&1 ||
+    { cat "$work/all.yaml" >&2; bad "helm template $chart"; return; }
+  for s in rbac webhook certmanager metrics crd prometheus networkPolicy "webhook certmanager"; do
+    set=$(printf '%s.enable=false,' $s)
+    if "$helm" template rel "$chart" --namespace "$ns" --set "${set%,}" >"$work/off.yaml" 2>&1 &&
+      python3 "$root/test/integration/check_chart_switches.py" "$@" "$work/all.yaml" "$work/off.yaml" $s \
+        >"$work/switch.log"; then
+      ok "$name: $(tail -n 1 "$work/switch.log")"
+    else
+      cat "$work/off.yaml" "$work/switch.log" >&2
+      bad "$name: ${set%,}"
+    fi
+  done
+}
+# dist/chart turns prometheus and networkPolicy on for this check: off by default.
+cp -r "$root/dist/chart" "$work/kcr-chart"
+sed -i '/^prometheus:$/,/^$/s/enable: false/enable: true/; /^networkPolicy:$/,/^$/s/enable: false/enable: true/' \
+  "$work/kcr-chart/values.yaml"
+switches dist/chart "$work/kcr-chart" kcr-system --refs kcr- kcr-system
+switches "kcr-gen helm's golden chart" "$root/test/unit/data/kcr-gen/helm/chart" shop-system
 finish

@@ -5,10 +5,11 @@
 # temporary directory and with nothing but that prefix:
 #   - kcr-gen init makes a project; kcr-gen create api adds two kinds (one
 #     namespaced, one cluster-scoped with a plural of its own) and a second
-#     version of the first; kcr-gen create webhook gives the first a defaulting
-#     and a validating webhook, then conversion between its versions (issue 26);
-#   - create api refuses a kind that is there, create webhook a kind that has
-#     webhooks, and init a directory that has a project; none changes a file;
+#     version of the first; kcr-gen create webhook gives the first a validating
+#     webhook, then adds a defaulting one to its file, then conversion between
+#     its versions (issue 26);
+#   - create api refuses a kind that is there, create webhook a type of webhook
+#     the kind has, and init a directory that has a project; none changes a file;
 #   - the project configures with find_package(kcr), builds (its C types come
 #     from its CRDs through the installed kcr-gen) with bounded jobs, and `make
 #     test` runs its scaffolded unit tests (label unit): the controllers' on the
@@ -24,7 +25,10 @@
 #   - `make test-integration` runs the integration suite (label integration) on
 #     the local control plane;
 #   - `make helm-chart` writes dist/chart, whose `helm template` gives
-#     dist/install.yaml's objects less the Namespace (when helm is cached);
+#     dist/install.yaml's objects less the Namespace (when helm is cached), and
+#     whose switches (rbac, webhook, certmanager, metrics, crd; webhook with
+#     certmanager) leave out their parts, leave nothing that names them, and
+#     keep every reference resolving (check_chart_switches.py);
 #   - `kubectl kustomize config/default` renders with the prefix on every name,
 #     the webhook configurations and cert-manager's names filled in; `make
 #     build-installer IMG=...` writes dist/install.yaml with the image, and the
@@ -81,8 +85,11 @@ cd widgets
 "$gen" create api --group demo --version v1 --kind Widget >/dev/null || fail "create api Widget"
 "$gen" create api --group demo --version v1alpha1 --kind Gizmo --plural gizmoes --cluster-scoped \
   >/dev/null || fail "create api Gizmo"
-"$gen" create webhook --group demo --version v1 --kind Widget --defaulting --programmatic-validation \
-  >/dev/null || fail "create webhook Widget"
+# The validating webhook first, the defaulting one added to its file later.
+"$gen" create webhook --group demo --version v1 --kind Widget --programmatic-validation \
+  >/dev/null || fail "create webhook --programmatic-validation Widget"
+"$gen" create webhook --group demo --version v1 --kind Widget --defaulting >/dev/null ||
+  fail "create webhook --defaulting Widget (added to the validating webhook's file)"
 "$gen" create api --group demo --version v2 --kind Widget >/dev/null || fail "create api Widget v2"
 "$gen" create webhook --group demo --version v1 --kind Widget --conversion --spoke v2 >/dev/null ||
   fail "create webhook --conversion Widget"
@@ -125,7 +132,7 @@ rc=0
 [ "$rc" -eq 1 ] && grep -q 'has kind Widget already' "$work/err" || fail "a second Widget: rc $rc: $(cat "$work/err")"
 rc=0
 "$gen" create webhook --group demo --version v1 --kind Widget --defaulting 2>"$work/err" || rc=$?
-[ "$rc" -eq 1 ] && grep -q 'has admission webhooks already' "$work/err" ||
+[ "$rc" -eq 1 ] && grep -q 'has a defaulting webhook already (.*internal/webhook/v1/widget_webhook.c)' "$work/err" ||
   fail "a second Widget webhook: rc $rc: $(cat "$work/err")"
 rc=0
 "$gen" init --domain example.com . 2>"$work/err" || rc=$?
@@ -253,6 +260,14 @@ nocrd = load(sys.argv[3])
 assert nocrd == {k: v for k, v in want.items() if k[0] != "CustomResourceDefinition"}
 PY
     fail "helm template dist/chart is not dist/install.yaml less its Namespace"
+  for off in rbac webhook certmanager metrics crd "webhook certmanager"; do
+    set=$(printf '%s.enable=false,' $off)
+    "$helm_bin" template widgets dist/chart --namespace widgets-system --set "${set%,}" \
+      >"$work/helm-off.yaml" || fail "helm template --set ${set%,}"
+    # shellcheck disable=SC2086 # one argument a switch
+    python3 "$here/check_chart_switches.py" --refs widgets- widgets-system "$work/helm.yaml" \
+      "$work/helm-off.yaml" $off || fail "dist/chart with ${set%,}"
+  done
 else
   echo "kcr-gen scaffold: no helm in the cache (scripts/build-go-tool.sh helm): chart not rendered"
 fi

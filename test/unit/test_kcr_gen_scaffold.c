@@ -704,7 +704,7 @@ static void test_kcr_gen_scaffold_webhook_refusals(void **state) {
   assert_int_equal(run(p, wh), 0);
   char *after_one = snapshot(p);
   assert_string_not_equal(before, after_one);
-  assert_int_equal(run(p, wh), 1); /* webhooks there already */
+  assert_int_equal(run(p, wh), 1); /* a defaulting webhook there already */
   char *after = snapshot(p);
   assert_string_equal(after_one, after);
   free(before);
@@ -775,6 +775,124 @@ static void test_kcr_gen_scaffold_types_first(void **state) {
   assert_refused(p, widget_v2);
 }
 
+/* put: DIR/rel's content made text. */
+static void put(proj *p, const char *rel, const char *text) {
+  snprintf(p->path, sizeof(p->path), "%s/w/%s", p->dir, rel);
+  FILE *f = fopen(p->path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fputs(text, f) >= 0, 1);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* put_edit: DIR/rel with its first from made to (which must be there). */
+static void put_edit(proj *p, const char *rel, const char *from, const char *to) {
+  char *t = file(p, rel), *at, *out;
+  assert_non_null(t);
+  assert_non_null(at = strstr(t, from));
+  size_t size = strlen(t) + strlen(to) + 1;
+  out = calloc(1, size);
+  assert_non_null(out);
+  snprintf(out, size, "%.*s%s%s", (int)(at - t), t, to, at + strlen(from));
+  put(p, rel, out);
+  free(out);
+  free(t);
+}
+
+/*
+ * create webhook adds the type of admission webhook a kind's file lacks (either
+ * order), keeping what the user wrote there; a type the file has, or a file
+ * whose setup line was changed by hand, is refused with nothing written.
+ */
+static void test_kcr_gen_scaffold_webhook_add_type(void **state) {
+  proj *p = *state;
+  static const char *const val[] = {"create", "webhook",   "--group",
+                                    "demo",   "--version", "v1",
+                                    "--kind", "Widget",    "--programmatic-validation",
+                                    NULL};
+  static const char *const gval[] = {"create", "webhook",   "--group",
+                                     "demo",   "--version", "v1",
+                                     "--kind", "Gizmo",     "--programmatic-validation",
+                                     NULL};
+  static const char *const gdef[] = {"create", "webhook", "--group", "demo",         "--version",
+                                     "v1",     "--kind",  "Gizmo",   "--defaulting", NULL};
+  static const char *const both[] = {
+      "create", "webhook", "--group", "demo",         "--version",
+      "v1",     "--kind",  "Widget",  "--defaulting", "--programmatic-validation",
+      NULL};
+  const char *c = "internal/webhook/v1/widget_webhook.c",
+             *h = "internal/webhook/v1/widget_webhook.h",
+             *t = "internal/webhook/v1/widget_webhook_test.c";
+  const char *user = "\n/* the user's own helper */\nint widget_user_helper(void) { return 42; }\n";
+
+  /* defaulting, then the user's code, then validation added */
+  assert_int_equal(run(p, wh), 0);
+  put_edit(p, c, "  return 0;\n}\n", "  return 0; /* the user's default */\n}\n");
+  char *text = file(p, c);
+  assert_non_null(text);
+  size_t tl = strlen(text);
+  text = realloc(text, tl + strlen(user) + 1);
+  assert_non_null(text);
+  memcpy(text + tl, user, strlen(user) + 1);
+  put(p, c, text);
+  free(text);
+  assert_int_equal(run(p, val), 0);
+  assert_true(has(p, c, "  return 0; /* the user's default */\n}\n"));
+  assert_true(has(p, c, user));
+  assert_true(has(p, c, "name=vwidget-v1.kb.io,admissionReviewVersions=v1\n"));
+  assert_true(has(p, c,
+                  "      .validate_delete = widget_v1_webhook_validate_delete};\n"
+                  "  return kcr_webhook_for(mgr, scheme, &gvk, &defaulter, &validator, err);\n"));
+  text = file(p, c);
+  assert_non_null(text);
+  assert_true(strstr(text, "int widget_v1_webhook_validate_delete(") <
+              strstr(text, "int widget_v1_webhook_setup("));
+  free(text);
+  assert_true(has(p, h, "kcr_error_t *err);\n\n#endif\n"));
+  assert_true(has(p, h, "int widget_v1_webhook_validate_create("));
+  assert_true(has(p, t, "static int test_validate(void) {"));
+  assert_true(has(p, t,
+                  "  if (test_default() != 0)\n    return 1;\n"
+                  "  if (test_validate() != 0)\n    return 1;\n  printf(\"ok\\n\");\n"));
+  assert_true(has(p, "PROJECT",
+                  "    webhooks:\n      defaulting: true\n      validation: true\n"
+                  "      webhookVersion: v1\n"));
+  assert_true(has(p, "config/default/kustomization.yaml",
+                  "\n    - select:\n        kind: ValidatingWebhookConfiguration\n"));
+  assert_true(has(p, "config/webhook/manifests.yaml", "name: vwidget-v1.kb.io"));
+  assert_true(has(p, "config/webhook/manifests.yaml", "name: mwidget-v1.kb.io"));
+  text = file(p, "cmd/main.c");
+  assert_non_null(text); /* the setup is listed once */
+  const char *once = strstr(text, "    widget_v1_webhook_setup,\n");
+  assert_non_null(once);
+  assert_null(strstr(once + 8, "widget_v1_webhook_setup"));
+  free(text);
+  /* a type the file has: refused, whether asked alone or with the other */
+  assert_refused(p, wh);
+  assert_refused(p, val);
+  assert_refused(p, both);
+
+  /* validation, then defaulting, on the CRD's type; a setup changed by hand
+   * is refused until it is put back */
+  assert_int_equal(run(p, gval), 0);
+  const char *gc = "internal/webhook/v1/gizmo_webhook.c";
+  put_edit(p, gc, "&gvk, NULL, &validator, err)", "&gvk, NULL, &validator,\n err)");
+  assert_refused(p, gdef);
+  put_edit(p, gc, "&gvk, NULL, &validator,\n err)", "&gvk, NULL, &validator, err)");
+  assert_int_equal(run(p, gdef), 0);
+  assert_true(
+      has(p, gc, "  return kcr_webhook_for(mgr, scheme, &gvk, &defaulter, &validator, err);\n"));
+  assert_true(has(p, gc,
+                  "  const kcr_custom_defaulter defaulter = {.default_object = "
+                  "gizmo_v1_webhook_default};\n  return kcr_webhook_for("));
+  assert_true(has(p, gc, "int gizmo_v1_webhook_default(void *data,"));
+  assert_true(has(p, "internal/webhook/v1/gizmo_webhook_test.c",
+                  "  if (test_validate() != 0)\n    return 1;\n"
+                  "  if (test_default() != 0)\n    return 1;\n"));
+  assert_true(has(p, "config/webhook/manifests.yaml", "name: mgizmo-v1.kb.io"));
+  assert_true(has(p, "config/default/kustomization.yaml",
+                  "\n    - select:\n        kind: MutatingWebhookConfiguration\n"));
+}
+
 /* a write that fails undoes the run: new files gone, edited ones as before */
 static void test_kcr_gen_scaffold_webhook_undo(void **state) {
   proj *p = *state;
@@ -813,6 +931,8 @@ int main(void) {
                                       teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_types_first, setup_proj, teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_webhook_refusals, setup_proj,
+                                      teardown_proj),
+      cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_webhook_add_type, setup_proj,
                                       teardown_proj),
       cmocka_unit_test_setup_teardown(test_kcr_gen_scaffold_webhook_undo, setup_proj,
                                       teardown_proj),

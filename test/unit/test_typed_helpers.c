@@ -12,6 +12,7 @@
 
 #include "app_v1alpha1.h"
 #include "kcr/apierror.h"
+#include "kcr/crd.h"
 #include "kcr/events.h"
 #include "kcr/testing.h"
 #include "kcr/typed.h"
@@ -317,6 +318,49 @@ static void test_typed_helpers_conditions(void **state) {
   assert_false(kcr_typed_condition_remove(KCR_CONDITIONS(&st), NULL));
   app_v1alpha1_status_clear(&st);
   kcr_clock_destroy(clk);
+}
+
+/*
+ * KCR_CONDITION_LIST: the condition helpers on a header type's
+ * KCR_LIST(kcr_meta_v1_condition_t) member, which has no presence flag.
+ */
+static void test_typed_helpers_condition_list(void **state) {
+  struct {
+    KCR_LIST(kcr_meta_v1_condition_t) conditions;
+  } st = {{0}};
+  kcr_meta_v1_condition_t *c;
+  bool ch = false;
+  (void)state;
+  assert_null(kcr_typed_condition_find(KCR_CONDITION_LIST(&st.conditions), "Available"));
+  assert_int_equal(kcr_typed_condition_set(KCR_CONDITION_LIST(&st.conditions), "Available",
+                                           "Unknown", "Reconciling", 1, NULL, &ch, "starting %d",
+                                           1),
+                   0);
+  assert_true(ch);
+  assert_int_equal(st.conditions.len, 1);
+  assert_string_equal(st.conditions.items[0].message, "starting 1");
+  assert_int_equal(kcr_typed_condition_set(KCR_CONDITION_LIST(&st.conditions), "Degraded", "False",
+                                           "Fine", 1, NULL, NULL, NULL),
+                   0);
+  assert_int_equal(st.conditions.len, 2);
+  c = kcr_typed_condition_find(KCR_CONDITION_LIST(&st.conditions), "Degraded");
+  assert_non_null(c);
+  assert_string_equal(c->reason, "Fine");
+  assert_true(kcr_typed_condition_is_false(KCR_CONDITION_LIST(&st.conditions), "Degraded"));
+  assert_false(kcr_typed_condition_is_true(KCR_CONDITION_LIST(&st.conditions), "Available"));
+  assert_int_equal(kcr_typed_condition_set(KCR_CONDITION_LIST(&st.conditions), "Available", "True",
+                                           "Ready", 2, NULL, &ch, "up"),
+                   0);
+  assert_true(ch);
+  assert_true(kcr_typed_condition_is_true(KCR_CONDITION_LIST(&st.conditions), "Available"));
+  assert_int_equal(st.conditions.items[0].observed_generation, 2);
+  assert_true(kcr_typed_condition_remove(KCR_CONDITION_LIST(&st.conditions), "Available"));
+  assert_false(kcr_typed_condition_remove(KCR_CONDITION_LIST(&st.conditions), "Available"));
+  assert_int_equal(st.conditions.len, 1);
+  assert_string_equal(st.conditions.items[0].type, "Degraded");
+  for (size_t i = 0; i < st.conditions.len; i++)
+    kcr_meta_v1_condition_clear(&st.conditions.items[i]);
+  kcr_meta_v1_mem_free(st.conditions.items);
 }
 
 /* A failed allocation leaves the array as it was: no half-made condition. */
@@ -873,6 +917,7 @@ int main(void) {
       cmocka_unit_test(test_typed_helpers_controller_ref),
       cmocka_unit_test(test_typed_helpers_owner_ref_alloc),
       cmocka_unit_test(test_typed_helpers_conditions),
+      cmocka_unit_test(test_typed_helpers_condition_list),
       cmocka_unit_test(test_typed_helpers_condition_alloc),
       cmocka_unit_test(test_typed_helpers_event_record_meta),
       cmocka_unit_test_setup_teardown(test_typed_helpers_merge_from, fx_setup, fx_teardown),

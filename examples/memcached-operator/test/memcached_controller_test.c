@@ -86,9 +86,8 @@ static kcr_apps_v1_deployment_t *get_deployment(const char *name) {
 /* condition_is tells whether m's condition type has that status and message. */
 static bool condition_is(memcached_t *m, const char *type, const char *status,
                          const char *message) {
-  kcr_meta_v1_condition_t *c = m ? kcr_typed_condition_find(&m->status.conditions.items,
-                                                            &m->status.conditions.len, NULL, type)
-                                 : NULL;
+  kcr_meta_v1_condition_t *c =
+      m ? kcr_typed_condition_find(KCR_CONDITION_LIST(&m->status.conditions), type) : NULL;
   if (c == NULL || strcmp(c->status, status) != 0 || strstr(c->message, message) == NULL) {
     fprintf(stderr, "condition %s: %s %s\n", type, c ? c->status : "(none)", c ? c->message : "");
     return false;

@@ -88,15 +88,14 @@ static int set_condition(const kcr_objclient *c, const kcr_scheme_t *s, memcache
                          const char *type, const char *status, const char *reason, kcr_error_t *err,
                          const char *fmt, ...) {
   char msg[1024];
-  bool changed = false, has = false;
+  bool changed = false;
   va_list ap;
   int rc;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  rc = kcr_typed_condition_set(&(*m)->status.conditions.items, &(*m)->status.conditions.len, &has,
-                               type, status, reason, (*m)->metadata.generation, NULL, &changed,
-                               "%s", msg);
+  rc = kcr_typed_condition_set(KCR_CONDITION_LIST(&(*m)->status.conditions), type, status, reason,
+                               (*m)->metadata.generation, NULL, &changed, "%s", msg);
   if (rc != 0)
     return kcr_error_set(err, rc, "memcached: set condition %s: %s", type, kcr_strerror(rc));
   return changed ? save(c, s, m, "status", err) : 0;

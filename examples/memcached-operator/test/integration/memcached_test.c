@@ -108,9 +108,7 @@ static bool deployment_is(int32_t n, bool available, const char *owner_uid) {
 static bool available_with(const char *message) {
   memcached_t *m = get_memcached();
   kcr_meta_v1_condition_t *c =
-      m ? kcr_typed_condition_find(&m->status.conditions.items, &m->status.conditions.len, NULL,
-                                   "Available")
-        : NULL;
+      m ? kcr_typed_condition_find(KCR_CONDITION_LIST(&m->status.conditions), "Available") : NULL;
   bool ok = c && strcmp(c->status, "True") == 0 && strstr(c->message, message);
   memcached_free(m);
   return ok;
