@@ -58,6 +58,20 @@ struct kcr_cancel {
   int64_t deadline;            /* immutable: the earlier of its own and its parent's; 0: none */
 };
 
+/*
+ * A new curl handle costs more than its request: libcurl gives each one its
+ * own c-ares channel, which reads /etc/resolv.conf and /etc/nsswitch.conf
+ * and seeds from /dev/urandom (three files opened and parsed, a few dozen
+ * allocations). An operator making a dozen requests per object paid that a
+ * dozen times, about a tenth of its CPU. Handles of finished requests are
+ * reset and kept instead, up to EASY_POOL_MAX (about the requests in flight
+ * at once); connections and the DNS cache live in the loop's multi handle
+ * either way. The channel keeps the resolver configuration it read first:
+ * the API server's address rarely needs DNS (in-cluster it is an IP), and
+ * curl caches what it does resolve.
+ */
+#define EASY_POOL_MAX 16
+
 struct kcr_client {
   kcr_rest_config_t *config; /* own reference */
   kcr_loop_t *loop;          /* own or shared */
@@ -94,6 +108,12 @@ struct kcr_client {
   void *warn_data;                  /* immutable */
   kcr_warning_mode warn_mode;       /* immutable */
   kcr__warning_seen_t warn_seen;    /* texts logged, for KCR_WARNINGS_DEDUPLICATE */
+
+  /* Idle curl handles, reset, for the next request (easy_get, easy_put). */
+  pthread_mutex_t pool_mu;
+  CURL *pool[EASY_POOL_MAX]; /* protected by pool_mu */
+  int pooled;                /* protected by pool_mu */
+  atomic_ulong handles_made; /* curl_easy_init calls, for tests */
 };
 
 /* sync_req: one attempt of a synchronous request. */
@@ -308,6 +328,7 @@ int kcr_client_create(const kcr_client_options *opts, kcr_client_t **out, kcr_er
   c->last_refill = kcr_clock_now(kcr_clock_system());
   pthread_mutex_init(&c->rl_mu, NULL);
   pthread_mutex_init(&c->cred_mu, NULL);
+  pthread_mutex_init(&c->pool_mu, NULL);
   kcr__warning_seen_init(&c->warn_seen);
   c->warn_handler = opts->warning_handler;
   c->warn_data = opts->warning_data;
@@ -346,6 +367,9 @@ void kcr_client_destroy(kcr_client_t *c) {
   if (c->owns_loop)
     kcr_loop_destroy(c->loop);
   kcr_credentials_free(&c->creds);
+  while (c->pooled > 0)
+    curl_easy_cleanup(c->pool[--c->pooled]);
+  pthread_mutex_destroy(&c->pool_mu);
   pthread_mutex_destroy(&c->rl_mu);
   pthread_mutex_destroy(&c->cred_mu);
   kcr__warning_seen_free(&c->warn_seen);
@@ -915,6 +939,38 @@ static int add_impersonation(const kcr_rest_config_t *cfg, struct curl_slist **h
   return rc;
 }
 
+/* easy_get takes a pooled handle (reset when it was put back), or makes one. */
+static CURL *easy_get(kcr_client_t *c) {
+  CURL *easy = NULL;
+  pthread_mutex_lock(&c->pool_mu);
+  if (c->pooled > 0)
+    easy = c->pool[--c->pooled];
+  pthread_mutex_unlock(&c->pool_mu);
+  if (easy)
+    return easy;
+  atomic_fetch_add(&c->handles_made, 1);
+  return curl_easy_init();
+}
+
+unsigned long kcr__client_handles_made(kcr_client_t *c) {
+  return atomic_load(&c->handles_made);
+}
+
+/* easy_put resets a handle whose transfer is over (out of the multi handle)
+ * and keeps it, or frees it when the pool is full. */
+static void easy_put(kcr_client_t *c, CURL *easy) {
+  if (!easy)
+    return;
+  curl_easy_reset(easy);
+  pthread_mutex_lock(&c->pool_mu);
+  if (c->pooled < EASY_POOL_MAX) {
+    c->pool[c->pooled++] = easy;
+    easy = NULL;
+  }
+  pthread_mutex_unlock(&c->pool_mu);
+  curl_easy_cleanup(easy);
+}
+
 int kcr__client_prepare(kcr_client_t *c, const char *method, const char *path, const char *accept,
                         const char *content_type, CURL **easy_out, struct curl_slist **headers_out,
                         kcr_error_t *err) {
@@ -925,7 +981,7 @@ int kcr__client_prepare(kcr_client_t *c, const char *method, const char *path, c
 
   *easy_out = NULL;
   *headers_out = NULL;
-  easy = curl_easy_init();
+  easy = easy_get(c);
   if (!easy)
     return kcr_error_set(err, KCR_ENOMEM, "client: cannot create a curl handle");
   kcr_buf_init(&url, (size_t)64 * 1024);
@@ -993,7 +1049,7 @@ fail_header:
 fail:
   kcr_buf_free(&url);
   curl_slist_free_all(headers);
-  curl_easy_cleanup(easy);
+  easy_put(c, easy);
   return rc;
 }
 
@@ -1198,7 +1254,7 @@ static int attempt(kcr_client_t *c, const kcr_request *req, long *status, kcr_bu
   pthread_mutex_init(&r.mu, NULL);
   if (kcr_clock_cond_init(&r.cond) != 0) {
     pthread_mutex_destroy(&r.mu);
-    curl_easy_cleanup(r.t.easy);
+    easy_put(c, r.t.easy);
     curl_slist_free_all(headers);
     return kcr_error_set(err, KCR_ESYS, "%s %s: cannot make a condition variable", req->method,
                          req->path);
@@ -1270,7 +1326,7 @@ static int attempt(kcr_client_t *c, const kcr_request *req, long *status, kcr_bu
   }
   kcr_buf_free(&r.body);
   kcr_buf_free(&r.warn_raw);
-  curl_easy_cleanup(r.t.easy);
+  easy_put(c, r.t.easy);
   curl_slist_free_all(headers);
   pthread_cond_destroy(&r.cond);
   pthread_mutex_destroy(&r.mu);

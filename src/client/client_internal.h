@@ -14,12 +14,17 @@
 #include "loop/loop_internal.h"
 
 /*
- * kcr__client_prepare makes an easy handle for method + path (absolute, with the
- * query) with the client's TLS, proxy, auth, impersonation and User-Agent settings
- * applied, and *headers holding the header list to free after the transfer.
+ * kcr__client_prepare makes an easy handle (a reset one the client kept, or a
+ * new one) for method + path (absolute, with the query) with the client's TLS,
+ * proxy, auth, impersonation and User-Agent settings applied, and *headers
+ * holding the header list to free after the transfer.
  * Fetches credentials (may block on an exec plugin): never on the loop thread.
  * Returns 0 or a kcr_err.
  */
+/* kcr__client_handles_made says how many curl handles c has created (tests:
+ * the client reuses them). Any thread. */
+unsigned long kcr__client_handles_made(kcr_client_t *c);
+
 int kcr__client_prepare(kcr_client_t *c, const char *method, const char *path, const char *accept,
                         const char *content_type, CURL **easy, struct curl_slist **headers,
                         kcr_error_t *err);

@@ -494,6 +494,30 @@ static void test_client_cancel(void **state) {
   kcr_cancel_destroy(fr.token);
 }
 
+/* Handles are reset and reused: one curl handle for sequential requests, and
+ * nothing of a PUT's (method, body, Content-Type) carried into a GET after it. */
+static void test_client_reuses_handles_reset(void **state) {
+  fixture *f = *state;
+  json_t *r, *body;
+  assert_int_equal(kcr__client_handles_made(f->client), 0); /* a fresh client */
+  for (int i = 0; i < 20; i++)
+    assert_int_equal(kcr_client_get(f->client, &configmaps, "default", "ok", NULL, NULL, NULL), 0);
+  assert_int_equal(kcr__client_handles_made(f->client), 1);
+  body = json_pack("{s:s, s:{s:s}}", "kind", "ConfigMap", "metadata", "name", "echo");
+  r = echo(f, "PUT", NULL, body);
+  assert_string_equal(json_string_value(json_object_get(r, "method")), "PUT");
+  json_decref(r);
+  json_decref(body);
+  r = echo(f, "GET", NULL, NULL);
+  assert_string_equal(json_string_value(json_object_get(r, "method")), "GET");
+  assert_string_equal(json_string_value(json_object_get(r, "body")), "");
+  assert_null(strstr(json_string_value(json_object_get(r, "headers")), "Content-Type"));
+  assert_non_null(
+      strstr(json_string_value(json_object_get(r, "headers")), "Authorization: Bearer "));
+  json_decref(r);
+  assert_int_equal(kcr__client_handles_made(f->client), 1);
+}
+
 static void test_client_reuses_connection(void **state) {
   fixture *f = *state;
   kcr_loop_stats before, after;
@@ -749,6 +773,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_client_non_json_answer, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_timeout, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_cancel, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_reuses_handles_reset, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_reuses_connection, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_concurrent_requests_from_threads, setup,
                                       teardown),
