@@ -18,38 +18,18 @@
 # goes to $KCR_STATIC_BUILD_DIR (CMake passes the one test_static_binary uses).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# image_setup (kubeconfig, kubectl_bin, port, work, k, fail, cleanup),
 # image_check, image_run_kubeconfig, image_stop, wait_for
 . "$root/test/integration/image_lib.sh"
-kubeconfig=${KCR_TEST_KUBECONFIG:?the controlplane fixture sets KCR_TEST_KUBECONFIG}
-cluster=$(cd "$(dirname "$kubeconfig")" && pwd)
-# shellcheck disable=SC2012 # one version directory
-kubectl_bin=$(ls "${KCR_CACHE:-$HOME/.cache/kcr}"/k8s/*/bin/kubectl | tail -n 1)
-port=$(sed -n 's/^kube-apiserver=//p' "$cluster/run/ports")
-work=$(mktemp -d "${TMPDIR:-/tmp}/kcr-image-test.XXXXXX")
+image_setup kcr-image-test
+log=$work/operator.log
 out=${1:-$work/image}
 ns=kcr-image-$$
 img=kcr-operator:test-$$
-pid=
-k() { "$kubectl_bin" --kubeconfig "$kubeconfig" "$@"; }
-cleanup() {
-  if [ -n "$pid" ]; then
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
-  k -n "$ns" patch app app-sample --type=merge -p '{"metadata":{"finalizers":null}}' \
-    >/dev/null 2>&1 || true
-  k delete ns "$ns" --wait=false >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  [ -f "$work/operator.log" ] && { echo "--- operator log (tail)" >&2; tail -n 30 "$work/operator.log" >&2; }
-  exit 1
-}
+# A finalizer left behind (operator killed) would hold the namespace: drop it.
+finalized=app/app-sample
 jp() { k -n "$ns" get "$1" -o "jsonpath=$2" 2>/dev/null; }
 eq() { [ "$(jp "$1" "$2")" = "$3" ]; }
-[ -n "$port" ] || fail "no kube-apiserver port in $cluster/run/ports"
 [ "$(id -u)" -eq 0 ] || fail "needs root: chroot --userspec runs the image's binary as user 65532"
 
 t0=$(date +%s)
