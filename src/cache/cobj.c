@@ -133,6 +133,86 @@ int kcr__cobj_parse(const kcr__cobj_t *c, json_t **out) {
   return *out ? 0 : KCR_ENOMEM;
 }
 
+/* skip_value returns the end of the JSON value at p in minified, valid text
+ * (e bounds it), or NULL if the text is not what it should be. */
+static const char *skip_value(const char *p, const char *e) {
+  int depth = 0;
+  while (p < e) {
+    char ch = *p++;
+    if (ch == '"') {
+      while (p < e && *p != '"')
+        p += *p == '\\' ? 2 : 1;
+      if (p >= e)
+        return NULL;
+      p++;
+    } else if (ch == '{' || ch == '[') {
+      depth++;
+      continue;
+    } else if (ch == '}' || ch == ']') {
+      if (--depth < 0)
+        return NULL;
+    } else if (ch == ':' || ch == ',') {
+      continue; /* between a container's members or elements */
+    } else {
+      while (p < e && *p != ',' && *p != '}' && *p != ']')
+        p++; /* a number or a literal */
+    }
+    if (depth == 0)
+      return p;
+  }
+  return NULL;
+}
+
+static bool member_is(const char *name, size_t n, const char *lit) {
+  return strlen(lit) == n && memcmp(name, lit, n) == 0;
+}
+
+int kcr__cobj_parse_meta(const kcr__cobj_t *c, json_t **out) {
+  json_error_t jerr;
+  size_t len;
+  const char *p = kcr__cobj_json(c, &len), *e = p + len;
+  json_t *obj = json_object();
+
+  *out = NULL;
+  if (!obj)
+    return KCR_ENOMEM;
+  if (p >= e || *p++ != '{')
+    goto whole;
+  while (p < e && *p != '}') {
+    const char *name = p + 1, *end_name, *v, *end_v;
+    if (*p != '"' || !(end_name = skip_value(p, e)) || end_name >= e || *end_name != ':')
+      goto whole;
+    v = end_name + 1;
+    if (!(end_v = skip_value(v, e)))
+      goto whole;
+    {
+      size_t n = (size_t)(end_name - 1 - name);
+      if (member_is(name, n, "metadata") || member_is(name, n, "kind") ||
+          member_is(name, n, "apiVersion")) {
+        json_t *val = json_loadb(v, (size_t)(end_v - v), JSON_DECODE_ANY, &jerr);
+        char key[16];
+        if (!val)
+          goto whole;
+        memcpy(key, name, n);
+        key[n] = '\0';
+        if (json_object_set_new(obj, key, val) != 0) {
+          json_decref(obj);
+          return KCR_ENOMEM;
+        }
+      }
+    }
+    p = end_v;
+    if (p < e && *p == ',')
+      p++;
+  }
+  *out = obj;
+  return 0;
+
+whole: /* not the text cobj.c writes: read all of it */
+  json_decref(obj);
+  return kcr__cobj_parse(c, out);
+}
+
 int kcr__cobj_key(const kcr__cobj_t *c, char *buf, size_t size) {
   const char *ns = kcr__cobj_ns(c), *name = kcr__cobj_name(c);
   return kcr__meta_join_key(ns, strlen(ns), name, strlen(name), buf, size);

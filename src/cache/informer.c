@@ -583,14 +583,19 @@ fail:
 
 int kcr_informer_add_handler(kcr_informer_t *inf, const kcr_event_handler *h, uint64_t *id,
                              kcr_error_t *err) {
+  return kcr__informer_add_handler_flags(inf, h, 0, id, err);
+}
+
+int kcr__informer_add_handler_flags(kcr_informer_t *inf, const kcr_event_handler *h, unsigned flags,
+                                    uint64_t *id, kcr_error_t *err) {
   kcr__listener_t *n;
   kcr__cobj_t **existing = NULL;
   size_t count = 0;
   int rc;
 
   if (inf->multi)
-    return kcr__multi_add_handler(inf->multi, h, id, err);
-  rc = kcr__listener_start(h, &inf->deliveries, inf->m_deliveries, &n);
+    return kcr__multi_add_handler(inf->multi, h, flags, id, err);
+  rc = kcr__listener_start(h, flags, &inf->deliveries, inf->m_deliveries, &n);
 
   if (rc == KCR_ENOMEM)
     return kcr_error_set(err, KCR_ENOMEM, "informer: out of memory");
@@ -1036,8 +1041,8 @@ static reg_t *find_reg(kcr__multi_t *m, uint64_t id, bool take) {
   return found;
 }
 
-int kcr__multi_add_handler(kcr__multi_t *m, const kcr_event_handler *h, uint64_t *id,
-                           kcr_error_t *err) {
+int kcr__multi_add_handler(kcr__multi_t *m, const kcr_event_handler *h, unsigned flags,
+                           uint64_t *id, kcr_error_t *err) {
   kcr_event_handler shim = {shim_add, shim_update, shim_delete, NULL};
   reg_t *r = kcr__calloc(1, sizeof(*r) + m->n * sizeof(uint64_t));
   size_t i;
@@ -1050,7 +1055,7 @@ int kcr__multi_add_handler(kcr__multi_t *m, const kcr_event_handler *h, uint64_t
   pthread_mutex_init(&r->call_mu, NULL);
   shim.data = r;
   for (i = 0; i < m->n && rc == 0; i++)
-    rc = kcr_informer_add_handler(m->parts[i], &shim, &r->ids[i], err);
+    rc = kcr__informer_add_handler_flags(m->parts[i], &shim, flags, &r->ids[i], err);
   if (rc) {
     for (size_t j = 0; j + 1 < i; j++)
       kcr_informer_remove_handler(m->parts[j], r->ids[j]);

@@ -46,9 +46,20 @@ const char *kcr__informer_ns(kcr_informer_t *inf);
 size_t kcr__informer_parts(kcr_informer_t *inf, kcr_informer_t *const **out);
 kcr_informer_t *kcr__informer_part_for(kcr_informer_t *inf, const char *ns);
 
+/*
+ * kcr__informer_add_handler_flags is kcr_informer_add_handler with flags.
+ * KCR__HANDLER_METADATA: the handler reads only the apiVersion, kind and
+ * metadata of what it is handed (the controller's own handlers, whose
+ * predicates are all of metadata), so it gets trees of those alone, parsed at
+ * a fraction of the whole object's cost.
+ */
+#define KCR__HANDLER_METADATA 1u
+int kcr__informer_add_handler_flags(kcr_informer_t *inf, const kcr_event_handler *h, unsigned flags,
+                                    uint64_t *id, kcr_error_t *err);
+
 /* The fan-out of each public call (kcr/informer.h for what they do). */
-int kcr__multi_add_handler(kcr__multi_t *m, const kcr_event_handler *h, uint64_t *id,
-                           kcr_error_t *err);
+int kcr__multi_add_handler(kcr__multi_t *m, const kcr_event_handler *h, unsigned flags,
+                           uint64_t *id, kcr_error_t *err);
 void kcr__multi_remove_handler(kcr__multi_t *m, uint64_t id);
 bool kcr__multi_handler_has_synced(kcr__multi_t *m, uint64_t id);
 int kcr__multi_start(kcr__multi_t *m, kcr_error_t *err);

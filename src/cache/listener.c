@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "cache/informer_multi_internal.h"
 #include "cache/listener_internal.h"
 #include "kcr/log.h"
 #include "util/alloc.h"
@@ -32,6 +33,7 @@ struct kcr__lazy {
   pthread_mutex_t mu;
   kcr__cobj_t *cobj; /* own reference; immutable */
   json_t *tree;      /* protected by mu: NULL until first asked for */
+  json_t *meta;      /* protected by mu: metadata only, for handlers that ask no more */
 };
 
 /* note: one notification waiting in a listener's buffer. */
@@ -52,6 +54,7 @@ kcr__lazy_t *kcr__lazy_new(kcr__cobj_t *cobj) {
   pthread_mutex_init(&l->mu, NULL);
   l->cobj = kcr__cobj_ref(cobj);
   l->tree = NULL;
+  l->meta = NULL;
   return l;
 }
 
@@ -65,19 +68,28 @@ void kcr__lazy_unref(kcr__lazy_t *l) {
   if (!l || atomic_fetch_sub_explicit(&l->refs, 1, memory_order_acq_rel) != 1)
     return;
   json_decref(l->tree);
+  json_decref(l->meta);
   kcr__cobj_unref(l->cobj);
   pthread_mutex_destroy(&l->mu);
   kcr__free(l);
 }
 
 /* lazy_tree returns the object's tree (borrowed from l), parsing it on first
- * use; NULL without memory. A listener's thread. */
-static json_t *lazy_tree(kcr__lazy_t *l) {
+ * use; NULL without memory. With meta_only, a tree of its apiVersion, kind
+ * and metadata will do: the whole one if some handler already had it parsed,
+ * else only those. A listener's thread. */
+static json_t *lazy_tree(kcr__lazy_t *l, bool meta_only) {
   json_t *t;
   pthread_mutex_lock(&l->mu);
-  if (!l->tree && kcr__cobj_parse(l->cobj, &l->tree) != 0)
-    l->tree = NULL;
-  t = l->tree;
+  if (meta_only && !l->tree) {
+    if (!l->meta && kcr__cobj_parse_meta(l->cobj, &l->meta) != 0)
+      l->meta = NULL;
+    t = l->meta;
+  } else {
+    if (!l->tree && kcr__cobj_parse(l->cobj, &l->tree) != 0)
+      l->tree = NULL;
+    t = l->tree;
+  }
   pthread_mutex_unlock(&l->mu);
   return t;
 }
@@ -115,8 +127,8 @@ static void *listener_main(void *arg) {
     h->pending--;
     pthread_mutex_unlock(&h->mu);
     {
-      json_t *obj = n->obj ? lazy_tree(n->obj) : NULL;
-      json_t *old = n->old_obj ? lazy_tree(n->old_obj) : NULL;
+      json_t *obj = n->obj ? lazy_tree(n->obj, h->meta_only) : NULL;
+      json_t *old = n->old_obj ? lazy_tree(n->old_obj, h->meta_only) : NULL;
       if ((n->obj && !obj) || (n->old_obj && !old)) {
         kcr_log(KCR_LOG_ERROR, "informer", "out of memory: a handler misses a notification");
       } else {
@@ -197,13 +209,15 @@ int kcr__listener_notify(kcr__listener_t *h, kcr__note_type type, bool initial,
   return 0;
 }
 
-int kcr__listener_start(const kcr_event_handler *h, atomic_uint_fast64_t *deliveries,
-                        kcr_metric_child_t *m_deliveries, kcr__listener_t **out) {
+int kcr__listener_start(const kcr_event_handler *h, unsigned flags,
+                        atomic_uint_fast64_t *deliveries, kcr_metric_child_t *m_deliveries,
+                        kcr__listener_t **out) {
   kcr__listener_t *n = kcr__calloc(1, sizeof(*n));
   *out = NULL;
   if (!n)
     return KCR_ENOMEM;
   n->h = *h;
+  n->meta_only = (flags & KCR__HANDLER_METADATA) != 0;
   n->deliveries = deliveries;
   n->m_deliveries = m_deliveries;
   pthread_mutex_init(&n->mu, NULL);

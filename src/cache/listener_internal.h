@@ -41,6 +41,7 @@ typedef struct kcr__listener {
   kcr__list_node_t link; /* the owner's: protected by its handlers_mu */
   uint64_t id;           /* the owner's: set before the listener is linked */
   kcr_event_handler h;   /* immutable */
+  bool meta_only;        /* immutable: KCR__HANDLER_METADATA */
   pthread_t thread;
   int thread_started; /* owner: set before the handler is linked */
   pthread_mutex_t mu;
@@ -57,10 +58,12 @@ typedef struct kcr__listener {
 /*
  * kcr__listener_start makes a listener for h and starts its thread, which
  * counts each call in *deliveries and m_deliveries (may be NULL) until it is
- * stopped. Returns 0, KCR_ENOMEM or KCR_ESYS (*out NULL).
+ * stopped. flags: KCR__HANDLER_* (cache_internal.h). Returns 0, KCR_ENOMEM or
+ * KCR_ESYS (*out NULL).
  */
-int kcr__listener_start(const kcr_event_handler *h, atomic_uint_fast64_t *deliveries,
-                        kcr_metric_child_t *m_deliveries, kcr__listener_t **out);
+int kcr__listener_start(const kcr_event_handler *h, unsigned flags,
+                        atomic_uint_fast64_t *deliveries, kcr_metric_child_t *m_deliveries,
+                        kcr__listener_t **out);
 
 /* kcr__listener_notify appends one notification to l's buffer; steals nothing
  * (it takes its own references). Returns 0 or KCR_ENOMEM. Any thread. */

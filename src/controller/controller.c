@@ -840,6 +840,8 @@ static void on_delete(json_t *obj, const char *tombstone_key, void *data) {
     enqueue_for(w, obj, KCR_WORKQUEUE_PRIORITY_DEFAULT);
 }
 
+static unsigned handler_flags(const kcr_controller_t *c, const watch_t *w);
+
 bool kcr__controller_handler(kcr_controller_t *c, size_t i, kcr_event_handler *out) {
   kcr__list_node_t *n = c->watches.first;
   watch_t *w;
@@ -853,6 +855,13 @@ bool kcr__controller_handler(kcr_controller_t *c, size_t i, kcr_event_handler *o
   out->on_delete = on_delete;
   out->data = w;
   return true;
+}
+
+unsigned kcr__controller_handler_flags(kcr_controller_t *c, size_t i) {
+  kcr__list_node_t *n = c->watches.first;
+  while (n && i--)
+    n = n->next;
+  return n ? handler_flags(c, KCR__CONTAINER_OF(n, watch_t, link)) : 0;
 }
 
 /* ---- reconcile ---- */
@@ -1059,6 +1068,18 @@ static void unregister(kcr_controller_t *c) {
   }
 }
 
+/* handler_flags: a For or Owns watch whose predicates are all of metadata
+ * reads only metadata (enqueue_for, unchanged), so its handler is handed
+ * metadata alone; a mapping function may read anything. */
+static unsigned handler_flags(const kcr_controller_t *c, const watch_t *w) {
+  if (w->kind == W_MAP || !kcr__predicate_metadata_only(w->pred))
+    return 0;
+  for (size_t i = 0; i < c->nfilters; i++)
+    if (!kcr__predicate_metadata_only(c->filters[i]))
+      return 0;
+  return KCR__HANDLER_METADATA;
+}
+
 static int register_watches(kcr_controller_t *c, kcr_error_t *err) {
   int rc;
   KCR__LIST_EACH(&c->watches, watch_t, link, w) {
@@ -1074,7 +1095,8 @@ static int register_watches(kcr_controller_t *c, kcr_error_t *err) {
       kcr_error_prefix(err, "controller %s: kind %s: ", c->name, w->kind_name);
       return rc;
     }
-    if ((rc = kcr_informer_add_handler(w->inf, &h, &w->handler_id, err)) != 0) {
+    if ((rc = kcr__informer_add_handler_flags(w->inf, &h, handler_flags(c, w), &w->handler_id,
+                                              err)) != 0) {
       kcr_error_prefix(err, "controller %s: kind %s: ", c->name, w->kind_name);
       return rc;
     }

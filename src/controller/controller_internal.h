@@ -15,6 +15,10 @@
 /* kcr__predicate_failed tells whether p is the "out of memory" predicate. */
 bool kcr__predicate_failed(const kcr_predicate_t *p);
 
+/* kcr__predicate_metadata_only tells whether p (NULL: none) reads nothing of
+ * an object but its metadata: everything but a custom predicate. */
+bool kcr__predicate_metadata_only(const kcr_predicate_t *p);
+
 /*
  * kcr__controller_process_next takes one key from the queue (blocking) and
  * reconciles it on the calling thread, exactly as a worker does. Returns 0, or
@@ -29,6 +33,10 @@ int kcr__controller_process_next(kcr_controller_t *c);
  * events without an informer. false when there is no such watch.
  */
 bool kcr__controller_handler(kcr_controller_t *c, size_t i, kcr_event_handler *out);
+
+/* kcr__controller_handler_flags returns the flags that handler is registered
+ * with (KCR__HANDLER_METADATA when it reads only metadata; 0 past the last). */
+unsigned kcr__controller_handler_flags(kcr_controller_t *c, size_t i);
 
 /*
  * kcr__controller_set_primary_namespaced overrides what the source said about the

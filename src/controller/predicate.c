@@ -63,6 +63,22 @@ bool kcr__predicate_failed(const kcr_predicate_t *p) {
   return p && p->kind == P_FAILED;
 }
 
+bool kcr__predicate_metadata_only(const kcr_predicate_t *p) {
+  if (!p)
+    return true;
+  switch (p->kind) {
+  case P_AND:
+  case P_OR:
+    return kcr__predicate_metadata_only(p->a) && kcr__predicate_metadata_only(p->b);
+  case P_NOT:
+    return kcr__predicate_metadata_only(p->a);
+  case P_CUSTOM:
+    return false;
+  default:
+    return true; /* generation, resourceVersion, labels, annotations, a selector */
+  }
+}
+
 void kcr_predicate_destroy(kcr_predicate_t *p) {
   if (!p || p->is_static)
     return;

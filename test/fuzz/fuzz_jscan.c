@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "cache/cobj.h"
 #include "fuzz.h"
 #include "kcr/buf.h"
 #include "kcr/meta.h"
@@ -57,6 +58,28 @@ static void check_object(json_t *want, const kcr_buf_t *out, const kcr__scan_met
   json_decref(got);
 }
 
+/* check_parse_meta: the compact object made from the output gives, parsed
+ * for metadata alone, exactly the whole tree's apiVersion, kind and metadata. */
+static void check_parse_meta(kcr_buf_t *out, const kcr__scan_meta_t *meta) {
+  kcr__cobj_t *c = NULL;
+  json_t *whole = NULL, *part = NULL, *want, *v;
+  const char *key;
+  if (kcr__cobj_from_buf(out, 0, meta, &c) != 0)
+    return; /* out of memory or past the bound: out is gone */
+  FUZZ_CHECK(kcr__cobj_parse(c, &whole) == 0);
+  FUZZ_CHECK(kcr__cobj_parse_meta(c, &part) == 0);
+  want = json_object();
+  json_object_foreach(whole, key, v) {
+    if (strcmp(key, "metadata") == 0 || strcmp(key, "kind") == 0 || strcmp(key, "apiVersion") == 0)
+      json_object_set(want, key, v);
+  }
+  FUZZ_CHECK(json_equal(part, want));
+  json_decref(want);
+  json_decref(part);
+  json_decref(whole);
+  kcr__cobj_unref(c);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   kcr_buf_t out;
   kcr__scan_meta_t meta;
@@ -87,6 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       check_object(json_object_get(root, "object"), &out, &meta);
     }
     json_decref(root);
+    check_parse_meta(&out, &meta);
   } else if (rc == KCR_EPARSE) {
     FUZZ_CHECK(out.len == 0);
   }

@@ -139,6 +139,44 @@ static void test_cobj_from_tree(void **state) {
   json_decref(tree);
 }
 
+/* parse_meta gives the whole tree's apiVersion, kind and metadata and nothing
+ * else, past values that hold what a careless skip would trip on. */
+static void test_cobj_parse_meta(void **state) {
+  static const char *const texts[] = {
+      "{\"kind\":\"Pod\",\"spec\":{\"a\":\"}\",\"b\":[\"]\",{\"c\":\"\\\"}\"}],\"d\":-1.5,"
+      "\"e\":[true,false,null,{}]},\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"p\","
+      "\"ownerReferences\":[{\"uid\":\"u\",\"controller\":true}]},\"status\":\"x,y\"}",
+      "{\"metadata\":{}}",
+      "{}",
+      "{\"data\":{\"k\":\"v\"},\"metadata\":{\"name\":\"n\",\"labels\":{\"a\":\"b\"}},\"z\":0}",
+  };
+  (void)state;
+  for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+    kcr__scan_meta_t m = meta_of("1", "", "n");
+    kcr_buf_t b;
+    kcr__cobj_t *c = NULL;
+    json_t *whole = NULL, *meta = NULL, *v;
+    const char *key;
+    void *tmp;
+    kcr_buf_init(&b, 1 << 20);
+    assert_int_equal(kcr_buf_appends(&b, texts[i]), 0);
+    assert_int_equal(kcr__cobj_from_buf(&b, 0, &m, &c), 0);
+    assert_int_equal(kcr__cobj_parse(c, &whole), 0);
+    assert_int_equal(kcr__cobj_parse_meta(c, &meta), 0);
+    /* the whole tree less every other member */
+    json_object_foreach_safe(whole, tmp, key, v) {
+      if (strcmp(key, "metadata") != 0 && strcmp(key, "kind") != 0 &&
+          strcmp(key, "apiVersion") != 0)
+        json_object_del(whole, key);
+    }
+    assert_true(json_equal(meta, whole));
+    json_decref(meta);
+    json_decref(whole);
+    kcr__cobj_unref(c);
+    kcr_buf_free(&b);
+  }
+}
+
 static void test_cobj_allocation_failures(void **state) {
   json_t *obj = json_pack("{s:{s:s, s:s}}", "metadata", "name", "a", "resourceVersion", "1");
   kcr__cobj_t *c = NULL;
@@ -255,9 +293,10 @@ static void test_cobj_store_remove_version(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_cobj_accessors), cmocka_unit_test(test_cobj_slots),
-      cmocka_unit_test(test_cobj_from_tree), cmocka_unit_test(test_cobj_allocation_failures),
-      cmocka_unit_test(test_cobj_collapse),  cmocka_unit_test(test_cobj_store_remove_version),
+      cmocka_unit_test(test_cobj_accessors),  cmocka_unit_test(test_cobj_slots),
+      cmocka_unit_test(test_cobj_from_tree),  cmocka_unit_test(test_cobj_allocation_failures),
+      cmocka_unit_test(test_cobj_collapse),   cmocka_unit_test(test_cobj_store_remove_version),
+      cmocka_unit_test(test_cobj_parse_meta),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

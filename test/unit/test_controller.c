@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cache/informer_multi_internal.h"
 #include "controller/controller_internal.h"
 #include "kcr/controller.h"
 #include "kcr/meta.h"
@@ -551,6 +552,10 @@ static void test_controller_handlers(void **state) {
   assert_true(kcr__controller_handler(fx->c, 1, &hown));
   assert_true(kcr__controller_handler(fx->c, 2, &hmap));
   assert_false(kcr__controller_handler(fx->c, 3, &hmap));
+  /* For and Owns read metadata alone; a mapping function may read anything */
+  assert_int_equal(kcr__controller_handler_flags(fx->c, 0), KCR__HANDLER_METADATA);
+  assert_int_equal(kcr__controller_handler_flags(fx->c, 1), KCR__HANDLER_METADATA);
+  assert_int_equal(kcr__controller_handler_flags(fx->c, 2), 0);
 
   /* for: add enqueues the key; an update without a generation change does not */
   hfor.on_add(a1, true, hfor.data);
@@ -732,12 +737,34 @@ static void test_controller_event_filter(void **state) {
   assert_int_equal(kcr_controller_add_event_filter(fx->c, sel, NULL), 0);
   assert_int_equal(kcr_controller_for(fx->c, &cm, NULL, NULL), 0);
   assert_true(kcr__controller_handler(fx->c, 0, &h));
+  assert_int_equal(kcr__controller_handler_flags(fx->c, 0), KCR__HANDLER_METADATA);
   h.on_add(yes, false, h.data);
   h.on_add(no, false, h.data);
   drain(q, got, sizeof(got));
   assert_string_equal(got, "ns/y");
   json_decref(yes);
   json_decref(no);
+}
+
+static bool any_obj(const json_t *obj, void *data) {
+  (void)data;
+  return obj != NULL;
+}
+
+/* A custom predicate may read anything: its watch's handler, or with a global
+ * filter every handler, is handed whole objects. */
+static void test_controller_custom_predicate_gets_whole_objects(void **state) {
+  fixture_t *fx = *state;
+  const kcr_gvk cm = {"", "v1", "ConfigMap"}, sec = {"", "v1", "Secret"};
+  kcr_predicate_funcs pf = {.create = any_obj};
+  assert_int_equal(kcr_controller_for(fx->c, &cm, NULL, NULL), 0);
+  assert_int_equal(kcr_controller_owns(fx->c, &sec, kcr_predicate_custom(&pf, NULL), NULL), 0);
+  assert_int_equal(kcr__controller_handler_flags(fx->c, 0), KCR__HANDLER_METADATA);
+  assert_int_equal(kcr__controller_handler_flags(fx->c, 1), 0);
+  assert_int_equal(kcr_controller_add_event_filter(
+                       fx->c, kcr_predicate_not(kcr_predicate_custom(&pf, NULL)), NULL),
+                   0);
+  assert_int_equal(kcr__controller_handler_flags(fx->c, 0), 0);
 }
 
 static void test_controller_setup_errors(void **state) {
@@ -998,6 +1025,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_controller_stop_drops_queued, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_handlers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_controller_custom_predicate_gets_whole_objects, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_controller_event_filter, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_channel_source, setup, teardown),
       cmocka_unit_test_setup_teardown(test_controller_raw_source_errors, setup, teardown),

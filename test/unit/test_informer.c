@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache/informer_multi_internal.h"
 #include "httpserver.h"
 #include "kcr/informer.h"
 #include "kcr/meta.h"
@@ -487,6 +488,64 @@ static void test_informer_handlers_hold_no_informer_lock(void **state) {
   stop(f);
 }
 
+/* keeper: a handler that keeps a copy of every object it is handed. */
+typedef struct keeper {
+  pthread_mutex_t mu;
+  json_t *seen; /* array */
+} keeper_t;
+
+static void on_add_keep(json_t *obj, bool initial, void *data) {
+  keeper_t *k = data;
+  (void)initial;
+  pthread_mutex_lock(&k->mu);
+  json_array_append_new(k->seen, json_deep_copy(obj));
+  pthread_mutex_unlock(&k->mu);
+}
+
+static size_t kept(keeper_t *k) {
+  size_t n;
+  pthread_mutex_lock(&k->mu);
+  n = json_array_size(k->seen);
+  pthread_mutex_unlock(&k->mu);
+  return n;
+}
+
+/* A handler registered for metadata (the controller's, kcr__informer_add_
+ * handler_flags) is handed the apiVersion, kind and metadata of what a plain
+ * handler gets whole, and nothing else. */
+static void test_informer_metadata_handler_gets_metadata_alone(void **state) {
+  fixture *f = start_opts(SC_META, false, false); /* whole objects, with data */
+  keeper_t whole = {PTHREAD_MUTEX_INITIALIZER, json_array()};
+  keeper_t meta = {PTHREAD_MUTEX_INITIALIZER, json_array()};
+  kcr_event_handler hw = {on_add_keep, NULL, NULL, &whole};
+  kcr_event_handler hm = {on_add_keep, NULL, NULL, &meta};
+  size_t i;
+  json_t *w;
+  (void)state;
+  assert_int_equal(kcr_informer_wait_for_sync(f->inf, 5 * KCR_NSEC_PER_SEC, NULL), 0);
+  WAIT_FOR(store_has(f, "ns/m"));
+  assert_int_equal(kcr_informer_add_handler(f->inf, &hw, NULL, NULL), 0);
+  assert_int_equal(kcr__informer_add_handler_flags(f->inf, &hm, KCR__HANDLER_METADATA, NULL, NULL),
+                   0);
+  WAIT_FOR(kept(&whole) == 2 && kept(&meta) == 2);
+  json_array_foreach(whole.seen, i, w) {
+    json_t *m = json_array_get(meta.seen, i), *want = json_object(), *v;
+    const char *key;
+    assert_non_null(json_object_get(w, "data"));
+    json_object_foreach(w, key, v) {
+      if (strcmp(key, "metadata") == 0 || strcmp(key, "kind") == 0 ||
+          strcmp(key, "apiVersion") == 0)
+        json_object_set(want, key, v);
+    }
+    assert_true(json_equal(m, want));
+    assert_null(json_object_get(m, "data"));
+    json_decref(want);
+  }
+  stop(f);
+  json_decref(whole.seen);
+  json_decref(meta.seen);
+}
+
 static void test_informer_normal_end_resumes_from_last_version(void **state) {
   fixture *f = start(SC_NORMAL_END);
   (void)state;
@@ -820,6 +879,7 @@ int main(void) {
       cmocka_unit_test(test_informer_options_name_the_kind),
       cmocka_unit_test(test_informer_metadata_only_lists_and_watches_partial_metadata),
       cmocka_unit_test(test_informer_metadata_only_refused_list_falls_back),
+      cmocka_unit_test(test_informer_metadata_handler_gets_metadata_alone),
       cmocka_unit_test(test_informer_metadata_only_refused_watch_falls_back),
   };
   return cmocka_run_group_tests_name("informer", tests, NULL, NULL);
