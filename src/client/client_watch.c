@@ -324,12 +324,11 @@ void kcr__watch_set_line_fn(kcr_watch_t *w, kcr__watch_line_fn fn, void *data) {
  * likely on their way, and waking for every read of the network (a few KiB)
  * would cost two context switches each, a third of a 10k sync's CPU. So the
  * loop is told to wake the consumer only once BATCH_BYTES are queued, and the
- * consumer sleeps at most LINGER_NS. Returns whether anything came, i.e.
- * whether the stream is still busy; if not, the caller waits for the next byte
- * as usual, so an event on a quiet watch is never delayed. Called with w->mu
- * held.
+ * consumer sleeps at most LINGER_NS. If nothing came by then, the caller
+ * waits for the next byte as usual, so an event on a quiet watch is never
+ * delayed. Called with w->mu held.
  */
-static int linger(kcr_watch_t *w) {
+static void linger(kcr_watch_t *w) {
   kcr_clock_t *clk = kcr_clock_system();
   int64_t deadline = kcr_clock_now(clk) + LINGER_NS;
   w->wake_bytes = BATCH_BYTES;
@@ -339,11 +338,10 @@ static int linger(kcr_watch_t *w) {
   }
   w->waiting = 0;
   w->wake_bytes = 1;
-  return !kcr__list_empty(&w->inbox);
 }
 
 int kcr_watch_run(kcr_watch_t *w, kcr_watch_cb on_event, void *data, kcr_error_t *err) {
-  int rc = 0, overflow, nomem, streaming = 0;
+  int rc = 0, overflow, nomem, decoded = 0;
 
   if (!w || !on_event)
     return kcr_error_set(err, KCR_EINVAL, "watch: a watch and an event callback are required");
@@ -359,8 +357,8 @@ int kcr_watch_run(kcr_watch_t *w, kcr_watch_cb on_event, void *data, kcr_error_t
     kcr__list_t batch = {0};
     kcr__list_node_t *n;
     size_t fed = 0;
-    if (streaming && kcr__list_empty(&w->inbox) && !w->done && !w->stopped)
-      streaming = linger(w);
+    if (decoded && kcr__list_empty(&w->inbox) && !w->done && !w->stopped)
+      linger(w); /* right after a batch */
     while (kcr__list_empty(&w->inbox) && !w->done && !w->stopped) {
       w->waiting = 1;
       pthread_cond_wait(&w->cond, &w->mu);
@@ -392,7 +390,7 @@ int kcr_watch_run(kcr_watch_t *w, kcr_watch_cb on_event, void *data, kcr_error_t
     }
     pthread_mutex_lock(&w->mu);
     w->buffered -= fed;
-    streaming = 1;
+    decoded = 1;
   }
   overflow = w->overflow;
   nomem = w->nomem;
