@@ -305,12 +305,5 @@ image_stop() {
   echo "ok: SIGTERM -> exit 0"
 }
 
-wait_for() {
-  local secs=$1 what=$2
-  shift 2
-  for _ in $(seq 1 $((secs * 4))); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.25
-  done
-  fail "timed out after ${secs}s waiting for $what"
-}
+# wait_for SECONDS DESCRIPTION COMMAND... (wait_lib.sh)
+. "$(dirname "${BASH_SOURCE[0]}")/wait_lib.sh"

@@ -53,16 +53,8 @@ fail() {
   exit 1
 }
 
-# wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds, polled 4 times a second.
-wait_for() {
-  local secs=$1 what=$2
-  shift 2
-  for _ in $(seq 1 $((secs * 4))); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.25
-  done
-  fail "timed out after ${secs}s waiting for $what"
-}
+# wait_for SECONDS DESCRIPTION COMMAND... (wait_lib.sh)
+. "$(dirname "${BASH_SOURCE[0]}")/wait_lib.sh"
 
 # jp OBJECT JSONPATH: a field of an object in namespace $ns (empty when absent).
 jp() { k -n "$ns" get "$1" -o "jsonpath=$2" 2>/dev/null; }
