@@ -11,9 +11,13 @@
  * any client must pay to receive the state: the server's work to produce it,
  * the transfer and TLS, and one pass over the bytes. It prints the line
  * cache_sync prints, with impl=floor, plus bytes= (the body received) and
- * events= (lines before the bookmark, the objects).
+ * events= (lines before the bookmark, the objects; 0 with -p).
  *
- * Usage: null_reader -k KUBECONFIG -n NAMESPACE [-r configmaps|pods]
+ * With -p it asks for protobuf (impl=floor-proto), as client-go does for
+ * built-in kinds, so that the server's share of a sync can be compared
+ * between the two encodings.
+ *
+ * Usage: null_reader -k KUBECONFIG -n NAMESPACE [-r configmaps|pods] [-p]
  */
 #define _GNU_SOURCE
 #include <curl/curl.h>
@@ -88,8 +92,8 @@ int main(int argc, char **argv) {
   CURL *easy;
   CURLcode rc;
   long status = 0;
-  int opt;
-  while ((opt = getopt(argc, argv, "k:n:r:")) != -1) {
+  int opt, proto = 0;
+  while ((opt = getopt(argc, argv, "k:n:r:p")) != -1) {
     switch (opt) {
     case 'k':
       kubeconfig = optarg;
@@ -100,13 +104,16 @@ int main(int argc, char **argv) {
     case 'r':
       resource = optarg;
       break;
+    case 'p':
+      proto = 1;
+      break;
     default:
-      fprintf(stderr, "usage: %s -k KUBECONFIG -n NS [-r configmaps|pods]\n", argv[0]);
+      fprintf(stderr, "usage: %s -k KUBECONFIG -n NS [-r configmaps|pods] [-p]\n", argv[0]);
       return 2;
     }
   }
   if (!kubeconfig || !ns || (strcmp(resource, "configmaps") && strcmp(resource, "pods"))) {
-    fprintf(stderr, "usage: %s -k KUBECONFIG -n NS [-r configmaps|pods]\n", argv[0]);
+    fprintf(stderr, "usage: %s -k KUBECONFIG -n NS [-r configmaps|pods] [-p]\n", argv[0]);
     return 2;
   }
   t0 = now_s();
@@ -123,7 +130,9 @@ int main(int argc, char **argv) {
   easy = curl_easy_init();
   if (!easy)
     return 1;
-  headers = curl_slist_append(headers, "Accept: application/json");
+  headers = curl_slist_append(headers, proto ? "Accept: application/vnd.kubernetes.protobuf"
+                                                      ",application/json"
+                                                    : "Accept: application/json");
   headers = curl_slist_append(headers, "Expect:");
   if (cred.bearer_token) {
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", cred.bearer_token);
@@ -157,9 +166,9 @@ int main(int argc, char **argv) {
             curl_easy_strerror(rc));
     return 1;
   }
-  printf("impl=floor objects=%zu sync_s=%.3f cpu_s=%.3f rss_synced_kb=%ld hwm_synced_kb=%ld"
+  printf("impl=%s objects=%zu sync_s=%.3f cpu_s=%.3f rss_synced_kb=%ld hwm_synced_kb=%ld"
          " rss_kb=%ld hwm_kb=%ld lists=1 bytes=%zu events=%zu\n",
-         r.lines, sync, cpu_s(), status_kb("VmRSS"), status_kb("VmHWM"), status_kb("VmRSS"),
+         proto ? "floor-proto" : "floor", r.lines, sync, cpu_s(), status_kb("VmRSS"), status_kb("VmHWM"), status_kb("VmRSS"),
          status_kb("VmHWM"), r.bytes, r.lines);
   curl_easy_cleanup(easy);
   curl_slist_free_all(headers);
