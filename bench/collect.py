@@ -6,9 +6,12 @@
 #   sizes: M1, lines "name bytes ldd-summary" from full.sh
 #   sync:  M2-M4, the lines bench/cache_sync/run.sh wrote, per run, plus per
 #          shape, N and implementation the median/min/max of each field, the
-#          kcr/client-go and kcr/kube-rs ratios of each pair, and per shape the
-#          RSS slope (bytes per object, linear fit), the wire size of one
-#          object and their ratio
+#          kcr/client-go, kcr/client-go-proto and kcr/kube-rs ratios of each
+#          pair, each implementation over the floor, and per shape the RSS
+#          slope (bytes per object, linear fit), the wire size of one object
+#          and their ratio. Runs measured with the servers' CPU
+#          (apiserver_cpu_s, etcd_cpu_s) have it in their records, summary
+#          rows and ratios too; older ones simply lack the keys.
 #   apps:  M5-M6, bench/apps/driver's JSON lines and summarize.py's summary
 #   raw:   U1-U3, the micro-benchmarks' output as text
 import json
@@ -33,6 +36,10 @@ def fit(points):
     return sum((x - mx) * (y - my) for x, y in points) / den if den else None
 
 
+# the servers' CPU during a run (run.sh), on newer lines only
+SERVER = ("apiserver_cpu_s", "etcd_cpu_s")
+
+
 def sync_section(files):
     # Lines without shape= (results from before the shapes) are cm1k. Every
     # record, summary row and ratio row carries its shape; the top-level
@@ -46,7 +53,7 @@ def sync_section(files):
             rec = {"shape": f.get("shape", "cm1k"), "n": int(f["n"]), "pair": int(f["pair"]),
                    "impl": f["impl"]}
             for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb", "rss_synced_kb", "hwm_synced_kb",
-                      "wire_bytes", "lists"):
+                      "wire_bytes", "lists", "apiserver_cpu_s", "etcd_cpu_s"):
                 if k in f and f[k].replace(".", "", 1).isdigit():
                     rec[k] = float(f[k])
             if f.get("relist") == "1":
@@ -61,6 +68,9 @@ def sync_section(files):
             # a RELIST=1 run's RSS is the one once synced, before the relist
             src = "rss_synced_kb" if k == "rss_kb" and r.get("relist") else k
             by[(r["shape"], r["n"], r["impl"])][k].append(r[src])
+        for k in SERVER:
+            if k in r:
+                by[(r["shape"], r["n"], r["impl"])][k].append(r[k])
         pairs[(r["shape"], r["n"], r["pair"])][r["impl"]] = r
         if "wire_bytes" in r:
             wire[r["shape"]] = int(r["wire_bytes"])
@@ -78,9 +88,10 @@ def sync_section(files):
         rows = []
         for shape, n in sorted({(s, n) for s, n, _ in by}):
             row = {"shape": shape, "n": n}
-            for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb"):
+            for k in ("sync_s", "cpu_s", "rss_kb", "hwm_kb") + SERVER:
                 rs = [p["kcr"][k] / p[peer][k] for (ps, pn, _), p in pairs.items()
-                      if (ps, pn) == (shape, n) and "kcr" in p and peer in p and p[peer][k]]
+                      if (ps, pn) == (shape, n) and "kcr" in p and peer in p
+                      and k in p["kcr"] and p[peer].get(k)]
                 if rs:
                     row[k] = stats(rs)
             if len(row) > 2:
@@ -93,16 +104,18 @@ def sync_section(files):
         for shape, n in sorted({(s, n) for s, n, _ in by}):
             for impl in sorted({i for s, m, i in by if (s, m) == (shape, n) and i != "floor"}):
                 row = {"shape": shape, "n": n, "impl": impl}
-                for k in ("sync_s", "cpu_s"):
+                for k in ("sync_s", "cpu_s", "apiserver_cpu_s"):
                     rs = [p[impl][k] / p["floor"][k] for (ps, pn, _), p in pairs.items()
                           if (ps, pn) == (shape, n) and impl in p and "floor" in p
-                          and p["floor"][k]]
+                          and k in p[impl] and p["floor"].get(k)]
                     if rs:
                         row[k] = stats(rs)
                 if len(row) > 3:
                     rows.append(row)
         return rows
     ratios = ratios_to("client-go")  # kcr / the client-go informer
+    # kcr / the same with protobuf, as controller-runtime users run it
+    ratios_client_go_proto = ratios_to("client-go-proto")
     ratios_kube_rs = ratios_to("kube-rs")  # kcr / the kube-rs reflector
     # RSS slope per shape and implementation: least squares over the medians
     # of every N of that shape (N = 0 included), and that slope over the wire
@@ -118,6 +131,7 @@ def sync_section(files):
             w = wire.get(shape)
             over_wire[shape][impl] = slope / w if slope is not None and w else None
     return {"runs": runs, "summary": summary, "ratios": ratios, "ratios_kube_rs": ratios_kube_rs,
+            "ratios_client_go_proto": ratios_client_go_proto,
             "over_floor": over_floor(),
             "rss_bytes_per_object": slopes.get("cm1k", {}),
             "rss_bytes_per_object_by_shape": slopes, "wire_bytes": wire,

@@ -7,7 +7,10 @@
 #
 #   M1      binary sizes (stripped) and runtime dependencies
 #   M2-M4   cache sync of N objects (bench/cache_sync/run.sh): kcr against
-#           the client-go and kube-rs peers, PAIRS A/B/C rounds per shape and N
+#           the floor and the client-go peer (each with JSON and protobuf)
+#           and the kube-rs peer, PAIRS rounds per shape and N, each run with
+#           the API server's and etcd's CPU (apiserver_cpu_s, etcd_cpu_s,
+#           which collect.py keeps per run, per summary row and per ratio)
 #   M5-M6   App throughput (bench/apps/run.sh): kcr, the controller-runtime
 #           twin and the null generator, APP_PAIRS rounds
 #   U1-U3   the micro-benchmarks (bench/workqueue, bench/store, bench/watch)

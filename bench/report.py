@@ -55,23 +55,33 @@ def sync():
         return
     rows = {(r.get("shape", "cm1k"), r["n"], r["impl"]): r for r in s["summary"]}
     rat = {(r.get("shape", "cm1k"), r["n"]): r for r in s["ratios"]}
+    ratp = {(r.get("shape", "cm1k"), r["n"]): r for r in s.get("ratios_client_go_proto", [])}
     ratk = {(r.get("shape", "cm1k"), r["n"]): r for r in s.get("ratios_kube_rs", [])}
-    impls = ("kcr", "client-go", "kube-rs")
+    # client-go-proto (protobuf, as controller-runtime users run it) and the
+    # API server's CPU only where the runs have them (newer results)
+    proto = any(i == "client-go-proto" for _, _, i in rows)
+    impls = ("kcr", "client-go") + (("client-go-proto",) if proto else ()) + ("kube-rs",)
+    figures = [("rss_kb", "RSS MiB", 1 / MB), ("hwm_kb", "peak RSS MiB", 1 / MB),
+               ("sync_s", "start -> synced s", 1), ("cpu_s", "CPU s", 1)]
+    if any("apiserver_cpu_s" in r for r in rows.values()):
+        figures.append(("apiserver_cpu_s", "API server CPU s", 1))
     for shape in sorted({k[0] for k in rows}, key=lambda x: (x != "cm1k", x)):
         ns = sorted({n for sh, n, _ in rows if sh == shape})
         print("**%s** (one object: %s B on the wire with managedFields)\n" %
               (shape, format(s.get("wire_bytes", {}).get(shape, 0), ",")))
-        print("| N | figure | kcr | client-go | kube-rs | kcr / client-go | kcr / kube-rs |")
-        print("|---|---|---|---|---|---|---|")
+        print("| N | figure | %s | kcr / client-go |%s kcr / kube-rs |" % (
+            " | ".join(impls), " kcr / client-go-proto |" if proto else ""))
+        print("|---|---|" + "---|" * (len(impls) + 2 + proto))
         for n in ns:
-            for key, label, scale in (("rss_kb", "RSS MiB", 1 / MB), ("hwm_kb", "peak RSS MiB", 1 / MB),
-                                      ("sync_s", "start -> synced s", 1), ("cpu_s", "CPU s", 1)):
-                if n == 0 and key in ("sync_s", "cpu_s", "hwm_kb"):
+            for key, label, scale in figures:
+                if n == 0 and key in ("sync_s", "cpu_s", "hwm_kb", "apiserver_cpu_s"):
                     continue
                 cells = [mm(rows.get((shape, n, i), {}).get(key), scale) for i in impls]
-                r1 = mm(rat.get((shape, n), {}).get(key))
-                r2 = mm(ratk.get((shape, n), {}).get(key))
-                print("| %s | %s | %s | %s | %s |" % (format(n, ","), label, " | ".join(cells), r1, r2))
+                cells.append(mm(rat.get((shape, n), {}).get(key)))
+                if proto:
+                    cells.append(mm(ratp.get((shape, n), {}).get(key)))
+                cells.append(mm(ratk.get((shape, n), {}).get(key)))
+                print("| %s | %s | %s |" % (format(n, ","), label, " | ".join(cells)))
         slopes = s.get("rss_bytes_per_object_by_shape", {}).get(shape, {})
         over = s.get("rss_bytes_per_object_over_wire", {}).get(shape, {})
         if slopes:
@@ -83,13 +93,20 @@ def sync():
             print()
     floor = [r for r in s.get("over_floor", [])]
     if floor:
+        # floor-proto's row is what protobuf saves the floor itself
+        api = any("apiserver_cpu_s" in r for r in floor)
         print("Against the floor (a null reader of the same stream; issue 29), each pair divided"
               " on its own, median (min-max):\n")
-        print("| shape | N | impl | start -> synced / floor | CPU / floor |")
-        print("|---|---|---|---|---|")
+        print("| shape | N | impl | start -> synced / floor | CPU / floor |" +
+              (" API server CPU / floor's |" if api else ""))
+        print("|---|---|---|---|---|" + ("---|" if api else ""))
         for r in floor:
-            print("| %s | %s | %s | %s | %s |" % (r.get("shape", "cm1k"), format(r["n"], ","),
-                                                 r["impl"], mm(r.get("sync_s")), mm(r.get("cpu_s"))))
+            cells = [r.get("shape", "cm1k"), format(r["n"], ","),
+                     r["impl"],
+                     mm(r.get("sync_s")), mm(r.get("cpu_s"))]
+            if api:
+                cells.append(mm(r.get("apiserver_cpu_s")))
+            print("| %s |" % " | ".join(cells))
         print()
 
 

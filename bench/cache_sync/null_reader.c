@@ -11,9 +11,14 @@
  * any client must pay to receive the state: the server's work to produce it,
  * the transfer and TLS, and one pass over the bytes. It prints the line
  * cache_sync prints, with impl=floor, plus bytes= (the body received) and
- * events= (lines before the bookmark, the objects).
+ * events= (lines before the bookmark, the objects; with -p the
+ * length-delimited frames before the bookmark's).
  *
- * Usage: null_reader -k KUBECONFIG -n NAMESPACE [-r configmaps|pods]
+ * With -p it asks for protobuf (impl=floor-proto), as client-go does for
+ * built-in kinds, so that the server's share of a sync can be compared
+ * between the two encodings.
+ *
+ * Usage: null_reader -k KUBECONFIG -n NAMESPACE [-r configmaps|pods] [-p]
  */
 #define _GNU_SOURCE
 #include <curl/curl.h>
@@ -35,9 +40,34 @@ typedef struct reader {
   size_t ntail;
   size_t bytes, lines;
   int done;
+  int proto;            /* -p: the stream is frames, each after a 4-byte length */
+  unsigned char hdr[4]; /* -p: the length being read */
+  size_t nhdr, skip;    /* -p: bytes of it read; bytes left of the current frame */
 } reader_t;
 
-/* on_body counts lines until the mark; a chunk that holds it ends the read
+/* count_frames counts, in place of lines, the protobuf watch frames whose
+ * length begins in p[0..n), the bookmark's among them. */
+static void count_frames(reader_t *r, const char *p, size_t n) {
+  while (n) {
+    if (r->skip) {
+      size_t k = n < r->skip ? n : r->skip;
+      r->skip -= k;
+      p += k;
+      n -= k;
+      continue;
+    }
+    r->hdr[r->nhdr++] = (unsigned char)*p++;
+    n--;
+    if (r->nhdr == 4) {
+      r->skip =
+          (size_t)r->hdr[0] << 24 | (size_t)r->hdr[1] << 16 | (size_t)r->hdr[2] << 8 | r->hdr[3];
+      r->nhdr = 0;
+      r->lines++;
+    }
+  }
+}
+
+/* on_body counts lines (-p: frames) until the mark; a chunk that holds it ends the read
  * (the lines after it are watch events, not part of the state). */
 static size_t on_body(char *p, size_t size, size_t nmemb, void *data) {
   reader_t *r = data;
@@ -56,9 +86,12 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *data) {
     }
   }
   mark = memmem(p, n, MARK, MARK_LEN);
-  for (const char *q = p, *end = mark ? mark : p + n;
-       (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
-    r->lines++;
+  if (r->proto)
+    count_frames(r, p, (size_t)((mark ? mark : p + n) - p));
+  else
+    for (const char *q = p, *end = mark ? mark : p + n;
+         (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
+      r->lines++;
   if (mark) {
     r->done = 1;
     return 0;
@@ -88,8 +121,8 @@ int main(int argc, char **argv) {
   CURL *easy;
   CURLcode rc;
   long status = 0;
-  int opt;
-  while ((opt = getopt(argc, argv, "k:n:r:")) != -1) {
+  int opt, proto = 0;
+  while ((opt = getopt(argc, argv, "k:n:r:p")) != -1) {
     switch (opt) {
     case 'k':
       kubeconfig = optarg;
@@ -100,13 +133,16 @@ int main(int argc, char **argv) {
     case 'r':
       resource = optarg;
       break;
+    case 'p':
+      proto = r.proto = 1;
+      break;
     default:
-      fprintf(stderr, "usage: %s -k KUBECONFIG -n NS [-r configmaps|pods]\n", argv[0]);
+      fprintf(stderr, "usage: %s -k KUBECONFIG -n NS [-r configmaps|pods] [-p]\n", argv[0]);
       return 2;
     }
   }
   if (!kubeconfig || !ns || (strcmp(resource, "configmaps") && strcmp(resource, "pods"))) {
-    fprintf(stderr, "usage: %s -k KUBECONFIG -n NS [-r configmaps|pods]\n", argv[0]);
+    fprintf(stderr, "usage: %s -k KUBECONFIG -n NS [-r configmaps|pods] [-p]\n", argv[0]);
     return 2;
   }
   t0 = now_s();
@@ -123,7 +159,9 @@ int main(int argc, char **argv) {
   easy = curl_easy_init();
   if (!easy)
     return 1;
-  headers = curl_slist_append(headers, "Accept: application/json");
+  headers = curl_slist_append(headers, proto ? "Accept: application/vnd.kubernetes.protobuf"
+                                               ",application/json"
+                                             : "Accept: application/json");
   headers = curl_slist_append(headers, "Expect:");
   if (cred.bearer_token) {
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", cred.bearer_token);
@@ -157,10 +195,12 @@ int main(int argc, char **argv) {
             curl_easy_strerror(rc));
     return 1;
   }
-  printf("impl=floor objects=%zu sync_s=%.3f cpu_s=%.3f rss_synced_kb=%ld hwm_synced_kb=%ld"
+  if (proto && r.lines)
+    r.lines--; /* the bookmark's own frame */
+  printf("impl=%s objects=%zu sync_s=%.3f cpu_s=%.3f rss_synced_kb=%ld hwm_synced_kb=%ld"
          " rss_kb=%ld hwm_kb=%ld lists=1 bytes=%zu events=%zu\n",
-         r.lines, sync, cpu_s(), status_kb("VmRSS"), status_kb("VmHWM"), status_kb("VmRSS"),
-         status_kb("VmHWM"), r.bytes, r.lines);
+         proto ? "floor-proto" : "floor", r.lines, sync, cpu_s(), status_kb("VmRSS"),
+         status_kb("VmHWM"), status_kb("VmRSS"), status_kb("VmHWM"), r.bytes, r.lines);
   curl_easy_cleanup(easy);
   curl_slist_free_all(headers);
   kcr_credentials_free(&cred);

@@ -3,11 +3,13 @@
 # run.sh [N ...]: the cache-sync benchmark (issue 17). For each shape in
 # SHAPES and each N (default: 1000 10000) it makes sure a namespace holds N
 # objects of that shape, then runs kcr (bench/cache_sync/cache_sync.c), the
-# client-go peer (bench/peers/go-cache-sync) and the kube-rs peer
-# (bench/peers/rust-cache-sync) alternately, PAIRS times each (default 3),
-# every run a fresh process, and prints each run's line and the kcr/peer ratios
-# (median, min-max). N = 0 is the idle process, synced on an empty namespace.
-# Not part of the tests.
+# floor (bench/cache_sync/null_reader.c) with JSON and with protobuf, the
+# client-go peer (bench/peers/go-cache-sync) with JSON and with protobuf (as
+# controller-runtime users run it for built-in kinds; issue 29) and the kube-rs
+# peer (bench/peers/rust-cache-sync) alternately, PAIRS times each (default
+# 3), every run a fresh process, and prints each run's line and the kcr/peer
+# ratios (median, min-max). N = 0 is the idle process, synced on an empty
+# namespace. Not part of the tests.
 #
 # Shapes (each in its own namespaces):
 #   cm1k   ConfigMaps with 1 KiB of data, namespace cs-N
@@ -16,7 +18,13 @@
 #          stay Pending (the cluster has no scheduler), namespace cs-pod-N
 # Each result line carries shape=, n=, pair= and wire_bytes= (one object as the
 # apiserver serves it, managedFields included; create -w) before the run's own
-# fields.
+# fields, and after them apiserver_cpu_s= and etcd_cpu_s=: the CPU (user +
+# system, /proc/PID/stat of the pids in the cluster's run/) kube-apiserver and
+# etcd spent while the process ran, start to exit, so its settle window too,
+# when the server does little. Each run starts after a pause of RUN_PAUSE s
+# (default 1), so that the server's share of the previous run's teardown (the
+# closed watches) is not counted in the next one. The servers' other work
+# (kube-controller-manager's watches and leases) is in every figure alike.
 #
 # Environment:
 #   SHAPES           shapes to run, in this order (default "cm1k")
@@ -29,8 +37,11 @@
 #                    as client-go's informer uses by default)
 #   FLOOR=0          without the floor (bench/cache_sync/null_reader.c: the
 #                    same streaming request, its bytes thrown away; issue 29)
-#   PEER=0           kcr only
+#   PEER=0           kcr only (and the floors)
+#   PROTO_PEER=0     without the protobuf runs (floor-proto: null_reader -p;
+#                    client-go-proto: go-cache-sync -protobuf)
 #   RUST_PEER=0      without the kube-rs peer (bench/peers/rust-cache-sync)
+#   RUN_PAUSE        seconds of quiet before each run (default 1)
 #   RELIST=1         force one relist in every run: each process gets a settle
 #                    window of RELIST_SETTLE s (default RELIST_WAIT + 30 +
 #                    N/5000); after RELIST_WAIT s (default 3 + N/2000: 10k
@@ -42,7 +53,9 @@
 #                    all three list again. Lines get relist=1; lists= says how
 #                    many lists each process stored (2 when it worked), hwm_kb
 #                    is the peak after the relist, hwm_synced_kb the one
-#                    before it. Takes about RELIST_SETTLE s a run.
+#                    before it. Takes about RELIST_SETTLE s a run. The
+#                    apiserver's pid changes, so these lines have no
+#                    apiserver_cpu_s=; etcd_cpu_s= counts the compaction too.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -98,14 +111,39 @@ if [ -z "$cluster" ]; then
   trap 'bash scripts/cluster.sh down "$cluster" >/dev/null 2>&1 || true' EXIT
 fi
 kc=$cluster/kubeconfig
+tck=$(getconf CLK_TCK)
+
+# server_ticks COMPONENT: "PID TICKS", the user + system CPU of a cluster
+# component (its pidfile in run/) in clock ticks; nothing if it is not running.
+# The fields are counted after the command name, which could hold a space.
+server_ticks() {
+  local pid
+  pid=$(cat "$cluster/run/$1.pid" 2>/dev/null) || return 0
+  [[ $pid =~ ^[0-9]+$ ]] || return 0
+  sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | awk -v p="$pid" '{ print p, $12 + $13 }' || true
+}
+
+# server_cpu NAME BEFORE AFTER: " NAME=SECONDS" when both readings are of the
+# same process, else nothing
+server_cpu() {
+  local b=($2) a=($3)
+  ((${#b[@]} == 2 && ${#a[@]} == 2)) && [ "${b[0]}" = "${a[0]}" ] || return 0
+  awk -v n="$1" -v d=$((a[1] - b[1])) -v t="$tck" 'BEGIN { printf " %s=%.2f", n, d / t }'
+}
 
 # measure CMD ARGS...: one run of one implementation (a fresh process) on $ns,
 # its line tagged and appended to $results. With RELIST=1 the process gets a
 # long settle window and a relist is forced during it (see the header).
 measure() {
   local tag="shape=$shape n=$n pair=$i wire_bytes=$wire" line settle wait pid tmp flag log
+  local api0 etcd0
+  sleep "${RUN_PAUSE:-1}"
+  api0=$(server_ticks kube-apiserver)
+  etcd0=$(server_ticks etcd)
   if [ "${RELIST:-0}" = 0 ]; then
     line=$("$@")
+    line+=$(server_cpu apiserver_cpu_s "$api0" "$(server_ticks kube-apiserver)")
+    line+=$(server_cpu etcd_cpu_s "$etcd0" "$(server_ticks etcd)")
     echo "$tag $line" | tee -a "$results"
     return
   fi
@@ -130,6 +168,8 @@ measure() {
   wait "$pid"
   line=$(cat "$tmp")
   rm -f "$tmp"
+  # kube-apiserver was restarted: its pid changed, server_cpu leaves it out
+  line+=$(server_cpu etcd_cpu_s "$etcd0" "$(server_ticks etcd)")
   case " $line " in
   *" lists=1 "* | *" lists=0 "*) echo "# $shape N=$n: no relist in: $line" >&2 ;;
   esac
@@ -159,9 +199,15 @@ for shape in "${shapes[@]}"; do
       measure "$out/cache_sync" -k "$kc" -n "$ns" -r "$resource" $kcr_args
       if [ "${FLOOR:-1}" != 0 ] && [ "${RELIST:-0}" = 0 ]; then
         measure "$out/null_reader" -k "$kc" -n "$ns" -r "$resource"
+        if [ "${PROTO_PEER:-1}" != 0 ]; then
+          measure "$out/null_reader" -k "$kc" -n "$ns" -r "$resource" -p
+        fi
       fi
       if [ -n "$peer" ]; then
         measure "$peer" -kubeconfig "$kc" -namespace "$ns" -resource "$resource"
+        if [ "${PROTO_PEER:-1}" != 0 ]; then
+          measure "$peer" -kubeconfig "$kc" -namespace "$ns" -resource "$resource" -protobuf
+        fi
       fi
       if [ -n "$rpeer" ]; then
         measure "$rpeer" -kubeconfig "$kc" -namespace "$ns" -resource "$resource"

@@ -7,12 +7,15 @@
 # the medians of every N) against the object's wire size. Lines without
 # shape= (older results) are cm1k. For lines of RELIST=1 runs RSS is the one
 # once synced (before the relist) and the peak the one after it; they also
-# get a table of the peak before and after against the synced RSS.
+# get a table of the peak before and after against the synced RSS. Lines
+# with apiserver_cpu_s= and etcd_cpu_s= (the servers' CPU during the run)
+# get those too, in the first table and as ratios; older lines show "-".
 import statistics
 import sys
 from collections import defaultdict
 
 FIELDS = ("sync_s", "cpu_s", "rss_kb", "hwm_kb")
+SERVER = ("apiserver_cpu_s", "etcd_cpu_s")  # only on newer lines
 runs = defaultdict(lambda: defaultdict(list))  # (shape, n, impl) -> field -> values
 pairs = defaultdict(dict)  # (shape, n, pair) -> impl -> fields
 wire = {}  # shape -> bytes of one object
@@ -27,6 +30,9 @@ for fn in sys.argv[1:]:
             # a RELIST=1 run's RSS is the one once synced, before the relist
             src = "rss_synced_kb" if k == "rss_kb" and f.get("relist") == "1" else k
             runs[(shape, n, f["impl"])][k].append(float(f[src]))
+        for k in SERVER:
+            if k in f:
+                runs[(shape, n, f["impl"])][k].append(float(f[k]))
         pairs[(shape, n, int(f["pair"]))][f["impl"]] = f
         if f.get("wire_bytes", "").isdigit():
             wire[shape] = int(f["wire_bytes"])
@@ -48,60 +54,64 @@ def shape_order(s):
     return (["cm1k", "cm10k", "pod"] + [s]).index(s)
 
 
+def mm(xs, scale=1):
+    return "%.2f (%.2f-%.2f)" % (statistics.median(xs) * scale, min(xs) * scale,
+                                 max(xs) * scale) if xs else "-"
+
+
+def ratios(shape, n, a, b, k):
+    # a's k over b's, each pair divided on its own
+    return [float(p[a][k]) / float(p[b][k]) for (ps, pn, _), p in pairs.items()
+            if (ps, pn) == (shape, n) and a in p and b in p and k in p[a] and k in p[b]
+            and float(p[b][k])]
+
+
 keys = sorted(runs, key=lambda k: (shape_order(k[0]), k[1], k[2]))
-print("| shape | N | impl | sync s | CPU s | RSS MB | peak RSS MB |")
-print("|---|---|---|---|---|---|---|")
+server = any(runs[k].get("apiserver_cpu_s") or runs[k].get("etcd_cpu_s") for k in keys)
+print("| shape | N | impl | sync s | CPU s | RSS MB | peak RSS MB |" +
+      (" apiserver CPU s | etcd CPU s |" if server else ""))
+print("|---|---|---|---|---|---|---|" + ("---|---|" if server else ""))
 for shape, n, impl in keys:
     v = runs[(shape, n, impl)]
-    cells = []
-    for k in FIELDS:
-        xs = v[k]
-        scale = 1 / 1024 if k.endswith("_kb") else 1
-        cells.append("%.2f (%.2f-%.2f)" % (statistics.median(xs) * scale, min(xs) * scale,
-                                            max(xs) * scale))
+    cells = [mm(v[k], 1 / 1024 if k.endswith("_kb") else 1) for k in FIELDS]
+    if server:
+        cells += [mm(v.get(k)) for k in SERVER]
     print("| %s | %d | %s | %s |" % (shape, n, impl, " | ".join(cells)))
 print()
 shape_ns = sorted({(s, n) for s, n, _ in runs}, key=lambda k: (shape_order(k[0]), k[1]))
-for peer in ("client-go", "kube-rs"):
+# client-go-proto is client-go as controller-runtime users run it (protobuf
+# for built-in kinds), the one issue 29's goals are set against
+for peer in ("client-go", "client-go-proto", "kube-rs"):
     if not any(peer in p for p in pairs.values()):
         continue
-    print("| shape | N | ratio kcr/%s | sync | CPU | RSS | peak RSS |" % peer)
-    print("|---|---|---|---|---|---|---|")
+    print("| shape | N | ratio kcr/%s | sync | CPU | RSS | peak RSS |" % peer +
+          (" apiserver CPU |" if server else ""))
+    print("|---|---|---|---|---|---|---|" + ("---|" if server else ""))
     for shape, n in shape_ns:
-        cells = []
-        for k in FIELDS:
-            rs = [float(p["kcr"][k]) / float(p[peer][k])
-                  for (ps, pn, _), p in pairs.items()
-                  if (ps, pn) == (shape, n) and "kcr" in p and peer in p and float(p[peer][k])]
-            if rs:
-                cells.append("%.2f (%.2f-%.2f)" % (statistics.median(rs), min(rs), max(rs)))
-            else:
-                cells.append("-")
+        cells = [mm(ratios(shape, n, "kcr", peer, k)) 
+                 for k in FIELDS + (("apiserver_cpu_s",) if server else ())]
         print("| %s | %d | | %s |" % (shape, n, " | ".join(cells)))
     print()
 if any("floor" in p for p in pairs.values()):
     # the floor (null_reader.c) receives the same stream and keeps nothing:
     # sync and CPU against it split a figure into the server's share (the
-    # floor's) and the client's own (the rest)
+    # floor's) and the client's own (the rest). Every impl is set against the
+    # JSON floor; the row floor-proto says what protobuf saves the floor.
     impls = sorted({i for p in pairs.values() for i in p if i != "floor"})
-    print("| shape | N | impl | sync / floor | CPU / floor | floor sync s | floor CPU s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| shape | N | impl | sync / floor | CPU / floor | floor sync s | floor CPU s |" +
+          (" apiserver CPU / floor's |" if server else ""))
+    print("|---|---|---|---|---|---|---|" + ("---|" if server else ""))
     for shape, n in shape_ns:
         fl = runs.get((shape, n, "floor"))
         for impl in impls:
-            cells = []
-            for k in ("sync_s", "cpu_s"):
-                rs = [float(p[impl][k]) / float(p["floor"][k])
-                      for (ps, pn, _), p in pairs.items()
-                      if (ps, pn) == (shape, n) and impl in p and "floor" in p
-                      and float(p["floor"][k])]
-                cells.append("%.2f (%.2f-%.2f)" % (statistics.median(rs), min(rs), max(rs))
-                             if rs else "-")
+            cells = [mm(ratios(shape, n, impl, "floor", k)) for k in ("sync_s", "cpu_s")]
             if fl:
                 cells += ["%.3f" % statistics.median(fl["sync_s"]),
                           "%.3f" % statistics.median(fl["cpu_s"])]
             else:
                 cells += ["-", "-"]
+            if server:
+                cells.append(mm(ratios(shape, n, impl, "floor", "apiserver_cpu_s")))
             print("| %s | %d | %s | %s |" % (shape, n, impl, " | ".join(cells)))
     print()
 print("| shape | wire B | impl | RSS B per object (slope) | / wire |")
