@@ -36,6 +36,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "client/apierror_internal.h"
 #include "client/client_internal.h"
@@ -44,6 +45,7 @@
 #include "kcr/log.h"
 #include "util/alloc.h"
 #include "util/list.h"
+#include "util/pbscan.h"
 
 #define ERROR_BODY_MAX ((size_t)64 * 1024)
 #define DEFAULT_IDLE_NS (600 * KCR_NSEC_PER_SEC)
@@ -91,7 +93,9 @@ struct kcr_watch {
   int nomem;           /* protected by mu: a chunk could not be allocated */
   int ran;             /* protected by mu: kcr_watch_run was called */
   kcr_buf_t warn_raw;  /* protected by mu: Warning header values, one a line */
+  int protobuf;        /* protected by mu: the answer's Content-Type is protobuf */
   int warned;          /* consumer thread: the warnings were handed over */
+  int framed;          /* consumer thread: the decoder was told of protobuf */
 };
 
 static void free_chunks(kcr__list_t *chunks) {
@@ -169,11 +173,20 @@ static size_t on_stream(char *bytes, size_t size, size_t n, void *userp) {
 static size_t on_watch_header(char *data, size_t size, size_t n, void *userp) {
   kcr_watch_t *w = userp;
   size_t len = size * n;
+  static const char ct[] = "content-type:";
   pthread_mutex_lock(&w->mu);
-  if (len >= 5 && strncmp(data, "HTTP/", 5) == 0)
+  if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
     kcr_buf_reset(&w->warn_raw); /* a new response */
-  else
+    w->protobuf = 0;
+  } else if (len > sizeof(ct) && strncasecmp(data, ct, sizeof(ct) - 1) == 0) {
+    const char *v = data + sizeof(ct) - 1, *e = data + len;
+    while (v < e && (*v == ' ' || *v == '\t'))
+      v++;
+    w->protobuf = (size_t)(e - v) >= sizeof(KCR__PB_CONTENT_TYPE) - 1 &&
+                  strncasecmp(v, KCR__PB_CONTENT_TYPE, sizeof(KCR__PB_CONTENT_TYPE) - 1) == 0;
+  } else {
     (void)kcr__client_collect_warning(&w->warn_raw, data, len);
+  }
   pthread_mutex_unlock(&w->mu);
   return len;
 }
@@ -277,11 +290,27 @@ static int end_code(kcr_watch_t *w, int overflow, int nomem, kcr_error_t *err) {
                          w->path, w->max_buffered);
   if (w->result == CURLE_OK && (status < 200 || status > 299)) {
     kcr__error_response_t info = {status, NULL, NULL, "GET", NULL, NULL, NULL};
+    kcr_buf_t json;
+    kcr_error_t perr;
+    int rc;
     info.content_type = w->content_type;
     if (status == 401)
       kcr__client_credentials_rejected(w->client);
-    return kcr__error_from_response(err, &info, kcr_buf_cstr(&w->error_body),
+    kcr_buf_init(&json, ERROR_BODY_MAX * 4);
+    kcr_error_clear(&perr);
+    /* a Status in protobuf, when protobuf was asked for: read as its JSON */
+    if (w->content_type &&
+        strncasecmp(w->content_type, KCR__PB_CONTENT_TYPE, sizeof(KCR__PB_CONTENT_TYPE) - 1) == 0 &&
+        kcr__pb_object((const unsigned char *)kcr_buf_cstr(&w->error_body),
+                       kcr_buf_len(&w->error_body), &json, NULL, &perr) == 0) {
+      info.content_type = "application/json";
+      rc = kcr__error_from_response(err, &info, kcr_buf_cstr(&json), kcr_buf_len(&json));
+    } else {
+      rc = kcr__error_from_response(err, &info, kcr_buf_cstr(&w->error_body),
                                     kcr_buf_len(&w->error_body));
+    }
+    kcr_buf_free(&json);
+    return rc;
   }
   if (w->result == CURLE_OPERATION_TIMEDOUT)
     return kcr_error_set(err, KCR_ETIMEDOUT, "watch %s: no data within the idle timeout: %s",
@@ -316,6 +345,10 @@ static void take_warnings(kcr_watch_t *w) {
 
 void kcr__watch_set_line_fn(kcr_watch_t *w, kcr__watch_line_fn fn, void *data) {
   kcr__watch_decoder_set_line_fn(w->decoder, fn, data); /* before run: the decoder is idle */
+}
+
+void kcr__watch_set_frame_fn(kcr_watch_t *w, kcr__watch_line_fn fn, void *data) {
+  kcr__watch_decoder_set_frame_fn(w->decoder, fn, data);
 }
 
 /*
@@ -374,7 +407,11 @@ int kcr_watch_run(kcr_watch_t *w, kcr_watch_cb on_event, void *data, kcr_error_t
       break;
     }
     if (kcr__list_empty(&w->inbox))
-      break; /* done, and everything received is decoded */
+      break;                         /* done, and everything received is decoded */
+    if (!w->framed && w->protobuf) { /* the headers came before these bytes */
+      kcr__watch_decoder_set_protobuf(w->decoder);
+      w->framed = 1;
+    }
     kcr__list_take(&batch, &w->inbox);
     pthread_mutex_unlock(&w->mu);
     while (rc == 0 && (n = kcr__list_pop_front(&batch)) != NULL) {

@@ -24,6 +24,14 @@
  * leaves goes the usual way, so errors stay jansson's. What it makes of a line
  * is the cache's business: this file knows no stored form.
  *
+ * Protobuf (kcr__watch_decoder_set_protobuf): the stream is then frames, each
+ * a 4-byte big-endian length and a metav1.WatchEvent (util/pbscan.h), split
+ * the same way (a frame inside one chunk is read in place, a split one
+ * completed in the buffer) and bounded by the same limit. The frame hook is
+ * offered each frame first, as the line hook is each line; a frame it leaves
+ * is transcoded to JSON and parsed, so the callback gets the same trees
+ * either way. Errors count frames as lines.
+ *
  * Positions in errors count lines from 1 and stream bytes from 0, over all feeds
  * since create or reset, so a message can be matched against a capture.
  */
@@ -37,6 +45,7 @@
 #include "kcr/buf.h"
 #include "kcr/watch.h"
 #include "util/alloc.h"
+#include "util/pbscan.h"
 
 /* A split-line buffer grown past this is freed after its line, not kept. */
 #define RETAIN_MAX ((size_t)256 * 1024)
@@ -54,11 +63,25 @@ struct kcr_watch_decoder {
   int in_callback;            /* guards against the callback re-entering */
   kcr__watch_line_fn line_fn; /* kcr__watch_decoder_set_line_fn; NULL: none */
   void *line_data;
+  kcr__watch_line_fn frame_fn; /* kcr__watch_decoder_set_frame_fn; NULL: none */
+  void *frame_data;
+  int protobuf;   /* the stream is protobuf frames */
+  kcr_buf_t json; /* protobuf: the object of a frame the hook left, as JSON */
 };
 
 void kcr__watch_decoder_set_line_fn(kcr_watch_decoder_t *dec, kcr__watch_line_fn fn, void *data) {
   dec->line_fn = fn;
   dec->line_data = data;
+}
+
+void kcr__watch_decoder_set_frame_fn(kcr_watch_decoder_t *dec, kcr__watch_line_fn fn, void *data) {
+  dec->frame_fn = fn;
+  dec->frame_data = data;
+}
+
+void kcr__watch_decoder_set_protobuf(kcr_watch_decoder_t *dec) {
+  assert(dec->fed == 0 && dec->partial.len == 0);
+  dec->protobuf = 1;
 }
 
 static const char *const type_names[] = {NULL, "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
@@ -99,7 +122,8 @@ int kcr_watch_decoder_create(size_t max_line, kcr_watch_event_cb cb, void *data,
   dec->cb = cb;
   dec->data = data;
   dec->max_line = max_line ? max_line : KCR_WATCH_MAX_LINE_DEFAULT;
-  kcr_buf_init(&dec->partial, dec->max_line);
+  kcr_buf_init(&dec->partial, dec->max_line + 4); /* + a protobuf frame's length */
+  kcr_buf_init(&dec->json, dec->max_line);
   dec->line_no = 1;
   *out = dec;
   return 0;
@@ -108,6 +132,8 @@ int kcr_watch_decoder_create(size_t max_line, kcr_watch_event_cb cb, void *data,
 void kcr_watch_decoder_reset(kcr_watch_decoder_t *dec) {
   assert(!dec->in_callback);
   kcr_buf_free(&dec->partial);
+  kcr_buf_free(&dec->json);
+  dec->protobuf = 0;
   dec->line_no = 1;
   dec->line_start = 0;
   dec->fed = 0;
@@ -120,6 +146,7 @@ void kcr_watch_decoder_destroy(kcr_watch_decoder_t *dec) {
     return;
   assert(!dec->in_callback);
   kcr_buf_free(&dec->partial);
+  kcr_buf_free(&dec->json);
   kcr__free(dec);
 }
 
@@ -195,12 +222,40 @@ static int offer_line(kcr_watch_decoder_t *dec, const char *line, size_t len, kc
   return rc > 0;
 }
 
+/* decode_event delivers an event of type (len bytes) with object (borrowed). */
+static int decode_event(kcr_watch_decoder_t *dec, const char *type, size_t type_len, json_t *object,
+                        kcr_error_t *err) {
+  kcr_watch_event ev;
+  kcr_error_t status_err;
+  ev.type = event_type(type);
+  if (ev.type == 0 || !json_is_object(object)) {
+    if (ev.type == 0) {
+      char name[48];
+      kcr__escape_text(name, sizeof(name), type, type_len);
+      kcr_error_set(err, KCR_EPROTO,
+                    "watch stream line %" PRIu64 " (byte %" PRIu64 "): unknown event type \"%s\"",
+                    dec->line_no, dec->line_start, name);
+    } else
+      kcr_error_set(err, KCR_EPROTO,
+                    "watch stream line %" PRIu64 " (byte %" PRIu64
+                    "): %s event without an \"object\" object",
+                    dec->line_no, dec->line_start, kcr_watch_event_type_name(ev.type));
+    return fail(dec, KCR_EPROTO);
+  }
+  ev.object = json_incref(object);
+  ev.error = NULL;
+  if (ev.type == KCR_WATCH_ERROR) {
+    kcr_error_clear(&status_err);
+    kcr__error_from_status(&status_err, ev.object, 0);
+    ev.error = &status_err;
+  }
+  return deliver(dec, &ev, err);
+}
+
 /* decode_line parses one complete line (newline excluded) and calls back. */
 static int decode_line(kcr_watch_decoder_t *dec, const char *line, size_t len, kcr_error_t *err) {
   json_error_t jerr;
   json_t *root, *type, *object;
-  kcr_watch_event ev;
-  kcr_error_t status_err;
   size_t i = 0;
   int rc;
 
@@ -225,32 +280,119 @@ static int decode_line(kcr_watch_decoder_t *dec, const char *line, size_t len, k
     json_decref(root);
     return fail(dec, KCR_EPROTO);
   }
-  ev.type = event_type(json_string_value(type));
-  if (ev.type == 0 || !json_is_object(object)) {
-    if (ev.type == 0) {
-      char name[48];
-      kcr__escape_text(name, sizeof(name), json_string_value(type), json_string_length(type));
-      kcr_error_set(err, KCR_EPROTO,
-                    "watch stream line %" PRIu64 " (byte %" PRIu64 "): unknown event type \"%s\"",
-                    dec->line_no, dec->line_start, name);
-    } else
-      kcr_error_set(err, KCR_EPROTO,
-                    "watch stream line %" PRIu64 " (byte %" PRIu64
-                    "): %s event without an \"object\" object",
-                    dec->line_no, dec->line_start, kcr_watch_event_type_name(ev.type));
-    json_decref(root);
-    return fail(dec, KCR_EPROTO);
-  }
-  ev.object = json_incref(object);
+  rc = decode_event(dec, json_string_value(type), json_string_length(type), object, err);
   json_decref(root);
-  ev.error = NULL;
-  if (ev.type == KCR_WATCH_ERROR) {
-    kcr_error_clear(&status_err);
-    kcr__error_from_status(&status_err, ev.object, 0);
-    ev.error = &status_err;
-  }
+  return rc;
+}
 
-  return deliver(dec, &ev, err);
+/* decode_frame handles one protobuf frame: the frame hook's, else transcoded
+ * and parsed as a line's object would be. */
+static int decode_frame(kcr_watch_decoder_t *dec, const unsigned char *frame, size_t len,
+                        kcr_error_t *err) {
+  json_error_t jerr;
+  json_t *object;
+  kcr_error_t perr;
+  char type[32];
+  int rc;
+
+  if (dec->frame_fn) {
+    dec->in_callback = 1;
+    rc = dec->frame_fn((const char *)frame, len, dec->frame_data);
+    dec->in_callback = 0;
+    if (rc < 0) {
+      kcr_error_set(err, rc, "watch frame hook stopped the stream at frame %" PRIu64 ": %s",
+                    dec->line_no, kcr_strerror(rc));
+      return fail(dec, rc);
+    }
+    if (rc > 0)
+      return 0;
+  }
+  kcr_error_clear(&perr);
+  kcr_buf_reset(&dec->json);
+  rc = kcr__pb_event(frame, len, type, sizeof(type), &dec->json, NULL, &perr);
+  if (rc == KCR_ENOMEM || rc == KCR_ETOOBIG) {
+    kcr_error_set(err, rc, "watch stream frame %" PRIu64 ": %s", dec->line_no,
+                  rc == KCR_ENOMEM ? "out of memory" : "its JSON is past the line limit");
+    return fail(dec, rc);
+  }
+  if (rc) {
+    kcr_error_set(err, rc == KCR_ENOTSUP ? KCR_ENOTSUP : KCR_EPROTO,
+                  "watch stream frame %" PRIu64 " (byte %" PRIu64 "): %s", dec->line_no,
+                  dec->line_start, perr.message);
+    return fail(dec, rc == KCR_ENOTSUP ? KCR_ENOTSUP : KCR_EPROTO);
+  }
+  memset(&jerr, 0, sizeof(jerr));
+  object = json_loadb(dec->json.data, dec->json.len, 0, &jerr);
+  if (dec->json.cap > RETAIN_MAX)
+    kcr_buf_free(&dec->json);
+  if (!object)
+    return parse_error(dec, &jerr, len, err);
+  rc = decode_event(dec, type, strlen(type), object, err);
+  json_decref(object);
+  return rc;
+}
+
+static size_t be32(const char *b) {
+  const unsigned char *u = (const unsigned char *)b;
+  return (size_t)u[0] << 24 | (size_t)u[1] << 16 | (size_t)u[2] << 8 | u[3];
+}
+
+/* feed_frames is kcr_watch_decoder_feed for a protobuf stream. */
+static int feed_frames(kcr_watch_decoder_t *dec, const unsigned char *p, size_t len,
+                       kcr_error_t *err) {
+  const unsigned char *end = p + len, *start = p;
+  size_t at, n;
+  int rc;
+  while (p < end) {
+    if (dec->partial.len) { /* a frame split across chunks: complete it */
+      size_t have = dec->partial.len, want = 4;
+      if (have >= 4)
+        want = 4 + be32(dec->partial.data);
+      n = want - have;
+      if (n > (size_t)(end - p))
+        n = (size_t)(end - p);
+      if (kcr_buf_append(&dec->partial, p, n) != 0) {
+        kcr_error_set(err, KCR_ENOMEM, "out of memory buffering watch stream frame %" PRIu64,
+                      dec->line_no);
+        return fail(dec, KCR_ENOMEM);
+      }
+      p += n;
+      have += n;
+      if (have == 4 && want == 4) { /* its length is in */
+        if (be32(dec->partial.data) > dec->max_line)
+          return too_big(dec, err);
+        if (be32(dec->partial.data) > 0)
+          continue; /* now its bytes */
+      } else if (have < want) {
+        break; /* the chunk ended */
+      }
+      rc = decode_frame(dec, (const unsigned char *)dec->partial.data + 4, have - 4, err);
+      if (dec->partial.cap > RETAIN_MAX)
+        kcr_buf_free(&dec->partial);
+      else
+        kcr_buf_reset(&dec->partial);
+    } else {
+      rc = kcr__pb_frame(p, (size_t)(end - p), dec->max_line, &at, &n);
+      if (rc == KCR_ETOOBIG)
+        return too_big(dec, err);
+      if (rc == 0) { /* the rest of this frame is in a later chunk */
+        if (kcr_buf_append(&dec->partial, p, (size_t)(end - p)) != 0) {
+          kcr_error_set(err, KCR_ENOMEM, "out of memory buffering watch stream frame %" PRIu64,
+                        dec->line_no);
+          return fail(dec, KCR_ENOMEM);
+        }
+        break;
+      }
+      rc = decode_frame(dec, p + at, n, err);
+      p += at + n;
+    }
+    if (rc)
+      return rc;
+    dec->line_start = dec->fed + (uint64_t)(p - start);
+    dec->line_no++;
+  }
+  dec->fed += len;
+  return 0;
 }
 
 /* refused reports a call on a decoder that already failed. */
@@ -269,6 +411,8 @@ int kcr_watch_decoder_feed(kcr_watch_decoder_t *dec, const void *bytes, size_t l
     return refused(dec, err);
   if (len == 0)
     return 0; /* bytes may be NULL: no arithmetic on it */
+  if (dec->protobuf)
+    return feed_frames(dec, bytes, len, err);
   end = p + len;
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -316,7 +460,9 @@ int kcr_watch_decoder_finish(kcr_watch_decoder_t *dec, kcr_error_t *err) {
   dec->finished = 1;
   if (dec->failed)
     return refused(dec, err);
-  if (dec->partial.len > 0)
+  if (dec->protobuf && dec->partial.len > 0)
+    rc = kcr_error_set(err, KCR_EPROTO, "watch stream ended inside frame %" PRIu64, dec->line_no);
+  else if (dec->partial.len > 0)
     rc = decode_line(dec, dec->partial.data, dec->partial.len, err);
   kcr_buf_free(&dec->partial);
   return rc;

@@ -32,4 +32,25 @@ void kcr__watch_decoder_set_line_fn(kcr_watch_decoder_t *dec, kcr__watch_line_fn
  */
 void kcr__watch_set_line_fn(kcr_watch_t *w, kcr__watch_line_fn fn, void *data);
 
+/*
+ * kcr__watch_decoder_set_frame_fn sets dec's frame hook (NULL: none): the
+ * line hook's twin for a protobuf stream, offered each frame (a
+ * metav1.WatchEvent, util/pbscan.h's kcr__pb_event reads it) with the same
+ * contract.
+ */
+void kcr__watch_decoder_set_frame_fn(kcr_watch_decoder_t *dec, kcr__watch_line_fn fn, void *data);
+
+/* kcr__watch_decoder_set_protobuf makes dec read a protobuf stream (4-byte
+ * length-prefixed frames) instead of lines; before the first feed. */
+void kcr__watch_decoder_set_protobuf(kcr_watch_decoder_t *dec);
+
+/* kcr__watch_set_frame_fn sets the frame hook of w's decoder, as
+ * kcr__watch_set_line_fn does the line hook. The watch switches its decoder
+ * to frames itself when the answer's Content-Type is protobuf. */
+void kcr__watch_set_frame_fn(kcr_watch_t *w, kcr__watch_line_fn fn, void *data);
+
+/* KCR__ACCEPT_PROTOBUF asks for protobuf, or JSON where the server has none
+ * (custom resources), as client-go's clientset does for built-in kinds. */
+#define KCR__ACCEPT_PROTOBUF "application/vnd.kubernetes.protobuf, application/json"
+
 #endif /* KCR_CLIENT_WATCH_INTERNAL_H */
