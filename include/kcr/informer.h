@@ -105,6 +105,14 @@ typedef struct kcr_informer kcr_informer_t;
  *                   every object crosses the network and is parsed once, and
  *                   the store keeps those whose controller owner (else the
  *                   object itself) has its uid in shard.
+ *   json_wire       watch (and stream the list) in JSON even for a built-in
+ *                   kind. By default a kind of Kubernetes' own API (one kcr has
+ *                   the protobuf schema of: ConfigMaps, Pods, Deployments...;
+ *                   not custom resources) is asked for in protobuf, as
+ *                   client-go's clientset and controller-runtime's cache do,
+ *                   and turned into the same compact JSON on arrival: the API
+ *                   server spends less than half the CPU on it and sends it
+ *                   sooner (docs/benchmarks.md). Paged lists stay JSON.
  */
 typedef struct kcr_informer_options {
   kcr_client_t *client;
@@ -130,6 +138,7 @@ typedef struct kcr_informer_options {
   const kcr_shard_set_t *shard;
   kcr_shard_key shard_key;
   bool metadata_only;
+  bool json_wire;
 } kcr_informer_options;
 
 /*

@@ -60,6 +60,7 @@
 #include "util/alloc.h"
 #include "util/container.h"
 #include "util/list.h"
+#include "util/pbscan.h"
 
 #define DEFAULT_PAGE 500
 
@@ -417,6 +418,11 @@ static void on_listed(void *data) {
  * are the informer's. */
 static void configure_reflector(kcr_informer_t *inf, const kcr_informer_options *o) {
   kcr__reflector_t *r = &inf->refl;
+  char api_version[256];
+  if (inf->group && *inf->group)
+    snprintf(api_version, sizeof(api_version), "%s/%s", inf->group, inf->version);
+  else
+    snprintf(api_version, sizeof(api_version), "%s", inf->version);
   r->client = o->client;
   r->resource.group = inf->group;
   r->resource.version = inf->version;
@@ -439,6 +445,7 @@ static void configure_reflector(kcr_informer_t *inf, const kcr_informer_options 
   r->transform = o->transform ? o->transform : default_transform;
   r->transform_data = o->transform ? o->transform_data : NULL;
   r->scan_watch = !o->transform;
+  r->protobuf = !o->json_wire && inf->kind && kcr__pb_known(api_version, inf->kind);
   if (o->metadata_only) {
     /* Every object becomes a tree: the reflector restores its kind first. */
     inf->user_transform = o->transform;
@@ -446,6 +453,7 @@ static void configure_reflector(kcr_informer_t *inf, const kcr_informer_options 
     r->transform = metadata_transform;
     r->transform_data = inf;
     r->scan_watch = 0;
+    r->protobuf = 0;
     r->metadata_only = 1;
     r->kind = inf->kind;
   }

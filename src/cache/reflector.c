@@ -50,6 +50,7 @@
 #include "kcr/rand.h"
 #include "util/alloc.h"
 #include "util/jscan.h"
+#include "util/pbscan.h"
 
 uint64_t kcr__reflector_parse_rv(const char *rv) {
   char *end;
@@ -536,6 +537,39 @@ static int on_watch_line(const char *line, size_t len, void *data) {
   return rc ? rc : 1;
 }
 
+/*
+ * on_watch_frame is on_watch_line for a protobuf stream: an ADDED, MODIFIED or
+ * DELETED frame of a kind the transcoder knows becomes a compact object from
+ * its JSON (util/pbscan.h), with no tree built. Every other frame is left to
+ * the decoder, which transcodes and parses it and reports its errors.
+ */
+static int on_watch_frame(const char *frame, size_t len, void *data) {
+  kcr__reflector_t *r = data;
+  kcr__scan_meta_t meta;
+  kcr_watch_event_type t;
+  kcr_error_t err;
+  kcr__cobj_t *c;
+  char type[16];
+  int rc;
+
+  kcr_buf_reset(&r->scratch);
+  kcr_error_clear(&err);
+  rc = kcr__pb_event((const unsigned char *)frame, len, type, sizeof(type), &r->scratch, &meta,
+                     &err);
+  t = rc == 0 ? object_event_type(type) : 0;
+  if (!t || !meta.name[0]) {
+    trim_scratch(r);
+    return rc == KCR_ENOMEM ? rc : 0;
+  }
+  rc = kcr__cobj_from_buf(&r->scratch, 0, &meta, &c);
+  trim_scratch(r);
+  if (rc)
+    return rc == KCR_ENOMEM ? rc : 0;
+  atomic_fetch_add(&r->scanned, 1);
+  rc = queue_object(r, t, c, begin_event(r, t, meta.rv), meta.rv);
+  return rc ? rc : 1;
+}
+
 /* on_watch_event handles the events the line hook left to the decoder: objects
  * under a custom transform or that the scanner refused, bookmarks and errors.
  * Reflector thread. */
@@ -621,7 +655,7 @@ static next_t watch_once(kcr__reflector_t *r, int stream, int *streamed) {
   o.resource_version = rv;
   o.allow_bookmarks = 1;
   o.idle_timeout_ns = r->idle_ns;
-  o.accept = r->meta_wire ? KCR_ACCEPT_PARTIAL_METADATA : NULL;
+  o.accept = r->meta_wire ? KCR_ACCEPT_PARTIAL_METADATA : r->protobuf ? KCR__ACCEPT_PROTOBUF : NULL;
   if (stream) {
     o.send_initial_events = 1;
     o.resource_version_match = "NotOlderThan";
@@ -642,8 +676,10 @@ static next_t watch_once(kcr__reflector_t *r, int stream, int *streamed) {
     kcr_watch_stop(w); /* kcr__reflector_stop ran before it could see the watch */
   pthread_mutex_unlock(&r->mu);
   kcr_error_clear(&err);
-  if (r->scan_watch)
+  if (r->scan_watch) {
     kcr__watch_set_line_fn(w, on_watch_line, r);
+    kcr__watch_set_frame_fn(w, on_watch_frame, r);
+  }
   code = kcr_watch_run(w, on_watch_event, r, &err); /* decodes here, on this thread */
   pthread_mutex_lock(&r->mu);
   r->watch = NULL;

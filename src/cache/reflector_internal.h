@@ -42,6 +42,9 @@ typedef struct kcr__reflector {
   kcr_transform_fn transform; /* reflector thread: runs before the FIFO sees an object */
   void *transform_data;
   bool scan_watch; /* the default transform, done by the scanner */
+  /* protobuf: watch (and stream the list) in protobuf, transcoded to JSON on
+   * arrival (util/pbscan.h); only for a kind the transcoder knows */
+  bool protobuf;
   /* metadata_only: list and watch as PartialObjectMetadata and give each
    * object kind and the resource's apiVersion (kind NULL: both as sent). */
   bool metadata_only;
