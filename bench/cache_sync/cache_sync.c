@@ -8,7 +8,7 @@
  * plus one per relist). The kcr side of bench/cache_sync/run.sh;
  * bench/peers/go-cache-sync prints the same line for client-go.
  *
- * Usage: cache_sync -k KUBECONFIG -n NAMESPACE [-r configmaps|pods] [-s] [-H] [-T]
+ * Usage: cache_sync -k KUBECONFIG -n NAMESPACE [-r configmaps|pods] [-s] [-H] [-T] [-J]
  *                   [-t SETTLE_S] [-m trim|wire]
  *   -r  the resource to cache (default configmaps)
  *   -s  streaming list (sendInitialEvents) instead of paged lists
@@ -19,6 +19,8 @@
  *       arrival (a transform: the cache's metadata_only before issue 25); wire,
  *       listed and watched as PartialObjectMetadata (metadata_only). The line
  *       then says meta=.
+ *   -J  JSON on the wire (kcr_informer_options.json_wire): impl=kcr-json; by
+ *       default a built-in kind streams in protobuf
  *   -P  go through a byte-counting TCP proxy in this process
  *       (test/support/kcr_faultproxy.c, on the kubeconfig's loopback port) and
  *       print rx_bytes=, what the server sent until synced (TLS records, as
@@ -95,7 +97,7 @@ int main(int argc, char **argv) {
   const char *meta = NULL;
   kcr_faultproxy_t *proxy = NULL;
   char proxied[] = "/tmp/kcr-cache-sync-XXXXXX";
-  int use_proxy = 0;
+  int use_proxy = 0, json_wire = 0;
   unsigned long long rx = 0;
   long rss_trimmed = -1;
   long rss_synced, hwm_synced;
@@ -107,7 +109,7 @@ int main(int argc, char **argv) {
   kcr_informer_options io;
   kcr_error_t err;
 
-  while ((c = getopt(argc, argv, "k:n:r:sHTt:m:P")) != -1) {
+  while ((c = getopt(argc, argv, "k:n:r:sHTt:m:PJ")) != -1) {
     switch (c) {
     case 'k':
       kubeconfig = optarg;
@@ -138,6 +140,9 @@ int main(int argc, char **argv) {
     case 'P':
       use_proxy = 1;
       break;
+    case 'J':
+      json_wire = 1;
+      break;
     case 'm':
       if (strcmp(optarg, "trim") != 0 && strcmp(optarg, "wire") != 0) {
         fprintf(stderr, "-m is trim or wire\n");
@@ -148,7 +153,7 @@ int main(int argc, char **argv) {
     default:
       fprintf(stderr,
               "usage: %s -k KUBECONFIG -n NS [-r configmaps|pods] [-s] [-H] [-T] [-t SETTLE_S] "
-              "[-m trim|wire] [-P]\n",
+              "[-m trim|wire] [-P] [-J]\n",
               argv[0]);
       return 2;
     }
@@ -179,6 +184,7 @@ int main(int argc, char **argv) {
   io.kind = pods ? "Pod" : "ConfigMap";
   io.ns = ns;
   io.streaming_list = stream;
+  io.json_wire = json_wire;
   if (meta && strcmp(meta, "trim") == 0)
     io.transform = trim_transform;
   else if (meta)
@@ -207,10 +213,11 @@ int main(int argc, char **argv) {
   hwm_synced = status_kb("VmHWM");
   usleep((useconds_t)(settle * 1e6));
   kcr_informer_get_stats(inf, &st);
-  printf("impl=kcr objects=%zu sync_s=%.3f cpu_s=%.3f rss_synced_kb=%ld hwm_synced_kb=%ld"
+  printf("impl=%s objects=%zu sync_s=%.3f cpu_s=%.3f rss_synced_kb=%ld hwm_synced_kb=%ld"
          " rss_kb=%ld hwm_kb=%ld lists=%llu handler_adds=%ld",
-         kcr_store_len(kcr_informer_store(inf)), t_sync, cpu, rss_synced, hwm_synced,
-         status_kb("VmRSS"), status_kb("VmHWM"), (unsigned long long)st.lists, atomic_load(&adds));
+         json_wire ? "kcr-json" : "kcr", kcr_store_len(kcr_informer_store(inf)), t_sync, cpu,
+         rss_synced, hwm_synced, status_kb("VmRSS"), status_kb("VmHWM"),
+         (unsigned long long)st.lists, atomic_load(&adds));
   if (meta)
     printf(" meta=%s", meta);
   if (proxy)
