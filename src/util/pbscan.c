@@ -34,9 +34,10 @@
 /* the numbers of metav1.ObjectMeta's fields the transcoder reads (protobuf
  * field numbers never change once published) */
 enum { META_NAME = 1, META_NAMESPACE = 3, META_RV = 6, META_MANAGED = 17 };
+enum { LIST_META_RV = 2 }; /* metav1.ListMeta's resourceVersion */
 
 /* role: what a message is to the transcoder. */
-enum { ROLE_PLAIN, ROLE_TOP, ROLE_META };
+enum { ROLE_PLAIN, ROLE_TOP, ROLE_META, ROLE_LIST_META };
 
 typedef struct pbt {
   kcr_buf_t *out;
@@ -723,9 +724,13 @@ static int field(pbt_t *t, const kcr__pb_field_t *fd, const unsigned char *at, u
   unsigned fl = fd->flags;
   const unsigned char *p = at;
   fld_t f;
-  int child = role == ROLE_TOP && fd->kind == KCR__PB_MESSAGE && fd->sub == kcr__pb_object_meta
-                  ? ROLE_META
-                  : ROLE_PLAIN;
+  int child = ROLE_PLAIN;
+  if (role == ROLE_TOP && fd->kind == KCR__PB_MESSAGE) {
+    if (fd->sub == kcr__pb_object_meta)
+      child = ROLE_META;
+    else if (strcmp(kcr__pb_names + kcr__pb_messages[fd->sub].name, "meta/v1.ListMeta") == 0)
+      child = ROLE_LIST_META; /* a list's, or a Status's */
+  }
   if (fl & KCR__PBF_INLINE) {
     if (!cnt)
       return message(t, fd->sub, NULL, NULL, comma, ROLE_PLAIN);
@@ -843,6 +848,8 @@ static int message(pbt_t *t, unsigned mi, const unsigned char *b, const unsigned
         TRY(note(t, &f, t->meta->ns, sizeof(t->meta->ns)));
       else if (f.num == META_RV)
         TRY(note(t, &f, t->meta->rv, sizeof(t->meta->rv)));
+    } else if (role == ROLE_LIST_META && t->meta && f.num == LIST_META_RV) {
+      TRY(note(t, &f, t->meta->rv, sizeof(t->meta->rv)));
     }
     if (!cnt[i]++)
       at[i] = tag;

@@ -36,7 +36,8 @@
  * it: the magic "k8s\0" then a runtime.Unknown holding the apiVersion, the
  * kind and the object's bytes. It appends the object's compact JSON to out
  * ("kind" and "apiVersion" first, as the API server writes them) and, when
- * meta is not NULL, notes its name, namespace and resourceVersion there.
+ * meta is not NULL, notes its name, namespace and resourceVersion there (a
+ * list's or a Status's resourceVersion, and "" for name and namespace).
  * Returns 0; KCR_EPARSE (malformed bytes, a NUL in a string, a value JSON
  * cannot hold), KCR_ENOTSUP (a kind or an encoding the tables do not know),
  * each with err set and out at its old length; KCR_ETOOBIG or KCR_ENOMEM
