@@ -104,6 +104,9 @@ typedef struct kcr_cache_by_object {
  *                   informers of a process, and the replicas of a Deployment,
  *                   do not all resync at the same moment. false: exactly
  *                   resync_period_ns.
+ *   json_wire       every informer watches in JSON, built-in kinds too
+ *                   (kcr_informer_options.json_wire); by default a built-in
+ *                   kind is streamed in protobuf, as controller-runtime does.
  *   default_namespaces, default_namespaces_len  restrict every namespaced kind
  *                   to this set of namespaces unless its by-object options say
  *                   otherwise (controller-runtime's DefaultNamespaces; its
@@ -134,6 +137,7 @@ typedef struct kcr_cache_options {
   bool resync_jitter;
   const char *const *default_namespaces;
   size_t default_namespaces_len;
+  bool json_wire;
 } kcr_cache_options;
 
 /* kcr_cache_t: opaque, thread-safe. */

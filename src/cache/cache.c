@@ -111,6 +111,7 @@ struct kcr_cache {
   int64_t resync_ns, sync_timeout_ns, ryow_timeout_ns;
   kcr_metrics_registry_t *metrics; /* borrowed; handed to each informer */
   bool streaming_list;             /* immutable: informers use the streaming list */
+  bool json_wire;                  /* immutable: informers watch in JSON only */
   bool fail_on_missing;            /* immutable: reads make no informer */
   bool resync_jitter;              /* immutable: each informer's period is jittered */
   kcr_shard_set_t *shard;          /* protected by mu: new informers' shard; NULL: none */
@@ -303,6 +304,7 @@ static int create_informer(kcr_cache_t *c, entry_t *e, const kcr_rest_mapping *m
   o.metadata_only = e->metadata_only;
   o.metrics = c->metrics;
   o.streaming_list = c->streaming_list;
+  o.json_wire = c->json_wire;
   if (c->shard) { /* mu held */
     kcr_gvk gvk = o.gvk;
     int key = c->keyer ? c->keyer(&gvk, c->keyer_data) : (int)c->shard_key;
@@ -744,6 +746,7 @@ int kcr_cache_create(const kcr_cache_options *o, kcr_cache_t **out, kcr_error_t 
   c->resync_ns = o->resync_period_ns;
   c->metrics = o->metrics;
   c->streaming_list = watch_list_default();
+  c->json_wire = o->json_wire;
   c->fail_on_missing = o->reader_fail_on_missing_informer;
   c->resync_jitter = o->resync_jitter;
   c->sync_timeout_ns = o->sync_timeout_ns > 0 ? o->sync_timeout_ns : DEFAULT_SYNC_TIMEOUT_NS;
