@@ -547,15 +547,14 @@ static int on_watch_frame(const char *frame, size_t len, void *data) {
   kcr__reflector_t *r = data;
   kcr__scan_meta_t meta;
   kcr_watch_event_type t;
-  kcr_error_t err;
   kcr__cobj_t *c;
   char type[16];
   int rc;
 
   kcr_buf_reset(&r->scratch);
-  kcr_error_clear(&err);
+  /* no message: a frame refused here goes to the decoder, which reports it */
   rc = kcr__pb_event((const unsigned char *)frame, len, type, sizeof(type), &r->scratch, &meta,
-                     &err);
+                     NULL);
   t = rc == 0 ? object_event_type(type) : 0;
   if (!t || !meta.name[0]) {
     trim_scratch(r);

@@ -67,12 +67,22 @@ static int bad(pbt_t *t, const char *what) {
   return kcr_error_set(t->err, KCR_EPARSE, "protobuf: %s", what);
 }
 
+/* put appends n bytes: in place while they fit (kcr_buf's layout: len bytes
+ * and a NUL in cap), through kcr_buf_append to grow. Most pieces are a few
+ * bytes, so the call is most of their cost. */
 static int put(pbt_t *t, const void *p, size_t n) {
-  return kcr_buf_append(t->out, p, n);
+  kcr_buf_t *b = t->out;
+  if (b->data && n < b->cap - b->len && n <= b->max - b->len) {
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+  }
+  return kcr_buf_append(b, p, n);
 }
 
 static int putc1(pbt_t *t, char c) {
-  return kcr_buf_appendc(t->out, c);
+  return put(t, &c, 1);
 }
 
 static int varint(const unsigned char **pp, const unsigned char *e, uint64_t *v) {
@@ -129,9 +139,11 @@ static int next(pbt_t *t, const unsigned char **pp, const unsigned char *e, fld_
 
 static int key(pbt_t *t, const kcr__pb_field_t *fd, int *comma) {
   const char *name = kcr__pb_names + fd->name;
-  size_t n = strlen(name), k = 0;
+  size_t n, k = 0;
   char buf[96];
+  n = strnlen(name, sizeof(buf));
   if (n + 4 > sizeof(buf)) { /* no JSON name is this long; written in pieces */
+    n = strlen(name);
     TRY(put(t, ",\"" + !*comma, *comma ? 2 : 1));
     *comma = 1;
     TRY(put(t, name, n));
@@ -257,16 +269,20 @@ static int cstr(pbt_t *t, const char *s) {
   return str(t, (const unsigned char *)s, strlen(s));
 }
 
-static int num_i(pbt_t *t, int64_t v) {
-  char b[24];
-  int k = snprintf(b, sizeof(b), "%" PRId64, v);
-  return put(t, b, (size_t)k);
+static int num_u(pbt_t *t, uint64_t v) {
+  char b[24], *w = b + sizeof(b);
+  do {
+    *--w = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  return put(t, w, (size_t)(b + sizeof(b) - w));
 }
 
-static int num_u(pbt_t *t, uint64_t v) {
-  char b[24];
-  int k = snprintf(b, sizeof(b), "%" PRIu64, v);
-  return put(t, b, (size_t)k);
+static int num_i(pbt_t *t, int64_t v) {
+  if (v >= 0)
+    return num_u(t, (uint64_t)v);
+  TRY(putc1(t, '-'));
+  return num_u(t, (uint64_t)0 - (uint64_t)v);
 }
 
 /* num_d writes the shortest text that reads back as v. */
@@ -308,6 +324,15 @@ static int base64(pbt_t *t, const unsigned char *s, size_t n) {
   if (k)
     TRY(put(t, b, k));
   return putc1(t, '"');
+}
+
+/* digits writes v (0 <= v < 10^n) in n digits at b + k; returns the new k. */
+static int digits(char *b, int k, int64_t v, int n) {
+  for (int i = n - 1; i >= 0; i--) {
+    b[k + i] = (char)('0' + v % 10);
+    v /= 10;
+  }
+  return k + n;
 }
 
 /* time_json writes metav1.Time ({seconds=1, nanos=2}) in RFC 3339, UTC, to the
@@ -353,13 +378,25 @@ static int time_json(pbt_t *t, const unsigned char *b, size_t n, int micro) {
   d = doy - (153 * mp + 2) / 5 + 1;
   m = mp < 10 ? mp + 3 : mp - 9;
   y += m <= 2;
-  if (micro)
-    k = snprintf(buf, sizeof(buf), "\"%04d-%02d-%02dT%02d:%02d:%02d.%06dZ\"", (int)y, (int)m,
-                 (int)d, (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60),
-                 (int)(nanos / 1000));
-  else
-    k = snprintf(buf, sizeof(buf), "\"%04d-%02d-%02dT%02d:%02d:%02dZ\"", (int)y, (int)m, (int)d,
-                 (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60));
+  k = 0;
+  buf[k++] = '"';
+  k = digits(buf, k, y, 4);
+  buf[k++] = '-';
+  k = digits(buf, k, m, 2);
+  buf[k++] = '-';
+  k = digits(buf, k, d, 2);
+  buf[k++] = 'T';
+  k = digits(buf, k, rem / 3600, 2);
+  buf[k++] = ':';
+  k = digits(buf, k, rem / 60 % 60, 2);
+  buf[k++] = ':';
+  k = digits(buf, k, rem % 60, 2);
+  if (micro) {
+    buf[k++] = '.';
+    k = digits(buf, k, nanos / 1000, 6);
+  }
+  buf[k++] = 'Z';
+  buf[k++] = '"';
   return put(t, buf, (size_t)k);
 }
 
