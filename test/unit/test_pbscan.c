@@ -355,7 +355,11 @@ static void test_pbscan_strings_as_json_wants_them(void **state) {
              "\"data\":{\"k\":%s}}",
              cases[i].want);
     assert_string_equal(got, want);
-    assert_non_null(json_loads(got, 0, NULL) ? got : NULL);
+    {
+      json_t *tree = json_loads(got, 0, NULL);
+      assert_non_null(tree);
+      json_decref(tree);
+    }
     free(got);
   }
   {
