@@ -67,9 +67,23 @@ static const char *burst_events(void) {
   return burst_buf;
 }
 
+/* the API server's protobuf answers (test/unit/data/pb, capture.py) */
+static char *pb_stream, *pb_status;
+static size_t pb_stream_len, pb_status_len;
+
 static void handler(const kcr_test_http_request *req, kcr_test_http_response *resp, void *data) {
   (void)data;
-  if (strstr(req->path, "namespaces/ok/")) {
+  if (strstr(req->path, "namespaces/pbstream/")) {
+    resp->content_type = "application/vnd.kubernetes.protobuf;stream=watch";
+    resp->body = pb_stream;
+    resp->body_len = pb_stream_len;
+    resp->chunk_size = 7; /* frames split anywhere */
+  } else if (strstr(req->path, "namespaces/pbstatus/")) {
+    resp->status = 404;
+    resp->content_type = "application/vnd.kubernetes.protobuf";
+    resp->body = pb_status;
+    resp->body_len = pb_status_len;
+  } else if (strstr(req->path, "namespaces/ok/")) {
     resp->body = stream;
     resp->chunk_size = 7;
     resp->chunk_delay_ms = 1;
@@ -219,6 +233,10 @@ static int setup(void **state) {
   kcr_client_options opts;
   if (!f)
     return -1;
+  if (!pb_stream) {
+    pb_stream = kcr_test_slurp(KCR_TEST_DATA_DIR "/pb/watch.pb", &pb_stream_len);
+    pb_status = kcr_test_slurp(KCR_TEST_DATA_DIR "/pb/status-404.pb", &pb_status_len);
+  }
   snprintf(f->dir, sizeof(f->dir), "/tmp/kcr-test-watch-XXXXXX");
   if (!mkdtemp(f->dir) || kcr_test_http_start(handler, NULL, &f->server) != 0 ||
       kcr_test_kubeconfig(f->dir, kcr_test_http_port(f->server), "t", f->kubeconfig,
@@ -248,6 +266,13 @@ static int teardown(void **state) {
   return 0;
 }
 
+static int free_fixtures(void **state) {
+  (void)state;
+  free(pb_stream);
+  free(pb_status);
+  return 0;
+}
+
 static void test_client_watch_events_in_order_then_normal_end(void **state) {
   fixture *f = *state;
   kcr_watch_options o;
@@ -267,6 +292,34 @@ static void test_client_watch_events_in_order_then_normal_end(void **state) {
   assert_string_equal(f->seen.rvs[3], "13");
   finish_watch(&f->seen, w);
   assert_int_equal(f->seen.ended, 1);
+}
+
+/* a protobuf answer: frames, switched to from the Content-Type */
+static void test_client_watch_reads_protobuf_frames(void **state) {
+  fixture *f = *state;
+  kcr_watch_t *w;
+  assert_non_null(pb_stream);
+  assert_int_equal(start_watch(f->client, "pbstream", NULL, &f->seen, &w, NULL), 0);
+  wait_end(&f->seen);
+  assert_int_equal(f->seen.end_code, 0);
+  assert_true(f->seen.n >= 2);
+  assert_string_equal(f->seen.types[0], "ADDED");
+  assert_string_equal(f->seen.types[f->seen.n - 1], "BOOKMARK");
+  assert_true(f->seen.rvs[0][0] != '\0');
+  finish_watch(&f->seen, w);
+}
+
+/* a Status in protobuf ends the watch as its JSON would */
+static void test_client_watch_reads_a_protobuf_status(void **state) {
+  fixture *f = *state;
+  kcr_watch_t *w;
+  assert_int_equal(start_watch(f->client, "pbstatus", NULL, &f->seen, &w, NULL), 0);
+  wait_end(&f->seen);
+  assert_int_equal(f->seen.end_code, KCR_EAPI);
+  assert_int_equal(f->seen.end_err.http_status, 404);
+  assert_string_equal(f->seen.end_err.reason, "NotFound");
+  assert_non_null(strstr(f->seen.end_err.message, "\"absent\" not found"));
+  finish_watch(&f->seen, w);
 }
 
 static void test_client_watch_refused_with_gone(void **state) {
@@ -449,6 +502,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_client_watch_events_in_order_then_normal_end, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_client_watch_reads_protobuf_frames, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_watch_reads_a_protobuf_status, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_watch_refused_with_gone, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_watch_error_event_is_delivered, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_watch_idle_connection_times_out, setup, teardown),
@@ -463,5 +518,5 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_client_watch_runs_once, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_watch_rejects_bad_arguments, setup, teardown),
   };
-  return cmocka_run_group_tests_name("client_watch", tests, NULL, NULL);
+  return cmocka_run_group_tests_name("client_watch", tests, NULL, free_fixtures);
 }
