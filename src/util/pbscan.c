@@ -25,6 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
+#include "util/alloc.h"
 #include "util/pb_schema.h"
 #include "util/pbscan.h"
 
@@ -529,21 +532,33 @@ static int intorstring_json(pbt_t *t, const unsigned char *b, size_t n) {
   return num_i(t, (int32_t)iv);
 }
 
-/* raw_json writes RawExtension's or FieldsV1's bytes (field 1), JSON kept as
- * it came; absent or empty: null. */
+/* raw_json writes RawExtension's or FieldsV1's bytes (field 1), JSON the
+ * API server keeps as it came: read and written again compact by jansson, so
+ * that what is stored is valid and minified whatever was written; absent or
+ * empty: null. Rare on the hot path (an object's own managedFields are left
+ * out), so a tree is affordable here. */
 static int raw_json(pbt_t *t, const unsigned char *b, size_t n) {
   const unsigned char *v = NULL;
-  size_t vn = 0, i = 0;
-  int found;
+  size_t vn = 0;
+  json_t *tree;
+  char *text;
+  int found, rc;
   TRY(sub_bytes(t, b, n, 1, &v, &vn, &found));
   if (!found || vn == 0)
     return put(t, "null", 4);
-  while (i < vn && (v[i] == ' ' || v[i] == '\n' || v[i] == '\t' || v[i] == '\r'))
-    i++;
-  if (i == vn || !strchr("{[\"-0123456789tfn", v[i]))
+  if (vn >= 4 && memcmp(v, "k8s\0", 4) == 0)
     return kcr_error_set(t->err, KCR_ENOTSUP,
-                         "protobuf: an embedded object is not JSON (nested protobuf is not read)");
-  return put(t, v, vn);
+                         "protobuf: an embedded object is protobuf, which kcr does not read");
+  tree = json_loadb((const char *)v, vn, JSON_DECODE_ANY, NULL);
+  if (!tree)
+    return bad(t, "an embedded JSON value is malformed");
+  text = json_dumps(tree, JSON_COMPACT | JSON_ENCODE_ANY);
+  json_decref(tree);
+  if (!text)
+    return KCR_ENOMEM;
+  rc = put(t, text, strlen(text));
+  kcr__free(text); /* jansson allocates through kcr's functions */
+  return rc;
 }
 
 static int string_list_json(pbt_t *t, const unsigned char *b, size_t n) {
@@ -691,9 +706,11 @@ static int empty(const kcr__pb_field_t *fd, const fld_t *f) {
     return f->wt == 2 && f->n == 0;
   case KCR__PB_STRING_LIST: {
     /* empty when it holds no item */
-    const unsigned char *p = f->v, *e = f->v + f->n;
+    const unsigned char *p, *e;
     if (f->wt != 2)
       return 0;
+    p = f->v;
+    e = f->v + f->n;
     while (p < e) {
       uint64_t k, n;
       if (varint(&p, e, &k))
@@ -725,11 +742,13 @@ static int empty(const kcr__pb_field_t *fd, const fld_t *f) {
 
 /* map_entry writes one entry {key=1, value=2} of a map field. */
 static int map_entry(pbt_t *t, const kcr__pb_field_t *fd, const fld_t *f, int first) {
-  const unsigned char *p = f->v, *e = f->v + f->n;
+  const unsigned char *p, *e;
   fld_t k = {0}, v = {0};
   int have_k = 0, have_v = 0;
   if (f->wt != 2)
     return bad(t, "a map entry has the wrong wire type");
+  p = f->v;
+  e = f->v + f->n;
   while (p < e) {
     fld_t x;
     TRY(next(t, &p, e, &x));
@@ -839,8 +858,13 @@ static int field(pbt_t *t, const kcr__pb_field_t *fd, const unsigned char *at, u
 
 /* note copies a metadata string into one of kcr__scan_meta_t's buffers. */
 static int note(pbt_t *t, const fld_t *f, char *dst, size_t size) {
-  if (f->wt != 2 || f->n >= size || memchr(f->v, 0, f->n))
+  if (f->wt != 2 || f->n >= size)
     return bad(t, "an object's name, namespace or resourceVersion is too long");
+  /* what JSON writes as it is: the noted text must be the tree's (the JSON
+   * scanner refuses escapes there too; the caller then takes the tree's way) */
+  for (size_t i = 0; i < f->n; i++)
+    if (f->v[i] < 0x20 || f->v[i] >= 0x7f || f->v[i] == '"' || f->v[i] == '\\')
+      return bad(t, "an object's name, namespace or resourceVersion is not plain ASCII");
   memcpy(dst, f->v, f->n);
   dst[f->n] = '\0';
   return 0;
