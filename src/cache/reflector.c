@@ -419,6 +419,8 @@ static int stream_object(kcr__reflector_t *r, kcr_watch_event_type type, kcr__co
   }
   /* In arrival order, a deletion marked by a null before it; no allocation per
    * object. An object at the version stored: keep the stored one. */
+  if (type == KCR_WATCH_DELETED)
+    r->stream_deleted = true;
   if (type == KCR_WATCH_DELETED && json_array_append_new(r->stream_items, json_null())) {
     kcr__cobj_unref(c);
     rc = KCR_ENOMEM;
@@ -442,7 +444,13 @@ static int stream_bookmark(kcr__reflector_t *r, const json_t *bookmark, const ch
 
   if (!end || strcmp(end, "true") != 0)
     return 0;
-  if ((rc = kcr__cobj_collapse(r->stream_items, &items)) != 0)
+  /* The API server sends the state, one event per object, so there is
+   * nothing to collapse unless a deletion came: the FIFO's Replace already
+   * takes a key's last object when one comes twice. Collapsing anyway cost
+   * a key and a map insert per object at the very end of the sync. */
+  if (!r->stream_deleted)
+    items = json_incref(r->stream_items);
+  else if ((rc = kcr__cobj_collapse(r->stream_items, &items)) != 0)
     return rc;
   /* Freed now: it would otherwise stay until this watch ends. Not used again
    * once streaming is 0. */
@@ -643,6 +651,7 @@ static next_t watch_once(kcr__reflector_t *r, int stream, int *streamed) {
   if (stream) {
     json_decref(r->stream_items);
     r->stream_items = json_array();
+    r->stream_deleted = false;
     if (!r->stream_items)
       return NEXT_BACKOFF_WATCH;
   }

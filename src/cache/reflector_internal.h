@@ -66,6 +66,7 @@ typedef struct kcr__reflector {
   kcr_buf_t scratch;     /* the scanner's output, dumped trees */
   int stream_enabled;    /* use the streaming list (set by the owner before start) */
   json_t *stream_items;  /* while streaming: its events' slots (kcr__cobj_collapse) */
+  bool stream_deleted;   /* while streaming: a DELETED event is among them */
   int meta_wire;         /* metadata_only and the server has not refused it (406) */
   int meta_refused;      /* the last watch was refused for its Accept header */
   int meta_whole_logged; /* logged once that the server sent whole objects */

@@ -58,7 +58,8 @@ static atomic_int forbid_lists;    /* lists answer 403 */
 static atomic_int late_watches;    /* watches deliver watch_late_event after 300 ms */
 static atomic_int late_deletes;    /* watches deliver watch_delete_event after 300 ms */
 static atomic_int watch_requests;  /* watches seen */
-static atomic_int stream_mode;     /* 0: refuse streaming lists (422), 1: serve them */
+static atomic_int stream_mode;     /* 0: refuse streaming lists (422), 1: serve them, 2: serve
+                                      them with "one" sent twice, the second newer */
 static atomic_int stream_requests; /* watches with sendInitialEvents=true seen */
 static atomic_int cm_lists;        /* ConfigMap LISTs seen */
 static atomic_int cm_all_lists;    /* of those, cluster-wide (no namespace in the path) */
@@ -73,6 +74,9 @@ static void stream_body(const char *ns, char *buf, size_t size) {
     off +=
         (size_t)snprintf(buf + off, size - off, "{\"type\":\"ADDED\",\"object\":%s}\n", cms[i][1]);
   }
+  if (atomic_load(&stream_mode) == 2 && (!ns || !*ns || strcmp(ns, "a") == 0))
+    off += (size_t)snprintf(buf + off, size - off, "{\"type\":\"ADDED\",\"object\":%s}\n",
+                            CM("a", "one", "9", "web", "again"));
   snprintf(buf + off, size - off,
            "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\","
            "\"metadata\":{\"resourceVersion\":\"10\",\"annotations\":{"
@@ -279,6 +283,13 @@ static int setup_stream(void **state) {
   return setup(state);
 }
 
+/* setup_stream_twice: streaming lists that send "one" twice. */
+static int setup_stream_twice(void **state) {
+  int rc = setup_stream(state);
+  atomic_store(&stream_mode, 2);
+  return rc;
+}
+
 /* setup_stream_off: the same server, with client-go's switch turned off. */
 static int setup_stream_off(void **state) {
   setenv("KUBE_FEATURE_WatchListClient", "false", 1);
@@ -338,6 +349,23 @@ static void test_cache_streaming_list_default(void **state) {
   json_decref(obj);
   assert_true(atomic_load(&stream_requests) >= 1);
   assert_int_equal(atomic_load(&cm_lists), 0);
+}
+
+/* An object streamed twice before the bookmark is stored once, as its later
+ * self (the FIFO's Replace takes a key's last object; no collapse is needed
+ * when no deletion came). */
+static void test_cache_streamed_twice_keeps_the_last(void **state) {
+  fixture *f = *state;
+  json_t *obj = NULL;
+  kcr_list_options o = {0};
+  kcr_error_t err;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "one", &obj, &err), 0);
+  assert_string_equal(kcr_meta_resource_version(obj), "9");
+  assert_string_equal(kcr_meta_path_string(obj, "data.color"), "again");
+  json_decref(obj);
+  o.ns = "a";
+  expect_list(f->cache, &cm_gvk, &o, "one,r,two");
 }
 
 /* KUBE_FEATURE_WatchListClient=false: paged LISTs, no streaming attempt. */
@@ -1095,6 +1123,8 @@ int main(void) {
       cmocka_unit_test(test_cache_create_alloc),
       cmocka_unit_test_setup_teardown(test_cache_get, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_streaming_list_default, setup_stream, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_streamed_twice_keeps_the_last, setup_stream_twice,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_cache_streaming_list_env_off, setup_stream_off,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_cache_not_found, setup, teardown),
