@@ -19,53 +19,56 @@
 /* kcr__pb_kind: how one value is read from the wire and written as JSON. A
  * repeated field or a map's value has the kind of its elements. */
 typedef enum kcr__pb_kind {
-  KCR__PB_STRING = 1,   /* length-delimited; a JSON string */
-  KCR__PB_BYTES,        /* length-delimited; base64 (std, padded) as a JSON string */
-  KCR__PB_BOOL,         /* varint; true or false */
-  KCR__PB_INT32,        /* varint, two's complement (Go int32); a number */
-  KCR__PB_INT64,        /* varint (Go int, int64); a number */
-  KCR__PB_UINT32,       /* varint (Go uint32); a number */
-  KCR__PB_UINT64,       /* varint (Go uint64); a number */
-  KCR__PB_DOUBLE,       /* fixed64 (Go float64); a number, shortest form */
-  KCR__PB_MESSAGE,      /* length-delimited; the struct kcr__pb_messages[sub] */
-  KCR__PB_TIME,         /* metav1.Time {seconds=1, nanos=2}: RFC 3339 in UTC to the
-                           second; an empty message is the zero time: null */
-  KCR__PB_MICROTIME,    /* metav1.MicroTime: the same, to the microsecond
-                           ("2006-01-02T15:04:05.000000Z"); empty: null */
-  KCR__PB_DURATION,     /* metav1.Duration {duration=1 int64 ns}: Go's
-                           time.Duration String() ("1h2m3.5s") */
-  KCR__PB_QUANTITY,     /* resource.Quantity {string=1}: a JSON string */
-  KCR__PB_INTORSTRING,  /* intstr.IntOrString {type=1, intVal=2, strVal=3}: a number
-                           when type is 0, else a string */
-  KCR__PB_RAW,          /* runtime.RawExtension {raw=1}: raw JSON written as it is;
-                           empty: null */
-  KCR__PB_FIELDSV1,     /* metav1.FieldsV1 {Raw=1}: raw JSON written as it is;
-                           empty: null */
-  KCR__PB_STRING_LIST,  /* a named []string that protobuf wraps as a message
-                           {items=1 repeated string} (ExtraValue, OptionsValue):
-                           a JSON array of strings */
+  KCR__PB_STRING = 1,  /* length-delimited; a JSON string */
+  KCR__PB_BYTES,       /* length-delimited; base64 (std, padded) as a JSON string */
+  KCR__PB_BOOL,        /* varint; true or false */
+  KCR__PB_INT32,       /* varint, two's complement (Go int32); a number */
+  KCR__PB_INT64,       /* varint (Go int, int64); a number */
+  KCR__PB_UINT32,      /* varint (Go uint32); a number */
+  KCR__PB_UINT64,      /* varint (Go uint64); a number */
+  KCR__PB_DOUBLE,      /* fixed64 (Go float64); a number, shortest form */
+  KCR__PB_MESSAGE,     /* length-delimited; the struct kcr__pb_messages[sub] */
+  KCR__PB_TIME,        /* metav1.Time {seconds=1, nanos=2}: RFC 3339 in UTC to the
+                          second; an empty message is the zero time: null */
+  KCR__PB_MICROTIME,   /* metav1.MicroTime: the same, to the microsecond
+                          ("2006-01-02T15:04:05.000000Z"); empty: null */
+  KCR__PB_DURATION,    /* metav1.Duration {duration=1 int64 ns}: Go's
+                          time.Duration String() ("1h2m3.5s") */
+  KCR__PB_QUANTITY,    /* resource.Quantity {string=1}: a JSON string */
+  KCR__PB_INTORSTRING, /* intstr.IntOrString {type=1, intVal=2, strVal=3}: a number
+                          when type is 0, else a string */
+  KCR__PB_RAW,         /* runtime.RawExtension {raw=1}: raw JSON, checked and
+                          written compact; empty: null */
+  KCR__PB_FIELDSV1,    /* metav1.FieldsV1 {Raw=1}: raw JSON, checked and
+                          written compact; empty: null */
+  KCR__PB_STRING_LIST, /* a named []string that protobuf wraps as a message
+                          {items=1 repeated string} (ExtraValue, AttestationValue):
+                          a JSON array of strings */
 } kcr__pb_kind;
 
 /* kcr__pb_field.flags */
-#define KCR__PBF_REPEATED 0x01  /* a Go slice: every occurrence is one element,
-                                   packed varints accepted; a JSON array */
-#define KCR__PBF_MAP 0x02       /* a Go map with string keys: each occurrence is an
-                                   entry message {key=1 string, value=2 of kind};
-                                   a JSON object */
-#define KCR__PBF_OMITEMPTY 0x04 /* json:",omitempty": left out when Go's
-                                   encoding/json would (zero number, false, "",
-                                   empty slice or map, nil pointer; never a
-                                   struct that is not a pointer) */
-#define KCR__PBF_POINTER 0x08   /* a Go pointer: written only when present on the
-                                   wire (absent is nil: null, or left out with
-                                   omitempty) */
-#define KCR__PBF_INLINE 0x10    /* json:",inline" embedding of a KCR__PB_MESSAGE:
-                                   its members are written into this object */
-#define KCR__PBF_NULLABLE 0x20  /* a slice, map or []byte that is nil when absent:
-                                   written as null when absent and not
-                                   omitempty */
-#define KCR__PBF_OMITZERO 0x40  /* json:",omitzero": left out when the value is
-                                   its type's zero (for a Time: empty) */
+/* A Go slice: every occurrence is one element, packed varints accepted; a
+ * JSON array. */
+#define KCR__PBF_REPEATED 0x01
+/* A Go map with string keys: each occurrence is an entry message {key=1
+ * string, value=2 of kind}; a JSON object. */
+#define KCR__PBF_MAP 0x02
+/* json:",omitempty": left out when Go's encoding/json would (zero number,
+ * false, "", empty slice or map, nil pointer; never a struct that is not a
+ * pointer). */
+#define KCR__PBF_OMITEMPTY 0x04
+/* A Go pointer: written only when present on the wire (absent is nil: null,
+ * or left out with omitempty). */
+#define KCR__PBF_POINTER 0x08
+/* json:",inline" embedding of a KCR__PB_MESSAGE: its members are written
+ * into this object. */
+#define KCR__PBF_INLINE 0x10
+/* A slice, map or []byte that is nil when absent: written as null when
+ * absent and not omitempty. */
+#define KCR__PBF_NULLABLE 0x20
+/* json:",omitzero": left out when the value is its type's zero (for a Time:
+ * empty). */
+#define KCR__PBF_OMITZERO 0x40
 
 typedef struct kcr__pb_field {
   uint16_t number; /* protobuf field number */
@@ -78,9 +81,9 @@ typedef struct kcr__pb_field {
 typedef struct kcr__pb_message {
   uint16_t first; /* its fields: kcr__pb_fields[first, first + count), JSON order */
   uint16_t count;
-  uint16_t name;  /* offset of the Go type's name ("core/v1.ConfigMap"; k8s.io/api/ and
-                     k8s.io/apimachinery/pkg/apis/ left out)
-                     in kcr__pb_names, for error messages */
+  uint16_t name; /* offset of the Go type's name ("core/v1.ConfigMap"; k8s.io/api/ and
+                    k8s.io/apimachinery/pkg/apis/ left out)
+                    in kcr__pb_names, for error messages */
 } kcr__pb_message_t;
 
 /* kcr__pb_root: a kind the API server may send, and its struct. Sorted by
