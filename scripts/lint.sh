@@ -4,7 +4,9 @@
 # committed .clang-format; 2) clang-tidy (the clang static analyzer plus the curated
 # checks in .clang-tidy) over the library and test sources, with warnings as errors;
 # 3) scripts/check-includes.sh: no include or dependency circle, layers point down;
-# 4) scripts/check-cobj.sh: the cache's compact object stays the cache's.
+# 4) scripts/check-cobj.sh: the cache's compact object stays the cache's;
+# 5) scripts/gen-pb-schema.sh --check: the protobuf transcoder's tables are
+# those of k8s.io/api at the version tools/pbschema-gen pins (needs Go).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +29,13 @@ if ! scripts/check-includes.sh; then
 fi
 if ! scripts/check-cobj.sh; then
   status=1
+fi
+if command -v go >/dev/null; then
+  echo "lint: the protobuf tables against k8s.io/api"
+  if ! bash scripts/gen-pb-schema.sh --check; then
+    echo "lint: src/util/pb_schema.c is stale; run scripts/gen-pb-schema.sh" >&2
+    status=1
+  fi
 fi
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DKCR_INTEGRATION=ON >/dev/null
