@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "util/jscan.h"
+#include "util/jsonbytes.h"
 
 #define MAX_DEPTH 512 /* below jansson's 2048: deeper texts go to jansson */
 
@@ -104,54 +105,11 @@ static int hex4(const unsigned char *p, const unsigned char *e, unsigned *v) {
   return 0;
 }
 
-/* utf8 returns the length of the valid UTF-8 sequence at p (first byte >= 0x80), 0 if invalid. */
-static size_t utf8(const unsigned char *p, const unsigned char *e) {
-  unsigned c = p[0], v;
-  size_t n;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-    v = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    v = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    v = c & 0x07;
-  } else {
-    return 0;
-  }
-  if ((size_t)(e - p) < n)
-    return 0;
-  for (size_t i = 1; i < n; i++) {
-    if ((p[i] & 0xC0) != 0x80)
-      return 0;
-    v = v << 6 | (p[i] & 0x3F);
-  }
-  if ((n == 3 && (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF))) ||
-      (n == 4 && (v < 0x10000 || v > 0x10FFFF)))
-    return 0;
-  return n;
-}
-
-/* special8: the bytes among the 8 at p that string() must look at one by one
- * ('"', '\\', control characters, anything past ASCII), as the high bit of
- * each such byte. The word-at-a-time tests may also flag a byte above one
- * that matches, never below: the lowest flag is exact, which is all string()
- * uses. Most of a ConfigMap's data and most names hold no such byte. */
-static uint64_t special8(const unsigned char *p) {
-  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
-  uint64_t w, q, b;
-  memcpy(&w, p, sizeof(w));
-  q = w ^ (ones * '"');
-  b = w ^ (ones * '\\');
-  return (((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w) | w) & high;
-}
-
 /* skip_plain moves p to the first byte at or after it that special8 would
  * flag, or to within 8 bytes of e. */
 static const unsigned char *skip_plain(const unsigned char *p, const unsigned char *e) {
   while (e - p >= 8) {
-    uint64_t m = special8(p);
+    uint64_t m = kcr__json_special8(p);
     if (m) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
       return p + (__builtin_ctzll(m) >> 3);
@@ -211,7 +169,7 @@ static int string(scan_t *s, span_t *sp) {
       continue;
     }
     {
-      size_t n = utf8(p, e);
+      size_t n = kcr__utf8_len(p, e);
       if (!n)
         return -1;
       p += n;

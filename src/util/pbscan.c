@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "util/alloc.h"
+#include "util/jsonbytes.h"
 #include "util/pb_schema.h"
 #include "util/pbscan.h"
 
@@ -163,54 +164,14 @@ static int key(pbt_t *t, const kcr__pb_field_t *fd, int *comma) {
   return put(t, buf, k);
 }
 
-/* valid_utf8 returns the length of the valid UTF-8 sequence at p (first byte
- * >= 0x80), 0 if invalid (overlong, surrogate, past U+10FFFF, cut short). */
-static size_t valid_utf8(const unsigned char *p, const unsigned char *e) {
-  unsigned c = p[0], v;
-  size_t n;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-    v = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    v = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    v = c & 0x07;
-  } else {
-    return 0;
-  }
-  if ((size_t)(e - p) < n)
-    return 0;
-  for (size_t i = 1; i < n; i++) {
-    if ((p[i] & 0xC0) != 0x80)
-      return 0;
-    v = v << 6 | (p[i] & 0x3F);
-  }
-  if ((n == 3 && (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF))) ||
-      (n == 4 && (v < 0x10000 || v > 0x10FFFF)))
-    return 0;
-  return n;
-}
-
-/* special8: the bytes among the 8 in w that need a look (control characters,
- * '"', '\\', anything past ASCII), as the high bit of each. The lowest flag
- * is exact; flags above a true one may be false, which str() never uses. */
-static uint64_t special8(uint64_t w) {
-  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
-  uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
-  return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b) | w) & high;
-}
-
 /* str writes s[0, n) as a JSON string. */
 static int str(pbt_t *t, const unsigned char *s, size_t n) {
   const unsigned char *p = s, *e = s + n, *run = s;
   TRY(putc1(t, '"'));
   for (;;) {
-    uint64_t w, m;
+    uint64_t m;
     while (e - p >= 8) {
-      memcpy(&w, p, 8);
-      if ((m = special8(w)) != 0) {
+      if ((m = kcr__json_special8(p)) != 0) {
         p += (unsigned)__builtin_ctzll(m) >> 3;
         goto look;
       }
@@ -225,7 +186,7 @@ static int str(pbt_t *t, const unsigned char *s, size_t n) {
     char esc[8];
     size_t k;
     if (c >= 0x80) {
-      if ((k = valid_utf8(p, e)) != 0) {
+      if ((k = kcr__utf8_len(p, e)) != 0) {
         p += k;
         continue;
       }
