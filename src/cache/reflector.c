@@ -515,6 +515,30 @@ static kcr_watch_event_type object_event_type(const char *type) {
 }
 
 /*
+ * take_scanned queues the object the scanner or the transcoder left in
+ * r->scratch (rc: its answer; type and meta: what it read) when it is an
+ * ADDED, MODIFIED or DELETED event of a named object: 1 (taken). Anything
+ * else is left to the decoder (0), as is an object that cannot be made
+ * compact; out of memory fails the stream.
+ */
+static int take_scanned(kcr__reflector_t *r, int rc, const char *type,
+                        const kcr__scan_meta_t *meta) {
+  kcr_watch_event_type t = rc == 0 ? object_event_type(type) : 0;
+  kcr__cobj_t *c;
+  if (!t || !meta->name[0]) {
+    trim_scratch(r);
+    return rc == KCR_ENOMEM ? rc : 0;
+  }
+  rc = kcr__cobj_from_buf(&r->scratch, 0, meta, &c);
+  trim_scratch(r);
+  if (rc)
+    return rc == KCR_ENOMEM ? rc : 0;
+  atomic_fetch_add(&r->scanned, 1);
+  rc = queue_object(r, t, c, begin_event(r, t, meta->rv), meta->rv);
+  return rc ? rc : 1;
+}
+
+/*
  * on_watch_line is the decoder's line hook (with the default transform): an
  * ADDED, MODIFIED or DELETED line the scanner accepts, whose object has a name,
  * becomes a compact object with no tree built (1: taken). Every other line is
@@ -524,25 +548,12 @@ static kcr_watch_event_type object_event_type(const char *type) {
 static int on_watch_line(const char *line, size_t len, void *data) {
   kcr__reflector_t *r = data;
   kcr__scan_meta_t meta;
-  kcr_watch_event_type t;
-  kcr__cobj_t *c;
   char type[16];
   int rc;
 
   kcr_buf_reset(&r->scratch);
   rc = kcr__scan_event(line, len, type, sizeof(type), &r->scratch, &meta);
-  t = rc == 0 ? object_event_type(type) : 0;
-  if (!t || !meta.name[0]) {
-    trim_scratch(r);
-    return rc == KCR_ENOMEM ? rc : 0;
-  }
-  rc = kcr__cobj_from_buf(&r->scratch, 0, &meta, &c);
-  trim_scratch(r);
-  if (rc)
-    return rc == KCR_ENOMEM ? rc : 0;
-  atomic_fetch_add(&r->scanned, 1);
-  rc = queue_object(r, t, c, begin_event(r, t, meta.rv), meta.rv);
-  return rc ? rc : 1;
+  return take_scanned(r, rc, type, &meta);
 }
 
 /*
@@ -554,8 +565,6 @@ static int on_watch_line(const char *line, size_t len, void *data) {
 static int on_watch_frame(const char *frame, size_t len, void *data) {
   kcr__reflector_t *r = data;
   kcr__scan_meta_t meta;
-  kcr_watch_event_type t;
-  kcr__cobj_t *c;
   char type[16];
   int rc;
 
@@ -563,18 +572,7 @@ static int on_watch_frame(const char *frame, size_t len, void *data) {
   /* no message: a frame refused here goes to the decoder, which reports it */
   rc = kcr__pb_event((const unsigned char *)frame, len, type, sizeof(type), &r->scratch, &meta,
                      NULL);
-  t = rc == 0 ? object_event_type(type) : 0;
-  if (!t || !meta.name[0]) {
-    trim_scratch(r);
-    return rc == KCR_ENOMEM ? rc : 0;
-  }
-  rc = kcr__cobj_from_buf(&r->scratch, 0, &meta, &c);
-  trim_scratch(r);
-  if (rc)
-    return rc == KCR_ENOMEM ? rc : 0;
-  atomic_fetch_add(&r->scanned, 1);
-  rc = queue_object(r, t, c, begin_event(r, t, meta.rv), meta.rv);
-  return rc ? rc : 1;
+  return take_scanned(r, rc, type, &meta);
 }
 
 /* on_watch_event handles the events the line hook left to the decoder: objects
