@@ -8,6 +8,8 @@
 #   kcr-image  tools/kcr-image/main.go     -> $KCR_CACHE/kcr-image/<go-containerregistry version>/bin/kcr-image
 #   otelcol    tools/otelcol/main.go       -> $KCR_CACHE/otelcol/<collector version>/bin/otelcol
 #              (scripts/build-otelcol.sh; the tracing test's collector)
+#   pbschema-gen  tools/pbschema-gen/main.go -> $KCR_CACHE/pbschema-gen/<k8s.io/api version>/bin/pbschema-gen
+#              (scripts/gen-pb-schema.sh; the protobuf transcoder's tables)
 #
 # As scripts/build-control-plane.sh does: a build is reused while a stamp of the
 # Go version and the module's go.mod, go.sum and *.go files is unchanged; builds
@@ -38,8 +40,9 @@ case "$name" in
   helm) module=helm.sh/helm/v3 pkg=helm.sh/helm/v3/cmd/helm ;;
   kcr-image) module=github.com/google/go-containerregistry pkg=. ;;
   otelcol) module=go.opentelemetry.io/collector/otelcol pkg=. ;;
-  "") die "usage: build-go-tool.sh [--quiet] [--force] helm|kcr-image|otelcol" ;;
-  *) die "unknown tool $name (helm, kcr-image, otelcol)" ;;
+  pbschema-gen) module=k8s.io/api pkg=. ;;
+  "") die "usage: build-go-tool.sh [--quiet] [--force] helm|kcr-image|otelcol|pbschema-gen" ;;
+  *) die "unknown tool $name (helm, kcr-image, otelcol, pbschema-gen)" ;;
 esac
 command -v go >/dev/null || die "go is not in PATH (Go >= 1.26 is needed)"
 

@@ -4,10 +4,9 @@
 # src/util/pb_schema.h that the protobuf transcoder reads, from the struct tags
 # of k8s.io/api at the version tools/pbschema-gen/go.mod requires.
 #
-# The generator (tools/pbschema-gen) is built into
-# $KCR_CACHE/tools/pbschema-gen-<hash of its go.mod, go.sum and main.go> and
-# reused while that hash is unchanged; builds are serialized by a lock and a
-# failed build leaves no binary. The output is run through clang-format (the
+# The generator (tools/pbschema-gen) is built by scripts/build-go-tool.sh into
+# $KCR_CACHE/pbschema-gen/<k8s.io/api version>/bin and reused while the Go
+# version and the module's files are unchanged. The output is run through clang-format (the
 # repository's .clang-format) when clang-format is in PATH; the tables sit
 # between clang-format off/on, so the file is the same either way.
 #
@@ -15,14 +14,12 @@
 #   gen-pb-schema.sh --check   exit 1, with the head of a diff, if the
 #                              checked-in file differs from a fresh one
 #
-# Environment: KCR_CACHE (default $HOME/.cache/kcr), GOFLAGS (passed through,
-# -mod=mod added), PBSCHEMA_GEN_FLAGS (extra flags for the generator, e.g. -v
+# Environment: KCR_CACHE and GOFLAGS (scripts/build-go-tool.sh),
+# PBSCHEMA_GEN_FLAGS (extra flags for the generator, e.g. -v
 # for its notes).
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cache_root=${KCR_CACHE:-${HOME:?HOME is not set}/.cache/kcr}
-src=$repo_root/tools/pbschema-gen
 target=$repo_root/src/util/pb_schema.c
 check=0
 for arg in "$@"; do
@@ -38,31 +35,9 @@ say() { printf 'gen-pb-schema: %s\n' "$*" >&2; }
 
 command -v go >/dev/null || die "go is not in PATH (Go >= 1.26 is needed)"
 
-hash=$(cat "$src/go.mod" "$src/go.sum" "$src/main.go" | sha256sum | cut -c1-16)
-bin=$cache_root/tools/pbschema-gen-$hash
-
-export CGO_ENABLED=0
-case " ${GOFLAGS:-} " in
-  *" -mod="*) ;;
-  *) export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod" ;;
-esac
-
-mkdir -p "$cache_root/tools"
-exec 9>"$cache_root/tools/.pbschema-gen.lock"
-if ! flock -n 9; then
-  say "waiting for another build of pbschema-gen to finish"
-  flock 9
-fi
-if [[ ! -x "$bin" ]]; then
-  say "building $bin"
-  tmpbin=$bin.tmp.$$
-  if ! (cd "$src" && nice -n 19 go build -p 1 -trimpath -ldflags "-s -w" -o "$tmpbin" .); then
-    rm -f "$tmpbin"
-    die "go build of tools/pbschema-gen failed (see the output above)"
-  fi
-  mv "$tmpbin" "$bin"
-fi
-exec 9>&-
+line=$(bash "$repo_root/scripts/build-go-tool.sh" --quiet pbschema-gen) ||
+  die "the build of tools/pbschema-gen failed (see the output above)"
+bin=${line#pbschema-gen=}
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
