@@ -68,7 +68,8 @@ typedef struct fld {
   } while (0)
 
 static int bad(pbt_t *t, const char *what) {
-  return kcr_error_set(t->err, KCR_EPARSE, "protobuf: %s", what);
+  (void)kcr_error_set(t->err, KCR_EPARSE, "protobuf: %s", what);
+  return KCR_EPARSE; /* said here: the analyzer cannot see kcr_error_set's answer */
 }
 
 /* put appends n bytes: in place while they fit (kcr_buf's layout: len bytes
