@@ -64,15 +64,7 @@ fail() {
   [ -f "$work/manager.log" ] && { echo "--- manager log (tail)" >&2; tail -n 30 "$work/manager.log" >&2; }
   exit 1
 }
-wait_for() {
-  local secs=$1 what=$2
-  shift 2
-  for _ in $(seq 1 $((secs * 4))); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.25
-  done
-  fail "timed out after ${secs}s waiting for $what"
-}
+. "$here/wait_lib.sh" # wait_for SECONDS DESCRIPTION COMMAND...
 
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 gen=$work/prefix/bin/kcr-gen

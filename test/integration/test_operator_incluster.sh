@@ -63,15 +63,7 @@ fail() {
   exit 1
 }
 # wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds.
-wait_for() {
-  local secs=$1 what=$2
-  shift 2
-  for _ in $(seq 1 $((secs * 4))); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.25
-  done
-  fail "timed out after ${secs}s waiting for $what"
-}
+. "$(dirname "$0")/wait_lib.sh" # wait_for SECONDS DESCRIPTION COMMAND...
 jp() { k -n "$ns" get "$1" -o "jsonpath=$2" 2>/dev/null; }
 eq() { [ "$(jp "$1" "$2")" = "$3" ]; }
 lease_holder() { k -n "$opns" get lease "$lease" -o 'jsonpath={.spec.holderIdentity}' 2>/dev/null; }

@@ -39,15 +39,7 @@ fail() {
   tail -n 30 "$work/operator.log" >&2 || true
   exit 1
 }
-wait_for() { # SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds
-  local secs=$1 what=$2
-  shift 2
-  for _ in $(seq 1 $((secs * 4))); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.25
-  done
-  fail "timed out after ${secs}s waiting for $what"
-}
+. "$(dirname "$0")/wait_lib.sh" # wait_for SECONDS DESCRIPTION COMMAND...
 jp() { k -n "$ns" get "$1" -o "jsonpath=$2" 2>/dev/null; }
 eq() { [ "$(jp "$1" "$2")" = "$3" ]; }
 [ -n "$port" ] || fail "no kube-apiserver port in $cluster/run/ports"

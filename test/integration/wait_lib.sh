@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-# wait_lib.sh: the poll the shell tests' libraries share (operator_lib.sh,
-# image_lib.sh). Sourced; the caller defines fail MESSAGE, which must not return.
+# wait_lib.sh: the poll the shell tests share (operator_lib.sh, image_lib.sh
+# and the tests that use neither). Sourced; the caller defines fail MESSAGE,
+# which must not return.
 #
 # wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds, polled 4
 # times a second; fail "timed out ..." after SECONDS.
