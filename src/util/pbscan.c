@@ -19,7 +19,6 @@
  * written, as encoding/json does).
  */
 #include <inttypes.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,22 +249,6 @@ static int num_i(pbt_t *t, int64_t v) {
   return num_u(t, (uint64_t)0 - (uint64_t)v);
 }
 
-/* num_d writes the shortest text that reads back as v. */
-static int num_d(pbt_t *t, double v) {
-  char b[32];
-  int k = 0;
-  if (!isfinite(v))
-    return bad(t, "a float is not finite, which JSON cannot hold");
-  for (int prec = 1; prec <= 17; prec++) {
-    k = snprintf(b, sizeof(b), "%.*g", prec, v);
-    if (strtod(b, NULL) == v)
-      break;
-  }
-  /* "1e+21" is JSON, "5" is an integer jansson reads as one: a float field
-   * should stay a real, as encoding/json's "5" does not. Accept either. */
-  return put(t, b, (size_t)k);
-}
-
 static int base64(pbt_t *t, const unsigned char *s, size_t n) {
   static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   char b[772];
@@ -363,86 +346,6 @@ static int time_json(pbt_t *t, const unsigned char *b, size_t n, int micro) {
   buf[k++] = 'Z';
   buf[k++] = '"';
   return put(t, buf, (size_t)k);
-}
-
-/* frac writes v's last prec digits as a fraction before w (trailing zeros and
- * an empty fraction left out) and returns v without them: Go's fmtFrac. */
-static char *frac(char *w, uint64_t *v, int prec) {
-  int print = 0;
-  for (int i = 0; i < prec; i++) {
-    unsigned digit = (unsigned)(*v % 10);
-    print = print || digit != 0;
-    if (print)
-      *--w = (char)('0' + digit);
-    *v /= 10;
-  }
-  if (print)
-    *--w = '.';
-  return w;
-}
-
-static char *decimal(char *w, uint64_t v) {
-  do {
-    *--w = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  return w;
-}
-
-/* duration_json writes metav1.Duration ({duration=1 int64 nanoseconds}) as
- * Go's time.Duration.String() does: "1h2m3.5s", "1.5ms", "0s". */
-static int duration_json(pbt_t *t, const unsigned char *b, size_t n) {
-  const unsigned char *p = b, *e = b + n;
-  int64_t d = 0;
-  uint64_t u;
-  char buf[40], *end = buf + sizeof(buf) - 1, *w = end;
-  while (p < e) {
-    fld_t f;
-    TRY(next(t, &p, e, &f));
-    if (f.num == 1 && f.wt == 0)
-      d = (int64_t)f.u;
-  }
-  u = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
-  *w = '"';
-  if (u < 1000000000u) {
-    int prec = 0;
-    *--w = 's';
-    if (u == 0) {
-      *--w = '0';
-      goto done;
-    }
-    if (u < 1000u) {
-      *--w = 'n';
-    } else if (u < 1000000u) {
-      prec = 3;
-      *--w = (char)0xb5; /* U+00B5 MICRO SIGN, as Go writes it */
-      *--w = (char)0xc2;
-    } else {
-      prec = 6;
-      *--w = 'm';
-    }
-    w = frac(w, &u, prec);
-    w = decimal(w, u);
-  } else {
-    *--w = 's';
-    w = frac(w, &u, 9);
-    w = decimal(w, u % 60);
-    u /= 60;
-    if (u > 0) {
-      *--w = 'm';
-      w = decimal(w, u % 60);
-      u /= 60;
-      if (u > 0) {
-        *--w = 'h';
-        w = decimal(w, u);
-      }
-    }
-  }
-done:
-  if (d < 0)
-    *--w = '-';
-  *--w = '"';
-  return put(t, w, (size_t)(end - w + 1));
 }
 
 /* sub_field finds field num (wire type 2) in the message b[0, n) and reports
@@ -544,37 +447,22 @@ static int message(pbt_t *t, unsigned mi, const unsigned char *b, const unsigned
                    int *comma, int role);
 
 static int is_varint_kind(unsigned kind) {
-  return kind == KCR__PB_BOOL || kind == KCR__PB_INT32 || kind == KCR__PB_INT64 ||
-         kind == KCR__PB_UINT32 || kind == KCR__PB_UINT64;
+  return kind == KCR__PB_BOOL || kind == KCR__PB_INT32 || kind == KCR__PB_INT64;
 }
 
-/* scalar writes one varint or fixed64 value of kind. */
+/* scalar writes one varint value of kind. */
 static int scalar(pbt_t *t, unsigned kind, uint64_t u) {
-  switch (kind) {
-  case KCR__PB_BOOL:
+  if (kind == KCR__PB_BOOL)
     return u ? put(t, "true", 4) : put(t, "false", 5);
-  case KCR__PB_INT32:
-    return num_i(t, (int32_t)u);
-  case KCR__PB_INT64:
-    return num_i(t, (int64_t)u);
-  case KCR__PB_UINT32:
-    return num_u(t, (uint32_t)u);
-  case KCR__PB_UINT64:
-    return num_u(t, u);
-  default: {
-    double d;
-    memcpy(&d, &u, sizeof(d));
-    return num_d(t, d);
-  }
-  }
+  return num_i(t, kind == KCR__PB_INT32 ? (int32_t)u : (int64_t)u);
 }
 
 /* value writes one value of fd's kind read from f (a map's value or a repeated
  * field's element, or the field itself). */
 static int value(pbt_t *t, const kcr__pb_field_t *fd, const fld_t *f, int role) {
   unsigned kind = fd->kind;
-  if (is_varint_kind(kind) || kind == KCR__PB_DOUBLE) {
-    if (f->wt != (kind == KCR__PB_DOUBLE ? 1u : 0u))
+  if (is_varint_kind(kind)) {
+    if (f->wt != 0)
       return bad(t, "a number has the wrong wire type");
     return scalar(t, kind, f->u);
   }
@@ -591,8 +479,6 @@ static int value(pbt_t *t, const kcr__pb_field_t *fd, const fld_t *f, int role) 
     return time_json(t, f->v, f->n, 0);
   case KCR__PB_MICROTIME:
     return time_json(t, f->v, f->n, 1);
-  case KCR__PB_DURATION:
-    return duration_json(t, f->v, f->n);
   case KCR__PB_QUANTITY:
     return quantity_json(t, f->v, f->n);
   case KCR__PB_INTORSTRING:
@@ -618,16 +504,11 @@ static int zero_of(pbt_t *t, const kcr__pb_field_t *fd) {
     return put(t, "false", 5);
   case KCR__PB_MESSAGE:
     return message(t, fd->sub, NULL, NULL, NULL, ROLE_PLAIN);
-  case KCR__PB_DURATION:
-    return put(t, "\"0s\"", 4);
   case KCR__PB_QUANTITY:
     return put(t, "\"0\"", 3);
   case KCR__PB_INTORSTRING:
   case KCR__PB_INT32:
   case KCR__PB_INT64:
-  case KCR__PB_UINT32:
-  case KCR__PB_UINT64:
-  case KCR__PB_DOUBLE:
     return putc1(t, '0');
   case KCR__PB_BYTES: /* a nil []byte */
   case KCR__PB_STRING_LIST:
@@ -652,8 +533,8 @@ static int absent(pbt_t *t, const kcr__pb_field_t *fd, int *comma) {
     TRY(key(t, fd, comma));
     return put(t, "null", 4);
   }
-  if ((fl & KCR__PBF_OMITEMPTY) && (fd->kind == KCR__PB_STRING || fd->kind == KCR__PB_BYTES ||
-                                    is_varint_kind(fd->kind) || fd->kind == KCR__PB_DOUBLE))
+  if ((fl & KCR__PBF_OMITEMPTY) &&
+      (fd->kind == KCR__PB_STRING || fd->kind == KCR__PB_BYTES || is_varint_kind(fd->kind)))
     return 0;
   TRY(key(t, fd, comma));
   return zero_of(t, fd);
@@ -691,11 +572,6 @@ static int empty(const kcr__pb_field_t *fd, const fld_t *f) {
       }
     }
     return 1;
-  }
-  case KCR__PB_DOUBLE: {
-    double d;
-    memcpy(&d, &f->u, sizeof(d));
-    return f->wt == 1 && d == 0;
   }
   default:
     return is_varint_kind(fd->kind) && f->wt == 0 && f->u == 0;
@@ -771,19 +647,12 @@ static int field(pbt_t *t, const kcr__pb_field_t *fd, const unsigned char *at, u
       if (fl & KCR__PBF_MAP) {
         TRY(map_entry(t, fd, &f, first));
         first = 0;
-      } else if (f.wt == 2 && (is_varint_kind(fd->kind) || fd->kind == KCR__PB_DOUBLE)) {
+      } else if (f.wt == 2 && is_varint_kind(fd->kind)) {
         const unsigned char *q = f.v, *qe = f.v + f.n; /* packed */
         while (q < qe) {
           uint64_t u = 0;
-          if (fd->kind == KCR__PB_DOUBLE) {
-            if (qe - q < 8)
-              return bad(t, "a packed float is cut short");
-            for (int i = 0; i < 8; i++)
-              u |= (uint64_t)q[i] << (8 * i);
-            q += 8;
-          } else if (varint(&q, qe, &u)) {
+          if (varint(&q, qe, &u))
             return bad(t, "a packed varint is cut short");
-          }
           if (!first)
             TRY(putc1(t, ','));
           first = 0;
