@@ -97,6 +97,22 @@ static void list_body(const char *ns, char *buf, size_t size) {
   snprintf(buf + off, size - off, "]}");
 }
 
+/* the Accept header of the last streaming list (the handler's threads) */
+static pthread_mutex_t accept_mu = PTHREAD_MUTEX_INITIALIZER;
+static char stream_accept[256];
+
+static void note_accept(const char *headers) {
+  const char *a = strcasestr(headers, "\r\nAccept:");
+  pthread_mutex_lock(&accept_mu);
+  stream_accept[0] = '\0';
+  if (a) {
+    a += strlen("\r\nAccept:");
+    a += strspn(a, " ");
+    snprintf(stream_accept, sizeof(stream_accept), "%.*s", (int)strcspn(a, "\r\n"), a);
+  }
+  pthread_mutex_unlock(&accept_mu);
+}
+
 static void handler(const kcr_test_http_request *req, kcr_test_http_response *resp, void *data) {
   static __thread char body[8192];
   const char *p = req->path;
@@ -133,6 +149,7 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
     }
     if (sscanf(p, "/api/v1/namespaces/%63[^/]/configmaps?", ns) != 1)
       ns[0] = '\0';
+    note_accept(req->headers);
     stream_body(ns, body, sizeof(body));
     resp->body = body;
     resp->hold_ms = 10000;
@@ -179,6 +196,7 @@ static void handler(const kcr_test_http_request *req, kcr_test_http_response *re
 }
 
 static bool fail_on_missing; /* the next setup's cache fails reads of kinds without an informer */
+static bool next_json_wire;  /* the next setup's cache has json_wire */
 static const char *const *next_nss; /* the next setup's default_namespaces (NULL-terminated) */
 
 typedef struct fixture {
@@ -213,6 +231,7 @@ static int setup_with(void **state, const char *default_ns, int64_t sync_ns, int
   co.sync_timeout_ns = sync_ns;
   co.ryow_timeout_ns = ryow_ns;
   co.reader_fail_on_missing_informer = fail_on_missing;
+  co.json_wire = next_json_wire;
   co.default_namespaces = next_nss;
   while (next_nss && next_nss[co.default_namespaces_len])
     co.default_namespaces_len++;
@@ -283,6 +302,15 @@ static int setup_stream(void **state) {
   return setup(state);
 }
 
+/* setup_stream_json: streaming lists, the cache with json_wire. */
+static int setup_stream_json(void **state) {
+  int rc;
+  next_json_wire = true;
+  rc = setup_stream(state);
+  next_json_wire = false;
+  return rc;
+}
+
 /* setup_stream_twice: streaming lists that send "one" twice. */
 static int setup_stream_twice(void **state) {
   int rc = setup_stream(state);
@@ -349,6 +377,34 @@ static void test_cache_streaming_list_default(void **state) {
   json_decref(obj);
   assert_true(atomic_load(&stream_requests) >= 1);
   assert_int_equal(atomic_load(&cm_lists), 0);
+}
+
+/* A built-in kind is asked for in protobuf, with JSON as the fallback, which
+ * this server (JSON only) takes: the objects arrive all the same. */
+static void test_cache_asks_protobuf_for_built_in_kinds(void **state) {
+  fixture *f = *state;
+  json_t *obj = NULL;
+  kcr_error_t err;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "one", &obj, &err), 0);
+  assert_string_equal(kcr_meta_path_string(obj, "data.color"), "red");
+  json_decref(obj);
+  pthread_mutex_lock(&accept_mu);
+  assert_string_equal(stream_accept, "application/vnd.kubernetes.protobuf, application/json");
+  pthread_mutex_unlock(&accept_mu);
+}
+
+/* json_wire keeps JSON. */
+static void test_cache_json_wire_asks_json(void **state) {
+  fixture *f = *state;
+  json_t *obj = NULL;
+  kcr_error_t err;
+  kcr_error_clear(&err);
+  assert_int_equal(kcr_cache_get(f->cache, &cm_gvk, "a", "one", &obj, &err), 0);
+  json_decref(obj);
+  pthread_mutex_lock(&accept_mu);
+  assert_string_equal(stream_accept, "application/json");
+  pthread_mutex_unlock(&accept_mu);
 }
 
 /* An object streamed twice before the bookmark is stored once, as its later
@@ -1123,6 +1179,9 @@ int main(void) {
       cmocka_unit_test(test_cache_create_alloc),
       cmocka_unit_test_setup_teardown(test_cache_get, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_streaming_list_default, setup_stream, teardown),
+      cmocka_unit_test_setup_teardown(test_cache_asks_protobuf_for_built_in_kinds, setup_stream,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_cache_json_wire_asks_json, setup_stream_json, teardown),
       cmocka_unit_test_setup_teardown(test_cache_streamed_twice_keeps_the_last, setup_stream_twice,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_cache_streaming_list_env_off, setup_stream_off,
